@@ -1,0 +1,760 @@
+/*
+ * Exact rationals and the immutable linear combinations of lincomb.h.
+ *
+ * Rationals are kept reduced with a positive denominator, so equality is
+ * equality of the two integers.  Every operation that could overflow int64
+ * is checked: a silently wrapped coefficient would turn a correct gradient
+ * into a "wrong" verdict, so overflow is an internal error (exit 3) instead.
+ *
+ * lc_sum() is on the hot path of the symbolic audit (an all-reduce over a
+ * group of n ranks sums n combinations, for every parameter and every group
+ * of a 16,384-rank mesh), so it has fast paths for the two shapes that
+ * dominate: n copies of one combination (after an earlier all-reduce every
+ * member points at the same lincomb) and inputs over disjoint ranges of
+ * atoms.  Otherwise atoms that fill their range are accumulated densely,
+ * and only sparse inputs take a k-way heap merge, O(T log n) for T terms.
+ */
+#include <inttypes.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "lincomb.h"
+#include "xmalloc.h"
+
+const struct lincomb lincomb_zero = { 0 };
+
+/* Inputs and terms that fit here need no heap allocation in lc_sum(). */
+#define LC_STACK_INPUTS	64
+#define LC_STACK_TERMS	256
+
+/*
+ * Rationals.
+ */
+
+static uint64_t
+gcd_u64(uint64_t a, uint64_t b)
+{
+	int	 shift;
+
+	/* Binary gcd: no division, which matters in lc_sum()'s inner loop. */
+	if (a == 0)
+		return b;
+	if (b == 0)
+		return a;
+	shift = __builtin_ctzll(a | b);
+	a >>= __builtin_ctzll(a);
+	do {
+		b >>= __builtin_ctzll(b);
+		if (a > b) {
+			uint64_t t = a;
+			a = b;
+			b = t;
+		}
+		b -= a;
+	} while (b != 0);
+	return a << shift;
+}
+
+/* |x| as an unsigned value: correct for INT64_MIN too. */
+static uint64_t
+abs_u64(int64_t x)
+{
+	return x < 0 ? -(uint64_t)x : (uint64_t)x;
+}
+
+static int64_t
+mul_checked(int64_t a, int64_t b)
+{
+	int64_t	 r;
+
+	if (__builtin_mul_overflow(a, b, &r))
+		fatalx("rational overflow: %" PRId64 " * %" PRId64, a, b);
+	return r;
+}
+
+static int64_t
+add_checked(int64_t a, int64_t b)
+{
+	int64_t	 r;
+
+	if (__builtin_add_overflow(a, b, &r))
+		fatalx("rational overflow: %" PRId64 " + %" PRId64, a, b);
+	return r;
+}
+
+struct rational
+q_make(int64_t num, int64_t den)
+{
+	struct rational	 q;
+	uint64_t	 un, ud, g;
+	int		 negative;
+
+	if (den == 0)
+		fatalx("rational with zero denominator");
+	if (num == 0) {
+		q.num = 0;
+		q.den = 1;
+		return q;
+	}
+	/*
+	 * Reduce the magnitudes as unsigned values, so that INT64_MIN in
+	 * either position is handled, then put the sign on the numerator.
+	 */
+	negative = (num < 0) != (den < 0);
+	un = abs_u64(num);
+	ud = abs_u64(den);
+	if (ud != 1) {
+		g = gcd_u64(un, ud);
+		un /= g;
+		ud /= g;
+	}
+	if (ud > INT64_MAX)
+		fatalx("rational overflow: %" PRId64 "/%" PRId64, num, den);
+	if (negative) {
+		if (un > (uint64_t)INT64_MAX + 1)
+			fatalx("rational overflow: %" PRId64 "/%" PRId64,
+			    num, den);
+		q.num = un == (uint64_t)INT64_MAX + 1 ? INT64_MIN :
+		    -(int64_t)un;
+	} else {
+		if (un > INT64_MAX)
+			fatalx("rational overflow: %" PRId64 "/%" PRId64,
+			    num, den);
+		q.num = (int64_t)un;
+	}
+	q.den = (int64_t)ud;
+	return q;
+}
+
+struct rational
+q_add(struct rational a, struct rational b)
+{
+	int64_t	 g, da, db;
+
+	if (a.num == 0)
+		return b;
+	if (b.num == 0)
+		return a;
+	if (a.den == b.den)
+		return q_make(add_checked(a.num, b.num), a.den);
+	/* Over the lcm of the denominators, not their product. */
+	g = (int64_t)gcd_u64((uint64_t)a.den, (uint64_t)b.den);
+	da = a.den / g;
+	db = b.den / g;
+	return q_make(add_checked(mul_checked(a.num, db), mul_checked(b.num, da)),
+	    mul_checked(a.den, db));
+}
+
+/*
+ * a * b, reduced by cross-cancelling first so that the products stay as
+ * small as the result allows.  Returns false on overflow.
+ */
+static int
+q_mul_try(struct rational a, struct rational b, struct rational *r)
+{
+	int64_t	 g1, g2;
+
+	if (a.num == 0 || b.num == 0) {
+		r->num = 0;
+		r->den = 1;
+		return 1;
+	}
+	g1 = (int64_t)gcd_u64(abs_u64(a.num), (uint64_t)b.den);
+	g2 = (int64_t)gcd_u64(abs_u64(b.num), (uint64_t)a.den);
+	/*
+	 * g1 divides b.den, which is positive and at most INT64_MAX, so the
+	 * divisions below cannot overflow even for INT64_MIN numerators.
+	 */
+	if (__builtin_mul_overflow(a.num / g1, b.num / g2, &r->num))
+		return 0;
+	if (__builtin_mul_overflow(a.den / g2, b.den / g1, &r->den))
+		return 0;
+	return 1;
+}
+
+struct rational
+q_mul(struct rational a, struct rational b)
+{
+	struct rational	 r;
+
+	if (!q_mul_try(a, b, &r))
+		fatalx("rational overflow: %" PRId64 "/%" PRId64 " * %"
+		    PRId64 "/%" PRId64, a.num, a.den, b.num, b.den);
+	return r;
+}
+
+struct rational
+q_div(struct rational a, struct rational b)
+{
+	if (b.num == 0)
+		fatalx("rational division by zero");
+	return q_mul(a, q_make(b.den, b.num));
+}
+
+bool
+q_is_zero(struct rational q)
+{
+	return q.num == 0;
+}
+
+bool
+q_equal(struct rational a, struct rational b)
+{
+	return a.num == b.num && a.den == b.den;
+}
+
+static bool
+q_is_one(struct rational q)
+{
+	return q.num == 1 && q.den == 1;
+}
+
+void
+q_format(struct rational q, char *buf, size_t len)
+{
+	if (q.den == 1)
+		snprintf(buf, len, "%" PRId64, q.num);
+	else
+		snprintf(buf, len, "%" PRId64 "/%" PRId64, q.num, q.den);
+}
+
+/*
+ * Allocation of combinations.
+ */
+
+static struct lincomb *
+lc_alloc(struct arena *a, size_t nterms)
+{
+	struct lincomb	*x;
+
+	if (nterms > UINT32_MAX ||
+	    nterms > (SIZE_MAX - sizeof(*x)) / sizeof(struct term))
+		fatalx("linear combination of %zu terms is too large", nterms);
+	x = arena_alloc(a, sizeof(*x) + nterms * sizeof(struct term));
+	x->nterms = (uint32_t)nterms;
+	return x;
+}
+
+/* Copy n finished terms (sorted, no zeros) into the arena. */
+static const struct lincomb *
+lc_from_terms(struct arena *a, const struct term *t, size_t n)
+{
+	struct lincomb	*x;
+
+	if (n == 0)
+		return &lincomb_zero;
+	x = lc_alloc(a, n);
+	memcpy(x->terms, t, n * sizeof(*t));
+	return x;
+}
+
+/* A scratch array of n terms: the caller's stack buffer when it fits. */
+static struct term *
+scratch_terms(struct term *stack, size_t stack_len, size_t n)
+{
+	if (n <= stack_len)
+		return stack;
+	return xreallocarray(NULL, n, sizeof(struct term));
+}
+
+static void
+scratch_free(struct term *t, struct term *stack)
+{
+	if (t != stack)
+		free(t);
+}
+
+/*
+ * Scale n terms in place (s != 0, so no term becomes zero).  Neighbouring
+ * terms usually share a coefficient (a group average gives every atom the
+ * same 1/n), so the last product is reused instead of recomputed: two
+ * comparisons instead of two gcds per term.
+ */
+static void
+scale_terms(struct term *t, size_t n, struct rational s)
+{
+	struct rational	 in = { 0, 1 }, out = { 0, 1 };
+	size_t		 i;
+
+	if (q_is_one(s))
+		return;
+	for (i = 0; i < n; i++) {
+		if (!q_equal(t[i].coef, in)) {
+			in = t[i].coef;
+			out = q_mul(in, s);
+		}
+		t[i].coef = out;
+	}
+}
+
+const struct lincomb *
+lc_atom(struct arena *a, uint32_t atom)
+{
+	struct lincomb	*x;
+
+	x = lc_alloc(a, 1);
+	x->terms[0].atom = atom;
+	x->terms[0].coef.num = 1;
+	x->terms[0].coef.den = 1;
+	return x;
+}
+
+const struct lincomb *
+lc_scale(struct arena *a, const struct lincomb *x, struct rational s)
+{
+	struct lincomb	*y;
+
+	if (q_is_one(s) || x->nterms == 0)
+		return x;
+	if (q_is_zero(s))
+		return &lincomb_zero;
+	y = lc_alloc(a, x->nterms);
+	memcpy(y->terms, x->terms, x->nterms * sizeof(struct term));
+	scale_terms(y->terms, y->nterms, s);
+	return y;
+}
+
+/*
+ * Merge two sorted term arrays into out (room for na + nb terms),
+ * combining equal atoms and dropping the zeros that cancellation leaves.
+ * Returns the number of terms written.
+ */
+static size_t
+merge2(const struct term *ta, size_t na, const struct term *tb, size_t nb,
+    struct term *out)
+{
+	size_t	 i = 0, j = 0, n = 0;
+
+	while (i < na && j < nb) {
+		if (ta[i].atom < tb[j].atom)
+			out[n++] = ta[i++];
+		else if (ta[i].atom > tb[j].atom)
+			out[n++] = tb[j++];
+		else {
+			out[n].atom = ta[i].atom;
+			out[n].coef = q_add(ta[i].coef, tb[j].coef);
+			if (!q_is_zero(out[n].coef))
+				n++;
+			i++;
+			j++;
+		}
+	}
+	memcpy(out + n, ta + i, (na - i) * sizeof(*out));
+	n += na - i;
+	memcpy(out + n, tb + j, (nb - j) * sizeof(*out));
+	n += nb - j;
+	return n;
+}
+
+const struct lincomb *
+lc_add(struct arena *a, const struct lincomb *x, const struct lincomb *y)
+{
+	struct term		 stack[LC_STACK_TERMS], *t;
+	const struct lincomb	*r;
+	size_t			 n;
+
+	if (x->nterms == 0)
+		return y;
+	if (y->nterms == 0)
+		return x;
+	t = scratch_terms(stack, LC_STACK_TERMS,
+	    (size_t)x->nterms + y->nterms);
+	n = merge2(x->terms, x->nterms, y->terms, y->nterms, t);
+	r = lc_from_terms(a, t, n);
+	scratch_free(t, stack);
+	return r;
+}
+
+static int
+cmp_first_atom(const void *pa, const void *pb)
+{
+	const struct lincomb *const *a = pa, *const *b = pb;
+	uint32_t	 x = (*a)->terms[0].atom, y = (*b)->terms[0].atom;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * When the inputs, ordered by first atom, cover disjoint ascending ranges
+ * (a dp group of tp-reduced gradients, for instance), their concatenation
+ * is already the sorted result: no merge and no additions.
+ */
+static const struct lincomb *
+sum_disjoint(struct arena *a, const struct lincomb **in, size_t k,
+    size_t total, struct rational s)
+{
+	struct lincomb	*r;
+	size_t		 i, n = 0;
+
+	for (i = 0; i + 1 < k; i++)
+		if (in[i]->terms[in[i]->nterms - 1].atom >=
+		    in[i + 1]->terms[0].atom)
+			return NULL;
+	r = lc_alloc(a, total);
+	for (i = 0; i < k; i++) {
+		memcpy(r->terms + n, in[i]->terms,
+		    in[i]->nterms * sizeof(struct term));
+		n += in[i]->nterms;
+	}
+	scale_terms(r->terms, n, s);
+	return r;
+}
+
+/*
+ * When the inputs' atoms fill most of the range between the lowest and the
+ * highest (a tp group of dp-reduced gradients interleaves its atoms with
+ * stride tp, say), accumulating into an array indexed by atom is linear
+ * and beats any merge.  A slot with a zero denominator is empty, so
+ * calloc()'s zeroes are the initial state.  Returns NULL when the range is
+ * too sparse for this to pay.
+ */
+static const struct lincomb *
+sum_dense(struct arena *a, const struct lincomb **in, size_t k,
+    size_t total, struct rational s)
+{
+	struct rational		*acc, *slot;
+	struct lincomb		*r;
+	const struct term	*t;
+	uint32_t		 lo, hi = 0, j;
+	size_t			 i, span, n = 0;
+
+	lo = in[0]->terms[0].atom;	/* the inputs are sorted by it */
+	for (i = 0; i < k; i++)
+		if (in[i]->terms[in[i]->nterms - 1].atom > hi)
+			hi = in[i]->terms[in[i]->nterms - 1].atom;
+	span = (size_t)(hi - lo) + 1;
+	if (span / 4 > total)
+		return NULL;
+
+	acc = xcalloc(span, sizeof(*acc));
+	for (i = 0; i < k; i++) {
+		for (j = 0; j < in[i]->nterms; j++) {
+			t = &in[i]->terms[j];
+			slot = &acc[t->atom - lo];
+			if (slot->den == 0)
+				*slot = t->coef;
+			else
+				*slot = q_add(*slot, t->coef);
+		}
+	}
+	for (i = 0; i < span; i++)
+		if (acc[i].num != 0)
+			n++;
+	if (n == 0) {
+		free(acc);
+		return &lincomb_zero;
+	}
+	r = lc_alloc(a, n);
+	n = 0;
+	for (i = 0; i < span; i++) {
+		if (acc[i].num != 0) {
+			r->terms[n].atom = lo + (uint32_t)i;
+			r->terms[n].coef = acc[i];
+			n++;
+		}
+	}
+	free(acc);
+	scale_terms(r->terms, n, s);
+	return r;
+}
+
+struct heap_entry {
+	uint32_t	 atom;
+	uint32_t	 src;
+};
+
+static void
+heap_sift_down(struct heap_entry *h, size_t n, size_t i)
+{
+	struct heap_entry	 e = h[i];
+	size_t			 c;
+
+	for (;;) {
+		c = 2 * i + 1;
+		if (c >= n)
+			break;
+		if (c + 1 < n && h[c + 1].atom < h[c].atom)
+			c++;
+		if (h[c].atom >= e.atom)
+			break;
+		h[i] = h[c];
+		i = c;
+	}
+	h[i] = e;
+}
+
+/*
+ * The general case: a k-way merge with a binary heap keyed by each
+ * input's next atom.  out has room for every input term.
+ */
+static size_t
+merge_k(const struct lincomb **in, size_t k, struct term *out)
+{
+	struct heap_entry	*h;
+	uint32_t		*pos;
+	size_t			 i, hn = k, n = 0;
+	const struct term	*t;
+
+	h = xreallocarray(NULL, k, sizeof(*h));
+	pos = xreallocarray(NULL, k, sizeof(*pos));
+	for (i = 0; i < k; i++) {
+		h[i].atom = in[i]->terms[0].atom;
+		h[i].src = (uint32_t)i;
+		pos[i] = 0;
+	}
+	for (i = k / 2; i-- > 0;)
+		heap_sift_down(h, hn, i);
+
+	while (hn > 0) {
+		i = h[0].src;
+		t = &in[i]->terms[pos[i]];
+		if (n > 0 && out[n - 1].atom == t->atom)
+			out[n - 1].coef = q_add(out[n - 1].coef, t->coef);
+		else {
+			/*
+			 * A previous atom whose sum cancelled to zero is
+			 * overwritten here instead of being kept.
+			 */
+			if (n > 0 && q_is_zero(out[n - 1].coef))
+				n--;
+			out[n++] = *t;
+		}
+		if (++pos[i] < in[i]->nterms) {
+			h[0].atom = in[i]->terms[pos[i]].atom;
+		} else
+			h[0] = h[--hn];
+		if (hn > 0)
+			heap_sift_down(h, hn, 0);
+	}
+	if (n > 0 && q_is_zero(out[n - 1].coef))
+		n--;
+	free(h);
+	free(pos);
+	return n;
+}
+
+const struct lincomb *
+lc_sum(struct arena *a, const struct lincomb *const *xs, size_t n,
+    struct rational s)
+{
+	const struct lincomb	*stack_in[LC_STACK_INPUTS], **in;
+	const struct lincomb	*first = NULL, *r;
+	struct term		 stack_t[LC_STACK_TERMS], *t;
+	size_t			 i, k = 0, total = 0, nt;
+	int			 same = 1;
+
+	if (q_is_zero(s))
+		return &lincomb_zero;
+	for (i = 0; i < n; i++) {
+		if (xs[i]->nterms == 0)
+			continue;
+		if (first == NULL)
+			first = xs[i];
+		else if (xs[i] != first)
+			same = 0;
+		k++;
+		total += xs[i]->nterms;
+	}
+	if (k == 0)
+		return &lincomb_zero;
+	/* k copies of one combination: after an all-reduce, the usual case. */
+	if (same) {
+		if (k > INT64_MAX)
+			fatalx("lc_sum of %zu inputs", k);
+		return lc_scale(a, first, q_mul(q_make((int64_t)k, 1), s));
+	}
+
+	in = k <= LC_STACK_INPUTS ? stack_in :
+	    xreallocarray(NULL, k, sizeof(*in));
+	k = 0;
+	for (i = 0; i < n; i++)
+		if (xs[i]->nterms != 0)
+			in[k++] = xs[i];
+	qsort(in, k, sizeof(*in), cmp_first_atom);
+
+	if ((r = sum_disjoint(a, in, k, total, s)) == NULL &&
+	    (k == 2 || (r = sum_dense(a, in, k, total, s)) == NULL)) {
+		t = scratch_terms(stack_t, LC_STACK_TERMS, total);
+		if (k == 2)
+			nt = merge2(in[0]->terms, in[0]->nterms,
+			    in[1]->terms, in[1]->nterms, t);
+		else
+			nt = merge_k(in, k, t);
+		scale_terms(t, nt, s);
+		r = lc_from_terms(a, t, nt);
+		scratch_free(t, stack_t);
+	}
+	if (in != stack_in)
+		free(in);
+	return r;
+}
+
+bool
+lc_equal(const struct lincomb *x, const struct lincomb *y)
+{
+	uint32_t	 i;
+
+	if (x == y)
+		return true;
+	if (x->nterms != y->nterms)
+		return false;
+	for (i = 0; i < x->nterms; i++) {
+		if (x->terms[i].atom != y->terms[i].atom ||
+		    !q_equal(x->terms[i].coef, y->terms[i].coef))
+			return false;
+	}
+	return true;
+}
+
+bool
+lc_proportional(const struct lincomb *x, const struct lincomb *y,
+    struct rational *c)
+{
+	struct rational	 k, p;
+	uint32_t	 i;
+
+	if (x->nterms != y->nterms)
+		return false;
+	if (x->nterms == 0) {
+		/* 0 == 1 * 0. */
+		c->num = c->den = 1;
+		return true;
+	}
+	if (x->terms[0].atom != y->terms[0].atom)
+		return false;
+	k = q_div(x->terms[0].coef, y->terms[0].coef);
+	for (i = 1; i < x->nterms; i++) {
+		if (x->terms[i].atom != y->terms[i].atom)
+			return false;
+		/*
+		 * A product that overflows cannot equal a coefficient that
+		 * fits: not proportional, not an internal error.
+		 */
+		if (!q_mul_try(k, y->terms[i].coef, &p) ||
+		    !q_equal(p, x->terms[i].coef))
+			return false;
+	}
+	*c = k;
+	return true;
+}
+
+/*
+ * Formatting.
+ */
+
+/* Compare by decreasing coefficient, then increasing atom. */
+static int
+cmp_format_order(const void *pa, const void *pb)
+{
+	const struct term	*a = pa, *b = pb;
+	__extension__ typedef __int128 wide;
+	wide			 l, r;
+
+	/* Denominators are positive: cross-multiplying keeps the order. */
+	l = (wide)a->coef.num * b->coef.den;
+	r = (wide)b->coef.num * a->coef.den;
+	if (l != r)
+		return l > r ? -1 : 1;
+	return (a->atom > b->atom) - (a->atom < b->atom);
+}
+
+/* Write v in decimal at p; return the number of characters. */
+static size_t
+put_u64(char *p, uint64_t v)
+{
+	char	 tmp[20];
+	size_t	 n = 0, i;
+
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v != 0);
+	for (i = 0; i < n; i++)
+		p[i] = tmp[n - 1 - i];
+	return n;
+}
+
+/* Write one group of terms sharing coefficient q; return the length. */
+static size_t
+put_group(char *out, const struct term *t, size_t n, const char *prefix,
+    size_t plen, int first)
+{
+	struct rational	 q = t[0].coef;
+	uint64_t	 p = abs_u64(q.num);
+	int		 parens;
+	size_t		 i, len = 0;
+
+	if (q.num < 0)
+		out[len++] = '-';
+	else if (!first)
+		out[len++] = '+';
+	if (p != 1) {
+		len += put_u64(out + len, p);
+		out[len++] = '*';
+	}
+	parens = n > 1 && (q.den != 1 || p != 1);
+	if (parens)
+		out[len++] = '(';
+	for (i = 0; i < n; i++) {
+		if (i > 0)
+			out[len++] = '+';
+		memcpy(out + len, prefix, plen);
+		len += plen;
+		len += put_u64(out + len, t[i].atom);
+	}
+	if (parens)
+		out[len++] = ')';
+	if (q.den != 1) {
+		out[len++] = '/';
+		len += put_u64(out + len, (uint64_t)q.den);
+	}
+	return len;
+}
+
+const char *
+lc_format(struct arena *a, const struct lincomb *x, const char *prefix)
+{
+	struct term	*t;
+	char		*buf, *s;
+	size_t		 plen = strlen(prefix), n = x->nterms, i, j, len = 0;
+	int		 sorted = 1;
+
+	if (n == 0)
+		return arena_strdup(a, "0");
+
+	/*
+	 * Grouping needs the terms in decreasing coefficient order.  The
+	 * common case of one shared coefficient is already in that order.
+	 */
+	t = xreallocarray(NULL, n, sizeof(*t));
+	memcpy(t, x->terms, n * sizeof(*t));
+	for (i = 1; i < n && sorted; i++)
+		if (!q_equal(t[i].coef, t[0].coef))
+			sorted = 0;
+	if (!sorted)
+		qsort(t, n, sizeof(*t), cmp_format_order);
+
+	/*
+	 * An upper bound on the length, so the string is built in one pass
+	 * with no reallocation: per atom the prefix, 10 digits and a '+';
+	 * per group a sign, "p*", parentheses and "/q" of 20 digits each.
+	 */
+	if (n > SIZE_MAX / 2 / (plen + 11 + 45))
+		fatalx("lc_format: combination of %zu terms too long", n);
+	buf = xmalloc(n * (plen + 11 + 45) + 1);
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && q_equal(t[j].coef, t[i].coef); j++)
+			continue;
+		len += put_group(buf + len, t + i, j - i, prefix, plen, i == 0);
+	}
+	buf[len] = '\0';
+
+	s = arena_alloc(a, len + 1);
+	memcpy(s, buf, len + 1);
+	free(buf);
+	free(t);
+	return s;
+}

@@ -1,0 +1,76 @@
+/*
+ * Exact linear combinations of gradient atoms with rational coefficients:
+ * the values of the symbolic audit (SPEC section 7).
+ *
+ * An atom is a rank number: atom r stands for "the local gradient that rank
+ * r accumulated for this parameter before synchronization".  A lincomb is an
+ * immutable array of terms sorted by atom with no zero coefficients, so two
+ * lincombs are equal exactly when their term arrays are equal.  They are
+ * allocated in an arena and shared freely (all members of a group after an
+ * all-reduce point at the same lincomb).
+ */
+#ifndef GRADAUDIT_LINCOMB_H
+#define GRADAUDIT_LINCOMB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct arena;
+
+/* A reduced fraction, den > 0.  Overflow is an internal error (exit 3). */
+struct rational {
+	int64_t	num;
+	int64_t	den;
+};
+
+struct rational	 q_make(int64_t num, int64_t den);
+struct rational	 q_add(struct rational, struct rational);
+struct rational	 q_mul(struct rational, struct rational);
+struct rational	 q_div(struct rational, struct rational);
+bool		 q_is_zero(struct rational);
+bool		 q_equal(struct rational, struct rational);
+/* "1", "1/2", "-3/4": writes at most 48 bytes including the NUL. */
+void		 q_format(struct rational, char *buf, size_t len);
+
+struct term {
+	uint32_t	atom;
+	struct rational	coef;
+};
+
+struct lincomb {
+	uint32_t	nterms;
+	struct term	terms[];	/* sorted by atom, no zero coefficient */
+};
+
+/* The empty combination (zero), shared. */
+extern const struct lincomb lincomb_zero;
+
+const struct lincomb *lc_atom(struct arena *, uint32_t atom);
+const struct lincomb *lc_scale(struct arena *, const struct lincomb *,
+		    struct rational);
+const struct lincomb *lc_add(struct arena *, const struct lincomb *,
+		    const struct lincomb *);
+/* Sum of n combinations, each multiplied by scale: one pass, one result. */
+const struct lincomb *lc_sum(struct arena *, const struct lincomb *const *,
+		    size_t n, struct rational scale);
+bool		 lc_equal(const struct lincomb *, const struct lincomb *);
+/*
+ * If a == c * b for one rational c != 0 (same atoms, proportional
+ * coefficients), store c and return true.
+ */
+bool		 lc_proportional(const struct lincomb *a,
+		    const struct lincomb *b, struct rational *c);
+
+/*
+ * Print in the style of the Megatron report: terms with equal coefficients
+ * grouped, groups in decreasing order of coefficient, atoms in rank order
+ * inside a group: "g3+(g0+g1)/2", "(g0+g1+g2+g3)/2", "3*(g0+g1)/4",
+ * "g0-g1/2", "0".  A group of one atom needs no parentheses ("g1/2").
+ * Atoms print as prefix followed by the rank ("g").  Returns a string
+ * allocated in the arena.
+ */
+const char	*lc_format(struct arena *, const struct lincomb *,
+		    const char *prefix);
+
+#endif

@@ -1,0 +1,67 @@
+/*
+ * The rank layout of SPEC section 5: Megatron's order (tp fastest, then dp,
+ * then pp) for dense parameters, and within one stage the dp*tp ranks
+ * regrouped as etp (fastest), ep, then edp for expert parameters.
+ *
+ * Every group is returned in the order of its own coordinate, so that
+ * "member i of the group" is the rank whose coordinate along that dimension
+ * is i: that is the order in which a reduce-scatter hands out shards.
+ */
+#ifndef GRADAUDIT_MESH_H
+#define GRADAUDIT_MESH_H
+
+#include <stdbool.h>
+
+struct config;
+
+struct mesh {
+	int	dp, pp, tp, ep, etp;
+	int	edp;		/* dp * tp / (ep * etp) */
+	int	world;		/* dp * pp * tp */
+};
+
+struct coord {
+	int	pp, dp, tp;	/* dense coordinates */
+	int	ep, etp, edp;	/* expert coordinates within the stage */
+};
+
+/* The communication groups a gradient collective can run over. */
+enum group_kind {
+	GROUP_DP,		/* same pp, tp; varying dp */
+	GROUP_TP,		/* same pp, dp; varying tp */
+	GROUP_PP,		/* same dp, tp; varying pp */
+	GROUP_EP,		/* same pp, etp, edp; varying ep */
+	GROUP_ETP,		/* same pp, ep, edp; varying etp */
+	GROUP_EDP,		/* same pp, ep, etp; varying edp */
+	GROUP_EMBEDDING,	/* first and last stage, same dp and tp (pp > 1) */
+	GROUP__COUNT
+};
+
+void	 mesh_init(struct mesh *, int dp, int pp, int tp, int ep, int etp);
+void	 mesh_from_config(struct mesh *, const struct config *);
+
+int	 mesh_rank_of(const struct mesh *, int pp, int dp, int tp);
+void	 mesh_coord_of(const struct mesh *, int rank, struct coord *);
+/* The rank with the given expert coordinates on stage pp. */
+int	 mesh_rank_of_expert(const struct mesh *, int pp, int ep, int etp,
+	    int edp);
+
+/* Number of members of a group of this kind (2 or 1 for GROUP_EMBEDDING). */
+int	 mesh_group_size(const struct mesh *, enum group_kind);
+/*
+ * Fill members[] (mesh_group_size entries) with the group of `rank`, in the
+ * order of the group's coordinate; return the index of `rank` in it.
+ */
+int	 mesh_group(const struct mesh *, enum group_kind, int rank,
+	    int *members);
+/* The index of `rank` in its group without listing it. */
+int	 mesh_group_index(const struct mesh *, enum group_kind, int rank);
+/*
+ * A number that is equal for two ranks exactly when they are in the same
+ * group of this kind (the lowest member's rank).
+ */
+int	 mesh_group_id(const struct mesh *, enum group_kind, int rank);
+
+const char *mesh_group_name(enum group_kind);	/* "dp", "tp", ... */
+
+#endif

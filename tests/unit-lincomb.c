@@ -1,0 +1,532 @@
+/*
+ * TAP unit test of lincomb.c: exact rationals, the combination operations,
+ * the report's printing style (every example of SPEC section 7 and the
+ * Megatron report), and lc_sum() against repeated lc_add() and against a
+ * dense accumulation that shares no code with the merge.
+ */
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "lincomb.h"
+#include "xmalloc.h"
+
+static int	 ntests, nfailed;
+
+static void	 ok(int, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	ntests++;
+	if (!cond)
+		nfailed++;
+	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+static int
+q_is(struct rational q, int64_t num, int64_t den)
+{
+	if (q.num == num && q.den == den)
+		return 1;
+	printf("# got %" PRId64 "/%" PRId64 ", want %" PRId64 "/%" PRId64
+	    "\n", q.num, q.den, num, den);
+	return 0;
+}
+
+static int
+str_is(const char *got, const char *want)
+{
+	if (strcmp(got, want) == 0)
+		return 1;
+	printf("# got \"%s\", want \"%s\"\n", got, want);
+	return 0;
+}
+
+static void
+test_rationals(void)
+{
+	char	 buf[48];
+
+	ok(q_is(q_make(2, 4), 1, 2), "2/4 reduces to 1/2");
+	ok(q_is(q_make(-2, 4), -1, 2), "-2/4 is -1/2");
+	ok(q_is(q_make(2, -4), -1, 2), "2/-4 puts the sign on the numerator");
+	ok(q_is(q_make(-6, -4), 3, 2), "-6/-4 is 3/2");
+	ok(q_is(q_make(0, -5), 0, 1), "0/-5 is 0/1");
+	ok(q_is(q_make(7, 1), 7, 1), "7/1 stays");
+	ok(q_is(q_make(INT64_MIN, INT64_MIN), 1, 1), "INT64_MIN/INT64_MIN is 1");
+	ok(q_is(q_make(INT64_MIN, 2), INT64_MIN / 2, 1),
+	    "INT64_MIN/2 reduces");
+	ok(q_is(q_make(4, INT64_MIN), -1, -(INT64_MIN / 4)),
+	    "4/INT64_MIN is -1/2^61");
+
+	ok(q_is(q_add(q_make(1, 2), q_make(1, 3)), 5, 6), "1/2+1/3 = 5/6");
+	ok(q_is(q_add(q_make(1, 6), q_make(1, 3)), 1, 2), "1/6+1/3 = 1/2");
+	ok(q_is(q_add(q_make(1, 2), q_make(-1, 2)), 0, 1), "1/2-1/2 = 0");
+	ok(q_is(q_add(q_make(3, 4), q_make(1, 4)), 1, 1), "3/4+1/4 = 1");
+	ok(q_is(q_add(q_make(-1, 3), q_make(-1, 6)), -1, 2),
+	    "-1/3-1/6 = -1/2");
+	ok(q_is(q_add(q_make(0, 1), q_make(5, 7)), 5, 7), "0+5/7 = 5/7");
+	ok(q_is(q_mul(q_make(2, 3), q_make(3, 4)), 1, 2), "2/3*3/4 = 1/2");
+	ok(q_is(q_mul(q_make(-2, 3), q_make(3, -4)), 1, 2),
+	    "-2/3*-3/4 = 1/2");
+	ok(q_is(q_mul(q_make(0, 1), q_make(3, 4)), 0, 1), "0*3/4 = 0");
+	ok(q_is(q_div(q_make(1, 2), q_make(-1, 4)), -2, 1), "1/2 / -1/4 = -2");
+	ok(q_is(q_div(q_make(3, 5), q_make(9, 10)), 2, 3), "3/5 / 9/10 = 2/3");
+	ok(q_is(q_mul(q_make(INT64_MAX, 2), q_make(2, INT64_MAX)), 1, 1),
+	    "cross-cancellation keeps big products in range");
+	ok(q_is_zero(q_make(0, 3)) && !q_is_zero(q_make(1, 3)), "q_is_zero");
+	ok(q_equal(q_make(2, 6), q_make(1, 3)) &&
+	    !q_equal(q_make(1, 3), q_make(-1, 3)), "q_equal");
+
+	q_format(q_make(1, 1), buf, sizeof(buf));
+	ok(str_is(buf, "1"), "format 1");
+	q_format(q_make(1, 2), buf, sizeof(buf));
+	ok(str_is(buf, "1/2"), "format 1/2");
+	q_format(q_make(-3, 4), buf, sizeof(buf));
+	ok(str_is(buf, "-3/4"), "format -3/4");
+	q_format(q_make(0, 9), buf, sizeof(buf));
+	ok(str_is(buf, "0"), "format 0");
+	q_format(q_make(INT64_MIN, INT64_MAX), buf, sizeof(buf));
+	ok(str_is(buf, "-9223372036854775808/9223372036854775807"),
+	    "format the widest rational");
+}
+
+/* Build a combination from (atom, num, den) triples, terminated by den 0. */
+static const struct lincomb *
+build(struct arena *a, const int64_t (*t)[3])
+{
+	const struct lincomb	*x = &lincomb_zero;
+
+	for (; t[0][2] != 0; t++)
+		x = lc_add(a, x, lc_scale(a, lc_atom(a, (uint32_t)t[0][0]),
+		    q_make(t[0][1], t[0][2])));
+	return x;
+}
+
+static int
+lc_is_sorted_nonzero(const struct lincomb *x)
+{
+	uint32_t	 i;
+
+	for (i = 0; i < x->nterms; i++) {
+		if (q_is_zero(x->terms[i].coef) || x->terms[i].coef.den <= 0)
+			return 0;
+		if (i > 0 && x->terms[i - 1].atom >= x->terms[i].atom)
+			return 0;
+	}
+	return 1;
+}
+
+static void
+test_operations(struct arena *a)
+{
+	static const int64_t	 ta[][3] = { {0, 1, 2}, {3, 1, 1}, {5, -2, 3},
+				     {0, 0, 0} };
+	static const int64_t	 tb[][3] = { {1, 1, 1}, {3, -1, 1}, {5, 1, 3},
+				     {0, 0, 0} };
+	static const int64_t	 tab[][3] = { {0, 1, 2}, {1, 1, 1},
+				     {5, -1, 3}, {0, 0, 0} };
+	static const int64_t	 t3a[][3] = { {0, 3, 4}, {3, 3, 2},
+				     {5, -1, 1}, {0, 0, 0} };
+	const struct lincomb	*x, *y, *z, *g2;
+	struct rational		 c;
+
+	g2 = lc_atom(a, 2);
+	ok(g2->nterms == 1 && g2->terms[0].atom == 2 &&
+	    q_is(g2->terms[0].coef, 1, 1), "lc_atom");
+	ok(((uintptr_t)g2 & 15) == 0, "arena allocations are 16-byte aligned");
+
+	x = build(a, ta);
+	y = build(a, tb);
+	ok(x->nterms == 3 && lc_is_sorted_nonzero(x), "build sorts terms");
+	z = lc_add(a, x, y);
+	ok(lc_equal(z, build(a, tab)), "lc_add merges and cancels g3");
+	ok(lc_is_sorted_nonzero(z), "lc_add result sorted without zeros");
+	ok(lc_equal(lc_add(a, y, x), z), "lc_add commutes");
+	ok(lc_add(a, x, &lincomb_zero) == x && lc_add(a, &lincomb_zero, x) == x,
+	    "adding zero returns the same combination");
+	z = lc_add(a, x, lc_scale(a, x, q_make(-1, 1)));
+	ok(z->nterms == 0 && lc_equal(z, &lincomb_zero), "x - x is zero");
+
+	ok(lc_scale(a, x, q_make(1, 1)) == x, "scale by 1 is the same pointer");
+	ok(lc_scale(a, x, q_make(0, 1)) == &lincomb_zero,
+	    "scale by 0 is lincomb_zero");
+	z = lc_scale(a, x, q_make(3, 2));
+	ok(lc_equal(z, build(a, t3a)), "scale by 3/2");
+
+	ok(lc_equal(x, x) && !lc_equal(x, y), "lc_equal");
+	ok(!lc_equal(g2, lc_atom(a, 3)), "lc_equal compares atoms");
+	ok(!lc_equal(x, g2) && !lc_equal(&lincomb_zero, g2),
+	    "lc_equal compares lengths");
+	ok(!lc_equal(g2, lc_scale(a, g2, q_make(2, 1))),
+	    "lc_equal compares coefficients");
+	ok(lc_equal(&lincomb_zero, lc_add(a, g2, lc_scale(a, g2,
+	    q_make(-1, 1)))), "zero equals an emptied combination");
+
+	ok(lc_proportional(z, x, &c) && q_is(c, 3, 2),
+	    "lc_proportional finds 3/2");
+	ok(lc_proportional(x, z, &c) && q_is(c, 2, 3),
+	    "lc_proportional finds 2/3");
+	ok(!lc_proportional(x, y, &c), "different atoms are not proportional");
+	ok(!lc_proportional(x, lc_add(a, x, lc_scale(a, lc_atom(a, 3),
+	    q_make(1, 7))), &c), "same atoms, other ratios: not proportional");
+	ok(!lc_proportional(x, g2, &c), "different lengths: not proportional");
+	ok(lc_proportional(lc_scale(a, x, q_make(-5, 1)), x, &c) &&
+	    q_is(c, -5, 1), "negative factor");
+	ok(lc_proportional(&lincomb_zero, &lincomb_zero, &c) && q_is(c, 1, 1),
+	    "zero is 1 * zero");
+	ok(!lc_proportional(lc_add(a, lc_atom(a, 0), lc_atom(a, 1)),
+	    lc_add(a, lc_atom(a, 0), lc_atom(a, 2)), &c),
+	    "a later atom differs: not proportional");
+	{
+		static const int64_t	 big[][3] = { {0, INT64_C(1) << 62, 1},
+					     {1, 1, 1}, {0, 0, 0} };
+		static const int64_t	 small[][3] = { {0, 1, 1}, {1, 4, 1},
+					     {0, 0, 0} };
+
+		ok(!lc_proportional(build(a, big), build(a, small), &c),
+		    "a ratio whose product overflows is not proportional");
+	}
+}
+
+static void
+test_format(struct arena *a)
+{
+	static const struct {
+		int64_t		 t[6][3];
+		const char	*want;
+	} cases[] = {
+		{ { {0, 1, 2}, {1, 1, 2}, {3, 1, 1}, {0, 0, 0} },
+		  "g3+(g0+g1)/2" },
+		{ { {0, 1, 1}, {2, 1, 2}, {3, 1, 2}, {0, 0, 0} },
+		  "g0+(g2+g3)/2" },
+		{ { {0, 1, 2}, {1, 1, 2}, {2, 1, 2}, {3, 1, 2}, {0, 0, 0} },
+		  "(g0+g1+g2+g3)/2" },
+		{ { {0, 1, 1}, {2, 1, 1}, {0, 0, 0} }, "g0+g2" },
+		{ { {0, 3, 4}, {1, 3, 4}, {0, 0, 0} }, "3*(g0+g1)/4" },
+		{ { {1, 1, 2}, {0, 0, 0} }, "g1/2" },
+		{ { {0, 2, 1}, {0, 0, 0} }, "2*g0" },
+		{ { {0, 1, 1}, {1, -1, 2}, {0, 0, 0} }, "g0-g1/2" },
+		{ { {0, 0, 0} }, "0" },
+		{ { {0, -1, 1}, {0, 0, 0} }, "-g0" },
+		/* Beyond the brief's list: signs, mixed groups, big atoms. */
+		{ { {0, 1, 2}, {1, 1, 2}, {2, 1, 1}, {3, 1, 2}, {0, 0, 0} },
+		  "g2+(g0+g1+g3)/2" },
+		{ { {4, -1, 1}, {7, -2, 1}, {0, 0, 0} }, "-g4-2*g7" },
+		{ { {1, -3, 4}, {2, -3, 4}, {5, 1, 1}, {0, 0, 0} },
+		  "g5-3*(g1+g2)/4" },
+		{ { {0, -1, 2}, {1, -1, 2}, {0, 0, 0} }, "-(g0+g1)/2" },
+		{ { {0, 2, 1}, {1, 2, 1}, {0, 0, 0} }, "2*(g0+g1)" },
+		{ { {16383, 1, 3}, {10, 2, 3}, {0, 0, 0} },
+		  "2*g10/3+g16383/3" },
+	};
+	const struct lincomb	*x;
+	size_t			 i;
+
+	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		x = build(a, cases[i].t);
+		ok(str_is(lc_format(a, x, "g"), cases[i].want), "format %s",
+		    cases[i].want);
+	}
+	x = build(a, cases[0].t);
+	ok(str_is(lc_format(a, x, "x_"), "x_3+(x_0+x_1)/2"),
+	    "format with another prefix");
+}
+
+/* Long combinations format in one piece, correctly. */
+static void
+test_format_long(struct arena *a)
+{
+	enum { N = 5000 };
+	const struct lincomb	*parts[N], *x, *y;
+	char			*want, *p;
+	uint32_t		 i;
+
+	for (i = 0; i < N; i++)
+		parts[i] = lc_atom(a, i);
+	x = lc_sum(a, parts, N, q_make(1, 2));
+	want = xmalloc(N * 8 + 8);
+	p = want;
+	*p++ = '(';
+	for (i = 0; i < N; i++)
+		p += sprintf(p, "%sg%" PRIu32, i ? "+" : "", i);
+	strcpy(p, ")/2");
+	ok(str_is(lc_format(a, x, "g"), want), "format of %d equal terms", N);
+
+	/* Alternating coefficients: two groups of N/2. */
+	y = lc_add(a, x, lc_sum(a, parts, N / 2, q_make(1, 2)));
+	p = want;
+	for (i = 0; i < N / 2; i++)
+		p += sprintf(p, "%sg%" PRIu32, i ? "+" : "", i);
+	p += sprintf(p, "+(");
+	for (i = N / 2; i < N; i++)
+		p += sprintf(p, "%sg%" PRIu32, i > N / 2 ? "+" : "", i);
+	strcpy(p, ")/2");
+	ok(str_is(lc_format(a, y, "g"), want), "format of two long groups");
+	free(want);
+}
+
+static uint64_t rng_state = 0x9e3779b97f4a7c15ULL;
+
+static uint64_t
+rnd(void)
+{
+	uint64_t	 z = (rng_state += 0x9e3779b97f4a7c15ULL);
+
+	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+	z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+	return z ^ (z >> 31);
+}
+
+/* A random combination: up to maxterms atoms below range. */
+static const struct lincomb *
+random_lc(struct arena *a, uint32_t range, uint32_t maxterms)
+{
+	const struct lincomb	*x = &lincomb_zero;
+	uint32_t		 i, n = (uint32_t)(rnd() % (maxterms + 1));
+	int64_t			 num, den;
+
+	for (i = 0; i < n; i++) {
+		num = (int64_t)(rnd() % 7) - 3;
+		den = (int64_t)(rnd() % 4) + 1;
+		if (num == 0)
+			num = 1;
+		x = lc_add(a, x, lc_scale(a, lc_atom(a,
+		    (uint32_t)(rnd() % range)), q_make(num, den)));
+	}
+	return x;
+}
+
+/* The sum computed by repeated lc_add, then scaled. */
+static const struct lincomb *
+sum_by_add(struct arena *a, const struct lincomb **xs, size_t n,
+    struct rational s)
+{
+	const struct lincomb	*r = &lincomb_zero;
+	size_t			 i;
+
+	for (i = 0; i < n; i++)
+		r = lc_add(a, r, xs[i]);
+	return lc_scale(a, r, s);
+}
+
+/* The sum accumulated densely per atom: no merging at all. */
+static int
+matches_dense(const struct lincomb *got, const struct lincomb **xs,
+    size_t n, struct rational s, uint32_t range)
+{
+	struct rational	*acc;
+	size_t		 i;
+	uint32_t	 j, k = 0;
+	int		 good = 1;
+
+	acc = xreallocarray(NULL, range, sizeof(*acc));
+	for (j = 0; j < range; j++)
+		acc[j] = q_make(0, 1);
+	for (i = 0; i < n; i++)
+		for (j = 0; j < xs[i]->nterms; j++)
+			acc[xs[i]->terms[j].atom] = q_add(acc[xs[i]->terms[j].atom],
+			    xs[i]->terms[j].coef);
+	for (j = 0; j < range && good; j++) {
+		acc[j] = q_mul(acc[j], s);
+		if (q_is_zero(acc[j]))
+			continue;
+		if (k >= got->nterms || got->terms[k].atom != j ||
+		    !q_equal(got->terms[k].coef, acc[j]))
+			good = 0;
+		k++;
+	}
+	free(acc);
+	return good && k == got->nterms;
+}
+
+static void
+test_sum(struct arena *a)
+{
+	enum { MAXN = 200 };
+	const struct lincomb	*xs[MAXN], *r, *x;
+	struct rational		 scales[3];
+	size_t			 n, i, round;
+	int			 good_add = 1, good_dense = 1, good_form = 1;
+	uint32_t		 range;
+
+	scales[0] = q_make(1, 1);
+	scales[1] = q_make(1, 4);
+	scales[2] = q_make(-3, 2);
+	for (round = 0; round < 60; round++) {
+		n = 1 + (size_t)(rnd() % MAXN);
+		/*
+		 * Small ranges force overlaps and cancellations (the dense
+		 * path); a wide range with few terms takes the heap merge.
+		 */
+		range = round % 4 == 0 ? 8 : round % 4 == 1 ? 200 :
+		    round % 4 == 2 ? 4000 : 1 << 20;
+		for (i = 0; i < n; i++)
+			xs[i] = random_lc(a, range, round % 4 == 3 ? 16 : 128);
+		if (round % 4 == 3 && round % 8 == 7)	/* force overlaps */
+			for (i = 1; i < n; i += 3)
+				xs[i] = lc_add(a, xs[i], xs[i - 1]);
+		if (round % 5 == 0)	/* repeated pointers, not all equal */
+			for (i = 1; i < n; i += 2)
+				xs[i] = xs[0];
+		r = lc_sum(a, xs, n, scales[round % 3]);
+		if (!lc_equal(r, sum_by_add(a, xs, n, scales[round % 3])))
+			good_add = 0;
+		if (!matches_dense(r, xs, n, scales[round % 3], range))
+			good_dense = 0;
+		if (!lc_is_sorted_nonzero(r))
+			good_form = 0;
+	}
+	ok(good_add, "lc_sum of random inputs equals repeated lc_add");
+	ok(good_dense, "lc_sum of random inputs equals dense accumulation");
+	ok(good_form, "lc_sum results sorted without zeros");
+
+	/* Disjoint ranges, given out of order: the concatenation path. */
+	for (i = 0; i < 128; i++) {
+		const struct lincomb	*parts[128];
+		size_t			 j;
+
+		for (j = 0; j < 128; j++)
+			parts[j] = lc_scale(a, lc_atom(a,
+			    (uint32_t)(((i * 37) % 128) * 128 + j)),
+			    q_make((int64_t)(j % 3) + 1, 2));
+		xs[i] = lc_sum(a, parts, 128, q_make(1, 1));
+	}
+	r = lc_sum(a, xs, 128, q_make(1, 2));
+	ok(r->nterms == 128 * 128 && lc_is_sorted_nonzero(r),
+	    "disjoint inputs: 16384 sorted terms");
+	ok(lc_equal(r, sum_by_add(a, xs, 128, q_make(1, 2))),
+	    "disjoint inputs equal repeated lc_add");
+	ok(matches_dense(r, xs, 128, q_make(1, 2), 128 * 128),
+	    "disjoint inputs equal dense accumulation");
+
+	/* Interleaved atoms (a strided group): the heap merge. */
+	for (i = 0; i < 128; i++) {
+		const struct lincomb	*parts[128];
+		size_t			 j;
+
+		for (j = 0; j < 128; j++)
+			parts[j] = lc_atom(a, (uint32_t)(j * 128 + i));
+		xs[i] = lc_sum(a, parts, 128, q_make(1, 1));
+	}
+	r = lc_sum(a, xs, 128, q_make(1, 128));
+	ok(r->nterms == 128 * 128 && lc_is_sorted_nonzero(r) &&
+	    matches_dense(r, xs, 128, q_make(1, 128), 128 * 128),
+	    "interleaved inputs: 16384 terms of 1/128");
+
+	/* n copies of the same pointer: x scaled by n * scale. */
+	x = random_lc(a, 50, 40);
+	while (x->nterms == 0)
+		x = random_lc(a, 50, 40);
+	for (i = 0; i < 100; i++)
+		xs[i] = x;
+	r = lc_sum(a, xs, 100, q_make(1, 100));
+	ok(r == x, "100 copies scaled by 1/100 is the same pointer");
+	r = lc_sum(a, xs, 100, q_make(1, 50));
+	ok(lc_equal(r, lc_scale(a, x, q_make(2, 1))),
+	    "100 copies scaled by 1/50 is 2x");
+	xs[100] = &lincomb_zero;
+	r = lc_sum(a, xs, 101, q_make(1, 1));
+	ok(lc_equal(r, lc_scale(a, x, q_make(100, 1))),
+	    "copies plus zero: zero inputs are ignored");
+
+	/* Sparse atoms (the heap merge) with cancellations inside and last. */
+	{
+		static const int64_t	 s1[][3] = { {0, 1, 1}, {1000000, 1, 2},
+					     {0, 0, 0} };
+		static const int64_t	 s2[][3] = { {0, -1, 1}, {500000, 1, 1},
+					     {0, 0, 0} };
+		static const int64_t	 s3[][3] = { {7, 1, 1},
+					     {1000000, -1, 2}, {0, 0, 0} };
+		static const int64_t	 want[][3] = { {7, 1, 3},
+					     {500000, 1, 3}, {0, 0, 0} };
+
+		xs[0] = build(a, s1);
+		xs[1] = build(a, s2);
+		xs[2] = build(a, s3);
+		r = lc_sum(a, xs, 3, q_make(1, 3));
+		ok(lc_equal(r, build(a, want)),
+		    "sparse inputs: cancelled atoms disappear");
+	}
+	/* Dense atoms that all cancel. */
+	x = random_lc(a, 20, 20);
+	while (x->nterms == 0)
+		x = random_lc(a, 20, 20);
+	xs[0] = x;
+	xs[1] = lc_scale(a, x, q_make(-1, 2));
+	xs[2] = lc_scale(a, x, q_make(-1, 3));
+	xs[3] = lc_scale(a, x, q_make(-1, 6));
+	ok(lc_sum(a, xs, 4, q_make(1, 1)) == &lincomb_zero,
+	    "dense inputs summing to zero give lincomb_zero");
+
+	ok(lc_sum(a, xs, 0, q_make(1, 1)) == &lincomb_zero,
+	    "sum of nothing is zero");
+	ok(lc_sum(a, xs, 5, q_make(0, 1)) == &lincomb_zero,
+	    "sum scaled by zero is zero");
+	xs[0] = lc_atom(a, 1);
+	xs[1] = lc_scale(a, xs[0], q_make(-1, 1));
+	ok(lc_sum(a, xs, 2, q_make(1, 1))->nterms == 0,
+	    "x + (-x) cancels to zero");
+}
+
+static void
+test_arena(void)
+{
+	struct arena	 a;
+	unsigned char	*p, *q;
+	size_t		 i;
+	int		 zero = 1, aligned = 1;
+
+	arena_init(&a);
+	ok(a.used_bytes == 0, "fresh arena is empty");
+	for (i = 1; i < 5000; i += 7) {
+		p = arena_alloc(&a, i);
+		if (((uintptr_t)p & 15) != 0)
+			aligned = 0;
+		if (p[0] != 0 || p[i - 1] != 0)
+			zero = 0;
+		memset(p, 0xa5, i);
+	}
+	ok(aligned, "all allocations 16-byte aligned");
+	ok(zero, "all allocations zeroed");
+	p = arena_alloc(&a, 3 << 20);	/* bigger than a block */
+	ok(((uintptr_t)p & 15) == 0 && p[(3 << 20) - 1] == 0,
+	    "big allocation aligned and zeroed");
+	memset(p, 1, 3 << 20);
+	q = arena_alloc(&a, 10);
+	ok(q != NULL && q[9] == 0, "small allocation after a big one");
+	ok(a.used_bytes >= (3u << 20) + 16, "used_bytes counts allocations");
+	ok(strcmp(arena_strdup(&a, "gradaudit"), "gradaudit") == 0,
+	    "arena_strdup");
+	arena_free(&a);
+	ok(a.used_bytes == 0 && a.head == NULL, "arena_free releases all");
+}
+
+int
+main(void)
+{
+	struct arena	 a;
+
+	arena_init(&a);
+	test_rationals();
+	test_operations(&a);
+	test_format(&a);
+	test_format_long(&a);
+	test_sum(&a);
+	arena_free(&a);
+	test_arena();
+	printf("1..%d\n", ntests);
+	return nfailed != 0;
+}

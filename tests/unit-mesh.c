@@ -1,0 +1,410 @@
+/*
+ * TAP unit test of mesh.c: the rank layout of SPEC section 5, checked
+ * against enumeration in Megatron's order, against hand-computed
+ * coordinates and groups of the meshes from the bug reports, and for the
+ * structural promises of mesh.h (group order, ids, partitions).
+ */
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "mesh.h"
+
+static int	 ntests, nfailed;
+
+static void	 ok(int, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+
+static void
+ok(int cond, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	ntests++;
+	if (!cond)
+		nfailed++;
+	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
+	va_start(ap, fmt);
+	vprintf(fmt, ap);
+	va_end(ap);
+	putchar('\n');
+}
+
+/* Meshes as dp, pp, tp, ep, etp; each satisfies SPEC section 5. */
+static const int meshes[][5] = {
+	{ 1, 1, 1, 1, 1 },
+	{ 2, 2, 1, 1, 1 },	/* Megatron #844 */
+	{ 4, 1, 2, 4, 1 },
+	{ 2, 1, 4, 2, 2 },
+	{ 2, 2, 4, 2, 2 },
+	{ 3, 3, 2, 2, 1 },
+	{ 2, 4, 4, 1, 4 },
+	{ 8, 2, 2, 8, 2 },
+	{ 1, 3, 1, 1, 1 },
+	{ 4, 2, 4, 2, 4 },
+};
+
+/* Compare a group listing with the expected members and index. */
+static int
+group_is(const struct mesh *m, enum group_kind kind, int rank,
+    const int *want, int nwant, int want_index)
+{
+	int	 got[64], i, n, idx;
+
+	n = mesh_group_size(m, kind);
+	if (n != nwant) {
+		printf("# %s group size %d, want %d\n", mesh_group_name(kind),
+		    n, nwant);
+		return 0;
+	}
+	idx = mesh_group(m, kind, rank, got);
+	for (i = 0; i < n; i++) {
+		if (got[i] != want[i]) {
+			printf("# %s group of %d: member %d is %d, want %d\n",
+			    mesh_group_name(kind), rank, i, got[i], want[i]);
+			return 0;
+		}
+	}
+	if (idx != want_index || mesh_group_index(m, kind, rank) != idx) {
+		printf("# %s group of %d: index %d, want %d\n",
+		    mesh_group_name(kind), rank, idx, want_index);
+		return 0;
+	}
+	return 1;
+}
+
+static int
+coord_is(const struct mesh *m, int rank, int pp, int dp, int tp, int ep,
+    int etp, int edp)
+{
+	struct coord	 c;
+
+	mesh_coord_of(m, rank, &c);
+	if (c.pp == pp && c.dp == dp && c.tp == tp && c.ep == ep &&
+	    c.etp == etp && c.edp == edp)
+		return 1;
+	printf("# rank %d: pp %d dp %d tp %d ep %d etp %d edp %d\n", rank,
+	    c.pp, c.dp, c.tp, c.ep, c.etp, c.edp);
+	return 0;
+}
+
+static void
+test_megatron_844(void)
+{
+	struct mesh	 m;
+
+	mesh_init(&m, 2, 2, 1, 1, 1);
+	ok(m.world == 4 && m.edp == 2, "dp=2 pp=2 tp=1: world 4, edp 2");
+	ok(coord_is(&m, 0, 0, 0, 0, 0, 0, 0) &&
+	    coord_is(&m, 1, 0, 1, 0, 0, 0, 1), "ranks 0 and 1 are stage 0");
+	ok(coord_is(&m, 2, 1, 0, 0, 0, 0, 0) &&
+	    coord_is(&m, 3, 1, 1, 0, 0, 0, 1), "ranks 2 and 3 are stage 1");
+	ok(group_is(&m, GROUP_DP, 2, (int[]){ 2, 3 }, 2, 0), "dp group of 2");
+	ok(group_is(&m, GROUP_PP, 1, (int[]){ 1, 3 }, 2, 0), "pp group of 1");
+	ok(group_is(&m, GROUP_TP, 3, (int[]){ 3 }, 1, 0), "tp group of 3");
+	ok(group_is(&m, GROUP_EMBEDDING, 0, (int[]){ 0, 2 }, 2, 0),
+	    "embedding group of 0");
+	ok(group_is(&m, GROUP_EMBEDDING, 3, (int[]){ 1, 3 }, 2, 1),
+	    "embedding group of 3");
+	ok(group_is(&m, GROUP_EDP, 3, (int[]){ 2, 3 }, 2, 1),
+	    "edp group of 3");
+	ok(mesh_group_id(&m, GROUP_EMBEDDING, 3) == 1 &&
+	    mesh_group_id(&m, GROUP_EMBEDDING, 1) == 1 &&
+	    mesh_group_id(&m, GROUP_EMBEDDING, 2) == 0,
+	    "embedding group ids");
+}
+
+static void
+test_moe_ep4(void)
+{
+	struct mesh	 m;
+
+	/* dp=4 tp=2 ep=4 etp=1: s = rank, ep = s % 4, edp = s / 4. */
+	mesh_init(&m, 4, 1, 2, 4, 1);
+	ok(m.world == 8 && m.edp == 2, "dp=4 tp=2 ep=4: world 8, edp 2");
+	ok(coord_is(&m, 5, 0, 2, 1, 1, 0, 1), "rank 5: dp 2 tp 1 ep 1 edp 1");
+	ok(coord_is(&m, 6, 0, 3, 0, 2, 0, 1), "rank 6: dp 3 tp 0 ep 2 edp 1");
+	ok(coord_is(&m, 3, 0, 1, 1, 3, 0, 0), "rank 3: dp 1 tp 1 ep 3 edp 0");
+	ok(mesh_rank_of_expert(&m, 0, 2, 0, 1) == 6, "expert (2,0,1) is 6");
+	ok(group_is(&m, GROUP_EP, 5, (int[]){ 4, 5, 6, 7 }, 4, 1),
+	    "ep group of 5");
+	ok(group_is(&m, GROUP_EDP, 5, (int[]){ 1, 5 }, 2, 1),
+	    "edp group of 5");
+	ok(group_is(&m, GROUP_ETP, 5, (int[]){ 5 }, 1, 0), "etp group of 5");
+	ok(group_is(&m, GROUP_TP, 5, (int[]){ 4, 5 }, 2, 1), "tp group of 5");
+	ok(group_is(&m, GROUP_DP, 5, (int[]){ 1, 3, 5, 7 }, 4, 2),
+	    "dp group of 5");
+	ok(group_is(&m, GROUP_EMBEDDING, 5, (int[]){ 5 }, 1, 0),
+	    "pp=1: the embedding group is the rank itself");
+}
+
+static void
+test_moe_etp2(void)
+{
+	struct mesh	 m;
+
+	/*
+	 * dp=2 pp=2 tp=4 ep=2 etp=2: s = tp + 4 dp, etp = s % 2,
+	 * ep = (s / 2) % 2, edp = s / 4.
+	 */
+	mesh_init(&m, 2, 2, 4, 2, 2);
+	ok(m.world == 16 && m.edp == 2, "dp=2 pp=2 tp=4 ep=2 etp=2");
+	ok(coord_is(&m, 14, 1, 1, 2, 1, 0, 1),
+	    "rank 14: pp 1 dp 1 tp 2 ep 1 etp 0 edp 1");
+	ok(coord_is(&m, 3, 0, 0, 3, 1, 1, 0),
+	    "rank 3: pp 0 dp 0 tp 3 ep 1 etp 1 edp 0");
+	ok(coord_is(&m, 9, 1, 0, 1, 0, 1, 0),
+	    "rank 9: pp 1 dp 0 tp 1 ep 0 etp 1 edp 0");
+	ok(mesh_rank_of_expert(&m, 1, 1, 0, 1) == 14, "expert (1,0,1) on pp 1");
+	ok(mesh_rank_of(&m, 1, 1, 2) == 14, "dense (1,1,2) is 14");
+	ok(group_is(&m, GROUP_ETP, 14, (int[]){ 14, 15 }, 2, 0),
+	    "etp group of 14");
+	ok(group_is(&m, GROUP_EP, 14, (int[]){ 12, 14 }, 2, 1),
+	    "ep group of 14");
+	ok(group_is(&m, GROUP_EDP, 14, (int[]){ 10, 14 }, 2, 1),
+	    "edp group of 14");
+	ok(group_is(&m, GROUP_TP, 14, (int[]){ 12, 13, 14, 15 }, 4, 2),
+	    "tp group of 14");
+	ok(group_is(&m, GROUP_DP, 14, (int[]){ 10, 14 }, 2, 1),
+	    "dp group of 14");
+	ok(group_is(&m, GROUP_PP, 14, (int[]){ 6, 14 }, 2, 1),
+	    "pp group of 14");
+	ok(group_is(&m, GROUP_ETP, 3, (int[]){ 2, 3 }, 2, 1),
+	    "etp group of 3");
+	ok(group_is(&m, GROUP_EP, 3, (int[]){ 1, 3 }, 2, 1), "ep group of 3");
+	ok(group_is(&m, GROUP_EDP, 3, (int[]){ 3, 7 }, 2, 0),
+	    "edp group of 3");
+	ok(group_is(&m, GROUP_EMBEDDING, 9, (int[]){ 1, 9 }, 2, 1),
+	    "embedding group of 9");
+}
+
+/* Enumerating tp fastest, then dp, then pp must count 0, 1, 2, ... */
+static int
+check_dense_order(const struct mesh *m)
+{
+	struct coord	 c;
+	int		 pp, dp, tp, expect = 0;
+
+	for (pp = 0; pp < m->pp; pp++)
+		for (dp = 0; dp < m->dp; dp++)
+			for (tp = 0; tp < m->tp; tp++, expect++) {
+				if (mesh_rank_of(m, pp, dp, tp) != expect)
+					return 0;
+				mesh_coord_of(m, expect, &c);
+				if (c.pp != pp || c.dp != dp || c.tp != tp)
+					return 0;
+			}
+	return expect == m->world;
+}
+
+/* Within a stage, etp fastest, then ep, then edp must count the stage. */
+static int
+check_expert_order(const struct mesh *m)
+{
+	struct coord	 c;
+	int		 pp, ep, etp, edp, expect = 0;
+
+	for (pp = 0; pp < m->pp; pp++)
+		for (edp = 0; edp < m->edp; edp++)
+			for (ep = 0; ep < m->ep; ep++)
+				for (etp = 0; etp < m->etp; etp++, expect++) {
+					if (mesh_rank_of_expert(m, pp, ep, etp,
+					    edp) != expect)
+						return 0;
+					mesh_coord_of(m, expect, &c);
+					if (c.pp != pp || c.ep != ep ||
+					    c.etp != etp || c.edp != edp)
+						return 0;
+				}
+	return expect == m->world;
+}
+
+/* The coordinate a group of this kind varies. */
+static int
+varying(const struct coord *c, enum group_kind kind)
+{
+	switch (kind) {
+	case GROUP_DP:
+		return c->dp;
+	case GROUP_TP:
+		return c->tp;
+	case GROUP_PP:
+		return c->pp;
+	case GROUP_EP:
+		return c->ep;
+	case GROUP_ETP:
+		return c->etp;
+	case GROUP_EDP:
+		return c->edp;
+	default:
+		abort();
+	}
+}
+
+/* Do two ranks agree on every coordinate the group holds fixed? */
+static int
+same_fixed(const struct coord *a, const struct coord *b,
+    enum group_kind kind)
+{
+	switch (kind) {
+	case GROUP_DP:
+		return a->pp == b->pp && a->tp == b->tp;
+	case GROUP_TP:
+		return a->pp == b->pp && a->dp == b->dp;
+	case GROUP_PP:
+	case GROUP_EMBEDDING:
+		return a->dp == b->dp && a->tp == b->tp;
+	case GROUP_EP:
+		return a->pp == b->pp && a->etp == b->etp && a->edp == b->edp;
+	case GROUP_ETP:
+		return a->pp == b->pp && a->ep == b->ep && a->edp == b->edp;
+	case GROUP_EDP:
+		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp;
+	default:
+		abort();
+	}
+}
+
+/*
+ * For one kind of group (not embedding): every rank's listing is ordered
+ * by the varying coordinate, holds the other coordinates fixed, contains
+ * the rank at the returned index, has the lowest member as id, and the
+ * groups of the leaders cover every rank exactly once.
+ */
+static int
+check_groups(const struct mesh *m, enum group_kind kind)
+{
+	struct coord	 cr, cm;
+	int		*members, *cover, r, i, n, idx, id, good = 1;
+
+	n = mesh_group_size(m, kind);
+	members = calloc((size_t)n, sizeof(*members));
+	cover = calloc((size_t)m->world, sizeof(*cover));
+	if (members == NULL || cover == NULL)
+		abort();
+	for (r = 0; r < m->world && good; r++) {
+		mesh_coord_of(m, r, &cr);
+		idx = mesh_group(m, kind, r, members);
+		id = mesh_group_id(m, kind, r);
+		if (idx != varying(&cr, kind) || members[idx] != r ||
+		    mesh_group_index(m, kind, r) != idx || id != members[0])
+			good = 0;
+		for (i = 0; i < n && good; i++) {
+			mesh_coord_of(m, members[i], &cm);
+			if (varying(&cm, kind) != i ||
+			    !same_fixed(&cr, &cm, kind) ||
+			    (i > 0 && members[i] <= members[i - 1]) ||
+			    mesh_group_id(m, kind, members[i]) != id)
+				good = 0;
+			if (id == r)
+				cover[members[i]]++;
+		}
+	}
+	for (r = 0; r < m->world && good; r++)
+		if (cover[r] != 1)
+			good = 0;
+	free(members);
+	free(cover);
+	return good;
+}
+
+static int
+check_embedding(const struct mesh *m)
+{
+	struct coord	 c;
+	int		 members[2], r, idx, want;
+
+	for (r = 0; r < m->world; r++) {
+		mesh_coord_of(m, r, &c);
+		idx = mesh_group(m, GROUP_EMBEDDING, r, members);
+		if (m->pp == 1) {
+			if (mesh_group_size(m, GROUP_EMBEDDING) != 1 ||
+			    members[0] != r || idx != 0)
+				return 0;
+			continue;
+		}
+		want = c.pp == 0 ? 0 : c.pp == m->pp - 1 ? 1 : -1;
+		if (mesh_group_size(m, GROUP_EMBEDDING) != 2 || idx != want ||
+		    mesh_group_index(m, GROUP_EMBEDDING, r) != want ||
+		    members[0] != mesh_rank_of(m, 0, c.dp, c.tp) ||
+		    members[1] != mesh_rank_of(m, m->pp - 1, c.dp, c.tp) ||
+		    mesh_group_id(m, GROUP_EMBEDDING, r) != members[0])
+			return 0;
+	}
+	return 1;
+}
+
+static void
+test_all_meshes(void)
+{
+	struct mesh	 m;
+	size_t		 i;
+	int		 k;
+	static const enum group_kind kinds[] = { GROUP_DP, GROUP_TP,
+	    GROUP_PP, GROUP_EP, GROUP_ETP, GROUP_EDP };
+
+	for (i = 0; i < sizeof(meshes) / sizeof(meshes[0]); i++) {
+		const int	*d = meshes[i];
+
+		mesh_init(&m, d[0], d[1], d[2], d[3], d[4]);
+		ok(m.world == d[0] * d[1] * d[2] &&
+		    m.edp * d[3] * d[4] == d[0] * d[2],
+		    "mesh dp=%d pp=%d tp=%d ep=%d etp=%d: world and edp",
+		    d[0], d[1], d[2], d[3], d[4]);
+		ok(check_dense_order(&m), "  dense rank order round trip");
+		ok(check_expert_order(&m), "  expert rank order round trip");
+		for (k = 0; k < 6; k++)
+			ok(check_groups(&m, kinds[k]),
+			    "  %s groups ordered and partitioning",
+			    mesh_group_name(kinds[k]));
+		ok(mesh_group_size(&m, GROUP_DP) == d[0] &&
+		    mesh_group_size(&m, GROUP_PP) == d[1] &&
+		    mesh_group_size(&m, GROUP_TP) == d[2] &&
+		    mesh_group_size(&m, GROUP_EP) == d[3] &&
+		    mesh_group_size(&m, GROUP_ETP) == d[4] &&
+		    mesh_group_size(&m, GROUP_EDP) == m.edp,
+		    "  group sizes");
+		ok(check_embedding(&m), "  embedding groups");
+	}
+}
+
+static void
+test_config_and_names(void)
+{
+	struct config	 cfg;
+	struct mesh	 m;
+
+	memset(&cfg, 0, sizeof(cfg));
+	cfg.mesh.dp = 2;
+	cfg.mesh.pp = 3;
+	cfg.mesh.tp = 4;
+	cfg.mesh.ep = 4;
+	cfg.mesh.etp = 2;
+	mesh_from_config(&m, &cfg);
+	ok(m.dp == 2 && m.pp == 3 && m.tp == 4 && m.ep == 4 && m.etp == 2 &&
+	    m.edp == 1 && m.world == 24, "mesh_from_config");
+
+	ok(strcmp(mesh_group_name(GROUP_DP), "dp") == 0 &&
+	    strcmp(mesh_group_name(GROUP_TP), "tp") == 0 &&
+	    strcmp(mesh_group_name(GROUP_PP), "pp") == 0 &&
+	    strcmp(mesh_group_name(GROUP_EP), "ep") == 0 &&
+	    strcmp(mesh_group_name(GROUP_ETP), "etp") == 0 &&
+	    strcmp(mesh_group_name(GROUP_EDP), "edp") == 0 &&
+	    strcmp(mesh_group_name(GROUP_EMBEDDING), "embedding") == 0,
+	    "group names");
+}
+
+int
+main(void)
+{
+	test_megatron_844();
+	test_moe_ep4();
+	test_moe_etp2();
+	test_all_meshes();
+	test_config_and_names();
+	printf("1..%d\n", ntests);
+	return nfailed != 0;
+}
