@@ -1,0 +1,110 @@
+/*
+ * The result of auditing one configuration: what the symbolic engine derived
+ * for every parameter, rank and element region, what the numeric engine
+ * measured (when it ran), and the findings.  The report writers (text,
+ * JSON, JUnit) only read this structure; the engines only fill it.
+ */
+#ifndef GRADAUDIT_AUDIT_H
+#define GRADAUDIT_AUDIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "arena.h"
+#include "mesh.h"
+
+struct config;
+struct lincomb;
+
+enum finding_kind {
+	FINDING_MISSING_REDUCTION,	/* Partial declared Replicate: never reduced */
+	FINDING_DOUBLE_COUNT,		/* Replicate reduced as if Partial */
+	FINDING_WRONG_ORDER,		/* a collective combined unlike states */
+	FINDING_WRONG_SCALE,		/* right atoms, wrong factor */
+	FINDING_WRONG_GROUP,		/* reduced over the wrong ranks */
+	FINDING_REPLICA_MISMATCH,	/* replicas disagree, no other cause */
+	FINDING__COUNT
+};
+
+enum arith {
+	ARITH_EXACT,		/* GF(2^61-1) */
+	ARITH_FLOAT64,
+	ARITH_FLOAT32
+};
+
+/* One rank's view of one contiguous element region of a parameter. */
+struct cell {
+	int		 rank;
+	struct coord	 coord;
+	int64_t		 lo, hi;	/* region in the rank's local shard, [lo, hi) */
+	bool		 used;		/* the rank's optimizer uses these elements */
+	bool		 ok;		/* used value == expected (meaningful iff used) */
+	const struct lincomb *value;	/* symbolic: what the rank holds */
+	const struct lincomb *expected;	/* symbolic: (1/dp) sum of complete grads */
+
+	/* Numeric audit (has_hash): XXH3-64 of the values the rank holds. */
+	bool		 has_hash;
+	uint64_t	 hash;
+	uint64_t	 reference_hash;	/* same region of the reference */
+	bool		 numeric_ok;		/* numeric value matches reference */
+	double		 max_ulps;		/* float numerics only */
+	double		 max_rel_error;		/* float numerics only */
+};
+
+struct param_result {
+	const char	*name;		/* "embedding.weight" */
+	const char	*tied_with;	/* "output.weight" or NULL */
+	int64_t		 elems;		/* logical element count */
+	bool		 is_expert;	/* columns of its table are edp, not dp */
+	bool		 replicated_over_tp; /* rows of its table include tp */
+	bool		 consistent;	/* all replicas that must agree do */
+	bool		 correct;	/* every used cell is ok */
+	bool		 has_hash;
+	uint64_t	 reference_hash;	/* of the whole reference gradient */
+	struct cell	*cells;		/* sorted by rank, then region */
+	size_t		 ncells;
+};
+
+struct finding {
+	enum finding_kind kind;
+	const char	*param;		/* first affected parameter */
+	const char	**params;	/* every affected parameter */
+	size_t		 nparams;
+	int		*ranks;		/* affected ranks, ascending */
+	size_t		 nranks;
+	const char	*op;		/* "router weight gradient", "dp reduce-scatter" */
+	const char	*dim;		/* mesh dimension: "tp", "dp", "edp", "pp" */
+	const char	*message;	/* one or two sentences: what went wrong */
+	const char	*fix;		/* one sentence: what to change */
+};
+
+struct audit {
+	const struct config	*config;
+	struct mesh		 mesh;
+
+	struct param_result	*params;	/* registration order */
+	size_t			 nparams;
+	struct finding		*findings;
+	size_t			 nfindings;
+
+	bool			 consistent;	/* every parameter consistent */
+	bool			 correct;	/* every parameter correct */
+
+	/* Set by the numeric audit (run); absent for check. */
+	bool			 numeric;
+	enum arith		 arith;
+	int			 procs;
+
+	struct arena		 arena;		/* owns everything above */
+};
+
+const char	*finding_kind_name(enum finding_kind);	/* "missing-reduction" */
+const char	*arith_name(enum arith);		/* "exact", "float64" */
+
+/* Number of ranks with at least one used cell that is not ok. */
+int		 audit_wrong_ranks(const struct audit *);
+int		 audit_wrong_params(const struct audit *);
+void		 audit_free(struct audit *);
+
+#endif

@@ -1,0 +1,51 @@
+/*
+ * Starting the numeric audit's MPI job, like torchrun: when gradaudit run is
+ * not already inside an MPI job, it runs `LAUNCHER -n P gradaudit run ...`
+ * on itself with the same arguments, passes the job's stdout and stderr
+ * through, and maps what happened to an exit status.  A launcher that cannot
+ * start, a rank that dies and a job that outlives --timeout all give
+ * EXIT_RUNTIME with a message; the whole job is killed, never left behind.
+ */
+#ifndef GRADAUDIT_LAUNCH_H
+#define GRADAUDIT_LAUNCH_H
+
+#include <stdbool.h>
+
+/* True when this process was started by an MPI launcher (PMI_SIZE etc.). */
+bool	 launch_under_mpi(void);
+
+struct launch_options {
+	const char	*launcher;	/* --launcher, else $GRADAUDIT_MPIEXEC, else "mpiexec" */
+	int		 procs;		/* P */
+	double		 timeout;	/* seconds; <= 0 means none */
+	bool		 progress;	/* show a progress bar on stderr */
+};
+
+/*
+ * Run the job: argv is this program's own argument vector (argv[0] is
+ * replaced by the path of the running executable).  Returns the exit status
+ * to use: the job's own status when it is 0..3, EXIT_RUNTIME otherwise.
+ */
+int	 launch_job(const struct launch_options *, int argc, char **argv);
+
+/*
+ * What launch_job does once it knows the command: run
+ * `LAUNCHER... -n P argv...` (argv NULL-terminated, argv[0] looked up in
+ * PATH by the launcher) with GRADAUDIT_WORKER=1 in its environment, and
+ * supervise it as described above.  A NULL launcher means
+ * $GRADAUDIT_MPIEXEC, else "mpiexec".  Separate so that tests can launch
+ * something other than gradaudit.
+ */
+int	 launch_command(const struct launch_options *, char *const argv[]);
+
+/*
+ * For jobs the user started (`mpiexec -n P gradaudit run`), where no parent
+ * enforces --timeout: after `timeout` seconds (rank 0; other ranks one
+ * second later) print the timeout message and end the job with
+ * MPI_Abort(MPI_COMM_WORLD, 3), or _exit(3) if that does not return.
+ * Call after MPI_Init.  Uses SIGALRM and ITIMER_REAL.  A timeout <= 0
+ * disarms it.
+ */
+void	 launch_arm_watchdog(double timeout);
+
+#endif

@@ -1,0 +1,61 @@
+/*
+ * The gradient buffers of one pipeline stage (SPEC section 6, "Gradient
+ * buffer layout"), as Megatron's DistributedDataParallel builds them:
+ * parameters laid out contiguously in reverse registration order, expert
+ * parameters in a buffer of their own, buckets closed when they reach
+ * bucket_elems, each bucket padded to a multiple of the reducing group's
+ * size n and split into n equal shards, shard i owned by member i.
+ *
+ * Every rank of a stage has the same layout (tp shards have equal sizes), so
+ * one layout per stage serves all its ranks.  The order matters: it is why
+ * the first and the last stage shard a tied embedding at different element
+ * ranges (Megatron-LM #844), and why a bucket of its own fixes it (Megatron
+ * commit daf0006).
+ */
+#ifndef GRADAUDIT_LAYOUT_H
+#define GRADAUDIT_LAYOUT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+struct model;
+
+enum buffer_kind { BUFFER_DENSE, BUFFER_EXPERT, BUFFER__COUNT };
+
+struct bucket {
+	int64_t	lo, hi;		/* element range of real data in the buffer */
+	int64_t	shard;		/* shard size: padded bucket size / group size */
+	int	group_size;	/* n: dp for the dense buffer, edp for experts */
+};
+
+struct buffer_layout {
+	struct bucket	*buckets;
+	int		 nbuckets;
+	int64_t		 size;		/* elements, without padding */
+};
+
+struct stage_layout {
+	struct buffer_layout	 buffer[BUFFER__COUNT];
+	/* Per model parameter on this stage: its offset in its buffer (else -1). */
+	int64_t			*offset;
+};
+
+struct layout {
+	struct stage_layout	*stages;	/* pp entries */
+	int			 nstages;
+};
+
+void	 layout_build(struct layout *, const struct model *);
+void	 layout_free(struct layout *);
+
+enum buffer_kind layout_buffer_of(const struct model *, int param);
+
+/*
+ * The owned part of a parameter for the member `member` of its reducing
+ * group: element ranges [lo, hi) in the parameter's local coordinates.
+ * Fills at most `max` ranges; returns how many (0 if it owns none).
+ */
+int	 layout_owned_ranges(const struct layout *, const struct model *,
+	    int param, int member, int64_t (*ranges)[2], int max);
+
+#endif

@@ -1,0 +1,376 @@
+/*
+ * Building the model description of SPEC section 4 from a config: the
+ * parameter instances in registration order and one op program per
+ * pipeline stage.  Nothing here computes anything; placement.c and
+ * numeric.c interpret what is built here.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "mesh.h"
+#include "model.h"
+#include "xmalloc.h"
+
+struct builder {
+	struct model	*model;
+	int		 cap_params;
+	int		 cap_logical;
+	/* The program being built for one stage. */
+	struct stage_program *program;
+	int		 cap_ops;
+};
+
+static int
+add_param(struct builder *b, const char *name, int stage, int layer,
+    enum param_role role, int ndims, int64_t d0, int64_t d1, int64_t d2)
+{
+	struct model	*m = b->model;
+	struct param	*p;
+
+	if (m->nparams == b->cap_params) {
+		b->cap_params = b->cap_params ? 2 * b->cap_params : 32;
+		m->params = xreallocarray(m->params, b->cap_params,
+		    sizeof *m->params);
+	}
+	p = &m->params[m->nparams];
+	memset(p, 0, sizeof *p);
+	p->name = xstrdup(name);
+	p->index = m->nparams;
+	p->stage = stage;
+	p->layer = layer;
+	p->role = role;
+	p->ndims = ndims;
+	p->shape[0] = d0;
+	p->shape[1] = d1;
+	p->shape[2] = d2;
+	p->logical = -1;
+	return m->nparams++;
+}
+
+static int
+add_logical(struct builder *b, int instance)
+{
+	struct model		*m = b->model;
+	struct logical_param	*l;
+
+	if (m->nlogical == b->cap_logical) {
+		b->cap_logical = b->cap_logical ? 2 * b->cap_logical : 32;
+		m->logical = xreallocarray(m->logical, b->cap_logical,
+		    sizeof *m->logical);
+	}
+	l = &m->logical[m->nlogical];
+	l->name = m->params[instance].name;
+	l->tied_with = NULL;
+	l->instance[0] = instance;
+	l->instance[1] = -1;
+	l->ninstances = 1;
+	m->params[instance].logical = m->nlogical;
+	return m->nlogical++;
+}
+
+/*
+ * The local (one rank's) shape follows from the role: which dimension is
+ * split over tp, or over ep and etp for experts.
+ */
+static void
+set_local_shape(const struct mesh *mesh, struct param *p)
+{
+	int	i;
+
+	for (i = 0; i < 3; i++)
+		p->local_shape[i] = p->shape[i];
+	switch (p->role) {
+	case ROLE_EMBEDDING:
+	case ROLE_OUTPUT:
+	case ROLE_COLUMN:
+		p->local_shape[0] /= mesh->tp;
+		break;
+	case ROLE_ROW:
+		p->local_shape[1] /= mesh->tp;
+		break;
+	case ROLE_EXPERT_FC1:
+		p->local_shape[0] /= mesh->ep;
+		p->local_shape[1] /= mesh->etp;
+		p->expert = true;
+		break;
+	case ROLE_EXPERT_FC2:
+		p->local_shape[0] /= mesh->ep;
+		p->local_shape[2] /= mesh->etp;
+		p->expert = true;
+		break;
+	case ROLE_NORM:
+	case ROLE_ROUTER:
+		break;
+	}
+	p->local_elems = 1;
+	for (i = 0; i < p->ndims; i++)
+		p->local_elems *= p->local_shape[i];
+}
+
+static int
+emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
+    const char *label)
+{
+	struct stage_program	*sp = b->program;
+	struct op		*op;
+
+	if (sp->nops == b->cap_ops) {
+		b->cap_ops = b->cap_ops ? 2 * b->cap_ops : 64;
+		sp->ops = xreallocarray(sp->ops, b->cap_ops, sizeof *sp->ops);
+	}
+	op = &sp->ops[sp->nops++];
+	op->kind = kind;
+	op->param = param;
+	op->param2 = -1;
+	op->in[0] = in0;
+	op->in[1] = in1;
+	op->label = label;
+	if (kind == OP_LOSS || kind == OP_SEND)
+		op->out = -1;
+	else
+		op->out = sp->nslots++;
+	return op->out;
+}
+
+/*
+ * A tensor-parallel two-layer block (the mixer, a dense MLP, a shared
+ * expert): Megatron's column-parallel fc1, activation, row-parallel fc2.
+ * Returns the slot of its Partial output, before the tp reduction.
+ */
+static int
+emit_tp_mlp(struct builder *b, int in, int fc1, int fc2, const char *label)
+{
+	int	x;
+
+	x = emit(b, OP_LINEAR_COL, fc1, in, -1, label);
+	x = emit(b, OP_ACT, -1, x, -1, label);
+	return emit(b, OP_LINEAR_ROW, fc2, x, -1, label);
+}
+
+static int
+emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
+    int h)
+{
+	struct model	*m = b->model;
+	char		 name[128];
+	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, s1, s2;
+	bool		 moe = cfg_layer_is_moe(cfg, layer);
+	int		 hid = cfg->model.hidden;
+
+#define PNAME(suffix) (snprintf(name, sizeof name, "layers.%d.%s", layer, \
+	(suffix)), name)
+	n1 = add_param(b, PNAME("norm1.weight"), stage, layer, ROLE_NORM, 1,
+	    hid, 0, 0);
+	f1 = add_param(b, PNAME("mixer.fc1.weight"), stage, layer, ROLE_COLUMN,
+	    2, cfg->model.ffn, hid, 0);
+	f2 = add_param(b, PNAME("mixer.fc2.weight"), stage, layer, ROLE_ROW,
+	    2, hid, cfg->model.ffn, 0);
+	n2 = add_param(b, PNAME("norm2.weight"), stage, layer, ROLE_NORM, 1,
+	    hid, 0, 0);
+
+	/*
+	 * Op labels point at parameter names, which live as long as the
+	 * model.  Attention stand-in: token-wise, tensor-parallel like the MLP.
+	 */
+	x = emit(b, OP_NORM, n1, h, -1, m->params[n1].name);
+	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[f1].name);
+	x = emit_tp_mlp(b, x, f1, f2, m->params[f1].name);
+	x = emit(b, OP_TP_REDUCE, -1, x, -1, m->params[f2].name);
+	h = emit(b, OP_ADD, -1, h, x, m->params[f2].name);
+
+	x = emit(b, OP_NORM, n2, h, -1, m->params[n2].name);
+	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[n2].name);
+	if (moe) {
+		int E = cfg->model.moe.experts, EF = cfg->model.moe.expert_ffn;
+		struct op *op;
+
+		rt = add_param(b, PNAME("moe.router.weight"), stage, layer,
+		    ROLE_ROUTER, 2, E, hid, 0);
+		e1 = add_param(b, PNAME("moe.experts.fc1.weight"), stage, layer,
+		    ROLE_EXPERT_FC1, 3, E, EF, hid);
+		e2 = add_param(b, PNAME("moe.experts.fc2.weight"), stage, layer,
+		    ROLE_EXPERT_FC2, 3, E, hid, EF);
+		int scores = emit(b, OP_ROUTE, rt, x, -1, m->params[rt].name);
+		r = emit(b, OP_EXPERTS, e1, x, scores, m->params[e1].name);
+		op = &b->program->ops[b->program->nops - 1];
+		op->param2 = e2;
+		for (k = 0; k < cfg->model.moe.shared_experts; k++) {
+			char	 n[96];
+			int	 y;
+
+			if (cfg->model.moe.shared_experts == 1)
+				snprintf(n, sizeof n, "moe.shared.fc1.weight");
+			else
+				snprintf(n, sizeof n, "moe.shared.%d.fc1.weight", k);
+			s1 = add_param(b, PNAME(n), stage, layer, ROLE_COLUMN,
+			    2, cfg->model.ffn, hid, 0);
+			n[strlen(n) - strlen("1.weight")] = '2';
+			s2 = add_param(b, PNAME(n), stage, layer, ROLE_ROW,
+			    2, hid, cfg->model.ffn, 0);
+			y = emit_tp_mlp(b, x, s1, s2, m->params[s1].name);
+			r = emit(b, OP_ADD, -1, r, y, m->params[s1].name);
+		}
+	} else {
+		f1 = add_param(b, PNAME("mlp.fc1.weight"), stage, layer,
+		    ROLE_COLUMN, 2, cfg->model.ffn, hid, 0);
+		f2 = add_param(b, PNAME("mlp.fc2.weight"), stage, layer,
+		    ROLE_ROW, 2, hid, cfg->model.ffn, 0);
+		r = emit_tp_mlp(b, x, f1, f2, m->params[f1].name);
+	}
+#undef PNAME
+	r = emit(b, OP_TP_REDUCE, -1, r, -1, "block output");
+	return emit(b, OP_ADD, -1, h, r, "residual");
+}
+
+void
+model_build(struct model *m, const struct config *cfg)
+{
+	struct builder	 b;
+	int		 pp = cfg->mesh.pp, per_stage, stage, layer, h, emb;
+	int		 out_param, fn, i;
+	bool		 tied = cfg->model.tie_embeddings;
+
+	memset(m, 0, sizeof *m);
+	memset(&b, 0, sizeof b);
+	b.model = m;
+	m->config = cfg;
+	mesh_from_config(&m->mesh, cfg);
+	m->tokens = cfg->model.micro_batch * cfg->model.seq;
+	m->stages = xcalloc(pp, sizeof *m->stages);
+	per_stage = cfg->model.layers / pp;
+
+	emb = -1;
+	for (stage = 0; stage < pp; stage++) {
+		b.program = &m->stages[stage];
+		b.cap_ops = 0;
+		if (stage == 0) {
+			emb = add_param(&b, "embedding.weight", 0, -1,
+			    ROLE_EMBEDDING, 2, cfg->model.vocab,
+			    cfg->model.hidden, 0);
+			h = emit(&b, OP_TOKENS, -1, -1, -1, "tokens");
+			h = emit(&b, OP_EMBED, emb, h, -1, "embedding");
+			h = emit(&b, OP_TP_REDUCE, -1, h, -1, "embedding");
+		} else
+			h = emit(&b, OP_RECV, -1, -1, -1, "pipeline recv");
+		for (layer = stage * per_stage;
+		    layer < (stage + 1) * per_stage; layer++)
+			h = emit_layer(&b, cfg, stage, layer, h);
+		if (stage < pp - 1) {
+			emit(&b, OP_SEND, -1, h, -1, "pipeline send");
+			continue;
+		}
+		fn = add_param(&b, "final_norm.weight", stage, -1, ROLE_NORM, 1,
+		    cfg->model.hidden, 0, 0);
+		/*
+		 * With tied embeddings and one stage the output layer is the
+		 * embedding itself: one parameter used twice.  With several
+		 * stages the last stage holds its own copy, output.weight.
+		 */
+		if (tied && pp == 1)
+			out_param = emb;
+		else
+			out_param = add_param(&b, "output.weight", stage, -1,
+			    ROLE_OUTPUT, 2, cfg->model.vocab,
+			    cfg->model.hidden, 0);
+		h = emit(&b, OP_NORM, fn, h, -1, "final_norm.weight");
+		h = emit(&b, OP_TP_GATHER, -1, h, -1, "output");
+		h = emit(&b, OP_OUTPUT, out_param, h, -1, "output");
+		emit(&b, OP_LOSS, -1, h, -1, "loss");
+	}
+
+	for (i = 0; i < m->nparams; i++) {
+		struct param *p = &m->params[i];
+
+		set_local_shape(&m->mesh, p);
+		p->sequence_parallel = p->role == ROLE_NORM &&
+		    cfg->training.sequence_parallel;
+		if (p->role == ROLE_OUTPUT && tied) {
+			struct logical_param *l = &m->logical[
+			    m->params[emb].logical];
+
+			l->tied_with = p->name;
+			l->instance[1] = i;
+			l->ninstances = 2;
+			p->logical = m->params[emb].logical;
+		} else
+			add_logical(&b, i);
+	}
+}
+
+void
+model_free(struct model *m)
+{
+	int	i;
+
+	for (i = 0; i < m->nparams; i++)
+		free(m->params[i].name);
+	free(m->params);
+	free(m->logical);
+	for (i = 0; i < m->mesh.pp; i++)
+		free(m->stages[i].ops);
+	free(m->stages);
+	memset(m, 0, sizeof *m);
+}
+
+const char *
+op_kind_name(enum op_kind k)
+{
+	static const char *const names[] = {
+		[OP_TOKENS] = "tokens", [OP_RECV] = "recv",
+		[OP_EMBED] = "embed", [OP_TP_REDUCE] = "tp-reduce",
+		[OP_TP_GATHER] = "tp-gather", [OP_NORM] = "norm",
+		[OP_LINEAR_COL] = "linear-col", [OP_ACT] = "act",
+		[OP_LINEAR_ROW] = "linear-row", [OP_ADD] = "add",
+		[OP_ROUTE] = "route", [OP_EXPERTS] = "experts",
+		[OP_OUTPUT] = "output", [OP_LOSS] = "loss", [OP_SEND] = "send"
+	};
+
+	return names[k];
+}
+
+bool
+model_rank_holds(const struct model *m, const struct param *p, int rank)
+{
+	return rank / (m->mesh.dp * m->mesh.tp) == p->stage;
+}
+
+int64_t
+model_global_index(const struct model *m, const struct param *p, int rank,
+    int64_t i)
+{
+	struct coord	c;
+	int64_t		r, col, e, f, h, rows_per;
+
+	mesh_coord_of(&m->mesh, rank, &c);
+	switch (p->role) {
+	case ROLE_EMBEDDING:
+	case ROLE_OUTPUT:
+	case ROLE_COLUMN:
+		/* Row shards are contiguous in row-major order. */
+		return c.tp * p->local_elems + i;
+	case ROLE_ROW:
+		r = i / p->local_shape[1];
+		col = i % p->local_shape[1];
+		return r * p->shape[1] + c.tp * p->local_shape[1] + col;
+	case ROLE_EXPERT_FC1:
+		rows_per = p->local_shape[1] * p->local_shape[2];
+		e = i / rows_per;
+		f = (i % rows_per) / p->local_shape[2];
+		h = i % p->local_shape[2];
+		return ((c.ep * p->local_shape[0] + e) * p->shape[1] +
+		    c.etp * p->local_shape[1] + f) * p->shape[2] + h;
+	case ROLE_EXPERT_FC2:
+		rows_per = p->local_shape[1] * p->local_shape[2];
+		e = i / rows_per;
+		h = (i % rows_per) / p->local_shape[2];
+		f = i % p->local_shape[2];
+		return ((c.ep * p->local_shape[0] + e) * p->shape[1] + h) *
+		    p->shape[2] + c.etp * p->local_shape[2] + f;
+	case ROLE_NORM:
+	case ROLE_ROUTER:
+		break;
+	}
+	return i;
+}

@@ -1,0 +1,123 @@
+/*
+ * The model of SPEC section 4 as one description that two interpreters
+ * read: the symbolic engine (placements and exact combinations of gradient
+ * atoms) and the numeric engine (real values on MPI ranks).
+ *
+ * The description has two parts.  The parameters, one entry per instance a
+ * stage holds (a tied word embedding has two instances, embedding.weight on
+ * the first stage and output.weight on the last, that form one logical
+ * parameter).  And one program per pipeline stage: the forward ops in order,
+ * reading and writing numbered activation slots.  Backward is the same
+ * program walked in reverse; every op kind's forward and backward rules live
+ * in placement.c (placements, both engines) and numeric.c (values).
+ */
+#ifndef GRADAUDIT_MODEL_H
+#define GRADAUDIT_MODEL_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "mesh.h"
+
+struct config;
+
+enum param_role {
+	ROLE_EMBEDDING,		/* [vocab, hidden], rows over tp (vocab-parallel) */
+	ROLE_NORM,		/* [hidden], replicated over tp */
+	ROLE_COLUMN,		/* [out, in], rows over tp (column-parallel) */
+	ROLE_ROW,		/* [out, in], columns over tp (row-parallel) */
+	ROLE_ROUTER,		/* [experts, hidden], replicated over tp */
+	ROLE_EXPERT_FC1,	/* [experts, expert_ffn, hidden]: dim 0 over ep, dim 1 over etp */
+	ROLE_EXPERT_FC2,	/* [experts, hidden, expert_ffn]: dim 0 over ep, dim 2 over etp */
+	ROLE_OUTPUT		/* [vocab, hidden], rows over tp (vocab-parallel) */
+};
+
+/* One parameter instance, held by every rank of one pipeline stage. */
+struct param {
+	char		*name;		/* "layers.3.moe.router.weight" */
+	int		 index;		/* position in model.params (registration order) */
+	int		 logical;	/* index in model.logical */
+	int		 stage;		/* pipeline stage holding it */
+	int		 layer;		/* layer number, -1 outside the layers */
+	enum param_role	 role;
+	int		 ndims;
+	int64_t		 shape[3];	/* logical (unsharded) shape */
+	int64_t		 local_shape[3]; /* one rank's shard */
+	int64_t		 local_elems;	/* product of local_shape */
+	bool		 expert;	/* expert buffer, reduced over edp */
+	/*
+	 * Megatron marks norm weights with `sequence_parallel` when sequence
+	 * parallelism is on; _allreduce_layernorm_grads then all-reduces
+	 * their gradients over tp (Megatron #1446).
+	 */
+	bool		 sequence_parallel;
+};
+
+/* A logical parameter: the unit of the report (a tied pair is one). */
+struct logical_param {
+	const char	*name;		/* first instance's name */
+	const char	*tied_with;	/* second instance's name, or NULL */
+	int		 instance[2];	/* indices in model.params */
+	int		 ninstances;
+};
+
+enum op_kind {
+	OP_TOKENS,	/* first stage: the micro-batch's token ids -> out */
+	OP_RECV,	/* other stages: activation from the previous stage -> out */
+	OP_EMBED,	/* vocab-parallel lookup: out = E[ids] on the owning tp rank (Partial) */
+	OP_TP_REDUCE,	/* Megatron "g": all-reduce over tp, or reduce-scatter on seq with SP */
+	OP_TP_GATHER,	/* Megatron "f": identity, or all-gather on seq with SP; backward reduces */
+	OP_NORM,	/* out = norm(in) * w, elementwise over hidden */
+	OP_LINEAR_COL,	/* out = in W^T with W's rows over tp: Replicate -> Shard(features) */
+	OP_ACT,		/* elementwise activation */
+	OP_LINEAR_ROW,	/* out = in W^T with W's columns over tp: Shard(features) -> Partial */
+	OP_ADD,		/* out = in[0] + in[1] (residual) */
+	OP_ROUTE,	/* scores = in W_r^T and the top-k choice -> out */
+	OP_EXPERTS,	/* routed experts: in[0] = block input, in[1] = scores -> out (Partial) */
+	OP_OUTPUT,	/* vocab-parallel logits: Replicate -> Shard(vocab) */
+	OP_LOSS,	/* squared error against the targets; seeds backward */
+	OP_SEND		/* other than the last stage: activation to the next stage */
+};
+
+struct op {
+	enum op_kind	 kind;
+	int		 param;		/* parameter used, or -1 */
+	int		 param2;	/* OP_EXPERTS: fc2 (param is fc1); else -1 */
+	int		 in[2];		/* input slots, -1 when unused */
+	int		 out;		/* output slot, -1 for OP_LOSS and OP_SEND */
+	const char	*label;		/* "layers.1.moe.experts", for explain */
+};
+
+struct stage_program {
+	struct op	*ops;
+	int		 nops;
+	int		 nslots;
+};
+
+struct model {
+	const struct config	*config;
+	struct mesh		 mesh;
+	int			 tokens;	/* micro_batch * seq per dp rank */
+	struct param		*params;	/* registration order */
+	int			 nparams;
+	struct logical_param	*logical;
+	int			 nlogical;
+	struct stage_program	*stages;	/* pp entries */
+};
+
+void	 model_build(struct model *, const struct config *);
+void	 model_free(struct model *);
+
+const char *op_kind_name(enum op_kind);
+
+/*
+ * Which part of a parameter a rank holds: the element at local index i of
+ * rank `rank` is the element model_global_index(...) of the logical tensor.
+ * Both engines use this to compare a rank's shard with the reference.
+ */
+int64_t	 model_global_index(const struct model *, const struct param *,
+	    int rank, int64_t local_index);
+/* True when `rank` holds an instance of param (it is on the param's stage). */
+bool	 model_rank_holds(const struct model *, const struct param *, int rank);
+
+#endif

@@ -1,0 +1,40 @@
+/*
+ * The numeric audit (SPEC section 8): the model of model.h run for real on
+ * the mesh ranks hosted by this process, with real exchanges between MPI
+ * processes for every collective and every pipeline send, then the sync
+ * plan executed on real gradient buffers, then every rank's used values
+ * compared with a single-rank reference and hashed (XXH3-64).
+ *
+ * It also checks itself against the symbolic audit: the value a rank holds
+ * must equal its symbolic expression evaluated on the numeric atoms (the
+ * local gradients before synchronization).  A disagreement is an internal
+ * error, never a verdict.
+ */
+#ifndef GRADAUDIT_NUMERIC_H
+#define GRADAUDIT_NUMERIC_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "audit.h"
+
+struct sym_context;
+struct transport;
+
+struct numeric_options {
+	enum arith	 arith;
+	uint64_t	 seed;
+	bool		 progress;	/* progress bar on stderr (tty only) */
+};
+
+/*
+ * Collective over all processes of the transport.  On process 0, fills the
+ * numeric fields of every cell of *audit (has_hash, hash, reference_hash,
+ * numeric_ok, ulps/relative error) and param reference_hash, and sets
+ * audit->numeric, arith, procs.  Returns EXIT_OK, or EXIT_RUNTIME after
+ * printing a message when the self-check fails (same value on every process).
+ */
+int	 numeric_audit(const struct sym_context *, struct transport *,
+	    const struct numeric_options *, struct audit *);
+
+#endif

@@ -1,0 +1,382 @@
+/*
+ * DTensor-style placement rules for every op of the model, forward and
+ * backward, and the walk that derives the true placement of every
+ * parameter gradient.  This is where "the router gradient is Partial over
+ * tp" comes from (torchtitan #2416): not from a rule about knobs, but from
+ * following the tokens and gradients through the MoE block.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "placement.h"
+#include "xmalloc.h"
+
+struct placement
+pl_uniform(enum place p)
+{
+	struct placement pl = { p, p };
+
+	return pl;
+}
+
+struct placement
+pl_normalize(const struct mesh *mesh, struct placement pl)
+{
+	if (mesh->tp / mesh->etp == 1)
+		pl.slice = PLACE_REPLICATE;
+	if (mesh->etp == 1)
+		pl.etp = PLACE_REPLICATE;
+	return pl;
+}
+
+/*
+ * Adding a Replicate and a Partial tensor gives a Partial one (DTensor
+ * first turns the Replicate operand into Partial by keeping it on one
+ * rank).  Any other mix of different placements is a bug in the model
+ * description.
+ */
+static enum place
+join_one(enum place a, enum place b)
+{
+	if (a == b)
+		return a;
+	if ((a == PLACE_PARTIAL && b == PLACE_REPLICATE) ||
+	    (a == PLACE_REPLICATE && b == PLACE_PARTIAL))
+		return PLACE_PARTIAL;
+	fatalx("cannot add tensors placed %d and %d", a, b);
+}
+
+struct placement
+pl_join(struct placement a, struct placement b)
+{
+	struct placement r;
+
+	r.slice = join_one(a.slice, b.slice);
+	r.etp = join_one(a.etp, b.etp);
+	return r;
+}
+
+bool
+pl_equal(struct placement a, struct placement b)
+{
+	return a.slice == b.slice && a.etp == b.etp;
+}
+
+bool
+pl_any(struct placement a, enum place p)
+{
+	return a.slice == p || a.etp == p;
+}
+
+static const char *
+place_name(enum place p)
+{
+	switch (p) {
+	case PLACE_REPLICATE:
+		return "Replicate";
+	case PLACE_PARTIAL:
+		return "Partial";
+	case PLACE_SHARD_TOKENS:
+		return "Shard(tokens)";
+	case PLACE_SHARD_FEATURES:
+		return "Shard(features)";
+	}
+	return "?";
+}
+
+const char *
+pl_name(struct placement pl)
+{
+	static char	buf[96];
+
+	if (pl.slice == pl.etp)
+		return place_name(pl.slice);
+	snprintf(buf, sizeof buf, "%s(slices)x%s(etp)", place_name(pl.slice),
+	    place_name(pl.etp));
+	return buf;
+}
+
+static struct placement
+residual_placement(const struct model *m)
+{
+	/* Between blocks the residual stream is Shard(seq) under SP. */
+	return pl_uniform(m->config->training.sequence_parallel ?
+	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+}
+
+struct placement
+pl_forward(const struct model *m, const struct op *op,
+    const struct placement *in)
+{
+	struct placement out = pl_uniform(PLACE_REPLICATE);
+
+	switch (op->kind) {
+	case OP_TOKENS:
+		break;
+	case OP_RECV:
+		out = residual_placement(m);
+		break;
+	case OP_EMBED:
+		/* Each tp rank looks up only the rows of its vocab shard. */
+		out = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_TP_REDUCE:
+		out = residual_placement(m);
+		break;
+	case OP_TP_GATHER:
+	case OP_ROUTE:
+		break;
+	case OP_NORM:
+	case OP_ACT:
+		out = in[0];
+		break;
+	case OP_LINEAR_COL:
+	case OP_OUTPUT:
+		out = pl_uniform(PLACE_SHARD_FEATURES);
+		break;
+	case OP_LINEAR_ROW:
+		out = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_ADD:
+		out = pl_join(in[0], in[1]);
+		break;
+	case OP_EXPERTS:
+		/*
+		 * Each token slice is handled by one etp group (so the output
+		 * is non-zero only on the slice's ranks: Partial over slices),
+		 * and the experts' fc2 is row-parallel over etp (Partial).
+		 */
+		out.slice = PLACE_PARTIAL;
+		out.etp = PLACE_PARTIAL;
+		break;
+	case OP_LOSS:
+	case OP_SEND:
+		out = in[0];
+		break;
+	}
+	return pl_normalize(&m->mesh, out);
+}
+
+/*
+ * The gradient of a weight is a contraction over tokens of its output
+ * gradient with its input.  It is Partial over a sub-dimension where either
+ * factor is Partial or the tokens are split (each rank saw only its
+ * tokens); Shard where the weight itself is split; Replicate otherwise.
+ */
+static enum place
+weight_grad_one(bool sharded, enum place contrib)
+{
+	if (contrib == PLACE_PARTIAL || contrib == PLACE_SHARD_TOKENS)
+		return PLACE_PARTIAL;
+	return sharded ? PLACE_SHARD_FEATURES : PLACE_REPLICATE;
+}
+
+static struct placement
+weight_grad(const struct model *m, bool sharded, struct placement dout,
+    struct placement x)
+{
+	struct placement g;
+
+	g.slice = weight_grad_one(sharded, dout.slice == PLACE_PARTIAL ||
+	    x.slice == PLACE_PARTIAL ? PLACE_PARTIAL :
+	    dout.slice == PLACE_SHARD_TOKENS || x.slice == PLACE_SHARD_TOKENS ?
+	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+	g.etp = weight_grad_one(sharded, dout.etp == PLACE_PARTIAL ||
+	    x.etp == PLACE_PARTIAL ? PLACE_PARTIAL :
+	    dout.etp == PLACE_SHARD_TOKENS || x.etp == PLACE_SHARD_TOKENS ?
+	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+	return pl_normalize(&m->mesh, g);
+}
+
+/*
+ * Backward through the routed experts (torchtitan's MoE with token slices
+ * over tp, SPEC section 4).  The experts' input gradient is a sum over the
+ * etp shards of expert_ffn, so it is Partial over etp until the etp
+ * all-reduce of torchtitan #1878 runs; the score gradient then inherits
+ * the placement of whatever it is contracted with.
+ */
+static void
+experts_backward(const struct model *m, const struct op *op,
+    struct placement *din, struct placement *dparam,
+    struct backward_reduction *red)
+{
+	const struct config	*cfg = m->config;
+	struct placement	 routed_input_grad, expert_out, score_grad;
+	bool			 reduce;
+
+	expert_out = pl_normalize(&m->mesh, pl_uniform(PLACE_PARTIAL));
+	routed_input_grad = expert_out;
+
+	memset(red, 0, sizeof *red);
+	red->what = "routed expert input gradient";
+	red->dim = "etp";
+	red->cite = "torchtitan #1878";
+	red->truth = routed_input_grad;
+	reduce = cfg->sync.expert_input_grad == EXPERT_INPUT_ETP_ALL_REDUCE;
+	red->declared = routed_input_grad;
+	if (!reduce)
+		red->declared.etp = PLACE_REPLICATE;
+	red->declared = pl_normalize(&m->mesh, red->declared);
+	if (reduce)
+		routed_input_grad.etp = PLACE_REPLICATE;
+	routed_input_grad = pl_normalize(&m->mesh, routed_input_grad);
+
+	if (cfg->model.moe.score_before_experts)
+		score_grad = routed_input_grad;	/* d score = <d input, x> */
+	else
+		score_grad = expert_out;	/* d score = <d out, expert out> */
+
+	din[0] = routed_input_grad;
+	din[1] = score_grad;
+	dparam[0] = dparam[1] = pl_uniform(PLACE_SHARD_FEATURES);
+	(void)op;
+}
+
+bool
+pl_backward(const struct model *m, const struct op *op,
+    const struct placement *fwd_in, struct placement dout,
+    struct placement *din, struct placement *dparam,
+    struct backward_reduction *red)
+{
+	bool	sp = m->config->training.sequence_parallel;
+	struct placement rep = pl_uniform(PLACE_REPLICATE);
+
+	din[0] = din[1] = rep;
+	dparam[0] = dparam[1] = rep;
+	switch (op->kind) {
+	case OP_TOKENS:
+	case OP_RECV:
+	case OP_LOSS:
+	case OP_SEND:
+		break;
+	case OP_EMBED:
+		dparam[0] = weight_grad(m, true, dout, rep);
+		break;
+	case OP_TP_REDUCE:
+		/* The gradient of a Partial tensor is Replicate. */
+		din[0] = rep;
+		break;
+	case OP_TP_GATHER:
+		/*
+		 * Megatron's "f": backward all-reduces (or reduce-scatters
+		 * under SP) whatever mix of Partial and Replicate arrives, each
+		 * replica counted once.
+		 */
+		din[0] = pl_uniform(sp ? PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+		break;
+	case OP_NORM:
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		din[0] = dout;
+		break;
+	case OP_ACT:
+		din[0] = dout;
+		break;
+	case OP_LINEAR_COL:
+	case OP_OUTPUT:
+		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
+		din[0] = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_LINEAR_ROW:
+		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
+		din[0] = pl_uniform(PLACE_SHARD_FEATURES);
+		break;
+	case OP_ADD:
+		din[0] = din[1] = dout;
+		break;
+	case OP_ROUTE:
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		din[0] = dout;
+		break;
+	case OP_EXPERTS:
+		experts_backward(m, op, din, dparam, red);
+		red->op = (int)(op - m->stages[m->params[op->param].stage].ops);
+		red->stage = m->params[op->param].stage;
+		din[0] = pl_normalize(&m->mesh, din[0]);
+		din[1] = pl_normalize(&m->mesh, din[1]);
+		return true;
+	}
+	din[0] = pl_normalize(&m->mesh, din[0]);
+	din[1] = pl_normalize(&m->mesh, din[1]);
+	dparam[0] = pl_normalize(&m->mesh, dparam[0]);
+	dparam[1] = pl_normalize(&m->mesh, dparam[1]);
+	return false;
+}
+
+static void
+accumulate(struct placement *slot, bool *set, struct placement g)
+{
+	*slot = *set ? pl_join(*slot, g) : g;
+	*set = true;
+}
+
+void
+pl_walk(const struct model *m, struct placement *grad,
+    struct backward_reduction **reductions, int *nreductions)
+{
+	int	 s, i, k, n = 0;
+	bool	*param_set = xcalloc(m->nparams, sizeof *param_set);
+	struct backward_reduction *red = NULL;
+
+	for (s = 0; s < m->mesh.pp; s++) {
+		const struct stage_program *sp = &m->stages[s];
+		struct placement *fwd = xcalloc(sp->nslots + 1, sizeof *fwd);
+		struct placement *bwd = xcalloc(sp->nslots + 1, sizeof *bwd);
+		bool *bwd_set = xcalloc(sp->nslots + 1, sizeof *bwd_set);
+
+		for (i = 0; i < sp->nops; i++) {
+			const struct op *op = &sp->ops[i];
+			struct placement in[2];
+
+			for (k = 0; k < 2; k++)
+				in[k] = op->in[k] >= 0 ? fwd[op->in[k]] :
+				    pl_uniform(PLACE_REPLICATE);
+			if (op->out >= 0)
+				fwd[op->out] = pl_forward(m, op, in);
+		}
+		for (i = sp->nops - 1; i >= 0; i--) {
+			const struct op *op = &sp->ops[i];
+			struct placement in[2], din[2], dparam[2], dout;
+			struct backward_reduction r;
+
+			for (k = 0; k < 2; k++)
+				in[k] = op->in[k] >= 0 ? fwd[op->in[k]] :
+				    pl_uniform(PLACE_REPLICATE);
+			if (op->kind == OP_LOSS)
+				dout = in[0];
+			else if (op->kind == OP_SEND)
+				dout = residual_placement(m);
+			else if (bwd_set[op->out])
+				dout = bwd[op->out];
+			else
+				continue;	/* no gradient reaches it */
+			if (op->kind == OP_LOSS || op->kind == OP_SEND) {
+				/* The gradient of the op's input is dout. */
+				accumulate(&bwd[op->in[0]], &bwd_set[op->in[0]],
+				    pl_normalize(&m->mesh, dout));
+				continue;
+			}
+			if (pl_backward(m, op, in, dout, din, dparam, &r)) {
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
+			for (k = 0; k < 2; k++)
+				if (op->in[k] >= 0 && op->kind != OP_EMBED)
+					accumulate(&bwd[op->in[k]],
+					    &bwd_set[op->in[k]], din[k]);
+			if (op->param >= 0)
+				accumulate(&grad[op->param],
+				    &param_set[op->param], dparam[0]);
+			if (op->param2 >= 0)
+				accumulate(&grad[op->param2],
+				    &param_set[op->param2], dparam[1]);
+		}
+		free(fwd);
+		free(bwd);
+		free(bwd_set);
+	}
+	free(param_set);
+	*reductions = red;
+	*nreductions = n;
+}

@@ -1,0 +1,394 @@
+/*
+ * The gradient synchronization rules of SPEC section 6, as a table.  Each
+ * row emits the steps of one rule for this config: the knobs decide whether
+ * a step runs, where it sits in the order, which group it uses, how it
+ * scales and which placement it declares.  Whether the result is right is
+ * never decided here: the engines execute the plan and compare.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "model.h"
+#include "syncplan.h"
+#include "xmalloc.h"
+
+struct sync_rule;
+
+typedef void emit_fn(struct sync_plan *, const struct model *,
+    const struct placement *, const struct sync_rule *);
+
+struct sync_rule {
+	const char	*label;
+	const char	*cite;
+	const char	*fix;
+	emit_fn		*emit;
+};
+
+static struct sync_step *
+new_step(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, enum sync_op op, enum group_kind group)
+{
+	struct sync_step *s;
+
+	plan->steps = xreallocarray(plan->steps, plan->nsteps + 1,
+	    sizeof *plan->steps);
+	s = &plan->steps[plan->nsteps++];
+	memset(s, 0, sizeof *s);
+	s->op = op;
+	s->group = group;
+	s->target = TARGET_PARAMS;
+	s->params = xcalloc(m->nparams, sizeof *s->params);
+	s->scale = q_make(1, 1);
+	s->label = rule->label;
+	s->cite = rule->cite;
+	s->fix = rule->fix;
+	return s;
+}
+
+static void
+note_skipped(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, const bool *params, struct placement truth,
+    struct placement declared)
+{
+	struct sync_step *s;
+
+	plan->skipped = xreallocarray(plan->skipped, plan->nskipped + 1,
+	    sizeof *plan->skipped);
+	s = &plan->skipped[plan->nskipped++];
+	memset(s, 0, sizeof *s);
+	s->group = GROUP_TP;
+	s->params = xcalloc(m->nparams, sizeof *s->params);
+	memcpy(s->params, params, m->nparams * sizeof *params);
+	s->label = rule->label;
+	s->cite = rule->cite;
+	s->fix = rule->fix;
+	s->has_placement = true;
+	s->truth = truth;
+	s->declared = declared;
+}
+
+/*
+ * Reduce the selected gradients over tp as their declared placement says:
+ * nothing if declared Replicate; a tp all-reduce if declared Partial over
+ * the whole group; if Partial over the token slices only, Replicate parts
+ * are first kept on one rank each so the all-reduce counts them once.
+ */
+static void
+emit_tp_reduction(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, const bool *params, struct placement truth,
+    struct placement declared)
+{
+	struct sync_step *s;
+
+	if (!pl_any(declared, PLACE_PARTIAL)) {
+		note_skipped(plan, m, rule, params, truth, declared);
+		return;
+	}
+	if (pl_any(declared, PLACE_REPLICATE)) {
+		s = new_step(plan, m, rule, SYNC_MASK_REPLICAS, GROUP_TP);
+		memcpy(s->params, params, m->nparams * sizeof *params);
+		s->replicate = declared;
+		s->has_placement = true;
+		s->truth = truth;
+		s->declared = declared;
+	}
+	s = new_step(plan, m, rule, SYNC_ALL_REDUCE, GROUP_TP);
+	memcpy(s->params, params, m->nparams * sizeof *params);
+	s->has_placement = true;
+	s->truth = truth;
+	s->declared = declared;
+}
+
+/*
+ * Router (SPEC 6.2): `auto` declares what the placement rules found (a
+ * framework with correct DTensor gradient placements, torchtitan after
+ * #2416), `none` declares Replicate (before #2416), `tp-all-reduce`
+ * declares Partial.  Routers with the same true placement share one step.
+ */
+static void
+emit_router(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	bool	*handled = xcalloc(m->nparams, sizeof *handled);
+	bool	*sel = xcalloc(m->nparams, sizeof *sel);
+	int	 i, j;
+
+	for (i = 0; i < m->nparams; i++) {
+		struct placement truth = grad[i], declared;
+
+		if (m->params[i].role != ROLE_ROUTER || handled[i])
+			continue;
+		for (j = 0; j < m->nparams; j++) {
+			sel[j] = m->params[j].role == ROLE_ROUTER &&
+			    pl_equal(grad[j], truth);
+			handled[j] = handled[j] || sel[j];
+		}
+		switch (m->config->sync.router_grad) {
+		case ROUTER_AUTO:
+			declared = truth;
+			break;
+		case ROUTER_TP_ALL_REDUCE:
+			declared = pl_uniform(PLACE_PARTIAL);
+			break;
+		case ROUTER_NONE:
+		default:
+			declared = pl_uniform(PLACE_REPLICATE);
+			break;
+		}
+		declared = pl_normalize(&m->mesh, declared);
+		emit_tp_reduction(plan, m, rule, sel, truth, declared);
+	}
+	free(sel);
+	free(handled);
+}
+
+/*
+ * Data parallel (SPEC 6.3): scale by 1/dp, then all-reduce (or, with the
+ * distributed optimizer, reduce-scatter) every gradient buffer over its
+ * group.  Expert buffers reduce over edp but still scale by 1/dp, since the
+ * loss averages over the dp micro-batches; expert_grad_divisor: edp is the
+ * bug of torchtitan #1551 / pytorch #160285.  With average_in_collective the
+ * division happens inside the collective (AVG over the group), expert
+ * buffers pre-scaled so that the net factor is unchanged.
+ */
+static void
+emit_dp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	const struct config *cfg = m->config;
+	int	 k, i, n, divisor;
+	bool	 any;
+	struct sync_step *s;
+
+	(void)grad;
+	for (k = 0; k < BUFFER__COUNT; k++) {
+		enum group_kind group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+
+		any = false;
+		for (i = 0; i < m->nparams; i++)
+			if (layout_buffer_of(m, i) == (enum buffer_kind)k)
+				any = true;
+		if (!any)
+			continue;
+		n = mesh_group_size(&m->mesh, group);
+		divisor = m->mesh.dp;
+		if (k == BUFFER_EXPERT &&
+		    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP)
+			divisor = m->mesh.edp;
+		/* Net factor 1/divisor: pre-scale by n/divisor under AVG. */
+		struct rational pre = cfg->training.average_in_collective ?
+		    q_make(n, divisor) : q_make(1, divisor);
+		if (!q_equal(pre, q_make(1, 1))) {
+			s = new_step(plan, m, rule, SYNC_SCALE, group);
+			s->target = TARGET_BUFFER;
+			s->buffer = k;
+			s->scale = pre;
+		}
+		s = new_step(plan, m, rule, cfg->training.distributed_optimizer ?
+		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
+		s->target = TARGET_BUFFER;
+		s->buffer = k;
+		s->average = cfg->training.average_in_collective;
+	}
+}
+
+/*
+ * Sequence-parallel parameters (SPEC 6.4): Megatron's
+ * _allreduce_layernorm_grads sums the norm gradients over tp when sequence
+ * parallelism is on (Megatron #1446 is what happens when it does not).
+ */
+static void
+emit_sp_params(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	bool	*sel;
+	int	 i;
+	struct placement truth = pl_uniform(PLACE_REPLICATE), declared;
+	bool	 any = false;
+
+	if (!m->config->training.sequence_parallel)
+		return;
+	sel = xcalloc(m->nparams, sizeof *sel);
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].sequence_parallel) {
+			sel[i] = true;
+			truth = grad[i];
+			any = true;
+		}
+	declared = pl_normalize(&m->mesh, pl_uniform(
+	    m->config->sync.sp_param_grad == SP_PARAM_TP_ALL_REDUCE ?
+	    PLACE_PARTIAL : PLACE_REPLICATE));
+	if (any)
+		emit_tp_reduction(plan, m, rule, sel, truth, declared);
+	free(sel);
+}
+
+/*
+ * Tied embedding (SPEC 6.5): sum the two copies' gradients over the
+ * embedding group.  Where it sits relative to the data-parallel step is the
+ * knob: after it, with the distributed optimizer, the two stages have
+ * reduce-scattered the weight at different element ranges (Megatron-LM
+ * #844) unless it sits in a bucket of its own (daf0006, see layout.c).
+ */
+static void
+emit_embedding(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule)
+{
+	struct sync_step *s = NULL;
+	int	 l, k;
+
+	for (l = 0; l < m->nlogical; l++) {
+		if (m->logical[l].ninstances != 2)
+			continue;
+		if (s == NULL)
+			s = new_step(plan, m, rule, SYNC_ALL_REDUCE,
+			    GROUP_EMBEDDING);
+		for (k = 0; k < 2; k++)
+			s->params[m->logical[l].instance[k]] = true;
+	}
+}
+
+static void
+emit_embedding_before_dp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	(void)grad;
+	if (m->config->sync.embedding_grad == EMBEDDING_BEFORE_DP)
+		emit_embedding(plan, m, rule);
+}
+
+static void
+emit_embedding_after_dp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	(void)grad;
+	if (m->config->sync.embedding_grad != EMBEDDING_BEFORE_DP)
+		emit_embedding(plan, m, rule);
+}
+
+/* The rules in the order they run; SPEC section 6. */
+static const struct sync_rule rules[] = {
+	{ "router weight gradient reduction over tp", "torchtitan #2416",
+	  "reduce the router weight gradient over tp exactly where it is "
+	  "Partial (sync.router_grad: auto, as torchtitan does since #2416)",
+	  emit_router },
+	{ "tied embedding all-reduce over first and last stage",
+	  "Megatron-LM #844",
+	  "all-reduce the tied embedding gradient before the data-parallel "
+	  "reduce-scatter, or give it a bucket of its own "
+	  "(sync.embedding_grad: before-dp or separate-bucket)",
+	  emit_embedding_before_dp },
+	{ "data-parallel gradient reduction", NULL,
+	  "scale every gradient, expert buffers included, by 1/dp "
+	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
+	  emit_dp },
+	{ "sequence-parallel norm gradient all-reduce over tp",
+	  "Megatron #1446",
+	  "all-reduce the norm weight gradients over tp when sequence "
+	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)",
+	  emit_sp_params },
+	{ "tied embedding all-reduce over first and last stage",
+	  "Megatron-LM #844",
+	  "all-reduce the tied embedding gradient before the data-parallel "
+	  "reduce-scatter, or give it a bucket of its own "
+	  "(sync.embedding_grad: before-dp or separate-bucket)",
+	  emit_embedding_after_dp },
+};
+
+void
+syncplan_build(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad)
+{
+	size_t	i;
+
+	memset(plan, 0, sizeof *plan);
+	for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
+		rules[i].emit(plan, m, grad, &rules[i]);
+	if (plan->nsteps > 32)
+		fatalx("sync plan of %d steps exceeds 32", plan->nsteps);
+}
+
+void
+syncplan_free(struct sync_plan *plan)
+{
+	int	i;
+
+	for (i = 0; i < plan->nsteps; i++)
+		free(plan->steps[i].params);
+	for (i = 0; i < plan->nskipped; i++)
+		free(plan->skipped[i].params);
+	free(plan->steps);
+	free(plan->skipped);
+	memset(plan, 0, sizeof *plan);
+}
+
+bool
+syncplan_touches(const struct sync_step *s, const struct model *m, int param)
+{
+	if (s->target == TARGET_BUFFER)
+		return layout_buffer_of(m, param) == s->buffer;
+	return s->params[param];
+}
+
+int
+syncplan_used_ranges(const struct model *m, const struct layout *lay,
+    int param, int rank, int64_t (*ranges)[2], int max)
+{
+	enum group_kind group;
+
+	if (!m->config->training.distributed_optimizer) {
+		if (max < 1)
+			fatalx("no room for used ranges");
+		ranges[0][0] = 0;
+		ranges[0][1] = m->params[param].local_elems;
+		return 1;
+	}
+	group = m->params[param].expert ? GROUP_EDP : GROUP_DP;
+	return layout_owned_ranges(lay, m, param,
+	    mesh_group_index(&m->mesh, group, rank), ranges, max);
+}
+
+void
+syncplan_describe(const struct sync_step *s, const struct model *m,
+    char *buf, size_t len)
+{
+	char		 q[48], what[160];
+	const char	*op = "";
+	int		 i, n = 0;
+
+	if (s->target == TARGET_BUFFER)
+		snprintf(what, sizeof what, "the %s gradient buffer",
+		    s->buffer == BUFFER_EXPERT ? "expert" : "dense");
+	else {
+		what[0] = '\0';
+		for (i = 0; i < m->nparams; i++)
+			if (s->params[i])
+				n++;
+		for (i = 0; i < m->nparams; i++)
+			if (s->params[i]) {
+				snprintf(what, sizeof what, "%s%s", m->params[i].name,
+				    n > 1 ? " and the like" : "");
+				break;
+			}
+	}
+	switch (s->op) {
+	case SYNC_SCALE:
+		q_format(s->scale, q, sizeof q);
+		snprintf(buf, len, "scale %s by %s", what, q);
+		return;
+	case SYNC_MASK_REPLICAS:
+		snprintf(buf, len, "keep %s on one rank per replica group "
+		    "(declared %s), zero elsewhere", what, pl_name(s->declared));
+		return;
+	case SYNC_ALL_REDUCE:
+		op = "all-reduce";
+		break;
+	case SYNC_REDUCE_SCATTER:
+		op = "reduce-scatter";
+		break;
+	}
+	snprintf(buf, len, "%s (%s) over %s of %s", op,
+	    s->average ? "average" : "sum", mesh_group_name(s->group), what);
+}
