@@ -1,0 +1,40 @@
+/*
+ * The JUnit XML report of --junit (SPEC section 2): one testcase per
+ * audited configuration (and per mesh in sweep), so that a CI server shows
+ * a gradient bug as a failed test with the findings as its text.
+ */
+#ifndef GRADAUDIT_JUNIT_H
+#define GRADAUDIT_JUNIT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct audit;
+
+struct junit_case {
+	const char	*name;		/* config name (and mesh) */
+	const char	*classname;	/* NULL: the suite name */
+	double		 seconds;
+	bool		 failed;	/* gradients wrong: <failure> */
+	bool		 error;		/* not audited: <error>, wins */
+	const char	*failure_message;	/* one line */
+	const char	*failure_text;	/* element body, may be NULL */
+};
+
+/*
+ * Write a whole document: <testsuites> holding one <testsuite> with the
+ * counts of tests, failures and errors.  Every string is escaped (&, <, >,
+ * quotes); characters XML cannot hold (control characters, invalid UTF-8)
+ * are dropped or replaced, so the document is always well-formed.
+ */
+void	 junit_write(FILE *, const char *suite_name,
+	    const struct junit_case *, size_t n);
+
+/*
+ * The findings of an audit as plain text, one per line, then the summary
+ * line; xmalloc'd, for the caller to free.
+ */
+char	*junit_failure_text(const struct audit *);
+
+#endif

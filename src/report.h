@@ -1,0 +1,84 @@
+/*
+ * The text and JSON reports of one audit (SPEC section 9), and the small
+ * table type they share with `explain`: a grid of per-rank strings laid out
+ * like the pp x dp matrices of the Megatron-LM #844 report.
+ */
+#ifndef GRADAUDIT_REPORT_H
+#define GRADAUDIT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+struct audit;
+struct cell;
+struct finding;
+struct json;
+struct param_result;
+
+struct report_options {
+	bool	verbose;	/* -v: one line per consistent parameter */
+	bool	quiet;		/* -q: the summary line only */
+	bool	color;		/* ANSI colours: the caller decides */
+};
+
+void	 report_text(FILE *, const struct audit *,
+	    const struct report_options *);
+/* One JSON object (SPEC section 9); the caller wraps several in an array. */
+void	 report_json(struct json *, const struct audit *);
+
+/*
+ * The summary line without its newline, xmalloc'd:
+ * "2 of 14 parameters wrong on 2 of 4 ranks" or
+ * "all 14 parameters consistent and correct on 4 ranks".
+ */
+char	*report_summary(const struct audit *);
+/* One finding on one line, without newline or "finding: " prefix, xmalloc'd. */
+char	*report_finding_line(const struct finding *);
+
+/*
+ * A grid of strings with row and column labels.  grid_print sizes every
+ * column first (ANSI colour sequences take no width), then prints the
+ * header, a rule of dashes and the rows, left-aligned, two spaces between
+ * columns and no trailing blanks.
+ */
+struct grid;
+
+struct grid	*grid_new(int nrows, int ncols, const char *corner);
+void		 grid_row_label(struct grid *, int row, const char *);
+void		 grid_col_label(struct grid *, int col, const char *);
+void		 grid_set(struct grid *, int row, int col,
+		    const char *text);
+/* Remove the rows whose cells are all empty (stages that lack the param). */
+void		 grid_drop_empty_rows(struct grid *);
+void		 grid_print(FILE *, const struct grid *);
+void		 grid_free(struct grid *);
+
+/*
+ * Where a cell of a parameter goes in that parameter's table.  The rule:
+ *
+ *  - dense parameters: columns are dp; rows are pipeline stages, split by
+ *    the tp coordinate when tp > 1 (whether the param is replicated over tp,
+ *    where the tp rows must agree, or sharded, where each tp row holds its
+ *    own shard: either way every rank gets a position of its own);
+ *  - expert parameters: columns are edp; rows are pipeline stages, split by
+ *    the ep coordinate when ep > 1 and then by etp when etp > 1.
+ *
+ * The layout covers every stage of the mesh (nrows x ncols), whatever
+ * stages hold the param, so that the position is a pure function of the
+ * rank's coordinates; drop the empty rows before printing.  rowlabel gets
+ * "pp0", "pp0 tp1" or "pp1 ep0 etp1".
+ */
+void	 report_cell_position(const struct audit *,
+	    const struct param_result *, const struct cell *, int *row,
+	    int *col, int *nrows, int *ncols, char *rowlabel,
+	    size_t rowlabel_len);
+/*
+ * An empty grid for param's table with every row and column labelled
+ * ("pp \ dp" corner, "dp0".."dpN" or "edp0"..): fill it with grid_set at
+ * the positions of report_cell_position.
+ */
+struct grid	*report_param_grid(const struct audit *,
+		    const struct param_result *);
+
+#endif

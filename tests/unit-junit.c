@@ -1,0 +1,201 @@
+/*
+ * Unit tests for the JUnit XML writer (TAP): the exact document for three
+ * cases, one failed, with every character XML must escape or cannot hold;
+ * well-formedness checked by xmllint when it is installed; and the failure
+ * text of an audit.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L		/* open_memstream, mkstemp */
+#endif
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "arena.h"
+#include "audit.h"
+#include "junit.h"
+#include "mesh.h"
+
+static int	 test_number;
+static int	 failures;
+
+static void
+ok(int cond, const char *name)
+{
+	test_number++;
+	if (!cond)
+		failures++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", test_number, name);
+}
+
+static void
+ok_equal(const char *got, const char *want, const char *name)
+{
+	const char	*p;
+
+	ok(strcmp(got, want) == 0, name);
+	if (strcmp(got, want) == 0)
+		return;
+	printf("# got:\n# ");
+	for (p = got; *p != '\0'; p++)
+		printf(*p == '\n' ? "|\n# " : "%c", *p);
+	printf("\n# want:\n# ");
+	for (p = want; *p != '\0'; p++)
+		printf(*p == '\n' ? "|\n# " : "%c", *p);
+	printf("\n");
+}
+
+static const struct junit_case cases[] = {
+	{ "megatron-844-fixed", "gradaudit.run", 0.25, false, false,
+	    NULL, NULL },
+	{ "megatron-844 <dp=2 & pp=2>", "gradaudit.run", 1.5, true, false,
+	    "1 of 1 parameters wrong: \"it's\" <&>",
+	    "wrong-order: a < b && c > d \"q\" 'a'\x01\n"
+	    "1 of 1 parameters wrong\n" },
+	{ "tab\there\x02, bell\x07, caf\xc3\xa9, bad \xff", NULL, 0.0004,
+	    false, false, NULL, NULL },
+};
+#define NCASES	(sizeof(cases) / sizeof(cases[0]))
+
+static const char golden[] =
+    "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+    "<testsuites name=\"gradaudit &amp; co\" tests=\"3\" failures=\"1\" "
+    "errors=\"0\" time=\"1.750\">\n"
+    "  <testsuite name=\"gradaudit &amp; co\" tests=\"3\" failures=\"1\" "
+    "errors=\"0\" time=\"1.750\">\n"
+    "    <testcase name=\"megatron-844-fixed\" classname=\"gradaudit.run\" "
+    "time=\"0.250\"/>\n"
+    "    <testcase name=\"megatron-844 &lt;dp=2 &amp; pp=2&gt;\" "
+    "classname=\"gradaudit.run\" time=\"1.500\">\n"
+    "      <failure message=\"1 of 1 parameters wrong: &quot;it&apos;s&quot; "
+    "&lt;&amp;&gt;\">wrong-order: a &lt; b &amp;&amp; c &gt; d "
+    "&quot;q&quot; &apos;a&apos;\n"
+    "1 of 1 parameters wrong\n</failure>\n"
+    "    </testcase>\n"
+    "    <testcase name=\"tab&#9;here, bell, caf\xc3\xa9, bad \xef\xbf\xbd\" "
+    "classname=\"gradaudit &amp; co\" time=\"0.000\"/>\n"
+    "  </testsuite>\n"
+    "</testsuites>\n";
+
+static char *
+render(const struct junit_case *c, size_t n)
+{
+	char	*buf = NULL;
+	size_t	 len;
+	FILE	*fp = open_memstream(&buf, &len);
+
+	junit_write(fp, "gradaudit & co", c, n);
+	fclose(fp);
+	return buf;
+}
+
+/* 1: well-formed, 0: not, -1: no xmllint to ask. */
+static int
+xmllint_accepts(const char *xml)
+{
+	char	 path[] = "/tmp/unit-junit-XXXXXX", cmd[128];
+	FILE	*fp;
+	int	 fd, status;
+
+	if (system("command -v xmllint >/dev/null 2>&1") != 0)
+		return -1;
+	if ((fd = mkstemp(path)) == -1 || (fp = fdopen(fd, "w")) == NULL)
+		return 0;
+	fputs(xml, fp);
+	fclose(fp);
+	snprintf(cmd, sizeof(cmd), "xmllint --noout %s", path);
+	status = system(cmd);
+	unlink(path);
+	return status == 0;
+}
+
+static void
+test_document(void)
+{
+	struct junit_case	 err[2];
+	char			*xml;
+	int			 lint;
+
+	xml = render(cases, NCASES);
+	ok_equal(xml, golden, "document matches, escaped");
+	lint = xmllint_accepts(xml);
+	if (lint < 0)
+		ok(1, "xmllint accepts the document # SKIP no xmllint");
+	else
+		ok(lint, "xmllint accepts the document");
+	free(xml);
+
+	/* An error wins over a failure and is counted as an error. */
+	memcpy(err, cases, sizeof(err));
+	err[0].error = true;
+	err[0].failure_message = "mpiexec not found";
+	xml = render(err, 2);
+	ok(strstr(xml, "tests=\"2\" failures=\"1\" errors=\"1\"") != NULL,
+	    "errors and failures counted apart");
+	ok(strstr(xml, "<error message=\"mpiexec not found\"/>\n") != NULL,
+	    "an error without text is an empty element");
+	if (lint >= 0)
+		ok(xmllint_accepts(xml), "xmllint accepts errors");
+	else
+		ok(1, "xmllint accepts errors # SKIP no xmllint");
+	free(xml);
+
+	xml = render(NULL, 0);
+	ok(strstr(xml, "tests=\"0\" failures=\"0\" errors=\"0\" "
+	    "time=\"0.000\">\n  </testsuite>") != NULL, "no cases");
+	free(xml);
+}
+
+static void
+test_failure_text(void)
+{
+	static const char	*params[] = { "layers.0.moe.router.weight",
+				    "layers.1.moe.router.weight" };
+	static int		 ranks[] = { 0, 1, 2, 3 };
+	struct audit		 a;
+	struct finding		*f;
+	struct param_result	*p;
+	char			*text;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 1, 1, 4, 1, 1);
+	p = a.params = arena_alloc(&a.arena, 2 * sizeof(*p));
+	a.nparams = 2;
+	p[0].name = params[0];
+	p[1].name = params[1];
+	p[1].consistent = p[1].correct = true;
+	f = a.findings = arena_alloc(&a.arena, sizeof(*f));
+	a.nfindings = 1;
+	f->kind = FINDING_MISSING_REDUCTION;
+	f->param = params[0];
+	f->params = params;
+	f->nparams = 2;
+	f->ranks = ranks;
+	f->nranks = 4;
+	f->op = "router weight gradient";
+	f->dim = "tp";
+	f->message = "Partial over tp but declared Replicate.";
+	f->fix = "set sync.router_grad: auto";
+	text = junit_failure_text(&a);
+	ok_equal(text, "missing-reduction: layers.0.moe.router.weight, "
+	    "layers.1.moe.router.weight (ranks 0-3): Partial over tp but "
+	    "declared Replicate. [op: router weight gradient, dim: tp] "
+	    "Fix: set sync.router_grad: auto\n"
+	    "1 of 2 parameters wrong on 0 of 4 ranks\n",
+	    "failure text: one line per finding, then the summary");
+	free(text);
+	audit_free(&a);
+}
+
+int
+main(void)
+{
+	test_document();
+	test_failure_text();
+	printf("1..%d\n", test_number);
+	return failures != 0;
+}

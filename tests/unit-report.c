@@ -1,0 +1,536 @@
+/*
+ * Unit tests for the text and JSON reports and the grid (TAP).  The audit
+ * is built by hand as the Megatron-LM #844 report describes it (dp=2,
+ * pp=2, tied embedding, distributed optimizer, embedding all-reduce after
+ * the dp reduce-scatter): owners hold g3+(g0+g1)/2 and g0+(g2+g3)/2
+ * instead of (g0+g1+g2+g3)/2.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L		/* open_memstream, popen */
+#endif
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "audit.h"
+#include "config.h"
+#include "json.h"
+#include "lincomb.h"
+#include "mesh.h"
+#include "report.h"
+
+static int	 test_number;
+static int	 failures;
+
+static void
+ok(int cond, const char *name)
+{
+	test_number++;
+	if (!cond)
+		failures++;
+	printf("%sok %d - %s\n", cond ? "" : "not ", test_number, name);
+}
+
+static void
+ok_contains(const char *text, const char *needle, const char *name)
+{
+	int	 found = strstr(text, needle) != NULL;
+
+	ok(found, name);
+	if (!found)
+		printf("# missing: %s\n", needle);
+}
+
+static void
+ok_lacks(const char *text, const char *needle, const char *name)
+{
+	int	 found = strstr(text, needle) != NULL;
+
+	ok(!found, name);
+	if (found)
+		printf("# unexpected: %s\n", needle);
+}
+
+/* Print a failed comparison as TAP comments, line by line. */
+static void
+ok_equal(const char *got, const char *want, const char *name)
+{
+	const char	*p;
+
+	ok(strcmp(got, want) == 0, name);
+	if (strcmp(got, want) == 0)
+		return;
+	printf("# got:\n# ");
+	for (p = got; *p != '\0'; p++)
+		printf(*p == '\n' ? "|\n# " : "%c", *p);
+	printf("\n# want:\n# ");
+	for (p = want; *p != '\0'; p++)
+		printf(*p == '\n' ? "|\n# " : "%c", *p);
+	printf("\n");
+}
+
+static struct config	 megatron_config;
+
+static const struct lincomb *
+atoms_sum(struct arena *ar, const uint32_t *atoms, size_t n,
+    struct rational scale)
+{
+	const struct lincomb	*x = &lincomb_zero;
+	size_t			 i;
+
+	for (i = 0; i < n; i++)
+		x = lc_add(ar, x, lc_atom(ar, atoms[i]));
+	return lc_scale(ar, x, scale);
+}
+
+/*
+ * After the reduce-scatter and the embedding all-reduce, per the report:
+ * pp0: g0+(g2+g3)/2, g3+(g0+g1)/2; pp1: the same.  Ranks 1 (pp0 dp1) and
+ * 2 (pp1 dp0) own the embedding's shard and use it.
+ */
+static void
+build_megatron(struct audit *a, bool numeric)
+{
+	static const uint32_t	 g01[] = { 0, 1 }, g23[] = { 2, 3 };
+	static const uint32_t	 all[] = { 0, 1, 2, 3 };
+	static const int	 wrong_ranks[] = { 1, 2 };
+	static const char	*params[] = { "embedding.weight" };
+	struct arena		*ar = &a->arena;
+	struct param_result	*p;
+	struct finding		*f;
+	const struct lincomb	*half = NULL, *expected, *v[2];
+	struct rational		 h = q_make(1, 2);
+	int			 r;
+
+	memset(a, 0, sizeof(*a));
+	arena_init(ar);
+	megatron_config.file = "testdata/megatron-844.yaml";
+	megatron_config.name = "megatron-844";
+	a->config = &megatron_config;
+	mesh_init(&a->mesh, 2, 2, 1, 1, 1);
+
+	expected = atoms_sum(ar, all, 4, h);
+	half = atoms_sum(ar, g23, 2, h);
+	v[0] = lc_add(ar, lc_atom(ar, 0), half);	/* g0+(g2+g3)/2 */
+	half = atoms_sum(ar, g01, 2, h);
+	v[1] = lc_add(ar, lc_atom(ar, 3), half);	/* g3+(g0+g1)/2 */
+
+	p = a->params = arena_alloc(ar, sizeof(*p));
+	a->nparams = 1;
+	p->name = "embedding.weight";
+	p->tied_with = "output.weight";
+	p->elems = 256;
+	p->has_hash = numeric;
+	p->reference_hash = UINT64_C(0xfedcba9876543210);
+	p->cells = arena_alloc(ar, 4 * sizeof(*p->cells));
+	p->ncells = 4;
+	for (r = 0; r < 4; r++) {
+		struct cell *c = &p->cells[r];
+
+		c->rank = r;
+		mesh_coord_of(&a->mesh, r, &c->coord);
+		c->lo = 0;
+		c->hi = 256;
+		c->used = r == 1 || r == 2;
+		c->ok = false;
+		c->value = v[c->coord.dp];
+		c->expected = expected;
+		c->has_hash = numeric;
+		c->hash = UINT64_C(0x0123456789abcdef) + ((uint64_t)r << 32);
+		c->reference_hash = p->reference_hash;
+	}
+
+	f = a->findings = arena_alloc(ar, sizeof(*f));
+	a->nfindings = 1;
+	f->kind = FINDING_WRONG_ORDER;
+	f->param = "embedding.weight";
+	f->params = params;
+	f->nparams = 1;
+	f->ranks = (int *)wrong_ranks;
+	f->nranks = 2;
+	f->op = "embedding all-reduce";
+	f->dim = "pp";
+	f->message = "the dp reduce-scatter ran before the embedding "
+	    "all-reduce";
+	f->fix = "set sync.embedding_grad: before-dp";
+
+	a->numeric = numeric;
+	a->arith = ARITH_EXACT;
+	a->procs = 4;
+}
+
+static char *
+render_text(const struct audit *a, bool verbose, bool quiet)
+{
+	struct report_options	 opt = { verbose, quiet, false };
+	char			*buf = NULL;
+	size_t			 len;
+	FILE			*fp = open_memstream(&buf, &len);
+
+	report_text(fp, a, &opt);
+	fclose(fp);
+	return buf;
+}
+
+static char *
+render_json(const struct audit *a)
+{
+	struct json	 j;
+	char		*buf = NULL;
+	size_t		 len;
+	FILE		*fp = open_memstream(&buf, &len);
+
+	json_init(&j, fp, false);
+	report_json(&j, a);
+	fclose(fp);
+	return buf;
+}
+
+static void
+test_text_symbolic(void)
+{
+	struct audit	 a;
+	char		*s;
+
+	build_megatron(&a, false);
+	ok(audit_wrong_ranks(&a) == 2, "audit_wrong_ranks counts ranks 1, 2");
+	ok(audit_wrong_params(&a) == 1, "audit_wrong_params is 1");
+	s = render_text(&a, false, false);
+	ok_contains(s, "config: testdata/megatron-844.yaml (megatron-844)\n",
+	    "header names the config");
+	ok_contains(s, "mesh: dp=2 pp=2 tp=1 ep=1 etp=1 edp=2 world=4\n",
+	    "header gives the mesh");
+	ok_contains(s, "arithmetic: symbolic only\n", "symbolic arithmetic");
+	ok_contains(s, "embedding.weight (tied with output.weight): "
+	    "inconsistent, wrong on ranks 1, 2\n", "title line");
+	ok_contains(s,
+	    "pp \\ dp  dp0   dp1\n"
+	    "-------  ----  ----\n"
+	    "pp0      -     DIFF\n"
+	    "pp1      DIFF  -\n", "diff table like the Megatron report");
+	ok_contains(s, "rank 1 [0,256): g3+(g0+g1)/2  expected "
+	    "(g0+g1+g2+g3)/2\n", "rank 1 expression");
+	ok_contains(s, "rank 2 [0,256): g0+(g2+g3)/2  expected "
+	    "(g0+g1+g2+g3)/2\n", "rank 2 expression");
+	ok_lacks(s, "rank 0 [", "no expression for a rank that uses nothing");
+	ok_contains(s, "finding: wrong-order: embedding.weight (ranks 1, 2): "
+	    "the dp reduce-scatter ran before the embedding all-reduce "
+	    "[op: embedding all-reduce, dim: pp]\n"
+	    "  fix: set sync.embedding_grad: before-dp\n", "finding and fix");
+	ok_contains(s, "1 of 1 parameters wrong on 2 of 4 ranks\n",
+	    "summary line");
+	ok_lacks(s, "\033[", "no colour unless asked");
+	free(s);
+
+	s = render_text(&a, false, true);
+	ok_equal(s, "1 of 1 parameters wrong on 2 of 4 ranks\n",
+	    "quiet prints the summary line only");
+	free(s);
+	audit_free(&a);
+}
+
+static void
+test_text_numeric(void)
+{
+	struct audit	 a;
+	char		*s;
+	size_t		 i;
+
+	build_megatron(&a, true);
+	s = render_text(&a, false, false);
+	ok_contains(s, "arithmetic: exact GF(2^61-1), 4 processes\n",
+	    "exact arithmetic header");
+	ok_contains(s, "pp0      -              01234568 DIFF\n",
+	    "short hash before DIFF");
+	ok_contains(s, "pp1      01234569 DIFF  -\n", "second row");
+	free(s);
+
+	/* The same audit, repaired. */
+	for (i = 0; i < a.params[0].ncells; i++)
+		a.params[0].cells[i].ok = true;
+	a.params[0].consistent = a.params[0].correct = true;
+	a.consistent = a.correct = true;
+	a.nfindings = 0;
+	s = render_text(&a, false, false);
+	ok_contains(s, "1 parameter consistent and correct\n", "count line");
+	ok_contains(s, "all 1 parameters consistent and correct on 4 ranks\n",
+	    "summary of a correct audit");
+	ok_lacks(s, "DIFF", "no table for a correct parameter");
+	free(s);
+	s = render_text(&a, true, false);
+	ok_contains(s, "\nok  embedding.weight\n", "-v lists correct params");
+	free(s);
+	audit_free(&a);
+}
+
+/* Is the text valid JSON?  -1 when python3 is not there to tell. */
+static int
+json_valid(const char *text)
+{
+	FILE	*p;
+	int	 status;
+
+	if (system("command -v python3 >/dev/null 2>&1") != 0)
+		return -1;
+	p = popen("python3 -c 'import json, sys; json.load(sys.stdin)'", "w");
+	if (p == NULL)
+		return -1;
+	fputs(text, p);
+	status = pclose(p);
+	return status == 0;
+}
+
+static void
+test_json(void)
+{
+	struct audit	 a;
+	char		*s;
+	int		 valid;
+
+	build_megatron(&a, false);
+	s = render_json(&a);
+	ok_contains(s, "\"tool\": \"gradaudit\"", "tool");
+	ok_contains(s, "\"config\": \"testdata/megatron-844.yaml\"", "config");
+	ok_contains(s, "\"dp\": 2", "mesh dp");
+	ok_contains(s, "\"tied_with\": \"output.weight\"", "tied_with");
+	ok_contains(s, "\"expr\": \"g3+(g0+g1)/2\"", "expr of rank 1");
+	ok_contains(s, "\"expected_expr\": \"(g0+g1+g2+g3)/2\"",
+	    "expected_expr");
+	ok_contains(s, "\"terms\": {", "terms object");
+	ok_contains(s, "\"g0\": \"1/2\"", "coefficient as a fraction");
+	ok_contains(s, "\"g3\": \"1\"", "unit coefficient");
+	ok_contains(s, "\"ok\": null", "ok is null on unused cells");
+	ok_contains(s, "\"ok\": false", "ok is false on wrong used cells");
+	ok_contains(s, "\"kind\": \"wrong-order\"", "finding kind");
+	ok_lacks(s, "\"numerics\"", "no numerics for a symbolic audit");
+	ok_lacks(s, "\"hash\"", "no hashes for a symbolic audit");
+	valid = json_valid(s);
+	if (valid < 0)
+		ok(1, "JSON well-formed # SKIP no python3");
+	else
+		ok(valid, "JSON well-formed");
+	free(s);
+	audit_free(&a);
+
+	build_megatron(&a, true);
+	s = render_json(&a);
+	ok_contains(s, "\"numerics\": {\n    \"arith\": \"exact\",\n"
+	    "    \"procs\": 4\n  }", "numerics object");
+	ok_contains(s, "\"hash\": \"0123456889abcdef\"", "16-digit hash");
+	ok_contains(s, "\"reference_hash\": \"fedcba9876543210\"",
+	    "reference hash");
+	free(s);
+	audit_free(&a);
+}
+
+/* A 64-rank average: its expression is cut, its ranks become a range. */
+static void
+test_long_expression(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	uint32_t		 atoms[64];
+	const struct lincomb	*expected;
+	char			*s, *line, *end, *cut;
+	int			 r;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 64, 1, 1, 1, 1);
+	for (r = 0; r < 64; r++)
+		atoms[r] = (uint32_t)r;
+	expected = atoms_sum(&a.arena, atoms, 64, q_make(1, 64));
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "final_norm.weight";
+	p->consistent = true;
+	p->cells = arena_alloc(&a.arena, 64 * sizeof(*p->cells));
+	p->ncells = 64;
+	for (r = 0; r < 64; r++) {
+		p->cells[r].rank = r;
+		mesh_coord_of(&a.mesh, r, &p->cells[r].coord);
+		p->cells[r].hi = 8;
+		p->cells[r].used = true;
+		p->cells[r].value = lc_scale(&a.arena, expected, q_make(64, 1));
+		p->cells[r].expected = expected;
+	}
+	s = render_text(&a, true, false);
+	ok_contains(s,
+	    "final_norm.weight: consistent but wrong on ranks 0-63\n",
+	    "consecutive ranks print as a range");
+	line = strstr(s, "rank 5 [0,8): ");
+	ok(line != NULL, "a line per wrong rank with -v");
+	if (line != NULL) {
+		end = strchr(line, '\n');
+		ok(end != NULL && end - line < 300, "long expressions are cut");
+		cut = strstr(line, "... (64 terms)");
+		ok(cut != NULL && cut < end, "cut shows the terms");
+	} else {
+		ok(0, "long expressions are cut");
+		ok(0, "cut shows the terms");
+	}
+	free(s);
+	s = render_text(&a, false, false);
+	ok_contains(s, "... and 48 more wrong regions (-v lists them all)\n",
+	    "without -v the region lines are limited");
+	free(s);
+	s = render_json(&a);
+	ok_contains(s, "+g62+g63)/64\"", "JSON expressions are whole");
+	free(s);
+	audit_free(&a);
+}
+
+/*
+ * Distributed optimizer: every rank has an owned and a non-owned region.
+ * A rank's cell is DIFF when any region it uses is wrong.
+ */
+static void
+test_regions(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	struct cell		*c;
+	const struct lincomb	*g0, *g1, *avg;
+	char			*s;
+	int			 i;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 2, 1, 1, 1, 1);
+	g0 = lc_atom(&a.arena, 0);
+	g1 = lc_atom(&a.arena, 1);
+	avg = lc_scale(&a.arena, lc_add(&a.arena, g0, g1), q_make(1, 2));
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "layers.0.norm1.weight";
+	p->consistent = true;
+	c = p->cells = arena_alloc(&a.arena, 4 * sizeof(*c));
+	p->ncells = 4;
+	for (i = 0; i < 4; i++) {
+		c[i].rank = i / 2;
+		mesh_coord_of(&a.mesh, c[i].rank, &c[i].coord);
+		c[i].lo = i % 2 == 0 ? 0 : 4;
+		c[i].hi = c[i].lo + 4;
+		c[i].used = c[i].rank == i % 2;	/* rank r owns shard r */
+		c[i].expected = avg;
+		c[i].value = c[i].rank == 0 ? g0 : g1;
+		c[i].ok = false;
+	}
+	c[0].value = avg;
+	c[0].ok = true;
+	s = render_text(&a, false, false);
+	ok_contains(s, "pp \\ dp  dp0  dp1\n-------  ---  ----\n"
+	    "pp0      ok   DIFF\n",
+	    "regions: DIFF when a used region is wrong");
+	ok_contains(s, "rank 1 [4,8): g1  expected (g0+g1)/2\n",
+	    "regions: the wrong used region's expression");
+	ok_lacks(s, "rank 1 [0,4)", "regions: unused region not listed");
+	ok_contains(s, "1 of 1 parameters wrong on 1 of 2 ranks\n",
+	    "regions: summary");
+	free(s);
+	audit_free(&a);
+}
+
+static char *
+render_grid(const struct grid *g)
+{
+	char	*buf = NULL;
+	size_t	 len;
+	FILE	*fp = open_memstream(&buf, &len);
+
+	grid_print(fp, g);
+	fclose(fp);
+	return buf;
+}
+
+static void
+test_grid(void)
+{
+	struct grid	*g;
+	char		*s;
+
+	g = grid_new(3, 3, "pp \\ dp");
+	grid_row_label(g, 0, "pp0");
+	grid_row_label(g, 1, "pp1 tp1");
+	grid_row_label(g, 2, "pp2");
+	grid_col_label(g, 0, "dp0");
+	grid_col_label(g, 1, "dp1");
+	grid_col_label(g, 2, "dp2");
+	grid_set(g, 0, 0, "g0+(g2+g3)/2");
+	grid_set(g, 0, 1, "\033[31mDIFF\033[0m");
+	grid_set(g, 1, 1, "x");
+	grid_set(g, 1, 2, "ok");
+	s = render_grid(g);
+	ok_equal(s,
+	    "pp \\ dp  dp0           dp1   dp2\n"
+	    "-------  ------------  ----  ---\n"
+	    "pp0      g0+(g2+g3)/2  \033[31mDIFF\033[0m\n"
+	    "pp1 tp1                x     ok\n"
+	    "pp2\n", "grid columns sized first, colour takes no width");
+	free(s);
+	grid_drop_empty_rows(g);
+	grid_set(g, 0, 0, NULL);
+	s = render_grid(g);
+	ok_equal(s,
+	    "pp \\ dp  dp0  dp1   dp2\n"
+	    "-------  ---  ----  ---\n"
+	    "pp0           \033[31mDIFF\033[0m\n"
+	    "pp1 tp1       x     ok\n", "empty rows dropped, cells cleared");
+	free(s);
+	grid_free(g);
+}
+
+static void
+test_positions(void)
+{
+	struct audit		 a;
+	struct param_result	 dense, expert;
+	struct cell		 c;
+	struct grid		*g;
+	char			 label[32], *s;
+	int			 row, col, nrows, ncols, rank;
+
+	memset(&a, 0, sizeof(a));
+	memset(&dense, 0, sizeof(dense));
+	memset(&expert, 0, sizeof(expert));
+	expert.is_expert = true;
+	/* dp=2 pp=2 tp=2 ep=2 etp=1: edp = 2. */
+	mesh_init(&a.mesh, 2, 2, 2, 2, 1);
+	rank = mesh_rank_of(&a.mesh, 1, 1, 0);
+	c.rank = rank;
+	mesh_coord_of(&a.mesh, rank, &c.coord);
+	report_cell_position(&a, &dense, &c, &row, &col, &nrows, &ncols,
+	    label, sizeof(label));
+	ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&
+	    strcmp(label, "pp1 tp0") == 0, "dense rows are (pp, tp)");
+	report_cell_position(&a, &expert, &c, &row, &col, &nrows, &ncols,
+	    label, sizeof(label));
+	/* s = 2: etp 0, ep 0, edp 1. */
+	ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&
+	    strcmp(label, "pp1 ep0") == 0, "expert rows are (pp, ep)");
+	g = report_param_grid(&a, &expert);
+	s = render_grid(g);
+	ok_equal(s, "pp ep \\ edp  edp0  edp1\n"
+	    "-----------  ----  ----\n"
+	    "pp0 ep0\npp0 ep1\npp1 ep0\npp1 ep1\n", "expert grid labels");
+	free(s);
+	grid_free(g);
+}
+
+int
+main(void)
+{
+	test_text_symbolic();
+	test_text_numeric();
+	test_json();
+	test_long_expression();
+	test_regions();
+	test_grid();
+	test_positions();
+	printf("1..%d\n", test_number);
+	return failures != 0;
+}
