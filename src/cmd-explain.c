@@ -1,0 +1,314 @@
+/*
+ * gradaudit explain CONFIG [PARAM]: the sync plan step by step, with the
+ * per-rank expression table of the parameter after every step that touches
+ * it, like the three tables of the Megatron-LM #844 report.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "commands.h"
+#include "exitcode.h"
+#include "json.h"
+#include "lincomb.h"
+#include "output.h"
+#include "report.h"
+#include "symbolic.h"
+#include "xmalloc.h"
+
+struct explain {
+	const struct options	*options;
+	struct json		 json;
+	bool			*show;		/* per model parameter */
+	struct audit		 layout_audit;	/* mesh only, for the grids */
+};
+
+/* "g0+g2" for one segment, "[0,128) g3+(g0+g1)/2; [128,256) g3" for more. */
+static const char *
+segments_text(struct arena *ar, const struct segment *sv, int n)
+{
+	size_t	 len = 1, off = 0;
+	const char **exprs = xcalloc(n, sizeof *exprs);
+	char	*out;
+	int	 i;
+
+	for (i = 0; i < n; i++) {
+		exprs[i] = lc_format(ar, sv[i].value, "g");
+		len += strlen(exprs[i]) + 48;
+	}
+	out = arena_alloc(ar, len);
+	for (i = 0; i < n; i++) {
+		if (n == 1)
+			off += snprintf(out + off, len - off, "%s", exprs[i]);
+		else
+			off += snprintf(out + off, len - off, "%s[%lld,%lld) %s",
+			    i ? "; " : "", (long long)sv[i].lo,
+			    (long long)sv[i].hi, exprs[i]);
+	}
+	free(exprs);
+	return out;
+}
+
+/*
+ * The instance of p's logical parameter that rank holds: a tied embedding
+ * is one table, embedding.weight on the first stage and output.weight on
+ * the last, like the Megatron report's pp x dp matrices.
+ */
+static int
+instance_held(const struct model *m, int p, int rank)
+{
+	const struct logical_param *l = &m->logical[m->params[p].logical];
+	int	k;
+
+	for (k = 0; k < l->ninstances; k++)
+		if (model_rank_holds(m, &m->params[l->instance[k]], rank))
+			return l->instance[k];
+	return p;
+}
+
+static void
+param_result_for(const struct model *m, int p, struct param_result *pr)
+{
+	memset(pr, 0, sizeof *pr);
+	pr->name = m->logical[m->params[p].logical].name;
+	pr->is_expert = m->params[p].expert;
+	pr->replicated_over_tp = m->params[p].role == ROLE_NORM ||
+	    m->params[p].role == ROLE_ROUTER;
+}
+
+static void
+print_table(struct explain *ex, const struct sym_run *run, int p)
+{
+	const struct sym_context *ctx = sym_run_context(run);
+	const struct model *m = &ctx->model;
+	struct param_result pr;
+	struct grid	*g;
+	struct cell	 cell;
+	int		 rank, n, row, col, nrows, ncols;
+
+	param_result_for(m, p, &pr);
+	g = report_param_grid(&ex->layout_audit, &pr);
+	for (rank = 0; rank < m->mesh.world; rank++) {
+		const struct segment *sv = sym_segments(run,
+		    instance_held(m, p, rank), rank, &n);
+
+		if (sv == NULL)
+			continue;
+		memset(&cell, 0, sizeof cell);
+		cell.rank = rank;
+		mesh_coord_of(&m->mesh, rank, &cell.coord);
+		report_cell_position(&ex->layout_audit, &pr, &cell, &row, &col,
+		    &nrows, &ncols, NULL, 0);
+		grid_set(g, row, col, segments_text(sym_run_arena(run), sv, n));
+	}
+	grid_drop_empty_rows(g);
+	grid_print(stdout, g);
+	grid_free(g);
+}
+
+static void
+json_table(struct explain *ex, const struct sym_run *run, int p)
+{
+	const struct model *m = &sym_run_context(run)->model;
+	int	 rank, n, i;
+	char	 q[48];
+
+	json_key(&ex->json, "cells");
+	json_begin_array(&ex->json);
+	for (rank = 0; rank < m->mesh.world; rank++) {
+		const struct segment *sv = sym_segments(run,
+		    instance_held(m, p, rank), rank, &n);
+
+		if (sv == NULL)
+			continue;
+		for (i = 0; i < n; i++) {
+			uint32_t t;
+
+			json_begin_object(&ex->json);
+			json_key_int(&ex->json, "rank", rank);
+			json_key(&ex->json, "region");
+			json_begin_array(&ex->json);
+			json_int(&ex->json, sv[i].lo);
+			json_int(&ex->json, sv[i].hi);
+			json_end_array(&ex->json);
+			json_key(&ex->json, "terms");
+			json_begin_object(&ex->json);
+			for (t = 0; t < sv[i].value->nterms; t++) {
+				char atom[24];
+
+				snprintf(atom, sizeof atom, "g%u",
+				    sv[i].value->terms[t].atom);
+				q_format(sv[i].value->terms[t].coef, q, sizeof q);
+				json_key_string(&ex->json, atom, q);
+			}
+			json_end_object(&ex->json);
+			json_key_string(&ex->json, "expr", lc_format(
+			    sym_run_arena(run), sv[i].value, "g"));
+			json_end_object(&ex->json);
+		}
+	}
+	json_end_array(&ex->json);
+}
+
+static void
+hook(void *arg, const struct sym_run *run, int step)
+{
+	struct explain	*ex = arg;
+	const struct sym_context *ctx = sym_run_context(run);
+	const struct model *m = &ctx->model;
+	const struct sync_step *s = step >= 0 ? &ctx->plan.steps[step] : NULL;
+	char		 what[256];
+	int		 l;
+	bool		 json = ex->options->format == FORMAT_JSON;
+
+	if (s != NULL)
+		syncplan_describe(s, m, what, sizeof what);
+	else
+		snprintf(what, sizeof what, "local gradients before "
+		    "synchronization (atom gR: rank R's own)");
+	if (json) {
+		json_begin_object(&ex->json);
+		json_key_int(&ex->json, "step", step + 1);
+		json_key_string(&ex->json, "does", what);
+		json_key_string(&ex->json, "rule", s ? s->label : "backward");
+		if (s != NULL && s->cite != NULL)
+			json_key_string(&ex->json, "cite", s->cite);
+		json_key(&ex->json, "params");
+		json_begin_array(&ex->json);
+	} else
+		printf("\nstep %d: %s%s%s%s\n", step + 1, what,
+		    s && s->cite ? " [" : "", s && s->cite ? s->cite : "",
+		    s && s->cite ? "]" : "");
+	for (l = 0; l < m->nlogical; l++) {
+		const struct logical_param *lp = &m->logical[l];
+		int p = lp->instance[0];
+
+		if (!ex->show[p] || (s != NULL && !syncplan_touches(s, m, p) &&
+		    (lp->ninstances < 2 ||
+		    !syncplan_touches(s, m, lp->instance[1]))))
+			continue;
+		if (json) {
+			json_begin_object(&ex->json);
+			json_key_string(&ex->json, "name", lp->name);
+			json_table(ex, run, p);
+			json_end_object(&ex->json);
+		} else {
+			printf("  %s", lp->name);
+			if (lp->tied_with)
+				printf(" (tied with %s)", lp->tied_with);
+			printf(":\n");
+			print_table(ex, run, p);
+		}
+	}
+	if (json) {
+		json_end_array(&ex->json);
+		json_end_object(&ex->json);
+	}
+}
+
+/* Which params to show: the named one (both tied copies), else the wrong. */
+static int
+select_params(struct explain *ex, const struct sym_context *ctx,
+    const struct audit *a, const char *name)
+{
+	const struct model *m = &ctx->model;
+	int	 p, any = 0;
+
+	for (p = 0; p < m->nparams; p++) {
+		const struct logical_param *l = &m->logical[m->params[p].logical];
+		const struct param_result *pr = &a->params[m->params[p].logical];
+
+		if (name != NULL)
+			ex->show[p] = strcmp(l->name, name) == 0 ||
+			    (l->tied_with && strcmp(l->tied_with, name) == 0);
+		else
+			ex->show[p] = !pr->correct || !pr->consistent;
+		any += ex->show[p];
+	}
+	return any;
+}
+
+static int
+cmd_explain_exec(struct options *o)
+{
+	struct config_list	 list;
+	struct sym_context	 ctx;
+	struct audit		 a;
+	struct explain		 ex;
+	const char		*name = o->nargs > 1 ? o->args[1] : NULL;
+	int			 status;
+	char			**args = o->args;
+
+	o->nargs = 1;
+	if (output_load_configs(o, &list) < 0)
+		return EXIT_USAGE;
+	if (list.n != 1) {
+		fprintf(stderr, "%s: explain: %s holds %zu configs; explain "
+		    "takes one\n", progname, args[0], list.n);
+		config_list_free(&list);
+		return EXIT_USAGE;
+	}
+	memset(&ex, 0, sizeof ex);
+	ex.options = o;
+	sym_context_build(&ctx, &list.v[0]);
+	ex.layout_audit.mesh = ctx.model.mesh;
+	ex.show = xcalloc(ctx.model.nparams, sizeof *ex.show);
+
+	/* A first pass finds the verdicts, the second prints the steps. */
+	sym_audit(&ctx, &a, NULL, NULL);
+	if (select_params(&ex, &ctx, &a, name) == 0 && name != NULL) {
+		fprintf(stderr, "%s: explain: no parameter \"%s\" in %s\n",
+		    progname, name, args[0]);
+		status = EXIT_USAGE;
+		goto out;
+	}
+	status = a.consistent && a.correct ? EXIT_OK : EXIT_WRONG;
+	audit_free(&a);
+	if (o->format == FORMAT_JSON) {
+		json_init(&ex.json, stdout, false);
+		json_begin_object(&ex.json);
+		json_key_string(&ex.json, "config", list.v[0].file);
+		json_key_string(&ex.json, "name", list.v[0].name);
+		json_key(&ex.json, "steps");
+		json_begin_array(&ex.json);
+	} else {
+		printf("config: %s (%s)\n", list.v[0].file, list.v[0].name);
+		printf("mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d world=%d\n",
+		    ctx.model.mesh.dp, ctx.model.mesh.pp, ctx.model.mesh.tp,
+		    ctx.model.mesh.ep, ctx.model.mesh.etp, ctx.model.mesh.edp,
+		    ctx.model.mesh.world);
+		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
+	}
+	sym_audit(&ctx, &a, hook, &ex);
+	if (o->format == FORMAT_JSON) {
+		json_end_array(&ex.json);
+		json_key(&ex.json, "audit");
+		report_json(&ex.json, &a);
+		json_end_object(&ex.json);
+		fputc('\n', stdout);
+	} else {
+		struct report_options ro = { o->verbose, o->quiet,
+		    options_use_color(o, stdout) };
+
+		printf("\n");
+		report_text(stdout, &a, &ro);
+	}
+out:
+	audit_free(&a);
+	free(ex.show);
+	sym_context_free(&ctx);
+	config_list_free(&list);
+	return status;
+}
+
+const struct command cmd_explain_entry = {
+	.name = "explain",
+	.usage = "[-qv] [--format text|json] [--set KEY=VALUE] CONFIG [PARAM]",
+	.summary = "every gradient collective in order, with the per-rank "
+	    "expression table after each step",
+	.scope = SCOPE_EXPLAIN,
+	.min_args = 1,
+	.max_args = 2,
+	.exec = cmd_explain_exec
+};

@@ -1,0 +1,181 @@
+/*
+ * gradaudit run CONFIG...: the symbolic audit, then the numeric audit on
+ * real MPI ranks.
+ *
+ * Like torchrun, run starts its own MPI job: outside a launcher it checks
+ * the configs (so a bad config exits 2 before anything starts) and then
+ * runs `LAUNCHER -n P gradaudit run ...` on itself.  Inside the job every
+ * process loads the same configs, builds the same symbolic audit and takes
+ * part in the numeric one; process 0 prints the report.  All processes
+ * agree on the exit status before they leave.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <mpi.h>
+
+#include "commands.h"
+#include "exitcode.h"
+#include "launch.h"
+#include "numeric.h"
+#include "output.h"
+#include "symbolic.h"
+#include "transport.h"
+#include "xmalloc.h"
+
+#define DEFAULT_MAX_PROCS	16
+
+/* One process per mesh rank of the largest config, at most 16. */
+static int
+default_procs(const struct config_list *list)
+{
+	size_t	i;
+	int	world, most = 1;
+
+	for (i = 0; i < list->n; i++) {
+		world = list->v[i].mesh.dp * list->v[i].mesh.pp *
+		    list->v[i].mesh.tp;
+		if (world > most)
+			most = world;
+	}
+	return most < DEFAULT_MAX_PROCS ? most : DEFAULT_MAX_PROCS;
+}
+
+static int
+launch(struct options *o, const struct config_list *list)
+{
+	struct launch_options lo;
+	const char	*env = getenv("GRADAUDIT_MPIEXEC");
+
+	memset(&lo, 0, sizeof lo);
+	lo.launcher = o->launcher ? o->launcher :
+	    env && *env ? env : "mpiexec";
+	lo.procs = o->procs ? o->procs : default_procs(list);
+	lo.timeout = o->timeout;
+	lo.progress = isatty(STDERR_FILENO);
+	return launch_job(&lo, o->argc, o->argv);
+}
+
+/*
+ * Processes other than 0 stay silent while loading: the configs were
+ * checked before launch (or every process would print the same error).
+ */
+static int
+load_quietly(struct options *o, struct config_list *list, int proc)
+{
+	int	saved = -1, devnull, rc;
+
+	if (proc != 0 && (devnull = open("/dev/null", O_WRONLY)) >= 0) {
+		fflush(stderr);
+		saved = dup(STDERR_FILENO);
+		dup2(devnull, STDERR_FILENO);
+		close(devnull);
+	}
+	rc = output_load_configs(o, list);
+	if (saved >= 0) {
+		dup2(saved, STDERR_FILENO);
+		close(saved);
+	}
+	return rc;
+}
+
+static int
+agree(int status)
+{
+	int	worst = status;
+
+	MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	return worst;
+}
+
+static int
+run_in_job(struct options *o)
+{
+	struct config_list	 list;
+	struct audited		*v;
+	struct sym_context	 ctx;
+	struct numeric_options	 no;
+	struct transport	 t;
+	int			 proc, nprocs, status = EXIT_OK, rc;
+	size_t			 i;
+
+	MPI_Init(NULL, NULL);
+	MPI_Comm_rank(MPI_COMM_WORLD, &proc);
+	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		launch_arm_watchdog(o->timeout);
+	if (agree(load_quietly(o, &list, proc) < 0 ? EXIT_USAGE : EXIT_OK)
+	    != EXIT_OK) {
+		MPI_Finalize();
+		return EXIT_USAGE;
+	}
+	memset(&no, 0, sizeof no);
+	no.arith = o->arith;
+	no.seed = o->seed;
+	no.progress = proc == 0 && isatty(STDERR_FILENO);
+
+	v = xcalloc(list.n, sizeof *v);
+	for (i = 0; i < list.n && status == EXIT_OK; i++) {
+		double t0 = output_now();
+
+		v[i].audit = xcalloc(1, sizeof *v[i].audit);
+		v[i].label = list.v[i].name;
+		sym_context_build(&ctx, &list.v[i]);
+		sym_audit(&ctx, v[i].audit, NULL, NULL);
+		transport_init(&t, ctx.model.mesh.world);
+		rc = numeric_audit(&ctx, &t, &no, v[i].audit);
+		transport_free(&t);
+		sym_context_free(&ctx);
+		if (rc != EXIT_OK)
+			status = rc;
+		v[i].seconds = output_now() - t0;
+	}
+	if (status == EXIT_OK && proc == 0)
+		status = output_audits(o, v, list.n, list.n > 1,
+		    "gradaudit.run");
+	else if (status == EXIT_OK)
+		for (i = 0; i < list.n; i++)
+			if (!(v[i].audit->consistent && v[i].audit->correct))
+				status = EXIT_WRONG;
+	status = agree(status);
+	for (i = 0; i < list.n; i++)
+		if (v[i].audit != NULL) {
+			audit_free(v[i].audit);
+			free(v[i].audit);
+		}
+	free(v);
+	config_list_free(&list);
+	MPI_Finalize();
+	return status;
+}
+
+static int
+cmd_run_exec(struct options *o)
+{
+	struct config_list	 list;
+	int			 status;
+
+	if (launch_under_mpi())
+		return run_in_job(o);
+	if (output_load_configs(o, &list) < 0)
+		return EXIT_USAGE;
+	status = launch(o, &list);
+	config_list_free(&list);
+	return status;
+}
+
+const struct command cmd_run_entry = {
+	.name = "run",
+	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
+	    "[--numerics exact|float64|float32] [--seed N] [--procs N] "
+	    "[--launcher CMD] [--timeout SECONDS] CONFIG ...",
+	.summary = "symbolic audit, then numeric audit on MPI ranks with "
+	    "per-rank gradient hashes",
+	.scope = SCOPE_RUN,
+	.min_args = 1,
+	.max_args = -1,
+	.exec = cmd_run_exec
+};

@@ -1,0 +1,491 @@
+/*
+ * gradaudit sweep CONFIG --world N [--vary FLAG,...] [--numeric]: audit
+ * every valid mesh of N ranks built on CONFIG, and every combination of the
+ * boolean flags named in --vary, symbolically; print a matrix of which
+ * meshes fail which parameters.  With --numeric, meshes up to --numeric-max
+ * ranks are also audited on MPI ranks by running `gradaudit run` on them.
+ */
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "commands.h"
+#include "exitcode.h"
+#include "launch.h"
+#include "output.h"
+#include "progress.h"
+#include "report.h"
+#include "symbolic.h"
+#include "xmalloc.h"
+
+/* The flags --vary may name, and where they live in a config. */
+static const struct vary_flag {
+	const char	*name;
+	const char	*path;		/* for --set */
+	size_t		 offset;
+} vary_flags[] = {
+	{ "tie_embeddings", "model.tie_embeddings",
+	  offsetof(struct config, model.tie_embeddings) },
+	{ "distributed_optimizer", "training.distributed_optimizer",
+	  offsetof(struct config, training.distributed_optimizer) },
+	{ "sequence_parallel", "training.sequence_parallel",
+	  offsetof(struct config, training.sequence_parallel) },
+	{ "score_before_experts", "model.moe.score_before_experts",
+	  offsetof(struct config, model.moe.score_before_experts) },
+	{ "average_in_collective", "training.average_in_collective",
+	  offsetof(struct config, training.average_in_collective) },
+};
+#define NVARY_FLAGS (sizeof vary_flags / sizeof vary_flags[0])
+
+struct sweep_point {
+	int		 dp, pp, tp, ep, etp;
+	unsigned	 flags;		/* bit k: vary flag k set */
+	struct config	 config;
+	struct audit	*audit;
+	char		*label;
+	char		*numeric;	/* --numeric outcome, or NULL */
+};
+
+struct sweep {
+	const struct config	*base;
+	const struct vary_flag	**vary;
+	int			 nvary;
+	struct sweep_point	*points;
+	size_t			 npoints, cap;
+	int			 skipped;	/* meshes whose constraints fail */
+};
+
+static int
+round_up(int v, int m)
+{
+	return (v + m - 1) / m * m;
+}
+
+/*
+ * Model sizes the config leaves to their defaults follow the mesh (layers
+ * = pp, divisibility by tp, ep, etp); sizes the user wrote stay as written,
+ * and a mesh they do not fit is skipped.
+ */
+static void
+adjust_defaults(struct config *c)
+{
+	int	tp = c->mesh.tp;
+
+#define DEFAULTED(k) ((c->given & ((uint64_t)1 << (k))) == 0)
+	if (DEFAULTED(KEY_LAYERS))
+		c->model.layers = c->mesh.pp;
+	if (DEFAULTED(KEY_VOCAB))
+		c->model.vocab = round_up(c->model.vocab, tp);
+	if (DEFAULTED(KEY_FFN))
+		c->model.ffn = round_up(c->model.ffn, tp);
+	if (DEFAULTED(KEY_SEQ))
+		c->model.seq = round_up(c->model.seq, tp);
+	if (c->model.has_moe && DEFAULTED(KEY_EXPERTS))
+		c->model.moe.experts = round_up(c->model.moe.experts,
+		    c->mesh.ep);
+	if (c->model.has_moe && DEFAULTED(KEY_EXPERT_FFN))
+		c->model.moe.expert_ffn = round_up(c->model.moe.expert_ffn,
+		    c->mesh.etp);
+#undef DEFAULTED
+}
+
+static void
+add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
+    unsigned flags)
+{
+	struct sweep_point *pt;
+	struct config	 c;
+	char		 buf[512];
+	size_t		 off;
+	int		 k;
+
+	cfg_copy(&c, sw->base);
+	c.mesh.dp = dp;
+	c.mesh.pp = pp;
+	c.mesh.tp = tp;
+	c.mesh.ep = ep;
+	c.mesh.etp = etp;
+	for (k = 0; k < sw->nvary; k++)
+		*(bool *)((char *)&c + sw->vary[k]->offset) = flags >> k & 1;
+	adjust_defaults(&c);
+	if (cfg_check_constraints(&c) != NULL) {
+		sw->skipped++;
+		cfg_free(&c);
+		return;
+	}
+	if (sw->npoints == sw->cap) {
+		sw->cap = sw->cap ? 2 * sw->cap : 64;
+		sw->points = xreallocarray(sw->points, sw->cap,
+		    sizeof *sw->points);
+	}
+	pt = &sw->points[sw->npoints++];
+	memset(pt, 0, sizeof *pt);
+	pt->dp = dp;
+	pt->pp = pp;
+	pt->tp = tp;
+	pt->ep = ep;
+	pt->etp = etp;
+	pt->flags = flags;
+	pt->config = c;
+	off = (size_t)snprintf(buf, sizeof buf, "%s[dp=%d,pp=%d,tp=%d,ep=%d,"
+	    "etp=%d", sw->base->name, dp, pp, tp, ep, etp);
+	for (k = 0; k < sw->nvary && off < sizeof buf; k++)
+		off += (size_t)snprintf(buf + off, sizeof buf - off, ",%s=%d",
+		    sw->vary[k]->name, flags >> k & 1);
+	snprintf(buf + (off < sizeof buf ? off : sizeof buf - 1),
+	    sizeof buf - (off < sizeof buf ? off : sizeof buf - 1), "]");
+	pt->label = xstrdup(buf);
+	free(pt->config.name);
+	pt->config.name = xstrdup(buf);
+}
+
+/* Every (dp, pp, tp, ep, etp) with dp*pp*tp = world, times every flag set. */
+static void
+enumerate(struct sweep *sw, int world)
+{
+	int		 pp, tp, dp, ep, etp;
+	unsigned	 flags, nflags = 1u << sw->nvary;
+	bool		 moe = sw->base->model.has_moe;
+
+	for (pp = 1; pp <= world; pp++) {
+		if (world % pp)
+			continue;
+		for (tp = 1; tp <= world / pp; tp++) {
+			if ((world / pp) % tp)
+				continue;
+			dp = world / pp / tp;
+			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
+				if (tp % etp)
+					continue;
+				for (ep = 1; ep <= (moe ? dp * tp / etp : 1);
+				    ep++) {
+					if ((dp * tp) % (ep * etp))
+						continue;
+					for (flags = 0; flags < nflags; flags++)
+						add_point(sw, dp, pp, tp, ep,
+						    etp, flags);
+				}
+			}
+		}
+	}
+}
+
+/* "layers.3.moe.router.weight" -> "layers.*.moe.router.weight". */
+static char *
+param_family(const char *name)
+{
+	char	*out = xmalloc(strlen(name) + 2);
+	const char *p = name;
+	char	*o = out;
+
+	if (strncmp(p, "layers.", 7) == 0) {
+		memcpy(o, "layers.*", 8);
+		o += 8;
+		p += 7;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	strcpy(o, p);
+	return out;
+}
+
+/* Print the matrix (or with quiet only its summary); EXIT_OK or _WRONG. */
+static int
+print_matrix(const struct sweep *sw, bool quiet)
+{
+	char	**families = NULL;
+	int	 nfam = 0, f, k, failing = 0;
+	size_t	 i, j;
+	struct grid *g;
+
+	for (i = 0; i < sw->npoints; i++)
+		for (j = 0; j < sw->points[i].audit->nparams; j++) {
+			const struct param_result *pr =
+			    &sw->points[i].audit->params[j];
+			char *fam;
+
+			if (pr->correct && pr->consistent)
+				continue;
+			fam = param_family(pr->name);
+			for (f = 0; f < nfam; f++)
+				if (strcmp(families[f], fam) == 0)
+					break;
+			if (f < nfam) {
+				free(fam);
+				continue;
+			}
+			families = xreallocarray(families, nfam + 1,
+			    sizeof *families);
+			families[nfam++] = fam;
+		}
+	g = grid_new((int)sw->npoints, nfam + 1, "mesh");
+	grid_col_label(g, 0, "verdict");
+	for (f = 0; f < nfam; f++)
+		grid_col_label(g, f + 1, families[f]);
+	for (i = 0; i < sw->npoints; i++) {
+		const struct sweep_point *pt = &sw->points[i];
+		const struct audit *a = pt->audit;
+		bool bad = !(a->correct && a->consistent);
+		char row[256], verdict[96];
+		size_t off;
+
+		off = (size_t)snprintf(row, sizeof row, "dp=%d pp=%d tp=%d",
+		    pt->dp, pt->pp, pt->tp);
+		if (sw->base->model.has_moe)
+			off += (size_t)snprintf(row + off, sizeof row - off,
+			    " ep=%d etp=%d", pt->ep, pt->etp);
+		for (k = 0; k < sw->nvary && off < sizeof row; k++)
+			off += (size_t)snprintf(row + off, sizeof row - off,
+			    " %s=%d", sw->vary[k]->name, pt->flags >> k & 1);
+		grid_row_label(g, (int)i, row);
+		snprintf(verdict, sizeof verdict, "%s%s%s", bad ? "FAIL" : "ok",
+		    pt->numeric ? " numeric " : "", pt->numeric ? pt->numeric :
+		    "");
+		grid_set(g, (int)i, 0, verdict);
+		failing += bad;
+		for (j = 0; j < a->nparams; j++) {
+			char *fam;
+
+			if (a->params[j].correct && a->params[j].consistent)
+				continue;
+			fam = param_family(a->params[j].name);
+			for (f = 0; f < nfam; f++)
+				if (strcmp(families[f], fam) == 0)
+					grid_set(g, (int)i, f + 1, "x");
+			free(fam);
+		}
+	}
+	if (!quiet)
+		grid_print(stdout, g);
+	grid_free(g);
+	printf("%d of %zu configurations fail", failing, sw->npoints);
+	if (sw->skipped)
+		printf(" (%d meshes skipped: model sizes do not fit them)",
+		    sw->skipped);
+	printf("\n");
+	for (f = 0; f < nfam; f++)
+		free(families[f]);
+	free(families);
+	return failing ? EXIT_WRONG : EXIT_OK;
+}
+
+struct arglist {
+	char	**v;
+	int	 n;
+};
+
+static void
+arg_add(struct arglist *al, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+arg_add(struct arglist *al, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	 buf[1024];
+
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	al->v = xreallocarray(al->v, al->n + 2, sizeof *al->v);
+	al->v[al->n++] = xstrdup(buf);
+	al->v[al->n] = NULL;
+}
+
+/*
+ * The numeric audit of one mesh: `gradaudit run` on the same config with
+ * the mesh, the flags and the adjusted model sizes set, so that launching,
+ * timeouts and exit statuses are exactly those of run.
+ */
+static const char *
+numeric_point(const struct options *o, const struct sweep *sw,
+    const struct sweep_point *pt, int *status)
+{
+	const struct config *c = &pt->config;
+	struct arglist	 al = { NULL, 0 };
+	char		 self[4096];
+	ssize_t		 len;
+	pid_t		 pid;
+	int		 k, rc, wstatus;
+	static const char *const arith[] = { "exact", "float64", "float32" };
+
+	len = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (len <= 0) {
+		*status = EXIT_RUNTIME;
+		return "error";
+	}
+	self[len] = '\0';
+	arg_add(&al, "%s", self);
+	arg_add(&al, "run");
+	arg_add(&al, "-q");
+	arg_add(&al, "--numerics=%s", arith[o->arith]);
+	arg_add(&al, "--seed=%llu", (unsigned long long)o->seed);
+	arg_add(&al, "--timeout=%g", o->timeout);
+	if (o->procs)
+		arg_add(&al, "--procs=%d", o->procs);
+	if (o->launcher)
+		arg_add(&al, "--launcher=%s", o->launcher);
+	for (k = 0; k < (int)o->nsets; k++)
+		arg_add(&al, "--set=%s=%s", o->sets[k].key, o->sets[k].value);
+	arg_add(&al, "--set=mesh.dp=%d", c->mesh.dp);
+	arg_add(&al, "--set=mesh.pp=%d", c->mesh.pp);
+	arg_add(&al, "--set=mesh.tp=%d", c->mesh.tp);
+	arg_add(&al, "--set=mesh.ep=%d", c->mesh.ep);
+	arg_add(&al, "--set=mesh.etp=%d", c->mesh.etp);
+	arg_add(&al, "--set=model.layers=%d", c->model.layers);
+	arg_add(&al, "--set=model.vocab=%d", c->model.vocab);
+	arg_add(&al, "--set=model.ffn=%d", c->model.ffn);
+	arg_add(&al, "--set=model.seq=%d", c->model.seq);
+	if (c->model.has_moe) {
+		arg_add(&al, "--set=model.moe.experts=%d",
+		    c->model.moe.experts);
+		arg_add(&al, "--set=model.moe.expert_ffn=%d",
+		    c->model.moe.expert_ffn);
+	}
+	for (k = 0; k < sw->nvary; k++)
+		arg_add(&al, "--set=%s=%s", sw->vary[k]->path,
+		    pt->flags >> k & 1 ? "true" : "false");
+	arg_add(&al, "%s", o->args[0]);
+
+	fflush(stdout);
+	if ((pid = fork()) == 0) {
+		int devnull = open("/dev/null", O_WRONLY);
+
+		/* The child's report is not wanted, only its verdict. */
+		if (devnull >= 0)
+			dup2(devnull, STDOUT_FILENO);
+		execv(self, al.v);
+		_exit(EXIT_RUNTIME);
+	}
+	rc = EXIT_RUNTIME;
+	if (pid > 0 && waitpid(pid, &wstatus, 0) == pid &&
+	    WIFEXITED(wstatus))
+		rc = WEXITSTATUS(wstatus);
+	for (k = 0; k < al.n; k++)
+		free(al.v[k]);
+	free(al.v);
+	if (rc != EXIT_OK && rc != EXIT_WRONG) {
+		*status = EXIT_RUNTIME;
+		return "error";
+	}
+	if ((rc == EXIT_OK) != (pt->audit->correct && pt->audit->consistent)) {
+		*status = EXIT_RUNTIME;
+		return "DISAGREES";
+	}
+	return "agrees";
+}
+
+static int
+parse_vary(struct sweep *sw, const struct options *o)
+{
+	int	 k;
+	size_t	 f;
+
+	sw->vary = xcalloc(o->nvary + 1, sizeof *sw->vary);
+	for (k = 0; k < o->nvary; k++) {
+		for (f = 0; f < NVARY_FLAGS; f++)
+			if (strcmp(o->vary[k], vary_flags[f].name) == 0)
+				break;
+		if (f == NVARY_FLAGS) {
+			fprintf(stderr, "%s: sweep: --vary: unknown flag \"%s\": "
+			    "expected tie_embeddings, distributed_optimizer, "
+			    "sequence_parallel, score_before_experts or "
+			    "average_in_collective\n", progname, o->vary[k]);
+			return -1;
+		}
+		sw->vary[sw->nvary++] = &vary_flags[f];
+	}
+	return 0;
+}
+
+static int
+cmd_sweep_exec(struct options *o)
+{
+	struct config_list	 list;
+	struct sweep		 sw;
+	struct audited		*v;
+	struct sym_context	 ctx;
+	size_t			 i;
+	int			 status = EXIT_OK, rc;
+
+	if (o->world <= 0) {
+		fprintf(stderr, "%s: sweep: --world N is required\n", progname);
+		command_usage(stderr, &cmd_sweep_entry);
+		return EXIT_USAGE;
+	}
+	memset(&sw, 0, sizeof sw);
+	if (parse_vary(&sw, o) < 0) {
+		free(sw.vary);
+		return EXIT_USAGE;
+	}
+	if (output_load_configs(o, &list) < 0) {
+		free(sw.vary);
+		return EXIT_USAGE;
+	}
+	if (list.n != 1) {
+		fprintf(stderr, "%s: sweep: %s holds %zu configs; sweep takes "
+		    "one\n", progname, o->args[0], list.n);
+		config_list_free(&list);
+		free(sw.vary);
+		return EXIT_USAGE;
+	}
+	sw.base = &list.v[0];
+	enumerate(&sw, o->world);
+	v = xcalloc(sw.npoints + 1, sizeof *v);
+	progress_start("sweep", (int64_t)sw.npoints);
+	for (i = 0; i < sw.npoints; i++) {
+		struct sweep_point *pt = &sw.points[i];
+		double t0 = output_now();
+
+		pt->audit = xcalloc(1, sizeof *pt->audit);
+		sym_context_build(&ctx, &pt->config);
+		sym_audit(&ctx, pt->audit, NULL, NULL);
+		sym_context_free(&ctx);
+		if (o->numeric && o->world <= o->numeric_max)
+			pt->numeric = (char *)numeric_point(o, &sw, pt,
+			    &status);
+		v[i].audit = pt->audit;
+		v[i].label = pt->label;
+		v[i].seconds = output_now() - t0;
+		progress_update((int64_t)i + 1);
+	}
+	progress_end();
+	if (o->format == FORMAT_TEXT) {
+		/* The matrix replaces the per-mesh reports. */
+		rc = print_matrix(&sw, o->quiet);
+		if (o->junit != NULL && output_junit(o->junit, v, sw.npoints,
+		    "gradaudit.sweep") != EXIT_OK)
+			rc = EXIT_RUNTIME;
+	} else
+		rc = output_audits(o, v, sw.npoints, true, "gradaudit.sweep");
+	if (status == EXIT_OK || rc == EXIT_RUNTIME)
+		status = rc;
+	for (i = 0; i < sw.npoints; i++) {
+		audit_free(sw.points[i].audit);
+		free(sw.points[i].audit);
+		free(sw.points[i].label);
+		cfg_free(&sw.points[i].config);
+	}
+	free(sw.points);
+	free(sw.vary);
+	free(v);
+	config_list_free(&list);
+	return status;
+}
+
+const struct command cmd_sweep_entry = {
+	.name = "sweep",
+	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
+	    "--world N [--vary FLAG,...] [--numeric] [--numeric-max N] CONFIG",
+	.summary = "audit every valid mesh of N ranks (and each combination "
+	    "of the --vary flags) built on CONFIG",
+	.scope = SCOPE_SWEEP,
+	.min_args = 1,
+	.max_args = 1,
+	.exec = cmd_sweep_exec
+};

@@ -1,0 +1,350 @@
+/*
+ * Option parsing for every subcommand, driven by one table so that the
+ * parser, --help and the man page test all see the same list.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "options.h"
+#include "xmalloc.h"
+
+enum option_id {
+	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
+	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
+	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_QUIET = 'q', OPT_VERBOSE = 'v',
+	OPT_HELP = 'h'
+};
+
+#define SCOPE_ALL (SCOPE_RUN | SCOPE_CHECK | SCOPE_EXPLAIN | SCOPE_SWEEP)
+
+struct option_spec {
+	const char	*name;
+	int		 id;
+	const char	*arg;		/* NULL: no argument */
+	unsigned	 scope;
+	const char	*help;
+};
+
+static const struct option_spec specs[] = {
+	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL,
+	  "output format on stdout (default text)" },
+	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
+	  "also write a JUnit XML report, one testcase per config or mesh" },
+	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL,
+	  "override one config key by dotted path; repeatable" },
+	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
+	  SCOPE_RUN | SCOPE_SWEEP, "numeric arithmetic (default exact)" },
+	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP,
+	  "seed for weights and inputs (default 1)" },
+	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP,
+	  "MPI processes (default: one per rank, at most 16)" },
+	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP,
+	  "MPI launcher (default $GRADAUDIT_MPIEXEC or mpiexec)" },
+	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP,
+	  "end a numeric audit after this long, exit 3 (default 120)" },
+	{ "world", OPT_WORLD, "N", SCOPE_SWEEP,
+	  "sweep: audit every valid mesh of N ranks" },
+	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP,
+	  "sweep: also try both values of these boolean flags" },
+	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP,
+	  "sweep: also run the numeric audit on small meshes" },
+	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP,
+	  "sweep: largest world run numerically (default 16)" },
+	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL,
+	  "colour the text report (default auto: only on a terminal)" },
+	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL,
+	  "print only the summary line of each config" },
+	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL,
+	  "also list the consistent parameters" },
+	{ "help", OPT_HELP, NULL, SCOPE_ALL, "show this help and exit" },
+};
+
+#define NSPECS (sizeof specs / sizeof specs[0])
+
+static void usage_error(const char *, const char *, const char *, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+usage_error(const char *name, const char *usage, const char *fmt, ...)
+{
+	va_list	ap;
+
+	fprintf(stderr, "%s: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nusage: %s %s %s\n", progname, name, usage);
+}
+
+static int
+parse_int(const char *s, long min, long max, long *out)
+{
+	char	*end;
+	long	 v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (*s == '\0' || *end != '\0' || errno != 0 || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int
+split_vary(struct options *o, const char *arg)
+{
+	char	*copy = xstrdup(arg), *tok, *save = NULL;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save)) {
+		o->vary = xreallocarray(o->vary, o->nvary + 1, sizeof *o->vary);
+		o->vary[o->nvary++] = xstrdup(tok);
+	}
+	free(copy);
+	return o->nvary > 0 ? 0 : -1;
+}
+
+/* Apply one parsed option; returns -1 (after a message) when invalid. */
+static int
+apply(struct options *o, const struct option_spec *sp, const char *arg,
+    const char *cmd, const char *usage)
+{
+	long	 v;
+	char	*end;
+
+	switch (sp->id) {
+	case OPT_FORMAT:
+		if (strcmp(arg, "text") == 0)
+			o->format = FORMAT_TEXT;
+		else if (strcmp(arg, "json") == 0)
+			o->format = FORMAT_JSON;
+		else
+			goto bad;
+		break;
+	case OPT_JUNIT:
+		o->junit = arg;
+		break;
+	case OPT_SET: {
+		const char *eq = strchr(arg, '=');
+
+		if (eq == NULL || eq == arg) {
+			usage_error(cmd, usage, "--set %s: expected KEY=VALUE",
+			    arg);
+			return -1;
+		}
+		o->sets = xreallocarray(o->sets, o->nsets + 1, sizeof *o->sets);
+		o->sets[o->nsets].key = xstrdup(arg);
+		((char *)o->sets[o->nsets].key)[eq - arg] = '\0';
+		o->sets[o->nsets].value = o->sets[o->nsets].key + (eq - arg) + 1;
+		o->nsets++;
+		break;
+	}
+	case OPT_NUMERICS:
+		if (strcmp(arg, "exact") == 0)
+			o->arith = ARITH_EXACT;
+		else if (strcmp(arg, "float64") == 0)
+			o->arith = ARITH_FLOAT64;
+		else if (strcmp(arg, "float32") == 0)
+			o->arith = ARITH_FLOAT32;
+		else
+			goto bad;
+		break;
+	case OPT_SEED:
+		errno = 0;
+		if (*arg == '-' || *arg == '\0')
+			goto bad;
+		o->seed = strtoull(arg, &end, 10);
+		if (*end != '\0' || errno != 0)
+			goto bad;
+		break;
+	case OPT_PROCS:
+		if (parse_int(arg, 1, 4096, &v) < 0)
+			goto bad;
+		o->procs = (int)v;
+		break;
+	case OPT_LAUNCHER:
+		if (*arg == '\0')
+			goto bad;
+		o->launcher = arg;
+		break;
+	case OPT_TIMEOUT:
+		errno = 0;
+		o->timeout = strtod(arg, &end);
+		if (*arg == '\0' || *end != '\0' || errno != 0 ||
+		    !(o->timeout > 0) || o->timeout > 1e6)
+			goto bad;
+		break;
+	case OPT_WORLD:
+		if (parse_int(arg, 1, CFG_MAX_WORLD, &v) < 0)
+			goto bad;
+		o->world = (int)v;
+		break;
+	case OPT_VARY:
+		if (split_vary(o, arg) < 0)
+			goto bad;
+		break;
+	case OPT_NUMERIC:
+		o->numeric = true;
+		break;
+	case OPT_NUMERIC_MAX:
+		if (parse_int(arg, 1, 4096, &v) < 0)
+			goto bad;
+		o->numeric_max = (int)v;
+		break;
+	case OPT_COLOR:
+		if (strcmp(arg, "auto") == 0)
+			o->color = COLOR_AUTO;
+		else if (strcmp(arg, "always") == 0)
+			o->color = COLOR_ALWAYS;
+		else if (strcmp(arg, "never") == 0)
+			o->color = COLOR_NEVER;
+		else
+			goto bad;
+		break;
+	case OPT_QUIET:
+		o->quiet = true;
+		break;
+	case OPT_VERBOSE:
+		o->verbose = true;
+		break;
+	}
+	return 0;
+bad:
+	usage_error(cmd, usage, "--%s: invalid value \"%s\": expected %s",
+	    sp->name, arg, sp->arg);
+	return -1;
+}
+
+int
+options_parse(struct options *o, const char *name, unsigned scope,
+    const char *usage, int argc, char **argv)
+{
+	struct option	 longopts[NSPECS + 1];
+	char		 shortopts[16] = "+";
+	size_t		 i, n = 0;
+	int		 c, idx;
+
+	memset(o, 0, sizeof *o);
+	o->seed = 1;
+	o->timeout = 120;
+	o->numeric_max = 16;
+	o->argc = argc;
+	o->argv = argv;
+	for (i = 0; i < NSPECS; i++) {
+		if ((specs[i].scope & scope) == 0)
+			continue;
+		longopts[n].name = specs[i].name;
+		longopts[n].has_arg = specs[i].arg ? required_argument :
+		    no_argument;
+		longopts[n].flag = NULL;
+		longopts[n].val = specs[i].id;
+		if (specs[i].id < 256) {
+			size_t len = strlen(shortopts);
+
+			shortopts[len] = (char)specs[i].id;
+			shortopts[len + 1] = '\0';
+		}
+		n++;
+	}
+	memset(&longopts[n], 0, sizeof longopts[n]);
+
+	opterr = 0;
+	optind = 2;	/* argv[0] is the program, argv[1] the command */
+	while ((c = getopt_long(argc, argv, shortopts, longopts, &idx)) != -1) {
+		const struct option_spec *sp = NULL;
+
+		if (c == '?' || c == ':') {
+			const char *bad = argv[optind - 1];
+
+			if (optopt != 0 && optopt < 256 && bad[1] != '-') {
+				char s[3] = { '-', (char)optopt, '\0' };
+
+				usage_error(name, usage, "unknown option %s", s);
+			} else if (optopt != 0)
+				usage_error(name, usage, "option %s needs a value",
+				    bad);
+			else
+				usage_error(name, usage, "unknown option %s", bad);
+			options_free(o);
+			return -1;
+		}
+		if (c == OPT_HELP) {
+			options_free(o);
+			return 1;
+		}
+		for (i = 0; i < NSPECS; i++)
+			if (specs[i].id == c)
+				sp = &specs[i];
+		if (apply(o, sp, optarg, name, usage) < 0) {
+			options_free(o);
+			return -1;
+		}
+	}
+	o->args = argv + optind;
+	o->nargs = argc - optind;
+	return 0;
+}
+
+void
+options_free(struct options *o)
+{
+	size_t	i;
+	int	k;
+
+	for (i = 0; i < o->nsets; i++)
+		free((char *)o->sets[i].key);
+	free(o->sets);
+	for (k = 0; k < o->nvary; k++)
+		free(o->vary[k]);
+	free(o->vary);
+	o->sets = NULL;
+	o->nsets = 0;
+	o->vary = NULL;
+	o->nvary = 0;
+}
+
+void
+options_print_help(FILE *fp, unsigned scope)
+{
+	size_t	i;
+	char	left[64];
+
+	for (i = 0; i < NSPECS; i++) {
+		if (scope != 0 && (specs[i].scope & scope) == 0)
+			continue;
+		if (specs[i].id < 256)
+			snprintf(left, sizeof left, "-%c, --%s%s%s",
+			    specs[i].id, specs[i].name, specs[i].arg ? " " : "",
+			    specs[i].arg ? specs[i].arg : "");
+		else
+			snprintf(left, sizeof left, "    --%s%s%s",
+			    specs[i].name, specs[i].arg ? " " : "",
+			    specs[i].arg ? specs[i].arg : "");
+		fprintf(fp, "  %-34s %s\n", left, specs[i].help);
+	}
+}
+
+bool
+options_use_color(const struct options *o, FILE *fp)
+{
+	const char *nc;
+
+	switch (o->color) {
+	case COLOR_ALWAYS:
+		return true;
+	case COLOR_NEVER:
+		return false;
+	case COLOR_AUTO:
+		break;
+	}
+	nc = getenv("NO_COLOR");
+	if (nc != NULL && *nc != '\0')
+		return false;
+	return isatty(fileno(fp));
+}

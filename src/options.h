@@ -1,0 +1,62 @@
+/*
+ * Command-line options shared by the subcommands (SPEC section 2).  One
+ * table describes every option once: its spelling, its argument and which
+ * commands accept it; --help and the parser both read it.
+ */
+#ifndef GRADAUDIT_OPTIONS_H
+#define GRADAUDIT_OPTIONS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "audit.h"
+#include "config.h"
+
+enum output_format { FORMAT_TEXT, FORMAT_JSON };
+enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
+
+/* Which commands accept an option: bits of enum option_scope. */
+#define SCOPE_RUN	0x01
+#define SCOPE_CHECK	0x02
+#define SCOPE_EXPLAIN	0x04
+#define SCOPE_SWEEP	0x08
+
+struct options {
+	enum output_format	 format;
+	const char		*junit;		/* --junit FILE */
+	struct cfg_override	*sets;		/* --set KEY=VALUE, in order */
+	size_t			 nsets;
+	enum arith		 arith;		/* --numerics */
+	uint64_t		 seed;		/* --seed */
+	int			 procs;		/* --procs, 0 = default */
+	const char		*launcher;	/* --launcher */
+	double			 timeout;	/* --timeout seconds */
+	enum color_mode		 color;
+	bool			 quiet, verbose;
+	int			 world;		/* sweep --world */
+	char			**vary;		/* sweep --vary, split on commas */
+	int			 nvary;
+	bool			 numeric;	/* sweep --numeric */
+	int			 numeric_max;	/* sweep: largest mesh run numerically */
+	char			**args;		/* operands */
+	int			 nargs;
+	/* The original argument vector, for relaunching under MPI. */
+	int			 argc;
+	char			**argv;
+};
+
+/*
+ * Parse argv[optind...] for the command `name` with scope bits `scope`.
+ * On a usage error prints a message and the command's usage line to
+ * stderr and returns -1.
+ */
+int	 options_parse(struct options *, const char *name, unsigned scope,
+	    const char *usage, int argc, char **argv);
+void	 options_free(struct options *);
+/* Print the option list for --help (the options of `scope`, or all if 0). */
+void	 options_print_help(FILE *, unsigned scope);
+/* Colour decided: --color, NO_COLOR, and whether stdout is a terminal. */
+bool	 options_use_color(const struct options *, FILE *);
+
+#endif

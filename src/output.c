@@ -1,0 +1,128 @@
+/*
+ * Loading configs and printing reports for the commands that audit.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "exitcode.h"
+#include "json.h"
+#include "junit.h"
+#include "output.h"
+#include "report.h"
+#include "xmalloc.h"
+
+int
+output_load_configs(const struct options *o, struct config_list *list)
+{
+	int	i;
+
+	memset(list, 0, sizeof *list);
+	for (i = 0; i < o->nargs; i++)
+		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0) {
+			config_list_free(list);
+			return -1;
+		}
+	return 0;
+}
+
+double
+output_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+int
+output_junit(const char *path, const struct audited *v, size_t n,
+    const char *suite)
+{
+	struct junit_case *cases = xcalloc(n, sizeof *cases);
+	char	**texts = xcalloc(n, sizeof *texts);
+	FILE	*fp;
+	size_t	 i;
+	int	 status = EXIT_OK;
+
+	for (i = 0; i < n; i++) {
+		const struct audit *a = v[i].audit;
+
+		cases[i].name = v[i].label;
+		cases[i].seconds = v[i].seconds;
+		if (a == NULL) {
+			cases[i].error = true;
+			cases[i].failure_message = "not audited";
+			continue;
+		}
+		if (a->consistent && a->correct)
+			continue;
+		cases[i].failed = true;
+		texts[i] = junit_failure_text(a);
+		cases[i].failure_message = a->nfindings > 0 ?
+		    a->findings[0].message : "gradients differ from the reference";
+		cases[i].failure_text = texts[i];
+	}
+	if ((fp = fopen(path, "w")) == NULL) {
+		fprintf(stderr, "%s: %s: cannot write JUnit report: %s\n",
+		    progname, path, strerror(errno));
+		status = EXIT_RUNTIME;
+	} else {
+		junit_write(fp, suite, cases, n);
+		if (ferror(fp) | (fclose(fp) != 0)) {
+			fprintf(stderr, "%s: %s: write error\n", progname, path);
+			status = EXIT_RUNTIME;
+		}
+	}
+	for (i = 0; i < n; i++)
+		free(texts[i]);
+	free(texts);
+	free(cases);
+	return status;
+}
+
+int
+output_audits(const struct options *o, const struct audited *v, size_t n,
+    bool array, const char *suite)
+{
+	struct report_options ro;
+	struct json	 js;
+	size_t		 i;
+	int		 status = EXIT_OK;
+
+	ro.verbose = o->verbose;
+	ro.quiet = o->quiet;
+	ro.color = options_use_color(o, stdout);
+	if (o->format == FORMAT_JSON) {
+		json_init(&js, stdout, false);
+		if (array)
+			json_begin_array(&js);
+		for (i = 0; i < n; i++)
+			if (v[i].audit != NULL)
+				report_json(&js, v[i].audit);
+		if (array)
+			json_end_array(&js);
+		fputc('\n', stdout);
+	} else
+		for (i = 0; i < n; i++) {
+			if (v[i].audit == NULL)
+				continue;
+			if (i > 0 && !o->quiet)
+				fputc('\n', stdout);
+			report_text(stdout, v[i].audit, &ro);
+		}
+	for (i = 0; i < n; i++)
+		if (v[i].audit != NULL &&
+		    !(v[i].audit->consistent && v[i].audit->correct))
+			status = EXIT_WRONG;
+	if (o->junit != NULL && output_junit(o->junit, v, n, suite) != EXIT_OK)
+		status = EXIT_RUNTIME;
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "%s: error writing the report to stdout\n",
+		    progname);
+		status = EXIT_RUNTIME;
+	}
+	return status;
+}
