@@ -1,0 +1,31 @@
+# Turn the pretty-printed JSON of `gradaudit check --format json` into one
+# line per cell, "PARAM rank=R [LO,HI) used=U ok=O EXPR", and one line per
+# finding, "finding KIND PARAM...", so that testdata expectations can be
+# matched line by line with grep -Fx.  It relies only on the emitter's
+# layout: one key per line, arrays of numbers one element per line.
+function unquote(s) {
+	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
+	gsub(/^"|"$/, "", s)
+	return s
+}
+/^      "name": /	{ param = unquote($0); next }
+/^          "rank": /	{ rank = unquote($0); next }
+/^          "region": \[/	{ inregion = 1; nreg = 0; next }
+inregion && /\]/	{ inregion = 0; next }
+inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
+/^          "used": /	{ used = unquote($0); next }
+/^          "ok": /	{ okv = unquote($0); next }
+/^          "expr": /	{
+	printf "%s rank=%s [%s,%s) used=%s ok=%s %s\n", param, rank, reg[0],
+	    reg[1], used, okv, unquote($0)
+	next
+}
+/^  "findings": /		{ infind = 1; next }
+infind && /^      "kind": /	{ kind = unquote($0); next }
+infind && /^      "params": \[/	{ inparams = 1; plist = ""; next }
+inparams && /\]/	{
+	inparams = 0
+	printf "finding %s%s\n", kind, plist
+	next
+}
+inparams		{ v = $0; gsub(/[ ,"]/, "", v); plist = plist " " v; next }
