@@ -87,14 +87,18 @@ place_name(enum place p)
 }
 
 const char *
-pl_name(struct placement pl)
+pl_format(const struct mesh *mesh, struct placement pl, char *buf,
+    size_t len)
 {
-	static char	buf[96];
+	bool	slices = mesh->tp / mesh->etp > 1, etp = mesh->etp > 1;
 
-	if (pl.slice == pl.etp)
-		return place_name(pl.slice);
-	snprintf(buf, sizeof buf, "%s(slices)x%s(etp)", place_name(pl.slice),
-	    place_name(pl.etp));
+	if (pl.slice == pl.etp || !etp)
+		snprintf(buf, len, "%s", place_name(pl.slice));
+	else if (!slices)
+		snprintf(buf, len, "%s", place_name(pl.etp));
+	else
+		snprintf(buf, len, "%s over the token slices, %s over etp",
+		    place_name(pl.slice), place_name(pl.etp));
 	return buf;
 }
 

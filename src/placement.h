@@ -18,6 +18,7 @@
 #define GRADAUDIT_PLACEMENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "model.h"
 
@@ -40,8 +41,13 @@ struct placement pl_normalize(const struct mesh *, struct placement);
 struct placement pl_join(struct placement, struct placement);
 bool		 pl_equal(struct placement, struct placement);
 bool		 pl_any(struct placement, enum place);
-/* "Replicate", "Partial", "Partial(slice)xReplicate(etp)", ... */
-const char	*pl_name(struct placement);
+/*
+ * "Replicate", "Partial", or for a mix "Partial over the token slices,
+ * Replicate over etp"; sub-dimensions of size 1 are left out.  Writes into
+ * buf and returns it.
+ */
+const char	*pl_format(const struct mesh *, struct placement, char *buf,
+		    size_t len);
 
 /*
  * A reduction that the framework performs (or skips) inside backward, as

@@ -927,11 +927,12 @@ touches_logical(const struct sync_step *s, const struct model *m, int l)
  * is a missing reduction, Replicate declared Partial a double count.
  */
 static bool
-explain_placement(struct finding_list *fl, const struct sync_step *s,
-    const struct param_result *pr)
+explain_placement(struct finding_list *fl, const struct mesh *mesh,
+    const struct sync_step *s, const struct param_result *pr)
 {
 	struct audit	*a = fl->audit;
 	bool		 missing, doubled;
+	char		 truth[96], declared[96];
 
 	missing = (s->truth.slice == PLACE_PARTIAL &&
 	    s->declared.slice == PLACE_REPLICATE) ||
@@ -943,17 +944,19 @@ explain_placement(struct finding_list *fl, const struct sync_step *s,
 	    s->declared.etp == PLACE_PARTIAL);
 	if (missing)
 		add_finding(fl, FINDING_MISSING_REDUCTION, pr, s->label, "tp",
-		    fmt(a, "the gradient is %s over tp (each tp rank holds "
+		    fmt(a, "over tp the gradient is %s (each tp rank holds "
 		    "only its share) but is declared %s, so the %s never "
-		    "runs%s%s%s", pl_name(s->truth), pl_name(s->declared),
+		    "runs%s%s%s", pl_format(mesh, s->truth, truth, sizeof truth),
+		    pl_format(mesh, s->declared, declared, sizeof declared),
 		    s->label, s->cite ? " (" : "", s->cite ? s->cite : "",
 		    s->cite ? ")" : ""), s->fix);
 	else if (doubled)
 		add_finding(fl, FINDING_DOUBLE_COUNT, pr, s->label, "tp",
-		    fmt(a, "the gradient is already complete (%s) on every "
-		    "tp rank but is declared %s and reduced over tp, which "
-		    "counts it more than once", pl_name(s->truth),
-		    pl_name(s->declared)), s->fix);
+		    fmt(a, "over tp the gradient is %s but is declared %s "
+		    "and reduced over tp, which counts its replicated part "
+		    "once per replica", pl_format(mesh, s->truth, truth,
+		    sizeof truth), pl_format(mesh, s->declared, declared,
+		    sizeof declared)), s->fix);
 	return missing || doubled;
 }
 
@@ -965,6 +968,7 @@ static void
 explain_backward_reductions(struct finding_list *fl, const struct model *m,
     const struct sym_context *ctx, const struct param_result *pr, int stage)
 {
+	char	truth[96], declared[96];
 	int	i;
 
 	for (i = 0; i < ctx->nreductions; i++) {
@@ -975,12 +979,12 @@ explain_backward_reductions(struct finding_list *fl, const struct model *m,
 		add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
 		    fmt(fl->audit, "the %s is %s over %s but declared %s, so "
 		    "its all-reduce over %s (%s) is skipped and the router's "
-		    "score gradient stays Partial", r->what, pl_name(r->truth),
-		    r->dim, pl_name(r->declared), r->dim, r->cite),
+		    "score gradient stays Partial", r->what, pl_format(&m->mesh,
+		    r->truth, truth, sizeof truth), r->dim, pl_format(&m->mesh,
+		    r->declared, declared, sizeof declared), r->dim, r->cite),
 		    "all-reduce the routed expert input gradient over etp in "
 		    "backward (sync.expert_input_grad: etp-all-reduce)");
 	}
-	(void)m;
 }
 
 static bool
@@ -1027,12 +1031,13 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER))
 			scale_step = s;
 		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
-		    explain_placement(fl, s, pr))
+		    explain_placement(fl, &m->mesh, s, pr))
 			explained = true;
 	}
 	for (i = 0; i < ctx->plan.nskipped; i++)
 		if (touches_logical(&ctx->plan.skipped[i], m, l) &&
-		    explain_placement(fl, &ctx->plan.skipped[i], pr))
+		    explain_placement(fl, &m->mesh,
+		    &ctx->plan.skipped[i], pr))
 			explained = true;
 	if (explained && m->params[m->logical[l].instance[0]].role ==
 	    ROLE_ROUTER)

@@ -354,7 +354,7 @@ void
 syncplan_describe(const struct sync_step *s, const struct model *m,
     char *buf, size_t len)
 {
-	char		 q[48], what[160];
+	char		 q[48], what[160], pl[96];
 	const char	*op = "";
 	int		 i, n = 0;
 
@@ -368,10 +368,17 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 				n++;
 		for (i = 0; i < m->nparams; i++)
 			if (s->params[i]) {
-				snprintf(what, sizeof what, "%s%s", m->params[i].name,
-				    n > 1 ? " and the like" : "");
-				break;
+				if (n == 2 && what[0] != '\0')
+					snprintf(what + strlen(what),
+					    sizeof what - strlen(what), " and %s",
+					    m->params[i].name);
+				else if (what[0] == '\0')
+					snprintf(what, sizeof what, "%s",
+					    m->params[i].name);
 			}
+		if (n > 2)
+			snprintf(what + strlen(what), sizeof what - strlen(what),
+			    " and %d more", n - 1);
 	}
 	switch (s->op) {
 	case SYNC_SCALE:
@@ -380,7 +387,8 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 		return;
 	case SYNC_MASK_REPLICAS:
 		snprintf(buf, len, "keep %s on one rank per replica group "
-		    "(declared %s), zero elsewhere", what, pl_name(s->declared));
+		    "(declared %s), zero elsewhere", what,
+		    pl_format(&m->mesh, s->declared, pl, sizeof pl));
 		return;
 	case SYNC_ALL_REDUCE:
 		op = "all-reduce";
