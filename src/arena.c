@@ -12,6 +12,12 @@
 #include "xmalloc.h"
 
 #define ARENA_ALIGN		16
+/*
+ * Blocks start small and double up to a megabyte: a sweep builds thousands
+ * of small audits, and a fresh megabyte for each one costs the kernel more
+ * in page clearing than the audit itself.
+ */
+#define ARENA_FIRST_BLOCK	((size_t)16 << 10)
 #define ARENA_BLOCK_SIZE	((size_t)1 << 20)
 
 /*
@@ -104,7 +110,14 @@ arena_alloc(struct arena *a, size_t n)
 		} else
 			a->head = b;
 	} else {
-		b = block_new(ARENA_BLOCK_SIZE);
+		size_t size = ARENA_FIRST_BLOCK;
+
+		if (a->head != NULL)
+			size = a->head->size >= ARENA_BLOCK_SIZE / 2 ?
+			    ARENA_BLOCK_SIZE : 2 * a->head->size;
+		while (size < n + ARENA_ALIGN)
+			size *= 2;
+		b = block_new(size);
 		b->next = a->head;
 		a->head = b;
 	}

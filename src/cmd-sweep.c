@@ -5,6 +5,7 @@
  * meshes fail which parameters.  With --numeric, meshes up to --numeric-max
  * ranks are also audited on MPI ranks by running `gradaudit run` on them.
  */
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
@@ -15,6 +16,8 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "json.h"
+#include "junit.h"
 #include "exitcode.h"
 #include "launch.h"
 #include "output.h"
@@ -42,13 +45,22 @@ static const struct vary_flag {
 };
 #define NVARY_FLAGS (sizeof vary_flags / sizeof vary_flags[0])
 
+/*
+ * What a sweep keeps of each audited mesh: a sweep of thousands of meshes
+ * cannot hold thousands of audits, so each one is printed (JSON) and
+ * summarized as soon as it is done, then freed.
+ */
 struct sweep_point {
 	int		 dp, pp, tp, ep, etp;
 	unsigned	 flags;		/* bit k: vary flag k set */
-	struct config	 config;
-	struct audit	*audit;
 	char		*label;
-	char		*numeric;	/* --numeric outcome, or NULL */
+	bool		 failed;
+	int		*families;	/* failing parameter families */
+	int		 nfamilies;
+	char		*failure_text;	/* for JUnit, when failed */
+	char		*failure_message;
+	const char	*numeric;	/* --numeric outcome, or NULL */
+	double		 seconds;
 };
 
 struct sweep {
@@ -58,6 +70,8 @@ struct sweep {
 	struct sweep_point	*points;
 	size_t			 npoints, cap;
 	int			 skipped;	/* meshes whose constraints fail */
+	char			**families;	/* "layers.*.moe.router.weight" */
+	int			 nfamilies;
 };
 
 static int
@@ -99,25 +113,7 @@ add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
     unsigned flags)
 {
 	struct sweep_point *pt;
-	struct config	 c;
-	char		 buf[512];
-	size_t		 off;
-	int		 k;
 
-	cfg_copy(&c, sw->base);
-	c.mesh.dp = dp;
-	c.mesh.pp = pp;
-	c.mesh.tp = tp;
-	c.mesh.ep = ep;
-	c.mesh.etp = etp;
-	for (k = 0; k < sw->nvary; k++)
-		*(bool *)((char *)&c + sw->vary[k]->offset) = flags >> k & 1;
-	adjust_defaults(&c);
-	if (cfg_check_constraints(&c) != NULL) {
-		sw->skipped++;
-		cfg_free(&c);
-		return;
-	}
 	if (sw->npoints == sw->cap) {
 		sw->cap = sw->cap ? 2 * sw->cap : 64;
 		sw->points = xreallocarray(sw->points, sw->cap,
@@ -131,17 +127,44 @@ add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
 	pt->ep = ep;
 	pt->etp = etp;
 	pt->flags = flags;
-	pt->config = c;
+}
+
+/*
+ * The config of a point: the base with the mesh and flags set and the
+ * defaulted sizes adjusted.  False (and *c freed) when it is not valid.
+ */
+static bool
+point_config(const struct sweep *sw, struct sweep_point *pt,
+    struct config *c)
+{
+	char	 buf[512];
+	size_t	 off;
+	int	 k;
+
+	cfg_copy(c, sw->base);
+	c->mesh.dp = pt->dp;
+	c->mesh.pp = pt->pp;
+	c->mesh.tp = pt->tp;
+	c->mesh.ep = pt->ep;
+	c->mesh.etp = pt->etp;
+	for (k = 0; k < sw->nvary; k++)
+		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
+	adjust_defaults(c);
+	if (cfg_check_constraints(c) != NULL) {
+		cfg_free(c);
+		return false;
+	}
 	off = (size_t)snprintf(buf, sizeof buf, "%s[dp=%d,pp=%d,tp=%d,ep=%d,"
-	    "etp=%d", sw->base->name, dp, pp, tp, ep, etp);
+	    "etp=%d", sw->base->name, pt->dp, pt->pp, pt->tp, pt->ep, pt->etp);
 	for (k = 0; k < sw->nvary && off < sizeof buf; k++)
 		off += (size_t)snprintf(buf + off, sizeof buf - off, ",%s=%d",
-		    sw->vary[k]->name, flags >> k & 1);
-	snprintf(buf + (off < sizeof buf ? off : sizeof buf - 1),
-	    sizeof buf - (off < sizeof buf ? off : sizeof buf - 1), "]");
+		    sw->vary[k]->name, pt->flags >> k & 1);
+	if (off < sizeof buf - 1)
+		snprintf(buf + off, sizeof buf - off, "]");
 	pt->label = xstrdup(buf);
-	free(pt->config.name);
-	pt->config.name = xstrdup(buf);
+	free(c->name);
+	c->name = xstrdup(buf);
+	return true;
 }
 
 /* Every (dp, pp, tp, ep, etp) with dp*pp*tp = world, times every flag set. */
@@ -194,84 +217,137 @@ param_family(const char *name)
 	return out;
 }
 
+static int
+family_index(struct sweep *sw, const char *name)
+{
+	char	*fam = param_family(name);
+	int	 f;
+
+	for (f = 0; f < sw->nfamilies; f++)
+		if (strcmp(sw->families[f], fam) == 0) {
+			free(fam);
+			return f;
+		}
+	sw->families = xreallocarray(sw->families, sw->nfamilies + 1,
+	    sizeof *sw->families);
+	sw->families[sw->nfamilies] = fam;
+	return sw->nfamilies++;
+}
+
+static void
+summarize(struct sweep *sw, struct sweep_point *pt, const struct audit *a,
+    bool junit)
+{
+	size_t	j;
+	int	f, k;
+
+	pt->failed = !(a->correct && a->consistent);
+	if (!pt->failed)
+		return;
+	for (j = 0; j < a->nparams; j++) {
+		if (a->params[j].correct && a->params[j].consistent)
+			continue;
+		f = family_index(sw, a->params[j].name);
+		for (k = 0; k < pt->nfamilies; k++)
+			if (pt->families[k] == f)
+				break;
+		if (k < pt->nfamilies)
+			continue;
+		pt->families = xreallocarray(pt->families, pt->nfamilies + 1,
+		    sizeof *pt->families);
+		pt->families[pt->nfamilies++] = f;
+	}
+	if (junit) {
+		pt->failure_text = junit_failure_text(a);
+		pt->failure_message = xstrdup(a->nfindings > 0 ?
+		    a->findings[0].message :
+		    "gradients differ from the reference");
+	}
+}
+
 /* Print the matrix (or with quiet only its summary); EXIT_OK or _WRONG. */
 static int
 print_matrix(const struct sweep *sw, bool quiet)
 {
-	char	**families = NULL;
-	int	 nfam = 0, f, k, failing = 0;
-	size_t	 i, j;
-	struct grid *g;
+	struct grid	*g;
+	size_t		 i, n = 0;
+	int		 f, k, failing = 0, row = 0;
 
 	for (i = 0; i < sw->npoints; i++)
-		for (j = 0; j < sw->points[i].audit->nparams; j++) {
-			const struct param_result *pr =
-			    &sw->points[i].audit->params[j];
-			char *fam;
-
-			if (pr->correct && pr->consistent)
-				continue;
-			fam = param_family(pr->name);
-			for (f = 0; f < nfam; f++)
-				if (strcmp(families[f], fam) == 0)
-					break;
-			if (f < nfam) {
-				free(fam);
-				continue;
-			}
-			families = xreallocarray(families, nfam + 1,
-			    sizeof *families);
-			families[nfam++] = fam;
-		}
-	g = grid_new((int)sw->npoints, nfam + 1, "mesh");
+		n += sw->points[i].label != NULL;
+	g = grid_new((int)n, sw->nfamilies + 1, "mesh");
 	grid_col_label(g, 0, "verdict");
-	for (f = 0; f < nfam; f++)
-		grid_col_label(g, f + 1, families[f]);
+	for (f = 0; f < sw->nfamilies; f++)
+		grid_col_label(g, f + 1, sw->families[f]);
 	for (i = 0; i < sw->npoints; i++) {
 		const struct sweep_point *pt = &sw->points[i];
-		const struct audit *a = pt->audit;
-		bool bad = !(a->correct && a->consistent);
-		char row[256], verdict[96];
-		size_t off;
+		char	 label[256], verdict[96];
+		size_t	 off;
 
-		off = (size_t)snprintf(row, sizeof row, "dp=%d pp=%d tp=%d",
+		if (pt->label == NULL)
+			continue;	/* skipped: the mesh does not fit */
+		off = (size_t)snprintf(label, sizeof label, "dp=%d pp=%d tp=%d",
 		    pt->dp, pt->pp, pt->tp);
 		if (sw->base->model.has_moe)
-			off += (size_t)snprintf(row + off, sizeof row - off,
+			off += (size_t)snprintf(label + off, sizeof label - off,
 			    " ep=%d etp=%d", pt->ep, pt->etp);
-		for (k = 0; k < sw->nvary && off < sizeof row; k++)
-			off += (size_t)snprintf(row + off, sizeof row - off,
+		for (k = 0; k < sw->nvary && off < sizeof label; k++)
+			off += (size_t)snprintf(label + off, sizeof label - off,
 			    " %s=%d", sw->vary[k]->name, pt->flags >> k & 1);
-		grid_row_label(g, (int)i, row);
-		snprintf(verdict, sizeof verdict, "%s%s%s", bad ? "FAIL" : "ok",
-		    pt->numeric ? " numeric " : "", pt->numeric ? pt->numeric :
-		    "");
-		grid_set(g, (int)i, 0, verdict);
-		failing += bad;
-		for (j = 0; j < a->nparams; j++) {
-			char *fam;
-
-			if (a->params[j].correct && a->params[j].consistent)
-				continue;
-			fam = param_family(a->params[j].name);
-			for (f = 0; f < nfam; f++)
-				if (strcmp(families[f], fam) == 0)
-					grid_set(g, (int)i, f + 1, "x");
-			free(fam);
-		}
+		grid_row_label(g, row, label);
+		snprintf(verdict, sizeof verdict, "%s%s%s",
+		    pt->failed ? "FAIL" : "ok", pt->numeric ? " numeric " : "",
+		    pt->numeric ? pt->numeric : "");
+		grid_set(g, row, 0, verdict);
+		for (k = 0; k < pt->nfamilies; k++)
+			grid_set(g, row, pt->families[k] + 1, "x");
+		failing += pt->failed;
+		row++;
 	}
 	if (!quiet)
 		grid_print(stdout, g);
 	grid_free(g);
-	printf("%d of %zu configurations fail", failing, sw->npoints);
+	printf("%d of %zu configurations fail", failing, n);
 	if (sw->skipped)
-		printf(" (%d meshes skipped: model sizes do not fit them)",
-		    sw->skipped);
+		printf(" (%d meshes skipped: the config's model sizes do not "
+		    "fit them)", sw->skipped);
 	printf("\n");
-	for (f = 0; f < nfam; f++)
-		free(families[f]);
-	free(families);
 	return failing ? EXIT_WRONG : EXIT_OK;
+}
+
+static int
+write_junit(const char *path, const struct sweep *sw)
+{
+	struct junit_case *cases = xcalloc(sw->npoints + 1, sizeof *cases);
+	size_t	 i, n = 0;
+	FILE	*fp;
+	int	 status = EXIT_OK;
+
+	for (i = 0; i < sw->npoints; i++) {
+		const struct sweep_point *pt = &sw->points[i];
+
+		if (pt->label == NULL)
+			continue;
+		cases[n].name = pt->label;
+		cases[n].seconds = pt->seconds;
+		cases[n].failed = pt->failed;
+		cases[n].failure_message = pt->failure_message;
+		cases[n].failure_text = pt->failure_text;
+		n++;
+	}
+	if ((fp = fopen(path, "w")) == NULL) {
+		fprintf(stderr, "%s: %s: cannot write JUnit report: %s\n",
+		    progname, path, strerror(errno));
+		status = EXIT_RUNTIME;
+	} else {
+		junit_write(fp, "gradaudit.sweep", cases, n);
+		if (ferror(fp) | (fclose(fp) != 0)) {
+			fprintf(stderr, "%s: %s: write error\n", progname, path);
+			status = EXIT_RUNTIME;
+		}
+	}
+	free(cases);
+	return status;
 }
 
 struct arglist {
@@ -304,9 +380,8 @@ arg_add(struct arglist *al, const char *fmt, ...)
  */
 static const char *
 numeric_point(const struct options *o, const struct sweep *sw,
-    const struct sweep_point *pt, int *status)
+    const struct sweep_point *pt, const struct config *c, int *status)
 {
-	const struct config *c = &pt->config;
 	struct arglist	 al = { NULL, 0 };
 	char		 self[4096];
 	ssize_t		 len;
@@ -373,7 +448,7 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		*status = EXIT_RUNTIME;
 		return "error";
 	}
-	if ((rc == EXIT_OK) != (pt->audit->correct && pt->audit->consistent)) {
+	if ((rc == EXIT_OK) != !pt->failed) {
 		*status = EXIT_RUNTIME;
 		return "DISAGREES";
 	}
@@ -408,10 +483,13 @@ cmd_sweep_exec(struct options *o)
 {
 	struct config_list	 list;
 	struct sweep		 sw;
-	struct audited		*v;
 	struct sym_context	 ctx;
+	struct config		 c;
+	struct audit		 a;
+	struct json		 js;
+	bool			 json = o->format == FORMAT_JSON;
 	size_t			 i;
-	int			 status = EXIT_OK, rc;
+	int			 status = EXIT_OK, rc, f;
 
 	if (o->world <= 0) {
 		fprintf(stderr, "%s: sweep: --world N is required\n", progname);
@@ -419,11 +497,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	memset(&sw, 0, sizeof sw);
-	if (parse_vary(&sw, o) < 0) {
-		free(sw.vary);
-		return EXIT_USAGE;
-	}
-	if (output_load_configs(o, &list) < 0) {
+	if (parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
 		free(sw.vary);
 		return EXIT_USAGE;
 	}
@@ -436,44 +510,56 @@ cmd_sweep_exec(struct options *o)
 	}
 	sw.base = &list.v[0];
 	enumerate(&sw, o->world);
-	v = xcalloc(sw.npoints + 1, sizeof *v);
+	if (json) {
+		json_init(&js, stdout, false);
+		json_begin_array(&js);
+	}
 	progress_start("sweep", (int64_t)sw.npoints);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = output_now();
 
-		pt->audit = xcalloc(1, sizeof *pt->audit);
-		sym_context_build(&ctx, &pt->config);
-		sym_audit(&ctx, pt->audit, NULL, NULL);
+		progress_update((int64_t)i);
+		if (!point_config(&sw, pt, &c)) {
+			sw.skipped++;
+			continue;
+		}
+		sym_context_build(&ctx, &c);
+		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
+		if (json)
+			report_json(&js, &a);
+		summarize(&sw, pt, &a, o->junit != NULL);
+		audit_free(&a);
 		if (o->numeric && o->world <= o->numeric_max)
-			pt->numeric = (char *)numeric_point(o, &sw, pt,
-			    &status);
-		v[i].audit = pt->audit;
-		v[i].label = pt->label;
-		v[i].seconds = output_now() - t0;
-		progress_update((int64_t)i + 1);
+			pt->numeric = numeric_point(o, &sw, pt, &c, &status);
+		cfg_free(&c);
+		pt->seconds = output_now() - t0;
 	}
 	progress_end();
-	if (o->format == FORMAT_TEXT) {
-		/* The matrix replaces the per-mesh reports. */
-		rc = print_matrix(&sw, o->quiet);
-		if (o->junit != NULL && output_junit(o->junit, v, sw.npoints,
-		    "gradaudit.sweep") != EXIT_OK)
-			rc = EXIT_RUNTIME;
+	if (json) {
+		json_end_array(&js);
+		rc = EXIT_OK;
+		for (i = 0; i < sw.npoints; i++)
+			if (sw.points[i].failed)
+				rc = EXIT_WRONG;
 	} else
-		rc = output_audits(o, v, sw.npoints, true, "gradaudit.sweep");
+		rc = print_matrix(&sw, o->quiet);
+	if (o->junit != NULL && write_junit(o->junit, &sw) != EXIT_OK)
+		rc = EXIT_RUNTIME;
 	if (status == EXIT_OK || rc == EXIT_RUNTIME)
 		status = rc;
 	for (i = 0; i < sw.npoints; i++) {
-		audit_free(sw.points[i].audit);
-		free(sw.points[i].audit);
 		free(sw.points[i].label);
-		cfg_free(&sw.points[i].config);
+		free(sw.points[i].families);
+		free(sw.points[i].failure_text);
+		free(sw.points[i].failure_message);
 	}
+	for (f = 0; f < sw.nfamilies; f++)
+		free(sw.families[f]);
+	free(sw.families);
 	free(sw.points);
 	free(sw.vary);
-	free(v);
 	config_list_free(&list);
 	return status;
 }
