@@ -1,0 +1,1684 @@
+/*
+ * The configuration loader (SPEC sections 2, 3 and 5): YAML read through
+ * libyaml's event API straight into struct config, then the --set overrides,
+ * the defaults and the mesh constraints.
+ *
+ * One table of keys (keys[] below) drives everything that depends on the
+ * schema: which key may appear under which mapping, how its value is parsed
+ * and range-checked, what --set may name, which spelling a misspelt key was
+ * probably meant to be, and the defaults.  One table of constraints
+ * (constraints[]) serves both the loader and sweep, through
+ * find_violation().
+ *
+ * The event API lets the loader stop at the first node that does not fit the
+ * schema, so hostile input (deep nesting, huge documents, aliases) never gets
+ * further than the first wrong event, and every error has the exact mark of
+ * the node at fault.  Every error prints exactly one line on stderr.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "config.h"
+#include "xmalloc.h"
+
+/* Enumerations are stored through an int pointer by the key table. */
+_Static_assert(sizeof(enum embedding_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum router_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
+_Static_assert(KEY__COUNT <= 64, "cfg_key bits must fit in 'given'");
+
+enum key_type {
+	TYPE_MAP,		/* a mapping of further keys */
+	TYPE_STRING,		/* a one-line label */
+	TYPE_INT,		/* a decimal int within [min, max] */
+	TYPE_INT64,		/* a decimal int64_t within [min, max] */
+	TYPE_BOOL,		/* true/false, yes/no, on/off */
+	TYPE_ENUM		/* one of words[], stored as its index */
+};
+
+struct key_def {
+	const char		*path;	/* dotted path, "mesh.tp" */
+	enum cfg_key		 parent; /* ROOT for the top level */
+	enum key_type		 type;
+	size_t			 offset; /* the field; for a mapping its presence flag */
+	int64_t			 min, max;
+	int64_t			 def;	/* default (DEFAULT_PP: the value of mesh.pp) */
+	const char *const	*words;	/* spellings of an enum, NULL-terminated */
+};
+
+#define ROOT		KEY__COUNT
+#define NO_FIELD	SIZE_MAX
+#define DEFAULT_PP	(-1)
+#define BIT(k)		((uint64_t)1 << (k))
+
+/* Longest scalar text quoted back in a message, in bytes of the input. */
+#define QUOTE_MAX	40
+/* Room for QUOTE_MAX bytes escaped as \xNN and an ellipsis, then quotes. */
+#define QUOTE_SIZE	(QUOTE_MAX * 4 + 16)
+#define QUOTED_SIZE	(QUOTE_SIZE + 2)
+/* Room for describe(): a quoted scalar and a few words. */
+#define GOT_SIZE	(QUOTED_SIZE + 48)
+/* Room for any message the loader builds. */
+#define MSG_SIZE	1024
+
+static const char *const embedding_words[] = {
+	"before-dp", "after-dp", "separate-bucket", NULL
+};
+static const char *const router_words[] = {
+	"auto", "tp-all-reduce", "none", NULL
+};
+static const char *const expert_input_words[] = {
+	"etp-all-reduce", "none", NULL
+};
+static const char *const sp_param_words[] = { "tp-all-reduce", "none", NULL };
+static const char *const divisor_words[] = { "dp", "edp", NULL };
+static const char *const score_words[] = { "softmax", "sigmoid", NULL };
+
+#define F(member)	offsetof(struct config, member)
+#define SECTION(p, parent, presence) \
+	{ p, parent, TYPE_MAP, presence, 0, 0, 0, NULL }
+#define INTEGER(p, parent, member, min, max, def) \
+	{ p, parent, TYPE_INT, F(member), min, max, def, NULL }
+#define FLAG(p, parent, member) \
+	{ p, parent, TYPE_BOOL, F(member), 0, 1, 0, NULL }
+#define WORD(p, parent, member, words) \
+	{ p, parent, TYPE_ENUM, F(member), 0, 0, 0, words }
+
+/*
+ * The schema of SPEC section 3.  Entries follow enum cfg_key, so parents come
+ * before their children and mesh.pp is defaulted before model.layers, whose
+ * default it is.
+ *
+ * A present "moe: {}" means a MoE model with 4 experts, top_k 2 and an
+ * expert_ffn of 8: the smallest sizes for which top-k routing, ep sharding
+ * up to 4 and etp sharding up to 8 are all meaningful, like the dense
+ * defaults (ffn 16 = 2 * expert_ffn).
+ */
+static const struct key_def keys[KEY__COUNT] = {
+	[KEY_NAME] = { "name", ROOT, TYPE_STRING, F(name), 0, 0, 0, NULL },
+	[KEY_MESH] = SECTION("mesh", ROOT, NO_FIELD),
+	[KEY_DP] = INTEGER("mesh.dp", KEY_MESH, mesh.dp, 1, CFG_MAX_MESH_DIM, 1),
+	[KEY_PP] = INTEGER("mesh.pp", KEY_MESH, mesh.pp, 1, CFG_MAX_MESH_DIM, 1),
+	[KEY_TP] = INTEGER("mesh.tp", KEY_MESH, mesh.tp, 1, CFG_MAX_MESH_DIM, 1),
+	[KEY_EP] = INTEGER("mesh.ep", KEY_MESH, mesh.ep, 1, CFG_MAX_MESH_DIM, 1),
+	[KEY_ETP] = INTEGER("mesh.etp", KEY_MESH, mesh.etp, 1,
+	    CFG_MAX_MESH_DIM, 1),
+	[KEY_MODEL] = SECTION("model", ROOT, NO_FIELD),
+	[KEY_VOCAB] = INTEGER("model.vocab", KEY_MODEL, model.vocab, 1,
+	    CFG_MAX_MODEL_DIM, 32),
+	[KEY_HIDDEN] = INTEGER("model.hidden", KEY_MODEL, model.hidden, 1,
+	    CFG_MAX_MODEL_DIM, 8),
+	[KEY_FFN] = INTEGER("model.ffn", KEY_MODEL, model.ffn, 1,
+	    CFG_MAX_MODEL_DIM, 16),
+	[KEY_LAYERS] = INTEGER("model.layers", KEY_MODEL, model.layers, 1,
+	    CFG_MAX_LAYERS, DEFAULT_PP),
+	[KEY_SEQ] = INTEGER("model.seq", KEY_MODEL, model.seq, 1,
+	    CFG_MAX_MODEL_DIM, 8),
+	[KEY_MICRO_BATCH] = INTEGER("model.micro_batch", KEY_MODEL,
+	    model.micro_batch, 1, CFG_MAX_MODEL_DIM, 2),
+	[KEY_TIE_EMBEDDINGS] = FLAG("model.tie_embeddings", KEY_MODEL,
+	    model.tie_embeddings),
+	[KEY_MOE] = SECTION("model.moe", KEY_MODEL, F(model.has_moe)),
+	[KEY_EXPERTS] = INTEGER("model.moe.experts", KEY_MOE,
+	    model.moe.experts, 1, CFG_MAX_EXPERTS, 4),
+	[KEY_TOP_K] = INTEGER("model.moe.top_k", KEY_MOE, model.moe.top_k, 1,
+	    CFG_MAX_EXPERTS, 2),
+	[KEY_EXPERT_FFN] = INTEGER("model.moe.expert_ffn", KEY_MOE,
+	    model.moe.expert_ffn, 1, CFG_MAX_MODEL_DIM, 8),
+	[KEY_SCORE_BEFORE_EXPERTS] = FLAG("model.moe.score_before_experts",
+	    KEY_MOE, model.moe.score_before_experts),
+	[KEY_SHARED_EXPERTS] = INTEGER("model.moe.shared_experts", KEY_MOE,
+	    model.moe.shared_experts, 0, CFG_MAX_EXPERTS, 0),
+	[KEY_SCORE_FUNC] = WORD("model.moe.score_func", KEY_MOE,
+	    model.moe.score_func, score_words),
+	[KEY_EVERY] = INTEGER("model.moe.every", KEY_MOE, model.moe.every, 1,
+	    CFG_MAX_LAYERS, 1),
+	[KEY_TRAINING] = SECTION("training", ROOT, NO_FIELD),
+	[KEY_DISTRIBUTED_OPTIMIZER] = FLAG("training.distributed_optimizer",
+	    KEY_TRAINING, training.distributed_optimizer),
+	[KEY_SEQUENCE_PARALLEL] = FLAG("training.sequence_parallel",
+	    KEY_TRAINING, training.sequence_parallel),
+	[KEY_AVERAGE_IN_COLLECTIVE] = FLAG("training.average_in_collective",
+	    KEY_TRAINING, training.average_in_collective),
+	[KEY_BUCKET_ELEMS] = { "training.bucket_elems", KEY_TRAINING,
+	    TYPE_INT64, F(training.bucket_elems), 0, INT64_MAX, 0, NULL },
+	[KEY_SYNC] = SECTION("sync", ROOT, NO_FIELD),
+	[KEY_EMBEDDING_GRAD] = WORD("sync.embedding_grad", KEY_SYNC,
+	    sync.embedding_grad, embedding_words),
+	[KEY_ROUTER_GRAD] = WORD("sync.router_grad", KEY_SYNC,
+	    sync.router_grad, router_words),
+	[KEY_EXPERT_INPUT_GRAD] = WORD("sync.expert_input_grad", KEY_SYNC,
+	    sync.expert_input_grad, expert_input_words),
+	[KEY_SP_PARAM_GRAD] = WORD("sync.sp_param_grad", KEY_SYNC,
+	    sync.sp_param_grad, sp_param_words),
+	[KEY_EXPERT_GRAD_DIVISOR] = WORD("sync.expert_grad_divisor", KEY_SYNC,
+	    sync.expert_grad_divisor, divisor_words),
+};
+
+/* The state of one cfg_load call. */
+struct loader {
+	const char			*path;
+	const unsigned char		*text;	/* the file, for reader errors */
+	size_t				 len;
+	yaml_parser_t			*parser; /* the file's, or a --set value's */
+	const struct cfg_override	*ovr;	/* the --set being applied */
+	const struct cfg_override	*ovrs;
+	size_t				 novrs;
+	enum cfg_key			*ovr_keys; /* ovrs[i].key, resolved */
+	struct config_list		 list;	/* configs of this file so far */
+	size_t				 cap;	/* allocated length of list.v */
+	struct config			*cfg;	/* the one being filled */
+	/* Which --set wrote each key of cfg last (NULL: the file did). */
+	const struct cfg_override	*origin[KEY__COUNT];
+	bool				 is_list;
+};
+
+/*
+ * Small helpers on the key table.
+ */
+
+static const char *
+key_leaf(enum cfg_key k)
+{
+	const char	*dot = strrchr(keys[k].path, '.');
+
+	return dot != NULL ? dot + 1 : keys[k].path;
+}
+
+static void *
+key_field(struct config *c, enum cfg_key k)
+{
+	return (char *)c + keys[k].offset;
+}
+
+static int64_t
+key_get(const struct config *c, enum cfg_key k)
+{
+	const void	*p = (const char *)c + keys[k].offset;
+
+	switch (keys[k].type) {
+	case TYPE_INT:
+	case TYPE_ENUM:
+		return *(const int *)p;
+	case TYPE_INT64:
+		return *(const int64_t *)p;
+	case TYPE_BOOL:
+		return *(const bool *)p;
+	case TYPE_MAP:
+		return keys[k].offset == NO_FIELD || *(const bool *)p;
+	case TYPE_STRING:
+		break;
+	}
+	fatalx("key_get on %s", keys[k].path);
+}
+
+static void
+key_set(struct config *c, enum cfg_key k, int64_t v)
+{
+	void	*p = key_field(c, k);
+
+	switch (keys[k].type) {
+	case TYPE_INT:
+	case TYPE_ENUM:
+		*(int *)p = (int)v;
+		return;
+	case TYPE_INT64:
+		*(int64_t *)p = v;
+		return;
+	case TYPE_BOOL:
+		*(bool *)p = v != 0;
+		return;
+	case TYPE_MAP:
+		if (keys[k].offset != NO_FIELD)
+			*(bool *)p = v != 0;
+		return;
+	case TYPE_STRING:
+		break;
+	}
+	fatalx("key_set on %s", keys[k].path);
+}
+
+/* The child of parent spelt s[0..len), or KEY__COUNT. */
+static enum cfg_key
+key_child(enum cfg_key parent, const char *s, size_t len)
+{
+	const char	*leaf;
+	int		 k;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (keys[k].parent != parent)
+			continue;
+		leaf = key_leaf((enum cfg_key)k);
+		if (strlen(leaf) == len && memcmp(leaf, s, len) == 0)
+			return (enum cfg_key)k;
+	}
+	return KEY__COUNT;
+}
+
+/*
+ * A key is active unless it lies under an absent optional mapping: the
+ * fields of model.moe mean nothing in a dense model.
+ */
+static bool
+key_active(const struct config *c, enum cfg_key k)
+{
+	for (k = keys[k].parent; k != ROOT; k = keys[k].parent)
+		if (!key_get(c, k))
+			return false;
+	return true;
+}
+
+/*
+ * Message building.  Every piece of input quoted back is escaped and cut to
+ * QUOTE_MAX bytes, so that a message stays one readable line whatever the
+ * input holds.
+ */
+
+static void
+append(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void
+append(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list	 ap;
+	size_t	 used = strlen(buf);
+
+	if (used + 1 >= size)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(buf + used, size - used, fmt, ap);
+	va_end(ap);
+}
+
+/* Escape s[0..len) into buf, at most QUOTE_MAX input bytes. */
+static void
+escape(char *buf, size_t size, const unsigned char *s, size_t len)
+{
+	size_t	 i, n = len;
+
+	buf[0] = '\0';
+	if (n > QUOTE_MAX) {
+		/* Cut at a character boundary, not inside a UTF-8 sequence. */
+		n = QUOTE_MAX;
+		while (n > 0 && (s[n] & 0xc0) == 0x80)
+			n--;
+	}
+	for (i = 0; i < n; i++) {
+		if (s[i] == '"' || s[i] == '\\')
+			append(buf, size, "\\%c", s[i]);
+		else if (s[i] == '\n')
+			append(buf, size, "\\n");
+		else if (s[i] == '\t')
+			append(buf, size, "\\t");
+		else if (s[i] < 0x20 || s[i] == 0x7f)
+			append(buf, size, "\\x%02x", s[i]);
+		else
+			append(buf, size, "%c", s[i]);
+	}
+	if (n < len)
+		append(buf, size, "...");
+}
+
+static void
+quote(char *buf, size_t size, const unsigned char *s, size_t len)
+{
+	char	 esc[QUOTE_SIZE];
+
+	escape(esc, sizeof(esc), s, len);
+	snprintf(buf, size, "\"%s\"", esc);
+}
+
+static bool
+is_null_scalar(const yaml_event_t *ev)
+{
+	const char	*s = (const char *)ev->data.scalar.value;
+	size_t		 len = ev->data.scalar.length;
+
+	if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+		return false;
+	return len == 0 || (len == 1 && s[0] == '~') ||
+	    (len == 4 && (memcmp(s, "null", 4) == 0 ||
+	    memcmp(s, "Null", 4) == 0 || memcmp(s, "NULL", 4) == 0));
+}
+
+/* What a node is, for "expected X, got Y". */
+static void
+describe(char *buf, size_t size, const yaml_event_t *ev)
+{
+	char	 q[QUOTED_SIZE];
+
+	switch (ev->type) {
+	case YAML_SCALAR_EVENT:
+		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+		    ev->data.scalar.length == 0) {
+			snprintf(buf, size, "an empty value");
+			break;
+		}
+		quote(q, sizeof(q), ev->data.scalar.value,
+		    ev->data.scalar.length);
+		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			snprintf(buf, size, "%s", q);
+		else
+			snprintf(buf, size, "the quoted string %s", q);
+		break;
+	case YAML_MAPPING_START_EVENT:
+		snprintf(buf, size, "a mapping");
+		break;
+	case YAML_SEQUENCE_START_EVENT:
+		snprintf(buf, size, "a sequence");
+		break;
+	case YAML_ALIAS_EVENT:
+		snprintf(buf, size, "an alias (aliases are not supported)");
+		break;
+	default:
+		snprintf(buf, size, "nothing");
+		break;
+	}
+}
+
+/* "a, b or c" */
+static void
+word_list(char *buf, size_t size, const char *const *words)
+{
+	size_t	 i;
+
+	buf[0] = '\0';
+	for (i = 0; words[i] != NULL; i++) {
+		if (i > 0)
+			append(buf, size, words[i + 1] == NULL ? " or " : ", ");
+		append(buf, size, "%s", words[i]);
+	}
+}
+
+/* "a positive integer", "true or false", ... for key k. */
+static void
+expectation(char *buf, size_t size, enum cfg_key k)
+{
+	char	 list[MSG_SIZE / 2];
+
+	switch (keys[k].type) {
+	case TYPE_INT:
+	case TYPE_INT64:
+		snprintf(buf, size, "%s", keys[k].min > 0 ?
+		    "a positive integer" : "a non-negative integer");
+		break;
+	case TYPE_BOOL:
+		snprintf(buf, size, "true or false");
+		break;
+	case TYPE_ENUM:
+		word_list(list, sizeof(list), keys[k].words);
+		snprintf(buf, size, "one of %s", list);
+		break;
+	case TYPE_STRING:
+		snprintf(buf, size, "a one-line name");
+		break;
+	case TYPE_MAP:
+		snprintf(buf, size, "a mapping");
+		break;
+	}
+}
+
+/*
+ * Diagnostics.  The location is a --set, a file position, or the file
+ * alone; the key part is omitted for errors about the whole document.
+ */
+
+static struct cfg_mark
+to_mark(const yaml_mark_t *m)
+{
+	struct cfg_mark	 cm;
+
+	cm.line = m->line >= INT_MAX ? INT_MAX : (int)m->line + 1;
+	cm.col = m->column >= INT_MAX ? INT_MAX : (int)m->column + 1;
+	return cm;
+}
+
+/*
+ * Write one line, with any control character in it made visible, in one
+ * call: stderr is unbuffered, and a line written piecemeal could interleave
+ * with another process's (MPI ranks share the terminal).
+ */
+static void
+emit(const char *line)
+{
+	const unsigned char	*p;
+	char			*out, *o;
+
+	o = out = xreallocarray(NULL, strlen(line) + 1, 4);
+	for (p = (const unsigned char *)line; *p != '\0'; p++) {
+		if (*p < 0x20 || *p == 0x7f)
+			o += sprintf(o, "\\x%02x", *p);
+		else
+			*o++ = (char)*p;
+	}
+	*o++ = '\n';
+	fwrite(out, 1, (size_t)(o - out), stderr);
+	free(out);
+}
+
+static void
+report(const struct loader *ld, const struct cfg_override *ovr,
+    struct cfg_mark m, const char *key, const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+
+static void
+report(const struct loader *ld, const struct cfg_override *ovr,
+    struct cfg_mark m, const char *key, const char *fmt, ...)
+{
+	char	 msg[MSG_SIZE], *where, *line;
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (ovr != NULL)
+		xasprintf(&where, "--set %s=%s", ovr->key, ovr->value);
+	else if (m.line > 0)
+		xasprintf(&where, "%s:%d:%d", ld->path, m.line, m.col);
+	else
+		where = xstrdup(ld->path);
+	if (key != NULL)
+		xasprintf(&line, "%s: %s: %s: %s", progname, where, key, msg);
+	else
+		xasprintf(&line, "%s: %s: %s", progname, where, msg);
+	emit(line);
+	free(line);
+	free(where);
+}
+
+/* An error at a node of the input being read (file or --set value). */
+static void
+error_at(const struct loader *ld, const yaml_mark_t *m, const char *key,
+    const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+
+static void
+error_at(const struct loader *ld, const yaml_mark_t *m, const char *key,
+    const char *fmt, ...)
+{
+	char	 msg[MSG_SIZE];
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	report(ld, ld->ovr, to_mark(m), key, "%s", msg);
+}
+
+/* libyaml's own description of a syntax or encoding error. */
+static void
+syntax_error(const struct loader *ld)
+{
+	const yaml_parser_t	*p = ld->parser;
+	const char		*problem;
+	struct cfg_mark		 m = { 1, 1 };
+	char			 msg[MSG_SIZE];
+	size_t			 i;
+
+	if (p->error == YAML_MEMORY_ERROR) {
+		errno = ENOMEM;
+		fatal("libyaml");
+	}
+	problem = p->problem != NULL ? p->problem : "invalid YAML";
+	snprintf(msg, sizeof(msg), "%s", problem);
+	if (p->error == YAML_READER_ERROR) {
+		/*
+		 * The reader reports a byte offset, not a mark: count lines
+		 * in the file up to it.
+		 */
+		if (p->problem_value != -1)
+			append(msg, sizeof(msg), " (#%X)",
+			    (unsigned)p->problem_value);
+		for (i = 0; ld->ovr == NULL && i < p->problem_offset &&
+		    i < ld->len; i++) {
+			if (ld->text[i] == '\n') {
+				m.line++;
+				m.col = 1;
+			} else
+				m.col++;
+		}
+	} else {
+		m = to_mark(&p->problem_mark);
+		if (p->context != NULL)
+			append(msg, sizeof(msg), " (%s that started at %d:%d)",
+			    p->context, to_mark(&p->context_mark).line,
+			    to_mark(&p->context_mark).col);
+	}
+	report(ld, ld->ovr, m, NULL, "%s", msg);
+}
+
+static int
+next_event(struct loader *ld, yaml_event_t *ev)
+{
+	if (yaml_parser_parse(ld->parser, ev))
+		return 0;
+	syntax_error(ld);
+	return -1;
+}
+
+/*
+ * Suggestions for unknown keys.
+ */
+
+/* Levenshtein distance, or INT_MAX for strings too long to be keys. */
+static int
+edit_distance(const char *a, size_t la, const char *b, size_t lb)
+{
+	int	 prev[34], cur[34], i, j, cost;
+
+	if (la > 32 || lb > 32)
+		return INT_MAX;
+	for (j = 0; j <= (int)lb; j++)
+		prev[j] = j;
+	for (i = 1; i <= (int)la; i++) {
+		cur[0] = i;
+		for (j = 1; j <= (int)lb; j++) {
+			cost = a[i - 1] == b[j - 1] ? 0 : 1;
+			cur[j] = prev[j - 1] + cost;
+			if (prev[j] + 1 < cur[j])
+				cur[j] = prev[j] + 1;
+			if (cur[j - 1] + 1 < cur[j])
+				cur[j] = cur[j - 1] + 1;
+		}
+		memcpy(prev, cur, sizeof(prev));
+	}
+	return prev[lb];
+}
+
+static size_t
+common_prefix(const char *s, size_t len, const char *word)
+{
+	size_t	 i;
+
+	for (i = 0; i < len && word[i] != '\0' && s[i] == word[i]; i++)
+		continue;
+	return i;
+}
+
+/*
+ * The hint after 'unknown key "..."': the nearest key at the same level
+ * (within two edits, and not a complete rewrite of a short word), or the
+ * same word at another level (a key indented under the wrong mapping), or
+ * the list of keys valid here.  full_paths names suggestions by their
+ * dotted path, as --set needs.
+ */
+static void
+unknown_hint(char *buf, size_t size, enum cfg_key parent, const char *s,
+    size_t len, bool full_paths)
+{
+	const char	*leaf;
+	int		 k, d, best = KEY__COUNT, best_d = INT_MAX;
+	bool		 first = true;
+
+	buf[0] = '\0';
+	if (parent != ROOT && keys[parent].type != TYPE_MAP) {
+		snprintf(buf, size, "%s takes a value, not keys",
+		    keys[parent].path);
+		return;
+	}
+	if (len == 2 && memcmp(s, "<<", 2) == 0) {
+		snprintf(buf, size,
+		    "merge keys and aliases are not supported: "
+		    "write each configuration out");
+		return;
+	}
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (keys[k].parent != parent)
+			continue;
+		leaf = key_leaf((enum cfg_key)k);
+		d = edit_distance(s, len, leaf, strlen(leaf));
+		if (d > 2 || d >= (int)len || d > best_d)
+			continue;
+		/* Of equally near keys, the one that starts alike. */
+		if (d < best_d || common_prefix(s, len, leaf) >
+		    common_prefix(s, len, key_leaf((enum cfg_key)best))) {
+			best = k;
+			best_d = d;
+		}
+	}
+	if (best != KEY__COUNT) {
+		snprintf(buf, size, "did you mean \"%s\"?", full_paths ?
+		    keys[best].path : key_leaf((enum cfg_key)best));
+		return;
+	}
+	for (k = 0; k < KEY__COUNT; k++) {
+		leaf = key_leaf((enum cfg_key)k);
+		if (strlen(leaf) == len && memcmp(leaf, s, len) == 0) {
+			snprintf(buf, size, "did you mean \"%s\"?",
+			    keys[k].path);
+			return;
+		}
+	}
+	snprintf(buf, size, "valid keys: ");
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (keys[k].parent != parent)
+			continue;
+		append(buf, size, "%s%s", first ? "" : ", ",
+		    key_leaf((enum cfg_key)k));
+		first = false;
+	}
+}
+
+/*
+ * Resolve the dotted path of a --set before any file is read, so that a
+ * misspelt override is reported even when the file is broken too.
+ */
+static int
+resolve_override(const char *path, enum cfg_key *out)
+{
+	const char	*seg = path, *dot;
+	enum cfg_key	 parent = ROOT, k;
+	size_t		 len;
+	char		 hint[MSG_SIZE], q[QUOTED_SIZE], *line;
+
+	for (;;) {
+		dot = strchr(seg, '.');
+		len = dot != NULL ? (size_t)(dot - seg) : strlen(seg);
+		k = KEY__COUNT;
+		if (parent == ROOT || keys[parent].type == TYPE_MAP)
+			k = key_child(parent, seg, len);
+		if (k == KEY__COUNT) {
+			unknown_hint(hint, sizeof(hint), parent, seg, len,
+			    true);
+			quote(q, sizeof(q), (const unsigned char *)path,
+			    strlen(path));
+			/* No value is involved yet: name the key alone. */
+			xasprintf(&line, "%s: --set %s: unknown key %s (%s)",
+			    progname, path, q, hint);
+			emit(line);
+			free(line);
+			return -1;
+		}
+		if (dot == NULL)
+			break;
+		parent = k;
+		seg = dot + 1;
+	}
+	*out = k;
+	return 0;
+}
+
+/*
+ * Values.
+ */
+
+enum int_parse { INT_BAD, INT_OK, INT_HUGE };
+
+/*
+ * A plain decimal integer with an optional sign.  Huge magnitudes are
+ * reported as such rather than wrapped; a negative value is only ever below
+ * the minimum, so its magnitude does not matter.
+ */
+static enum int_parse
+parse_integer(const unsigned char *s, size_t len, int64_t *out)
+{
+	uint64_t	 v = 0, digit;
+	size_t		 i = 0;
+	bool		 neg = false, huge = false;
+
+	if (len > 0 && (s[0] == '+' || s[0] == '-')) {
+		neg = s[0] == '-';
+		i++;
+	}
+	if (i == len)
+		return INT_BAD;
+	for (; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return INT_BAD;
+		digit = (uint64_t)(s[i] - '0');
+		if (huge || v > ((uint64_t)INT64_MAX - digit) / 10)
+			huge = true;
+		else
+			v = v * 10 + digit;
+	}
+	if (neg) {
+		*out = v == 0 && !huge ? 0 : -1;
+		return INT_OK;
+	}
+	if (huge)
+		return INT_HUGE;
+	*out = (int64_t)v;
+	return INT_OK;
+}
+
+static bool
+ascii_caseeq(const unsigned char *s, size_t len, const char *word)
+{
+	size_t	 i;
+	int	 a, b;
+
+	if (strlen(word) != len)
+		return false;
+	for (i = 0; i < len; i++) {
+		a = s[i] >= 'A' && s[i] <= 'Z' ? s[i] - 'A' + 'a' : s[i];
+		b = (unsigned char)word[i];
+		if (a != b)
+			return false;
+	}
+	return true;
+}
+
+static int
+load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+{
+	const struct key_def	*d = &keys[k];
+	char			 what[MSG_SIZE], got[GOT_SIZE];
+	enum int_parse		 r = INT_BAD;
+	int64_t			 v = 0;
+
+	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+		r = parse_integer(ev->data.scalar.value,
+		    ev->data.scalar.length, &v);
+	expectation(what, sizeof(what), k);
+	describe(got, sizeof(got), ev);
+	if (r == INT_BAD || (r == INT_OK && v < d->min)) {
+		error_at(ld, &ev->start_mark, d->path, "expected %s, got %s",
+		    what, got);
+		return -1;
+	}
+	if (r == INT_HUGE || v > d->max) {
+		error_at(ld, &ev->start_mark, d->path,
+		    "expected %s at most %" PRId64 ", got %s", what, d->max,
+		    got);
+		return -1;
+	}
+	key_set(ld->cfg, k, v);
+	return 0;
+}
+
+static int
+load_bool(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+{
+	static const char *const yes[] = { "true", "yes", "on" };
+	static const char *const no[] = { "false", "no", "off" };
+	const unsigned char	*s = ev->data.scalar.value;
+	size_t			 i, len = ev->data.scalar.length;
+	char			 got[GOT_SIZE];
+
+	for (i = 0; ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    i < sizeof(yes) / sizeof(yes[0]); i++) {
+		if (ascii_caseeq(s, len, yes[i]) || ascii_caseeq(s, len, no[i])) {
+			key_set(ld->cfg, k, ascii_caseeq(s, len, yes[i]));
+			return 0;
+		}
+	}
+	describe(got, sizeof(got), ev);
+	error_at(ld, &ev->start_mark, keys[k].path,
+	    "expected true or false, got %s", got);
+	return -1;
+}
+
+static int
+load_enum(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+{
+	const char *const	*w = keys[k].words;
+	size_t			 i, len = ev->data.scalar.length;
+	char			 list[MSG_SIZE], got[QUOTED_SIZE];
+
+	for (i = 0; w[i] != NULL; i++) {
+		if (strlen(w[i]) == len &&
+		    memcmp(w[i], ev->data.scalar.value, len) == 0) {
+			key_set(ld->cfg, k, (int64_t)i);
+			return 0;
+		}
+	}
+	word_list(list, sizeof(list), w);
+	quote(got, sizeof(got), ev->data.scalar.value, len);
+	error_at(ld, &ev->start_mark, keys[k].path,
+	    "unknown value %s: expected %s", got, list);
+	return -1;
+}
+
+static int
+load_string(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+{
+	const unsigned char	*s = ev->data.scalar.value;
+	size_t			 i, len = ev->data.scalar.length;
+	char			 what[MSG_SIZE], got[GOT_SIZE], **field;
+	bool			 ok = len > 0 && !is_null_scalar(ev);
+
+	/* Names label report rows and JSON: one printable line. */
+	for (i = 0; ok && i < len; i++)
+		if (s[i] < 0x20 || s[i] == 0x7f)
+			ok = false;
+	if (!ok) {
+		expectation(what, sizeof(what), k);
+		describe(got, sizeof(got), ev);
+		error_at(ld, &ev->start_mark, keys[k].path,
+		    "expected %s, got %s", what, got);
+		return -1;
+	}
+	field = key_field(ld->cfg, k);
+	free(*field);
+	*field = xmalloc(len + 1);
+	memcpy(*field, s, len);
+	(*field)[len] = '\0';
+	return 0;
+}
+
+static int	load_mapping(struct loader *, enum cfg_key);
+
+/* The value of key k, whose first event is ev. */
+static int
+load_value(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+{
+	char	 what[MSG_SIZE], got[GOT_SIZE];
+
+	if (ev->type == YAML_ALIAS_EVENT) {
+		error_at(ld, &ev->start_mark, keys[k].path,
+		    "aliases are not supported: write the value out");
+		return -1;
+	}
+	if (keys[k].type == TYPE_MAP && ev->type == YAML_MAPPING_START_EVENT) {
+		key_set(ld->cfg, k, 1);
+		return load_mapping(ld, k);
+	}
+	if (keys[k].type == TYPE_MAP || ev->type != YAML_SCALAR_EVENT) {
+		expectation(what, sizeof(what), k);
+		describe(got, sizeof(got), ev);
+		error_at(ld, &ev->start_mark, keys[k].path,
+		    "expected %s, got %s%s", what, got,
+		    keys[k].type == TYPE_MAP && is_null_scalar(ev) ?
+		    " (write {} for all defaults)" : "");
+		return -1;
+	}
+	switch (keys[k].type) {
+	case TYPE_INT:
+	case TYPE_INT64:
+		return load_integer(ld, k, ev);
+	case TYPE_BOOL:
+		return load_bool(ld, k, ev);
+	case TYPE_ENUM:
+		return load_enum(ld, k, ev);
+	case TYPE_STRING:
+		return load_string(ld, k, ev);
+	case TYPE_MAP:
+		break;
+	}
+	fatalx("load_value: %s", keys[k].path);
+}
+
+/* Note that key k was written, and where: a --set has no position. */
+static void
+record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
+{
+	struct config	*c = ld->cfg;
+
+	c->given |= BIT(k);
+	ld->origin[k] = ld->ovr;
+	if (ld->ovr != NULL || m == NULL)
+		c->marks[k] = (struct cfg_mark){ 0, 0 };
+	else
+		c->marks[k] = to_mark(m);
+}
+
+static int
+load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
+    uint64_t *seen)
+{
+	const char		*ppath = parent == ROOT ? NULL : keys[parent].path;
+	yaml_event_t		 vev;
+	enum cfg_key		 k;
+	char			 got[GOT_SIZE], esc[QUOTE_SIZE];
+	char			 path[MSG_SIZE], hint[MSG_SIZE];
+	int			 rc;
+
+	if (kev->type == YAML_ALIAS_EVENT) {
+		error_at(ld, &kev->start_mark, ppath,
+		    "aliases are not supported: write the key out");
+		return -1;
+	}
+	if (kev->type != YAML_SCALAR_EVENT) {
+		describe(got, sizeof(got), kev);
+		error_at(ld, &kev->start_mark, ppath,
+		    "expected a key name, got %s", got);
+		return -1;
+	}
+	k = key_child(parent, (const char *)kev->data.scalar.value,
+	    kev->data.scalar.length);
+	if (k == KEY__COUNT) {
+		escape(esc, sizeof(esc), kev->data.scalar.value,
+		    kev->data.scalar.length);
+		snprintf(path, sizeof(path), "%s%s%s", ppath != NULL ?
+		    ppath : "", ppath != NULL ? "." : "", esc);
+		unknown_hint(hint, sizeof(hint), parent,
+		    (const char *)kev->data.scalar.value,
+		    kev->data.scalar.length, false);
+		error_at(ld, &kev->start_mark, path,
+		    "unknown key \"%s\" (%s)", esc, hint);
+		return -1;
+	}
+	if (*seen & BIT(k)) {
+		if (ld->ovr == NULL)
+			error_at(ld, &kev->start_mark, keys[k].path,
+			    "duplicate key \"%s\" (first at line %d column %d)",
+			    key_leaf(k), ld->cfg->marks[k].line,
+			    ld->cfg->marks[k].col);
+		else
+			error_at(ld, &kev->start_mark, keys[k].path,
+			    "duplicate key \"%s\"", key_leaf(k));
+		return -1;
+	}
+	*seen |= BIT(k);
+	record_key(ld, k, &kev->start_mark);
+	if (next_event(ld, &vev) == -1)
+		return -1;
+	rc = load_value(ld, k, &vev);
+	yaml_event_delete(&vev);
+	return rc;
+}
+
+/* The pairs of a mapping whose start event has been read. */
+static int
+load_mapping(struct loader *ld, enum cfg_key parent)
+{
+	yaml_event_t	 ev;
+	uint64_t	 seen = 0;
+	int		 rc;
+
+	for (;;) {
+		if (next_event(ld, &ev) == -1)
+			return -1;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			return 0;
+		}
+		rc = load_pair(ld, parent, &ev, &seen);
+		yaml_event_delete(&ev);
+		if (rc == -1)
+			return -1;
+	}
+}
+
+/*
+ * Overrides.  The value of a --set is a little YAML document of its own,
+ * read by the same code as the file, so it follows the same type rules and
+ * may even be a flow mapping ("--set model.moe={}").
+ */
+static int
+apply_override(struct loader *ld, size_t i)
+{
+	const struct cfg_override	*o = &ld->ovrs[i];
+	yaml_parser_t			 vp, *saved = ld->parser;
+	yaml_event_t			 ev;
+	enum cfg_key			 k = ld->ovr_keys[i], p;
+	int				 rc = -1;
+
+	if (!yaml_parser_initialize(&vp))
+		fatal("yaml_parser_initialize");
+	yaml_parser_set_input_string(&vp, (const unsigned char *)o->value,
+	    strlen(o->value));
+	ld->parser = &vp;
+	ld->ovr = o;
+
+	/* Setting a key inside a mapping brings the mapping into being. */
+	for (p = keys[k].parent; p != ROOT; p = keys[p].parent) {
+		if (!(ld->cfg->given & BIT(p)))
+			record_key(ld, p, NULL);
+		key_set(ld->cfg, p, 1);
+	}
+	record_key(ld, k, NULL);
+
+	if (next_event(ld, &ev) == -1)		/* stream start */
+		goto out;
+	yaml_event_delete(&ev);
+	if (next_event(ld, &ev) == -1)
+		goto out;
+	if (ev.type == YAML_STREAM_END_EVENT) {
+		/*
+		 * An empty value holds no document at all: read it as the
+		 * empty plain scalar it stands for.  The event is built by
+		 * hand and owns nothing.
+		 */
+		memset(&ev, 0, sizeof(ev));
+		ev.type = YAML_SCALAR_EVENT;
+		ev.data.scalar.value = (yaml_char_t *)"";
+		ev.data.scalar.style = YAML_PLAIN_SCALAR_STYLE;
+		rc = load_value(ld, k, &ev);
+		goto out;
+	}
+	yaml_event_delete(&ev);			/* document start */
+	if (next_event(ld, &ev) == -1)
+		goto out;
+	rc = load_value(ld, k, &ev);
+	yaml_event_delete(&ev);
+	if (rc == -1)
+		goto out;
+	rc = -1;
+	if (next_event(ld, &ev) == -1)		/* document end */
+		goto out;
+	yaml_event_delete(&ev);
+	if (next_event(ld, &ev) == -1)
+		goto out;
+	if (ev.type != YAML_STREAM_END_EVENT)
+		error_at(ld, &ev.start_mark, keys[k].path,
+		    "expected one value, got several YAML documents");
+	else
+		rc = 0;
+	yaml_event_delete(&ev);
+out:
+	yaml_parser_delete(&vp);
+	ld->parser = saved;
+	ld->ovr = NULL;
+	return rc;
+}
+
+/*
+ * Defaults and constraints.
+ */
+
+static void
+apply_defaults(struct config *c)
+{
+	int	 k;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		if ((c->given & BIT(k)) || keys[k].type == TYPE_MAP ||
+		    keys[k].type == TYPE_STRING)
+			continue;
+		key_set(c, (enum cfg_key)k,
+		    keys[k].def == DEFAULT_PP ? c->mesh.pp : keys[k].def);
+	}
+}
+
+/*
+ * One constraint of SPEC section 5: holds() returns false and describes the
+ * failure in buf, naming values, not positions, since sweep uses the same
+ * text for meshes it built itself.  Integer ranges are checked before any of
+ * these, so the products below cannot overflow (each factor is at most
+ * 2^20, experts at most 2^12).
+ */
+struct constraint {
+	enum cfg_key	  key;		/* the key the message is about */
+	bool		  moe_only;	/* only when model.moe is present */
+	bool		(*holds)(const struct config *, char *, size_t);
+};
+
+static bool
+must_divide(char *buf, size_t size, const char *an, int64_t a,
+    const char *bn, int64_t b)
+{
+	if (a > 0 && b % a == 0)
+		return true;
+	snprintf(buf, size, "%s (%" PRId64 ") must divide %s (%" PRId64 ")",
+	    an, a, bn, b);
+	return false;
+}
+
+static bool
+must_be_divisible(char *buf, size_t size, const char *an, int64_t a,
+    const char *bn, int64_t b)
+{
+	if (b > 0 && a % b == 0)
+		return true;
+	snprintf(buf, size,
+	    "%s (%" PRId64 ") must be divisible by %s (%" PRId64 ")",
+	    an, a, bn, b);
+	return false;
+}
+
+static bool
+must_fit_param(char *buf, size_t size, const char *what, int64_t elems)
+{
+	if (elems <= CFG_MAX_PARAM_ELEMS)
+		return true;
+	snprintf(buf, size, "%s (%" PRId64 ") exceeds the limit of %" PRId64
+	    " elements per parameter", what, elems, CFG_MAX_PARAM_ELEMS);
+	return false;
+}
+
+static bool
+world_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 world = (int64_t)c->mesh.dp * c->mesh.pp * c->mesh.tp;
+
+	if (world <= CFG_MAX_WORLD)
+		return true;
+	snprintf(buf, size, "world size dp*pp*tp (%" PRId64
+	    ") must be at most %d", world, CFG_MAX_WORLD);
+	return false;
+}
+
+static bool
+etp_divides_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_divide(buf, size, "etp", c->mesh.etp, "tp", c->mesh.tp);
+}
+
+static bool
+expert_mesh_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_divide(buf, size, "ep*etp",
+	    (int64_t)c->mesh.ep * c->mesh.etp, "dp*tp",
+	    (int64_t)c->mesh.dp * c->mesh.tp);
+}
+
+static bool
+layers_split_over_pp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "layers", c->model.layers, "pp",
+	    c->mesh.pp);
+}
+
+static bool
+vocab_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "vocab", c->model.vocab, "tp",
+	    c->mesh.tp);
+}
+
+static bool
+ffn_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "ffn", c->model.ffn, "tp",
+	    c->mesh.tp);
+}
+
+static bool
+seq_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "seq", c->model.seq, "tp",
+	    c->mesh.tp);
+}
+
+static bool
+embedding_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "vocab*hidden",
+	    (int64_t)c->model.vocab * c->model.hidden);
+}
+
+static bool
+ffn_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "ffn*hidden",
+	    (int64_t)c->model.ffn * c->model.hidden);
+}
+
+static bool
+experts_split_over_ep(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "experts", c->model.moe.experts,
+	    "ep", c->mesh.ep);
+}
+
+static bool
+expert_ffn_split_over_etp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "expert_ffn",
+	    c->model.moe.expert_ffn, "etp", c->mesh.etp);
+}
+
+static bool
+top_k_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.moe.top_k <= c->model.moe.experts)
+		return true;
+	snprintf(buf, size, "top_k (%d) must be at most experts (%d)",
+	    c->model.moe.top_k, c->model.moe.experts);
+	return false;
+}
+
+static bool
+experts_fit(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "experts*expert_ffn*hidden",
+	    (int64_t)c->model.moe.experts * c->model.moe.expert_ffn *
+	    c->model.hidden);
+}
+
+static const struct constraint constraints[] = {
+	{ KEY_MESH, false, world_fits },
+	{ KEY_ETP, false, etp_divides_tp },
+	{ KEY_EP, false, expert_mesh_fits },
+	{ KEY_LAYERS, false, layers_split_over_pp },
+	{ KEY_VOCAB, false, vocab_split_over_tp },
+	{ KEY_FFN, false, ffn_split_over_tp },
+	{ KEY_SEQ, false, seq_split_over_tp },
+	{ KEY_VOCAB, false, embedding_fits },
+	{ KEY_FFN, false, ffn_fits },
+	{ KEY_EXPERTS, true, experts_split_over_ep },
+	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
+	{ KEY_TOP_K, true, top_k_fits },
+	{ KEY_EXPERTS, true, experts_fit },
+};
+
+/*
+ * The first violated rule, described in buf, with the key it concerns; or
+ * KEY__COUNT when the config is valid.  The integer ranges of the key table
+ * come first: they are checked on parsing already, but a default (layers =
+ * pp) or a mesh built by sweep can still break them.
+ */
+static enum cfg_key
+find_violation(const struct config *c, char *buf, size_t size)
+{
+	const struct key_def	*d;
+	size_t			 i;
+	int64_t			 v;
+	int			 k;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		d = &keys[k];
+		if ((d->type != TYPE_INT && d->type != TYPE_INT64) ||
+		    !key_active(c, (enum cfg_key)k))
+			continue;
+		v = key_get(c, (enum cfg_key)k);
+		if (v >= d->min && v <= d->max)
+			continue;
+		if (v < d->min)
+			snprintf(buf, size, "%s (%" PRId64 ") must be %s",
+			    key_leaf((enum cfg_key)k), v, d->min > 0 ?
+			    "positive" : "non-negative");
+		else
+			snprintf(buf, size, "%s (%" PRId64 ") must be at most %"
+			    PRId64, key_leaf((enum cfg_key)k), v, d->max);
+		return (enum cfg_key)k;
+	}
+	for (i = 0; i < sizeof(constraints) / sizeof(constraints[0]); i++) {
+		if (constraints[i].moe_only && !c->model.has_moe)
+			continue;
+		if (!constraints[i].holds(c, buf, size))
+			return constraints[i].key;
+	}
+	return KEY__COUNT;
+}
+
+/*
+ * Where to point at for a constraint on key k: the key itself, or, when it
+ * was left to its default, the mesh (whose sizes the defaults clash with),
+ * or the document.
+ */
+static void
+blame(const struct loader *ld, enum cfg_key k,
+    const struct cfg_override **ovr, struct cfg_mark *m)
+{
+	const struct config	*c = ld->cfg;
+
+	if (!(c->given & BIT(k)))
+		k = KEY_MESH;
+	if (c->given & BIT(k)) {
+		*ovr = ld->origin[k];
+		*m = c->marks[k];
+	} else {
+		*ovr = NULL;
+		*m = c->doc_mark;
+	}
+}
+
+static int
+finish_config(struct loader *ld)
+{
+	struct config			*c = ld->cfg;
+	const struct cfg_override	*ovr;
+	struct cfg_mark			 m;
+	enum cfg_key			 k;
+	char				 msg[MSG_SIZE];
+
+	if (!(c->given & BIT(KEY_MESH))) {
+		report(ld, NULL, c->doc_mark, NULL,
+		    "missing required key \"mesh\"");
+		return -1;
+	}
+	apply_defaults(c);
+	if ((k = find_violation(c, msg, sizeof(msg))) == KEY__COUNT)
+		return 0;
+	blame(ld, k, &ovr, &m);
+	report(ld, ovr, m, keys[k].path, "%s", msg);
+	return -1;
+}
+
+/*
+ * Documents.
+ */
+
+/* One configuration, from the mapping whose start event is at m. */
+static int
+load_config(struct loader *ld, const yaml_mark_t *m)
+{
+	struct config	*c;
+	size_t		 i;
+
+	/* Grow geometrically: a file may hold thousands of documents. */
+	if (ld->list.n == ld->cap) {
+		ld->cap = ld->cap == 0 ? 4 : ld->cap * 2;
+		ld->list.v = xreallocarray(ld->list.v, ld->cap,
+		    sizeof(*ld->list.v));
+	}
+	c = &ld->list.v[ld->list.n++];
+	memset(c, 0, sizeof(*c));
+	c->file = xstrdup(ld->path);
+	c->doc_index = ld->list.n - 1 > INT_MAX ? INT_MAX :
+	    (int)(ld->list.n - 1);
+	c->doc_mark = to_mark(m);
+	ld->cfg = c;
+	memset(ld->origin, 0, sizeof(ld->origin));
+
+	if (load_mapping(ld, ROOT) == -1)
+		return -1;
+	for (i = 0; i < ld->novrs; i++)
+		if (apply_override(ld, i) == -1)
+			return -1;
+	return finish_config(ld);
+}
+
+/* A sequence of configurations, whose start event is at m. */
+static int
+load_list(struct loader *ld, const yaml_mark_t *m)
+{
+	yaml_event_t	 ev;
+	size_t		 n = 0;
+	char		 got[GOT_SIZE];
+	int		 rc;
+
+	for (;; n++) {
+		if (next_event(ld, &ev) == -1)
+			return -1;
+		if (ev.type == YAML_SEQUENCE_END_EVENT)
+			break;
+		if (ev.type == YAML_MAPPING_START_EVENT)
+			rc = load_config(ld, &ev.start_mark);
+		else {
+			describe(got, sizeof(got), &ev);
+			error_at(ld, &ev.start_mark, NULL,
+			    "expected a configuration mapping, got %s", got);
+			rc = -1;
+		}
+		yaml_event_delete(&ev);
+		if (rc == -1)
+			return -1;
+	}
+	yaml_event_delete(&ev);
+	if (n == 0) {
+		error_at(ld, m, NULL, "empty list of configurations: "
+		    "expected mappings with at least \"mesh\"");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+load_document(struct loader *ld, const yaml_mark_t *docmark)
+{
+	yaml_event_t	 ev;
+	char		 got[GOT_SIZE];
+	int		 rc = -1;
+
+	if (next_event(ld, &ev) == -1)
+		return -1;
+	if (ev.type == YAML_MAPPING_START_EVENT)
+		rc = load_config(ld, &ev.start_mark);
+	else if (ev.type == YAML_SEQUENCE_START_EVENT) {
+		ld->is_list = true;
+		rc = load_list(ld, &ev.start_mark);
+	} else if (ev.type == YAML_SCALAR_EVENT && is_null_scalar(&ev))
+		error_at(ld, docmark, NULL, "empty configuration: "
+		    "expected a mapping with at least \"mesh\"");
+	else {
+		describe(got, sizeof(got), &ev);
+		error_at(ld, &ev.start_mark, NULL,
+		    "expected a mapping of configuration keys, got %s", got);
+	}
+	yaml_event_delete(&ev);
+	if (rc == -1)
+		return -1;
+	if (next_event(ld, &ev) == -1)		/* document end */
+		return -1;
+	yaml_event_delete(&ev);
+	return 0;
+}
+
+static int
+load_stream(struct loader *ld)
+{
+	yaml_event_t	 ev;
+	yaml_mark_t	 docmark;
+	size_t		 ndocs = 0;
+
+	if (next_event(ld, &ev) == -1)		/* stream start */
+		return -1;
+	yaml_event_delete(&ev);
+	for (;;) {
+		if (next_event(ld, &ev) == -1)
+			return -1;
+		if (ev.type == YAML_STREAM_END_EVENT)
+			break;
+		docmark = ev.start_mark;
+		yaml_event_delete(&ev);
+		ndocs++;
+		if (load_document(ld, &docmark) == -1)
+			return -1;
+	}
+	yaml_event_delete(&ev);
+	if (ndocs == 0) {
+		report(ld, NULL, (struct cfg_mark){ 1, 1 }, NULL,
+		    "empty configuration: "
+		    "expected a mapping with at least \"mesh\"");
+		return -1;
+	}
+	if (ndocs > 1)
+		ld->is_list = true;
+	return 0;
+}
+
+/*
+ * The default name is the file's base name without .yaml or .yml; the
+ * configs of a list are told apart by their position ("sweep#1").
+ */
+static void
+default_names(struct loader *ld)
+{
+	static const char *const suffixes[] = { ".yaml", ".yml" };
+	const char	*base = strrchr(ld->path, '/');
+	size_t		 i, n, slen;
+	struct config	*c;
+
+	base = base != NULL ? base + 1 : ld->path;
+	n = strlen(base);
+	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
+		slen = strlen(suffixes[i]);
+		if (n > slen && strcmp(base + n - slen, suffixes[i]) == 0) {
+			n -= slen;
+			break;
+		}
+	}
+	if (n > INT_MAX)
+		n = INT_MAX;
+	for (i = 0; i < ld->list.n; i++) {
+		c = &ld->list.v[i];
+		if (c->given & BIT(KEY_NAME))
+			continue;
+		if (ld->is_list)
+			xasprintf(&c->name, "%.*s#%d", (int)n, base,
+			    c->doc_index);
+		else
+			xasprintf(&c->name, "%.*s", (int)n, base);
+	}
+}
+
+static int
+read_file(struct loader *ld, unsigned char **text, size_t *len)
+{
+	FILE		*f;
+	unsigned char	*buf = NULL;
+	size_t		 cap = 0, n = 0, got;
+	int		 saved;
+
+	if ((f = fopen(ld->path, "rb")) == NULL) {
+		report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
+		    "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	for (;;) {
+		if (n == cap) {
+			cap = cap == 0 ? 4096 : cap * 2;
+			buf = xreallocarray(buf, cap, 1);
+		}
+		got = fread(buf + n, 1, cap - n, f);
+		n += got;
+		if (got == 0)
+			break;
+	}
+	if (ferror(f)) {
+		saved = errno;
+		fclose(f);
+		free(buf);
+		report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
+		    "cannot read: %s", strerror(saved));
+		return -1;
+	}
+	fclose(f);
+	*text = buf;
+	*len = n;
+	return 0;
+}
+
+int
+cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
+    struct config_list *out)
+{
+	struct loader	 ld;
+	yaml_parser_t	 parser;
+	unsigned char	*text = NULL;
+	size_t		 i;
+	int		 rc = -1;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.path = path;
+	ld.ovrs = ovrs;
+	ld.novrs = novrs;
+	ld.ovr_keys = xreallocarray(NULL, novrs, sizeof(*ld.ovr_keys));
+	for (i = 0; i < novrs; i++)
+		if (resolve_override(ovrs[i].key, &ld.ovr_keys[i]) == -1)
+			goto out;
+	if (read_file(&ld, &text, &ld.len) == -1)
+		goto out;
+	ld.text = text;
+	if (!yaml_parser_initialize(&parser))
+		fatal("yaml_parser_initialize");
+	yaml_parser_set_input_string(&parser, text, ld.len);
+	ld.parser = &parser;
+	rc = load_stream(&ld);
+	yaml_parser_delete(&parser);
+	if (rc == 0) {
+		default_names(&ld);
+		out->v = xreallocarray(out->v, out->n + ld.list.n,
+		    sizeof(*out->v));
+		memcpy(out->v + out->n, ld.list.v,
+		    ld.list.n * sizeof(*ld.list.v));
+		out->n += ld.list.n;
+		free(ld.list.v);
+		ld.list.v = NULL;
+		ld.list.n = 0;
+	}
+out:
+	config_list_free(&ld.list);
+	free(ld.ovr_keys);
+	free(text);
+	return rc;
+}
+
+const char *
+cfg_check_constraints(const struct config *c)
+{
+	static char	 buf[MSG_SIZE];
+
+	if (find_violation(c, buf, sizeof(buf)) == KEY__COUNT)
+		return NULL;
+	return buf;
+}
+
+void
+cfg_copy(struct config *dst, const struct config *src)
+{
+	*dst = *src;
+	dst->file = src->file != NULL ? xstrdup(src->file) : NULL;
+	dst->name = src->name != NULL ? xstrdup(src->name) : NULL;
+}
+
+void
+cfg_free(struct config *c)
+{
+	free(c->file);
+	free(c->name);
+	c->file = NULL;
+	c->name = NULL;
+}
+
+void
+config_list_free(struct config_list *l)
+{
+	size_t	 i;
+
+	for (i = 0; i < l->n; i++)
+		cfg_free(&l->v[i]);
+	free(l->v);
+	l->v = NULL;
+	l->n = 0;
+}
+
+static const char *
+spelling(const char *const *words, int v)
+{
+	int	 i;
+
+	for (i = 0; words[i] != NULL; i++)
+		if (i == v)
+			return words[i];
+	return "?";
+}
+
+const char *
+cfg_embedding_sync_name(enum embedding_sync v)
+{
+	return spelling(embedding_words, (int)v);
+}
+
+const char *
+cfg_router_sync_name(enum router_sync v)
+{
+	return spelling(router_words, (int)v);
+}
+
+const char *
+cfg_expert_input_sync_name(enum expert_input_sync v)
+{
+	return spelling(expert_input_words, (int)v);
+}
+
+const char *
+cfg_sp_param_sync_name(enum sp_param_sync v)
+{
+	return spelling(sp_param_words, (int)v);
+}
+
+const char *
+cfg_expert_divisor_name(enum expert_divisor v)
+{
+	return spelling(divisor_words, (int)v);
+}
+
+const char *
+cfg_score_func_name(enum score_func v)
+{
+	return spelling(score_words, (int)v);
+}
+
+bool
+cfg_layer_is_moe(const struct config *c, int layer)
+{
+	int	 every = c->model.moe.every;
+
+	return c->model.has_moe && every > 0 && layer >= 0 &&
+	    layer % every == every - 1;
+}

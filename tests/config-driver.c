@@ -1,0 +1,205 @@
+/*
+ * config-driver: load one configuration file the way gradaudit does and
+ * print every resolved field of every config in it, one "key=value" line
+ * each, so that tests/config-bad.test can compare the loader's work with
+ * golden dumps (testdata/good/NAME.dump) and its diagnostics with
+ * testdata/bad/NAME.err.
+ *
+ * usage: config-driver file [--set key=value ...]
+ *
+ * Each config is dumped from a cfg_copy of it, so the golden files also
+ * check the deep copy, and each must pass cfg_check_constraints.  The key
+ * names below are spelt out here on purpose rather than taken from the
+ * loader's table: the dump is an independent statement of the schema.
+ * Exits 0 when the file loads, 2 when cfg_load reports an error or the
+ * usage is wrong, 3 when a loaded config fails its own checks.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "exitcode.h"
+#include "xmalloc.h"
+
+static const char *const key_names[KEY__COUNT] = {
+	[KEY_NAME] = "name",
+	[KEY_MESH] = "mesh",
+	[KEY_DP] = "mesh.dp",
+	[KEY_PP] = "mesh.pp",
+	[KEY_TP] = "mesh.tp",
+	[KEY_EP] = "mesh.ep",
+	[KEY_ETP] = "mesh.etp",
+	[KEY_MODEL] = "model",
+	[KEY_VOCAB] = "model.vocab",
+	[KEY_HIDDEN] = "model.hidden",
+	[KEY_FFN] = "model.ffn",
+	[KEY_LAYERS] = "model.layers",
+	[KEY_SEQ] = "model.seq",
+	[KEY_MICRO_BATCH] = "model.micro_batch",
+	[KEY_TIE_EMBEDDINGS] = "model.tie_embeddings",
+	[KEY_MOE] = "model.moe",
+	[KEY_EXPERTS] = "model.moe.experts",
+	[KEY_TOP_K] = "model.moe.top_k",
+	[KEY_EXPERT_FFN] = "model.moe.expert_ffn",
+	[KEY_SCORE_BEFORE_EXPERTS] = "model.moe.score_before_experts",
+	[KEY_SHARED_EXPERTS] = "model.moe.shared_experts",
+	[KEY_SCORE_FUNC] = "model.moe.score_func",
+	[KEY_EVERY] = "model.moe.every",
+	[KEY_TRAINING] = "training",
+	[KEY_DISTRIBUTED_OPTIMIZER] = "training.distributed_optimizer",
+	[KEY_SEQUENCE_PARALLEL] = "training.sequence_parallel",
+	[KEY_AVERAGE_IN_COLLECTIVE] = "training.average_in_collective",
+	[KEY_BUCKET_ELEMS] = "training.bucket_elems",
+	[KEY_SYNC] = "sync",
+	[KEY_EMBEDDING_GRAD] = "sync.embedding_grad",
+	[KEY_ROUTER_GRAD] = "sync.router_grad",
+	[KEY_EXPERT_INPUT_GRAD] = "sync.expert_input_grad",
+	[KEY_SP_PARAM_GRAD] = "sync.sp_param_grad",
+	[KEY_EXPERT_GRAD_DIVISOR] = "sync.expert_grad_divisor",
+};
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: config-driver file [--set key=value ...]\n");
+	exit(EXIT_USAGE);
+}
+
+static const char *
+yes_no(bool b)
+{
+	return b ? "true" : "false";
+}
+
+static void
+dump_moe_layers(const struct config *c)
+{
+	int	 i;
+	bool	 any = false;
+
+	printf("moe_layers=");
+	for (i = 0; i < c->model.layers; i++) {
+		if (!cfg_layer_is_moe(c, i))
+			continue;
+		printf("%s%d", any ? "," : "", i);
+		any = true;
+	}
+	printf("%s\n", any ? "" : "none");
+}
+
+static void
+dump(const struct config *c)
+{
+	int	 k;
+
+	printf("file=%s\n", c->file);
+	printf("name=%s\n", c->name);
+	printf("doc_index=%d\n", c->doc_index);
+	printf("doc_mark=%d:%d\n", c->doc_mark.line, c->doc_mark.col);
+	printf("mesh.dp=%d\n", c->mesh.dp);
+	printf("mesh.pp=%d\n", c->mesh.pp);
+	printf("mesh.tp=%d\n", c->mesh.tp);
+	printf("mesh.ep=%d\n", c->mesh.ep);
+	printf("mesh.etp=%d\n", c->mesh.etp);
+	printf("model.vocab=%d\n", c->model.vocab);
+	printf("model.hidden=%d\n", c->model.hidden);
+	printf("model.ffn=%d\n", c->model.ffn);
+	printf("model.layers=%d\n", c->model.layers);
+	printf("model.seq=%d\n", c->model.seq);
+	printf("model.micro_batch=%d\n", c->model.micro_batch);
+	printf("model.tie_embeddings=%s\n", yes_no(c->model.tie_embeddings));
+	printf("model.moe=%s\n", c->model.has_moe ? "present" : "absent");
+	if (c->model.has_moe) {
+		printf("model.moe.experts=%d\n", c->model.moe.experts);
+		printf("model.moe.top_k=%d\n", c->model.moe.top_k);
+		printf("model.moe.expert_ffn=%d\n", c->model.moe.expert_ffn);
+		printf("model.moe.score_before_experts=%s\n",
+		    yes_no(c->model.moe.score_before_experts));
+		printf("model.moe.shared_experts=%d\n",
+		    c->model.moe.shared_experts);
+		printf("model.moe.score_func=%s\n",
+		    cfg_score_func_name(c->model.moe.score_func));
+		printf("model.moe.every=%d\n", c->model.moe.every);
+	}
+	printf("training.distributed_optimizer=%s\n",
+	    yes_no(c->training.distributed_optimizer));
+	printf("training.sequence_parallel=%s\n",
+	    yes_no(c->training.sequence_parallel));
+	printf("training.average_in_collective=%s\n",
+	    yes_no(c->training.average_in_collective));
+	printf("training.bucket_elems=%lld\n",
+	    (long long)c->training.bucket_elems);
+	printf("sync.embedding_grad=%s\n",
+	    cfg_embedding_sync_name(c->sync.embedding_grad));
+	printf("sync.router_grad=%s\n",
+	    cfg_router_sync_name(c->sync.router_grad));
+	printf("sync.expert_input_grad=%s\n",
+	    cfg_expert_input_sync_name(c->sync.expert_input_grad));
+	printf("sync.sp_param_grad=%s\n",
+	    cfg_sp_param_sync_name(c->sync.sp_param_grad));
+	printf("sync.expert_grad_divisor=%s\n",
+	    cfg_expert_divisor_name(c->sync.expert_grad_divisor));
+	dump_moe_layers(c);
+	/* Written keys: their position, or "set" for a --set. */
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (!(c->given & ((uint64_t)1 << k))) {
+			if (c->marks[k].line != 0)
+				printf("error=%s has a mark but is not given\n",
+				    key_names[k]);
+			continue;
+		}
+		if (c->marks[k].line == 0)
+			printf("given.%s=set\n", key_names[k]);
+		else
+			printf("given.%s=%d:%d\n", key_names[k],
+			    c->marks[k].line, c->marks[k].col);
+	}
+}
+
+int
+main(int argc, char *argv[])
+{
+	struct config_list	 list = { NULL, 0 };
+	struct cfg_override	*ovr;
+	struct config		 copy;
+	const char		*why;
+	char			*eq;
+	size_t			 novr = 0, i;
+	int			 a, status = EXIT_OK;
+
+	if (argc < 2 || argv[1][0] == '-')
+		usage();
+	ovr = xreallocarray(NULL, (size_t)argc, sizeof(*ovr));
+	for (a = 2; a < argc; a++) {
+		if (strcmp(argv[a], "--set") != 0 || a + 1 >= argc ||
+		    (eq = strchr(argv[a + 1], '=')) == NULL)
+			usage();
+		*eq = '\0';
+		ovr[novr].key = argv[++a];
+		ovr[novr++].value = eq + 1;
+	}
+	if (cfg_load(argv[1], ovr, novr, &list) == -1) {
+		free(ovr);
+		return EXIT_USAGE;
+	}
+	for (i = 0; i < list.n; i++) {
+		cfg_copy(&copy, &list.v[i]);
+		printf("config=%zu\n", i);
+		dump(&copy);
+		if ((why = cfg_check_constraints(&copy)) != NULL) {
+			fprintf(stderr, "config-driver: loaded config %zu "
+			    "fails its constraints: %s\n", i, why);
+			status = EXIT_RUNTIME;
+		}
+		cfg_free(&copy);
+	}
+	config_list_free(&list);
+	free(ovr);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		fprintf(stderr, "config-driver: error writing stdout\n");
+		return EXIT_RUNTIME;
+	}
+	return status;
+}
