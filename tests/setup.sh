@@ -1,0 +1,237 @@
+# Common set-up for the script tests (tests/*.test), sourced first thing:
+#
+#	. "${srcdir:-.}/tests/setup.sh"
+#
+# It makes the shell strict (set -eu, LC_ALL=C), locates the program and the
+# source tree, creates a private temporary directory that is removed on exit,
+# and provides TAP helpers.  make check runs each test through automake's TAP
+# driver, with the environment below set by AM_TESTS_ENVIRONMENT; a test can
+# also be run by hand from the top of the build tree: sh tests/cli.test.
+#
+# Environment (defaults when the test is run by hand):
+#	srcdir		top of the source tree			[.]
+#	builddir	top of the build tree			[.]
+#	GRADAUDIT	the program under test			[$builddir/src/gradaudit]
+#	MPIEXEC		MPI launcher for the MPI tests; empty: they skip
+#	MANDOC		mandoc, for the man page lint; empty: it skips [mandoc]
+#	PACKAGE_VERSION	the version configure was given		[0.1.0]
+#
+# Variables a test may use:
+#	tmp		the temporary directory (tests write only here: the
+#			source tree is read-only under make distcheck)
+#	status, stdout, stderr	set by run (below)
+#	testdata	$srcdir/testdata
+#
+# TAP helpers (every result line is numbered automatically; a failed check
+# is reported and counted, and the test goes on: the helpers return 0 so
+# that set -e does not stop at the first failure):
+#	plan N			announce N tests (or call done_testing at the end)
+#	skip_all REASON		the whole test does not apply here: TAP skip, exit 0
+#	ok COND DESC		pass when COND holds: COND is either a number, an
+#				exit status (0 passes), or a shell command string
+#				run with eval ('[ "$status" -eq 2 ]')
+#	check_eq GOT WANT DESC	pass when the two strings are equal; shows both if not
+#	check_match TEXT ERE DESC	pass when TEXT matches the extended regexp
+#	check_file_empty FILE DESC	pass when FILE is empty; shows it if not
+#	skip REASON [N]		record N (default 1) skipped tests
+#	diag MSG...		a TAP comment (stdout, so it lands in the log)
+#	bail_out MSG...		abort the whole test: TAP "Bail out!", exit 99
+#	run CMD [ARG...]	run CMD with stdin from /dev/null, stdout and stderr
+#				to $tmp/stdout and $tmp/stderr; sets status, stdout
+#				and stderr (contents, trailing newlines dropped).
+#				Never stops the test, whatever the status.
+#	require_mpiexec		skip_all unless an MPI launcher is configured,
+#				then allow_mpi_leaks.  Call it in every test
+#				that starts MPI.
+#	allow_mpi_leaks		turn LeakSanitizer off for the rest of the test
+#				(see below); for a test of which only a part
+#				needs MPI
+#	done_testing		print the plan if none was given, check the count;
+#				exit 1 if any test failed, else 0
+
+set -eu
+LC_ALL=C
+export LC_ALL
+
+: "${srcdir:=.}"
+: "${builddir:=.}"
+: "${GRADAUDIT:=$builddir/src/gradaudit}"
+: "${MPIEXEC=}"
+: "${MANDOC=mandoc}"
+: "${PACKAGE_VERSION:=0.1.0}"
+export srcdir builddir GRADAUDIT MPIEXEC MANDOC PACKAGE_VERSION
+testdata=$srcdir/testdata
+
+# gradaudit run starts its own MPI job with GRADAUDIT_MPIEXEC (or mpiexec);
+# the tests use the launcher configure found unless the caller chose one.
+if [ -n "$MPIEXEC" ] && [ -z "${GRADAUDIT_MPIEXEC:-}" ]; then
+	GRADAUDIT_MPIEXEC=$MPIEXEC
+	export GRADAUDIT_MPIEXEC
+fi
+
+# Reports must not depend on a terminal or on the user's colour settings.
+unset NO_COLOR 2>/dev/null || :
+
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/gradaudit-test.XXXXXX")
+trap 'rm -rf "$tmp"' 0
+trap 'exit 129' 1
+trap 'exit 130' 2
+trap 'exit 143' 15
+
+_tap_count=0
+_tap_failed=0
+_tap_planned=
+
+plan()
+{
+	_tap_planned=$1
+	echo "1..$1"
+}
+
+skip_all()
+{
+	echo "1..0 # SKIP $*"
+	exit 0
+}
+
+diag()
+{
+	printf '%s\n' "$*" | sed 's/^/# /'
+}
+
+bail_out()
+{
+	echo "Bail out! $*"
+	exit 99
+}
+
+# _tap_result PASSED DESC: print one numbered result line.
+_tap_result()
+{
+	_tap_count=$((_tap_count + 1))
+	if [ "$1" -eq 1 ]; then
+		echo "ok $_tap_count - $2"
+	else
+		_tap_failed=$((_tap_failed + 1))
+		echo "not ok $_tap_count - $2"
+	fi
+}
+
+ok()
+{
+	_ok_cond=$1
+	_ok_desc=$2
+	case $_ok_cond in
+	''|*[!0-9]*)
+		if eval "$_ok_cond"; then _ok_pass=1; else _ok_pass=0; fi
+		;;
+	*)
+		if [ "$_ok_cond" -eq 0 ]; then _ok_pass=1; else _ok_pass=0; fi
+		;;
+	esac
+	_tap_result "$_ok_pass" "$_ok_desc"
+	if [ "$_ok_pass" -eq 0 ]; then
+		diag "failed: $_ok_cond"
+	fi
+}
+
+check_eq()
+{
+	if [ "$1" = "$2" ]; then
+		_tap_result 1 "$3"
+		return
+	fi
+	_tap_result 0 "$3"
+	diag "got:"
+	diag "$1"
+	diag "expected:"
+	diag "$2"
+}
+
+check_match()
+{
+	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
+		_tap_result 1 "$3"
+		return
+	fi
+	_tap_result 0 "$3"
+	diag "no match for /$2/ in:"
+	diag "$1"
+}
+
+check_file_empty()
+{
+	if [ ! -s "$1" ]; then
+		_tap_result 1 "$2"
+		return
+	fi
+	_tap_result 0 "$2"
+	diag "$1 is not empty:"
+	diag "$(head -n 20 "$1")"
+}
+
+skip()
+{
+	_skip_n=${2:-1}
+	while [ "$_skip_n" -gt 0 ]; do
+		_tap_count=$((_tap_count + 1))
+		echo "ok $_tap_count # SKIP $1"
+		_skip_n=$((_skip_n - 1))
+	done
+}
+
+run()
+{
+	if "$@" </dev/null >"$tmp/stdout" 2>"$tmp/stderr"; then
+		status=0
+	else
+		status=$?
+	fi
+	stdout=$(cat "$tmp/stdout")
+	stderr=$(cat "$tmp/stderr")
+}
+
+# MPICH leaves about 1 KiB allocated by MPI_Init in a plug-in it unloads, so
+# LeakSanitizer reports it at exit, from an "<unknown module>" that no
+# suppression can name, and would fail every MPI process of an --enable-asan
+# build.  Leak checking is therefore switched off in the MPI tests only, the
+# ones that call require_mpiexec or allow_mpi_leaks because they start MPI
+# (directly, or through gradaudit run); every other test keeps it, and ASan's
+# other checks stay on there too.
+allow_mpi_leaks()
+{
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}detect_leaks=0"
+	export ASAN_OPTIONS
+}
+
+require_mpiexec()
+{
+	if [ -z "$MPIEXEC" ]; then
+		skip_all "no MPI launcher (configure found no mpiexec; set MPIEXEC)"
+	fi
+	allow_mpi_leaks
+}
+
+done_testing()
+{
+	if [ -z "$_tap_planned" ]; then
+		echo "1..$_tap_count"
+	elif [ "$_tap_planned" -ne "$_tap_count" ]; then
+		diag "planned $_tap_planned tests but ran $_tap_count"
+		exit 1
+	fi
+	if [ "$_tap_failed" -ne 0 ]; then
+		diag "$_tap_failed of $_tap_count tests failed"
+		exit 1
+	fi
+	exit 0
+}
+
+# GRADAUDIT may also name an installed program found in PATH.
+case $GRADAUDIT in
+*/*)	;;
+*)	GRADAUDIT=$(command -v "$GRADAUDIT" || echo "$GRADAUDIT") ;;
+esac
+if [ ! -x "$GRADAUDIT" ]; then
+	bail_out "$GRADAUDIT is not an executable: build it first (make)"
+fi
