@@ -226,7 +226,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
     const char *usage, int argc, char **argv)
 {
 	struct option	 longopts[NSPECS + 1];
-	char		 shortopts[16] = "+";
+	char		 shortopts[16] = "";
 	size_t		 i, n = 0;
 	int		 c, idx;
 
