@@ -1463,39 +1463,50 @@ stage_tp_collective(struct engine *eng, int stage, int from, bool grad,
 	free(src);
 }
 
+/*
+ * A tp collective on one slot of every rank of the stage, stored as the
+ * activation `out_slot` (forward) or, when out_slot < 0, as the op's input
+ * gradient (backward).
+ */
+static void
+stage_tp_apply(struct engine *eng, int stage, int from, bool grad,
+    enum tp_collective kind, int out_slot)
+{
+	struct tensor	*out;
+	int		 i;
+
+	out = xcalloc((size_t)eng->nranks, sizeof(*out));
+	stage_tp_collective(eng, stage, from, grad, kind, out);
+	for (i = 0; i < eng->nranks; i++) {
+		if (!on_stage(&eng->ranks[i], stage))
+			continue;
+		if (out_slot >= 0)
+			eng->ranks[i].act[out_slot].t = out[i];
+		else
+			eng->ranks[i].din[0] = out[i];
+	}
+	free(out);
+}
+
 /* Megatron "g": all-reduce over tp, reduce-scatter on tokens with SP. */
 static void
 fwd_tp_reduce(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = op_at(eng, stage, opi);
-	struct tensor	*out;
-	int		 i;
 
-	out = xcalloc((size_t)eng->nranks, sizeof(*out));
-	stage_tp_collective(eng, stage, op->in[0], false,
+	stage_tp_apply(eng, stage, op->in[0], false,
 	    eng->cfg->training.sequence_parallel ? TP_REDUCE_SCATTER :
-	    TP_ALL_REDUCE, out);
-	for (i = 0; i < eng->nranks; i++)
-		if (on_stage(&eng->ranks[i], stage))
-			eng->ranks[i].act[op->out].t = out[i];
-	free(out);
+	    TP_ALL_REDUCE, op->out);
 }
 
 static void
 bwd_tp_reduce(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = op_at(eng, stage, opi);
-	struct tensor	*out;
-	int		 i;
 
-	out = xcalloc((size_t)eng->nranks, sizeof(*out));
-	stage_tp_collective(eng, stage, op->out, true,
+	stage_tp_apply(eng, stage, op->out, true,
 	    eng->cfg->training.sequence_parallel ? TP_ALL_GATHER :
-	    TP_IDENTITY, out);
-	for (i = 0; i < eng->nranks; i++)
-		if (on_stage(&eng->ranks[i], stage))
-			eng->ranks[i].din[0] = out[i];
-	free(out);
+	    TP_IDENTITY, -1);
 }
 
 /* Megatron "f": identity, all-gather on tokens with SP. */
@@ -1503,17 +1514,10 @@ static void
 fwd_tp_gather(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = op_at(eng, stage, opi);
-	struct tensor	*out;
-	int		 i;
 
-	out = xcalloc((size_t)eng->nranks, sizeof(*out));
-	stage_tp_collective(eng, stage, op->in[0], false,
+	stage_tp_apply(eng, stage, op->in[0], false,
 	    eng->cfg->training.sequence_parallel ? TP_ALL_GATHER :
-	    TP_IDENTITY, out);
-	for (i = 0; i < eng->nranks; i++)
-		if (on_stage(&eng->ranks[i], stage))
-			eng->ranks[i].act[op->out].t = out[i];
-	free(out);
+	    TP_IDENTITY, op->out);
 }
 
 /*
@@ -1529,7 +1533,6 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	const struct op		*op = op_at(eng, stage, opi);
 	struct placement	 from = eng->grad_place[stage][op->out];
 	struct rank_state	*rs;
-	struct tensor		*out;
 	int			 i;
 
 	for (i = 0; i < eng->nranks; i++) {
@@ -1538,14 +1541,9 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 			mask_to(eng, &rs->coord, &rs->grad[op->out], from,
 			    pl_uniform(PLACE_PARTIAL));
 	}
-	out = xcalloc((size_t)eng->nranks, sizeof(*out));
-	stage_tp_collective(eng, stage, op->out, true,
+	stage_tp_apply(eng, stage, op->out, true,
 	    eng->cfg->training.sequence_parallel ? TP_REDUCE_SCATTER :
-	    TP_ALL_REDUCE, out);
-	for (i = 0; i < eng->nranks; i++)
-		if (on_stage(&eng->ranks[i], stage))
-			eng->ranks[i].din[0] = out[i];
-	free(out);
+	    TP_ALL_REDUCE, -1);
 }
 
 /*
