@@ -523,20 +523,6 @@ outbox_add_nums(struct outbox *ob, int src, int dst, int tag,
 	outbox_add(ob, src, dst, tag, copy, (size_t)n * sizeof(*v));
 }
 
-static int
-message_cmp(const void *pa, const void *pb)
-{
-	const struct message	*a = pa, *b = pb;
-
-	if (a->dst != b->dst)
-		return a->dst < b->dst ? -1 : 1;
-	if (a->tag != b->tag)
-		return a->tag < b->tag ? -1 : 1;
-	if (a->src != b->src)
-		return a->src < b->src ? -1 : 1;
-	return 0;
-}
-
 /* One round: every process calls this the same number of times. */
 static void
 exchange(struct engine *eng, struct outbox *ob, struct inbox *in)
@@ -550,7 +536,7 @@ exchange(struct engine *eng, struct outbox *ob, struct inbox *in)
 			free(ob->v[i].data);
 		free(ob->v);
 	} else {
-		qsort(ob->v, ob->n, sizeof(*ob->v), message_cmp);
+		qsort(ob->v, ob->n, sizeof(*ob->v), message_compare);
 		in->v = ob->v;
 		in->n = ob->n;
 	}
@@ -577,23 +563,10 @@ static const union num *
 inbox_nums(const struct inbox *in, int src, int dst, int tag, int64_t *n)
 {
 	const struct message	*m;
-	size_t			 lo = 0, hi = in->n, mid;
-	struct message		 key;
 
-	key.src = src;
-	key.dst = dst;
-	key.tag = tag;
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (message_cmp(&in->v[mid], &key) < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo == in->n || message_cmp(&in->v[lo], &key) != 0)
+	if ((m = inbox_find(in, src, dst, tag)) == NULL)
 		fatalx("numeric: no message from rank %d to rank %d (tag %d)",
 		    src, dst, tag);
-	m = &in->v[lo];
 	*n = (int64_t)(m->len / sizeof(union num));
 	return m->data;
 }

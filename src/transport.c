@@ -174,9 +174,11 @@ pack_outbox(struct transport *t, const struct message *out, size_t nout,
 	return buf;
 }
 
-static int
-message_cmp(const struct message *a, const struct message *b)
+int
+message_compare(const void *pa, const void *pb)
 {
+	const struct message	*a = pa, *b = pb;
+
 	if (a->dst != b->dst)
 		return a->dst < b->dst ? -1 : 1;
 	if (a->tag != b->tag)
@@ -192,7 +194,7 @@ arrival_cmp(const void *va, const void *vb)
 	const struct arrival	*a = va, *b = vb;
 	int			 c;
 
-	if ((c = message_cmp(&a->m, &b->m)) != 0)
+	if ((c = message_compare(&a->m, &b->m)) != 0)
 		return c;
 	if (a->seq != b->seq)
 		return a->seq < b->seq ? -1 : 1;
@@ -297,12 +299,12 @@ inbox_find(const struct inbox *in, int src, int dst, int tag)
 	key.tag = tag;
 	while (lo < hi) {
 		mid = lo + (hi - lo) / 2;
-		if (message_cmp(&in->v[mid], &key) < 0)
+		if (message_compare(&in->v[mid], &key) < 0)
 			lo = mid + 1;
 		else
 			hi = mid;
 	}
-	if (lo < in->n && message_cmp(&in->v[lo], &key) == 0)
+	if (lo < in->n && message_compare(&in->v[lo], &key) == 0)
 		return &in->v[lo];
 	return NULL;
 }

@@ -48,6 +48,9 @@ int	 transport_host_of(const struct transport *, int rank);	/* process */
 void	 transport_round(struct transport *, const struct message *out,
 	    size_t nout, struct inbox *in);
 void	 inbox_free(struct inbox *);
+/* The inbox order, (dst, tag, src), as a qsort comparator of messages. */
+int	 message_compare(const void *, const void *);
+
 /* Find the message (src, dst, tag) in an inbox, or NULL. */
 const struct message *inbox_find(const struct inbox *, int src, int dst,
 	    int tag);
