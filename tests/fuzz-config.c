@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "tap.h"
 #include "xmalloc.h"
 
 #define CASES	80	/* mutations per seed and kind */
@@ -90,8 +91,6 @@ struct text {
 };
 
 static uint64_t	 rng_state = 0x9e3779b97f4a7c15ULL;
-static int	 test_number;
-static int	 failures;
 static char	 input_path[] = "/tmp/fuzz-config-in.XXXXXX";
 static char	 errors_path[] = "/tmp/fuzz-config-err.XXXXXX";
 static int	 input_fd;
@@ -430,15 +429,6 @@ static const struct agreement {
 
 static bool	check_agreement(const struct agreement *);
 
-static void
-ok(bool cond, const char *name)
-{
-	test_number++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", test_number, name);
-}
-
 static bool
 check_agreement(const struct agreement *a)
 {
@@ -459,7 +449,7 @@ check_agreement(const struct agreement *a)
 		good = good && len >= strlen(want) &&
 		    strcmp(errors + len - strlen(want), want) == 0;
 		if (!good)
-			printf("# loader said: %s", errors);
+			tap_diag("loader said: %s", errors);
 		free(errors);
 		free(want);
 	}
@@ -468,7 +458,7 @@ check_agreement(const struct agreement *a)
 	got = cfg_check_constraints(&c);
 	if (a->message == NULL ? got != NULL : got == NULL ||
 	    strcmp(got, a->message) != 0) {
-		printf("# cfg_check_constraints said: %s\n",
+		tap_diag("cfg_check_constraints said: %s",
 		    got != NULL ? got : "(valid)");
 		good = false;
 	}
@@ -481,7 +471,6 @@ fuzz(size_t seed, const struct mutation *m)
 {
 	struct text	 t = { NULL, 0, 0 };
 	const char	*why = NULL;
-	char		 name[128];
 	size_t		 c, novr;
 	int		 first_bad = -1;
 
@@ -497,10 +486,8 @@ fuzz(size_t seed, const struct mutation *m)
 			break;
 		}
 	}
-	snprintf(name, sizeof(name), "seed %zu: %d %s", seed, CASES, m->name);
-	ok(why == NULL, name);
-	if (why != NULL)
-		printf("# case %d: %s; input:\n# %.*s\n", first_bad, why,
+	if (!tap_ok(why == NULL, "seed %zu: %d %s", seed, CASES, m->name))
+		tap_diag("case %d: %s; input:\n%.*s", first_bad, why,
 		    (int)t.len, t.s);
 	free(t.s);
 }
@@ -509,7 +496,6 @@ int
 main(void)
 {
 	struct text	 t = { NULL, 0, 0 };
-	char		 name[128];
 	size_t		 s, m;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
@@ -517,8 +503,8 @@ main(void)
 		fatal("mkstemp");
 	if ((errors_fd = mkstemp(errors_path)) == -1)
 		fatal("mkstemp");
-	printf("1..%zu\n", NSEEDS + 2 + NAGREEMENTS + NSEEDS * NMUTATIONS);
-	printf("# inputs in %s, loader diagnostics in %s\n", input_path,
+	tap_plan((int)(NSEEDS + 2 + NAGREEMENTS + NSEEDS * NMUTATIONS));
+	tap_diag("inputs in %s, loader diagnostics in %s", input_path,
 	    errors_path);
 	fflush(stderr);
 	if (dup2(errors_fd, 2) == -1)
@@ -527,7 +513,7 @@ main(void)
 	/* The list every case appends to: cfg_load must leave it alone on error. */
 	text_insert(&t, 0, seeds[0], strlen(seeds[0]));
 	write_input(&t);
-	ok(cfg_load(input_path, NULL, 0, &list) == 0 && list.n == 1,
+	tap_ok(cfg_load(input_path, NULL, 0, &list) == 0 && list.n == 1,
 	    "first seed loads into the shared list");
 	free(t.s);
 	if (list.n != 1) {
@@ -538,28 +524,26 @@ main(void)
 		t = (struct text){ NULL, 0, 0 };
 		text_insert(&t, 0, seeds[s], strlen(seeds[s]));
 		write_input(&t);
-		snprintf(name, sizeof(name), "seed %zu is valid", s);
-		ok(check_case(NULL, 0) == NULL, name);
+		tap_ok(check_case(NULL, 0) == NULL, "seed %zu is valid", s);
 		free(t.s);
 	}
 	for (s = 0; s < NAGREEMENTS; s++) {
-		snprintf(name, sizeof(name), "cfg_check_constraints: %s",
-		    agreements[s].message != NULL ? agreements[s].message :
-		    "ep on a dense model is valid");
-		ok(check_agreement(&agreements[s]), name);
+		tap_ok(check_agreement(&agreements[s]),
+		    "cfg_check_constraints: %s", agreements[s].message != NULL ?
+		    agreements[s].message : "ep on a dense model is valid");
 	}
 	for (s = 0; s < NSEEDS; s++)
 		for (m = 0; m < NMUTATIONS; m++)
 			fuzz(s, &mutations[m]);
 
 	/* Mutations that never load, or never fail, would test little. */
-	printf("# %d mutated inputs loaded, %d rejected\n", loaded, rejected);
-	ok(loaded > CASES && rejected > CASES,
+	tap_diag("%d mutated inputs loaded, %d rejected", loaded, rejected);
+	tap_ok(loaded > CASES && rejected > CASES,
 	    "mutations both load and fail, many times each");
 
 	config_list_free(&list);
 	close(input_fd);
 	unlink(input_path);
 	unlink(errors_path);
-	return failures != 0;
+	return tap_done();
 }

@@ -14,6 +14,7 @@
 
 #include <mpi.h>
 
+#include "tap.h"
 #include "transport.h"
 #include "xmalloc.h"
 
@@ -22,8 +23,6 @@
 #define BIG_LEN		(1024 * 1024 + 3)
 
 static struct transport	 t;
-static int		 test_number;
-static int		 failures;
 
 static void
 check(int cond, const char *name)
@@ -32,12 +31,7 @@ check(int cond, const char *name)
 
 	cond = cond != 0;
 	MPI_Allreduce(&cond, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
-	test_number++;
-	if (!all)
-		failures++;
-	if (t.proc == 0)
-		printf("%sok %d - %s (%d processes)\n", all ? "" : "not ",
-		    test_number, name, t.nprocs);
+	tap_ok(all, "%s (%d processes)", name, t.nprocs);
 }
 
 static unsigned char
@@ -317,21 +311,22 @@ test_max_int(void)
 int
 main(int argc, char **argv)
 {
+	int	 status;
+
 	MPI_Init(&argc, &argv);
 	transport_init(&t, WORLD);
-	if (t.proc == 0) {
-		printf("1..%d\n", PLAN);
-		fflush(stdout);
-	}
+	/* Every process counts the agreed checks; process 0 prints them. */
+	tap_quiet(t.proc != 0);
+	tap_plan(PLAN);
+	fflush(stdout);
 	test_layout();
 	test_all_to_all();
 	test_empty();
 	test_one_sender();
 	test_ring();
 	test_max_int();
-	if (t.proc == 0 && test_number != PLAN)
-		printf("# planned %d tests, ran %d\n", PLAN, test_number);
+	status = tap_done();
 	transport_free(&t);
 	MPI_Finalize();
-	return failures != 0 || test_number != PLAN;
+	return status;
 }

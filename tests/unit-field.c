@@ -3,27 +3,16 @@
  * checked against a plain 128-bit remainder, an implementation independent
  * of the Mersenne folding under test.
  */
+#include <stddef.h>
 #include <stdint.h>
-#include <stdio.h>
 
 #include "field.h"
+#include "tap.h"
 
 #define ROUNDS	100000
 #define PLAN	26
 
 __extension__ typedef unsigned __int128 wide;
-
-static int	 test_number;
-static int	 failures;
-
-static void
-ok(int cond, const char *name)
-{
-	test_number++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", test_number, name);
-}
 
 static uint64_t
 slow_mul(uint64_t a, uint64_t b)
@@ -42,20 +31,24 @@ static const uint64_t edges[] = {
 static void
 test_constants(void)
 {
-	ok(f_add(FIELD_P - 1, 1) == 0, "p-1 + 1 == 0");
-	ok(f_sub(0, 1) == FIELD_P - 1, "0 - 1 == p-1");
-	ok(f_neg(0) == 0 && f_neg(1) == FIELD_P - 1, "neg 0 and neg 1");
-	ok(f_mul(FIELD_P - 1, FIELD_P - 1) == 1, "(-1)*(-1) == 1");
-	ok(f_mul(UINT64_C(1) << 60, 2) == 1, "2^60 * 2 == 1 since 2^61 == 1");
-	ok(f_from_int(-1) == FIELD_P - 1, "from_int(-1) == p-1");
-	ok(f_from_int((int64_t)FIELD_P) == 0, "from_int(p) == 0");
+	tap_ok(f_add(FIELD_P - 1, 1) == 0, "p-1 + 1 == 0");
+	tap_ok(f_sub(0, 1) == FIELD_P - 1, "0 - 1 == p-1");
+	tap_ok(f_neg(0) == 0 && f_neg(1) == FIELD_P - 1, "neg 0 and neg 1");
+	tap_ok(f_mul(FIELD_P - 1, FIELD_P - 1) == 1, "(-1)*(-1) == 1");
+	tap_ok(f_mul(UINT64_C(1) << 60, 2) == 1,
+	    "2^60 * 2 == 1 since 2^61 == 1");
+	tap_ok(f_from_int(-1) == FIELD_P - 1, "from_int(-1) == p-1");
+	tap_ok(f_from_int((int64_t)FIELD_P) == 0, "from_int(p) == 0");
 	/* 2^63 = 4 * 2^61 == 4, so -2^63 == p - 4. */
-	ok(f_from_int(INT64_MIN) == FIELD_P - 4, "from_int(INT64_MIN) == p-4");
-	ok(f_from_int(INT64_MAX) == 3, "from_int(INT64_MAX) == 3");
-	ok(f_mul(f_from_rational(1, 2), 2) == 1, "from_rational(1,2) * 2 == 1");
-	ok(f_mul(f_from_rational(-3, 4), 4) == FIELD_P - 3,
+	tap_ok(f_from_int(INT64_MIN) == FIELD_P - 4,
+	    "from_int(INT64_MIN) == p-4");
+	tap_ok(f_from_int(INT64_MAX) == 3, "from_int(INT64_MAX) == 3");
+	tap_ok(f_mul(f_from_rational(1, 2), 2) == 1,
+	    "from_rational(1,2) * 2 == 1");
+	tap_ok(f_mul(f_from_rational(-3, 4), 4) == FIELD_P - 3,
 	    "from_rational(-3,4) * 4 == -3");
-	ok(f_from_rational(6, -3) == FIELD_P - 2, "from_rational(6,-3) == -2");
+	tap_ok(f_from_rational(6, -3) == FIELD_P - 2,
+	    "from_rational(6,-3) == -2");
 }
 
 static void
@@ -73,12 +66,13 @@ test_edges(void)
 			    edges[i])
 				good = 0;
 		}
-	ok(good, "edge values: mul matches 128-bit remainder, add/sub undo");
+	tap_ok(good,
+	    "edge values: mul matches 128-bit remainder, add/sub undo");
 	good = 1;
 	for (i = 1; i < NEDGES; i++)
 		if (f_mul(edges[i], f_inv(edges[i])) != 1)
 			good = 0;
-	ok(good, "edge values: a * inv(a) == 1");
+	tap_ok(good, "edge values: a * inv(a) == 1");
 }
 
 static void
@@ -106,12 +100,12 @@ test_random(void)
 		if (f_add(f_sub(a, b), b) != a || f_add(a, f_neg(a)) != 0)
 			addsub = 0;
 	}
-	ok(range, "f_random stays in [0, p)");
-	ok(mul, "random mul matches 128-bit remainder");
-	ok(inv, "random a * inv(a) == 1");
-	ok(div, "random (a*b)/b == a");
-	ok(dist, "random a*(b+c) == a*b + a*c");
-	ok(addsub, "random (a-b)+b == a and a + (-a) == 0");
+	tap_ok(range, "f_random stays in [0, p)");
+	tap_ok(mul, "random mul matches 128-bit remainder");
+	tap_ok(inv, "random a * inv(a) == 1");
+	tap_ok(div, "random (a*b)/b == a");
+	tap_ok(dist, "random a*(b+c) == a*b + a*c");
+	tap_ok(addsub, "random (a-b)+b == a and a + (-a) == 0");
 }
 
 static void
@@ -130,10 +124,10 @@ test_rng(void)
 		if (x != rng_next(&s3))
 			differ = 1;
 	}
-	ok(same, "same seed gives the same sequence");
-	ok(differ, "different seeds give different sequences");
+	tap_ok(same, "same seed gives the same sequence");
+	tap_ok(differ, "different seeds give different sequences");
 	/* The published first output of splitmix64 seeded with 0. */
-	ok(rng_next(&zero) == UINT64_C(0xe220a8397b1dcdaf),
+	tap_ok(rng_next(&zero) == UINT64_C(0xe220a8397b1dcdaf),
 	    "splitmix64 reference value for seed 0");
 	for (i = 0; i < ROUNDS; i++) {
 		d = d_random(&state);
@@ -147,23 +141,21 @@ test_rng(void)
 		if (f_random(&state) >= FIELD_P / 2)
 			high++;
 	}
-	ok(range, "d_random stays in [-1, 1)");
-	ok(neg > ROUNDS * 45 / 100 && pos > ROUNDS * 45 / 100 &&
+	tap_ok(range, "d_random stays in [-1, 1)");
+	tap_ok(neg > ROUNDS * 45 / 100 && pos > ROUNDS * 45 / 100 &&
 	    sum / ROUNDS > -0.02 && sum / ROUNDS < 0.02,
 	    "d_random is centred on 0");
-	ok(high > ROUNDS * 45 / 100 && high < ROUNDS * 55 / 100,
+	tap_ok(high > ROUNDS * 45 / 100 && high < ROUNDS * 55 / 100,
 	    "f_random covers the upper half of the field");
 }
 
 int
 main(void)
 {
-	printf("1..%d\n", PLAN);
+	tap_plan(PLAN);
 	test_constants();
 	test_edges();
 	test_random();
 	test_rng();
-	if (test_number != PLAN)
-		printf("# planned %d tests, ran %d\n", PLAN, test_number);
-	return failures != 0 || test_number != PLAN;
+	return tap_done();
 }

@@ -6,7 +6,6 @@
  * once with -DHASH_PORTABLE, this covers both paths of hash.c.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -15,26 +14,7 @@
 #include <xxhash.h>
 
 #include "hash.h"
-
-static int	 ntests, nfailed;
-
-static void	 ok(int, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
+#include "tap.h"
 
 static void
 test_known_inputs(void)
@@ -60,18 +40,18 @@ test_known_inputs(void)
 		0x00, 0x00, 0x00, 0x00,
 	};
 
-	ok(hash_u64s(u, 4) == XXH3_64bits(ub, sizeof(ub)),
+	tap_ok(hash_u64s(u, 4) == XXH3_64bits(ub, sizeof(ub)),
 	    "u64s hash the little-endian bytes");
-	ok(hash_u64s(u, 1) == XXH3_64bits(ub, 8), "a single u64");
-	ok(hash_u64s(u, 4) != hash_u64s(u, 3), "length matters");
-	ok(hash_doubles(d, 2) == XXH3_64bits(db, sizeof(db)),
+	tap_ok(hash_u64s(u, 1) == XXH3_64bits(ub, 8), "a single u64");
+	tap_ok(hash_u64s(u, 4) != hash_u64s(u, 3), "length matters");
+	tap_ok(hash_doubles(d, 2) == XXH3_64bits(db, sizeof(db)),
 	    "doubles hash their IEEE little-endian bytes");
-	ok(hash_floats(f, 3) == XXH3_64bits(fb, sizeof(fb)),
+	tap_ok(hash_floats(f, 3) == XXH3_64bits(fb, sizeof(fb)),
 	    "floats hash their IEEE little-endian bytes");
 	/* XXH3-64 of no bytes, seed 0: a published test vector. */
-	ok(hash_u64s(NULL, 0) == UINT64_C(0x2d06800538d394c2),
+	tap_ok(hash_u64s(NULL, 0) == UINT64_C(0x2d06800538d394c2),
 	    "empty region is XXH3-64 of nothing");
-	ok(hash_doubles(NULL, 0) == hash_floats(NULL, 0),
+	tap_ok(hash_doubles(NULL, 0) == hash_floats(NULL, 0),
 	    "empty regions agree whatever the type");
 }
 
@@ -101,30 +81,31 @@ test_streaming(void)
 		for (k = 0; k < 8; k++)
 			bytes[i * 8 + k] = (unsigned char)(x >> (8 * k));
 	}
-	ok(hash_u64s(u, N) == XXH3_64bits(bytes, (size_t)N * 8),
+	tap_ok(hash_u64s(u, N) == XXH3_64bits(bytes, (size_t)N * 8),
 	    "%d u64s equal XXH3 over hand-built bytes", N);
 
 	hash_begin(&hs);
 	for (k = 0; k + 1 < sizeof(cuts) / sizeof(cuts[0]); k++)
 		hash_update_u64s(&hs, u + cuts[k], cuts[k + 1] - cuts[k]);
-	ok(hash_end(&hs) == hash_u64s(u, N), "u64s in pieces equal one call");
+	tap_ok(hash_end(&hs) == hash_u64s(u, N),
+	    "u64s in pieces equal one call");
 
 	hash_begin(&hs);
 	for (k = 0; k + 1 < sizeof(cuts) / sizeof(cuts[0]); k++)
 		hash_update_doubles(&hs, d + cuts[k], cuts[k + 1] - cuts[k]);
-	ok(hash_end(&hs) == hash_doubles(d, N),
+	tap_ok(hash_end(&hs) == hash_doubles(d, N),
 	    "doubles in pieces equal one call");
 
 	hash_begin(&hs);
 	for (k = 0; k + 1 < sizeof(cuts) / sizeof(cuts[0]); k++)
 		hash_update_floats(&hs, f + cuts[k], cuts[k + 1] - cuts[k]);
-	ok(hash_end(&hs) == hash_floats(f, N),
+	tap_ok(hash_end(&hs) == hash_floats(f, N),
 	    "floats in pieces equal one call");
 
 	hash_begin(&hs);
 	for (i = 0; i < N; i++)
 		hash_update_floats(&hs, f + i, 1);
-	ok(hash_end(&hs) == hash_floats(f, N),
+	tap_ok(hash_end(&hs) == hash_floats(f, N),
 	    "floats one at a time equal one call");
 
 	/* Same bytes, whatever the type they were handed in as. */
@@ -132,13 +113,13 @@ test_streaming(void)
 	hash_begin(&hs);
 	hash_update_u64s(&hs, u, 10);
 	hash_update_doubles(&hs, d + 10, N - 10);
-	ok(hash_end(&hs) == hash_u64s(u, N),
+	tap_ok(hash_end(&hs) == hash_u64s(u, N),
 	    "mixed u64 and double pieces of the same bits agree");
 
 	hash_begin(&hs);
-	ok(hash_end(&hs) == hash_u64s(NULL, 0), "empty stream");
+	tap_ok(hash_end(&hs) == hash_u64s(NULL, 0), "empty stream");
 
-	ok(hash_u64s(u, N) != hash_u64s(u + 1, N - 1) &&
+	tap_ok(hash_u64s(u, N) != hash_u64s(u + 1, N - 1) &&
 	    hash_floats(f, N) != hash_floats(f, N - 1),
 	    "different regions hash differently");
 	free(u);
@@ -154,15 +135,17 @@ test_hex(void)
 	uint64_t h;
 
 	hash_hex(UINT64_C(0x0123456789abcdef), buf);
-	ok(strcmp(buf, "0123456789abcdef") == 0, "hex of 0x0123456789abcdef");
+	tap_ok(strcmp(buf, "0123456789abcdef") == 0,
+	    "hex of 0x0123456789abcdef");
 	hash_hex(0, buf);
-	ok(strcmp(buf, "0000000000000000") == 0, "hex of 0 keeps 16 digits");
+	tap_ok(strcmp(buf, "0000000000000000") == 0,
+	    "hex of 0 keeps 16 digits");
 	hash_hex(UINT64_MAX, buf);
-	ok(strcmp(buf, "ffffffffffffffff") == 0, "hex of all ones");
+	tap_ok(strcmp(buf, "ffffffffffffffff") == 0, "hex of all ones");
 	h = hash_u64s(NULL, 0);
 	hash_hex(h, buf);
 	snprintf(ref, sizeof(ref), "%016" PRIx64, h);
-	ok(strcmp(buf, ref) == 0 && strcmp(buf, "2d06800538d394c2") == 0,
+	tap_ok(strcmp(buf, ref) == 0 && strcmp(buf, "2d06800538d394c2") == 0,
 	    "hex of the empty hash");
 }
 
@@ -172,6 +155,5 @@ main(void)
 	test_known_inputs();
 	test_streaming();
 	test_hex();
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_done();
 }

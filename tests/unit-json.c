@@ -8,7 +8,6 @@
 #define _POSIX_C_SOURCE 200809L	/* fork, waitpid */
 #endif
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -17,26 +16,7 @@
 #include <unistd.h>
 
 #include "json.h"
-
-static int	 ntests, nfailed;
-
-static void	 ok(int, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
+#include "tap.h"
 
 /* Everything written to fp so far, as a malloc'd string. */
 static char *
@@ -61,7 +41,7 @@ text_is(const char *got, const char *want)
 {
 	if (strcmp(got, want) == 0)
 		return 1;
-	printf("# got:\n%s# want:\n%s", got, want);
+	tap_diag("got:\n%swant:\n%s", got, want);
 	return 0;
 }
 
@@ -149,7 +129,7 @@ test_document(void)
 	json_init(&j, fp, false);
 	emit_document(&j);
 	s = slurp(fp);
-	ok(text_is(s, pretty), "pretty nested document");
+	tap_ok(text_is(s, pretty), "pretty nested document");
 	free(s);
 	fclose(fp);
 
@@ -158,7 +138,7 @@ test_document(void)
 	json_init(&j, fp, true);
 	emit_document(&j);
 	s = slurp(fp);
-	ok(text_is(s, compact), "compact nested document");
+	tap_ok(text_is(s, compact), "compact nested document");
 	free(s);
 	fclose(fp);
 
@@ -173,7 +153,7 @@ test_document(void)
 	json_end_array(&j);
 	json_end_array(&j);
 	s = slurp(fp);
-	ok(text_is(s, "[\n  true,\n  [\n    []\n  ]\n]\n"),
+	tap_ok(text_is(s, "[\n  true,\n  [\n    []\n  ]\n]\n"),
 	    "nested arrays, pretty");
 	free(s);
 	fclose(fp);
@@ -202,33 +182,35 @@ string_is(const char *in, const char *want)
 static void
 test_escaping(void)
 {
-	ok(string_is("plain", "\"plain\"\n"), "plain string");
-	ok(string_is("", "\"\"\n"), "empty string");
-	ok(string_is("a\"b\\c/d", "\"a\\\"b\\\\c/d\"\n"),
+	tap_ok(string_is("plain", "\"plain\"\n"), "plain string");
+	tap_ok(string_is("", "\"\"\n"), "empty string");
+	tap_ok(string_is("a\"b\\c/d", "\"a\\\"b\\\\c/d\"\n"),
 	    "quote and backslash escaped, slash not");
-	ok(string_is("\n\t\r\b\f", "\"\\n\\t\\r\\b\\f\"\n"),
+	tap_ok(string_is("\n\t\r\b\f", "\"\\n\\t\\r\\b\\f\"\n"),
 	    "short escapes for common control characters");
-	ok(string_is("\x01\x1f\x7f", "\"\\u0001\\u001f\x7f\"\n"),
+	tap_ok(string_is("\x01\x1f\x7f", "\"\\u0001\\u001f\x7f\"\n"),
 	    "other control characters as \\u00XX; DEL passes");
-	ok(string_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
+	tap_ok(string_is("caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80",
 	    "\"caf\xc3\xa9 \xe2\x82\xac \xf0\x9f\x98\x80\"\n"),
 	    "valid 2, 3 and 4-byte UTF-8 passes through");
-	ok(string_is("\xef\xbf\xbf\xf4\x8f\xbf\xbf",
+	tap_ok(string_is("\xef\xbf\xbf\xf4\x8f\xbf\xbf",
 	    "\"\xef\xbf\xbf\xf4\x8f\xbf\xbf\"\n"),
 	    "U+FFFF and U+10FFFF pass through");
-	ok(string_is("a\xff" "b", "\"a\\ufffdb\"\n"), "0xff replaced");
-	ok(string_is("\x80x", "\"\\ufffdx\"\n"), "lone continuation replaced");
-	ok(string_is("\xc0\xaf", "\"\\ufffd\\ufffd\"\n"),
+	tap_ok(string_is("a\xff" "b", "\"a\\ufffdb\"\n"), "0xff replaced");
+	tap_ok(string_is("\x80x", "\"\\ufffdx\"\n"),
+	    "lone continuation replaced");
+	tap_ok(string_is("\xc0\xaf", "\"\\ufffd\\ufffd\"\n"),
 	    "overlong 2-byte form replaced");
-	ok(string_is("\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"\n"),
+	tap_ok(string_is("\xe0\x80\xaf", "\"\\ufffd\\ufffd\\ufffd\"\n"),
 	    "overlong 3-byte form replaced");
-	ok(string_is("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"\n"),
+	tap_ok(string_is("\xed\xa0\x80", "\"\\ufffd\\ufffd\\ufffd\"\n"),
 	    "UTF-16 surrogate replaced");
-	ok(string_is("\xf4\x90\x80\x80", "\"\\ufffd\\ufffd\\ufffd\\ufffd\"\n"),
+	tap_ok(string_is("\xf4\x90\x80\x80",
+	    "\"\\ufffd\\ufffd\\ufffd\\ufffd\"\n"),
 	    "code point above U+10FFFF replaced");
-	ok(string_is("x\xe2\x82", "\"x\\ufffd\\ufffd\"\n"),
+	tap_ok(string_is("x\xe2\x82", "\"x\\ufffd\\ufffd\"\n"),
 	    "sequence truncated by the end of the string");
-	ok(string_is("\xe2\x82" "a", "\"\\ufffd\\ufffda\"\n"),
+	tap_ok(string_is("\xe2\x82" "a", "\"\\ufffd\\ufffda\"\n"),
 	    "sequence truncated by ASCII");
 }
 
@@ -257,10 +239,10 @@ number_is(const char *in, const char *want)
 static void
 test_numbers(void)
 {
-	ok(number_is("0", "[0,-7]\n"), "raw 0");
-	ok(number_is("-0.25", "[-0.25,-7]\n"), "raw -0.25");
-	ok(number_is("6.02E+23", "[6.02E+23,-7]\n"), "raw 6.02E+23");
-	ok(number_is("17", "[17,-7]\n"), "raw 17");
+	tap_ok(number_is("0", "[0,-7]\n"), "raw 0");
+	tap_ok(number_is("-0.25", "[-0.25,-7]\n"), "raw -0.25");
+	tap_ok(number_is("6.02E+23", "[6.02E+23,-7]\n"), "raw 6.02E+23");
+	tap_ok(number_is("17", "[17,-7]\n"), "raw 17");
 }
 
 /*
@@ -395,17 +377,17 @@ fine_depth(struct json *j)
 static void
 test_misuse(void)
 {
-	ok(dies(misuse_value_without_key), "value without key dies");
-	ok(dies(misuse_key_in_array), "key in an array dies");
-	ok(dies(misuse_two_keys), "two keys in a row die");
-	ok(dies(misuse_end_with_key), "object ending after a key dies");
-	ok(dies(misuse_wrong_end), "mismatched end dies");
-	ok(dies(misuse_end_at_top), "end with nothing open dies");
-	ok(dies(misuse_second_value), "second top-level value dies");
-	ok(dies(misuse_too_deep), "nesting deeper than the bound dies");
-	ok(dies(misuse_nan), "nan as a number dies");
-	ok(dies(misuse_bad_numbers), "malformed numbers die");
-	ok(!dies(fine_depth), "nesting exactly to the bound is fine");
+	tap_ok(dies(misuse_value_without_key), "value without key dies");
+	tap_ok(dies(misuse_key_in_array), "key in an array dies");
+	tap_ok(dies(misuse_two_keys), "two keys in a row die");
+	tap_ok(dies(misuse_end_with_key), "object ending after a key dies");
+	tap_ok(dies(misuse_wrong_end), "mismatched end dies");
+	tap_ok(dies(misuse_end_at_top), "end with nothing open dies");
+	tap_ok(dies(misuse_second_value), "second top-level value dies");
+	tap_ok(dies(misuse_too_deep), "nesting deeper than the bound dies");
+	tap_ok(dies(misuse_nan), "nan as a number dies");
+	tap_ok(dies(misuse_bad_numbers), "malformed numbers die");
+	tap_ok(!dies(fine_depth), "nesting exactly to the bound is fine");
 }
 
 int
@@ -415,6 +397,5 @@ main(void)
 	test_escaping();
 	test_numbers();
 	test_misuse();
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_done();
 }

@@ -5,7 +5,6 @@
  * dense accumulation that shares no code with the merge.
  */
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -13,44 +12,16 @@
 
 #include "arena.h"
 #include "lincomb.h"
+#include "tap.h"
 #include "xmalloc.h"
-
-static int	 ntests, nfailed;
-
-static void	 ok(int, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
 
 static int
 q_is(struct rational q, int64_t num, int64_t den)
 {
 	if (q.num == num && q.den == den)
 		return 1;
-	printf("# got %" PRId64 "/%" PRId64 ", want %" PRId64 "/%" PRId64
-	    "\n", q.num, q.den, num, den);
-	return 0;
-}
-
-static int
-str_is(const char *got, const char *want)
-{
-	if (strcmp(got, want) == 0)
-		return 1;
-	printf("# got \"%s\", want \"%s\"\n", got, want);
+	tap_diag("got %" PRId64 "/%" PRId64 ", want %" PRId64 "/%" PRId64,
+	    q.num, q.den, num, den);
 	return 0;
 }
 
@@ -59,47 +30,52 @@ test_rationals(void)
 {
 	char	 buf[48];
 
-	ok(q_is(q_make(2, 4), 1, 2), "2/4 reduces to 1/2");
-	ok(q_is(q_make(-2, 4), -1, 2), "-2/4 is -1/2");
-	ok(q_is(q_make(2, -4), -1, 2), "2/-4 puts the sign on the numerator");
-	ok(q_is(q_make(-6, -4), 3, 2), "-6/-4 is 3/2");
-	ok(q_is(q_make(0, -5), 0, 1), "0/-5 is 0/1");
-	ok(q_is(q_make(7, 1), 7, 1), "7/1 stays");
-	ok(q_is(q_make(INT64_MIN, INT64_MIN), 1, 1), "INT64_MIN/INT64_MIN is 1");
-	ok(q_is(q_make(INT64_MIN, 2), INT64_MIN / 2, 1),
+	tap_ok(q_is(q_make(2, 4), 1, 2), "2/4 reduces to 1/2");
+	tap_ok(q_is(q_make(-2, 4), -1, 2), "-2/4 is -1/2");
+	tap_ok(q_is(q_make(2, -4), -1, 2),
+	    "2/-4 puts the sign on the numerator");
+	tap_ok(q_is(q_make(-6, -4), 3, 2), "-6/-4 is 3/2");
+	tap_ok(q_is(q_make(0, -5), 0, 1), "0/-5 is 0/1");
+	tap_ok(q_is(q_make(7, 1), 7, 1), "7/1 stays");
+	tap_ok(q_is(q_make(INT64_MIN, INT64_MIN), 1, 1),
+	    "INT64_MIN/INT64_MIN is 1");
+	tap_ok(q_is(q_make(INT64_MIN, 2), INT64_MIN / 2, 1),
 	    "INT64_MIN/2 reduces");
-	ok(q_is(q_make(4, INT64_MIN), -1, -(INT64_MIN / 4)),
+	tap_ok(q_is(q_make(4, INT64_MIN), -1, -(INT64_MIN / 4)),
 	    "4/INT64_MIN is -1/2^61");
 
-	ok(q_is(q_add(q_make(1, 2), q_make(1, 3)), 5, 6), "1/2+1/3 = 5/6");
-	ok(q_is(q_add(q_make(1, 6), q_make(1, 3)), 1, 2), "1/6+1/3 = 1/2");
-	ok(q_is(q_add(q_make(1, 2), q_make(-1, 2)), 0, 1), "1/2-1/2 = 0");
-	ok(q_is(q_add(q_make(3, 4), q_make(1, 4)), 1, 1), "3/4+1/4 = 1");
-	ok(q_is(q_add(q_make(-1, 3), q_make(-1, 6)), -1, 2),
+	tap_ok(q_is(q_add(q_make(1, 2), q_make(1, 3)), 5, 6), "1/2+1/3 = 5/6");
+	tap_ok(q_is(q_add(q_make(1, 6), q_make(1, 3)), 1, 2), "1/6+1/3 = 1/2");
+	tap_ok(q_is(q_add(q_make(1, 2), q_make(-1, 2)), 0, 1), "1/2-1/2 = 0");
+	tap_ok(q_is(q_add(q_make(3, 4), q_make(1, 4)), 1, 1), "3/4+1/4 = 1");
+	tap_ok(q_is(q_add(q_make(-1, 3), q_make(-1, 6)), -1, 2),
 	    "-1/3-1/6 = -1/2");
-	ok(q_is(q_add(q_make(0, 1), q_make(5, 7)), 5, 7), "0+5/7 = 5/7");
-	ok(q_is(q_mul(q_make(2, 3), q_make(3, 4)), 1, 2), "2/3*3/4 = 1/2");
-	ok(q_is(q_mul(q_make(-2, 3), q_make(3, -4)), 1, 2),
+	tap_ok(q_is(q_add(q_make(0, 1), q_make(5, 7)), 5, 7), "0+5/7 = 5/7");
+	tap_ok(q_is(q_mul(q_make(2, 3), q_make(3, 4)), 1, 2), "2/3*3/4 = 1/2");
+	tap_ok(q_is(q_mul(q_make(-2, 3), q_make(3, -4)), 1, 2),
 	    "-2/3*-3/4 = 1/2");
-	ok(q_is(q_mul(q_make(0, 1), q_make(3, 4)), 0, 1), "0*3/4 = 0");
-	ok(q_is(q_div(q_make(1, 2), q_make(-1, 4)), -2, 1), "1/2 / -1/4 = -2");
-	ok(q_is(q_div(q_make(3, 5), q_make(9, 10)), 2, 3), "3/5 / 9/10 = 2/3");
-	ok(q_is(q_mul(q_make(INT64_MAX, 2), q_make(2, INT64_MAX)), 1, 1),
+	tap_ok(q_is(q_mul(q_make(0, 1), q_make(3, 4)), 0, 1), "0*3/4 = 0");
+	tap_ok(q_is(q_div(q_make(1, 2), q_make(-1, 4)), -2, 1),
+	    "1/2 / -1/4 = -2");
+	tap_ok(q_is(q_div(q_make(3, 5), q_make(9, 10)), 2, 3),
+	    "3/5 / 9/10 = 2/3");
+	tap_ok(q_is(q_mul(q_make(INT64_MAX, 2), q_make(2, INT64_MAX)), 1, 1),
 	    "cross-cancellation keeps big products in range");
-	ok(q_is_zero(q_make(0, 3)) && !q_is_zero(q_make(1, 3)), "q_is_zero");
-	ok(q_equal(q_make(2, 6), q_make(1, 3)) &&
+	tap_ok(q_is_zero(q_make(0, 3)) && !q_is_zero(q_make(1, 3)),
+	    "q_is_zero");
+	tap_ok(q_equal(q_make(2, 6), q_make(1, 3)) &&
 	    !q_equal(q_make(1, 3), q_make(-1, 3)), "q_equal");
 
 	q_format(q_make(1, 1), buf, sizeof(buf));
-	ok(str_is(buf, "1"), "format 1");
+	tap_ok_str_eq(buf, "1", "format 1");
 	q_format(q_make(1, 2), buf, sizeof(buf));
-	ok(str_is(buf, "1/2"), "format 1/2");
+	tap_ok_str_eq(buf, "1/2", "format 1/2");
 	q_format(q_make(-3, 4), buf, sizeof(buf));
-	ok(str_is(buf, "-3/4"), "format -3/4");
+	tap_ok_str_eq(buf, "-3/4", "format -3/4");
 	q_format(q_make(0, 9), buf, sizeof(buf));
-	ok(str_is(buf, "0"), "format 0");
+	tap_ok_str_eq(buf, "0", "format 0");
 	q_format(q_make(INT64_MIN, INT64_MAX), buf, sizeof(buf));
-	ok(str_is(buf, "-9223372036854775808/9223372036854775807"),
+	tap_ok_str_eq(buf, "-9223372036854775808/9223372036854775807",
 	    "format the widest rational");
 }
 
@@ -144,50 +120,56 @@ test_operations(struct arena *a)
 	struct rational		 c;
 
 	g2 = lc_atom(a, 2);
-	ok(g2->nterms == 1 && g2->terms[0].atom == 2 &&
+	tap_ok(g2->nterms == 1 && g2->terms[0].atom == 2 &&
 	    q_is(g2->terms[0].coef, 1, 1), "lc_atom");
-	ok(((uintptr_t)g2 & 15) == 0, "arena allocations are 16-byte aligned");
+	tap_ok(((uintptr_t)g2 & 15) == 0,
+	    "arena allocations are 16-byte aligned");
 
 	x = build(a, ta);
 	y = build(a, tb);
-	ok(x->nterms == 3 && lc_is_sorted_nonzero(x), "build sorts terms");
+	tap_ok(x->nterms == 3 && lc_is_sorted_nonzero(x), "build sorts terms");
 	z = lc_add(a, x, y);
-	ok(lc_equal(z, build(a, tab)), "lc_add merges and cancels g3");
-	ok(lc_is_sorted_nonzero(z), "lc_add result sorted without zeros");
-	ok(lc_equal(lc_add(a, y, x), z), "lc_add commutes");
-	ok(lc_add(a, x, &lincomb_zero) == x && lc_add(a, &lincomb_zero, x) == x,
+	tap_ok(lc_equal(z, build(a, tab)), "lc_add merges and cancels g3");
+	tap_ok(lc_is_sorted_nonzero(z), "lc_add result sorted without zeros");
+	tap_ok(lc_equal(lc_add(a, y, x), z), "lc_add commutes");
+	tap_ok(lc_add(a, x, &lincomb_zero) == x &&
+	    lc_add(a, &lincomb_zero, x) == x,
 	    "adding zero returns the same combination");
 	z = lc_add(a, x, lc_scale(a, x, q_make(-1, 1)));
-	ok(z->nterms == 0 && lc_equal(z, &lincomb_zero), "x - x is zero");
+	tap_ok(z->nterms == 0 && lc_equal(z, &lincomb_zero), "x - x is zero");
 
-	ok(lc_scale(a, x, q_make(1, 1)) == x, "scale by 1 is the same pointer");
-	ok(lc_scale(a, x, q_make(0, 1)) == &lincomb_zero,
+	tap_ok(lc_scale(a, x, q_make(1, 1)) == x,
+	    "scale by 1 is the same pointer");
+	tap_ok(lc_scale(a, x, q_make(0, 1)) == &lincomb_zero,
 	    "scale by 0 is lincomb_zero");
 	z = lc_scale(a, x, q_make(3, 2));
-	ok(lc_equal(z, build(a, t3a)), "scale by 3/2");
+	tap_ok(lc_equal(z, build(a, t3a)), "scale by 3/2");
 
-	ok(lc_equal(x, x) && !lc_equal(x, y), "lc_equal");
-	ok(!lc_equal(g2, lc_atom(a, 3)), "lc_equal compares atoms");
-	ok(!lc_equal(x, g2) && !lc_equal(&lincomb_zero, g2),
+	tap_ok(lc_equal(x, x) && !lc_equal(x, y), "lc_equal");
+	tap_ok(!lc_equal(g2, lc_atom(a, 3)), "lc_equal compares atoms");
+	tap_ok(!lc_equal(x, g2) && !lc_equal(&lincomb_zero, g2),
 	    "lc_equal compares lengths");
-	ok(!lc_equal(g2, lc_scale(a, g2, q_make(2, 1))),
+	tap_ok(!lc_equal(g2, lc_scale(a, g2, q_make(2, 1))),
 	    "lc_equal compares coefficients");
-	ok(lc_equal(&lincomb_zero, lc_add(a, g2, lc_scale(a, g2,
+	tap_ok(lc_equal(&lincomb_zero, lc_add(a, g2, lc_scale(a, g2,
 	    q_make(-1, 1)))), "zero equals an emptied combination");
 
-	ok(lc_proportional(z, x, &c) && q_is(c, 3, 2),
+	tap_ok(lc_proportional(z, x, &c) && q_is(c, 3, 2),
 	    "lc_proportional finds 3/2");
-	ok(lc_proportional(x, z, &c) && q_is(c, 2, 3),
+	tap_ok(lc_proportional(x, z, &c) && q_is(c, 2, 3),
 	    "lc_proportional finds 2/3");
-	ok(!lc_proportional(x, y, &c), "different atoms are not proportional");
-	ok(!lc_proportional(x, lc_add(a, x, lc_scale(a, lc_atom(a, 3),
+	tap_ok(!lc_proportional(x, y, &c),
+	    "different atoms are not proportional");
+	tap_ok(!lc_proportional(x, lc_add(a, x, lc_scale(a, lc_atom(a, 3),
 	    q_make(1, 7))), &c), "same atoms, other ratios: not proportional");
-	ok(!lc_proportional(x, g2, &c), "different lengths: not proportional");
-	ok(lc_proportional(lc_scale(a, x, q_make(-5, 1)), x, &c) &&
+	tap_ok(!lc_proportional(x, g2, &c),
+	    "different lengths: not proportional");
+	tap_ok(lc_proportional(lc_scale(a, x, q_make(-5, 1)), x, &c) &&
 	    q_is(c, -5, 1), "negative factor");
-	ok(lc_proportional(&lincomb_zero, &lincomb_zero, &c) && q_is(c, 1, 1),
+	tap_ok(lc_proportional(&lincomb_zero, &lincomb_zero, &c) &&
+	    q_is(c, 1, 1),
 	    "zero is 1 * zero");
-	ok(!lc_proportional(lc_add(a, lc_atom(a, 0), lc_atom(a, 1)),
+	tap_ok(!lc_proportional(lc_add(a, lc_atom(a, 0), lc_atom(a, 1)),
 	    lc_add(a, lc_atom(a, 0), lc_atom(a, 2)), &c),
 	    "a later atom differs: not proportional");
 	{
@@ -196,7 +178,7 @@ test_operations(struct arena *a)
 		static const int64_t	 small[][3] = { {0, 1, 1}, {1, 4, 1},
 					     {0, 0, 0} };
 
-		ok(!lc_proportional(build(a, big), build(a, small), &c),
+		tap_ok(!lc_proportional(build(a, big), build(a, small), &c),
 		    "a ratio whose product overflows is not proportional");
 	}
 }
@@ -237,11 +219,11 @@ test_format(struct arena *a)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		x = build(a, cases[i].t);
-		ok(str_is(lc_format(a, x, "g"), cases[i].want), "format %s",
+		tap_ok_str_eq(lc_format(a, x, "g"), cases[i].want, "format %s",
 		    cases[i].want);
 	}
 	x = build(a, cases[0].t);
-	ok(str_is(lc_format(a, x, "x_"), "x_3+(x_0+x_1)/2"),
+	tap_ok_str_eq(lc_format(a, x, "x_"), "x_3+(x_0+x_1)/2",
 	    "format with another prefix");
 }
 
@@ -263,7 +245,8 @@ test_format_long(struct arena *a)
 	for (i = 0; i < N; i++)
 		p += sprintf(p, "%sg%" PRIu32, i ? "+" : "", i);
 	strcpy(p, ")/2");
-	ok(str_is(lc_format(a, x, "g"), want), "format of %d equal terms", N);
+	tap_ok_str_eq(lc_format(a, x, "g"), want, "format of %d equal terms",
+	    N);
 
 	/* Alternating coefficients: two groups of N/2. */
 	y = lc_add(a, x, lc_sum(a, parts, N / 2, q_make(1, 2)));
@@ -274,7 +257,7 @@ test_format_long(struct arena *a)
 	for (i = N / 2; i < N; i++)
 		p += sprintf(p, "%sg%" PRIu32, i > N / 2 ? "+" : "", i);
 	strcpy(p, ")/2");
-	ok(str_is(lc_format(a, y, "g"), want), "format of two long groups");
+	tap_ok_str_eq(lc_format(a, y, "g"), want, "format of two long groups");
 	free(want);
 }
 
@@ -389,9 +372,9 @@ test_sum(struct arena *a)
 		if (!lc_is_sorted_nonzero(r))
 			good_form = 0;
 	}
-	ok(good_add, "lc_sum of random inputs equals repeated lc_add");
-	ok(good_dense, "lc_sum of random inputs equals dense accumulation");
-	ok(good_form, "lc_sum results sorted without zeros");
+	tap_ok(good_add, "lc_sum of random inputs equals repeated lc_add");
+	tap_ok(good_dense, "lc_sum of random inputs equals dense accumulation");
+	tap_ok(good_form, "lc_sum results sorted without zeros");
 
 	/* Disjoint ranges, given out of order: the concatenation path. */
 	for (i = 0; i < 128; i++) {
@@ -405,11 +388,11 @@ test_sum(struct arena *a)
 		xs[i] = lc_sum(a, parts, 128, q_make(1, 1));
 	}
 	r = lc_sum(a, xs, 128, q_make(1, 2));
-	ok(r->nterms == 128 * 128 && lc_is_sorted_nonzero(r),
+	tap_ok(r->nterms == 128 * 128 && lc_is_sorted_nonzero(r),
 	    "disjoint inputs: 16384 sorted terms");
-	ok(lc_equal(r, sum_by_add(a, xs, 128, q_make(1, 2))),
+	tap_ok(lc_equal(r, sum_by_add(a, xs, 128, q_make(1, 2))),
 	    "disjoint inputs equal repeated lc_add");
-	ok(matches_dense(r, xs, 128, q_make(1, 2), 128 * 128),
+	tap_ok(matches_dense(r, xs, 128, q_make(1, 2), 128 * 128),
 	    "disjoint inputs equal dense accumulation");
 
 	/* Interleaved atoms (a strided group): the heap merge. */
@@ -422,7 +405,7 @@ test_sum(struct arena *a)
 		xs[i] = lc_sum(a, parts, 128, q_make(1, 1));
 	}
 	r = lc_sum(a, xs, 128, q_make(1, 128));
-	ok(r->nterms == 128 * 128 && lc_is_sorted_nonzero(r) &&
+	tap_ok(r->nterms == 128 * 128 && lc_is_sorted_nonzero(r) &&
 	    matches_dense(r, xs, 128, q_make(1, 128), 128 * 128),
 	    "interleaved inputs: 16384 terms of 1/128");
 
@@ -433,13 +416,13 @@ test_sum(struct arena *a)
 	for (i = 0; i < 100; i++)
 		xs[i] = x;
 	r = lc_sum(a, xs, 100, q_make(1, 100));
-	ok(r == x, "100 copies scaled by 1/100 is the same pointer");
+	tap_ok(r == x, "100 copies scaled by 1/100 is the same pointer");
 	r = lc_sum(a, xs, 100, q_make(1, 50));
-	ok(lc_equal(r, lc_scale(a, x, q_make(2, 1))),
+	tap_ok(lc_equal(r, lc_scale(a, x, q_make(2, 1))),
 	    "100 copies scaled by 1/50 is 2x");
 	xs[100] = &lincomb_zero;
 	r = lc_sum(a, xs, 101, q_make(1, 1));
-	ok(lc_equal(r, lc_scale(a, x, q_make(100, 1))),
+	tap_ok(lc_equal(r, lc_scale(a, x, q_make(100, 1))),
 	    "copies plus zero: zero inputs are ignored");
 
 	/* Sparse atoms (the heap merge) with cancellations inside and last. */
@@ -457,7 +440,7 @@ test_sum(struct arena *a)
 		xs[1] = build(a, s2);
 		xs[2] = build(a, s3);
 		r = lc_sum(a, xs, 3, q_make(1, 3));
-		ok(lc_equal(r, build(a, want)),
+		tap_ok(lc_equal(r, build(a, want)),
 		    "sparse inputs: cancelled atoms disappear");
 	}
 	/* Dense atoms that all cancel. */
@@ -468,16 +451,16 @@ test_sum(struct arena *a)
 	xs[1] = lc_scale(a, x, q_make(-1, 2));
 	xs[2] = lc_scale(a, x, q_make(-1, 3));
 	xs[3] = lc_scale(a, x, q_make(-1, 6));
-	ok(lc_sum(a, xs, 4, q_make(1, 1)) == &lincomb_zero,
+	tap_ok(lc_sum(a, xs, 4, q_make(1, 1)) == &lincomb_zero,
 	    "dense inputs summing to zero give lincomb_zero");
 
-	ok(lc_sum(a, xs, 0, q_make(1, 1)) == &lincomb_zero,
+	tap_ok(lc_sum(a, xs, 0, q_make(1, 1)) == &lincomb_zero,
 	    "sum of nothing is zero");
-	ok(lc_sum(a, xs, 5, q_make(0, 1)) == &lincomb_zero,
+	tap_ok(lc_sum(a, xs, 5, q_make(0, 1)) == &lincomb_zero,
 	    "sum scaled by zero is zero");
 	xs[0] = lc_atom(a, 1);
 	xs[1] = lc_scale(a, xs[0], q_make(-1, 1));
-	ok(lc_sum(a, xs, 2, q_make(1, 1))->nterms == 0,
+	tap_ok(lc_sum(a, xs, 2, q_make(1, 1))->nterms == 0,
 	    "x + (-x) cancels to zero");
 }
 
@@ -490,7 +473,7 @@ test_arena(void)
 	int		 zero = 1, aligned = 1;
 
 	arena_init(&a);
-	ok(a.used_bytes == 0, "fresh arena is empty");
+	tap_ok(a.used_bytes == 0, "fresh arena is empty");
 	for (i = 1; i < 5000; i += 7) {
 		p = arena_alloc(&a, i);
 		if (((uintptr_t)p & 15) != 0)
@@ -499,19 +482,20 @@ test_arena(void)
 			zero = 0;
 		memset(p, 0xa5, i);
 	}
-	ok(aligned, "all allocations 16-byte aligned");
-	ok(zero, "all allocations zeroed");
+	tap_ok(aligned, "all allocations 16-byte aligned");
+	tap_ok(zero, "all allocations zeroed");
 	p = arena_alloc(&a, 3 << 20);	/* bigger than a block */
-	ok(((uintptr_t)p & 15) == 0 && p[(3 << 20) - 1] == 0,
+	tap_ok(((uintptr_t)p & 15) == 0 && p[(3 << 20) - 1] == 0,
 	    "big allocation aligned and zeroed");
 	memset(p, 1, 3 << 20);
 	q = arena_alloc(&a, 10);
-	ok(q != NULL && q[9] == 0, "small allocation after a big one");
-	ok(a.used_bytes >= (3u << 20) + 16, "used_bytes counts allocations");
-	ok(strcmp(arena_strdup(&a, "gradaudit"), "gradaudit") == 0,
+	tap_ok(q != NULL && q[9] == 0, "small allocation after a big one");
+	tap_ok(a.used_bytes >= (3u << 20) + 16,
+	    "used_bytes counts allocations");
+	tap_ok(strcmp(arena_strdup(&a, "gradaudit"), "gradaudit") == 0,
 	    "arena_strdup");
 	arena_free(&a);
-	ok(a.used_bytes == 0 && a.head == NULL, "arena_free releases all");
+	tap_ok(a.used_bytes == 0 && a.head == NULL, "arena_free releases all");
 }
 
 int
@@ -527,6 +511,5 @@ main(void)
 	test_sum(&a);
 	arena_free(&a);
 	test_arena();
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_done();
 }

@@ -4,7 +4,6 @@
  * coordinates and groups of the meshes from the bug reports, and for the
  * structural promises of mesh.h (group order, ids, partitions).
  */
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -12,26 +11,7 @@
 
 #include "config.h"
 #include "mesh.h"
-
-static int	 ntests, nfailed;
-
-static void	 ok(int, const char *, ...)
-		    __attribute__((format(printf, 2, 3)));
-
-static void
-ok(int cond, const char *fmt, ...)
-{
-	va_list	 ap;
-
-	ntests++;
-	if (!cond)
-		nfailed++;
-	printf("%s %d - ", cond ? "ok" : "not ok", ntests);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	putchar('\n');
-}
+#include "tap.h"
 
 /* Meshes as dp, pp, tp, ep, etp; each satisfies SPEC section 5. */
 static const int meshes[][5] = {
@@ -56,20 +36,20 @@ group_is(const struct mesh *m, enum group_kind kind, int rank,
 
 	n = mesh_group_size(m, kind);
 	if (n != nwant) {
-		printf("# %s group size %d, want %d\n", mesh_group_name(kind),
+		tap_diag("%s group size %d, want %d", mesh_group_name(kind),
 		    n, nwant);
 		return 0;
 	}
 	idx = mesh_group(m, kind, rank, got);
 	for (i = 0; i < n; i++) {
 		if (got[i] != want[i]) {
-			printf("# %s group of %d: member %d is %d, want %d\n",
+			tap_diag("%s group of %d: member %d is %d, want %d",
 			    mesh_group_name(kind), rank, i, got[i], want[i]);
 			return 0;
 		}
 	}
 	if (idx != want_index || mesh_group_index(m, kind, rank) != idx) {
-		printf("# %s group of %d: index %d, want %d\n",
+		tap_diag("%s group of %d: index %d, want %d",
 		    mesh_group_name(kind), rank, idx, want_index);
 		return 0;
 	}
@@ -86,7 +66,7 @@ coord_is(const struct mesh *m, int rank, int pp, int dp, int tp, int ep,
 	if (c.pp == pp && c.dp == dp && c.tp == tp && c.ep == ep &&
 	    c.etp == etp && c.edp == edp)
 		return 1;
-	printf("# rank %d: pp %d dp %d tp %d ep %d etp %d edp %d\n", rank,
+	tap_diag("rank %d: pp %d dp %d tp %d ep %d etp %d edp %d", rank,
 	    c.pp, c.dp, c.tp, c.ep, c.etp, c.edp);
 	return 0;
 }
@@ -97,21 +77,23 @@ test_megatron_844(void)
 	struct mesh	 m;
 
 	mesh_init(&m, 2, 2, 1, 1, 1);
-	ok(m.world == 4 && m.edp == 2, "dp=2 pp=2 tp=1: world 4, edp 2");
-	ok(coord_is(&m, 0, 0, 0, 0, 0, 0, 0) &&
+	tap_ok(m.world == 4 && m.edp == 2, "dp=2 pp=2 tp=1: world 4, edp 2");
+	tap_ok(coord_is(&m, 0, 0, 0, 0, 0, 0, 0) &&
 	    coord_is(&m, 1, 0, 1, 0, 0, 0, 1), "ranks 0 and 1 are stage 0");
-	ok(coord_is(&m, 2, 1, 0, 0, 0, 0, 0) &&
+	tap_ok(coord_is(&m, 2, 1, 0, 0, 0, 0, 0) &&
 	    coord_is(&m, 3, 1, 1, 0, 0, 0, 1), "ranks 2 and 3 are stage 1");
-	ok(group_is(&m, GROUP_DP, 2, (int[]){ 2, 3 }, 2, 0), "dp group of 2");
-	ok(group_is(&m, GROUP_PP, 1, (int[]){ 1, 3 }, 2, 0), "pp group of 1");
-	ok(group_is(&m, GROUP_TP, 3, (int[]){ 3 }, 1, 0), "tp group of 3");
-	ok(group_is(&m, GROUP_EMBEDDING, 0, (int[]){ 0, 2 }, 2, 0),
+	tap_ok(group_is(&m, GROUP_DP, 2, (int[]){ 2, 3 }, 2, 0),
+	    "dp group of 2");
+	tap_ok(group_is(&m, GROUP_PP, 1, (int[]){ 1, 3 }, 2, 0),
+	    "pp group of 1");
+	tap_ok(group_is(&m, GROUP_TP, 3, (int[]){ 3 }, 1, 0), "tp group of 3");
+	tap_ok(group_is(&m, GROUP_EMBEDDING, 0, (int[]){ 0, 2 }, 2, 0),
 	    "embedding group of 0");
-	ok(group_is(&m, GROUP_EMBEDDING, 3, (int[]){ 1, 3 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_EMBEDDING, 3, (int[]){ 1, 3 }, 2, 1),
 	    "embedding group of 3");
-	ok(group_is(&m, GROUP_EDP, 3, (int[]){ 2, 3 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_EDP, 3, (int[]){ 2, 3 }, 2, 1),
 	    "edp group of 3");
-	ok(mesh_group_id(&m, GROUP_EMBEDDING, 3) == 1 &&
+	tap_ok(mesh_group_id(&m, GROUP_EMBEDDING, 3) == 1 &&
 	    mesh_group_id(&m, GROUP_EMBEDDING, 1) == 1 &&
 	    mesh_group_id(&m, GROUP_EMBEDDING, 2) == 0,
 	    "embedding group ids");
@@ -124,20 +106,25 @@ test_moe_ep4(void)
 
 	/* dp=4 tp=2 ep=4 etp=1: s = rank, ep = s % 4, edp = s / 4. */
 	mesh_init(&m, 4, 1, 2, 4, 1);
-	ok(m.world == 8 && m.edp == 2, "dp=4 tp=2 ep=4: world 8, edp 2");
-	ok(coord_is(&m, 5, 0, 2, 1, 1, 0, 1), "rank 5: dp 2 tp 1 ep 1 edp 1");
-	ok(coord_is(&m, 6, 0, 3, 0, 2, 0, 1), "rank 6: dp 3 tp 0 ep 2 edp 1");
-	ok(coord_is(&m, 3, 0, 1, 1, 3, 0, 0), "rank 3: dp 1 tp 1 ep 3 edp 0");
-	ok(mesh_rank_of_expert(&m, 0, 2, 0, 1) == 6, "expert (2,0,1) is 6");
-	ok(group_is(&m, GROUP_EP, 5, (int[]){ 4, 5, 6, 7 }, 4, 1),
+	tap_ok(m.world == 8 && m.edp == 2, "dp=4 tp=2 ep=4: world 8, edp 2");
+	tap_ok(coord_is(&m, 5, 0, 2, 1, 1, 0, 1),
+	    "rank 5: dp 2 tp 1 ep 1 edp 1");
+	tap_ok(coord_is(&m, 6, 0, 3, 0, 2, 0, 1),
+	    "rank 6: dp 3 tp 0 ep 2 edp 1");
+	tap_ok(coord_is(&m, 3, 0, 1, 1, 3, 0, 0),
+	    "rank 3: dp 1 tp 1 ep 3 edp 0");
+	tap_ok(mesh_rank_of_expert(&m, 0, 2, 0, 1) == 6, "expert (2,0,1) is 6");
+	tap_ok(group_is(&m, GROUP_EP, 5, (int[]){ 4, 5, 6, 7 }, 4, 1),
 	    "ep group of 5");
-	ok(group_is(&m, GROUP_EDP, 5, (int[]){ 1, 5 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_EDP, 5, (int[]){ 1, 5 }, 2, 1),
 	    "edp group of 5");
-	ok(group_is(&m, GROUP_ETP, 5, (int[]){ 5 }, 1, 0), "etp group of 5");
-	ok(group_is(&m, GROUP_TP, 5, (int[]){ 4, 5 }, 2, 1), "tp group of 5");
-	ok(group_is(&m, GROUP_DP, 5, (int[]){ 1, 3, 5, 7 }, 4, 2),
+	tap_ok(group_is(&m, GROUP_ETP, 5, (int[]){ 5 }, 1, 0),
+	    "etp group of 5");
+	tap_ok(group_is(&m, GROUP_TP, 5, (int[]){ 4, 5 }, 2, 1),
+	    "tp group of 5");
+	tap_ok(group_is(&m, GROUP_DP, 5, (int[]){ 1, 3, 5, 7 }, 4, 2),
 	    "dp group of 5");
-	ok(group_is(&m, GROUP_EMBEDDING, 5, (int[]){ 5 }, 1, 0),
+	tap_ok(group_is(&m, GROUP_EMBEDDING, 5, (int[]){ 5 }, 1, 0),
 	    "pp=1: the embedding group is the rank itself");
 }
 
@@ -151,33 +138,35 @@ test_moe_etp2(void)
 	 * ep = (s / 2) % 2, edp = s / 4.
 	 */
 	mesh_init(&m, 2, 2, 4, 2, 2);
-	ok(m.world == 16 && m.edp == 2, "dp=2 pp=2 tp=4 ep=2 etp=2");
-	ok(coord_is(&m, 14, 1, 1, 2, 1, 0, 1),
+	tap_ok(m.world == 16 && m.edp == 2, "dp=2 pp=2 tp=4 ep=2 etp=2");
+	tap_ok(coord_is(&m, 14, 1, 1, 2, 1, 0, 1),
 	    "rank 14: pp 1 dp 1 tp 2 ep 1 etp 0 edp 1");
-	ok(coord_is(&m, 3, 0, 0, 3, 1, 1, 0),
+	tap_ok(coord_is(&m, 3, 0, 0, 3, 1, 1, 0),
 	    "rank 3: pp 0 dp 0 tp 3 ep 1 etp 1 edp 0");
-	ok(coord_is(&m, 9, 1, 0, 1, 0, 1, 0),
+	tap_ok(coord_is(&m, 9, 1, 0, 1, 0, 1, 0),
 	    "rank 9: pp 1 dp 0 tp 1 ep 0 etp 1 edp 0");
-	ok(mesh_rank_of_expert(&m, 1, 1, 0, 1) == 14, "expert (1,0,1) on pp 1");
-	ok(mesh_rank_of(&m, 1, 1, 2) == 14, "dense (1,1,2) is 14");
-	ok(group_is(&m, GROUP_ETP, 14, (int[]){ 14, 15 }, 2, 0),
+	tap_ok(mesh_rank_of_expert(&m, 1, 1, 0, 1) == 14,
+	    "expert (1,0,1) on pp 1");
+	tap_ok(mesh_rank_of(&m, 1, 1, 2) == 14, "dense (1,1,2) is 14");
+	tap_ok(group_is(&m, GROUP_ETP, 14, (int[]){ 14, 15 }, 2, 0),
 	    "etp group of 14");
-	ok(group_is(&m, GROUP_EP, 14, (int[]){ 12, 14 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_EP, 14, (int[]){ 12, 14 }, 2, 1),
 	    "ep group of 14");
-	ok(group_is(&m, GROUP_EDP, 14, (int[]){ 10, 14 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_EDP, 14, (int[]){ 10, 14 }, 2, 1),
 	    "edp group of 14");
-	ok(group_is(&m, GROUP_TP, 14, (int[]){ 12, 13, 14, 15 }, 4, 2),
+	tap_ok(group_is(&m, GROUP_TP, 14, (int[]){ 12, 13, 14, 15 }, 4, 2),
 	    "tp group of 14");
-	ok(group_is(&m, GROUP_DP, 14, (int[]){ 10, 14 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_DP, 14, (int[]){ 10, 14 }, 2, 1),
 	    "dp group of 14");
-	ok(group_is(&m, GROUP_PP, 14, (int[]){ 6, 14 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_PP, 14, (int[]){ 6, 14 }, 2, 1),
 	    "pp group of 14");
-	ok(group_is(&m, GROUP_ETP, 3, (int[]){ 2, 3 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_ETP, 3, (int[]){ 2, 3 }, 2, 1),
 	    "etp group of 3");
-	ok(group_is(&m, GROUP_EP, 3, (int[]){ 1, 3 }, 2, 1), "ep group of 3");
-	ok(group_is(&m, GROUP_EDP, 3, (int[]){ 3, 7 }, 2, 0),
+	tap_ok(group_is(&m, GROUP_EP, 3, (int[]){ 1, 3 }, 2, 1),
+	    "ep group of 3");
+	tap_ok(group_is(&m, GROUP_EDP, 3, (int[]){ 3, 7 }, 2, 0),
 	    "edp group of 3");
-	ok(group_is(&m, GROUP_EMBEDDING, 9, (int[]){ 1, 9 }, 2, 1),
+	tap_ok(group_is(&m, GROUP_EMBEDDING, 9, (int[]){ 1, 9 }, 2, 1),
 	    "embedding group of 9");
 }
 
@@ -350,24 +339,25 @@ test_all_meshes(void)
 		const int	*d = meshes[i];
 
 		mesh_init(&m, d[0], d[1], d[2], d[3], d[4]);
-		ok(m.world == d[0] * d[1] * d[2] &&
+		tap_ok(m.world == d[0] * d[1] * d[2] &&
 		    m.edp * d[3] * d[4] == d[0] * d[2],
 		    "mesh dp=%d pp=%d tp=%d ep=%d etp=%d: world and edp",
 		    d[0], d[1], d[2], d[3], d[4]);
-		ok(check_dense_order(&m), "  dense rank order round trip");
-		ok(check_expert_order(&m), "  expert rank order round trip");
+		tap_ok(check_dense_order(&m), "  dense rank order round trip");
+		tap_ok(check_expert_order(&m),
+		    "  expert rank order round trip");
 		for (k = 0; k < 6; k++)
-			ok(check_groups(&m, kinds[k]),
+			tap_ok(check_groups(&m, kinds[k]),
 			    "  %s groups ordered and partitioning",
 			    mesh_group_name(kinds[k]));
-		ok(mesh_group_size(&m, GROUP_DP) == d[0] &&
+		tap_ok(mesh_group_size(&m, GROUP_DP) == d[0] &&
 		    mesh_group_size(&m, GROUP_PP) == d[1] &&
 		    mesh_group_size(&m, GROUP_TP) == d[2] &&
 		    mesh_group_size(&m, GROUP_EP) == d[3] &&
 		    mesh_group_size(&m, GROUP_ETP) == d[4] &&
 		    mesh_group_size(&m, GROUP_EDP) == m.edp,
 		    "  group sizes");
-		ok(check_embedding(&m), "  embedding groups");
+		tap_ok(check_embedding(&m), "  embedding groups");
 	}
 }
 
@@ -384,10 +374,10 @@ test_config_and_names(void)
 	cfg.mesh.ep = 4;
 	cfg.mesh.etp = 2;
 	mesh_from_config(&m, &cfg);
-	ok(m.dp == 2 && m.pp == 3 && m.tp == 4 && m.ep == 4 && m.etp == 2 &&
+	tap_ok(m.dp == 2 && m.pp == 3 && m.tp == 4 && m.ep == 4 && m.etp == 2 &&
 	    m.edp == 1 && m.world == 24, "mesh_from_config");
 
-	ok(strcmp(mesh_group_name(GROUP_DP), "dp") == 0 &&
+	tap_ok(strcmp(mesh_group_name(GROUP_DP), "dp") == 0 &&
 	    strcmp(mesh_group_name(GROUP_TP), "tp") == 0 &&
 	    strcmp(mesh_group_name(GROUP_PP), "pp") == 0 &&
 	    strcmp(mesh_group_name(GROUP_EP), "ep") == 0 &&
@@ -405,6 +395,5 @@ main(void)
 	test_moe_etp2();
 	test_all_meshes();
 	test_config_and_names();
-	printf("1..%d\n", ntests);
-	return nfailed != 0;
+	return tap_done();
 }

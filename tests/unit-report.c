@@ -22,55 +22,20 @@
 #include "lincomb.h"
 #include "mesh.h"
 #include "report.h"
-
-static int	 test_number;
-static int	 failures;
-
-static void
-ok(int cond, const char *name)
-{
-	test_number++;
-	if (!cond)
-		failures++;
-	printf("%sok %d - %s\n", cond ? "" : "not ", test_number, name);
-}
+#include "tap.h"
 
 static void
 ok_contains(const char *text, const char *needle, const char *name)
 {
-	int	 found = strstr(text, needle) != NULL;
-
-	ok(found, name);
-	if (!found)
-		printf("# missing: %s\n", needle);
+	if (!tap_ok(strstr(text, needle) != NULL, "%s", name))
+		tap_diag("missing: %s", needle);
 }
 
 static void
 ok_lacks(const char *text, const char *needle, const char *name)
 {
-	int	 found = strstr(text, needle) != NULL;
-
-	ok(!found, name);
-	if (found)
-		printf("# unexpected: %s\n", needle);
-}
-
-/* Print a failed comparison as TAP comments, line by line. */
-static void
-ok_equal(const char *got, const char *want, const char *name)
-{
-	const char	*p;
-
-	ok(strcmp(got, want) == 0, name);
-	if (strcmp(got, want) == 0)
-		return;
-	printf("# got:\n# ");
-	for (p = got; *p != '\0'; p++)
-		printf(*p == '\n' ? "|\n# " : "%c", *p);
-	printf("\n# want:\n# ");
-	for (p = want; *p != '\0'; p++)
-		printf(*p == '\n' ? "|\n# " : "%c", *p);
-	printf("\n");
+	if (!tap_ok(strstr(text, needle) == NULL, "%s", name))
+		tap_diag("unexpected: %s", needle);
 }
 
 static struct config	 megatron_config;
@@ -197,8 +162,9 @@ test_text_symbolic(void)
 	char		*s;
 
 	build_megatron(&a, false);
-	ok(audit_wrong_ranks(&a) == 2, "audit_wrong_ranks counts ranks 1, 2");
-	ok(audit_wrong_params(&a) == 1, "audit_wrong_params is 1");
+	tap_ok(audit_wrong_ranks(&a) == 2,
+	    "audit_wrong_ranks counts ranks 1, 2");
+	tap_ok(audit_wrong_params(&a) == 1, "audit_wrong_params is 1");
 	s = render_text(&a, false, false);
 	ok_contains(s, "config: testdata/megatron-844.yaml (megatron-844)\n",
 	    "header names the config");
@@ -227,7 +193,7 @@ test_text_symbolic(void)
 	free(s);
 
 	s = render_text(&a, false, true);
-	ok_equal(s, "1 of 1 parameters wrong on 2 of 4 ranks\n",
+	tap_ok_str_eq(s, "1 of 1 parameters wrong on 2 of 4 ranks\n",
 	    "quiet prints the summary line only");
 	free(s);
 	audit_free(&a);
@@ -310,9 +276,9 @@ test_json(void)
 	ok_lacks(s, "\"hash\"", "no hashes for a symbolic audit");
 	valid = json_valid(s);
 	if (valid < 0)
-		ok(1, "JSON well-formed # SKIP no python3");
+		tap_skip("no python3", "JSON well-formed");
 	else
-		ok(valid, "JSON well-formed");
+		tap_ok(valid, "JSON well-formed");
 	free(s);
 	audit_free(&a);
 
@@ -363,15 +329,16 @@ test_long_expression(void)
 	    "final_norm.weight: consistent but wrong on ranks 0-63\n",
 	    "consecutive ranks print as a range");
 	line = strstr(s, "rank 5 [0,8): ");
-	ok(line != NULL, "a line per wrong rank with -v");
+	tap_ok(line != NULL, "a line per wrong rank with -v");
 	if (line != NULL) {
 		end = strchr(line, '\n');
-		ok(end != NULL && end - line < 300, "long expressions are cut");
+		tap_ok(end != NULL && end - line < 300,
+		    "long expressions are cut");
 		cut = strstr(line, "... (64 terms)");
-		ok(cut != NULL && cut < end, "cut shows the terms");
+		tap_ok(cut != NULL && cut < end, "cut shows the terms");
 	} else {
-		ok(0, "long expressions are cut");
-		ok(0, "cut shows the terms");
+		tap_ok(0, "long expressions are cut");
+		tap_ok(0, "cut shows the terms");
 	}
 	free(s);
 	s = render_text(&a, false, false);
@@ -465,7 +432,7 @@ test_grid(void)
 	grid_set(g, 1, 1, "x");
 	grid_set(g, 1, 2, "ok");
 	s = render_grid(g);
-	ok_equal(s,
+	tap_ok_str_eq(s,
 	    "pp \\ dp  dp0           dp1   dp2\n"
 	    "-------  ------------  ----  ---\n"
 	    "pp0      g0+(g2+g3)/2  \033[31mDIFF\033[0m\n"
@@ -475,7 +442,7 @@ test_grid(void)
 	grid_drop_empty_rows(g);
 	grid_set(g, 0, 0, NULL);
 	s = render_grid(g);
-	ok_equal(s,
+	tap_ok_str_eq(s,
 	    "pp \\ dp  dp0  dp1   dp2\n"
 	    "-------  ---  ----  ---\n"
 	    "pp0           \033[31mDIFF\033[0m\n"
@@ -505,16 +472,16 @@ test_positions(void)
 	mesh_coord_of(&a.mesh, rank, &c.coord);
 	report_cell_position(&a, &dense, &c, &row, &col, &nrows, &ncols,
 	    label, sizeof(label));
-	ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&
+	tap_ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&
 	    strcmp(label, "pp1 tp0") == 0, "dense rows are (pp, tp)");
 	report_cell_position(&a, &expert, &c, &row, &col, &nrows, &ncols,
 	    label, sizeof(label));
 	/* s = 2: etp 0, ep 0, edp 1. */
-	ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&
+	tap_ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&
 	    strcmp(label, "pp1 ep0") == 0, "expert rows are (pp, ep)");
 	g = report_param_grid(&a, &expert);
 	s = render_grid(g);
-	ok_equal(s, "pp ep \\ edp  edp0  edp1\n"
+	tap_ok_str_eq(s, "pp ep \\ edp  edp0  edp1\n"
 	    "-----------  ----  ----\n"
 	    "pp0 ep0\npp0 ep1\npp1 ep0\npp1 ep1\n", "expert grid labels");
 	free(s);
@@ -531,6 +498,5 @@ main(void)
 	test_regions();
 	test_grid();
 	test_positions();
-	printf("1..%d\n", test_number);
-	return failures != 0;
+	return tap_done();
 }
