@@ -605,10 +605,14 @@ print_title(struct text *t, const struct param_result *p)
 /*
  * The text of one rank's table cell, from its regions first..first+n: the
  * short hash of the region that decides the verdict, then ok or DIFF; "-"
- * when the rank's optimizer uses none of these elements.
+ * when the rank's optimizer uses none of these elements.  Without hashes
+ * (check), a rank whose used value is one short expression shows it, as
+ * the matrices of the Megatron-LM #844 report do: "g3+(g0+g1)/2 DIFF".
  */
+#define CELL_EXPR_MAX	24
+
 static void
-rank_cell_text(const struct text *t, const struct cell *cells, size_t n,
+rank_cell_text(struct text *t, const struct cell *cells, size_t n,
     char *buf, size_t len)
 {
 	const struct cell	*shown = NULL;
@@ -634,6 +638,15 @@ rank_cell_text(const struct text *t, const struct cell *cells, size_t n,
 		hash_hex(shown->hash, hex);
 		hex[8] = ' ';
 		hex[9] = '\0';
+	} else if (n == 1) {
+		const char *e = lc_format(&t->scratch, shown->value, "g");
+
+		if (strlen(e) <= CELL_EXPR_MAX) {
+			snprintf(buf, len, "%s %s%s%s", e,
+			    paint(t, wrong ? ANSI_RED : ANSI_GREEN),
+			    wrong ? "DIFF" : "ok", paint(t, ANSI_RESET));
+			return;
+		}
 	}
 	snprintf(buf, len, "%s%s%s%s", hex,
 	    paint(t, wrong ? ANSI_RED : ANSI_GREEN), wrong ? "DIFF" : "ok",
@@ -644,7 +657,7 @@ static void
 print_param_table(struct text *t, const struct param_result *p)
 {
 	struct grid	*g;
-	char		 buf[64];
+	char		 buf[96];
 	size_t		 i, j;
 	int		 row, col, nrows, ncols;
 

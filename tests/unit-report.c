@@ -174,10 +174,11 @@ test_text_symbolic(void)
 	ok_contains(s, "embedding.weight (tied with output.weight): "
 	    "inconsistent, wrong on ranks 1, 2\n", "title line");
 	ok_contains(s,
-	    "pp \\ dp  dp0   dp1\n"
-	    "-------  ----  ----\n"
-	    "pp0      -     DIFF\n"
-	    "pp1      DIFF  -\n", "diff table like the Megatron report");
+	    "pp \\ dp  dp0                dp1\n"
+	    "-------  -----------------  -----------------\n"
+	    "pp0      -                  g3+(g0+g1)/2 DIFF\n"
+	    "pp1      g0+(g2+g3)/2 DIFF  -\n",
+	    "diff table like the Megatron report, expressions in the cells");
 	ok_contains(s, "rank 1 [0,256): g3+(g0+g1)/2  expected "
 	    "(g0+g1+g2+g3)/2\n", "rank 1 expression");
 	ok_contains(s, "rank 2 [0,256): g0+(g2+g3)/2  expected "
