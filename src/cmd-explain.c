@@ -51,20 +51,15 @@ segments_text(struct arena *ar, const struct segment *sv, int n)
 }
 
 /*
- * The instance of p's logical parameter that rank holds: a tied embedding
- * is one table, embedding.weight on the first stage and output.weight on
- * the last, like the Megatron report's pp x dp matrices.
+ * A tied embedding is one table, embedding.weight on the first stage and
+ * output.weight on the last, like the Megatron report's pp x dp matrices.
  */
 static int
 instance_held(const struct model *m, int p, int rank)
 {
-	const struct logical_param *l = &m->logical[m->params[p].logical];
-	int	k;
+	int	inst = model_instance_on(m, p, rank);
 
-	for (k = 0; k < l->ninstances; k++)
-		if (model_rank_holds(m, &m->params[l->instance[k]], rank))
-			return l->instance[k];
-	return p;
+	return inst >= 0 ? inst : p;
 }
 
 static void
@@ -73,8 +68,7 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
 	memset(pr, 0, sizeof *pr);
 	pr->name = m->logical[m->params[p].logical].name;
 	pr->is_expert = m->params[p].expert;
-	pr->replicated_over_tp = m->params[p].role == ROLE_NORM ||
-	    m->params[p].role == ROLE_ROUTER;
+	pr->replicated_over_tp = m->params[p].tp_replicated;
 }
 
 static void

@@ -102,6 +102,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 		break;
 	case ROLE_NORM:
 	case ROLE_ROUTER:
+		p->tp_replicated = true;
 		break;
 	}
 	p->local_elems = 1;
@@ -334,6 +335,18 @@ bool
 model_rank_holds(const struct model *m, const struct param *p, int rank)
 {
 	return rank / (m->mesh.dp * m->mesh.tp) == p->stage;
+}
+
+int
+model_instance_on(const struct model *m, int param, int rank)
+{
+	const struct logical_param *l = &m->logical[m->params[param].logical];
+	int	k;
+
+	for (k = 0; k < l->ninstances; k++)
+		if (model_rank_holds(m, &m->params[l->instance[k]], rank))
+			return l->instance[k];
+	return -1;
 }
 
 int64_t

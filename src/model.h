@@ -45,6 +45,7 @@ struct param {
 	int64_t		 local_shape[3]; /* one rank's shard */
 	int64_t		 local_elems;	/* product of local_shape */
 	bool		 expert;	/* expert buffer, reduced over edp */
+	bool		 tp_replicated;	/* every tp rank holds all of it */
 	/*
 	 * Megatron marks norm weights with `sequence_parallel` when sequence
 	 * parallelism is on; _allreduce_layernorm_grads then all-reduces
@@ -117,6 +118,12 @@ const char *op_kind_name(enum op_kind);
  */
 int64_t	 model_global_index(const struct model *, const struct param *,
 	    int rank, int64_t local_index);
+/*
+ * The instance of param's logical parameter that `rank` holds (a tied
+ * embedding: embedding.weight on the first stage, output.weight on the
+ * last), or -1 when it holds none.
+ */
+int	 model_instance_on(const struct model *, int param, int rank);
 /* True when `rank` holds an instance of param (it is on the param's stage). */
 bool	 model_rank_holds(const struct model *, const struct param *, int rank);
 

@@ -112,19 +112,6 @@ values_of(const struct sym_run *run, int param, int rank)
 	return &run->vals[param][i];
 }
 
-/* The instance of the logical parameter of `param` that `rank` holds. */
-static int
-instance_on(const struct model *m, int param, int rank)
-{
-	const struct logical_param *l = &m->logical[m->params[param].logical];
-	int	k;
-
-	for (k = 0; k < l->ninstances; k++)
-		if (model_rank_holds(m, &m->params[l->instance[k]], rank))
-			return l->instance[k];
-	return -1;
-}
-
 const struct segment *
 sym_segments(const struct sym_run *run, int param, int rank, int *nsegs)
 {
@@ -558,7 +545,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	if (n < 2)
 		return;
 	for (i = 0; i < n; i++) {
-		inst = instance_on(m, param, members[i]);
+		inst = model_instance_on(m, param, members[i]);
 		lists[i] = values_of(run, inst, members[i]);
 	}
 	if (s->average)
@@ -571,7 +558,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 			int64_t owned[16][2];
 			int no;
 
-			inst = instance_on(m, param, members[i]);
+			inst = model_instance_on(m, param, members[i]);
 			no = layout_owned_ranges(&run->ctx->layout, m, inst, i,
 			    owned, 16);
 			*lists[i] = seg_overlay(run, lists[i], &combined,
@@ -769,7 +756,7 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	const struct logical_param *lp = &m->logical[l];
 	const struct param *first = &m->params[lp->instance[0]];
 	struct cell_list cl = { 0 };
-	int	 k, i, rank;
+	int	 inst, rank;
 	size_t	 c;
 
 	/* The audit outlives the model: copy the names into its arena. */
@@ -779,13 +766,10 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	pr->elems = first->shape[0] * (first->ndims > 1 ? first->shape[1] : 1) *
 	    (first->ndims > 2 ? first->shape[2] : 1);
 	pr->is_expert = first->expert;
-	pr->replicated_over_tp = first->role == ROLE_NORM ||
-	    first->role == ROLE_ROUTER;
+	pr->replicated_over_tp = first->tp_replicated;
 	for (rank = 0; rank < m->mesh.world; rank++)
-		for (k = 0; k < lp->ninstances; k++)
-			if (model_rank_holds(m, &m->params[lp->instance[k]],
-			    rank))
-				emit_cells(run, &cl, lp->instance[k], rank);
+		if ((inst = model_instance_on(m, lp->instance[0], rank)) >= 0)
+			emit_cells(run, &cl, inst, rank);
 	pr->correct = true;
 	for (c = 0; c < cl.n; c++)
 		if (cl.v[c].used && !cl.v[c].ok)
@@ -796,7 +780,6 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	pr->ncells = cl.n;
 	free(cl.v);
 	free(cl.key);
-	(void)i;
 }
 
 /* ---- findings -------------------------------------------------------- */
