@@ -48,8 +48,8 @@ const struct command cmd_check_entry = {
 	.name = "check",
 	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
 	    "CONFIG ...",
-	.summary = "symbolic audit only (no MPI): exact per-rank gradient "
-	    "expressions and findings",
+	.summary = "symbolic audit only (no MPI): per-rank expressions and "
+	    "findings",
 	.scope = SCOPE_CHECK,
 	.min_args = 1,
 	.max_args = -1,

@@ -299,8 +299,8 @@ out:
 const struct command cmd_explain_entry = {
 	.name = "explain",
 	.usage = "[-qv] [--format text|json] [--set KEY=VALUE] CONFIG [PARAM]",
-	.summary = "every gradient collective in order, with the per-rank "
-	    "expression table after each step",
+	.summary = "every gradient collective in order, with per-rank "
+	    "expression tables",
 	.scope = SCOPE_EXPLAIN,
 	.min_args = 1,
 	.max_args = 2,

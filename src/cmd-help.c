@@ -5,11 +5,48 @@
  * a usage error.
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "commands.h"
 #include "exitcode.h"
 #include "options.h"
 #include "xmalloc.h"
+
+/*
+ * Print "  NAME USAGE" folded before a bracket or operand so that no line
+ * passes 79 columns; continuation lines are indented under the usage.
+ */
+static void
+print_usage_folded(FILE *fp, const struct command *c)
+{
+	const char	*p = c->usage, *space;
+	size_t		 col, indent = 4 + strlen(c->name);
+
+	col = (size_t)fprintf(fp, "  %s", c->name);
+	while (*p != '\0') {
+		size_t word;
+
+		int depth = 0;
+
+		/* A word runs to the next space outside brackets. */
+		for (space = p; *space != '\0'; space++) {
+			if (*space == '[')
+				depth++;
+			else if (*space == ']')
+				depth--;
+			else if (*space == ' ' && depth == 0)
+				break;
+		}
+		word = (size_t)(space - p);
+		if (col + 1 + word > 79 && col > indent) {
+			fprintf(fp, "\n%*s", (int)indent - 1, "");
+			col = indent - 1;
+		}
+		col += (size_t)fprintf(fp, " %.*s", (int)word, p);
+		p = *space == ' ' ? space + 1 : space;
+	}
+	fputc('\n', fp);
+}
 
 static void
 print_overview(FILE *fp)
@@ -19,14 +56,15 @@ print_overview(FILE *fp)
 	fprintf(fp, "usage: %s COMMAND [options] ...\n\n", progname);
 	fprintf(fp, "Audit the gradient synchronization of distributed "
 	    "training configurations.\n\ncommands:\n");
-	for (i = 0; commands[i] != NULL; i++)
-		fprintf(fp, "  %s %s\n      %s\n", commands[i]->name,
-		    commands[i]->usage, commands[i]->summary);
+	for (i = 0; commands[i] != NULL; i++) {
+		print_usage_folded(fp, commands[i]);
+		fprintf(fp, "      %s\n", commands[i]->summary);
+	}
 	fprintf(fp, "  --help | --version\n\noptions:\n");
 	options_print_help(fp, 0);
 	fprintf(fp, "\nexit status: 0 all correct, 1 a gradient is wrong, "
-	    "2 usage or configuration error,\n3 runtime failure "
-	    "(MPI, timeout, self-check).  See gradaudit(1).\n");
+	    "2 usage or configuration\nerror, 3 runtime failure (MPI, "
+	    "timeout, self-check).  See gradaudit(1).\n");
 }
 
 static int

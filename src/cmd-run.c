@@ -172,8 +172,8 @@ const struct command cmd_run_entry = {
 	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
 	    "[--numerics exact|float64|float32] [--seed N] [--procs N] "
 	    "[--launcher CMD] [--timeout SECONDS] CONFIG ...",
-	.summary = "symbolic audit, then numeric audit on MPI ranks with "
-	    "per-rank gradient hashes",
+	.summary = "symbolic audit, then numeric audit on MPI ranks, with "
+	    "per-rank hashes",
 	.scope = SCOPE_RUN,
 	.min_args = 1,
 	.max_args = -1,

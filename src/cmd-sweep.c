@@ -568,8 +568,8 @@ const struct command cmd_sweep_entry = {
 	.name = "sweep",
 	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
 	    "--world N [--vary FLAG,...] [--numeric] [--numeric-max N] CONFIG",
-	.summary = "audit every valid mesh of N ranks (and each combination "
-	    "of the --vary flags) built on CONFIG",
+	.summary = "audit every valid mesh of N ranks, and each --vary flag "
+	    "combination",
 	.scope = SCOPE_SWEEP,
 	.min_args = 1,
 	.max_args = 1,

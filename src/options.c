@@ -35,29 +35,29 @@ static const struct option_spec specs[] = {
 	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL,
 	  "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
-	  "also write a JUnit XML report, one testcase per config or mesh" },
+	  "also write JUnit XML, a testcase per config" },
 	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL,
-	  "override one config key by dotted path; repeatable" },
+	  "override a config key by dotted path; repeatable" },
 	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
 	  SCOPE_RUN | SCOPE_SWEEP, "numeric arithmetic (default exact)" },
 	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP,
 	  "seed for weights and inputs (default 1)" },
 	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP,
-	  "MPI processes (default: one per rank, at most 16)" },
+	  "MPI processes (default one per rank, at most 16)" },
 	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP,
-	  "MPI launcher (default $GRADAUDIT_MPIEXEC or mpiexec)" },
+	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP,
-	  "end a numeric audit after this long, exit 3 (default 120)" },
+	  "give up a numeric audit: exit 3 (default 120)" },
 	{ "world", OPT_WORLD, "N", SCOPE_SWEEP,
 	  "sweep: audit every valid mesh of N ranks" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP,
-	  "sweep: also try both values of these boolean flags" },
+	  "sweep: try both values of these flags" },
 	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP,
-	  "sweep: also run the numeric audit on small meshes" },
+	  "sweep: also audit small meshes on MPI" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP,
-	  "sweep: largest world run numerically (default 16)" },
+	  "sweep: largest numeric world (default 16)" },
 	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL,
-	  "colour the text report (default auto: only on a terminal)" },
+	  "colour (default auto: only on a terminal)" },
 	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL,
 	  "print only the summary line of each config" },
 	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL,
@@ -326,7 +326,11 @@ options_print_help(FILE *fp, unsigned scope)
 			snprintf(left, sizeof left, "    --%s%s%s",
 			    specs[i].name, specs[i].arg ? " " : "",
 			    specs[i].arg ? specs[i].arg : "");
-		fprintf(fp, "  %-34s %s\n", left, specs[i].help);
+		/* A long option name gets its text on the next line. */
+		if (strlen(left) > 26)
+			fprintf(fp, "  %s\n  %-26s %s\n", left, "", specs[i].help);
+		else
+			fprintf(fp, "  %-26s %s\n", left, specs[i].help);
 	}
 }
 
