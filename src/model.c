@@ -2,7 +2,7 @@
  * Building the model description of SPEC section 4 from a config: the
  * parameter instances in registration order and one op program per
  * pipeline stage.  Nothing here computes anything; placement.c and
- * numeric.c interpret what is built here.
+ * kernels.c (through numeric.c) interpret what is built here.
  */
 #include <stdio.h>
 #include <stdlib.h>

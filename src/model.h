@@ -9,7 +9,7 @@
  * parameter).  And one program per pipeline stage: the forward ops in order,
  * reading and writing numbered activation slots.  Backward is the same
  * program walked in reverse; every op kind's forward and backward rules live
- * in placement.c (placements, both engines) and numeric.c (values).
+ * in placement.c (placements, both engines) and kernels.c (values).
  */
 #ifndef GRADAUDIT_MODEL_H
 #define GRADAUDIT_MODEL_H
