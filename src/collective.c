@@ -208,18 +208,6 @@ coll_all_reduce(struct coll_comm *comm, enum group_kind kind,
 	free(members);
 }
 
-/* Shard k of a bucket, clipped to the bucket's real (unpadded) data. */
-static void
-bucket_shard(const struct bucket *b, int k, int64_t *lo, int64_t *hi)
-{
-	*lo = b->lo + (int64_t)k * b->shard;
-	*hi = *lo + b->shard;
-	if (*hi > b->hi)
-		*hi = b->hi;
-	if (*lo > *hi)
-		*lo = *hi;
-}
-
 /* Shard k of every bucket, concatenated. */
 static int64_t
 gather_shards(const struct buffer_layout *bl, int k, const union num *buf,
@@ -229,7 +217,7 @@ gather_shards(const struct buffer_layout *bl, int k, const union num *buf,
 	int		 b;
 
 	for (b = 0; b < bl->nbuckets; b++) {
-		bucket_shard(&bl->buckets[b], k, &lo, &hi);
+		layout_bucket_shard(&bl->buckets[b], k, &lo, &hi);
 		if (out != NULL)
 			memcpy(out + n, buf + lo, (size_t)(hi - lo) *
 			    sizeof(*buf));
@@ -246,7 +234,7 @@ scatter_shards(const struct buffer_layout *bl, int k, const union num *in,
 	int		 b;
 
 	for (b = 0; b < bl->nbuckets; b++) {
-		bucket_shard(&bl->buckets[b], k, &lo, &hi);
+		layout_bucket_shard(&bl->buckets[b], k, &lo, &hi);
 		memcpy(buf + lo, in + n, (size_t)(hi - lo) * sizeof(*buf));
 		n += hi - lo;
 	}

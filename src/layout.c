@@ -108,6 +108,17 @@ layout_free(struct layout *lay)
 	memset(lay, 0, sizeof *lay);
 }
 
+void
+layout_bucket_shard(const struct bucket *b, int k, int64_t *lo, int64_t *hi)
+{
+	*lo = b->lo + (int64_t)k * b->shard;
+	*hi = *lo + b->shard;
+	if (*hi > b->hi)
+		*hi = b->hi;
+	if (*lo > *hi)
+		*lo = *hi;
+}
+
 int
 layout_owned_ranges(const struct layout *lay, const struct model *m,
     int param, int member, int64_t (*ranges)[2], int max)
@@ -124,10 +135,7 @@ layout_owned_ranges(const struct layout *lay, const struct model *m,
 
 		if (bk->hi <= off || bk->lo >= end)
 			continue;
-		lo = bk->lo + (int64_t)member * bk->shard;
-		hi = lo + bk->shard;
-		if (hi > bk->hi)
-			hi = bk->hi;
+		layout_bucket_shard(bk, member, &lo, &hi);
 		if (lo < off)
 			lo = off;
 		if (hi > end)

@@ -51,6 +51,14 @@ void	 layout_free(struct layout *);
 enum buffer_kind layout_buffer_of(const struct model *, int param);
 
 /*
+ * Shard k of a bucket, in buffer elements, clipped to the bucket's real
+ * (unpadded) data: member k of the reducing group owns [*lo, *hi), which
+ * is empty for members whose shard lies wholly in the padding.
+ */
+void	 layout_bucket_shard(const struct bucket *, int k, int64_t *lo,
+	    int64_t *hi);
+
+/*
  * The owned part of a parameter for the member `member` of its reducing
  * group: element ranges [lo, hi) in the parameter's local coordinates.
  * Fills at most `max` ranges; returns how many (0 if it owns none).
