@@ -655,6 +655,12 @@ watchdog_alarm(int sig)
 	if (write(STDERR_FILENO, watchdog_text, watchdog_len) == -1) {
 		/* Nowhere left to report to; ending the job matters more. */
 	}
+	/*
+	 * Under hydra, stderr is a pipe its proxy forwards; MPI_Abort makes
+	 * the proxy kill everything, and it could drop the message still in
+	 * the pipe.  A short wait (poll(2) is async-signal-safe) lets it go.
+	 */
+	poll(NULL, 0, 200);
 	alarm(2);
 	MPI_Initialized(&initialized);
 	MPI_Finalized(&finalized);
