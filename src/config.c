@@ -1239,7 +1239,6 @@ experts_fit(const struct config *c, char *buf, size_t size)
 }
 
 static const struct constraint constraints[] = {
-	{ KEY_MESH, false, world_fits },
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
 	{ KEY_LAYERS, false, layers_split_over_pp },
@@ -1256,8 +1255,8 @@ static const struct constraint constraints[] = {
 
 /*
  * The first violated rule, described in buf, with the key it concerns; or
- * KEY__COUNT when the config is valid.  The integer ranges of the key table
- * come first: they are checked on parsing already, but a default (layers =
+ * KEY__COUNT when the config is valid.  After the world size, the integer
+ * ranges of the key table come first: they are checked on parsing already, but a default (layers =
  * pp) or a mesh built by sweep can still break them.
  */
 static enum cfg_key
@@ -1268,6 +1267,12 @@ find_violation(const struct config *c, char *buf, size_t size)
 	int64_t			 v;
 	int			 k;
 
+	/*
+	 * The world size first: a huge pp makes the defaulted layers (= pp)
+	 * out of range too, and the mesh is what the user has to change.
+	 */
+	if (!world_fits(c, buf, size))
+		return KEY_MESH;
 	for (k = 0; k < KEY__COUNT; k++) {
 		d = &keys[k];
 		if ((d->type != TYPE_INT && d->type != TYPE_INT64) ||
