@@ -236,7 +236,26 @@ struct launch_watch {
 	int				 tick;
 	int				 fd[2];	/* job's stdout, stderr; -1 */
 	bool				 midline[2]; /* line half written */
+	/*
+	 * The job's stdout, held until it ends: hydra prints its "BAD
+	 * TERMINATION" banner on stdout, and stdout must carry only the
+	 * report.  It goes to stdout when the job ends with a verdict (0, 1
+	 * or 2), to stderr when it failed.
+	 */
+	char				*held;
+	size_t				 held_len, held_cap;
 };
+
+static void
+launch_hold(struct launch_watch *w, const char *buf, size_t n)
+{
+	if (w->held_len + n > w->held_cap) {
+		w->held_cap = 2 * (w->held_len + n) + 4096;
+		w->held = xreallocarray(w->held, w->held_cap, 1);
+	}
+	memcpy(w->held + w->held_len, buf, n);
+	w->held_len += n;
+}
 
 static void
 launch_unbar(struct launch_watch *w)
@@ -311,11 +330,12 @@ launch_pump(struct launch_watch *w)
 		if ((pfd[i].revents & (POLLIN | POLLHUP | POLLERR)) == 0)
 			continue;
 		n = read(pfd[i].fd, buf, sizeof(buf));
-		if (n > 0) {
+		if (n > 0 && which[i] == 0)
+			launch_hold(w, buf, (size_t)n);
+		else if (n > 0) {
 			launch_unbar(w);
-			launch_write_all(which[i] == 0 ? STDOUT_FILENO :
-			    STDERR_FILENO, buf, (size_t)n);
-			w->midline[which[i]] = buf[n - 1] != '\n';
+			launch_write_all(STDERR_FILENO, buf, (size_t)n);
+			w->midline[1] = buf[n - 1] != '\n';
 		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 			close(pfd[i].fd);
 			w->fd[which[i]] = -1;
@@ -501,17 +521,17 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	w.fd[0] = w.fd[1] = relay[0] = relay[1] = -1;
 	/* The error pipe closes on a successful exec, else carries errno. */
 	launch_pipe(errpipe);
+	launch_pipe(out);
+	w.fd[0] = out[0];
+	relay[0] = out[1];
 	if (w.bar) {
-		launch_pipe(out);
 		launch_pipe(err);
-		w.fd[0] = out[0];
 		w.fd[1] = err[0];
-		relay[0] = out[1];
 		relay[1] = err[1];
-		for (i = 0; i < 2; i++)
-			if (fcntl(w.fd[i], F_SETFL, O_NONBLOCK) == -1)
-				fatal("fcntl");
 	}
+	for (i = 0; i < 2; i++)
+		if (w.fd[i] != -1 && fcntl(w.fd[i], F_SETFL, O_NONBLOCK) == -1)
+			fatal("fcntl");
 	fflush(stdout);
 	fflush(stderr);
 	launch_install(old);
@@ -536,12 +556,16 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 		launch_reap(pid);
 		launch_drain(&w);
 		launch_restore(old);
+		free(w.held);
 		fprintf(stderr, "%s: cannot run launcher \"%s\": %s\n",
 		    progname, argv[0], strerror(child_errno));
 		return EXIT_RUNTIME;
 	}
 	rc = launch_supervise(&w, pid, argv[0]);
 	launch_restore(old);
+	launch_write_all(rc == EXIT_RUNTIME ? STDERR_FILENO : STDOUT_FILENO,
+	    w.held, w.held_len);
+	free(w.held);
 	return rc;
 }
 int
