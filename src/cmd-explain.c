@@ -280,7 +280,6 @@ cmd_explain_exec(struct options *o)
 		json_key(&ex.json, "audit");
 		report_json(&ex.json, &a);
 		json_end_object(&ex.json);
-		fputc('\n', stdout);
 	} else {
 		struct report_options ro = { o->verbose, o->quiet,
 		    options_use_color(o, stdout) };

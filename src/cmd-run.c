@@ -28,12 +28,15 @@
 
 #define DEFAULT_MAX_PROCS	16
 
-/* One process per mesh rank of the largest config, at most 16. */
+/*
+ * One process per mesh rank of the largest config, at most 16 (or
+ * --procs): more processes than mesh ranks would only sit idle.
+ */
 static int
-default_procs(const struct config_list *list)
+choose_procs(const struct config_list *list, int asked)
 {
 	size_t	i;
-	int	world, most = 1;
+	int	world, most = 1, want;
 
 	for (i = 0; i < list->n; i++) {
 		world = list->v[i].mesh.dp * list->v[i].mesh.pp *
@@ -41,7 +44,24 @@ default_procs(const struct config_list *list)
 		if (world > most)
 			most = world;
 	}
-	return most < DEFAULT_MAX_PROCS ? most : DEFAULT_MAX_PROCS;
+	want = asked > 0 ? asked : DEFAULT_MAX_PROCS;
+	return most < want ? most : want;
+}
+
+/*
+ * The job failed before it could report: every config is a JUnit error,
+ * so that a CI job never reads an old or missing report as a pass.
+ */
+static void
+junit_after_failure(const struct options *o, const struct config_list *list)
+{
+	struct audited	*v = xcalloc(list->n + 1, sizeof *v);
+	size_t		 i;
+
+	for (i = 0; i < list->n; i++)
+		v[i].label = list->v[i].name;
+	output_junit(o->junit, v, list->n, "gradaudit.run");
+	free(v);
 }
 
 static int
@@ -53,7 +73,7 @@ launch(struct options *o, const struct config_list *list)
 	memset(&lo, 0, sizeof lo);
 	lo.launcher = o->launcher ? o->launcher :
 	    env && *env ? env : "mpiexec";
-	lo.procs = o->procs ? o->procs : default_procs(list);
+	lo.procs = choose_procs(list, o->procs);
 	lo.timeout = o->timeout;
 	lo.progress = isatty(STDERR_FILENO);
 	return launch_job(&lo, o->argc, o->argv);
@@ -82,13 +102,32 @@ load_quietly(struct options *o, struct config_list *list, int proc)
 	return rc;
 }
 
+/*
+ * Every process leaves with the same status.  A failed agreement is itself
+ * a runtime failure: MPI_ERRORS_RETURN is set on COMM_WORLD by then.
+ */
 static int
 agree(int status)
 {
 	int	worst = status;
 
-	MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+	if (MPI_Allreduce(&status, &worst, 1, MPI_INT, MPI_MAX,
+	    MPI_COMM_WORLD) != MPI_SUCCESS) {
+		fprintf(stderr, "%s: MPI error while agreeing on the exit "
+		    "status\n", progname);
+		MPI_Abort(MPI_COMM_WORLD, EXIT_RUNTIME);
+	}
 	return worst;
+}
+
+/* Process 0's last word to the launching parent, then MPI_Finalize. */
+static int
+finish(int proc, int status)
+{
+	if (proc == 0)
+		launch_report_status(status);
+	MPI_Finalize();
+	return status;
 }
 
 static int
@@ -107,10 +146,16 @@ run_in_job(struct options *o)
 	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		launch_arm_watchdog(o->timeout);
-	if (agree(load_quietly(o, &list, proc) < 0 ? EXIT_USAGE : EXIT_OK)
-	    != EXIT_OK) {
-		MPI_Finalize();
-		return EXIT_USAGE;
+	rc = load_quietly(o, &list, proc) < 0 ? EXIT_USAGE : EXIT_OK;
+	if (agree(rc) != EXIT_OK) {
+		/* Only the others failed: they were silenced, so say it. */
+		if (proc == 0 && rc == EXIT_OK) {
+			fprintf(stderr, "%s: another process of the MPI job "
+			    "could not load the configuration: every process "
+			    "must see the same files\n", progname);
+			config_list_free(&list);
+		}
+		return finish(proc, EXIT_USAGE);
 	}
 	memset(&no, 0, sizeof no);
 	no.arith = o->arith;
@@ -148,8 +193,7 @@ run_in_job(struct options *o)
 		}
 	free(v);
 	config_list_free(&list);
-	MPI_Finalize();
-	return status;
+	return finish(proc, status);
 }
 
 static int
@@ -163,6 +207,8 @@ cmd_run_exec(struct options *o)
 	if (output_load_configs(o, &list) < 0)
 		return EXIT_USAGE;
 	status = launch(o, &list);
+	if (status == EXIT_RUNTIME && o->junit != NULL)
+		junit_after_failure(o, &list);
 	config_list_free(&list);
 	return status;
 }

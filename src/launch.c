@@ -288,7 +288,8 @@ launch_draw(struct launch_watch *w)
 	w->drawn = true;
 }
 
-static void
+/* False when the bytes could not all be written (EPIPE, ENOSPC, ...). */
+static bool
 launch_write_all(int fd, const char *buf, size_t len)
 {
 	ssize_t	 n;
@@ -297,12 +298,45 @@ launch_write_all(int fd, const char *buf, size_t len)
 		if ((n = write(fd, buf, len)) == -1) {
 			if (errno == EINTR)
 				continue;
-			/* Our reader is gone (EPIPE): nowhere to copy to. */
-			return;
+			return false;
 		}
 		buf += n;
 		len -= (size_t)n;
 	}
+	return true;
+}
+
+void
+launch_report_status(int status)
+{
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		return;
+	printf("%s %d\n", LAUNCH_RESULT_MARKER, status);
+	fflush(stdout);
+}
+
+/*
+ * Take the result line out of the held stdout.  Returns the status it
+ * carries, or -1 when the job printed none.
+ */
+static int
+launch_take_result(struct launch_watch *w, const char *marker)
+{
+	size_t	 mlen = strlen(marker), i;
+	int	 status;
+
+	for (i = w->held_len; i-- > 0;) {
+		if (i > 0 && w->held[i - 1] != '\n')
+			continue;
+		if (w->held_len - i > mlen + 1 &&
+		    memcmp(w->held + i, marker, mlen) == 0 &&
+		    w->held[i + mlen] == ' ') {
+			status = atoi(w->held + i + mlen + 1);
+			w->held_len = i;
+			return status;
+		}
+	}
+	return -1;
 }
 
 /* Copy what the job wrote; without relayed output, just wait a little. */
@@ -513,7 +547,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	pid_t			 pid;
 	ssize_t			 n;
 	int			 errpipe[2], out[2], err[2], relay[2];
-	int			 child_errno = 0, rc, i;
+	int			 child_errno = 0, rc, i, status;
 
 	memset(&w, 0, sizeof(w));
 	w.opts = opts;
@@ -563,8 +597,27 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	}
 	rc = launch_supervise(&w, pid, argv[0]);
 	launch_restore(old);
-	launch_write_all(rc == EXIT_RUNTIME ? STDERR_FILENO : STDOUT_FILENO,
-	    w.held, w.held_len);
+	/*
+	 * The job's own word on its status wins over the launcher's exit
+	 * status, which a wrapper script may have lost; no word at all means
+	 * gradaudit never ran.
+	 */
+	if (opts->result_marker != NULL &&
+	    (status = launch_take_result(&w, opts->result_marker)) >= 0) {
+		if (rc != EXIT_RUNTIME)
+			rc = status;
+	} else if (opts->result_marker != NULL && rc != EXIT_RUNTIME) {
+		fprintf(stderr, "%s: the MPI job ended without a result: "
+		    "\"%s\" exited %d but ran no gradaudit process\n",
+		    progname, argv[0], rc);
+		rc = EXIT_RUNTIME;
+	}
+	if (!launch_write_all(rc == EXIT_RUNTIME ? STDERR_FILENO :
+	    STDOUT_FILENO, w.held, w.held_len)) {
+		fprintf(stderr, "%s: error writing the report: %s\n",
+		    progname, strerror(errno));
+		rc = EXIT_RUNTIME;
+	}
 	free(w.held);
 	return rc;
 }
@@ -633,8 +686,9 @@ launch_self(const char *argv0)
 }
 
 int
-launch_job(const struct launch_options *opts, int argc, char **argv)
+launch_job(const struct launch_options *given, int argc, char **argv)
 {
+	struct launch_options opts = *given;
 	char	**cmd;
 	int	 i, rc;
 
@@ -645,7 +699,8 @@ launch_job(const struct launch_options *opts, int argc, char **argv)
 	for (i = 1; i < argc; i++)
 		cmd[i] = argv[i];
 	cmd[argc] = NULL;
-	rc = launch_command(opts, cmd);
+	opts.result_marker = LAUNCH_RESULT_MARKER;
+	rc = launch_command(&opts, cmd);
 	free(cmd[0]);
 	free(cmd);
 	return rc;

@@ -19,7 +19,24 @@ struct launch_options {
 	int		 procs;		/* P */
 	double		 timeout;	/* seconds; <= 0 means none */
 	bool		 progress;	/* show a progress bar on stderr */
+	/*
+	 * When set, the job must end its stdout with a line "MARKER STATUS"
+	 * (launch_report_status, process 0 of a gradaudit job): the line is
+	 * removed, and a job that ends without it did not run gradaudit at
+	 * all (a launcher that exits 0 without starting anything), which is
+	 * EXIT_RUNTIME, never a pass.
+	 */
+	const char	*result_marker;
 };
+
+/* The marker launch_job asks its gradaudit job for. */
+#define LAUNCH_RESULT_MARKER	"\036gradaudit-status"
+
+/*
+ * In a job started by launch_job (GRADAUDIT_WORKER set), process 0 calls
+ * this last, with the status every process agreed on.
+ */
+void	 launch_report_status(int status);
 
 /*
  * Run the job: argv is this program's own argument vector (argv[0] is

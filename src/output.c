@@ -54,7 +54,7 @@ output_junit(const char *path, const struct audited *v, size_t n,
 		cases[i].seconds = v[i].seconds;
 		if (a == NULL) {
 			cases[i].error = true;
-			cases[i].failure_message = "not audited";
+			cases[i].failure_message = "not audited: runtime failure, see stderr";
 			continue;
 		}
 		if (a->consistent && a->correct)
@@ -104,7 +104,6 @@ output_audits(const struct options *o, const struct audited *v, size_t n,
 				report_json(&js, v[i].audit);
 		if (array)
 			json_end_array(&js);
-		fputc('\n', stdout);
 	} else
 		for (i = 0; i < n; i++) {
 			if (v[i].audit == NULL)

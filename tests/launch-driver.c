@@ -69,8 +69,11 @@ self_worker(int argc, char **argv)
 		MPI_Finalize();
 		return 4;
 	}
-	if (rank == 0)
+	if (rank == 0) {
 		printf("worker ok: %d processes\n", size);
+		/* The result line launch_job requires of a gradaudit job. */
+		launch_report_status(atoi(argv[5]));
+	}
 	MPI_Finalize();
 	return atoi(argv[5]);
 }
