@@ -309,8 +309,8 @@ print_matrix(const struct sweep *sw, bool quiet)
 	grid_free(g);
 	printf("%d of %zu configurations fail", failing, n);
 	if (sw->skipped)
-		printf(" (%d meshes skipped: the config's model sizes do not "
-		    "fit them)", sw->skipped);
+		printf(" (%d skipped: the config's model sizes do not fit "
+		    "their mesh)", sw->skipped);
 	printf("\n");
 	return failing ? EXIT_WRONG : EXIT_OK;
 }
@@ -363,13 +363,20 @@ static void
 arg_add(struct arglist *al, const char *fmt, ...)
 {
 	va_list	 ap;
-	char	 buf[1024];
+	char	*arg;
+	int	 len;
 
 	va_start(ap, fmt);
-	vsnprintf(buf, sizeof buf, fmt, ap);
+	len = vsnprintf(NULL, 0, fmt, ap);
+	va_end(ap);
+	if (len < 0)
+		fatalx("sweep: bad argument format");
+	arg = xmalloc((size_t)len + 1);
+	va_start(ap, fmt);
+	vsnprintf(arg, (size_t)len + 1, fmt, ap);
 	va_end(ap);
 	al->v = xreallocarray(al->v, al->n + 2, sizeof *al->v);
-	al->v[al->n++] = xstrdup(buf);
+	al->v[al->n++] = arg;
 	al->v[al->n] = NULL;
 }
 
@@ -391,6 +398,8 @@ numeric_point(const struct options *o, const struct sweep *sw,
 
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (len <= 0) {
+		fprintf(stderr, "%s: sweep: cannot find the running program: "
+		    "%s\n", progname, strerror(errno));
 		*status = EXIT_RUNTIME;
 		return "error";
 	}
@@ -445,10 +454,15 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		free(al.v[k]);
 	free(al.v);
 	if (rc != EXIT_OK && rc != EXIT_WRONG) {
+		fprintf(stderr, "%s: sweep: %s: the numeric audit failed "
+		    "(exit %d)\n", progname, pt->label, rc);
 		*status = EXIT_RUNTIME;
 		return "error";
 	}
 	if ((rc == EXIT_OK) != !pt->failed) {
+		fprintf(stderr, "%s: sweep: %s: the numeric verdict (exit %d) "
+		    "disagrees with the symbolic one\n", progname, pt->label,
+		    rc);
 		*status = EXIT_RUNTIME;
 		return "DISAGREES";
 	}
@@ -458,7 +472,7 @@ numeric_point(const struct options *o, const struct sweep *sw,
 static int
 parse_vary(struct sweep *sw, const struct options *o)
 {
-	int	 k;
+	int	 k, i;
 	size_t	 f;
 
 	sw->vary = xcalloc(o->nvary + 1, sizeof *sw->vary);
@@ -473,9 +487,37 @@ parse_vary(struct sweep *sw, const struct options *o)
 			    "average_in_collective\n", progname, o->vary[k]);
 			return -1;
 		}
+		for (i = 0; i < sw->nvary; i++)
+			if (sw->vary[i] == &vary_flags[f]) {
+				fprintf(stderr, "%s: sweep: --vary: %s named "
+				    "twice\n", progname, o->vary[k]);
+				return -1;
+			}
 		sw->vary[sw->nvary++] = &vary_flags[f];
 	}
 	return 0;
+}
+
+/*
+ * A flag of the MoE block changes nothing in a dense model: varying it
+ * would only audit every mesh twice (and --numeric would build an MoE
+ * model from the --set), so it is dropped with a note.
+ */
+static void
+drop_inapplicable(struct sweep *sw)
+{
+	int	k, n = 0;
+
+	for (k = 0; k < sw->nvary; k++) {
+		if (!sw->base->model.has_moe &&
+		    strncmp(sw->vary[k]->path, "model.moe.", 10) == 0) {
+			fprintf(stderr, "%s: sweep: %s has no effect on a dense "
+			    "model: not varied\n", progname, sw->vary[k]->name);
+			continue;
+		}
+		sw->vary[n++] = sw->vary[k];
+	}
+	sw->nvary = n;
 }
 
 static int
@@ -509,6 +551,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	sw.base = &list.v[0];
+	drop_inapplicable(&sw);
 	enumerate(&sw, o->world);
 	if (json) {
 		json_init(&js, stdout, false);
@@ -567,7 +610,9 @@ cmd_sweep_exec(struct options *o)
 const struct command cmd_sweep_entry = {
 	.name = "sweep",
 	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
-	    "--world N [--vary FLAG,...] [--numeric] [--numeric-max N] CONFIG",
+	    "--world N [--vary FLAG,...] [--numeric] [--numeric-max N] "
+	    "[--numerics exact|float64|float32] [--seed N] [--procs N] "
+	    "[--launcher CMD] [--timeout SECONDS] CONFIG",
 	.summary = "audit every valid mesh of N ranks, and each --vary flag "
 	    "combination",
 	.scope = SCOPE_SWEEP,
