@@ -72,6 +72,9 @@ struct key_def {
 /* Room for any message the loader builds. */
 #define MSG_SIZE	1024
 
+/* What a boolean may be spelt as, naming every spelling load_bool takes. */
+#define BOOL_WORDS	"true or false (or yes/no, on/off)"
+
 static const char *const embedding_words[] = {
 	"before-dp", "after-dp", "separate-bucket", NULL
 };
@@ -415,7 +418,7 @@ expectation(char *buf, size_t size, enum cfg_key k)
 		    "a positive integer" : "a non-negative integer");
 		break;
 	case TYPE_BOOL:
-		snprintf(buf, size, "true or false");
+		snprintf(buf, size, "%s", BOOL_WORDS);
 		break;
 	case TYPE_ENUM:
 		word_list(list, sizeof(list), keys[k].words);
@@ -769,11 +772,67 @@ ascii_caseeq(const unsigned char *s, size_t len, const char *word)
 	return true;
 }
 
+/*
+ * The octal reading of s[0..len), an integer that parse_integer accepted,
+ * as YAML 1.1 has it for a leading zero: false when a digit is not octal or
+ * the value does not fit.
+ */
+static bool
+parse_octal(const unsigned char *s, size_t len, int64_t *out)
+{
+	uint64_t	 v = 0;
+	size_t		 i = 0;
+	bool		 neg = false;
+
+	if (len > 0 && (s[0] == '+' || s[0] == '-')) {
+		neg = s[0] == '-';
+		i++;
+	}
+	for (; i < len; i++) {
+		if (s[i] > '7' || v > ((uint64_t)INT64_MAX - (s[i] - '0')) / 8)
+			return false;
+		v = v * 8 + (uint64_t)(s[i] - '0');
+	}
+	*out = neg ? -(int64_t)v : (int64_t)v;
+	return true;
+}
+
+/*
+ * YAML 1.1 reads "010" as octal 8 and YAML 1.2 as decimal 10, so a leading
+ * zero on an integer (other than a lone "0") is rejected rather than read in
+ * either way: the hint in buf names the readings the user may have meant.
+ * Returns false when no reading is in range, for the ordinary range error
+ * then says all there is to say ("00" for a positive size).
+ */
+static bool
+leading_zero_hint(char *buf, size_t size, const struct key_def *d,
+    const unsigned char *s, size_t len, enum int_parse r, int64_t dec)
+{
+	size_t	 i = len > 0 && (s[0] == '+' || s[0] == '-') ? 1 : 0;
+	int64_t	 oct;
+	bool	 has_oct;
+
+	if (r == INT_BAD || len - i < 2 || s[i] != '0')
+		return false;
+	has_oct = parse_octal(s, len, &oct);
+	if (!(r == INT_OK && dec >= d->min && dec <= d->max) &&
+	    !(has_oct && oct >= d->min && oct <= d->max))
+		return false;
+	snprintf(buf, size, " (a leading zero means octal in YAML; write ");
+	if (r == INT_OK)
+		append(buf, size, "%" PRId64, dec);
+	if (has_oct && !(r == INT_OK && oct == dec))
+		append(buf, size, "%s%" PRId64, r == INT_OK ? " or " : "", oct);
+	append(buf, size, ")");
+	return true;
+}
+
 static int
 load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 {
 	const struct key_def	*d = &keys[k];
 	char			 what[MSG_SIZE], got[GOT_SIZE];
+	char			 hint[MSG_SIZE];
 	enum int_parse		 r = INT_BAD;
 	int64_t			 v = 0;
 
@@ -782,6 +841,12 @@ load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 		    ev->data.scalar.length, &v);
 	expectation(what, sizeof(what), k);
 	describe(got, sizeof(got), ev);
+	if (leading_zero_hint(hint, sizeof(hint), d, ev->data.scalar.value,
+	    ev->data.scalar.length, r, v)) {
+		error_at(ld, &ev->start_mark, d->path, "expected %s, got %s%s",
+		    what, got, hint);
+		return -1;
+	}
 	if (r == INT_BAD || (r == INT_OK && v < d->min)) {
 		error_at(ld, &ev->start_mark, d->path, "expected %s, got %s",
 		    what, got);
@@ -815,7 +880,7 @@ load_bool(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	}
 	describe(got, sizeof(got), ev);
 	error_at(ld, &ev->start_mark, keys[k].path,
-	    "expected true or false, got %s", got);
+	    "expected %s, got %s", BOOL_WORDS, got);
 	return -1;
 }
 
@@ -1192,6 +1257,22 @@ seq_split_over_tp(const struct config *c, char *buf, size_t size)
 	    c->mesh.tp);
 }
 
+/*
+ * The model code counts the tokens of a micro-batch in an int; each factor
+ * alone fits, but their product must too.
+ */
+static bool
+tokens_fit(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 tokens = (int64_t)c->model.micro_batch * c->model.seq;
+
+	if (tokens <= CFG_MAX_MODEL_DIM)
+		return true;
+	snprintf(buf, size, "tokens per micro-batch micro_batch*seq (%" PRId64
+	    ") must be at most %d", tokens, CFG_MAX_MODEL_DIM);
+	return false;
+}
+
 static bool
 embedding_fits(const struct config *c, char *buf, size_t size)
 {
@@ -1245,6 +1326,7 @@ static const struct constraint constraints[] = {
 	{ KEY_VOCAB, false, vocab_split_over_tp },
 	{ KEY_FFN, false, ffn_split_over_tp },
 	{ KEY_SEQ, false, seq_split_over_tp },
+	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
 	{ KEY_EXPERTS, true, experts_split_over_ep },
@@ -1576,6 +1658,12 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	rc = load_stream(&ld);
 	yaml_parser_delete(&parser);
 	if (rc == 0) {
+		/*
+		 * Whether the file was a list is known only once it has been
+		 * read to the end (a second document may follow the first).
+		 */
+		for (i = 0; i < ld.list.n; i++)
+			ld.list.v[i].in_list = ld.is_list;
 		default_names(&ld);
 		out->v = xreallocarray(out->v, out->n + ld.list.n,
 		    sizeof(*out->v));
@@ -1606,6 +1694,7 @@ cfg_check_constraints(const struct config *c)
 void
 cfg_copy(struct config *dst, const struct config *src)
 {
+	/* The assignment copies every scalar (in_list too); not the strings. */
 	*dst = *src;
 	dst->file = src->file != NULL ? xstrdup(src->file) : NULL;
 	dst->name = src->name != NULL ? xstrdup(src->name) : NULL;

@@ -119,6 +119,7 @@ struct config {
 	uint64_t	 given;
 	/* The mark of the document itself (used for whole-config errors). */
 	struct cfg_mark	 doc_mark;
+	bool		 in_list; /* came from a sequence or a multi-document file */
 };
 
 /* One --set KEY=VALUE, in command-line order. */

@@ -98,6 +98,7 @@ dump(const struct config *c)
 	printf("name=%s\n", c->name);
 	printf("doc_index=%d\n", c->doc_index);
 	printf("doc_mark=%d:%d\n", c->doc_mark.line, c->doc_mark.col);
+	printf("in_list=%s\n", yes_no(c->in_list));
 	printf("mesh.dp=%d\n", c->mesh.dp);
 	printf("mesh.pp=%d\n", c->mesh.pp);
 	printf("mesh.tp=%d\n", c->mesh.tp);
