@@ -34,7 +34,8 @@ cmd_check_exec(struct options *o)
 		sym_context_free(&ctx);
 		v[i].seconds = output_now() - t0;
 	}
-	status = output_audits(o, v, list.n, list.n > 1, "gradaudit.check");
+	status = output_audits(o, v, list.n, output_as_array(&list),
+	    "gradaudit.check");
 	for (i = 0; i < list.n; i++) {
 		audit_free(v[i].audit);
 		free(v[i].audit);

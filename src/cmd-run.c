@@ -179,7 +179,7 @@ run_in_job(struct options *o)
 		v[i].seconds = output_now() - t0;
 	}
 	if (status == EXIT_OK && proc == 0)
-		status = output_audits(o, v, list.n, list.n > 1,
+		status = output_audits(o, v, list.n, output_as_array(&list),
 		    "gradaudit.run");
 	else if (status == EXIT_OK)
 		for (i = 0; i < list.n; i++)

@@ -28,6 +28,17 @@ output_load_configs(const struct options *o, struct config_list *list)
 	return 0;
 }
 
+bool
+output_as_array(const struct config_list *list)
+{
+	size_t	i;
+
+	for (i = 0; i < list->n; i++)
+		if (list->v[i].in_list)
+			return true;
+	return list->n > 1;
+}
+
 double
 output_now(void)
 {

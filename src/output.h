@@ -29,6 +29,12 @@ struct audited {
 int	 output_audits(const struct options *, const struct audited *,
 	    size_t n, bool array, const char *suite);
 
+/*
+ * JSON is an array for several configs, or for a file holding a list even
+ * of one (SPEC section 9); an object for one plain document.
+ */
+bool	 output_as_array(const struct config_list *);
+
 /* Write only the JUnit file; EXIT_OK or EXIT_RUNTIME. */
 int	 output_junit(const char *path, const struct audited *, size_t n,
 	    const char *suite);
