@@ -197,18 +197,26 @@ shard_key(const struct model *m, const struct param *p, int rank)
 	return 0;
 }
 
-static int
-cmp_u32(const void *a, const void *b)
-{
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+struct keyed_atom {
+	int		key;
+	uint32_t	atom;
+};
 
-	return x < y ? -1 : x > y;
+static int
+cmp_keyed_atom(const void *a, const void *b)
+{
+	const struct keyed_atom *x = a, *y = b;
+
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return x->atom < y->atom ? -1 : x->atom > y->atom;
 }
 
 /*
  * Expected: (1/dp) times the sum of the complete local gradients over all
  * micro-batches and both uses of a tied weight, which is the sum of the
- * distinct atoms of all ranks holding the same shard.
+ * distinct atoms of all ranks holding the same shard.  The holders' atoms
+ * are sorted by shard key, so each shard's sum is built from one run.
  */
 static void
 init_expected(struct sym_run *run)
@@ -216,43 +224,39 @@ init_expected(struct sym_run *run)
 	const struct model *m = run->model;
 	int	 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ? m->mesh.tp :
 		    m->mesh.ep * m->mesh.etp;
-	int	 l, k, i, key, n, total = m->mesh.world;
-	uint32_t **atoms = xcalloc(nkeys, sizeof *atoms);
-	int	*natoms = xcalloc(nkeys, sizeof *natoms);
+	struct keyed_atom *ka = xcalloc(2 * (size_t)run->stage_ranks,
+	    sizeof *ka);
 	const struct lincomb **by_key = xcalloc(nkeys, sizeof *by_key);
-	const struct lincomb **terms;
+	const struct lincomb **terms = xcalloc(2 * (size_t)run->stage_ranks,
+	    sizeof *terms);
 	struct rational inv_dp = q_make(1, m->mesh.dp);
+	int	 l, k, i, j, n, nka;
 
-	for (key = 0; key < nkeys; key++)
-		atoms[key] = xcalloc(total, sizeof **atoms);
-	terms = xcalloc(total, sizeof *terms);
 	run->expected = xcalloc(m->nparams, sizeof *run->expected);
-
 	for (l = 0; l < m->nlogical; l++) {
 		const struct logical_param *lp = &m->logical[l];
 
-		memset(natoms, 0, nkeys * sizeof *natoms);
+		nka = 0;
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
 			int base = m->params[pi].stage * run->stage_ranks;
 
 			for (i = 0; i < run->stage_ranks; i++) {
-				key = shard_key(m, &m->params[pi], base + i);
-				atoms[key][natoms[key]++] =
-				    sym_atom_of(run->ctx, pi, base + i);
+				ka[nka].key = shard_key(m, &m->params[pi],
+				    base + i);
+				ka[nka++].atom = sym_atom_of(run->ctx, pi,
+				    base + i);
 			}
 		}
-		for (key = 0; key < nkeys; key++) {
-			by_key[key] = NULL;
-			if (natoms[key] == 0)
-				continue;
-			qsort(atoms[key], natoms[key], sizeof **atoms,
-			    cmp_u32);
-			for (i = n = 0; i < natoms[key]; i++)
-				if (i == 0 || atoms[key][i] != atoms[key][i - 1])
+		qsort(ka, nka, sizeof *ka, cmp_keyed_atom);
+		for (i = 0; i < nka; i = j) {
+			for (j = i, n = 0; j < nka && ka[j].key == ka[i].key;
+			    j++)
+				if (j == i || ka[j].atom != ka[j - 1].atom)
 					terms[n++] = lc_atom(run->arena,
-					    atoms[key][i]);
-			by_key[key] = lc_sum(run->arena, terms, n, inv_dp);
+					    ka[j].atom);
+			by_key[ka[i].key] = lc_sum(run->arena, terms, n,
+			    inv_dp);
 		}
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
@@ -265,10 +269,7 @@ init_expected(struct sym_run *run)
 				    &m->params[pi], base + i)];
 		}
 	}
-	for (key = 0; key < nkeys; key++)
-		free(atoms[key]);
-	free(atoms);
-	free(natoms);
+	free(ka);
 	free(by_key);
 	free(terms);
 }
@@ -756,7 +757,7 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	const struct logical_param *lp = &m->logical[l];
 	const struct param *first = &m->params[lp->instance[0]];
 	struct cell_list cl = { 0 };
-	int	 inst, rank;
+	int	 inst, rank, k, base;
 	size_t	 c;
 
 	/* The audit outlives the model: copy the names into its arena. */
@@ -767,9 +768,13 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	    (first->ndims > 2 ? first->shape[2] : 1);
 	pr->is_expert = first->expert;
 	pr->replicated_over_tp = first->tp_replicated;
-	for (rank = 0; rank < m->mesh.world; rank++)
-		if ((inst = model_instance_on(m, lp->instance[0], rank)) >= 0)
+	/* Instances are in stage order, so cells come out sorted by rank. */
+	for (k = 0; k < lp->ninstances; k++) {
+		inst = lp->instance[k];
+		base = m->params[inst].stage * run->stage_ranks;
+		for (rank = base; rank < base + run->stage_ranks; rank++)
 			emit_cells(run, &cl, inst, rank);
+	}
 	pr->correct = true;
 	for (c = 0; c < cl.n; c++)
 		if (cl.v[c].used && !cl.v[c].ok)
