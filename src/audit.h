@@ -57,7 +57,6 @@ struct param_result {
 	const char	*tied_with;	/* "output.weight" or NULL */
 	int64_t		 elems;		/* logical element count */
 	bool		 is_expert;	/* columns of its table are edp, not dp */
-	bool		 replicated_over_tp; /* rows of its table include tp */
 	bool		 consistent;	/* all replicas that must agree do */
 	bool		 correct;	/* every used cell is ok */
 	bool		 has_hash;

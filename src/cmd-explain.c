@@ -68,7 +68,6 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
 	memset(pr, 0, sizeof *pr);
 	pr->name = m->logical[m->params[p].logical].name;
 	pr->is_expert = m->params[p].expert;
-	pr->replicated_over_tp = m->params[p].tp_replicated;
 }
 
 static void

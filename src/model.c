@@ -102,7 +102,6 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 		break;
 	case ROLE_NORM:
 	case ROLE_ROUTER:
-		p->tp_replicated = true;
 		break;
 	}
 	p->local_elems = 1;

@@ -45,7 +45,6 @@ struct param {
 	int64_t		 local_shape[3]; /* one rank's shard */
 	int64_t		 local_elems;	/* product of local_shape */
 	bool		 expert;	/* expert buffer, reduced over edp */
-	bool		 tp_replicated;	/* every tp rank holds all of it */
 	/*
 	 * Megatron marks norm weights with `sequence_parallel` when sequence
 	 * parallelism is on; _allreduce_layernorm_grads then all-reduces

@@ -262,7 +262,8 @@ options_parse(struct options *o, const char *name, unsigned scope,
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
 
-			if (optopt != 0 && optopt < 256 && bad[1] != '-') {
+			if (optopt != 0 && optopt < 256 &&
+			    !(bad[0] == '-' && bad[1] == '-')) {
 				char s[3] = { '-', (char)optopt, '\0' };
 
 				usage_error(name, usage, "unknown option %s", s);

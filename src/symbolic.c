@@ -767,7 +767,6 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	pr->elems = first->shape[0] * (first->ndims > 1 ? first->shape[1] : 1) *
 	    (first->ndims > 2 ? first->shape[2] : 1);
 	pr->is_expert = first->expert;
-	pr->replicated_over_tp = first->tp_replicated;
 	/* Instances are in stage order, so cells come out sorted by rank. */
 	for (k = 0; k < lp->ninstances; k++) {
 		inst = lp->instance[k];
