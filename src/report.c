@@ -503,18 +503,33 @@ report_finding_line(const struct finding *f)
 	return memstream_close(fp, &buf);
 }
 
+/* The plural of the report's nouns: "1 rank", "2 ranks", "0 ranks". */
+static const char *
+plural(int64_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+/*
+ * "N of M" takes the noun of M: "1 of 1 parameter wrong on 1 of 4
+ * ranks".  A single correct parameter is not "all 1".
+ */
 char *
 report_summary(const struct audit *a)
 {
 	char	*s;
-	int	 wrong = audit_wrong_params(a);
+	int	 wrong = audit_wrong_params(a), world = a->mesh.world;
 
-	if (wrong == 0)
+	if (wrong == 0 && a->nparams == 1)
+		xasprintf(&s, "1 parameter consistent and correct on %d rank%s",
+		    world, plural(world));
+	else if (wrong == 0)
 		xasprintf(&s, "all %zu parameters consistent and correct on "
-		    "%d ranks", a->nparams, a->mesh.world);
+		    "%d rank%s", a->nparams, world, plural(world));
 	else
-		xasprintf(&s, "%d of %zu parameters wrong on %d of %d ranks",
-		    wrong, a->nparams, audit_wrong_ranks(a), a->mesh.world);
+		xasprintf(&s, "%d of %zu parameter%s wrong on %d of %d rank%s",
+		    wrong, a->nparams, plural((int64_t)a->nparams),
+		    audit_wrong_ranks(a), world, plural(world));
 	return s;
 }
 
@@ -741,7 +756,7 @@ print_wrong_regions(struct text *t, const struct param_result *p)
 	if (shown < total)
 		fprintf(t->fp, "... and %zu more wrong region%s (-v lists "
 		    "them all)\n", total - shown,
-		    total - shown == 1 ? "" : "s");
+		    plural((int64_t)(total - shown)));
 }
 
 static void
@@ -790,9 +805,10 @@ print_consistent(struct text *t)
 			fprintf(t->fp, "%sok%s  %s\n", paint(t, ANSI_GREEN),
 			    paint(t, ANSI_RESET), p->name);
 	}
-	if (n > 0 && !t->opt->verbose)
+	/* When every parameter is, the summary line says it alone. */
+	if (n > 0 && n < t->audit->nparams && !t->opt->verbose)
 		fprintf(t->fp, "%zu parameter%s consistent and correct\n", n,
-		    n == 1 ? "" : "s");
+		    plural((int64_t)n));
 }
 
 static void
@@ -915,6 +931,7 @@ json_cell_numeric(struct json *j, const struct audit *a, const struct cell *c)
 	if (!c->has_hash)
 		return;
 	json_key_hash(j, "hash", c->hash);
+	json_key_hash(j, "reference_hash", c->reference_hash);
 	json_key_bool(j, "numeric_ok", c->numeric_ok);
 	if (a->arith != ARITH_EXACT) {
 		json_key_double(j, "max_ulps", c->max_ulps);

@@ -1,6 +1,7 @@
 # Turn the pretty-printed JSON of `gradaudit check --format json` into one
 # line per cell, "PARAM rank=R [LO,HI) used=U ok=O EXPR" (followed by
-# " numeric_ok=N" after a numeric audit), and one line per
+# " numeric_ok=N hash_matches=H" after a numeric audit, H telling whether
+# the cell's hash equals its region's reference hash), and one line per
 # finding, "finding KIND PARAM...", so that testdata expectations can be
 # matched line by line with grep -Fx.  It relies only on the emitter's
 # layout: one key per line, arrays of numbers one element per line.
@@ -15,11 +16,16 @@ function unquote(s) {
 inregion && /\]/	{ inregion = 0; next }
 inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
 /^          "used": /	{ used = unquote($0); next }
-/^          "ok": /	{ okv = unquote($0); numok = ""; next }
+/^          "ok": /	{ okv = unquote($0); numok = hash = refhash = ""; next }
+/^          "hash": /	{ hash = unquote($0); next }
+/^          "reference_hash": /	{ refhash = unquote($0); next }
 /^          "numeric_ok": /	{ numok = " numeric_ok=" unquote($0); next }
 /^          "expr": /	{
-	printf "%s rank=%s [%s,%s) used=%s ok=%s %s%s\n", param, rank, reg[0],
-	    reg[1], used, okv, unquote($0), numok
+	matches = ""
+	if (hash != "" && refhash != "")
+		matches = " hash_matches=" (hash == refhash ? "true" : "false")
+	printf "%s rank=%s [%s,%s) used=%s ok=%s %s%s%s\n", param, rank,
+	    reg[0], reg[1], used, okv, unquote($0), numok, matches
 	next
 }
 /^  "findings": /		{ infind = 1; next }

@@ -106,7 +106,8 @@ build_megatron(struct audit *a, bool numeric)
 		c->expected = expected;
 		c->has_hash = numeric;
 		c->hash = UINT64_C(0x0123456789abcdef) + ((uint64_t)r << 32);
-		c->reference_hash = p->reference_hash;
+		/* Each region's own reference, unlike the whole one. */
+		c->reference_hash = UINT64_C(0xa5a5a5a5a5a5a500) + (uint64_t)r;
 	}
 
 	f = a->findings = arena_alloc(ar, sizeof(*f));
@@ -188,14 +189,75 @@ test_text_symbolic(void)
 	    "the dp reduce-scatter ran before the embedding all-reduce "
 	    "[op: embedding all-reduce, dim: pp]\n"
 	    "  fix: set sync.embedding_grad: before-dp\n", "finding and fix");
-	ok_contains(s, "1 of 1 parameters wrong on 2 of 4 ranks\n",
+	ok_contains(s, "\n1 of 1 parameter wrong on 2 of 4 ranks\n",
 	    "summary line");
+	ok_lacks(s, "consistent and correct", "no count of correct "
+	    "parameters when there is none");
 	ok_lacks(s, "\033[", "no colour unless asked");
 	free(s);
 
 	s = render_text(&a, false, true);
-	tap_ok_str_eq(s, "1 of 1 parameters wrong on 2 of 4 ranks\n",
+	tap_ok_str_eq(s, "1 of 1 parameter wrong on 2 of 4 ranks\n",
 	    "quiet prints the summary line only");
+	free(s);
+	audit_free(&a);
+}
+
+/* Occurrences of needle in text. */
+static size_t
+count(const char *text, const char *needle)
+{
+	size_t		 n = 0;
+
+	while ((text = strstr(text, needle)) != NULL) {
+		n++;
+		text += strlen(needle);
+	}
+	return n;
+}
+
+/*
+ * The count line of correct parameters, and the summary: the count only
+ * when some parameter is wrong, plural nouns for any number but one.
+ */
+static void
+test_counts(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	char			*s;
+	size_t			 i;
+
+	build_megatron(&a, true);
+	p = arena_alloc(&a.arena, 3 * sizeof(*p));
+	memset(p, 0, 3 * sizeof(*p));
+	p[0] = a.params[0];
+	p[1].name = "final_norm.weight";
+	p[2].name = "layers.0.norm1.weight";
+	p[1].consistent = p[1].correct = true;
+	p[2].consistent = p[2].correct = true;
+	a.params = p;
+	a.nparams = 3;
+	s = render_text(&a, false, false);
+	ok_contains(s, "\n2 parameters consistent and correct\n"
+	    "1 of 3 parameters wrong on 2 of 4 ranks\n",
+	    "count of the correct parameters, then the summary");
+	free(s);
+
+	for (i = 0; i < p[0].ncells; i++)
+		p[0].cells[i].ok = true;
+	p[0].consistent = p[0].correct = true;
+	a.consistent = a.correct = true;
+	a.nfindings = 0;
+	s = render_text(&a, false, false);
+	tap_ok_str_eq(strstr(s, "\n\n") != NULL ? strstr(s, "\n\n") : s,
+	    "\n\nall 3 parameters consistent and correct on 4 ranks\n",
+	    "all correct: no count line, the summary alone");
+	free(s);
+	a.mesh.world = 1;
+	s = render_text(&a, false, true);
+	tap_ok_str_eq(s, "all 3 parameters consistent and correct on 1 rank\n",
+	    "all correct on one rank");
 	free(s);
 	audit_free(&a);
 }
@@ -223,14 +285,22 @@ test_text_numeric(void)
 	a.consistent = a.correct = true;
 	a.nfindings = 0;
 	s = render_text(&a, false, false);
-	ok_contains(s, "1 parameter consistent and correct\n", "count line");
-	ok_contains(s, "all 1 parameters consistent and correct on 4 ranks\n",
-	    "summary of a correct audit");
+	tap_ok_str_eq(strstr(s, "\n\n") != NULL ? strstr(s, "\n\n") : s,
+	    "\n\n1 parameter consistent and correct on 4 ranks\n",
+	    "a correct audit: the summary line alone after the header");
 	ok_lacks(s, "DIFF", "no table for a correct parameter");
 	free(s);
 	s = render_text(&a, true, false);
-	ok_contains(s, "\nok  embedding.weight\n", "-v lists correct params");
+	ok_contains(s, "\n\nok  embedding.weight\n"
+	    "1 parameter consistent and correct on 4 ranks\n",
+	    "-v lists correct params, then the summary");
 	free(s);
+	a.mesh.world = 1;
+	s = render_text(&a, false, true);
+	tap_ok_str_eq(s, "1 parameter consistent and correct on 1 rank\n",
+	    "one rank is singular");
+	free(s);
+	a.mesh.world = 4;
 	audit_free(&a);
 }
 
@@ -255,8 +325,8 @@ static void
 test_json(void)
 {
 	struct audit	 a;
-	char		*s;
-	int		 valid;
+	char		*s, want[128];
+	int		 valid, r;
 
 	build_megatron(&a, false);
 	s = render_json(&a);
@@ -275,6 +345,8 @@ test_json(void)
 	ok_contains(s, "\"kind\": \"wrong-order\"", "finding kind");
 	ok_lacks(s, "\"numerics\"", "no numerics for a symbolic audit");
 	ok_lacks(s, "\"hash\"", "no hashes for a symbolic audit");
+	ok_lacks(s, "\"reference_hash\"",
+	    "no reference hashes for a symbolic audit");
 	valid = json_valid(s);
 	if (valid < 0)
 		tap_skip("no python3", "JSON well-formed");
@@ -290,6 +362,15 @@ test_json(void)
 	ok_contains(s, "\"hash\": \"0123456889abcdef\"", "16-digit hash");
 	ok_contains(s, "\"reference_hash\": \"fedcba9876543210\"",
 	    "reference hash");
+	tap_ok(count(s, "\"reference_hash\": ") == 1 + a.params[0].ncells,
+	    "a reference hash for the parameter and every cell");
+	for (r = 0; r < 4; r++) {
+		snprintf(want, sizeof(want), "\"hash\": \"%016llx\",\n"
+		    "          \"reference_hash\": \"%016llx\",\n",
+		    (unsigned long long)a.params[0].cells[r].hash,
+		    (unsigned long long)a.params[0].cells[r].reference_hash);
+		ok_contains(s, want, "cell hash next to its region's reference");
+	}
 	free(s);
 	audit_free(&a);
 }
@@ -397,7 +478,7 @@ test_regions(void)
 	ok_contains(s, "rank 1 [4,8): g1  expected (g0+g1)/2\n",
 	    "regions: the wrong used region's expression");
 	ok_lacks(s, "rank 1 [0,4)", "regions: unused region not listed");
-	ok_contains(s, "1 of 1 parameters wrong on 1 of 2 ranks\n",
+	ok_contains(s, "1 of 1 parameter wrong on 1 of 2 ranks\n",
 	    "regions: summary");
 	free(s);
 	audit_free(&a);
@@ -494,6 +575,7 @@ main(void)
 {
 	test_text_symbolic();
 	test_text_numeric();
+	test_counts();
 	test_json();
 	test_long_expression();
 	test_regions();
