@@ -34,7 +34,11 @@
  *   GRADAUDIT_TEST_HANG_RANK=r	 sleep forever there;
  *   GRADAUDIT_TEST_CORRUPT_RANK=r add 1 to the first element of the rank's
  *				 first synced gradient, which the self-check
- *				 must report (exit 3).
+ *				 must report (exit 3);
+ *   GRADAUDIT_TEST_NUDGE_RANK=r move that element to the next float (in
+ *				 float numerics), a difference within rounding
+ *				 that only the bit-for-bit comparison of
+ *				 replicas must report (exit 3).
  */
 #include <math.h>
 #include <signal.h>
@@ -67,6 +71,15 @@
 
 /* Self-check failures printed before the rest are only counted. */
 #define NUM_MAX_MESSAGES	10
+
+/*
+ * The most values (8 bytes each) the numeric audit holds for one mesh
+ * rank, and for all of them together: process 0 also gathers every rank's
+ * gradients and runs the reference, so the mesh total bounds its memory
+ * (512 MiB).  The test cases need a few thousand values a rank.
+ */
+#define NUM_MAX_RANK_VALUES	((int64_t)1 << 24)
+#define NUM_MAX_MESH_VALUES	((int64_t)1 << 26)
 
 /*
  * The interpreter.
@@ -235,22 +248,35 @@ test_faults(const struct engine *eng)
 			pause();
 }
 
-/* Add 1 to the first synced gradient element of the rank, if it is here. */
-static void
-test_corruption(struct engine *eng)
+/* The first synced gradient element of the rank `var` names, or NULL. */
+static union num *
+test_target(struct engine *eng, const char *var)
 {
 	struct rank_state	*rs;
 	int			 i, p;
 
-	if ((i = local_rank_from_env(eng, "GRADAUDIT_TEST_CORRUPT_RANK")) < 0)
-		return;
+	if ((i = local_rank_from_env(eng, var)) < 0)
+		return NULL;
 	rs = &eng->ranks[i];
 	for (p = 0; p < eng->model->nparams; p++)
-		if (rs->pgrad[p] != NULL) {
-			rs->pgrad[p][0] = num_add(rs->pgrad[p][0],
-			    num_from_rational(q_make(1, 1)));
-			return;
-		}
+		if (rs->pgrad[p] != NULL)
+			return &rs->pgrad[p][0];
+	return NULL;
+}
+
+static void
+test_corruption(struct engine *eng)
+{
+	union num	*x;
+
+	if ((x = test_target(eng, "GRADAUDIT_TEST_CORRUPT_RANK")) != NULL)
+		*x = num_add(*x, num_from_rational(q_make(1, 1)));
+	if ((x = test_target(eng, "GRADAUDIT_TEST_NUDGE_RANK")) == NULL)
+		return;
+	if (num_arith == ARITH_FLOAT32)
+		x->d = (double)nextafterf((float)x->d, INFINITY);
+	else if (num_arith == ARITH_FLOAT64)
+		x->d = nextafter(x->d, INFINITY);
 }
 
 /* Progress, on process 0 only; units are ops, sync steps and params. */
@@ -928,6 +954,106 @@ check_cell(const struct model *m, const struct gathered *gv, int lp,
 	free(rv);
 }
 
+/*
+ * Replicas (SPEC section 8): cells whose values have one expression over
+ * one region of one parameter instance must hold the same bits in every
+ * arithmetic, floats included, because every collective hands all members
+ * of a group the one result its receivers summed in group order.  Sorting
+ * the cells by (instance, region, expression) puts each set of replicas in
+ * one run, so the check takes n log n comparisons, not n^2.
+ */
+struct replica {
+	const struct cell	*cell;
+	int			 instance;
+};
+
+static int
+cmp_int64(int64_t a, int64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+/* Any total order on expressions in which equal ones are adjacent. */
+static int
+lincomb_order(const struct lincomb *a, const struct lincomb *b)
+{
+	const struct term	*s, *t;
+	uint32_t		 i;
+	int			 c;
+
+	if (a->nterms != b->nterms)
+		return a->nterms < b->nterms ? -1 : 1;
+	for (i = 0; i < a->nterms; i++) {
+		s = &a->terms[i];
+		t = &b->terms[i];
+		if ((c = cmp_int64(s->atom, t->atom)) != 0 ||
+		    (c = cmp_int64(s->coef.num, t->coef.num)) != 0 ||
+		    (c = cmp_int64(s->coef.den, t->coef.den)) != 0)
+			return c;
+	}
+	return 0;
+}
+
+static int
+replica_order(const void *x, const void *y)
+{
+	const struct replica	*a = x, *b = y;
+	int			 c;
+
+	if ((c = cmp_int64(a->instance, b->instance)) != 0 ||
+	    (c = cmp_int64(a->cell->lo, b->cell->lo)) != 0 ||
+	    (c = cmp_int64(a->cell->hi, b->cell->hi)) != 0 ||
+	    (c = lincomb_order(a->cell->value, b->cell->value)) != 0)
+		return c;
+	return cmp_int64(a->cell->rank, b->cell->rank);
+}
+
+static bool
+same_replica_set(const struct replica *a, const struct replica *b)
+{
+	return a->instance == b->instance && a->cell->lo == b->cell->lo &&
+	    a->cell->hi == b->cell->hi && lc_equal(a->cell->value,
+	    b->cell->value);
+}
+
+static void
+check_replicas(const struct model *m, int lp, const struct param_result *pr,
+    struct self_check *sc)
+{
+	struct replica		*v;
+	const struct param	*p;
+	const struct cell	*a, *b;
+	struct coord		 c;
+	size_t			 i, j, n = 0;
+
+	v = xcalloc(pr->ncells, sizeof(*v));
+	for (i = 0; i < pr->ncells; i++) {
+		if (!pr->cells[i].has_hash)
+			continue;
+		mesh_coord_of(&m->mesh, pr->cells[i].rank, &c);
+		if ((p = instance_on_stage(m, lp, c.pp)) == NULL)
+			fatalx("numeric: cell of %s on rank %d has no instance",
+			    pr->name, pr->cells[i].rank);
+		v[n].cell = &pr->cells[i];
+		v[n++].instance = p->index;
+	}
+	qsort(v, n, sizeof(*v), replica_order);
+	for (i = 0; i < n; i = j)
+		for (j = i + 1; j < n && same_replica_set(&v[i], &v[j]); j++) {
+			a = v[i].cell;
+			b = v[j].cell;
+			if (a->hash != b->hash && sc->failures++ <
+			    NUM_MAX_MESSAGES)
+				fprintf(stderr, "%s: self-check failed: %s: "
+				    "replicas ranks %d and %d hold the same "
+				    "expression but different bits "
+				    "[%lld,%lld)\n", progname, pr->name,
+				    a->rank, b->rank, (long long)a->lo,
+				    (long long)a->hi);
+		}
+	free(v);
+}
+
 static void
 compare_all(const struct model *m, const struct gathered *gv,
     union num **ref, struct audit *audit, struct self_check *sc,
@@ -957,8 +1083,85 @@ compare_all(const struct model *m, const struct gathered *gv,
 		pr->reference_hash = hash_nums(rv.grad, rv.elems);
 		for (j = 0; j < pr->ncells; j++)
 			check_cell(m, gv, lp, &rv, &pr->cells[j], sc);
+		check_replicas(m, lp, pr, sc);
 		progress_tick(pc);
 	}
+}
+
+/*
+ * The size limit.  A rank of stage s holds, for every parameter of s, its
+ * weights, its local gradient and a copy of it (the atoms), and for every
+ * slot of the stage program a value and its gradient, tokens rows of at
+ * most the widest dimension; an expert op also keeps the items it routes
+ * and those it receives from its ep group, each a row of hidden plus two
+ * of expert_ffn.  An estimate from above, in int64 without overflow: a
+ * valid config has at most 2^40 elements a parameter and 2^20 tokens.
+ */
+static int64_t
+stage_values(const struct model *m, int stage)
+{
+	const struct config		*cfg = m->config;
+	const struct stage_program	*sp = &m->stages[stage];
+	int64_t				 n = 0, width, routed;
+	int				 k;
+
+	for (k = 0; k < m->nparams; k++)
+		if (m->params[k].stage == stage)
+			n += 3 * m->params[k].local_elems;
+	width = cfg->model.hidden;
+	if (cfg->model.ffn > width)
+		width = cfg->model.ffn;
+	if (cfg->model.vocab > width)
+		width = cfg->model.vocab;
+	if (cfg->model.has_moe && cfg->model.moe.experts > width)
+		width = cfg->model.moe.experts;
+	n += 2 * (int64_t)sp->nslots * m->tokens * width;
+	if (!cfg->model.has_moe)
+		return n;
+	routed = (int64_t)m->tokens * cfg->model.moe.top_k;
+	for (k = 0; k < sp->nops; k++)
+		if (sp->ops[k].kind == OP_EXPERTS)
+			n += routed * cfg->model.hidden + routed *
+			    m->mesh.ep * (cfg->model.hidden +
+			    2 * (int64_t)cfg->model.moe.expert_ffn);
+	return n;
+}
+
+const char *
+numeric_too_big(const struct config *cfg)
+{
+	static char	 msg[256];
+	struct model	 m;
+	int64_t		 rank_max = 0, total = 0, n;
+	int		 s, per_stage;
+	const char	*answer = NULL;
+
+	model_build(&m, cfg);
+	per_stage = m.mesh.world / m.mesh.pp;
+	for (s = 0; s < m.mesh.pp; s++) {
+		n = stage_values(&m, s);
+		if (n > rank_max)
+			rank_max = n;
+		/* Past the rank limit the total is never needed. */
+		if (n <= NUM_MAX_RANK_VALUES)
+			total += n * per_stage;
+	}
+	if (rank_max > NUM_MAX_RANK_VALUES) {
+		snprintf(msg, sizeof(msg), "the numeric audit needs %lld "
+		    "values per rank; at most %lld are supported (use "
+		    "gradaudit check, or smaller model sizes)",
+		    (long long)rank_max, (long long)NUM_MAX_RANK_VALUES);
+		answer = msg;
+	} else if (total > NUM_MAX_MESH_VALUES) {
+		snprintf(msg, sizeof(msg), "the numeric audit needs %lld "
+		    "values over its %d ranks; at most %lld are supported "
+		    "(use gradaudit check, or a smaller mesh or model)",
+		    (long long)total, m.mesh.world,
+		    (long long)NUM_MAX_MESH_VALUES);
+		answer = msg;
+	}
+	model_free(&m);
+	return answer;
 }
 
 /*

@@ -18,6 +18,7 @@
 
 #include "audit.h"
 
+struct config;
 struct sym_context;
 struct transport;
 
@@ -36,5 +37,14 @@ struct numeric_options {
  */
 int	 numeric_audit(const struct sym_context *, struct transport *,
 	    const struct numeric_options *, struct audit *);
+
+/*
+ * Whether the numeric audit of a valid config fits in memory: NULL when
+ * it does, else a static sentence saying how many values it would need
+ * and what to do ("the numeric audit needs ... values per rank ...").
+ * Configs within the limits of config.h can need terabytes; run calls
+ * this before it launches any process.
+ */
+const char *numeric_too_big(const struct config *);
 
 #endif
