@@ -130,6 +130,26 @@ finish(int proc, int status)
 	return status;
 }
 
+/*
+ * A config can pass validation (check audits it symbolically) and still be
+ * far too large to run: refuse it before anything is launched.
+ */
+static int
+check_sizes(const struct config_list *list, bool report)
+{
+	const char	*why;
+	size_t		 i;
+
+	for (i = 0; i < list->n; i++)
+		if ((why = numeric_too_big(&list->v[i])) != NULL) {
+			if (report)
+				fprintf(stderr, "%s: %s: %s: %s\n", progname,
+				    list->v[i].file, list->v[i].name, why);
+			return EXIT_USAGE;
+		}
+	return EXIT_OK;
+}
+
 static int
 run_in_job(struct options *o)
 {
@@ -139,6 +159,7 @@ run_in_job(struct options *o)
 	struct numeric_options	 no;
 	struct transport	 t;
 	int			 proc, nprocs, status = EXIT_OK, rc;
+	bool			 loaded;
 	size_t			 i;
 
 	MPI_Init(NULL, NULL);
@@ -146,15 +167,16 @@ run_in_job(struct options *o)
 	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		launch_arm_watchdog(o->timeout);
-	rc = load_quietly(o, &list, proc) < 0 ? EXIT_USAGE : EXIT_OK;
+	loaded = load_quietly(o, &list, proc) == 0;
+	rc = !loaded ? EXIT_USAGE : check_sizes(&list, proc == 0);
 	if (agree(rc) != EXIT_OK) {
 		/* Only the others failed: they were silenced, so say it. */
-		if (proc == 0 && rc == EXIT_OK) {
+		if (proc == 0 && rc == EXIT_OK)
 			fprintf(stderr, "%s: another process of the MPI job "
 			    "could not load the configuration: every process "
 			    "must see the same files\n", progname);
+		if (loaded)
 			config_list_free(&list);
-		}
 		return finish(proc, EXIT_USAGE);
 	}
 	memset(&no, 0, sizeof no);
@@ -206,6 +228,10 @@ cmd_run_exec(struct options *o)
 		return run_in_job(o);
 	if (output_load_configs(o, &list) < 0)
 		return EXIT_USAGE;
+	if (check_sizes(&list, true) != EXIT_OK) {
+		config_list_free(&list);
+		return EXIT_USAGE;
+	}
 	status = launch(o, &list);
 	if (status == EXIT_RUNTIME && o->junit != NULL)
 		junit_after_failure(o, &list);
