@@ -49,10 +49,10 @@ wants_own_bucket(const struct model *m, const struct param *p)
 }
 
 static void
-build_buffer(struct stage_layout *sl, const struct model *m, int stage,
+build_buffer(struct layout *lay, const struct model *m, int stage,
     enum buffer_kind kind)
 {
-	struct buffer_layout *buf = &sl->buffer[kind];
+	struct buffer_layout *buf = &lay->stages[stage].buffer[kind];
 	int64_t		 pos = 0, open_lo = 0;
 	int64_t		 limit = m->config->training.bucket_elems;
 	int		 n, i;
@@ -66,7 +66,7 @@ build_buffer(struct stage_layout *sl, const struct model *m, int stage,
 			continue;
 		if (wants_own_bucket(m, p))
 			close_bucket(buf, &open_lo, pos, n);
-		sl->offset[i] = pos;
+		lay->offset[i] = pos;
 		pos += p->local_elems;
 		if (wants_own_bucket(m, p) ||
 		    (limit > 0 && pos - open_lo >= limit))
@@ -79,19 +79,14 @@ build_buffer(struct stage_layout *sl, const struct model *m, int stage,
 void
 layout_build(struct layout *lay, const struct model *m)
 {
-	int	s, i, k;
+	int	s, k;
 
 	lay->nstages = m->mesh.pp;
 	lay->stages = xcalloc(m->mesh.pp, sizeof *lay->stages);
-	for (s = 0; s < m->mesh.pp; s++) {
-		struct stage_layout *sl = &lay->stages[s];
-
-		sl->offset = xcalloc(m->nparams, sizeof *sl->offset);
-		for (i = 0; i < m->nparams; i++)
-			sl->offset[i] = -1;
+	lay->offset = xcalloc(m->nparams, sizeof *lay->offset);
+	for (s = 0; s < m->mesh.pp; s++)
 		for (k = 0; k < BUFFER__COUNT; k++)
-			build_buffer(sl, m, s, k);
-	}
+			build_buffer(lay, m, s, k);
 }
 
 void
@@ -102,9 +97,9 @@ layout_free(struct layout *lay)
 	for (s = 0; s < lay->nstages; s++) {
 		for (k = 0; k < BUFFER__COUNT; k++)
 			free(lay->stages[s].buffer[k].buckets);
-		free(lay->stages[s].offset);
 	}
 	free(lay->stages);
+	free(lay->offset);
 	memset(lay, 0, sizeof *lay);
 }
 
@@ -126,7 +121,7 @@ layout_owned_ranges(const struct layout *lay, const struct model *m,
 	const struct param	*p = &m->params[param];
 	const struct stage_layout *sl = &lay->stages[p->stage];
 	const struct buffer_layout *buf = &sl->buffer[layout_buffer_of(m, param)];
-	int64_t			 off = sl->offset[param];
+	int64_t			 off = lay->offset[param];
 	int64_t			 end = off + p->local_elems, lo, hi;
 	int			 b, n = 0;
 

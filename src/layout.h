@@ -36,13 +36,16 @@ struct buffer_layout {
 
 struct stage_layout {
 	struct buffer_layout	 buffer[BUFFER__COUNT];
-	/* Per model parameter on this stage: its offset in its buffer (else -1). */
-	int64_t			*offset;
 };
 
 struct layout {
 	struct stage_layout	*stages;	/* pp entries */
 	int			 nstages;
+	/*
+	 * Per model parameter: its offset in its buffer on its own stage
+	 * (every parameter lives on exactly one stage).
+	 */
+	int64_t			*offset;
 };
 
 void	 layout_build(struct layout *, const struct model *);

@@ -344,9 +344,8 @@ buffer_pack(const struct engine *eng, const struct layout *layout,
 		return NULL;
 	buf = xcalloc((size_t)sl->buffer[kind].size, sizeof(*buf));
 	for (p = 0; p < m->nparams; p++)
-		if (rs->pgrad[p] != NULL && sl->offset[p] >= 0 &&
-		    layout_buffer_of(m, p) == kind)
-			memcpy(buf + sl->offset[p], rs->pgrad[p],
+		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind)
+			memcpy(buf + layout->offset[p], rs->pgrad[p],
 			    (size_t)m->params[p].local_elems * sizeof(*buf));
 	return buf;
 }
@@ -355,14 +354,12 @@ static void
 buffer_unpack(const struct engine *eng, const struct layout *layout,
     struct rank_state *rs, enum buffer_kind kind, const union num *buf)
 {
-	const struct stage_layout	*sl = &layout->stages[rs->coord.pp];
 	const struct model		*m = eng->model;
 	int				 p;
 
 	for (p = 0; p < m->nparams; p++)
-		if (rs->pgrad[p] != NULL && sl->offset[p] >= 0 &&
-		    layout_buffer_of(m, p) == kind)
-			memcpy(rs->pgrad[p], buf + sl->offset[p],
+		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind)
+			memcpy(rs->pgrad[p], buf + layout->offset[p],
 			    (size_t)m->params[p].local_elems * sizeof(*buf));
 }
 
