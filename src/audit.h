@@ -92,6 +92,11 @@ struct audit {
 
 	/* Set by the numeric audit (run); absent for check. */
 	bool			 numeric;
+	/*
+	 * sweep --numeric: the numeric audit ran in a job of its own, and this
+	 * says how its verdict compared ("agrees", "DISAGREES", "error").
+	 */
+	const char		*numeric_verdict;
 	enum arith		 arith;
 	int			 procs;
 

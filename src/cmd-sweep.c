@@ -570,12 +570,13 @@ cmd_sweep_exec(struct options *o)
 		sym_context_build(&ctx, &c);
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
+		summarize(&sw, pt, &a, o->junit != NULL);
+		if (o->numeric && o->world <= o->numeric_max)
+			a.numeric_verdict = pt->numeric = numeric_point(o, &sw,
+			    pt, &c, &status);
 		if (json)
 			report_json(&js, &a);
-		summarize(&sw, pt, &a, o->junit != NULL);
 		audit_free(&a);
-		if (o->numeric && o->world <= o->numeric_max)
-			pt->numeric = numeric_point(o, &sw, pt, &c, &status);
 		cfg_free(&c);
 		pt->seconds = output_now() - t0;
 	}

@@ -1045,6 +1045,8 @@ report_json(struct json *j, const struct audit *a)
 	json_numerics(j, a);
 	json_key_bool(j, "consistent", a->consistent);
 	json_key_bool(j, "correct", a->correct);
+	if (a->numeric_verdict != NULL)
+		json_key_string(j, "numeric_verdict", a->numeric_verdict);
 	json_key(j, "params");
 	json_begin_array(j);
 	for (i = 0; i < a->nparams; i++)
