@@ -281,7 +281,7 @@ cmd_explain_exec(struct options *o)
 		json_end_object(&ex.json);
 	} else {
 		struct report_options ro = { o->verbose, o->quiet,
-		    options_use_color(o, stdout) };
+		    options_use_color(o, stdout), false };
 
 		printf("\n");
 		report_text(stdout, &a, &ro);

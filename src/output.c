@@ -106,6 +106,7 @@ output_audits(const struct options *o, const struct audited *v, size_t n,
 	ro.verbose = o->verbose;
 	ro.quiet = o->quiet;
 	ro.color = options_use_color(o, stdout);
+	ro.name_summary = n > 1;
 	if (o->format == FORMAT_JSON) {
 		json_init(&js, stdout, false);
 		if (array)

@@ -817,6 +817,9 @@ print_summary(struct text *t)
 	char	*s = report_summary(t->audit);
 	bool	 good = audit_wrong_params(t->audit) == 0;
 
+	if (t->opt->quiet && t->opt->name_summary &&
+	    t->audit->config != NULL)
+		fprintf(t->fp, "%s: ", t->audit->config->name);
 	fprintf(t->fp, "%s%s%s\n", paint(t, good ? ANSI_GREEN : ANSI_RED), s,
 	    paint(t, ANSI_RESET));
 	free(s);

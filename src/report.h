@@ -20,6 +20,11 @@ struct report_options {
 	bool	verbose;	/* -v: one line per consistent parameter */
 	bool	quiet;		/* -q: the summary line only */
 	bool	color;		/* ANSI colours: the caller decides */
+	/*
+	 * Several configs in one report: with quiet, the summary line starts
+	 * with the config's name, or nobody could tell the lines apart.
+	 */
+	bool	name_summary;
 };
 
 void	 report_text(FILE *, const struct audit *,
