@@ -364,16 +364,9 @@ arg_add(struct arglist *al, const char *fmt, ...)
 {
 	va_list	 ap;
 	char	*arg;
-	int	 len;
 
 	va_start(ap, fmt);
-	len = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (len < 0)
-		fatalx("sweep: bad argument format");
-	arg = xmalloc((size_t)len + 1);
-	va_start(ap, fmt);
-	vsnprintf(arg, (size_t)len + 1, fmt, ap);
+	xvasprintf(&arg, fmt, ap);
 	va_end(ap);
 	al->v = xreallocarray(al->v, al->n + 2, sizeof *al->v);
 	al->v[al->n++] = arg;

@@ -64,19 +64,29 @@ xstrdup(const char *s)
 }
 
 int
+xvasprintf(char **ret, const char *fmt, va_list ap)
+{
+	va_list	 copy;
+	int	 n;
+
+	va_copy(copy, ap);
+	n = vsnprintf(NULL, 0, fmt, copy);
+	va_end(copy);
+	if (n < 0)
+		fatalx("xvasprintf: bad format");
+	*ret = xmalloc((size_t)n + 1);
+	vsnprintf(*ret, (size_t)n + 1, fmt, ap);
+	return n;
+}
+
+int
 xasprintf(char **ret, const char *fmt, ...)
 {
 	va_list	 ap;
 	int	 n;
 
 	va_start(ap, fmt);
-	n = vsnprintf(NULL, 0, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		fatalx("xasprintf: bad format");
-	*ret = xmalloc((size_t)n + 1);
-	va_start(ap, fmt);
-	vsnprintf(*ret, (size_t)n + 1, fmt, ap);
+	n = xvasprintf(ret, fmt, ap);
 	va_end(ap);
 	return n;
 }

@@ -7,6 +7,7 @@
 #ifndef GRADAUDIT_XMALLOC_H
 #define GRADAUDIT_XMALLOC_H
 
+#include <stdarg.h>
 #include <stddef.h>
 
 void	*xmalloc(size_t);
@@ -15,6 +16,8 @@ void	*xreallocarray(void *, size_t, size_t);
 char	*xstrdup(const char *);
 int	 xasprintf(char **, const char *, ...)
 	    __attribute__((format(printf, 2, 3)));
+int	 xvasprintf(char **, const char *, va_list)
+	    __attribute__((format(printf, 2, 0)));
 
 void	 fatal(const char *, ...)
 	    __attribute__((format(printf, 1, 2), noreturn));
