@@ -297,6 +297,12 @@ model_build(struct model *m, const struct config *cfg)
 		} else
 			add_logical(&b, i);
 	}
+	/*
+	 * Tied with one stage: one parameter used twice, still tied to the
+	 * output layer it also is (SPEC section 4), though no copy exists.
+	 */
+	if (tied && pp == 1)
+		m->logical[m->params[emb].logical].tied_with = "output.weight";
 }
 
 void
