@@ -44,7 +44,28 @@ struct sym_run {
 	struct order_issue	*issues;
 	int			 nissues;
 	int			 step;		/* step being executed */
+	/*
+	 * The last comparison of a value with its expected one: all members
+	 * of a group share both, and comparing a dp-term sum on every one of
+	 * dp ranks would cost dp squared.
+	 */
+	const struct lincomb	*cmp_value, *cmp_expected;
+	bool			 cmp_equal;
 };
+
+static bool
+same_value(struct sym_run *run, const struct lincomb *a,
+    const struct lincomb *b)
+{
+	if (a == b)
+		return true;
+	if (a != run->cmp_value || b != run->cmp_expected) {
+		run->cmp_value = a;
+		run->cmp_expected = b;
+		run->cmp_equal = lc_equal(a, b);
+	}
+	return run->cmp_equal;
+}
 
 /* ---- set-up ---------------------------------------------------------- */
 
@@ -681,8 +702,7 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 			ce->used = inside;
 			ce->value = sl->v[i].value;
 			ce->expected = expected;
-			ce->ok = inside && (ce->value == expected ||
-			    lc_equal(ce->value, expected));
+			ce->ok = inside && same_value(run, ce->value, expected);
 			lo = end;
 		}
 	}
