@@ -433,6 +433,7 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	if ((pid = fork()) == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
 
+		launch_forget_job();
 		/* The child's report is not wanted, only its verdict. */
 		if (devnull >= 0)
 			dup2(devnull, STDOUT_FILENO);
@@ -546,6 +547,9 @@ cmd_sweep_exec(struct options *o)
 	sw.base = &list.v[0];
 	drop_inapplicable(&sw);
 	enumerate(&sw, o->world);
+	if (o->numeric && o->world > o->numeric_max)
+		fprintf(stderr, "%s: sweep: world %d is above --numeric-max %d: "
+		    "no numeric audit\n", progname, o->world, o->numeric_max);
 	if (json) {
 		json_init(&js, stdout, false);
 		json_begin_array(&js);

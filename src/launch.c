@@ -89,6 +89,39 @@ launch_under_mpi(void)
 	return false;
 }
 
+void
+launch_forget_job(void)
+{
+	extern char	**environ;
+	char		**e, name[256];
+	size_t		 n;
+	static const char *const prefixes[] = {
+		"PMI_", "PMIX_", "OMPI_", "MPI_LOCAL", "HYDRA_", "GRADAUDIT_WORKER"
+	};
+	size_t		 i;
+	bool		 again = true;
+
+	/* unsetenv moves environ's entries: rescan until nothing matches. */
+	while (again) {
+		again = false;
+		for (e = environ; *e != NULL && !again; e++)
+			for (i = 0; i < sizeof(prefixes) / sizeof(prefixes[0]);
+			    i++) {
+				if (strncmp(*e, prefixes[i], strlen(prefixes[i]))
+				    != 0)
+					continue;
+				n = strcspn(*e, "=");
+				if (n >= sizeof(name))
+					continue;
+				memcpy(name, *e, n);
+				name[n] = '\0';
+				unsetenv(name);
+				again = true;
+				break;
+			}
+	}
+}
+
 static const char *
 launch_signal_name(int sig, char *buf, size_t size)
 {

@@ -14,6 +14,13 @@
 /* True when this process was started by an MPI launcher (PMI_SIZE etc.). */
 bool	 launch_under_mpi(void);
 
+/*
+ * Forget the MPI job this process belongs to (PMI_*, PMIX_*, OMPI_*, ...):
+ * for a child that must start a job of its own, such as the `run` that
+ * sweep --numeric starts, which would otherwise join its parent's job.
+ */
+void	 launch_forget_job(void);
+
 struct launch_options {
 	const char	*launcher;	/* --launcher, else $GRADAUDIT_MPIEXEC, else "mpiexec" */
 	int		 procs;		/* P */
