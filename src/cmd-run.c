@@ -49,26 +49,16 @@ choose_procs(const struct config_list *list, int asked)
 }
 
 /*
- * The job failed before it could report: every config is a JUnit error,
- * so that a CI job never reads an old or missing report as a pass.
+ * Run the job and, with --junit, write the report it rendered (or, if it
+ * failed, an error per config) here, on the host the user is on.
  */
-static void
-junit_after_failure(const struct options *o, const struct config_list *list)
-{
-	struct audited	*v = xcalloc(list->n + 1, sizeof *v);
-	size_t		 i;
-
-	for (i = 0; i < list->n; i++)
-		v[i].label = list->v[i].name;
-	output_junit(o->junit, v, list->n, "gradaudit.run");
-	free(v);
-}
-
 static int
 launch(struct options *o, const struct config_list *list)
 {
-	struct launch_options lo;
-	const char	*env = getenv("GRADAUDIT_MPIEXEC");
+	struct launch_options	 lo;
+	struct launch_attachment junit = { NULL, 0 };
+	const char		*env = getenv("GRADAUDIT_MPIEXEC");
+	int			 status;
 
 	memset(&lo, 0, sizeof lo);
 	lo.launcher = o->launcher ? o->launcher :
@@ -76,7 +66,47 @@ launch(struct options *o, const struct config_list *list)
 	lo.procs = choose_procs(list, o->procs);
 	lo.timeout = o->timeout;
 	lo.progress = isatty(STDERR_FILENO);
-	return launch_job(&lo, o->argc, o->argv);
+	lo.attachment = &junit;
+	status = launch_job(&lo, o->argc, o->argv);
+	if (o->junit != NULL && status != EXIT_RUNTIME && junit.data != NULL) {
+		if (output_junit_bytes(o->junit, junit.data, junit.len) !=
+		    EXIT_OK)
+			status = EXIT_RUNTIME;
+	} else if (status == EXIT_USAGE)
+		output_junit_not_audited(o, "configuration error, see stderr");
+	else if (status != EXIT_OK && status != EXIT_WRONG)
+		output_junit_not_audited(o, "runtime failure, see stderr");
+	else if (o->junit != NULL) {
+		fprintf(stderr, "%s: the MPI job sent no JUnit report\n",
+		    progname);
+		output_junit_not_audited(o, "runtime failure, see stderr");
+		status = EXIT_RUNTIME;
+	}
+	free(junit.data);
+	return status;
+}
+
+/*
+ * The JUnit report of a job: sent to the launching parent when there is
+ * one, written here when the user started the job.
+ */
+static int
+junit_from_job(const struct options *o, const struct audited *v, size_t n)
+{
+	char	*xml = NULL;
+	size_t	 len = 0;
+	FILE	*fp;
+	int	 status = EXIT_OK;
+
+	if ((fp = open_memstream(&xml, &len)) == NULL)
+		fatal("open_memstream");
+	output_junit_write(fp, v, n, "gradaudit.run");
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	if (!launch_report_attachment(xml, len))
+		status = output_junit_bytes(o->junit, xml, len);
+	free(xml);
+	return status;
 }
 
 /*
@@ -200,9 +230,16 @@ run_in_job(struct options *o)
 			status = rc;
 		v[i].seconds = output_now() - t0;
 	}
-	if (status == EXIT_OK && proc == 0)
-		status = output_audits(o, v, list.n, output_as_array(&list),
-		    "gradaudit.run");
+	if (status == EXIT_OK && proc == 0) {
+		struct options report_only = *o;
+
+		report_only.junit = NULL;
+		status = output_audits(&report_only, v, list.n,
+		    output_as_array(&list), "gradaudit.run");
+		if (o->junit != NULL && junit_from_job(o, v, list.n) !=
+		    EXIT_OK)
+			status = EXIT_RUNTIME;
+	}
 	else if (status == EXIT_OK)
 		for (i = 0; i < list.n; i++)
 			if (!(v[i].audit->consistent && v[i].audit->correct))
@@ -229,12 +266,11 @@ cmd_run_exec(struct options *o)
 	if (output_load_configs(o, &list) < 0)
 		return EXIT_USAGE;
 	if (check_sizes(&list, true) != EXIT_OK) {
+		output_junit_not_audited(o, "configuration error, see stderr");
 		config_list_free(&list);
 		return EXIT_USAGE;
 	}
 	status = launch(o, &list);
-	if (status == EXIT_RUNTIME && o->junit != NULL)
-		junit_after_failure(o, &list);
 	config_list_free(&list);
 	return status;
 }

@@ -339,6 +339,47 @@ launch_write_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
+bool
+launch_report_attachment(const char *data, size_t len)
+{
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		return false;
+	printf("%s %zu\n", LAUNCH_ATTACHMENT_MARKER, len);
+	fwrite(data, 1, len, stdout);
+	fflush(stdout);
+	return true;
+}
+
+/*
+ * Take "MARKER LEN\n" and the LEN bytes after it out of the held stdout.
+ */
+static void
+launch_take_attachment(struct launch_watch *w, struct launch_attachment *at)
+{
+	size_t	 mlen = strlen(LAUNCH_ATTACHMENT_MARKER), i, start, len;
+	char	*end;
+
+	for (i = 0; i + mlen < w->held_len; i++) {
+		if ((i > 0 && w->held[i - 1] != '\n') ||
+		    memcmp(w->held + i, LAUNCH_ATTACHMENT_MARKER, mlen) != 0 ||
+		    w->held[i + mlen] != ' ')
+			continue;
+		len = strtoul(w->held + i + mlen + 1, &end, 10);
+		if (end >= w->held + w->held_len || *end != '\n')
+			return;
+		start = (size_t)(end + 1 - w->held);
+		if (len > w->held_len - start)
+			return;
+		at->data = xmalloc(len + 1);
+		memcpy(at->data, w->held + start, len);
+		at->len = len;
+		memmove(w->held + i, w->held + start + len,
+		    w->held_len - start - len);
+		w->held_len -= start + len - i;
+		return;
+	}
+}
+
 void
 launch_report_status(int status)
 {
@@ -630,6 +671,8 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	}
 	rc = launch_supervise(&w, pid, argv[0]);
 	launch_restore(old);
+	if (opts->attachment != NULL)
+		launch_take_attachment(&w, opts->attachment);
 	/*
 	 * The job's own word on its status wins over the launcher's exit
 	 * status, which a wrapper script may have lost; no word at all means

@@ -21,6 +21,17 @@ bool	 launch_under_mpi(void);
  */
 void	 launch_forget_job(void);
 
+/*
+ * A document the job hands to the launching parent through its stdout:
+ * run's JUnit report, which the parent writes where the user asked, on its
+ * own host (a job started with 'mpiexec -f hosts' may run process 0
+ * elsewhere).
+ */
+struct launch_attachment {
+	char	*data;		/* xmalloc'd, NULL when the job sent none */
+	size_t	 len;
+};
+
 struct launch_options {
 	const char	*launcher;	/* --launcher, else $GRADAUDIT_MPIEXEC, else "mpiexec" */
 	int		 procs;		/* P */
@@ -34,10 +45,20 @@ struct launch_options {
 	 * EXIT_RUNTIME, never a pass.
 	 */
 	const char	*result_marker;
+	/* When set, receives the job's attachment (launch_report_attachment). */
+	struct launch_attachment *attachment;
 };
 
 /* The marker launch_job asks its gradaudit job for. */
 #define LAUNCH_RESULT_MARKER	"\036gradaudit-status"
+#define LAUNCH_ATTACHMENT_MARKER "\036gradaudit-attachment"
+
+/*
+ * In a job started by launch_job, process 0 sends the parent a document
+ * (before launch_report_status); outside such a job it returns false and
+ * the caller writes the document itself.
+ */
+bool	 launch_report_attachment(const char *data, size_t len);
 
 /*
  * In a job started by launch_job (GRADAUDIT_WORKER set), process 0 calls

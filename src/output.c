@@ -14,6 +14,27 @@
 #include "report.h"
 #include "xmalloc.h"
 
+/*
+ * Nothing was audited: with --junit, every operand becomes an error case,
+ * so that CI never reads an old report, or none, as a pass.
+ */
+void
+output_junit_not_audited(const struct options *o, const char *why)
+{
+	struct audited	*v;
+	int		 i;
+
+	if (o->junit == NULL)
+		return;
+	v = xcalloc((size_t)o->nargs + 1, sizeof *v);
+	for (i = 0; i < o->nargs; i++) {
+		v[i].label = o->args[i];
+		v[i].why_not = why;
+	}
+	output_junit(o->junit, v, (size_t)o->nargs, "gradaudit");
+	free(v);
+}
+
 int
 output_load_configs(const struct options *o, struct config_list *list)
 {
@@ -23,6 +44,7 @@ output_load_configs(const struct options *o, struct config_list *list)
 	for (i = 0; i < o->nargs; i++)
 		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0) {
 			config_list_free(list);
+			output_junit_not_audited(o, "configuration error, see stderr");
 			return -1;
 		}
 	return 0;
@@ -48,15 +70,13 @@ output_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
-int
-output_junit(const char *path, const struct audited *v, size_t n,
+void
+output_junit_write(FILE *fp, const struct audited *v, size_t n,
     const char *suite)
 {
-	struct junit_case *cases = xcalloc(n, sizeof *cases);
-	char	**texts = xcalloc(n, sizeof *texts);
-	FILE	*fp;
+	struct junit_case *cases = xcalloc(n + 1, sizeof *cases);
+	char	**texts = xcalloc(n + 1, sizeof *texts);
 	size_t	 i;
-	int	 status = EXIT_OK;
 
 	for (i = 0; i < n; i++) {
 		const struct audit *a = v[i].audit;
@@ -65,7 +85,8 @@ output_junit(const char *path, const struct audited *v, size_t n,
 		cases[i].seconds = v[i].seconds;
 		if (a == NULL) {
 			cases[i].error = true;
-			cases[i].failure_message = "not audited: runtime failure, see stderr";
+			cases[i].failure_message = v[i].why_not ? v[i].why_not :
+			    "not audited";
 			continue;
 		}
 		if (a->consistent && a->correct)
@@ -76,22 +97,50 @@ output_junit(const char *path, const struct audited *v, size_t n,
 		    a->findings[0].message : "gradients differ from the reference";
 		cases[i].failure_text = texts[i];
 	}
-	if ((fp = fopen(path, "w")) == NULL) {
-		fprintf(stderr, "%s: %s: cannot write JUnit report: %s\n",
-		    progname, path, strerror(errno));
-		status = EXIT_RUNTIME;
-	} else {
-		junit_write(fp, suite, cases, n);
-		if (ferror(fp) | (fclose(fp) != 0)) {
-			fprintf(stderr, "%s: %s: write error\n", progname, path);
-			status = EXIT_RUNTIME;
-		}
-	}
+	junit_write(fp, suite, cases, n);
 	for (i = 0; i < n; i++)
 		free(texts[i]);
 	free(texts);
 	free(cases);
-	return status;
+}
+
+/*
+ * Write a JUnit file: the report of the audits, or (audits NULL) bytes
+ * already rendered by the MPI job.  EXIT_OK or EXIT_RUNTIME.
+ */
+static int
+write_junit_file(const char *path, const struct audited *v, size_t n,
+    const char *suite, const char *bytes, size_t len)
+{
+	FILE	*fp;
+
+	if ((fp = fopen(path, "w")) == NULL) {
+		fprintf(stderr, "%s: %s: cannot write JUnit report: %s\n",
+		    progname, path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	if (v != NULL)
+		output_junit_write(fp, v, n, suite);
+	else
+		fwrite(bytes, 1, len, fp);
+	if (ferror(fp) | (fclose(fp) != 0)) {
+		fprintf(stderr, "%s: %s: write error\n", progname, path);
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+int
+output_junit(const char *path, const struct audited *v, size_t n,
+    const char *suite)
+{
+	return write_junit_file(path, v, n, suite, NULL, 0);
+}
+
+int
+output_junit_bytes(const char *path, const char *xml, size_t len)
+{
+	return write_junit_file(path, NULL, 0, NULL, xml, len);
 }
 
 int

@@ -7,6 +7,7 @@
 #define GRADAUDIT_OUTPUT_H
 
 #include <stddef.h>
+#include <stdio.h>
 
 #include "audit.h"
 #include "config.h"
@@ -19,6 +20,7 @@ struct audited {
 	struct audit	*audit;		/* NULL when this config was not audited */
 	const char	*label;		/* test case name (config name, or mesh) */
 	double		 seconds;
+	const char	*why_not;	/* with audit NULL: why, for JUnit */
 };
 
 /*
@@ -35,9 +37,20 @@ int	 output_audits(const struct options *, const struct audited *,
  */
 bool	 output_as_array(const struct config_list *);
 
+/*
+ * With --junit, write every operand as an error case ("configuration
+ * error", "runtime failure"): nothing was audited.
+ */
+void	 output_junit_not_audited(const struct options *, const char *why);
+
 /* Write only the JUnit file; EXIT_OK or EXIT_RUNTIME. */
 int	 output_junit(const char *path, const struct audited *, size_t n,
 	    const char *suite);
+/* The same JUnit document on a stream (run's job renders it there). */
+void	 output_junit_write(FILE *, const struct audited *, size_t n,
+	    const char *suite);
+/* Save JUnit bytes rendered elsewhere (by run's MPI job). */
+int	 output_junit_bytes(const char *path, const char *xml, size_t len);
 
 double	 output_now(void);	/* monotonic seconds */
 
