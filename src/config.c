@@ -1615,6 +1615,15 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 		n += got;
 		if (got == 0)
 			break;
+		/* /dev/zero or a huge file is no configuration. */
+		if (n > CFG_MAX_FILE_BYTES) {
+			fclose(f);
+			free(buf);
+			report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
+			    "larger than %d MiB: not a configuration",
+			    CFG_MAX_FILE_BYTES >> 20);
+			return -1;
+		}
 	}
 	if (ferror(f)) {
 		saved = errno;

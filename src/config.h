@@ -21,6 +21,7 @@
 #define CFG_MAX_LAYERS		4096
 #define CFG_MAX_EXPERTS		4096
 #define CFG_MAX_PARAM_ELEMS	((int64_t)1 << 40)	/* elements of one parameter */
+#define CFG_MAX_FILE_BYTES	(16 << 20)		/* a config file */
 
 enum embedding_sync {		/* sync.embedding_grad */
 	EMBEDDING_BEFORE_DP,	/* "before-dp" */

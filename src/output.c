@@ -12,6 +12,7 @@
 #include "junit.h"
 #include "output.h"
 #include "report.h"
+#include "symbolic.h"
 #include "xmalloc.h"
 
 /*
@@ -38,16 +39,25 @@ output_junit_not_audited(const struct options *o, const char *why)
 int
 output_load_configs(const struct options *o, struct config_list *list)
 {
-	int	i;
+	const char	*why;
+	size_t		 k;
+	int		 i;
 
 	memset(list, 0, sizeof *list);
 	for (i = 0; i < o->nargs; i++)
-		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0) {
-			config_list_free(list);
-			output_junit_not_audited(o, "configuration error, see stderr");
-			return -1;
+		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0)
+			goto fail;
+	for (k = 0; k < list->n; k++)
+		if ((why = sym_too_big(&list->v[k])) != NULL) {
+			fprintf(stderr, "%s: %s: %s: %s\n", progname,
+			    list->v[k].file, list->v[k].name, why);
+			goto fail;
 		}
 	return 0;
+fail:
+	config_list_free(list);
+	output_junit_not_audited(o, "configuration error, see stderr");
+	return -1;
 }
 
 bool

@@ -82,6 +82,27 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 	syncplan_build(&ctx->plan, &ctx->model, ctx->grad_placement);
 }
 
+/* Parameter copies (parameters times the ranks holding each) audited. */
+#define SYM_MAX_COPIES	((int64_t)1 << 22)
+
+const char *
+sym_too_big(const struct config *cfg)
+{
+	static char	 why[160];
+	struct model	 m;
+	int64_t		 copies;
+
+	model_build(&m, cfg);
+	copies = (int64_t)m.nparams * m.mesh.dp * m.mesh.tp;
+	model_free(&m);
+	if (copies <= SYM_MAX_COPIES)
+		return NULL;
+	snprintf(why, sizeof why, "the audit would hold %lld parameter "
+	    "copies (parameters x ranks holding them); at most %lld are "
+	    "supported", (long long)copies, (long long)SYM_MAX_COPIES);
+	return why;
+}
+
 void
 sym_context_free(struct sym_context *ctx)
 {

@@ -36,6 +36,14 @@ struct sym_context {
 };
 
 void	 sym_context_build(struct sym_context *, const struct config *);
+
+/*
+ * NULL when the symbolic audit of the config fits in memory, else why not:
+ * it keeps a value per parameter and rank holding it, so a valid config of
+ * thousands of layers on a mesh of thousands of ranks would take tens of
+ * gigabytes.
+ */
+const char *sym_too_big(const struct config *);
 void	 sym_context_free(struct sym_context *);
 
 /*
