@@ -128,7 +128,7 @@ fwd_tokens(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_alloc(out, eng->model->tokens, 1);
 	for (t = 0; t < out->rows; t++)
 		out->v[t].f = (uint64_t)token_id(eng->weights->seed, rs->batch,
-		    t, eng->cfg->model.vocab);
+		    t, out->rows, eng->cfg->model.vocab);
 }
 
 /* The vocab rows [lo, lo + rows) of a vocab-parallel weight on a rank. */

@@ -68,13 +68,29 @@ weight_value(const struct weight_source *ws, int key, int64_t global)
 	    (uint64_t)global, 0), ws->scale[key]);
 }
 
+/*
+ * Token t of a micro-batch of `tokens` draws its id from the t-th of
+ * `tokens` equal blocks of the vocabulary (or, with a vocabulary smaller
+ * than the batch, the first tokens take every id once).  Since tokens is a
+ * multiple of tp, every vocab-parallel shard of the embedding, for every
+ * tp, is looked up in every micro-batch: no rank's embedding gradient is
+ * zero, which would make a wrong combination of it numerically invisible.
+ */
 int64_t
-token_id(uint64_t seed, int batch, int64_t t, int vocab)
+token_id(uint64_t seed, int batch, int64_t t, int64_t tokens, int vocab)
 {
 	uint64_t	 s;
+	int64_t		 lo, hi;
 
 	s = draw_state(seed, DRAW_TOKEN, (uint64_t)batch, (uint64_t)t, 0);
-	return (int64_t)(rng_next(&s) % (uint64_t)vocab);
+	if (vocab < tokens) {
+		if (t < vocab)
+			return t;
+		return (int64_t)(rng_next(&s) % (uint64_t)vocab);
+	}
+	lo = t * vocab / tokens;
+	hi = (t + 1) * vocab / tokens;
+	return lo + (int64_t)(rng_next(&s) % (uint64_t)(hi - lo));
 }
 
 union num

@@ -27,8 +27,12 @@ double		 weight_scale(const struct param *);
 /* Element `global` (model_global_index()) of the parameter keyed `key`. */
 union num	 weight_value(const struct weight_source *, int key,
 		    int64_t global);
-/* The token id of token t of micro-batch `batch`, in [0, vocab). */
-int64_t		 token_id(uint64_t seed, int batch, int64_t t, int vocab);
+/*
+ * The token id of token t of micro-batch `batch` (of `tokens` tokens), in
+ * [0, vocab); every tp shard of the vocabulary gets a token.
+ */
+int64_t		 token_id(uint64_t seed, int batch, int64_t t, int64_t tokens,
+		    int vocab);
 /* The loss target of token t of micro-batch `batch` at logit `column`. */
 union num	 target_value(uint64_t seed, int batch, int64_t t,
 		    int64_t column);
