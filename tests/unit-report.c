@@ -132,7 +132,7 @@ build_megatron(struct audit *a, bool numeric)
 static char *
 render_text(const struct audit *a, bool verbose, bool quiet)
 {
-	struct report_options	 opt = { verbose, quiet, false };
+	struct report_options	 opt = { verbose, quiet, false, false };
 	char			*buf = NULL;
 	size_t			 len;
 	FILE			*fp = open_memstream(&buf, &len);
