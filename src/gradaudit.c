@@ -69,6 +69,11 @@ main(int argc, char **argv)
 		return check_output(cmd_help_entry.exec(&o));
 	}
 	if (strcmp(argv[1], "--version") == 0) {
+		if (argc > 2) {
+			fprintf(stderr, "%s: --version takes no operand\n",
+			    progname);
+			return EXIT_USAGE;
+		}
 		printf("%s %s\n", progname, PACKAGE_VERSION);
 		return check_output(EXIT_OK);
 	}

@@ -155,29 +155,60 @@ launch_nap(void)
 }
 
 /*
- * Split the launcher on blanks, as `--launcher 'mpiexec -f hosts'` needs,
- * without a shell: no quoting, no expansion, nothing to escape.
+ * Split the launcher into words as a shell would, without running one:
+ * blanks separate words ('--launcher "mpiexec -f hosts"'), single quotes
+ * keep everything literally, double quotes keep blanks and take \" and \\
+ * as escapes, a backslash outside quotes escapes the next character.  No
+ * expansion of any kind.  Returns NULL for an unterminated quote.
  */
+static void	 launch_free_words(char **, size_t);
+
 static char **
 launch_split(const char *s, size_t *nwords)
 {
-	char	**words = NULL;
+	char	**words = xcalloc(1, sizeof(*words)), *w;
 	size_t	 n = 0, len;
+	char	 quote;
 
 	for (;;) {
 		while (isspace((unsigned char)*s))
 			s++;
 		if (*s == '\0')
 			break;
-		for (len = 0; s[len] != '\0' &&
-		    !isspace((unsigned char)s[len]); len++)
-			;
+		w = xmalloc(strlen(s) + 1);
+		len = 0;
+		quote = '\0';
+		for (; *s != '\0'; s++) {
+			if (quote == '\'') {
+				if (*s == '\'')
+					quote = '\0';
+				else
+					w[len++] = *s;
+			} else if (quote == '"') {
+				if (*s == '"')
+					quote = '\0';
+				else if (*s == '\\' && (s[1] == '"' ||
+				    s[1] == '\\'))
+					w[len++] = *++s;
+				else
+					w[len++] = *s;
+			} else if (*s == '\'' || *s == '"')
+				quote = *s;
+			else if (*s == '\\' && s[1] != '\0')
+				w[len++] = *++s;
+			else if (isspace((unsigned char)*s))
+				break;
+			else
+				w[len++] = *s;
+		}
+		w[len] = '\0';
 		words = xreallocarray(words, n + 2, sizeof(*words));
-		words[n] = xmalloc(len + 1);
-		memcpy(words[n], s, len);
-		words[n][len] = '\0';
-		n++;
-		s += len;
+		words[n++] = w;
+		if (quote != '\0') {
+			*nwords = n;
+			launch_free_words(words, n);
+			return NULL;
+		}
 	}
 	*nwords = n;
 	return words;
@@ -710,13 +741,18 @@ launch_command(const struct launch_options *opts, char *const argv[])
 		launcher = "mpiexec";
 	if (opts->procs < 1)
 		fatalx("launch_command: %d processes", opts->procs);
-	words = launch_split(launcher, &nwords);
+	/* A launcher that cannot be a command is a usage error (exit 2). */
+	if ((words = launch_split(launcher, &nwords)) == NULL) {
+		fprintf(stderr, "%s: the MPI launcher \"%s\" has an "
+		    "unterminated quote\n", progname, launcher);
+		return EXIT_USAGE;
+	}
 	if (nwords == 0) {
 		fprintf(stderr, "%s: the MPI launcher \"%s\" is empty: "
 		    "give --launcher or set GRADAUDIT_MPIEXEC\n", progname,
 		    launcher);
 		free(words);
-		return EXIT_RUNTIME;
+		return EXIT_USAGE;
 	}
 	while (argv[nargs] != NULL)
 		nargs++;
