@@ -104,9 +104,11 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 	case ROLE_ROUTER:
 		break;
 	}
-	p->local_elems = 1;
-	for (i = 0; i < p->ndims; i++)
+	p->elems = p->local_elems = 1;
+	for (i = 0; i < p->ndims; i++) {
+		p->elems *= p->shape[i];
 		p->local_elems *= p->local_shape[i];
+	}
 }
 
 static int

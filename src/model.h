@@ -43,6 +43,7 @@ struct param {
 	int		 ndims;
 	int64_t		 shape[3];	/* logical (unsharded) shape */
 	int64_t		 local_shape[3]; /* one rank's shard */
+	int64_t		 elems;		/* product of shape (logical) */
 	int64_t		 local_elems;	/* product of local_shape */
 	bool		 expert;	/* expert buffer, reduced over edp */
 	/*

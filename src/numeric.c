@@ -506,17 +506,6 @@ run_sync(struct engine *eng, const struct layout *layout,
  * scaled by 1/dp.  The result is one global gradient per logical
  * parameter of the audited model, matched by name.
  */
-static int64_t
-param_elems(const struct param *p)
-{
-	int64_t	 n = 1;
-	int	 d;
-
-	for (d = 0; d < p->ndims; d++)
-		n *= p->shape[d];
-	return n;
-}
-
 static int
 logical_by_name(const struct model *m, const char *name)
 {
@@ -555,7 +544,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	out = xcalloc((size_t)audited->nlogical, sizeof(*out));
 	for (k = 0; k < audited->nlogical; k++) {
 		p = &audited->params[audited->logical[k].instance[0]];
-		elems = param_elems(p);
+		elems = p->elems;
 		out[k] = xcalloc((size_t)elems, sizeof(*out[k]));
 	}
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
@@ -579,7 +568,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	factor = num_from_rational(q_make(1, audited->mesh.dp));
 	for (k = 0; k < audited->nlogical; k++) {
 		p = &audited->params[audited->logical[k].instance[0]];
-		elems = param_elems(p);
+		elems = p->elems;
 		for (i = 0; i < elems; i++)
 			out[k][i] = num_mul(out[k][i], factor);
 	}
@@ -778,17 +767,13 @@ compare_region(struct cell *cell, const union num *v, const union num *ref,
 	}
 }
 
-/* The instance of logical parameter lp that ranks of `stage` hold, or NULL. */
+/* The instance of logical parameter lp that `rank` holds, or NULL. */
 static const struct param *
-instance_on_stage(const struct model *m, int lp, int stage)
+instance_held(const struct model *m, int lp, int rank)
 {
-	const struct logical_param	*l = &m->logical[lp];
-	int				 j;
+	int	inst = model_instance_on(m, m->logical[lp].instance[0], rank);
 
-	for (j = 0; j < l->ninstances; j++)
-		if (m->params[l->instance[j]].stage == stage)
-			return &m->params[l->instance[j]];
-	return NULL;
+	return inst >= 0 ? &m->params[inst] : NULL;
 }
 
 /*
@@ -804,7 +789,6 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 {
 	const struct param		*p;
 	const union num			*atom;
-	struct coord			 c;
 	union num			 coef;
 	double				 cd;
 	int64_t				 i;
@@ -817,8 +801,7 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 		a = (int)lc->terms[t].atom;
 		if (a < 0 || a >= m->mesh.world)
 			fatalx("numeric: atom g%d outside the mesh", a);
-		mesh_coord_of(&m->mesh, a, &c);
-		if ((p = instance_on_stage(m, lp, c.pp)) == NULL ||
+		if ((p = instance_held(m, lp, a)) == NULL ||
 		    (atom = gv->atom[a][p->index]) == NULL)
 			fatalx("numeric: atom g%d of %s is on a rank without "
 			    "the parameter", a, m->logical[lp].name);
@@ -892,13 +875,11 @@ check_cell(const struct model *m, const struct gathered *gv, int lp,
 {
 	const struct logical_param	*l = &m->logical[lp];
 	const struct param		*p;
-	struct coord			 c;
 	union num			*rv, *e;
 	double				*mag;
 	int64_t				 n = cell->hi - cell->lo, i;
 
-	mesh_coord_of(&m->mesh, cell->rank, &c);
-	if ((p = instance_on_stage(m, lp, c.pp)) == NULL ||
+	if ((p = instance_held(m, lp, cell->rank)) == NULL ||
 	    gv->synced[cell->rank][p->index] == NULL || cell->lo < 0 ||
 	    cell->hi > p->local_elems || n < 0)
 		fatalx("numeric: cell of %s on rank %d has no values",
@@ -1020,15 +1001,13 @@ check_replicas(const struct model *m, int lp, const struct param_result *pr,
 	struct replica		*v;
 	const struct param	*p;
 	const struct cell	*a, *b;
-	struct coord		 c;
 	size_t			 i, j, n = 0;
 
 	v = xcalloc(pr->ncells, sizeof(*v));
 	for (i = 0; i < pr->ncells; i++) {
 		if (!pr->cells[i].has_hash)
 			continue;
-		mesh_coord_of(&m->mesh, pr->cells[i].rank, &c);
-		if ((p = instance_on_stage(m, lp, c.pp)) == NULL)
+		if ((p = instance_held(m, lp, pr->cells[i].rank)) == NULL)
 			fatalx("numeric: cell of %s on rank %d has no instance",
 			    pr->name, pr->cells[i].rank);
 		v[n].cell = &pr->cells[i];
@@ -1070,7 +1049,7 @@ compare_all(const struct model *m, const struct gathered *gv,
 			    pr->name);
 		p = &m->params[m->logical[lp].instance[0]];
 		rv.grad = ref[lp];
-		rv.elems = param_elems(p);
+		rv.elems = p->elems;
 		rv.max = 0;
 		if (num_arith != ARITH_EXACT)
 			for (k = 0; k < rv.elems; k++)

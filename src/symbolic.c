@@ -805,8 +805,7 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	pr->name = arena_strdup(&a->arena, lp->name);
 	pr->tied_with = lp->tied_with ? arena_strdup(&a->arena, lp->tied_with) :
 	    NULL;
-	pr->elems = first->shape[0] * (first->ndims > 1 ? first->shape[1] : 1) *
-	    (first->ndims > 2 ? first->shape[2] : 1);
+	pr->elems = first->elems;
 	pr->is_expert = first->expert;
 	/* Instances are in stage order, so cells come out sorted by rank. */
 	for (k = 0; k < lp->ninstances; k++) {
