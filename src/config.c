@@ -1674,12 +1674,19 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 		for (i = 0; i < ld.list.n; i++)
 			ld.list.v[i].in_list = ld.is_list;
 		default_names(&ld);
-		out->v = xreallocarray(out->v, out->n + ld.list.n,
-		    sizeof(*out->v));
-		memcpy(out->v + out->n, ld.list.v,
-		    ld.list.n * sizeof(*ld.list.v));
-		out->n += ld.list.n;
-		free(ld.list.v);
+		if (out->n == 0) {
+			/* No copy: a list of 100,000 configs is 50 MB. */
+			free(out->v);
+			out->v = ld.list.v;
+			out->n = ld.list.n;
+		} else {
+			out->v = xreallocarray(out->v, out->n + ld.list.n,
+			    sizeof(*out->v));
+			memcpy(out->v + out->n, ld.list.v,
+			    ld.list.n * sizeof(*ld.list.v));
+			out->n += ld.list.n;
+			free(ld.list.v);
+		}
 		ld.list.v = NULL;
 		ld.list.n = 0;
 	}
