@@ -50,8 +50,7 @@ cmd_check_exec(struct options *o)
 
 const struct command cmd_check_entry = {
 	.name = "check",
-	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
-	    "CONFIG ...",
+	.operands = "CONFIG ...",
 	.summary = "symbolic audit only (no MPI): per-rank expressions and "
 	    "findings",
 	.scope = SCOPE_CHECK,

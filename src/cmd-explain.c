@@ -296,7 +296,7 @@ out:
 
 const struct command cmd_explain_entry = {
 	.name = "explain",
-	.usage = "[-qv] [--format text|json] [--set KEY=VALUE] CONFIG [PARAM]",
+	.operands = "CONFIG [PARAM]",
 	.summary = "every gradient collective in order, with per-rank "
 	    "expression tables",
 	.scope = SCOPE_EXPLAIN,

@@ -28,58 +28,132 @@ struct option_spec {
 	int		 id;
 	const char	*arg;		/* NULL: no argument */
 	unsigned	 scope;
+	bool		 required;	/* by the commands of its scope */
 	const char	*help;
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL,
+	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL, false,
 	  "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
-	  "also write JUnit XML, a testcase per config" },
-	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL,
+	  false, "also write JUnit XML, a testcase per config" },
+	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, false,
 	  "override a config key by dotted path; repeatable" },
 	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
-	  SCOPE_RUN | SCOPE_SWEEP, "numeric arithmetic (default exact)" },
-	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP,
+	  SCOPE_RUN | SCOPE_SWEEP, false, "numeric arithmetic (default exact)" },
+	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP, false,
 	  "seed for weights and inputs (default 1)" },
-	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP,
+	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP, false,
 	  "MPI processes (default one per rank, at most 16)" },
-	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP,
+	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP, false,
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
-	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP,
+	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP, false,
 	  "give up a numeric audit: exit 3 (default 120)" },
-	{ "world", OPT_WORLD, "N", SCOPE_SWEEP,
+	{ "world", OPT_WORLD, "N", SCOPE_SWEEP, true,
 	  "sweep: audit every valid mesh of N ranks" },
-	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP,
+	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, false,
 	  "sweep: try both values of these flags" },
-	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP,
+	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, false,
 	  "sweep: also audit small meshes on MPI" },
-	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP,
+	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, false,
 	  "sweep: largest numeric world (default 16)" },
-	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL,
+	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, false,
 	  "colour (default auto: only on a terminal)" },
-	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL,
+	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, false,
 	  "print only the summary line of each config" },
-	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL,
+	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL, false,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL, "show this help and exit" },
+	{ "help", OPT_HELP, NULL, SCOPE_ALL, false, "show this help and exit" },
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])
 
-static void usage_error(const char *, const char *, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Lines of the help end before this column. */
+#define HELP_COLUMNS	80
+
+/*
+ * The synopsis, built from the table: the short flags in one bracket, the
+ * long options by name, the required ones last.  The usage strings were
+ * written by hand per command, and none had --color (issue 8).
+ */
+static int
+synopsis_order(const void *a, const void *b)
+{
+	const struct option_spec *x = *(const struct option_spec *const *)a;
+	const struct option_spec *y = *(const struct option_spec *const *)b;
+
+	if (x->required != y->required)
+		return x->required ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+/* Print " item", first on a new line under `indent` if it would not fit. */
+static void
+synopsis_item(FILE *fp, const char *item, size_t *col, size_t indent)
+{
+	size_t	 w = strlen(item);
+
+	if (*col + 1 + w >= HELP_COLUMNS && *col > indent) {
+		fprintf(fp, "\n%*s", (int)indent, "");
+		*col = indent;
+	}
+	fprintf(fp, " %s", item);
+	*col += 1 + w;
+}
+
+void
+options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
+    const char *operands)
+{
+	const struct option_spec *v[NSPECS];
+	char		 flags[NSPECS + 4] = "[-", item[96];
+	size_t		 i, n = 0, nflags = 2, col = strlen(lead);
+
+	fputs(lead, fp);
+	for (i = 0; i < NSPECS; i++) {
+		if ((specs[i].scope & scope) == 0 || specs[i].id == OPT_HELP)
+			continue;
+		if (specs[i].id < 256 && specs[i].arg == NULL)
+			flags[nflags++] = (char)specs[i].id;
+		else
+			v[n++] = &specs[i];
+	}
+	if (nflags > 2) {
+		flags[nflags++] = ']';
+		flags[nflags] = '\0';
+		synopsis_item(fp, flags, &col, strlen(lead));
+	}
+	qsort(v, n, sizeof v[0], synopsis_order);
+	for (i = 0; i < n; i++) {
+		snprintf(item, sizeof item, "%s--%s%s%s%s",
+		    v[i]->required ? "" : "[", v[i]->name,
+		    v[i]->arg ? " " : "", v[i]->arg ? v[i]->arg : "",
+		    v[i]->required ? "" : "]");
+		synopsis_item(fp, item, &col, strlen(lead));
+	}
+	if (operands != NULL && *operands != '\0')
+		synopsis_item(fp, operands, &col, strlen(lead));
+	fputc('\n', fp);
+}
+
+static void usage_error(const char *, unsigned, const char *, const char *,
+    ...) __attribute__((format(printf, 4, 5)));
 
 static void
-usage_error(const char *name, const char *usage, const char *fmt, ...)
+usage_error(const char *name, unsigned scope, const char *operands,
+    const char *fmt, ...)
 {
-	va_list	ap;
+	va_list	 ap;
+	char	*lead;
 
 	fprintf(stderr, "%s: ", progname);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: %s %s %s\n", progname, name, usage);
+	fputc('\n', stderr);
+	xasprintf(&lead, "usage: %s %s", progname, name);
+	options_print_synopsis(stderr, lead, scope, operands);
+	free(lead);
 }
 
 static int
@@ -113,7 +187,7 @@ split_vary(struct options *o, const char *arg)
 /* Apply one parsed option; returns -1 (after a message) when invalid. */
 static int
 apply(struct options *o, const struct option_spec *sp, const char *arg,
-    const char *cmd, const char *usage)
+    const char *cmd, unsigned scope, const char *operands)
 {
 	long	 v;
 	char	*end;
@@ -134,8 +208,8 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		const char *eq = strchr(arg, '=');
 
 		if (eq == NULL || eq == arg) {
-			usage_error(cmd, usage, "--set %s: expected KEY=VALUE",
-			    arg);
+			usage_error(cmd, scope, operands,
+			    "--set %s: expected KEY=VALUE", arg);
 			return -1;
 		}
 		o->sets = xreallocarray(o->sets, o->nsets + 1, sizeof *o->sets);
@@ -216,14 +290,14 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	}
 	return 0;
 bad:
-	usage_error(cmd, usage, "--%s: invalid value \"%s\": expected %s",
-	    sp->name, arg, sp->arg);
+	usage_error(cmd, scope, operands,
+	    "--%s: invalid value \"%s\": expected %s", sp->name, arg, sp->arg);
 	return -1;
 }
 
 int
 options_parse(struct options *o, const char *name, unsigned scope,
-    const char *usage, int argc, char **argv)
+    const char *operands, int argc, char **argv)
 {
 	struct option	 longopts[NSPECS + 1];
 	char		 shortopts[16] = "";
@@ -266,12 +340,14 @@ options_parse(struct options *o, const char *name, unsigned scope,
 			    !(bad[0] == '-' && bad[1] == '-')) {
 				char s[3] = { '-', (char)optopt, '\0' };
 
-				usage_error(name, usage, "unknown option %s", s);
+				usage_error(name, scope, operands,
+				    "unknown option %s", s);
 			} else if (optopt != 0)
-				usage_error(name, usage, "option %s needs a value",
-				    bad);
+				usage_error(name, scope, operands,
+				    "option %s needs a value", bad);
 			else
-				usage_error(name, usage, "unknown option %s", bad);
+				usage_error(name, scope, operands,
+				    "unknown option %s", bad);
 			options_free(o);
 			return -1;
 		}
@@ -282,7 +358,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
 		for (i = 0; i < NSPECS; i++)
 			if (specs[i].id == c)
 				sp = &specs[i];
-		if (apply(o, sp, optarg, name, usage) < 0) {
+		if (apply(o, sp, optarg, name, scope, operands) < 0) {
 			options_free(o);
 			return -1;
 		}
