@@ -27,6 +27,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "text.h"
 #include "xmalloc.h"
 
 /* Enumerations are stored through an int pointer by the key table. */
@@ -62,10 +63,8 @@ struct key_def {
 #define DEFAULT_PP	(-1)
 #define BIT(k)		((uint64_t)1 << (k))
 
-/* Longest scalar text quoted back in a message, in bytes of the input. */
-#define QUOTE_MAX	40
-/* Room for QUOTE_MAX bytes escaped as \xNN and an ellipsis, then quotes. */
-#define QUOTE_SIZE	(QUOTE_MAX * 4 + 16)
+/* Room for input quoted back (text.h), and with its quotes. */
+#define QUOTE_SIZE	TEXT_QUOTE_SIZE
 #define QUOTED_SIZE	(QUOTE_SIZE + 2)
 /* Room for describe(): a quoted scalar and a few words. */
 #define GOT_SIZE	(QUOTED_SIZE + 48)
@@ -284,8 +283,8 @@ key_active(const struct config *c, enum cfg_key k)
 
 /*
  * Message building.  Every piece of input quoted back is escaped and cut to
- * QUOTE_MAX bytes, so that a message stays one readable line whatever the
- * input holds.
+ * TEXT_QUOTE_MAX characters (text.h), so that a message stays one readable
+ * line whatever the input holds.
  */
 
 static void
@@ -305,41 +304,12 @@ append(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Escape s[0..len) into buf, at most QUOTE_MAX input bytes. */
-static void
-escape(char *buf, size_t size, const unsigned char *s, size_t len)
-{
-	size_t	 i, n = len;
-
-	buf[0] = '\0';
-	if (n > QUOTE_MAX) {
-		/* Cut at a character boundary, not inside a UTF-8 sequence. */
-		n = QUOTE_MAX;
-		while (n > 0 && (s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (i = 0; i < n; i++) {
-		if (s[i] == '"' || s[i] == '\\')
-			append(buf, size, "\\%c", s[i]);
-		else if (s[i] == '\n')
-			append(buf, size, "\\n");
-		else if (s[i] == '\t')
-			append(buf, size, "\\t");
-		else if (s[i] < 0x20 || s[i] == 0x7f)
-			append(buf, size, "\\x%02x", s[i]);
-		else
-			append(buf, size, "%c", s[i]);
-	}
-	if (n < len)
-		append(buf, size, "...");
-}
-
 static void
 quote(char *buf, size_t size, const unsigned char *s, size_t len)
 {
 	char	 esc[QUOTE_SIZE];
 
-	escape(esc, sizeof(esc), s, len);
+	text_escape(esc, sizeof(esc), s, len);
 	snprintf(buf, size, "\"%s\"", esc);
 }
 
@@ -449,25 +419,19 @@ to_mark(const yaml_mark_t *m)
 }
 
 /*
- * Write one line, with any control character in it made visible, in one
- * call: stderr is unbuffered, and a line written piecemeal could interleave
- * with another process's (MPI ranks share the terminal).
+ * Write one line, with any control character or byte that is no UTF-8 in
+ * it made visible, in one call: stderr is unbuffered, and a line written
+ * piecemeal could interleave with another process's (MPI ranks share the
+ * terminal).
  */
 static void
 emit(const char *line)
 {
-	const unsigned char	*p;
-	char			*out, *o;
+	char	*out = text_visible(line);
+	size_t	 n = strlen(out);
 
-	o = out = xreallocarray(NULL, strlen(line) + 1, 4);
-	for (p = (const unsigned char *)line; *p != '\0'; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			o += sprintf(o, "\\x%02x", *p);
-		else
-			*o++ = (char)*p;
-	}
-	*o++ = '\n';
-	fwrite(out, 1, (size_t)(o - out), stderr);
+	out[n] = '\n';
+	fwrite(out, 1, n + 1, stderr);
 	free(out);
 }
 
@@ -481,14 +445,18 @@ report(const struct loader *ld, const struct cfg_override *ovr,
     struct cfg_mark m, const char *key, const char *fmt, ...)
 {
 	char	 msg[MSG_SIZE], *where, *line;
+	char	 k[QUOTE_SIZE], v[QUOTE_SIZE];
 	va_list	 ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (ovr != NULL)
-		xasprintf(&where, "--set %s=%s", ovr->key, ovr->value);
-	else if (m.line > 0)
+	if (ovr != NULL) {
+		/* A --set value may be a whole file's worth, or binary. */
+		text_cut(k, sizeof(k), ovr->key, strlen(ovr->key));
+		text_cut(v, sizeof(v), ovr->value, strlen(ovr->value));
+		xasprintf(&where, "--set %s=%s", k, v);
+	} else if (m.line > 0)
 		xasprintf(&where, "%s:%d:%d", ld->path, m.line, m.col);
 	else
 		where = xstrdup(ld->path);
@@ -527,7 +495,7 @@ syntax_error(const struct loader *ld)
 	const char		*problem;
 	struct cfg_mark		 m = { 1, 1 };
 	char			 msg[MSG_SIZE];
-	size_t			 i;
+	size_t			 i, bol = 0;
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		errno = ENOMEM;
@@ -538,19 +506,21 @@ syntax_error(const struct loader *ld)
 	if (p->error == YAML_READER_ERROR) {
 		/*
 		 * The reader reports a byte offset, not a mark: count lines
-		 * in the file up to it.
+		 * in the file up to it, and the characters of its line, as
+		 * libyaml's marks count them (bytes put the column of
+		 * "é\xff" at 3, not 2).
 		 */
 		if (p->problem_value != -1)
 			append(msg, sizeof(msg), " (#%X)",
 			    (unsigned)p->problem_value);
 		for (i = 0; ld->ovr == NULL && i < p->problem_offset &&
-		    i < ld->len; i++) {
+		    i < ld->len; i++)
 			if (ld->text[i] == '\n') {
 				m.line++;
-				m.col = 1;
-			} else
-				m.col++;
-		}
+				bol = i + 1;
+			}
+		if (ld->ovr == NULL)
+			m.col = 1 + (int)text_columns(ld->text + bol, i - bol);
 	} else {
 		m = to_mark(&p->problem_mark);
 		if (p->context != NULL)
@@ -683,7 +653,8 @@ resolve_override(const char *path, enum cfg_key *out)
 	const char	*seg = path, *dot;
 	enum cfg_key	 parent = ROOT, k;
 	size_t		 len;
-	char		 hint[MSG_SIZE], q[QUOTED_SIZE], *line;
+	char		 hint[MSG_SIZE], q[QUOTED_SIZE], cut[QUOTE_SIZE];
+	char		*line;
 
 	for (;;) {
 		dot = strchr(seg, '.');
@@ -696,9 +667,10 @@ resolve_override(const char *path, enum cfg_key *out)
 			    true);
 			quote(q, sizeof(q), (const unsigned char *)path,
 			    strlen(path));
+			text_cut(cut, sizeof(cut), path, strlen(path));
 			/* No value is involved yet: name the key alone. */
 			xasprintf(&line, "%s: --set %s: unknown key %s (%s)",
-			    progname, path, q, hint);
+			    progname, cut, q, hint);
 			emit(line);
 			free(line);
 			return -1;
@@ -1013,7 +985,7 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 	k = key_child(parent, (const char *)kev->data.scalar.value,
 	    kev->data.scalar.length);
 	if (k == KEY__COUNT) {
-		escape(esc, sizeof(esc), kev->data.scalar.value,
+		text_escape(esc, sizeof(esc), kev->data.scalar.value,
 		    kev->data.scalar.length);
 		snprintf(path, sizeof(path), "%s%s%s", ppath != NULL ?
 		    ppath : "", ppath != NULL ? "." : "", esc);

@@ -9,6 +9,7 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "options.h"
+#include "text.h"
 #include "xmalloc.h"
 
 #ifndef PACKAGE_VERSION
@@ -20,6 +21,7 @@ main(int argc, char **argv)
 {
 	const struct command	*c;
 	struct options		 o;
+	char			 q[TEXT_QUOTE_SIZE];
 
 	if (argc < 2) {
 		fprintf(stderr, "%s: no command given\n", progname);
@@ -40,8 +42,9 @@ main(int argc, char **argv)
 		return command_flush(EXIT_OK);
 	}
 	if ((c = command_find(argv[1])) == NULL) {
+		text_escape(q, sizeof q, argv[1], strlen(argv[1]));
 		fprintf(stderr, "%s: unknown command \"%s\"; try \"%s help\"\n",
-		    progname, argv[1], progname);
+		    progname, q, progname);
 		return EXIT_USAGE;
 	}
 	return command_exec(c, argc, argv);

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "options.h"
+#include "text.h"
 #include "xmalloc.h"
 
 enum option_id {
@@ -190,7 +191,7 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
     const char *cmd, unsigned scope, const char *operands)
 {
 	long	 v;
-	char	*end;
+	char	*end, q[TEXT_QUOTE_SIZE];
 
 	switch (sp->id) {
 	case OPT_FORMAT:
@@ -208,8 +209,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		const char *eq = strchr(arg, '=');
 
 		if (eq == NULL || eq == arg) {
+			text_cut(q, sizeof q, arg, strlen(arg));
 			usage_error(cmd, scope, operands,
-			    "--set %s: expected KEY=VALUE", arg);
+			    "--set %s: expected KEY=VALUE", q);
 			return -1;
 		}
 		o->sets = xreallocarray(o->sets, o->nsets + 1, sizeof *o->sets);
@@ -290,8 +292,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	}
 	return 0;
 bad:
+	text_escape(q, sizeof q, arg, strlen(arg));
 	usage_error(cmd, scope, operands,
-	    "--%s: invalid value \"%s\": expected %s", sp->name, arg, sp->arg);
+	    "--%s: invalid value \"%s\": expected %s", sp->name, q, sp->arg);
 	return -1;
 }
 
@@ -335,6 +338,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
 
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
+			char q[TEXT_QUOTE_SIZE];
 
 			if (optopt != 0 && optopt < 256 &&
 			    !(bad[0] == '-' && bad[1] == '-')) {
@@ -342,12 +346,15 @@ options_parse(struct options *o, const char *name, unsigned scope,
 
 				usage_error(name, scope, operands,
 				    "unknown option %s", s);
-			} else if (optopt != 0)
+			} else if (optopt != 0) {
+				text_cut(q, sizeof q, bad, strlen(bad));
 				usage_error(name, scope, operands,
-				    "option %s needs a value", bad);
-			else
+				    "option %s needs a value", q);
+			} else {
+				text_cut(q, sizeof q, bad, strlen(bad));
 				usage_error(name, scope, operands,
-				    "unknown option %s", bad);
+				    "unknown option %s", q);
+			}
 			options_free(o);
 			return -1;
 		}
