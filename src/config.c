@@ -313,13 +313,34 @@ quote(char *buf, size_t size, const unsigned char *s, size_t len)
 	snprintf(buf, size, "\"%s\"", esc);
 }
 
+/*
+ * Whether a scalar is tagged a string (!!str, or the non-specific "!"):
+ * YAML reads "!!str 2" as the string "2", as it reads '2'.
+ */
+static bool
+is_str_tagged(const yaml_event_t *ev)
+{
+	const char	*tag = (const char *)ev->data.scalar.tag;
+
+	return tag != NULL && (strcmp(tag, YAML_STR_TAG) == 0 ||
+	    strcmp(tag, "!") == 0);
+}
+
+/* A plain scalar, which may be a number, a boolean or null. */
+static bool
+is_plain(const yaml_event_t *ev)
+{
+	return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    !is_str_tagged(ev);
+}
+
 static bool
 is_null_scalar(const yaml_event_t *ev)
 {
 	const char	*s = (const char *)ev->data.scalar.value;
 	size_t		 len = ev->data.scalar.length;
 
-	if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+	if (!is_plain(ev))
 		return false;
 	return len == 0 || (len == 1 && s[0] == '~') ||
 	    (len == 4 && (memcmp(s, "null", 4) == 0 ||
@@ -334,15 +355,18 @@ describe(char *buf, size_t size, const yaml_event_t *ev)
 
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
-		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-		    ev->data.scalar.length == 0) {
+		if (is_plain(ev) && ev->data.scalar.length == 0) {
 			snprintf(buf, size, "an empty value");
 			break;
 		}
 		quote(q, sizeof(q), ev->data.scalar.value,
 		    ev->data.scalar.length);
-		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+		if (is_plain(ev))
 			snprintf(buf, size, "%s", q);
+		else if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			snprintf(buf, size, "the string %s (tagged %s)", q,
+			    strcmp((const char *)ev->data.scalar.tag, "!") == 0 ?
+			    "!" : "!!str");
 		else
 			snprintf(buf, size, "the quoted string %s", q);
 		break;
@@ -627,11 +651,16 @@ unknown_hint(char *buf, size_t size, enum cfg_key parent, const char *s,
 	}
 	for (k = 0; k < KEY__COUNT; k++) {
 		leaf = key_leaf((enum cfg_key)k);
-		if (strlen(leaf) == len && memcmp(leaf, s, len) == 0) {
+		if (strlen(leaf) != len || memcmp(leaf, s, len) != 0)
+			continue;
+		/* "did you mean "name"?" about "name" would suggest itself. */
+		if (keys[k].parent == ROOT && !full_paths)
+			snprintf(buf, size, "\"%s\" belongs at the top level, "
+			    "not under %s", leaf, keys[parent].path);
+		else
 			snprintf(buf, size, "did you mean \"%s\"?",
 			    keys[k].path);
-			return;
-		}
+		return;
 	}
 	snprintf(buf, size, "valid keys: ");
 	for (k = 0; k < KEY__COUNT; k++) {
@@ -808,7 +837,7 @@ load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	enum int_parse		 r = INT_BAD;
 	int64_t			 v = 0;
 
-	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+	if (is_plain(ev))
 		r = parse_integer(ev->data.scalar.value,
 		    ev->data.scalar.length, &v);
 	expectation(what, sizeof(what), k);
@@ -843,8 +872,7 @@ load_bool(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	size_t			 i, len = ev->data.scalar.length;
 	char			 got[GOT_SIZE];
 
-	for (i = 0; ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	    i < sizeof(yes) / sizeof(yes[0]); i++) {
+	for (i = 0; is_plain(ev) && i < sizeof(yes) / sizeof(yes[0]); i++) {
 		if (ascii_caseeq(s, len, yes[i]) || ascii_caseeq(s, len, no[i])) {
 			key_set(ld->cfg, k, ascii_caseeq(s, len, yes[i]));
 			return 0;
@@ -992,8 +1020,13 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 		unknown_hint(hint, sizeof(hint), parent,
 		    (const char *)kev->data.scalar.value,
 		    kev->data.scalar.length, false);
-		error_at(ld, &kev->start_mark, path,
-		    "unknown key \"%s\" (%s)", esc, hint);
+		/* An empty key as a key path would print as ": ". */
+		if (kev->data.scalar.length == 0)
+			error_at(ld, &kev->start_mark, ppath, "empty key (%s)",
+			    hint);
+		else
+			error_at(ld, &kev->start_mark, path,
+			    "unknown key \"%s\" (%s)", esc, hint);
 		return -1;
 	}
 	if (*seen & BIT(k)) {
