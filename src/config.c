@@ -1713,6 +1713,26 @@ cfg_check_constraints(const struct config *c)
 }
 
 void
+cfg_error(const struct config *c, enum cfg_key k, const char *fmt, ...)
+{
+	struct cfg_mark	 m = c->marks[k].line > 0 ? c->marks[k] : c->doc_mark;
+	char		 msg[MSG_SIZE], *line;
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (m.line > 0)
+		xasprintf(&line, "%s: %s:%d:%d: %s: %s", progname, c->file,
+		    m.line, m.col, keys[k].path, msg);
+	else
+		xasprintf(&line, "%s: %s: %s: %s", progname, c->file,
+		    keys[k].path, msg);
+	emit(line);
+	free(line);
+}
+
+void
 cfg_copy(struct config *dst, const struct config *src)
 {
 	/* The assignment copies every scalar (in_list too); not the strings. */

@@ -49,8 +49,8 @@ output_load_configs(const struct options *o, struct config_list *list)
 			goto fail;
 	for (k = 0; k < list->n; k++)
 		if ((why = sym_too_big(&list->v[k])) != NULL) {
-			fprintf(stderr, "%s: %s: %s: %s\n", progname,
-			    list->v[k].file, list->v[k].name, why);
+			/* The mesh multiplies the copies: point at it. */
+			cfg_error(&list->v[k], KEY_MESH, "%s", why);
 			goto fail;
 		}
 	return 0;
