@@ -2,6 +2,7 @@
  * Option parsing for every subcommand, driven by one table so that the
  * parser, --help and the man page test all see the same list.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -232,8 +233,12 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 			goto bad;
 		break;
 	case OPT_SEED:
+		/*
+		 * strtoull() skips blanks and negates after a sign: " -1"
+		 * was taken as 18446744073709551615.
+		 */
 		errno = 0;
-		if (*arg == '-' || *arg == '\0')
+		if (!isdigit((unsigned char)*arg))
 			goto bad;
 		o->seed = strtoull(arg, &end, 10);
 		if (*end != '\0' || errno != 0)
