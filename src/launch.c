@@ -600,9 +600,11 @@ launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
 
 /*
  * The child: a group of its own, the signal dispositions gradaudit started
- * with, the relay pipes if any, then exec.  A job in a background process
- * group that read the terminal would be stopped (SIGTTIN) and look hung;
- * ranks never read it, so a terminal on stdin is replaced by /dev/null.
+ * with, the relay pipes if any, then exec.  The job's stdin is always
+ * /dev/null: ranks never read it, but mpiexec forwards whatever it can read
+ * to rank 0, so in `... | while read f; do gradaudit run "$f"; done` it
+ * swallowed the lines meant for the loop (issue 8), and on a terminal a
+ * job in a background process group would be stopped by SIGTTIN.
  */
 static void __attribute__((noreturn))
 launch_child(char **argv, char **envp, const struct sigaction *old,
@@ -616,13 +618,11 @@ launch_child(char **argv, char **envp, const struct sigaction *old,
 		goto fail;
 	if (relay[1] != -1 && dup2(relay[1], STDERR_FILENO) == -1)
 		goto fail;
-	if (isatty(STDIN_FILENO)) {
-		if ((fd = open("/dev/null", O_RDONLY)) == -1 ||
-		    dup2(fd, STDIN_FILENO) == -1)
-			goto fail;
-		if (fd != STDIN_FILENO)
-			close(fd);
-	}
+	if ((fd = open("/dev/null", O_RDONLY)) == -1 ||
+	    dup2(fd, STDIN_FILENO) == -1)
+		goto fail;
+	if (fd != STDIN_FILENO)
+		close(fd);
 	environ = envp;
 	execvp(argv[0], argv);
 fail:
