@@ -633,6 +633,33 @@ fail:
 	_exit(127);
 }
 
+/*
+ * Descriptors 0, 1 and 2 are opened on /dev/null if they are closed, before
+ * any pipe is made: pipe(2) would otherwise hand one of them out, and the
+ * job would inherit a closed descriptor (hydra's mpiexec exits at once
+ * without a stderr, so `run cfg 2>&-` always failed; issue 8).  A closed
+ * stdout becomes /dev/null opened for reading, so that writing the report
+ * still fails with EBADF as it did, and says so; the job's own stdout is
+ * always a pipe to this process.
+ */
+static void
+launch_reserve_stdio(void)
+{
+	static const int	 flags[3] = { O_RDONLY, O_RDONLY, O_WRONLY };
+	int			 fd, i;
+
+	for (i = 0; i < 3; i++) {
+		if (fcntl(i, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: i, the lower ones are open. */
+		if ((fd = open("/dev/null", flags[i])) == -1)
+			fatal("/dev/null");
+		if (fd != i)
+			fatalx("launch_reserve_stdio: got descriptor %d for %d",
+			    fd, i);
+	}
+}
+
 /* A pipe whose ends are not inherited across exec. */
 static void
 launch_pipe(int fds[2])
@@ -654,6 +681,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	int			 errpipe[2], out[2], err[2], relay[2];
 	int			 child_errno = 0, rc, i, status;
 
+	launch_reserve_stdio();
 	memset(&w, 0, sizeof(w));
 	w.opts = opts;
 	w.bar = opts->progress && isatty(STDERR_FILENO);
