@@ -4,13 +4,16 @@
  * The launcher runs in a process group of its own, so that one kill(2)
  * reaches it and everything it started locally, and the terminal's Ctrl-C
  * reaches only gradaudit, which decides what to forward.  MPICH's hydra
- * puts each rank in a session of its own, out of reach of that group, but
- * cleans its ranks up when it gets SIGTERM, and its proxies kill their
- * ranks when mpiexec itself dies: ending the launcher's group ends the job.
+ * puts its proxy and each rank in a session of its own, out of reach of
+ * that group; it cleans them up when mpiexec gets SIGTERM, but not when the
+ * proxy is stopped or killed (issue 8).  So the job is ended politely
+ * through the launcher's group and then for certain through proctree.h,
+ * which finds every process of the job, and the messages say what the
+ * parent saw happen.
  *
  * The parent polls with waitid(WNOWAIT) rather than reaping at once: while
  * the launcher is an unreaped zombie its process group ID cannot be reused,
- * so the final SIGKILL to the group can never hit an unrelated process.
+ * so the SIGKILL to the group can never hit an unrelated process.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE	200809L
@@ -37,12 +40,15 @@
 
 #include "exitcode.h"
 #include "launch.h"
+#include "proctree.h"
 #include "xmalloc.h"
 
 extern char **environ;
 
 /* How long a job may take to end after SIGTERM before it gets SIGKILL. */
 #define LAUNCH_GRACE		2.0
+/* How long killed processes may take to be gone before the parent gives up. */
+#define LAUNCH_KILL_WAIT	5.0
 /* How often the parent looks at the job; short enough to feel immediate. */
 #define LAUNCH_POLL_MSEC	20
 /* The progress line appears only for jobs that take a while. */
@@ -527,21 +533,43 @@ launch_reap(pid_t pid)
 }
 
 /*
- * End the whole job: ask politely (hydra's mpiexec then ends its ranks),
- * and after LAUNCH_GRACE seconds kill whatever is left of the group.
+ * What became of the job's processes, as proctree_kill_all counted them,
+ * in words that claim no more than the parent saw.
  */
-static void
-launch_end_group(struct launch_watch *w, pid_t pid, int sig)
+static const char *
+launch_ended(long left, char *buf, size_t size)
+{
+	if (left == 0)
+		return "every process was ended";
+	if (left < 0)
+		return "the launcher's process group was ended";
+	snprintf(buf, size, "%ld process%s of the job could not be ended",
+	    left, left == 1 ? "" : "es");
+	return buf;
+}
+
+/*
+ * End the whole job: ask politely through the launcher's group (hydra's
+ * mpiexec then ends its proxies and ranks), continuing every stopped
+ * process of the job so that it can act on it; after LAUNCH_GRACE seconds
+ * kill whatever is left, wherever it is.  Returns what proctree_kill_all
+ * counted.
+ */
+static long
+launch_end_job(struct launch_watch *w, pid_t pid, int sig, int *status)
 {
 	double	 deadline;
+	long	 left;
 
 	kill(-pid, sig);
+	kill(-pid, SIGCONT);
+	proctree_signal(SIGCONT);
 	deadline = launch_now() + LAUNCH_GRACE;
 	while (!launch_exited(pid) && launch_now() < deadline)
 		launch_pump(w);
-	kill(-pid, SIGKILL);
-	launch_reap(pid);
+	left = proctree_kill_all(pid, status, LAUNCH_KILL_WAIT);
 	launch_drain(w);
+	return left;
 }
 
 /* Turn the launcher's wait status into gradaudit's exit status. */
@@ -570,32 +598,40 @@ static int
 launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
 {
 	const struct launch_options	*opts = w->opts;
-	char				 buf[16];
-	int				 sig;
+	char				 buf[16], ended[64];
+	int				 sig, status;
+	long				 left;
 
 	while (!launch_exited(pid)) {
 		if ((sig = launch_caught) != 0) {
-			launch_end_group(w, pid, sig);
+			left = launch_end_job(w, pid, sig, &status);
 			fprintf(stderr, "%s: numeric audit interrupted by %s; "
-			    "every process was ended\n", progname,
-			    launch_signal_name(sig, buf, sizeof(buf)));
+			    "%s\n", progname,
+			    launch_signal_name(sig, buf, sizeof(buf)),
+			    launch_ended(left, ended, sizeof(ended)));
 			return EXIT_RUNTIME;
 		}
 		if (opts->timeout > 0 &&
 		    launch_now() - w->start >= opts->timeout) {
-			launch_end_group(w, pid, SIGTERM);
+			left = launch_end_job(w, pid, SIGTERM, &status);
 			fprintf(stderr, "%s: numeric audit timed out after "
-			    "%g s; every process was ended\n", progname,
-			    opts->timeout);
+			    "%g s; %s\n", progname, opts->timeout,
+			    launch_ended(left, ended, sizeof(ended)));
 			return EXIT_RUNTIME;
 		}
 		launch_draw(w);
 		launch_pump(w);
 	}
-	/* The launcher is gone; nothing it started may outlive it. */
-	kill(-pid, SIGKILL);
+	/*
+	 * The launcher is gone; nothing it started may outlive it, such as
+	 * the ranks of a hydra proxy that was killed.
+	 */
+	left = proctree_kill_all(pid, &status, LAUNCH_KILL_WAIT);
 	launch_drain(w);
-	return launch_status(launch_reap(pid), name);
+	if (left > 0)
+		fprintf(stderr, "%s: the MPI launcher has ended, but %s\n",
+		    progname, launch_ended(left, ended, sizeof(ended)));
+	return launch_status(status, name);
 }
 
 /*
@@ -702,6 +738,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	fflush(stdout);
 	fflush(stderr);
 	launch_install(old);
+	proctree_adopt();
 	if ((pid = fork()) == -1)
 		fatal("fork");
 	if (pid == 0) {
@@ -722,6 +759,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	if (n == (ssize_t)sizeof(child_errno)) {
 		launch_reap(pid);
 		launch_drain(&w);
+		proctree_release();
 		launch_restore(old);
 		free(w.held);
 		fprintf(stderr, "%s: cannot run launcher \"%s\": %s\n",
@@ -729,6 +767,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 		return EXIT_RUNTIME;
 	}
 	rc = launch_supervise(&w, pid, argv[0]);
+	proctree_release();
 	launch_restore(old);
 	if (opts->attachment != NULL)
 		launch_take_attachment(&w, opts->attachment);
