@@ -197,6 +197,8 @@ run_in_job(struct options *o)
 	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		launch_arm_watchdog(o->timeout);
+	else
+		launch_arm_worker_watchdog(o->timeout);
 	loaded = load_quietly(o, &list, proc) == 0;
 	rc = !loaded ? EXIT_USAGE : check_sizes(&list, proc == 0);
 	if (agree(rc) != EXIT_OK) {

@@ -29,6 +29,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -233,23 +234,37 @@ launch_free_words(char **words, size_t n)
 /*
  * The job's environment: ours, with GRADAUDIT_WORKER=1 so that the copies
  * of gradaudit the launcher starts know they are ranks, not launchers,
- * even under a launcher that sets none of the usual PMI variables.
+ * even under a launcher that sets none of the usual PMI variables, and
+ * GRADAUDIT_PARENT="PID START HOST" naming this process, for the ranks'
+ * watchdog (launch_arm_worker_watchdog).  *parent holds that string.
  */
 static char **
-launch_worker_environment(void)
+launch_worker_environment(char **parent)
 {
 	static char	 worker[] = "GRADAUDIT_WORKER=1";
-	const char	*prefix = "GRADAUDIT_WORKER=";
-	char		**env;
-	size_t		 n = 0, i, j = 0;
+	static const char *const ours[] = {
+		"GRADAUDIT_WORKER=", "GRADAUDIT_PARENT="
+	};
+	char		**env, host[256];
+	size_t		 n = 0, i, j = 0, k;
 
+	if (gethostname(host, sizeof(host)) == -1)
+		snprintf(host, sizeof(host), "unknown");
+	host[sizeof(host) - 1] = '\0';
+	xasprintf(parent, "GRADAUDIT_PARENT=%ld %llu %s", (long)getpid(),
+	    proctree_start_time(getpid()), host);
 	while (environ[n] != NULL)
 		n++;
-	env = xreallocarray(NULL, n + 2, sizeof(*env));
-	for (i = 0; i < n; i++)
-		if (strncmp(environ[i], prefix, strlen(prefix)) != 0)
+	env = xreallocarray(NULL, n + 3, sizeof(*env));
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < sizeof(ours) / sizeof(ours[0]); k++)
+			if (strncmp(environ[i], ours[k], strlen(ours[k])) == 0)
+				break;
+		if (k == sizeof(ours) / sizeof(ours[0]))
 			env[j++] = environ[i];
+	}
 	env[j++] = worker;
+	env[j++] = *parent;
 	env[j] = NULL;
 	return env;
 }
@@ -799,7 +814,7 @@ int
 launch_command(const struct launch_options *opts, char *const argv[])
 {
 	const char	*launcher = opts->launcher;
-	char		**words, **full, **envp, procs[16];
+	char		**words, **full, **envp, *parent, procs[16];
 	size_t		 nwords, nargs = 0, i, j = 0;
 	int		 rc;
 
@@ -832,8 +847,9 @@ launch_command(const struct launch_options *opts, char *const argv[])
 	for (i = 0; i < nargs; i++)
 		full[j++] = argv[i];
 	full[j] = NULL;
-	envp = launch_worker_environment();
+	envp = launch_worker_environment(&parent);
 	rc = launch_run(opts, full, envp);
+	free(parent);
 	free(envp);
 	free(full);
 	launch_free_words(words, nwords);
@@ -886,31 +902,103 @@ launch_job(const struct launch_options *given, int argc, char **argv)
 }
 
 /*
- * The watchdog for jobs the user started with mpiexec: nobody outside is
- * timing them, so each rank times itself.
+ * The ranks' own watchdog.  In a job the user started with mpiexec nobody
+ * outside is timing it, so each rank times itself: one alarm at the
+ * timeout.  In a job launch_job started, the parent times it, but a parent
+ * that dies of a signal it cannot handle (SIGKILL, SIGUSR1) left ranks
+ * spinning for ever (issue 8): so the ranks look every second whether the
+ * parent named in GRADAUDIT_PARENT is still alive, where they run on its
+ * machine, and end the job when it is not, or when the timeout is long
+ * past (the parent would have ended them by then).
  */
-static char			 watchdog_text[256];
-static size_t			 watchdog_len;
+static struct {
+	char		 text[256];	/* the timeout message */
+	size_t		 len;
+	char		 orphan[256];	/* the parent-is-gone message */
+	size_t		 orphan_len;
+	bool		 ticking;	/* a check every tick, not one alarm */
+	double		 deadline;	/* monotonic seconds; 0: none */
+	bool		 watch_parent;
+	pid_t		 parent;
+	unsigned long long parent_start;
+	int		 misses;	/* ticks that found the parent gone */
+	int		 misses_allowed;
+} watchdog;
 static volatile sig_atomic_t	 watchdog_fired;
 
+/* Seconds between the checks of a launched job's ranks. */
+#define WATCHDOG_TICK		1
 /*
- * Only write(2), alarm(2) and _exit(2) are async-signal-safe here.
- * MPI_Abort is not, so it is best effort: it is what makes the launcher end
- * the other ranks at once, but if it blocks (the rank was inside MPI when
- * the alarm came), the alarm set just before it re-enters this handler
- * (SA_NODEFER) and _exit(3) ends the rank anyway; hydra then ends the rest
- * because a rank exited without MPI_Finalize.
+ * A launched job's ranks end it themselves this long after the timeout:
+ * the parent has ended it within LAUNCH_GRACE by then, unless it is gone.
+ */
+#define WATCHDOG_BACKSTOP	(LAUNCH_GRACE + 3.0)
+
+static size_t
+watchdog_format(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static size_t
+watchdog_format(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
+/*
+ * Which message is due at this tick, if any.  Async-signal-safe:
+ * clock_gettime(2), and proctree_alive's open/read/close.
+ */
+static bool
+watchdog_due(const char **text, size_t *len)
+{
+	struct timespec	 ts;
+
+	*text = watchdog.text;
+	*len = watchdog.len;
+	if (!watchdog.ticking)
+		return true;
+	if (watchdog.deadline > 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0 &&
+	    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= watchdog.deadline)
+		return true;
+	if (!watchdog.watch_parent ||
+	    proctree_alive(watchdog.parent, watchdog.parent_start)) {
+		watchdog.misses = 0;
+		return false;
+	}
+	*text = watchdog.orphan;
+	*len = watchdog.orphan_len;
+	return ++watchdog.misses > watchdog.misses_allowed;
+}
+
+/*
+ * Only write(2), alarm(2), poll(2) and _exit(2) are async-signal-safe
+ * here, with watchdog_due.  MPI_Abort is not, so it is best effort: it is
+ * what makes the launcher end the other ranks at once, but if it blocks
+ * (the rank was inside MPI when the alarm came), the alarm set just before
+ * it re-enters this handler (SA_NODEFER) and _exit(3) ends the rank
+ * anyway; hydra then ends the rest because a rank exited without
+ * MPI_Finalize.
  */
 static void
 watchdog_alarm(int sig)
 {
-	int	 initialized = 0, finalized = 0;
+	const char	*text;
+	size_t		 len;
+	int		 initialized = 0, finalized = 0;
 
 	(void)sig;
 	if (watchdog_fired)
 		_exit(EXIT_RUNTIME);
+	if (!watchdog_due(&text, &len))
+		return;
 	watchdog_fired = 1;
-	if (write(STDERR_FILENO, watchdog_text, watchdog_len) == -1) {
+	if (write(STDERR_FILENO, text, len) == -1) {
 		/* Nowhere left to report to; ending the job matters more. */
 	}
 	/*
@@ -927,43 +1015,109 @@ watchdog_alarm(int sig)
 	_exit(EXIT_RUNTIME);
 }
 
-void
-launch_arm_watchdog(double timeout)
+static int
+watchdog_rank(void)
 {
-	struct sigaction	 sa;
-	struct itimerval	 it;
-	int			 initialized = 0, rank = 0, n;
+	int	 initialized = 0, rank = 0;
 
-	memset(&it, 0, sizeof(it));
-	if (timeout <= 0) {
-		setitimer(ITIMER_REAL, &it, NULL);
-		return;
-	}
 	MPI_Initialized(&initialized);
 	if (initialized)
 		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	n = snprintf(watchdog_text, sizeof(watchdog_text), "%s: numeric audit "
-	    "timed out after %g s; every process was ended\n", progname,
-	    timeout);
-	watchdog_len = n < 0 ? 0 : (size_t)n < sizeof(watchdog_text) ?
-	    (size_t)n : sizeof(watchdog_text) - 1;
+	return rank;
+}
+
+static void
+watchdog_start(double first, double every)
+{
+	struct sigaction	 sa;
+	struct itimerval	 it;
+
 	watchdog_fired = 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = watchdog_alarm;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_NODEFER;
+	/* SA_RESTART: a tick that finds all well must disturb nothing. */
+	sa.sa_flags = SA_NODEFER | SA_RESTART;
 	if (sigaction(SIGALRM, &sa, NULL) == -1)
 		fatal("sigaction");
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = (time_t)first;
+	it.it_value.tv_usec = (suseconds_t)((first -
+	    (double)it.it_value.tv_sec) * 1e6);
+	it.it_interval.tv_sec = (time_t)every;
+	if (setitimer(ITIMER_REAL, &it, NULL) == -1)
+		fatal("setitimer");
+}
+
+void
+launch_arm_watchdog(double timeout)
+{
+	struct itimerval	 it;
+
+	if (timeout <= 0) {
+		memset(&it, 0, sizeof(it));
+		setitimer(ITIMER_REAL, &it, NULL);
+		return;
+	}
+	memset(&watchdog, 0, sizeof(watchdog));
+	watchdog.len = watchdog_format(watchdog.text, sizeof(watchdog.text),
+	    "%s: numeric audit timed out after %g s; every process was "
+	    "ended\n", progname, timeout);
 	/*
 	 * Every rank's clock started at about the same time; rank 0 goes
 	 * first and the others a second later, as a backup, so the user
 	 * normally reads the message once rather than once per rank.
 	 */
-	if (rank != 0)
-		timeout += 1;
-	it.it_value.tv_sec = (time_t)timeout;
-	it.it_value.tv_usec = (suseconds_t)((timeout -
-	    (double)it.it_value.tv_sec) * 1e6);
-	if (setitimer(ITIMER_REAL, &it, NULL) == -1)
-		fatal("setitimer");
+	watchdog_start(watchdog_rank() != 0 ? timeout + 1 : timeout, 0);
+}
+
+/* "PID START HOST", as launch_parent_environment writes it. */
+static bool
+watchdog_parent(pid_t *pid, unsigned long long *start)
+{
+	const char	*env = getenv("GRADAUDIT_PARENT");
+	char		 host[256], here[256];
+	long		 p;
+
+	if (env == NULL || sscanf(env, "%ld %llu %255s", &p, start,
+	    host) != 3 || p <= 0)
+		return false;
+	/* Another machine's process IDs mean nothing here. */
+	if (gethostname(here, sizeof(here)) == -1)
+		return false;
+	here[sizeof(here) - 1] = '\0';
+	*pid = (pid_t)p;
+	return strcmp(host, here) == 0;
+}
+
+void
+launch_arm_worker_watchdog(double timeout)
+{
+	struct timespec	 ts;
+	int		 rank = watchdog_rank();
+
+	memset(&watchdog, 0, sizeof(watchdog));
+	watchdog.ticking = true;
+	watchdog.watch_parent = watchdog_parent(&watchdog.parent,
+	    &watchdog.parent_start);
+	if (timeout > 0) {
+		if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+			fatal("clock_gettime");
+		/* As above, rank 0 first, the others a tick later. */
+		watchdog.deadline = (double)ts.tv_sec + (double)ts.tv_nsec /
+		    1e9 + timeout + WATCHDOG_BACKSTOP +
+		    (rank != 0 ? WATCHDOG_TICK : 0);
+	}
+	if (!watchdog.watch_parent && watchdog.deadline == 0)
+		return;
+	watchdog.misses_allowed = rank != 0;
+	watchdog.len = watchdog_format(watchdog.text, sizeof(watchdog.text),
+	    "%s: numeric audit timed out after %g s and the gradaudit "
+	    "process that started the MPI job did not end it; ending it\n",
+	    progname, timeout);
+	watchdog.orphan_len = watchdog_format(watchdog.orphan,
+	    sizeof(watchdog.orphan), "%s: the gradaudit process that "
+	    "started this MPI job (pid %ld) is gone; ending the job\n",
+	    progname, (long)watchdog.parent);
+	watchdog_start(WATCHDOG_TICK, WATCHDOG_TICK);
 }

@@ -93,4 +93,14 @@ int	 launch_command(const struct launch_options *, char *const argv[]);
  */
 void	 launch_arm_watchdog(double timeout);
 
+/*
+ * For the processes of a job launch_job started (GRADAUDIT_WORKER set):
+ * every second, end the job as above when the gradaudit process that
+ * started it (GRADAUDIT_PARENT) is gone, if it ran on this machine, or
+ * when the timeout is more than a few seconds past, by which time that
+ * process would have ended the job.  Call after MPI_Init; uses SIGALRM and
+ * ITIMER_REAL.
+ */
+void	 launch_arm_worker_watchdog(double timeout);
+
 #endif

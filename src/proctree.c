@@ -57,16 +57,26 @@ struct proctree_entry {
 	pid_t	 ppid;
 };
 
-/* The parent of pid from /proc/PID/stat; false when it is gone. */
+/*
+ * What /proc/PID/stat says of pid: its state, parent and start time (clock
+ * ticks after boot).  False when it is gone.  Async-signal-safe, for the
+ * ranks' watchdog: no stdio, no allocation.
+ */
 static bool
-proctree_parent(const char *pid, pid_t *ppid)
+proctree_stat(pid_t pid, char *state, pid_t *ppid, unsigned long long *start)
 {
-	char		 path[64], buf[512], *p;
+	char		 path[32] = "/proc/", digits[16], buf[1024], *p;
+	size_t		 len = strlen(path), nd = 0;
 	ssize_t		 n;
-	int		 fd;
-	long		 v;
+	int		 fd, field;
+	unsigned long	 v = (unsigned long)pid;
 
-	snprintf(path, sizeof(path), "/proc/%s/stat", pid);
+	do
+		digits[nd++] = (char)('0' + v % 10);
+	while ((v /= 10) != 0 && nd < sizeof(digits));
+	while (nd > 0)
+		path[len++] = digits[--nd];
+	memcpy(path + len, "/stat", sizeof("/stat"));
 	if ((fd = open(path, O_RDONLY)) == -1)
 		return false;
 	n = read(fd, buf, sizeof(buf) - 1);
@@ -75,12 +85,48 @@ proctree_parent(const char *pid, pid_t *ppid)
 		return false;
 	buf[n] = '\0';
 	/* "PID (COMM) STATE PPID ...": COMM may hold blanks and parentheses. */
-	if ((p = strrchr(buf, ')')) == NULL || p[1] != ' ' || p[2] == '\0' ||
-	    p[3] != ' ')
+	for (p = buf + n; p > buf && p[-1] != ')'; p--)
+		continue;
+	if (p == buf || p[0] != ' ' || p[1] == '\0' || p[2] != ' ')
 		return false;
-	v = strtol(p + 4, NULL, 10);
-	*ppid = (pid_t)v;
-	return true;
+	*state = p[1];
+	p += 3;
+	*ppid = 0;
+	*start = 0;
+	for (field = 4; field <= 22 && *p != '\0'; field++) {
+		for (; *p >= '0' && *p <= '9'; p++) {
+			if (field == 4)
+				*ppid = (pid_t)(*ppid * 10 + (*p - '0'));
+			if (field == 22)
+				*start = *start * 10 + (unsigned)(*p - '0');
+		}
+		while (*p != ' ' && *p != '\0')
+			p++;	/* a negative field, say */
+		if (*p == ' ')
+			p++;
+	}
+	return field > 22;
+}
+
+unsigned long long
+proctree_start_time(pid_t pid)
+{
+	unsigned long long	 start;
+	pid_t			 ppid;
+	char			 state;
+
+	if (!proctree_stat(pid, &state, &ppid, &start) || state == 'Z' ||
+	    state == 'X')
+		return 0;
+	return start;
+}
+
+bool
+proctree_alive(pid_t pid, unsigned long long start)
+{
+	if (start == 0)
+		return kill(pid, 0) == 0 || errno == EPERM;
+	return proctree_start_time(pid) == start;
 }
 
 /* Every process /proc lists, with its parent; NULL without /proc. */
@@ -92,7 +138,9 @@ proctree_scan(size_t *n)
 	size_t			 cap = 0;
 	DIR			*d;
 	const char		*s;
+	unsigned long long	 start;
 	pid_t			 ppid;
+	char			 state;
 
 	*n = 0;
 	if ((d = opendir("/proc")) == NULL)
@@ -102,7 +150,8 @@ proctree_scan(size_t *n)
 			continue;
 		if (*s != '\0' || s == de->d_name)
 			continue;
-		if (!proctree_parent(de->d_name, &ppid))
+		if (!proctree_stat((pid_t)atol(de->d_name), &state, &ppid,
+		    &start))
 			continue;	/* gone meanwhile */
 		if (*n == cap) {
 			cap = cap == 0 ? 256 : 2 * cap;

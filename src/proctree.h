@@ -23,6 +23,18 @@ void	 proctree_adopt(void);
 void	 proctree_release(void);
 
 /*
+ * The start time of pid, which with the pid names one process for good (a
+ * pid alone may be reused): 0 when pid is gone or a zombie, or where there
+ * is no /proc.  Async-signal-safe.
+ */
+unsigned long long proctree_start_time(pid_t);
+/*
+ * Whether the process of that pid and start time is alive; with start 0,
+ * whether any process of that pid is.  Async-signal-safe.
+ */
+bool	 proctree_alive(pid_t, unsigned long long start);
+
+/*
  * Send sig to every descendant of this process, parents before their
  * children.  False when /proc cannot be read (nothing was sent).
  */
