@@ -74,6 +74,8 @@ launch(struct options *o, const struct config_list *list)
 			status = EXIT_RUNTIME;
 	} else if (status == EXIT_USAGE)
 		output_junit_not_audited(o, "configuration error, see stderr");
+	else if (status > EXIT_RUNTIME)
+		output_junit_not_audited(o, "interrupted, see stderr");
 	else if (status != EXIT_OK && status != EXIT_WRONG)
 		output_junit_not_audited(o, "runtime failure, see stderr");
 	else if (o->junit != NULL) {
@@ -274,6 +276,7 @@ cmd_run_exec(struct options *o)
 	}
 	status = launch(o, &list);
 	config_list_free(&list);
+	launch_exit_interrupted(status);
 	return status;
 }
 

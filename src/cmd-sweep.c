@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -374,19 +376,49 @@ arg_add(struct arglist *al, const char *fmt, ...)
 }
 
 /*
+ * Wait for the run of a mesh.  A signal to sweep itself (not to its process
+ * group, as Ctrl-C is) would otherwise orphan the run and its MPI job
+ * (issue 8): it is forwarded, and the run ends its job before it exits.
+ * Returns the run's wait status; *sig is the signal caught, or 0.
+ */
+static int
+wait_for_run(pid_t pid, int *sig)
+{
+	struct timespec	 nap = { 0, 20 * 1000 * 1000 };
+	int		 wstatus, forwarded = 0;
+	pid_t		 r;
+
+	for (;;) {
+		if ((*sig = launch_signals_caught()) != 0 && *sig != forwarded) {
+			kill(pid, *sig);
+			forwarded = *sig;
+		}
+		if ((r = waitpid(pid, &wstatus, WNOHANG)) == pid)
+			break;
+		if (r == -1 && errno != EINTR)
+			fatal("waitpid");
+		nanosleep(&nap, NULL);
+	}
+	*sig = launch_signals_caught();
+	return wstatus;
+}
+
+/*
  * The numeric audit of one mesh: `gradaudit run` on the same config with
  * the mesh, the flags and the adjusted model sizes set, so that launching,
- * timeouts and exit statuses are exactly those of run.
+ * timeouts and exit statuses are exactly those of run.  A signal that
+ * interrupts it makes *status LAUNCH_INTERRUPTED(sig).
  */
 static const char *
 numeric_point(const struct options *o, const struct sweep *sw,
     const struct sweep_point *pt, const struct config *c, int *status)
 {
 	struct arglist	 al = { NULL, 0 };
+	struct launch_signals saved;
 	char		 self[4096];
 	ssize_t		 len;
 	pid_t		 pid;
-	int		 k, rc, wstatus;
+	int		 k, rc, wstatus = 0, sig;
 	static const char *const arith[] = { "exact", "float64", "float32" };
 
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -430,9 +462,11 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	arg_add(&al, "%s", o->args[0]);
 
 	fflush(stdout);
+	launch_signals_catch(&saved);
 	if ((pid = fork()) == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
 
+		launch_signals_restore(&saved);
 		launch_forget_job();
 		/* The child's report is not wanted, only its verdict. */
 		if (devnull >= 0)
@@ -441,12 +475,20 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		_exit(EXIT_RUNTIME);
 	}
 	rc = EXIT_RUNTIME;
-	if (pid > 0 && waitpid(pid, &wstatus, 0) == pid &&
-	    WIFEXITED(wstatus))
-		rc = WEXITSTATUS(wstatus);
+	sig = 0;
+	if (pid > 0) {
+		wstatus = wait_for_run(pid, &sig);
+		if (WIFEXITED(wstatus))
+			rc = WEXITSTATUS(wstatus);
+	}
+	launch_signals_restore(&saved);
 	for (k = 0; k < al.n; k++)
 		free(al.v[k]);
 	free(al.v);
+	if (sig != 0) {
+		*status = LAUNCH_INTERRUPTED(sig);
+		return "interrupted";
+	}
 	if (rc != EXIT_OK && rc != EXIT_WRONG) {
 		fprintf(stderr, "%s: sweep: %s: the numeric audit failed "
 		    "(exit %d)\n", progname, pt->label, rc);
@@ -514,6 +556,26 @@ drop_inapplicable(struct sweep *sw)
 	sw->nvary = n;
 }
 
+static void
+sweep_free(struct sweep *sw, struct config_list *list)
+{
+	size_t	 i;
+	int	 f;
+
+	for (i = 0; i < sw->npoints; i++) {
+		free(sw->points[i].label);
+		free(sw->points[i].families);
+		free(sw->points[i].failure_text);
+		free(sw->points[i].failure_message);
+	}
+	for (f = 0; f < sw->nfamilies; f++)
+		free(sw->families[f]);
+	free(sw->families);
+	free(sw->points);
+	free(sw->vary);
+	config_list_free(list);
+}
+
 static int
 cmd_sweep_exec(struct options *o)
 {
@@ -525,7 +587,7 @@ cmd_sweep_exec(struct options *o)
 	struct json		 js;
 	bool			 json = o->format == FORMAT_JSON;
 	size_t			 i;
-	int			 status = EXIT_OK, rc, f;
+	int			 status = EXIT_OK, rc;
 
 	if (o->world <= 0) {
 		fprintf(stderr, "%s: sweep: --world N is required\n", progname);
@@ -571,6 +633,11 @@ cmd_sweep_exec(struct options *o)
 		if (o->numeric && o->world <= o->numeric_max)
 			a.numeric_verdict = pt->numeric = numeric_point(o, &sw,
 			    pt, &c, &status);
+		if (status > EXIT_RUNTIME) {
+			audit_free(&a);
+			cfg_free(&c);
+			break;
+		}
 		if (json)
 			report_json(&js, &a);
 		audit_free(&a);
@@ -578,6 +645,18 @@ cmd_sweep_exec(struct options *o)
 		pt->seconds = output_now() - t0;
 	}
 	progress_end();
+	if (status > EXIT_RUNTIME) {
+		char	 buf[16];
+
+		fprintf(stderr, "%s: sweep: interrupted by %s during the "
+		    "numeric audit of %s\n", progname,
+		    launch_signal_name(status - EXIT_INTERRUPTED, buf,
+		    sizeof(buf)),
+		    sw.points[i].label);
+		sweep_free(&sw, &list);
+		launch_exit_interrupted(status);
+		return status;
+	}
 	if (json) {
 		json_end_array(&js);
 		rc = EXIT_OK;
@@ -590,18 +669,7 @@ cmd_sweep_exec(struct options *o)
 		rc = EXIT_RUNTIME;
 	if (status == EXIT_OK || rc == EXIT_RUNTIME)
 		status = rc;
-	for (i = 0; i < sw.npoints; i++) {
-		free(sw.points[i].label);
-		free(sw.points[i].families);
-		free(sw.points[i].failure_text);
-		free(sw.points[i].failure_message);
-	}
-	for (f = 0; f < sw.nfamilies; f++)
-		free(sw.families[f]);
-	free(sw.families);
-	free(sw.points);
-	free(sw.vary);
-	config_list_free(&list);
+	sweep_free(&sw, &list);
 	return status;
 }
 

@@ -66,6 +66,8 @@ extern char **environ;
  */
 static const int launch_handled[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 #define LAUNCH_NHANDLED	(sizeof(launch_handled) / sizeof(launch_handled[0]))
+_Static_assert(LAUNCH_NHANDLED <= LAUNCH_NSIGNALS,
+    "struct launch_signals holds every handled signal");
 
 static volatile sig_atomic_t launch_caught;
 
@@ -129,7 +131,7 @@ launch_forget_job(void)
 	}
 }
 
-static const char *
+const char *
 launch_signal_name(int sig, char *buf, size_t size)
 {
 	size_t	 i;
@@ -275,8 +277,8 @@ launch_catch(int sig)
 	launch_caught = sig;
 }
 
-static void
-launch_install(struct sigaction *old)
+void
+launch_signals_catch(struct launch_signals *saved)
 {
 	struct sigaction	 sa;
 	size_t			 i;
@@ -289,18 +291,46 @@ launch_install(struct sigaction *old)
 		sigemptyset(&sa.sa_mask);
 		/* No SA_RESTART: a signal must cut the parent's wait short. */
 		sa.sa_flags = 0;
-		if (sigaction(launch_handled[i], &sa, &old[i]) == -1)
+		if (sigaction(launch_handled[i], &sa, &saved->old[i]) == -1)
 			fatal("sigaction");
 	}
 }
 
-static void
-launch_restore(const struct sigaction *old)
+void
+launch_signals_restore(const struct launch_signals *saved)
 {
 	size_t	 i;
 
 	for (i = 0; i < LAUNCH_NHANDLED; i++)
-		sigaction(launch_handled[i], &old[i], NULL);
+		sigaction(launch_handled[i], &saved->old[i], NULL);
+}
+
+int
+launch_signals_caught(void)
+{
+	return launch_caught;
+}
+
+void
+launch_exit_interrupted(int status)
+{
+	struct sigaction	 sa;
+	sigset_t		 set;
+	int			 sig = status - EXIT_INTERRUPTED;
+
+	if (sig <= 0 || sig >= 64)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	if (sigaction(sig, &sa, NULL) == 0 &&
+	    sigprocmask(SIG_UNBLOCK, &set, NULL) == 0)
+		raise(sig);
+	/* Still here: a signal whose default is not to end the process. */
 }
 
 /*
@@ -624,7 +654,7 @@ launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
 			    "%s\n", progname,
 			    launch_signal_name(sig, buf, sizeof(buf)),
 			    launch_ended(left, ended, sizeof(ended)));
-			return EXIT_RUNTIME;
+			return LAUNCH_INTERRUPTED(sig);
 		}
 		if (opts->timeout > 0 &&
 		    launch_now() - w->start >= opts->timeout) {
@@ -658,13 +688,13 @@ launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
  * job in a background process group would be stopped by SIGTTIN.
  */
 static void __attribute__((noreturn))
-launch_child(char **argv, char **envp, const struct sigaction *old,
+launch_child(char **argv, char **envp, const struct launch_signals *old,
     const int relay[2], int errfd)
 {
 	int	 saved, fd;
 
 	setpgid(0, 0);
-	launch_restore(old);
+	launch_signals_restore(old);
 	if (relay[0] != -1 && dup2(relay[0], STDOUT_FILENO) == -1)
 		goto fail;
 	if (relay[1] != -1 && dup2(relay[1], STDERR_FILENO) == -1)
@@ -725,7 +755,7 @@ launch_pipe(int fds[2])
 static int
 launch_run(const struct launch_options *opts, char **argv, char **envp)
 {
-	struct sigaction	 old[LAUNCH_NHANDLED];
+	struct launch_signals	 old;
 	struct launch_watch	 w;
 	pid_t			 pid;
 	ssize_t			 n;
@@ -752,13 +782,13 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 			fatal("fcntl");
 	fflush(stdout);
 	fflush(stderr);
-	launch_install(old);
+	launch_signals_catch(&old);
 	proctree_adopt();
 	if ((pid = fork()) == -1)
 		fatal("fork");
 	if (pid == 0) {
 		close(errpipe[0]);
-		launch_child(argv, envp, old, relay, errpipe[1]);
+		launch_child(argv, envp, &old, relay, errpipe[1]);
 	}
 	/* Both sides set the group, so neither order of events races. */
 	setpgid(pid, pid);
@@ -775,7 +805,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 		launch_reap(pid);
 		launch_drain(&w);
 		proctree_release();
-		launch_restore(old);
+		launch_signals_restore(&old);
 		free(w.held);
 		fprintf(stderr, "%s: cannot run launcher \"%s\": %s\n",
 		    progname, argv[0], strerror(child_errno));
@@ -783,7 +813,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	}
 	rc = launch_supervise(&w, pid, argv[0]);
 	proctree_release();
-	launch_restore(old);
+	launch_signals_restore(&old);
 	if (opts->attachment != NULL)
 		launch_take_attachment(&w, opts->attachment);
 	/*
@@ -793,15 +823,15 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	 */
 	if (opts->result_marker != NULL &&
 	    (status = launch_take_result(&w, opts->result_marker)) >= 0) {
-		if (rc != EXIT_RUNTIME)
+		if (rc < EXIT_RUNTIME)
 			rc = status;
-	} else if (opts->result_marker != NULL && rc != EXIT_RUNTIME) {
+	} else if (opts->result_marker != NULL && rc < EXIT_RUNTIME) {
 		fprintf(stderr, "%s: the MPI job ended without a result: "
 		    "\"%s\" exited %d but ran no gradaudit process\n",
 		    progname, argv[0], rc);
 		rc = EXIT_RUNTIME;
 	}
-	if (!launch_write_all(rc == EXIT_RUNTIME ? STDERR_FILENO :
+	if (!launch_write_all(rc >= EXIT_RUNTIME ? STDERR_FILENO :
 	    STDOUT_FILENO, w.held, w.held_len)) {
 		fprintf(stderr, "%s: error writing the report: %s\n",
 		    progname, strerror(errno));

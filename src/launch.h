@@ -9,7 +9,11 @@
 #ifndef GRADAUDIT_LAUNCH_H
 #define GRADAUDIT_LAUNCH_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+
+#include "exitcode.h"
 
 /* True when this process was started by an MPI launcher (PMI_SIZE etc.). */
 bool	 launch_under_mpi(void);
@@ -49,6 +53,37 @@ struct launch_options {
 	struct launch_attachment *attachment;
 };
 
+/*
+ * The status of a job that a signal to gradaudit (SIGINT, SIGTERM or
+ * SIGHUP) interrupted: the shell's 128+N.  The job has been ended.
+ */
+#define LAUNCH_INTERRUPTED(sig)	(EXIT_INTERRUPTED + (sig))
+
+/*
+ * The signals a process catches while a child of it does the work:
+ * SIGINT, SIGTERM and SIGHUP are caught, to be forwarded to the child, and
+ * SIGPIPE is ignored, so that a reader of stdout going away cannot leave
+ * the child unsupervised.  launch_signals_restore puts back what
+ * launch_signals_catch replaced (a child does so before exec).
+ */
+#define LAUNCH_NSIGNALS		4
+struct launch_signals {
+	struct sigaction	 old[LAUNCH_NSIGNALS];
+};
+void	 launch_signals_catch(struct launch_signals *);
+void	 launch_signals_restore(const struct launch_signals *);
+/* The last signal caught since launch_signals_catch, or 0. */
+int	 launch_signals_caught(void);
+/* "SIGTERM", or the number in buf for a signal without a name here. */
+const char *launch_signal_name(int sig, char *buf, size_t size);
+
+/*
+ * With status LAUNCH_INTERRUPTED(sig), end this process by sig, as a shell
+ * expects of a program it interrupted: a loop running gradaudit then stops
+ * at Ctrl-C rather than going on with the next file.  Returns otherwise.
+ */
+void	 launch_exit_interrupted(int status);
+
 /* The marker launch_job asks its gradaudit job for. */
 #define LAUNCH_RESULT_MARKER	"\036gradaudit-status"
 #define LAUNCH_ATTACHMENT_MARKER "\036gradaudit-attachment"
@@ -69,7 +104,8 @@ void	 launch_report_status(int status);
 /*
  * Run the job: argv is this program's own argument vector (argv[0] is
  * replaced by the path of the running executable).  Returns the exit status
- * to use: the job's own status when it is 0..3, EXIT_RUNTIME otherwise.
+ * to use: the job's own status when it is 0..3, LAUNCH_INTERRUPTED(sig)
+ * when a signal to this process ended the job, EXIT_RUNTIME otherwise.
  */
 int	 launch_job(const struct launch_options *, int argc, char **argv);
 
