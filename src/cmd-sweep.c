@@ -621,6 +621,9 @@ cmd_sweep_exec(struct options *o)
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = output_now();
 
+		/* The reader has gone (| head): auditing on is for no one. */
+		if (ferror(stdout))
+			break;
 		progress_update((int64_t)i);
 		if (!point_config(&sw, pt, &c)) {
 			sw.skipped++;

@@ -3,6 +3,8 @@
  * training configurations.  This file is only the dispatcher: it finds the
  * subcommand in the table and hands it the parsed options.
  */
+#include <errno.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -42,14 +44,25 @@ command_usage(FILE *fp, const struct command *c)
 	fprintf(fp, "usage: %s %s %s\n", progname, c->name, c->usage);
 }
 
+/*
+ * A report that did not reach its reader is a runtime failure.  A command
+ * that already failed at runtime has said why, and is not told twice.
+ */
 static int
 check_output(int status)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	int	 flushed = fflush(stdout);
+
+	if (flushed == 0 && !ferror(stdout))
+		return status;
+	if (status == EXIT_RUNTIME)
+		return status;
+	if (flushed != 0)
+		fprintf(stderr, "%s: error writing to stdout: %s\n", progname,
+		    strerror(errno));
+	else
 		fprintf(stderr, "%s: error writing to stdout\n", progname);
-		return EXIT_RUNTIME;
-	}
-	return status;
+	return EXIT_RUNTIME;
 }
 
 int
@@ -59,6 +72,13 @@ main(int argc, char **argv)
 	struct options		 o;
 	int			 rc;
 
+	/*
+	 * A reader of stdout that goes away (`| head -c 10`) is a write error
+	 * like a full disk: exit 3 with a message, not death by SIGPIPE with
+	 * status 141 and no word (issue 8).  The MPI job gets the default
+	 * disposition back (launch.c).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		fprintf(stderr, "%s: no command given\n", progname);
 		cmd_help_entry.exec(NULL);
