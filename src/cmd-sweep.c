@@ -22,6 +22,7 @@
 #include "junit.h"
 #include "exitcode.h"
 #include "launch.h"
+#include "numeric.h"
 #include "output.h"
 #include "progress.h"
 #include "report.h"
@@ -72,6 +73,7 @@ struct sweep {
 	struct sweep_point	*points;
 	size_t			 npoints, cap;
 	int			 skipped;	/* meshes whose constraints fail */
+	int			 too_big;	/* meshes too large to run */
 	char			**families;	/* "layers.*.moe.router.weight" */
 	int			 nfamilies;
 };
@@ -505,6 +507,21 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	return "agrees";
 }
 
+/*
+ * A mesh that is too large for the numeric audit is not a runtime failure
+ * (issue 8: run refused it with exit 2, and the sweep exited 3): it keeps
+ * its symbolic verdict.  The first one says why; cmd_sweep_exec counts
+ * them all at the end.
+ */
+static const char *
+skip_numeric(struct sweep *sw, const struct sweep_point *pt, const char *why)
+{
+	if (sw->too_big++ == 0)
+		fprintf(stderr, "%s: sweep: %s: not audited numerically: %s\n",
+		    progname, pt->label, why);
+	return "skipped";
+}
+
 static int
 parse_vary(struct sweep *sw, const struct options *o)
 {
@@ -586,6 +603,7 @@ cmd_sweep_exec(struct options *o)
 	struct audit		 a;
 	struct json		 js;
 	bool			 json = o->format == FORMAT_JSON;
+	const char		*why;
 	size_t			 i;
 	int			 status = EXIT_OK, rc;
 
@@ -633,7 +651,11 @@ cmd_sweep_exec(struct options *o)
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
 		summarize(&sw, pt, &a, o->junit != NULL);
-		if (o->numeric && o->world <= o->numeric_max)
+		if (o->numeric && o->world <= o->numeric_max &&
+		    (why = numeric_too_big(&c)) != NULL)
+			a.numeric_verdict = pt->numeric = skip_numeric(&sw, pt,
+			    why);
+		else if (o->numeric && o->world <= o->numeric_max)
 			a.numeric_verdict = pt->numeric = numeric_point(o, &sw,
 			    pt, &c, &status);
 		if (status > EXIT_RUNTIME) {
@@ -648,6 +670,10 @@ cmd_sweep_exec(struct options *o)
 		pt->seconds = output_now() - t0;
 	}
 	progress_end();
+	if (sw.too_big > 0)
+		fprintf(stderr, "%s: sweep: %d mesh%s not audited numerically, "
+		    "too large to run: their verdicts are symbolic only\n",
+		    progname, sw.too_big, sw.too_big == 1 ? "" : "es");
 	if (status > EXIT_RUNTIME) {
 		char	 buf[16];
 
