@@ -19,6 +19,7 @@
 
 #include "commands.h"
 #include "exitcode.h"
+#include "hash.h"
 #include "launch.h"
 #include "numeric.h"
 #include "output.h"
@@ -109,6 +110,49 @@ junit_from_job(const struct options *o, const struct audited *v, size_t n)
 		status = output_junit_bytes(o->junit, xml, len);
 	free(xml);
 	return status;
+}
+
+/* The digest of the bytes of every config file as loaded, in order. */
+static uint64_t
+configs_digest(const struct config_list *list)
+{
+	struct hash_state	 h;
+	size_t			 i;
+
+	hash_begin(&h);
+	for (i = 0; i < list->n; i++)
+		hash_update_u64s(&h, &list->v[i].source_digest, 1);
+	return hash_end(&h);
+}
+
+/*
+ * The job reads the config files again, after the parent checked them: a
+ * file replaced meanwhile was audited in its new form (issue 8).  The
+ * parent passes the digest of what it checked in GRADAUDIT_CONFIG_DIGEST,
+ * and a process of the job that read anything else fails.
+ */
+#define CONFIG_DIGEST_VAR	"GRADAUDIT_CONFIG_DIGEST"
+
+static void
+pass_digest(const struct config_list *list)
+{
+	char	 hex[17];
+
+	hash_hex(configs_digest(list), hex);
+	if (setenv(CONFIG_DIGEST_VAR, hex, 1) == -1)
+		fatal("setenv");
+}
+
+static bool
+same_as_checked(const struct config_list *list)
+{
+	const char	*want = getenv(CONFIG_DIGEST_VAR);
+	char		 got[17];
+
+	if (getenv("GRADAUDIT_WORKER") == NULL || want == NULL)
+		return true;
+	hash_hex(configs_digest(list), got);
+	return strcmp(got, want) == 0;
 }
 
 /*
@@ -203,7 +247,18 @@ run_in_job(struct options *o)
 		launch_arm_worker_watchdog(o->timeout);
 	loaded = load_quietly(o, &list, proc) == 0;
 	rc = !loaded ? EXIT_USAGE : check_sizes(&list, proc == 0);
-	if (agree(rc) != EXIT_OK) {
+	if (rc == EXIT_OK && !same_as_checked(&list))
+		rc = EXIT_RUNTIME;
+	if ((status = agree(rc)) == EXIT_RUNTIME) {
+		if (proc == 0)
+			fprintf(stderr, "%s: a configuration file changed "
+			    "after gradaudit run checked it, before its MPI "
+			    "job read it: nothing was audited\n", progname);
+		if (loaded)
+			config_list_free(&list);
+		return finish(proc, EXIT_RUNTIME);
+	}
+	if (status != EXIT_OK) {
 		/* Only the others failed: they were silenced, so say it. */
 		if (proc == 0 && rc == EXIT_OK)
 			fprintf(stderr, "%s: another process of the MPI job "
@@ -274,6 +329,7 @@ cmd_run_exec(struct options *o)
 		config_list_free(&list);
 		return EXIT_USAGE;
 	}
+	pass_digest(&list);
 	status = launch(o, &list);
 	config_list_free(&list);
 	launch_exit_interrupted(status);

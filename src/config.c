@@ -24,6 +24,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
 #include <yaml.h>
 
 #include "config.h"
@@ -1646,6 +1647,7 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	struct loader	 ld;
 	yaml_parser_t	 parser;
 	unsigned char	*text = NULL;
+	uint64_t	 digest;
 	size_t		 i;
 	int		 rc = -1;
 
@@ -1671,8 +1673,11 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 		 * Whether the file was a list is known only once it has been
 		 * read to the end (a second document may follow the first).
 		 */
-		for (i = 0; i < ld.list.n; i++)
+		digest = XXH3_64bits(text, ld.len);
+		for (i = 0; i < ld.list.n; i++) {
 			ld.list.v[i].in_list = ld.is_list;
+			ld.list.v[i].source_digest = digest;
+		}
 		default_names(&ld);
 		out->v = xreallocarray(out->v, out->n + ld.list.n,
 		    sizeof(*out->v));
