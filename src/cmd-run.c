@@ -7,7 +7,8 @@
  * runs `LAUNCHER -n P gradaudit run ...` on itself.  Inside the job every
  * process loads the same configs, builds the same symbolic audit and takes
  * part in the numeric one; process 0 prints the report.  All processes
- * agree on the exit status before they leave.
+ * agree on the exit status before they leave.  In a job run started, process
+ * 0 sends its report to the launching parent, which prints it.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -291,10 +292,14 @@ run_in_job(struct options *o)
 	}
 	if (status == EXIT_OK && proc == 0) {
 		struct options report_only = *o;
+		struct launch_capture cap;
+		bool	 sent = launch_report_begin(&cap);
 
 		report_only.junit = NULL;
 		status = output_audits(&report_only, v, list.n,
 		    output_as_array(&list), "gradaudit.run");
+		if (sent && launch_report_end(&cap) != EXIT_OK)
+			status = EXIT_RUNTIME;
 		if (o->junit != NULL && junit_from_job(o, v, list.n) !=
 		    EXIT_OK)
 			status = EXIT_RUNTIME;

@@ -24,10 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <xxhash.h>
 #include <yaml.h>
 
 #include "config.h"
+#include "hash.h"
 #include "xmalloc.h"
 
 /* Enumerations are stored through an int pointer by the key table. */
@@ -1673,7 +1673,7 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 		 * Whether the file was a list is known only once it has been
 		 * read to the end (a second document may follow the first).
 		 */
-		digest = XXH3_64bits(text, ld.len);
+		digest = hash_bytes(text, ld.len);
 		for (i = 0; i < ld.list.n; i++) {
 			ld.list.v[i].in_list = ld.is_list;
 			ld.list.v[i].source_digest = digest;

@@ -40,6 +40,7 @@
 #include <mpi.h>
 
 #include "exitcode.h"
+#include "jobstream.h"
 #include "launch.h"
 #include "proctree.h"
 #include "xmalloc.h"
@@ -334,13 +335,16 @@ launch_exit_interrupted(int status)
 }
 
 /*
- * What the parent knows while the job runs.  With a progress line on the
- * terminal, the job's stdout and stderr come through pipes (fd[]) and the
- * parent copies them out, erasing the line first; written straight to the
- * terminal, the job's first line would land on top of the progress line
- * and keep its tail.  Ranks under hydra write into hydra's own pipes
+ * What the parent knows while the job runs.  The job's stdout always comes
+ * through a pipe (fd[0]) and is read as jobstream.h describes: the report
+ * and the JUnit report framed, anything else (hydra's "BAD TERMINATION"
+ * banner, a launcher's chatter) to stderr, within bounds.  With a progress
+ * line on the terminal, the job's stderr comes through a pipe too (fd[1])
+ * and the parent copies it out, erasing the line first; written straight
+ * to the terminal, the job's first line would land on top of the progress
+ * line and keep its tail.  Ranks under hydra write into hydra's own pipes
  * anyway, so relaying takes no terminal away from them.  Without a
- * progress line the job simply inherits stdout and stderr.
+ * progress line the job simply inherits stderr.
  */
 struct launch_watch {
 	const struct launch_options	*opts;
@@ -351,26 +355,8 @@ struct launch_watch {
 	int				 tick;
 	int				 fd[2];	/* job's stdout, stderr; -1 */
 	bool				 midline[2]; /* line half written */
-	/*
-	 * The job's stdout, held until it ends: hydra prints its "BAD
-	 * TERMINATION" banner on stdout, and stdout must carry only the
-	 * report.  It goes to stdout when the job ends with a verdict (0, 1
-	 * or 2), to stderr when it failed.
-	 */
-	char				*held;
-	size_t				 held_len, held_cap;
+	struct jobstream		 stream; /* of the job's stdout */
 };
-
-static void
-launch_hold(struct launch_watch *w, const char *buf, size_t n)
-{
-	if (w->held_len + n > w->held_cap) {
-		w->held_cap = 2 * (w->held_len + n) + 4096;
-		w->held = xreallocarray(w->held, w->held_cap, 1);
-	}
-	memcpy(w->held + w->held_len, buf, n);
-	w->held_len += n;
-}
 
 static void
 launch_unbar(struct launch_watch *w)
@@ -421,45 +407,32 @@ launch_write_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
+/* What the job wrote on one of its streams goes to our stderr. */
+static void
+launch_relay(struct launch_watch *w, int which, const char *buf, size_t n)
+{
+	if (n == 0)
+		return;
+	launch_unbar(w);
+	fflush(stderr);
+	launch_write_all(STDERR_FILENO, buf, n);
+	w->midline[which] = buf[n - 1] != '\n';
+}
+
+/* The job's stdout that is no document of jobstream.h: chatter. */
+static void
+launch_chatter(void *arg, const char *buf, size_t n)
+{
+	launch_relay(arg, 0, buf, n);
+}
+
 bool
 launch_report_attachment(const char *data, size_t len)
 {
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		return false;
-	printf("%s %zu\n", LAUNCH_ATTACHMENT_MARKER, len);
-	fwrite(data, 1, len, stdout);
-	fflush(stdout);
+	jobstream_send(stdout, JOBSTREAM_ATTACHMENT, data, len);
 	return true;
-}
-
-/*
- * Take "MARKER LEN\n" and the LEN bytes after it out of the held stdout.
- */
-static void
-launch_take_attachment(struct launch_watch *w, struct launch_attachment *at)
-{
-	size_t	 mlen = strlen(LAUNCH_ATTACHMENT_MARKER), i, start, len;
-	char	*end;
-
-	for (i = 0; i + mlen < w->held_len; i++) {
-		if ((i > 0 && w->held[i - 1] != '\n') ||
-		    memcmp(w->held + i, LAUNCH_ATTACHMENT_MARKER, mlen) != 0 ||
-		    w->held[i + mlen] != ' ')
-			continue;
-		len = strtoul(w->held + i + mlen + 1, &end, 10);
-		if (end >= w->held + w->held_len || *end != '\n')
-			return;
-		start = (size_t)(end + 1 - w->held);
-		if (len > w->held_len - start)
-			return;
-		at->data = xmalloc(len + 1);
-		memcpy(at->data, w->held + start, len);
-		at->len = len;
-		memmove(w->held + i, w->held + start + len,
-		    w->held_len - start - len);
-		w->held_len -= start + len - i;
-		return;
-	}
 }
 
 void
@@ -467,32 +440,53 @@ launch_report_status(int status)
 {
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		return;
-	printf("%s %d\n", LAUNCH_RESULT_MARKER, status);
-	fflush(stdout);
+	jobstream_send_status(stdout, status);
 }
 
-/*
- * Take the result line out of the held stdout.  Returns the status it
- * carries, or -1 when the job printed none.
- */
-static int
-launch_take_result(struct launch_watch *w, const char *marker)
+bool
+launch_report_begin(struct launch_capture *cap)
 {
-	size_t	 mlen = strlen(marker), i;
-	int	 status;
+	cap->saved = -1;
+	cap->file = NULL;
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		return false;
+	fflush(stdout);
+	if ((cap->file = tmpfile()) == NULL ||
+	    (cap->saved = dup(STDOUT_FILENO)) == -1 ||
+	    dup2(fileno(cap->file), STDOUT_FILENO) == -1)
+		fatal("cannot keep the report in a temporary file");
+	return true;
+}
 
-	for (i = w->held_len; i-- > 0;) {
-		if (i > 0 && w->held[i - 1] != '\n')
-			continue;
-		if (w->held_len - i > mlen + 1 &&
-		    memcmp(w->held + i, marker, mlen) == 0 &&
-		    w->held[i + mlen] == ' ') {
-			status = atoi(w->held + i + mlen + 1);
-			w->held_len = i;
-			return status;
-		}
+int
+launch_report_end(struct launch_capture *cap)
+{
+	char	*data;
+	long	 len;
+	int	 failed;
+
+	failed = fflush(stdout) != 0 || ferror(stdout);
+	if (dup2(cap->saved, STDOUT_FILENO) == -1)
+		fatal("dup2");
+	close(cap->saved);
+	clearerr(stdout);
+	if (failed || fseek(cap->file, 0, SEEK_END) == -1 ||
+	    (len = ftell(cap->file)) < 0 || fseek(cap->file, 0, SEEK_SET) == -1) {
+		fclose(cap->file);
+		return EXIT_RUNTIME;	/* output_audits has said why */
 	}
-	return -1;
+	data = xmalloc((size_t)len + 1);
+	if (fread(data, 1, (size_t)len, cap->file) != (size_t)len) {
+		fprintf(stderr, "%s: cannot read back the report: %s\n",
+		    progname, strerror(errno));
+		free(data);
+		fclose(cap->file);
+		return EXIT_RUNTIME;
+	}
+	fclose(cap->file);
+	jobstream_send(stdout, JOBSTREAM_REPORT, data, (size_t)len);
+	free(data);
+	return EXIT_OK;
 }
 
 /* Copy what the job wrote; without relayed output, just wait a little. */
@@ -501,7 +495,7 @@ launch_pump(struct launch_watch *w)
 {
 	struct pollfd	 pfd[2];
 	int		 which[2], i, nfds = 0;
-	char		 buf[4096];
+	char		 buf[65536];
 	ssize_t		 n;
 
 	for (i = 0; i < 2; i++)
@@ -521,12 +515,10 @@ launch_pump(struct launch_watch *w)
 			continue;
 		n = read(pfd[i].fd, buf, sizeof(buf));
 		if (n > 0 && which[i] == 0)
-			launch_hold(w, buf, (size_t)n);
-		else if (n > 0) {
-			launch_unbar(w);
-			launch_write_all(STDERR_FILENO, buf, (size_t)n);
-			w->midline[1] = buf[n - 1] != '\n';
-		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			jobstream_feed(&w->stream, buf, (size_t)n);
+		else if (n > 0)
+			launch_relay(w, 1, buf, (size_t)n);
+		else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 			close(pfd[i].fd);
 			w->fd[which[i]] = -1;
 		}
@@ -547,6 +539,7 @@ launch_drain(struct launch_watch *w)
 			close(w->fd[i]);
 			w->fd[i] = -1;
 		}
+	jobstream_end(&w->stream);
 	launch_unbar(w);
 }
 
@@ -754,6 +747,67 @@ launch_pipe(int fds[2])
 		fatal("fcntl");
 }
 
+/*
+ * What the job sent, once it has ended.  Its own word on its status wins
+ * over the launcher's exit status, which a wrapper script may have lost;
+ * no word at all means gradaudit never ran.  The report goes to stdout,
+ * or to stderr when the job failed; the JUnit report to the caller.
+ */
+static int
+launch_result(struct launch_watch *w, int rc, const char *name)
+{
+	static const char *const what[JOBSTREAM_NKINDS] = {
+		[JOBSTREAM_REPORT] = "report",
+		[JOBSTREAM_ATTACHMENT] = "JUnit report"
+	};
+	const struct launch_options	*opts = w->opts;
+	const char			*data, *why;
+	size_t				 len;
+	bool				 have[JOBSTREAM_NKINDS];
+	int				 k;
+
+	if (opts->need_result && rc < EXIT_RUNTIME) {
+		if (w->stream.status >= 0)
+			rc = w->stream.status;
+		else {
+			fprintf(stderr, "%s: the MPI job ended without a "
+			    "result: \"%s\" exited %d but ran no gradaudit "
+			    "process\n", progname, name, rc);
+			rc = EXIT_RUNTIME;
+		}
+	}
+	for (k = 0; k < JOBSTREAM_NKINDS; k++) {
+		have[k] = jobstream_doc(&w->stream, k, &data, &len, &why);
+		if (why != NULL && rc < EXIT_RUNTIME) {
+			fprintf(stderr, "%s: the MPI job's %s was %s\n",
+			    progname, what[k], why);
+			rc = EXIT_RUNTIME;
+		}
+	}
+	/* A verdict comes with its report. */
+	if (opts->need_result && !have[JOBSTREAM_REPORT] &&
+	    (rc == EXIT_OK || rc == EXIT_WRONG)) {
+		fprintf(stderr, "%s: the MPI job ended with status %d but "
+		    "sent no report\n", progname, rc);
+		rc = EXIT_RUNTIME;
+	}
+	if (have[JOBSTREAM_REPORT] &&
+	    jobstream_doc(&w->stream, JOBSTREAM_REPORT, &data, &len, &why) &&
+	    !launch_write_all(rc >= EXIT_RUNTIME ? STDERR_FILENO :
+	    STDOUT_FILENO, data, len)) {
+		fprintf(stderr, "%s: error writing the report: %s\n",
+		    progname, strerror(errno));
+		rc = EXIT_RUNTIME;
+	}
+	if (have[JOBSTREAM_ATTACHMENT] && opts->attachment != NULL) {
+		jobstream_doc(&w->stream, JOBSTREAM_ATTACHMENT, &data,
+		    &opts->attachment->len, &why);
+		opts->attachment->data = jobstream_take(&w->stream,
+		    JOBSTREAM_ATTACHMENT);
+	}
+	return rc;
+}
+
 static int
 launch_run(const struct launch_options *opts, char **argv, char **envp)
 {
@@ -762,11 +816,12 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	pid_t			 pid;
 	ssize_t			 n;
 	int			 errpipe[2], out[2], err[2], relay[2];
-	int			 child_errno = 0, rc, i, status;
+	int			 child_errno = 0, rc, i;
 
 	launch_reserve_stdio();
 	memset(&w, 0, sizeof(w));
 	w.opts = opts;
+	jobstream_init(&w.stream, launch_chatter, &w);
 	w.bar = opts->progress && isatty(STDERR_FILENO);
 	w.fd[0] = w.fd[1] = relay[0] = relay[1] = -1;
 	/* The error pipe closes on a successful exec, else carries errno. */
@@ -808,7 +863,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 		launch_drain(&w);
 		proctree_release();
 		launch_signals_restore(&old);
-		free(w.held);
+		jobstream_free(&w.stream);
 		fprintf(stderr, "%s: cannot run launcher \"%s\": %s\n",
 		    progname, argv[0], strerror(child_errno));
 		return EXIT_RUNTIME;
@@ -816,32 +871,11 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	rc = launch_supervise(&w, pid, argv[0]);
 	proctree_release();
 	launch_signals_restore(&old);
-	if (opts->attachment != NULL)
-		launch_take_attachment(&w, opts->attachment);
-	/*
-	 * The job's own word on its status wins over the launcher's exit
-	 * status, which a wrapper script may have lost; no word at all means
-	 * gradaudit never ran.
-	 */
-	if (opts->result_marker != NULL &&
-	    (status = launch_take_result(&w, opts->result_marker)) >= 0) {
-		if (rc < EXIT_RUNTIME)
-			rc = status;
-	} else if (opts->result_marker != NULL && rc < EXIT_RUNTIME) {
-		fprintf(stderr, "%s: the MPI job ended without a result: "
-		    "\"%s\" exited %d but ran no gradaudit process\n",
-		    progname, argv[0], rc);
-		rc = EXIT_RUNTIME;
-	}
-	if (!launch_write_all(rc >= EXIT_RUNTIME ? STDERR_FILENO :
-	    STDOUT_FILENO, w.held, w.held_len)) {
-		fprintf(stderr, "%s: error writing the report: %s\n",
-		    progname, strerror(errno));
-		rc = EXIT_RUNTIME;
-	}
-	free(w.held);
+	rc = launch_result(&w, rc, argv[0]);
+	jobstream_free(&w.stream);
 	return rc;
 }
+
 int
 launch_command(const struct launch_options *opts, char *const argv[])
 {
@@ -926,7 +960,7 @@ launch_job(const struct launch_options *given, int argc, char **argv)
 	for (i = 1; i < argc; i++)
 		cmd[i] = argv[i];
 	cmd[argc] = NULL;
-	opts.result_marker = LAUNCH_RESULT_MARKER;
+	opts.need_result = true;
 	rc = launch_command(&opts, cmd);
 	free(cmd[0]);
 	free(cmd);

@@ -1,8 +1,9 @@
 /*
  * Starting the numeric audit's MPI job, like torchrun: when gradaudit run is
  * not already inside an MPI job, it runs `LAUNCHER -n P gradaudit run ...`
- * on itself with the same arguments, passes the job's stdout and stderr
- * through, and maps what happened to an exit status.  A launcher that cannot
+ * on itself with the same arguments, writes the report the job sends on
+ * stdout, passes anything else the job writes to stderr, and maps what
+ * happened to an exit status.  A launcher that cannot
  * start, a rank that dies and a job that outlives --timeout all give
  * EXIT_RUNTIME with a message; the whole job is killed, never left behind.
  */
@@ -12,6 +13,7 @@
 #include <signal.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdio.h>
 
 #include "exitcode.h"
 
@@ -42,13 +44,14 @@ struct launch_options {
 	double		 timeout;	/* seconds; <= 0 means none */
 	bool		 progress;	/* show a progress bar on stderr */
 	/*
-	 * When set, the job must end its stdout with a line "MARKER STATUS"
-	 * (launch_report_status, process 0 of a gradaudit job): the line is
-	 * removed, and a job that ends without it did not run gradaudit at
-	 * all (a launcher that exits 0 without starting anything), which is
-	 * EXIT_RUNTIME, never a pass.
+	 * When set, the job must send its status (launch_report_status,
+	 * process 0 of a gradaudit job): a job that ends without it did not
+	 * run gradaudit at all (a launcher that exits 0 without starting
+	 * anything), and a status of 0 or 1 must come with a report
+	 * (launch_report_begin); else the status is EXIT_RUNTIME, never a
+	 * pass.
 	 */
-	const char	*result_marker;
+	bool		 need_result;
 	/* When set, receives the job's attachment (launch_report_attachment). */
 	struct launch_attachment *attachment;
 };
@@ -84,9 +87,22 @@ const char *launch_signal_name(int sig, char *buf, size_t size);
  */
 void	 launch_exit_interrupted(int status);
 
-/* The marker launch_job asks its gradaudit job for. */
-#define LAUNCH_RESULT_MARKER	"\036gradaudit-status"
-#define LAUNCH_ATTACHMENT_MARKER "\036gradaudit-attachment"
+/*
+ * In a job started by launch_job, process 0 prints its report between
+ * these two calls: launch_report_begin diverts stdout to a temporary file,
+ * launch_report_end puts stdout back and sends the report to the parent
+ * (jobstream.h), which alone writes to the user's stdout.  Outside such a
+ * job launch_report_begin returns false, stdout is left alone and
+ * launch_report_end must not be called.  launch_report_end returns EXIT_OK,
+ * or EXIT_RUNTIME when the report could not be kept (the writer has said
+ * why).
+ */
+struct launch_capture {
+	int	 saved;		/* the real stdout */
+	FILE	*file;
+};
+bool	 launch_report_begin(struct launch_capture *);
+int	 launch_report_end(struct launch_capture *);
 
 /*
  * In a job started by launch_job, process 0 sends the parent a document
