@@ -13,6 +13,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
 #include <signal.h>
 #include <time.h>
 #include <unistd.h>
@@ -419,7 +422,7 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	struct launch_signals saved;
 	char		 self[4096];
 	ssize_t		 len;
-	pid_t		 pid;
+	pid_t		 pid, parent;
 	int		 k, rc, wstatus = 0, sig;
 	static const char *const arith[] = { "exact", "float64", "float32" };
 
@@ -465,10 +468,21 @@ numeric_point(const struct options *o, const struct sweep *sw,
 
 	fflush(stdout);
 	launch_signals_catch(&saved);
+	parent = getpid();
 	if ((pid = fork()) == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
 
 		launch_signals_restore(&saved);
+#ifdef __linux__
+		/*
+		 * A sweep killed by a signal it cannot catch (SIGKILL) can
+		 * forward nothing: the run then gets SIGTERM from the kernel
+		 * and ends its job, rather than run on to --timeout.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
+		    getppid() != parent)
+			_exit(EXIT_RUNTIME);
+#endif
 		launch_forget_job();
 		/* The child's report is not wanted, only its verdict. */
 		if (devnull >= 0)

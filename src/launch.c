@@ -319,7 +319,7 @@ launch_exit_interrupted(int status)
 	sigset_t		 set;
 	int			 sig = status - EXIT_INTERRUPTED;
 
-	if (sig <= 0 || sig >= 64)
+	if (sig <= 0)
 		return;
 	fflush(stdout);
 	fflush(stderr);
@@ -331,7 +331,7 @@ launch_exit_interrupted(int status)
 	if (sigaction(sig, &sa, NULL) == 0 &&
 	    sigprocmask(SIG_UNBLOCK, &set, NULL) == 0)
 		raise(sig);
-	/* Still here: a signal whose default is not to end the process. */
+	/* Still here: no such signal, or one whose default is not to end. */
 }
 
 /*
@@ -471,7 +471,8 @@ launch_report_end(struct launch_capture *cap)
 	close(cap->saved);
 	clearerr(stdout);
 	if (failed || fseek(cap->file, 0, SEEK_END) == -1 ||
-	    (len = ftell(cap->file)) < 0 || fseek(cap->file, 0, SEEK_SET) == -1) {
+	    (len = ftell(cap->file)) < 0 ||
+	    fseek(cap->file, 0, SEEK_SET) == -1) {
 		fclose(cap->file);
 		return EXIT_RUNTIME;	/* output_audits has said why */
 	}
@@ -761,8 +762,8 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 		[JOBSTREAM_ATTACHMENT] = "JUnit report"
 	};
 	const struct launch_options	*opts = w->opts;
-	const char			*data, *why;
-	size_t				 len;
+	const char			*data[JOBSTREAM_NKINDS], *why;
+	size_t				 len[JOBSTREAM_NKINDS];
 	bool				 have[JOBSTREAM_NKINDS];
 	int				 k;
 
@@ -777,7 +778,7 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 		}
 	}
 	for (k = 0; k < JOBSTREAM_NKINDS; k++) {
-		have[k] = jobstream_doc(&w->stream, k, &data, &len, &why);
+		have[k] = jobstream_doc(&w->stream, k, &data[k], &len[k], &why);
 		if (why != NULL && rc < EXIT_RUNTIME) {
 			fprintf(stderr, "%s: the MPI job's %s was %s\n",
 			    progname, what[k], why);
@@ -791,17 +792,15 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 		    "sent no report\n", progname, rc);
 		rc = EXIT_RUNTIME;
 	}
-	if (have[JOBSTREAM_REPORT] &&
-	    jobstream_doc(&w->stream, JOBSTREAM_REPORT, &data, &len, &why) &&
-	    !launch_write_all(rc >= EXIT_RUNTIME ? STDERR_FILENO :
-	    STDOUT_FILENO, data, len)) {
+	if (have[JOBSTREAM_REPORT] && !launch_write_all(rc >= EXIT_RUNTIME ?
+	    STDERR_FILENO : STDOUT_FILENO, data[JOBSTREAM_REPORT],
+	    len[JOBSTREAM_REPORT])) {
 		fprintf(stderr, "%s: error writing the report: %s\n",
 		    progname, strerror(errno));
 		rc = EXIT_RUNTIME;
 	}
 	if (have[JOBSTREAM_ATTACHMENT] && opts->attachment != NULL) {
-		jobstream_doc(&w->stream, JOBSTREAM_ATTACHMENT, &data,
-		    &opts->attachment->len, &why);
+		opts->attachment->len = len[JOBSTREAM_ATTACHMENT];
 		opts->attachment->data = jobstream_take(&w->stream,
 		    JOBSTREAM_ATTACHMENT);
 	}
