@@ -7,7 +7,8 @@
  * runs `LAUNCHER -n P gradaudit run ...` on itself.  Inside the job every
  * process loads the same configs, builds the same symbolic audit and takes
  * part in the numeric one; process 0 prints the report.  All processes
- * agree on the exit status before they leave.
+ * agree on the exit status before they leave.  In a job run started, process
+ * 0 sends its report to the launching parent, which prints it.
  */
 #include <fcntl.h>
 #include <stdio.h>
@@ -19,6 +20,7 @@
 
 #include "commands.h"
 #include "exitcode.h"
+#include "hash.h"
 #include "launch.h"
 #include "numeric.h"
 #include "output.h"
@@ -74,6 +76,8 @@ launch(struct options *o, const struct config_list *list)
 			status = EXIT_RUNTIME;
 	} else if (status == EXIT_USAGE)
 		output_junit_not_audited(o, "configuration error, see stderr");
+	else if (status > EXIT_RUNTIME)
+		output_junit_not_audited(o, "interrupted, see stderr");
 	else if (status != EXIT_OK && status != EXIT_WRONG)
 		output_junit_not_audited(o, "runtime failure, see stderr");
 	else if (o->junit != NULL) {
@@ -107,6 +111,49 @@ junit_from_job(const struct options *o, const struct audited *v, size_t n)
 		status = output_junit_bytes(o->junit, xml, len);
 	free(xml);
 	return status;
+}
+
+/* The digest of the bytes of every config file as loaded, in order. */
+static uint64_t
+configs_digest(const struct config_list *list)
+{
+	struct hash_state	 h;
+	size_t			 i;
+
+	hash_begin(&h);
+	for (i = 0; i < list->n; i++)
+		hash_update_u64s(&h, &list->v[i].source_digest, 1);
+	return hash_end(&h);
+}
+
+/*
+ * The job reads the config files again, after the parent checked them: a
+ * file replaced meanwhile was audited in its new form (issue 8).  The
+ * parent passes the digest of what it checked in GRADAUDIT_CONFIG_DIGEST,
+ * and a process of the job that read anything else fails.
+ */
+#define CONFIG_DIGEST_VAR	"GRADAUDIT_CONFIG_DIGEST"
+
+static void
+pass_digest(const struct config_list *list)
+{
+	char	 hex[17];
+
+	hash_hex(configs_digest(list), hex);
+	if (setenv(CONFIG_DIGEST_VAR, hex, 1) == -1)
+		fatal("setenv");
+}
+
+static bool
+same_as_checked(const struct config_list *list)
+{
+	const char	*want = getenv(CONFIG_DIGEST_VAR);
+	char		 got[17];
+
+	if (getenv("GRADAUDIT_WORKER") == NULL || want == NULL)
+		return true;
+	hash_hex(configs_digest(list), got);
+	return strcmp(got, want) == 0;
 }
 
 /*
@@ -197,9 +244,22 @@ run_in_job(struct options *o)
 	MPI_Comm_size(MPI_COMM_WORLD, &nprocs);
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		launch_arm_watchdog(o->timeout);
+	else
+		launch_arm_worker_watchdog(o->timeout);
 	loaded = load_quietly(o, &list, proc) == 0;
 	rc = !loaded ? EXIT_USAGE : check_sizes(&list, proc == 0);
-	if (agree(rc) != EXIT_OK) {
+	if (rc == EXIT_OK && !same_as_checked(&list))
+		rc = EXIT_RUNTIME;
+	if ((status = agree(rc)) == EXIT_RUNTIME) {
+		if (proc == 0)
+			fprintf(stderr, "%s: a configuration file changed "
+			    "after gradaudit run checked it, before its MPI "
+			    "job read it: nothing was audited\n", progname);
+		if (loaded)
+			config_list_free(&list);
+		return finish(proc, EXIT_RUNTIME);
+	}
+	if (status != EXIT_OK) {
 		/* Only the others failed: they were silenced, so say it. */
 		if (proc == 0 && rc == EXIT_OK)
 			fprintf(stderr, "%s: another process of the MPI job "
@@ -232,10 +292,14 @@ run_in_job(struct options *o)
 	}
 	if (status == EXIT_OK && proc == 0) {
 		struct options report_only = *o;
+		struct launch_capture cap;
+		bool	 sent = launch_report_begin(&cap);
 
 		report_only.junit = NULL;
 		status = output_audits(&report_only, v, list.n,
 		    output_as_array(&list), "gradaudit.run");
+		if (sent && launch_report_end(&cap) != EXIT_OK)
+			status = EXIT_RUNTIME;
 		if (o->junit != NULL && junit_from_job(o, v, list.n) !=
 		    EXIT_OK)
 			status = EXIT_RUNTIME;
@@ -270,8 +334,10 @@ cmd_run_exec(struct options *o)
 		config_list_free(&list);
 		return EXIT_USAGE;
 	}
+	pass_digest(&list);
 	status = launch(o, &list);
 	config_list_free(&list);
+	launch_exit_interrupted(status);
 	return status;
 }
 

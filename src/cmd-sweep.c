@@ -13,6 +13,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#ifdef __linux__
+#include <sys/prctl.h>
+#endif
+#include <signal.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "commands.h"
@@ -20,6 +25,7 @@
 #include "junit.h"
 #include "exitcode.h"
 #include "launch.h"
+#include "numeric.h"
 #include "output.h"
 #include "progress.h"
 #include "report.h"
@@ -70,6 +76,7 @@ struct sweep {
 	struct sweep_point	*points;
 	size_t			 npoints, cap;
 	int			 skipped;	/* meshes whose constraints fail */
+	int			 too_big;	/* meshes too large to run */
 	char			**families;	/* "layers.*.moe.router.weight" */
 	int			 nfamilies;
 };
@@ -374,19 +381,49 @@ arg_add(struct arglist *al, const char *fmt, ...)
 }
 
 /*
+ * Wait for the run of a mesh.  A signal to sweep itself (not to its process
+ * group, as Ctrl-C is) would otherwise orphan the run and its MPI job
+ * (issue 8): it is forwarded, and the run ends its job before it exits.
+ * Returns the run's wait status; *sig is the signal caught, or 0.
+ */
+static int
+wait_for_run(pid_t pid, int *sig)
+{
+	struct timespec	 nap = { 0, 20 * 1000 * 1000 };
+	int		 wstatus, forwarded = 0;
+	pid_t		 r;
+
+	for (;;) {
+		if ((*sig = launch_signals_caught()) != 0 && *sig != forwarded) {
+			kill(pid, *sig);
+			forwarded = *sig;
+		}
+		if ((r = waitpid(pid, &wstatus, WNOHANG)) == pid)
+			break;
+		if (r == -1 && errno != EINTR)
+			fatal("waitpid");
+		nanosleep(&nap, NULL);
+	}
+	*sig = launch_signals_caught();
+	return wstatus;
+}
+
+/*
  * The numeric audit of one mesh: `gradaudit run` on the same config with
  * the mesh, the flags and the adjusted model sizes set, so that launching,
- * timeouts and exit statuses are exactly those of run.
+ * timeouts and exit statuses are exactly those of run.  A signal that
+ * interrupts it makes *status LAUNCH_INTERRUPTED(sig).
  */
 static const char *
 numeric_point(const struct options *o, const struct sweep *sw,
     const struct sweep_point *pt, const struct config *c, int *status)
 {
 	struct arglist	 al = { NULL, 0 };
+	struct launch_signals saved;
 	char		 self[4096];
 	ssize_t		 len;
-	pid_t		 pid;
-	int		 k, rc, wstatus;
+	pid_t		 pid, parent;
+	int		 k, rc, wstatus = 0, sig;
 	static const char *const arith[] = { "exact", "float64", "float32" };
 
 	len = readlink("/proc/self/exe", self, sizeof self - 1);
@@ -430,9 +467,22 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	arg_add(&al, "%s", o->args[0]);
 
 	fflush(stdout);
+	launch_signals_catch(&saved);
+	parent = getpid();
 	if ((pid = fork()) == 0) {
 		int devnull = open("/dev/null", O_WRONLY);
 
+		launch_signals_restore(&saved);
+#ifdef __linux__
+		/*
+		 * A sweep killed by a signal it cannot catch (SIGKILL) can
+		 * forward nothing: the run then gets SIGTERM from the kernel
+		 * and ends its job, rather than run on to --timeout.
+		 */
+		if (prctl(PR_SET_PDEATHSIG, SIGTERM) == -1 ||
+		    getppid() != parent)
+			_exit(EXIT_RUNTIME);
+#endif
 		launch_forget_job();
 		/* The child's report is not wanted, only its verdict. */
 		if (devnull >= 0)
@@ -441,12 +491,20 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		_exit(EXIT_RUNTIME);
 	}
 	rc = EXIT_RUNTIME;
-	if (pid > 0 && waitpid(pid, &wstatus, 0) == pid &&
-	    WIFEXITED(wstatus))
-		rc = WEXITSTATUS(wstatus);
+	sig = 0;
+	if (pid > 0) {
+		wstatus = wait_for_run(pid, &sig);
+		if (WIFEXITED(wstatus))
+			rc = WEXITSTATUS(wstatus);
+	}
+	launch_signals_restore(&saved);
 	for (k = 0; k < al.n; k++)
 		free(al.v[k]);
 	free(al.v);
+	if (sig != 0) {
+		*status = LAUNCH_INTERRUPTED(sig);
+		return "interrupted";
+	}
 	if (rc != EXIT_OK && rc != EXIT_WRONG) {
 		fprintf(stderr, "%s: sweep: %s: the numeric audit failed "
 		    "(exit %d)\n", progname, pt->label, rc);
@@ -461,6 +519,21 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		return "DISAGREES";
 	}
 	return "agrees";
+}
+
+/*
+ * A mesh that is too large for the numeric audit is not a runtime failure
+ * (issue 8: run refused it with exit 2, and the sweep exited 3): it keeps
+ * its symbolic verdict.  The first one says why; cmd_sweep_exec counts
+ * them all at the end.
+ */
+static const char *
+skip_numeric(struct sweep *sw, const struct sweep_point *pt, const char *why)
+{
+	if (sw->too_big++ == 0)
+		fprintf(stderr, "%s: sweep: %s: not audited numerically: %s\n",
+		    progname, pt->label, why);
+	return "skipped";
 }
 
 static int
@@ -514,6 +587,26 @@ drop_inapplicable(struct sweep *sw)
 	sw->nvary = n;
 }
 
+static void
+sweep_free(struct sweep *sw, struct config_list *list)
+{
+	size_t	 i;
+	int	 f;
+
+	for (i = 0; i < sw->npoints; i++) {
+		free(sw->points[i].label);
+		free(sw->points[i].families);
+		free(sw->points[i].failure_text);
+		free(sw->points[i].failure_message);
+	}
+	for (f = 0; f < sw->nfamilies; f++)
+		free(sw->families[f]);
+	free(sw->families);
+	free(sw->points);
+	free(sw->vary);
+	config_list_free(list);
+}
+
 static int
 cmd_sweep_exec(struct options *o)
 {
@@ -524,8 +617,9 @@ cmd_sweep_exec(struct options *o)
 	struct audit		 a;
 	struct json		 js;
 	bool			 json = o->format == FORMAT_JSON;
+	const char		*why;
 	size_t			 i;
-	int			 status = EXIT_OK, rc, f;
+	int			 status = EXIT_OK, rc;
 
 	if (o->world <= 0) {
 		fprintf(stderr, "%s: sweep: --world N is required\n", progname);
@@ -559,6 +653,9 @@ cmd_sweep_exec(struct options *o)
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = output_now();
 
+		/* The reader has gone (| head): auditing on is for no one. */
+		if (ferror(stdout))
+			break;
 		progress_update((int64_t)i);
 		if (!point_config(&sw, pt, &c)) {
 			sw.skipped++;
@@ -568,9 +665,18 @@ cmd_sweep_exec(struct options *o)
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
 		summarize(&sw, pt, &a, o->junit != NULL);
-		if (o->numeric && o->world <= o->numeric_max)
+		if (o->numeric && o->world <= o->numeric_max &&
+		    (why = numeric_too_big(&c)) != NULL)
+			a.numeric_verdict = pt->numeric = skip_numeric(&sw, pt,
+			    why);
+		else if (o->numeric && o->world <= o->numeric_max)
 			a.numeric_verdict = pt->numeric = numeric_point(o, &sw,
 			    pt, &c, &status);
+		if (status > EXIT_RUNTIME) {
+			audit_free(&a);
+			cfg_free(&c);
+			break;
+		}
 		if (json)
 			report_json(&js, &a);
 		audit_free(&a);
@@ -578,6 +684,22 @@ cmd_sweep_exec(struct options *o)
 		pt->seconds = output_now() - t0;
 	}
 	progress_end();
+	if (sw.too_big > 0)
+		fprintf(stderr, "%s: sweep: %d mesh%s not audited numerically, "
+		    "too large to run: their verdicts are symbolic only\n",
+		    progname, sw.too_big, sw.too_big == 1 ? "" : "es");
+	if (status > EXIT_RUNTIME) {
+		char	 buf[16];
+
+		fprintf(stderr, "%s: sweep: interrupted by %s during the "
+		    "numeric audit of %s\n", progname,
+		    launch_signal_name(status - EXIT_INTERRUPTED, buf,
+		    sizeof(buf)),
+		    sw.points[i].label);
+		sweep_free(&sw, &list);
+		launch_exit_interrupted(status);
+		return status;
+	}
 	if (json) {
 		json_end_array(&js);
 		rc = EXIT_OK;
@@ -590,18 +712,7 @@ cmd_sweep_exec(struct options *o)
 		rc = EXIT_RUNTIME;
 	if (status == EXIT_OK || rc == EXIT_RUNTIME)
 		status = rc;
-	for (i = 0; i < sw.npoints; i++) {
-		free(sw.points[i].label);
-		free(sw.points[i].families);
-		free(sw.points[i].failure_text);
-		free(sw.points[i].failure_message);
-	}
-	for (f = 0; f < sw.nfamilies; f++)
-		free(sw.families[f]);
-	free(sw.families);
-	free(sw.points);
-	free(sw.vary);
-	config_list_free(&list);
+	sweep_free(&sw, &list);
 	return status;
 }
 

@@ -4,6 +4,7 @@
  * lived beside main() in gradaudit.c, so the library's help command needed
  * the program's object and the library could not be linked alone.
  */
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -57,11 +58,22 @@ command_help(FILE *fp, const struct command *c)
 int
 command_flush(int status)
 {
-	if (fflush(stdout) != 0 || ferror(stdout)) {
+	int	 flushed = fflush(stdout);
+
+	if (flushed == 0 && !ferror(stdout))
+		return status;
+	/*
+	 * A command that already failed at runtime has said why, and is not
+	 * told twice.
+	 */
+	if (status == EXIT_RUNTIME)
+		return status;
+	if (flushed != 0)
+		fprintf(stderr, "%s: error writing to stdout: %s\n", progname,
+		    strerror(errno));
+	else
 		fprintf(stderr, "%s: error writing to stdout\n", progname);
-		return EXIT_RUNTIME;
-	}
-	return status;
+	return EXIT_RUNTIME;
 }
 
 int

@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "text.h"
+#include "hash.h"
 #include "xmalloc.h"
 
 /* Enumerations are stored through an int pointer by the key table. */
@@ -1651,6 +1652,7 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	struct loader	 ld;
 	yaml_parser_t	 parser;
 	unsigned char	*text = NULL;
+	uint64_t	 digest;
 	size_t		 i;
 	int		 rc = -1;
 
@@ -1676,8 +1678,11 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 		 * Whether the file was a list is known only once it has been
 		 * read to the end (a second document may follow the first).
 		 */
-		for (i = 0; i < ld.list.n; i++)
+		digest = hash_bytes(text, ld.len);
+		for (i = 0; i < ld.list.n; i++) {
 			ld.list.v[i].in_list = ld.is_list;
+			ld.list.v[i].source_digest = digest;
+		}
 		default_names(&ld);
 		if (out->n == 0) {
 			/* No copy: a list of 100,000 configs is 50 MB. */

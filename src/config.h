@@ -121,6 +121,11 @@ struct config {
 	/* The mark of the document itself (used for whole-config errors). */
 	struct cfg_mark	 doc_mark;
 	bool		 in_list; /* came from a sequence or a multi-document file */
+	/*
+	 * XXH3-64 of the bytes of the file, as read: run's MPI job checks
+	 * that it read what its parent checked (issue 8).
+	 */
+	uint64_t	 source_digest;
 };
 
 /* One --set KEY=VALUE, in command-line order. */

@@ -3,6 +3,7 @@
  * training configurations.  main() only finds the subcommand; the table
  * and everything a command goes through are in the library (cmd.c).
  */
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -23,6 +24,13 @@ main(int argc, char **argv)
 	struct options		 o;
 	char			 q[TEXT_QUOTE_SIZE];
 
+	/*
+	 * A reader of stdout that goes away (`| head -c 10`) is a write error
+	 * like a full disk: exit 3 with a message, not death by SIGPIPE with
+	 * status 141 and no word (issue 8).  The MPI job gets the default
+	 * disposition back (launch.c).
+	 */
+	signal(SIGPIPE, SIG_IGN);
 	if (argc < 2) {
 		fprintf(stderr, "%s: no command given\n", progname);
 		cmd_help_entry.exec(NULL);

@@ -141,6 +141,12 @@ hash_values(const void *vals, size_t n, size_t width)
 }
 
 uint64_t
+hash_bytes(const void *data, size_t len)
+{
+	return XXH3_64bits(len == 0 ? "" : data, len);
+}
+
+uint64_t
 hash_u64s(const uint64_t *v, size_t n)
 {
 	return hash_values(v, n, sizeof(*v));

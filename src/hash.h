@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 uint64_t	 hash_u64s(const uint64_t *, size_t n);
+uint64_t	 hash_bytes(const void *, size_t len);	/* as they are */
 uint64_t	 hash_doubles(const double *, size_t n);	/* IEEE bytes */
 uint64_t	 hash_floats(const float *, size_t n);		/* IEEE bytes */
 /* 16 lowercase hex digits and a NUL. */

@@ -4,13 +4,16 @@
  * The launcher runs in a process group of its own, so that one kill(2)
  * reaches it and everything it started locally, and the terminal's Ctrl-C
  * reaches only gradaudit, which decides what to forward.  MPICH's hydra
- * puts each rank in a session of its own, out of reach of that group, but
- * cleans its ranks up when it gets SIGTERM, and its proxies kill their
- * ranks when mpiexec itself dies: ending the launcher's group ends the job.
+ * puts its proxy and each rank in a session of its own, out of reach of
+ * that group; it cleans them up when mpiexec gets SIGTERM, but not when the
+ * proxy is stopped or killed (issue 8).  So the job is ended politely
+ * through the launcher's group and then for certain through proctree.h,
+ * which finds every process of the job, and the messages say what the
+ * parent saw happen.
  *
  * The parent polls with waitid(WNOWAIT) rather than reaping at once: while
  * the launcher is an unreaped zombie its process group ID cannot be reused,
- * so the final SIGKILL to the group can never hit an unrelated process.
+ * so the SIGKILL to the group can never hit an unrelated process.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE	200809L
@@ -26,6 +29,7 @@
 #include <limits.h>
 #include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -36,13 +40,17 @@
 #include <mpi.h>
 
 #include "exitcode.h"
+#include "jobstream.h"
 #include "launch.h"
+#include "proctree.h"
 #include "xmalloc.h"
 
 extern char **environ;
 
 /* How long a job may take to end after SIGTERM before it gets SIGKILL. */
 #define LAUNCH_GRACE		2.0
+/* How long killed processes may take to be gone before the parent gives up. */
+#define LAUNCH_KILL_WAIT	5.0
 /* How often the parent looks at the job; short enough to feel immediate. */
 #define LAUNCH_POLL_MSEC	20
 /* The progress line appears only for jobs that take a while. */
@@ -59,6 +67,8 @@ extern char **environ;
  */
 static const int launch_handled[] = { SIGINT, SIGTERM, SIGHUP, SIGPIPE };
 #define LAUNCH_NHANDLED	(sizeof(launch_handled) / sizeof(launch_handled[0]))
+_Static_assert(LAUNCH_NHANDLED <= LAUNCH_NSIGNALS,
+    "struct launch_signals holds every handled signal");
 
 static volatile sig_atomic_t launch_caught;
 
@@ -122,7 +132,7 @@ launch_forget_job(void)
 	}
 }
 
-static const char *
+const char *
 launch_signal_name(int sig, char *buf, size_t size)
 {
 	size_t	 i;
@@ -227,23 +237,37 @@ launch_free_words(char **words, size_t n)
 /*
  * The job's environment: ours, with GRADAUDIT_WORKER=1 so that the copies
  * of gradaudit the launcher starts know they are ranks, not launchers,
- * even under a launcher that sets none of the usual PMI variables.
+ * even under a launcher that sets none of the usual PMI variables, and
+ * GRADAUDIT_PARENT="PID START HOST" naming this process, for the ranks'
+ * watchdog (launch_arm_worker_watchdog).  *parent holds that string.
  */
 static char **
-launch_worker_environment(void)
+launch_worker_environment(char **parent)
 {
 	static char	 worker[] = "GRADAUDIT_WORKER=1";
-	const char	*prefix = "GRADAUDIT_WORKER=";
-	char		**env;
-	size_t		 n = 0, i, j = 0;
+	static const char *const ours[] = {
+		"GRADAUDIT_WORKER=", "GRADAUDIT_PARENT="
+	};
+	char		**env, host[256];
+	size_t		 n = 0, i, j = 0, k;
 
+	if (gethostname(host, sizeof(host)) == -1)
+		snprintf(host, sizeof(host), "unknown");
+	host[sizeof(host) - 1] = '\0';
+	xasprintf(parent, "GRADAUDIT_PARENT=%ld %llu %s", (long)getpid(),
+	    proctree_start_time(getpid()), host);
 	while (environ[n] != NULL)
 		n++;
-	env = xreallocarray(NULL, n + 2, sizeof(*env));
-	for (i = 0; i < n; i++)
-		if (strncmp(environ[i], prefix, strlen(prefix)) != 0)
+	env = xreallocarray(NULL, n + 3, sizeof(*env));
+	for (i = 0; i < n; i++) {
+		for (k = 0; k < sizeof(ours) / sizeof(ours[0]); k++)
+			if (strncmp(environ[i], ours[k], strlen(ours[k])) == 0)
+				break;
+		if (k == sizeof(ours) / sizeof(ours[0]))
 			env[j++] = environ[i];
+	}
 	env[j++] = worker;
+	env[j++] = *parent;
 	env[j] = NULL;
 	return env;
 }
@@ -254,8 +278,8 @@ launch_catch(int sig)
 	launch_caught = sig;
 }
 
-static void
-launch_install(struct sigaction *old)
+void
+launch_signals_catch(struct launch_signals *saved)
 {
 	struct sigaction	 sa;
 	size_t			 i;
@@ -268,28 +292,59 @@ launch_install(struct sigaction *old)
 		sigemptyset(&sa.sa_mask);
 		/* No SA_RESTART: a signal must cut the parent's wait short. */
 		sa.sa_flags = 0;
-		if (sigaction(launch_handled[i], &sa, &old[i]) == -1)
+		if (sigaction(launch_handled[i], &sa, &saved->old[i]) == -1)
 			fatal("sigaction");
 	}
 }
 
-static void
-launch_restore(const struct sigaction *old)
+void
+launch_signals_restore(const struct launch_signals *saved)
 {
 	size_t	 i;
 
 	for (i = 0; i < LAUNCH_NHANDLED; i++)
-		sigaction(launch_handled[i], &old[i], NULL);
+		sigaction(launch_handled[i], &saved->old[i], NULL);
+}
+
+int
+launch_signals_caught(void)
+{
+	return launch_caught;
+}
+
+void
+launch_exit_interrupted(int status)
+{
+	struct sigaction	 sa;
+	sigset_t		 set;
+	int			 sig = status - EXIT_INTERRUPTED;
+
+	if (sig <= 0)
+		return;
+	fflush(stdout);
+	fflush(stderr);
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigemptyset(&set);
+	sigaddset(&set, sig);
+	if (sigaction(sig, &sa, NULL) == 0 &&
+	    sigprocmask(SIG_UNBLOCK, &set, NULL) == 0)
+		raise(sig);
+	/* Still here: no such signal, or one whose default is not to end. */
 }
 
 /*
- * What the parent knows while the job runs.  With a progress line on the
- * terminal, the job's stdout and stderr come through pipes (fd[]) and the
- * parent copies them out, erasing the line first; written straight to the
- * terminal, the job's first line would land on top of the progress line
- * and keep its tail.  Ranks under hydra write into hydra's own pipes
+ * What the parent knows while the job runs.  The job's stdout always comes
+ * through a pipe (fd[0]) and is read as jobstream.h describes: the report
+ * and the JUnit report framed, anything else (hydra's "BAD TERMINATION"
+ * banner, a launcher's chatter) to stderr, within bounds.  With a progress
+ * line on the terminal, the job's stderr comes through a pipe too (fd[1])
+ * and the parent copies it out, erasing the line first; written straight
+ * to the terminal, the job's first line would land on top of the progress
+ * line and keep its tail.  Ranks under hydra write into hydra's own pipes
  * anyway, so relaying takes no terminal away from them.  Without a
- * progress line the job simply inherits stdout and stderr.
+ * progress line the job simply inherits stderr.
  */
 struct launch_watch {
 	const struct launch_options	*opts;
@@ -300,26 +355,8 @@ struct launch_watch {
 	int				 tick;
 	int				 fd[2];	/* job's stdout, stderr; -1 */
 	bool				 midline[2]; /* line half written */
-	/*
-	 * The job's stdout, held until it ends: hydra prints its "BAD
-	 * TERMINATION" banner on stdout, and stdout must carry only the
-	 * report.  It goes to stdout when the job ends with a verdict (0, 1
-	 * or 2), to stderr when it failed.
-	 */
-	char				*held;
-	size_t				 held_len, held_cap;
+	struct jobstream		 stream; /* of the job's stdout */
 };
-
-static void
-launch_hold(struct launch_watch *w, const char *buf, size_t n)
-{
-	if (w->held_len + n > w->held_cap) {
-		w->held_cap = 2 * (w->held_len + n) + 4096;
-		w->held = xreallocarray(w->held, w->held_cap, 1);
-	}
-	memcpy(w->held + w->held_len, buf, n);
-	w->held_len += n;
-}
 
 static void
 launch_unbar(struct launch_watch *w)
@@ -370,45 +407,32 @@ launch_write_all(int fd, const char *buf, size_t len)
 	return true;
 }
 
+/* What the job wrote on one of its streams goes to our stderr. */
+static void
+launch_relay(struct launch_watch *w, int which, const char *buf, size_t n)
+{
+	if (n == 0)
+		return;
+	launch_unbar(w);
+	fflush(stderr);
+	launch_write_all(STDERR_FILENO, buf, n);
+	w->midline[which] = buf[n - 1] != '\n';
+}
+
+/* The job's stdout that is no document of jobstream.h: chatter. */
+static void
+launch_chatter(void *arg, const char *buf, size_t n)
+{
+	launch_relay(arg, 0, buf, n);
+}
+
 bool
 launch_report_attachment(const char *data, size_t len)
 {
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		return false;
-	printf("%s %zu\n", LAUNCH_ATTACHMENT_MARKER, len);
-	fwrite(data, 1, len, stdout);
-	fflush(stdout);
+	jobstream_send(stdout, JOBSTREAM_ATTACHMENT, data, len);
 	return true;
-}
-
-/*
- * Take "MARKER LEN\n" and the LEN bytes after it out of the held stdout.
- */
-static void
-launch_take_attachment(struct launch_watch *w, struct launch_attachment *at)
-{
-	size_t	 mlen = strlen(LAUNCH_ATTACHMENT_MARKER), i, start, len;
-	char	*end;
-
-	for (i = 0; i + mlen < w->held_len; i++) {
-		if ((i > 0 && w->held[i - 1] != '\n') ||
-		    memcmp(w->held + i, LAUNCH_ATTACHMENT_MARKER, mlen) != 0 ||
-		    w->held[i + mlen] != ' ')
-			continue;
-		len = strtoul(w->held + i + mlen + 1, &end, 10);
-		if (end >= w->held + w->held_len || *end != '\n')
-			return;
-		start = (size_t)(end + 1 - w->held);
-		if (len > w->held_len - start)
-			return;
-		at->data = xmalloc(len + 1);
-		memcpy(at->data, w->held + start, len);
-		at->len = len;
-		memmove(w->held + i, w->held + start + len,
-		    w->held_len - start - len);
-		w->held_len -= start + len - i;
-		return;
-	}
 }
 
 void
@@ -416,32 +440,54 @@ launch_report_status(int status)
 {
 	if (getenv("GRADAUDIT_WORKER") == NULL)
 		return;
-	printf("%s %d\n", LAUNCH_RESULT_MARKER, status);
-	fflush(stdout);
+	jobstream_send_status(stdout, status);
 }
 
-/*
- * Take the result line out of the held stdout.  Returns the status it
- * carries, or -1 when the job printed none.
- */
-static int
-launch_take_result(struct launch_watch *w, const char *marker)
+bool
+launch_report_begin(struct launch_capture *cap)
 {
-	size_t	 mlen = strlen(marker), i;
-	int	 status;
+	cap->saved = -1;
+	cap->file = NULL;
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		return false;
+	fflush(stdout);
+	if ((cap->file = tmpfile()) == NULL ||
+	    (cap->saved = dup(STDOUT_FILENO)) == -1 ||
+	    dup2(fileno(cap->file), STDOUT_FILENO) == -1)
+		fatal("cannot keep the report in a temporary file");
+	return true;
+}
 
-	for (i = w->held_len; i-- > 0;) {
-		if (i > 0 && w->held[i - 1] != '\n')
-			continue;
-		if (w->held_len - i > mlen + 1 &&
-		    memcmp(w->held + i, marker, mlen) == 0 &&
-		    w->held[i + mlen] == ' ') {
-			status = atoi(w->held + i + mlen + 1);
-			w->held_len = i;
-			return status;
-		}
+int
+launch_report_end(struct launch_capture *cap)
+{
+	char	*data;
+	long	 len;
+	int	 failed;
+
+	failed = fflush(stdout) != 0 || ferror(stdout);
+	if (dup2(cap->saved, STDOUT_FILENO) == -1)
+		fatal("dup2");
+	close(cap->saved);
+	clearerr(stdout);
+	if (failed || fseek(cap->file, 0, SEEK_END) == -1 ||
+	    (len = ftell(cap->file)) < 0 ||
+	    fseek(cap->file, 0, SEEK_SET) == -1) {
+		fclose(cap->file);
+		return EXIT_RUNTIME;	/* output_audits has said why */
 	}
-	return -1;
+	data = xmalloc((size_t)len + 1);
+	if (fread(data, 1, (size_t)len, cap->file) != (size_t)len) {
+		fprintf(stderr, "%s: cannot read back the report: %s\n",
+		    progname, strerror(errno));
+		free(data);
+		fclose(cap->file);
+		return EXIT_RUNTIME;
+	}
+	fclose(cap->file);
+	jobstream_send(stdout, JOBSTREAM_REPORT, data, (size_t)len);
+	free(data);
+	return EXIT_OK;
 }
 
 /* Copy what the job wrote; without relayed output, just wait a little. */
@@ -450,7 +496,7 @@ launch_pump(struct launch_watch *w)
 {
 	struct pollfd	 pfd[2];
 	int		 which[2], i, nfds = 0;
-	char		 buf[4096];
+	char		 buf[65536];
 	ssize_t		 n;
 
 	for (i = 0; i < 2; i++)
@@ -470,12 +516,10 @@ launch_pump(struct launch_watch *w)
 			continue;
 		n = read(pfd[i].fd, buf, sizeof(buf));
 		if (n > 0 && which[i] == 0)
-			launch_hold(w, buf, (size_t)n);
-		else if (n > 0) {
-			launch_unbar(w);
-			launch_write_all(STDERR_FILENO, buf, (size_t)n);
-			w->midline[1] = buf[n - 1] != '\n';
-		} else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
+			jobstream_feed(&w->stream, buf, (size_t)n);
+		else if (n > 0)
+			launch_relay(w, 1, buf, (size_t)n);
+		else if (n == 0 || (errno != EINTR && errno != EAGAIN)) {
 			close(pfd[i].fd);
 			w->fd[which[i]] = -1;
 		}
@@ -496,6 +540,7 @@ launch_drain(struct launch_watch *w)
 			close(w->fd[i]);
 			w->fd[i] = -1;
 		}
+	jobstream_end(&w->stream);
 	launch_unbar(w);
 }
 
@@ -527,21 +572,43 @@ launch_reap(pid_t pid)
 }
 
 /*
- * End the whole job: ask politely (hydra's mpiexec then ends its ranks),
- * and after LAUNCH_GRACE seconds kill whatever is left of the group.
+ * What became of the job's processes, as proctree_kill_all counted them,
+ * in words that claim no more than the parent saw.
  */
-static void
-launch_end_group(struct launch_watch *w, pid_t pid, int sig)
+static const char *
+launch_ended(long left, char *buf, size_t size)
+{
+	if (left == 0)
+		return "every process was ended";
+	if (left < 0)
+		return "the launcher's process group was ended";
+	snprintf(buf, size, "%ld process%s of the job could not be ended",
+	    left, left == 1 ? "" : "es");
+	return buf;
+}
+
+/*
+ * End the whole job: ask politely through the launcher's group (hydra's
+ * mpiexec then ends its proxies and ranks), continuing every stopped
+ * process of the job so that it can act on it; after LAUNCH_GRACE seconds
+ * kill whatever is left, wherever it is.  Returns what proctree_kill_all
+ * counted.
+ */
+static long
+launch_end_job(struct launch_watch *w, pid_t pid, int sig, int *status)
 {
 	double	 deadline;
+	long	 left;
 
 	kill(-pid, sig);
+	kill(-pid, SIGCONT);
+	proctree_signal(SIGCONT);
 	deadline = launch_now() + LAUNCH_GRACE;
 	while (!launch_exited(pid) && launch_now() < deadline)
 		launch_pump(w);
-	kill(-pid, SIGKILL);
-	launch_reap(pid);
+	left = proctree_kill_all(pid, status, LAUNCH_KILL_WAIT);
 	launch_drain(w);
+	return left;
 }
 
 /* Turn the launcher's wait status into gradaudit's exit status. */
@@ -570,59 +637,69 @@ static int
 launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
 {
 	const struct launch_options	*opts = w->opts;
-	char				 buf[16];
-	int				 sig;
+	char				 buf[16], ended[64];
+	int				 sig, status;
+	long				 left;
 
 	while (!launch_exited(pid)) {
 		if ((sig = launch_caught) != 0) {
-			launch_end_group(w, pid, sig);
+			left = launch_end_job(w, pid, sig, &status);
 			fprintf(stderr, "%s: numeric audit interrupted by %s; "
-			    "every process was ended\n", progname,
-			    launch_signal_name(sig, buf, sizeof(buf)));
-			return EXIT_RUNTIME;
+			    "%s\n", progname,
+			    launch_signal_name(sig, buf, sizeof(buf)),
+			    launch_ended(left, ended, sizeof(ended)));
+			return LAUNCH_INTERRUPTED(sig);
 		}
 		if (opts->timeout > 0 &&
 		    launch_now() - w->start >= opts->timeout) {
-			launch_end_group(w, pid, SIGTERM);
+			left = launch_end_job(w, pid, SIGTERM, &status);
 			fprintf(stderr, "%s: numeric audit timed out after "
-			    "%g s; every process was ended\n", progname,
-			    opts->timeout);
+			    "%g s; %s\n", progname, opts->timeout,
+			    launch_ended(left, ended, sizeof(ended)));
 			return EXIT_RUNTIME;
 		}
 		launch_draw(w);
 		launch_pump(w);
 	}
-	/* The launcher is gone; nothing it started may outlive it. */
-	kill(-pid, SIGKILL);
+	/*
+	 * The launcher is gone; nothing it started may outlive it, such as
+	 * the ranks of a hydra proxy that was killed.
+	 */
+	left = proctree_kill_all(pid, &status, LAUNCH_KILL_WAIT);
 	launch_drain(w);
-	return launch_status(launch_reap(pid), name);
+	if (left > 0)
+		fprintf(stderr, "%s: the MPI launcher has ended, but %s\n",
+		    progname, launch_ended(left, ended, sizeof(ended)));
+	return launch_status(status, name);
 }
 
 /*
  * The child: a group of its own, the signal dispositions gradaudit started
- * with, the relay pipes if any, then exec.  A job in a background process
- * group that read the terminal would be stopped (SIGTTIN) and look hung;
- * ranks never read it, so a terminal on stdin is replaced by /dev/null.
+ * with, the relay pipes if any, then exec.  The job's stdin is always
+ * /dev/null: ranks never read it, but mpiexec forwards whatever it can read
+ * to rank 0, so in `... | while read f; do gradaudit run "$f"; done` it
+ * swallowed the lines meant for the loop (issue 8), and on a terminal a
+ * job in a background process group would be stopped by SIGTTIN.
  */
 static void __attribute__((noreturn))
-launch_child(char **argv, char **envp, const struct sigaction *old,
+launch_child(char **argv, char **envp, const struct launch_signals *old,
     const int relay[2], int errfd)
 {
 	int	 saved, fd;
 
 	setpgid(0, 0);
-	launch_restore(old);
+	launch_signals_restore(old);
+	/* gradaudit ignores SIGPIPE (gradaudit.c); the job's are not ours. */
+	signal(SIGPIPE, SIG_DFL);
 	if (relay[0] != -1 && dup2(relay[0], STDOUT_FILENO) == -1)
 		goto fail;
 	if (relay[1] != -1 && dup2(relay[1], STDERR_FILENO) == -1)
 		goto fail;
-	if (isatty(STDIN_FILENO)) {
-		if ((fd = open("/dev/null", O_RDONLY)) == -1 ||
-		    dup2(fd, STDIN_FILENO) == -1)
-			goto fail;
-		if (fd != STDIN_FILENO)
-			close(fd);
-	}
+	if ((fd = open("/dev/null", O_RDONLY)) == -1 ||
+	    dup2(fd, STDIN_FILENO) == -1)
+		goto fail;
+	if (fd != STDIN_FILENO)
+		close(fd);
 	environ = envp;
 	execvp(argv[0], argv);
 fail:
@@ -631,6 +708,33 @@ fail:
 		/* The parent then sees no errno and reports the exit. */
 	}
 	_exit(127);
+}
+
+/*
+ * Descriptors 0, 1 and 2 are opened on /dev/null if they are closed, before
+ * any pipe is made: pipe(2) would otherwise hand one of them out, and the
+ * job would inherit a closed descriptor (hydra's mpiexec exits at once
+ * without a stderr, so `run cfg 2>&-` always failed; issue 8).  A closed
+ * stdout becomes /dev/null opened for reading, so that writing the report
+ * still fails with EBADF as it did, and says so; the job's own stdout is
+ * always a pipe to this process.
+ */
+static void
+launch_reserve_stdio(void)
+{
+	static const int	 flags[3] = { O_RDONLY, O_RDONLY, O_WRONLY };
+	int			 fd, i;
+
+	for (i = 0; i < 3; i++) {
+		if (fcntl(i, F_GETFD) != -1 || errno != EBADF)
+			continue;
+		/* The lowest free descriptor: i, the lower ones are open. */
+		if ((fd = open("/dev/null", flags[i])) == -1)
+			fatal("/dev/null");
+		if (fd != i)
+			fatalx("launch_reserve_stdio: got descriptor %d for %d",
+			    fd, i);
+	}
 }
 
 /* A pipe whose ends are not inherited across exec. */
@@ -644,18 +748,79 @@ launch_pipe(int fds[2])
 		fatal("fcntl");
 }
 
+/*
+ * What the job sent, once it has ended.  Its own word on its status wins
+ * over the launcher's exit status, which a wrapper script may have lost;
+ * no word at all means gradaudit never ran.  The report goes to stdout,
+ * or to stderr when the job failed; the JUnit report to the caller.
+ */
+static int
+launch_result(struct launch_watch *w, int rc, const char *name)
+{
+	static const char *const what[JOBSTREAM_NKINDS] = {
+		[JOBSTREAM_REPORT] = "report",
+		[JOBSTREAM_ATTACHMENT] = "JUnit report"
+	};
+	const struct launch_options	*opts = w->opts;
+	const char			*data[JOBSTREAM_NKINDS], *why;
+	size_t				 len[JOBSTREAM_NKINDS];
+	bool				 have[JOBSTREAM_NKINDS];
+	int				 k;
+
+	if (opts->need_result && rc < EXIT_RUNTIME) {
+		if (w->stream.status >= 0)
+			rc = w->stream.status;
+		else {
+			fprintf(stderr, "%s: the MPI job ended without a "
+			    "result: \"%s\" exited %d but ran no gradaudit "
+			    "process\n", progname, name, rc);
+			rc = EXIT_RUNTIME;
+		}
+	}
+	for (k = 0; k < JOBSTREAM_NKINDS; k++) {
+		have[k] = jobstream_doc(&w->stream, k, &data[k], &len[k], &why);
+		if (why != NULL && rc < EXIT_RUNTIME) {
+			fprintf(stderr, "%s: the MPI job's %s was %s\n",
+			    progname, what[k], why);
+			rc = EXIT_RUNTIME;
+		}
+	}
+	/* A verdict comes with its report. */
+	if (opts->need_result && !have[JOBSTREAM_REPORT] &&
+	    (rc == EXIT_OK || rc == EXIT_WRONG)) {
+		fprintf(stderr, "%s: the MPI job ended with status %d but "
+		    "sent no report\n", progname, rc);
+		rc = EXIT_RUNTIME;
+	}
+	if (have[JOBSTREAM_REPORT] && !launch_write_all(rc >= EXIT_RUNTIME ?
+	    STDERR_FILENO : STDOUT_FILENO, data[JOBSTREAM_REPORT],
+	    len[JOBSTREAM_REPORT])) {
+		fprintf(stderr, "%s: error writing the report: %s\n",
+		    progname, strerror(errno));
+		rc = EXIT_RUNTIME;
+	}
+	if (have[JOBSTREAM_ATTACHMENT] && opts->attachment != NULL) {
+		opts->attachment->len = len[JOBSTREAM_ATTACHMENT];
+		opts->attachment->data = jobstream_take(&w->stream,
+		    JOBSTREAM_ATTACHMENT);
+	}
+	return rc;
+}
+
 static int
 launch_run(const struct launch_options *opts, char **argv, char **envp)
 {
-	struct sigaction	 old[LAUNCH_NHANDLED];
+	struct launch_signals	 old;
 	struct launch_watch	 w;
 	pid_t			 pid;
 	ssize_t			 n;
 	int			 errpipe[2], out[2], err[2], relay[2];
-	int			 child_errno = 0, rc, i, status;
+	int			 child_errno = 0, rc, i;
 
+	launch_reserve_stdio();
 	memset(&w, 0, sizeof(w));
 	w.opts = opts;
+	jobstream_init(&w.stream, launch_chatter, &w);
 	w.bar = opts->progress && isatty(STDERR_FILENO);
 	w.fd[0] = w.fd[1] = relay[0] = relay[1] = -1;
 	/* The error pipe closes on a successful exec, else carries errno. */
@@ -673,12 +838,13 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 			fatal("fcntl");
 	fflush(stdout);
 	fflush(stderr);
-	launch_install(old);
+	launch_signals_catch(&old);
+	proctree_adopt();
 	if ((pid = fork()) == -1)
 		fatal("fork");
 	if (pid == 0) {
 		close(errpipe[0]);
-		launch_child(argv, envp, old, relay, errpipe[1]);
+		launch_child(argv, envp, &old, relay, errpipe[1]);
 	}
 	/* Both sides set the group, so neither order of events races. */
 	setpgid(pid, pid);
@@ -694,45 +860,26 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	if (n == (ssize_t)sizeof(child_errno)) {
 		launch_reap(pid);
 		launch_drain(&w);
-		launch_restore(old);
-		free(w.held);
+		proctree_release();
+		launch_signals_restore(&old);
+		jobstream_free(&w.stream);
 		fprintf(stderr, "%s: cannot run launcher \"%s\": %s\n",
 		    progname, argv[0], strerror(child_errno));
 		return EXIT_RUNTIME;
 	}
 	rc = launch_supervise(&w, pid, argv[0]);
-	launch_restore(old);
-	if (opts->attachment != NULL)
-		launch_take_attachment(&w, opts->attachment);
-	/*
-	 * The job's own word on its status wins over the launcher's exit
-	 * status, which a wrapper script may have lost; no word at all means
-	 * gradaudit never ran.
-	 */
-	if (opts->result_marker != NULL &&
-	    (status = launch_take_result(&w, opts->result_marker)) >= 0) {
-		if (rc != EXIT_RUNTIME)
-			rc = status;
-	} else if (opts->result_marker != NULL && rc != EXIT_RUNTIME) {
-		fprintf(stderr, "%s: the MPI job ended without a result: "
-		    "\"%s\" exited %d but ran no gradaudit process\n",
-		    progname, argv[0], rc);
-		rc = EXIT_RUNTIME;
-	}
-	if (!launch_write_all(rc == EXIT_RUNTIME ? STDERR_FILENO :
-	    STDOUT_FILENO, w.held, w.held_len)) {
-		fprintf(stderr, "%s: error writing the report: %s\n",
-		    progname, strerror(errno));
-		rc = EXIT_RUNTIME;
-	}
-	free(w.held);
+	proctree_release();
+	launch_signals_restore(&old);
+	rc = launch_result(&w, rc, argv[0]);
+	jobstream_free(&w.stream);
 	return rc;
 }
+
 int
 launch_command(const struct launch_options *opts, char *const argv[])
 {
 	const char	*launcher = opts->launcher;
-	char		**words, **full, **envp, procs[16];
+	char		**words, **full, **envp, *parent, procs[16];
 	size_t		 nwords, nargs = 0, i, j = 0;
 	int		 rc;
 
@@ -765,8 +912,9 @@ launch_command(const struct launch_options *opts, char *const argv[])
 	for (i = 0; i < nargs; i++)
 		full[j++] = argv[i];
 	full[j] = NULL;
-	envp = launch_worker_environment();
+	envp = launch_worker_environment(&parent);
 	rc = launch_run(opts, full, envp);
+	free(parent);
 	free(envp);
 	free(full);
 	launch_free_words(words, nwords);
@@ -811,7 +959,7 @@ launch_job(const struct launch_options *given, int argc, char **argv)
 	for (i = 1; i < argc; i++)
 		cmd[i] = argv[i];
 	cmd[argc] = NULL;
-	opts.result_marker = LAUNCH_RESULT_MARKER;
+	opts.need_result = true;
 	rc = launch_command(&opts, cmd);
 	free(cmd[0]);
 	free(cmd);
@@ -819,31 +967,103 @@ launch_job(const struct launch_options *given, int argc, char **argv)
 }
 
 /*
- * The watchdog for jobs the user started with mpiexec: nobody outside is
- * timing them, so each rank times itself.
+ * The ranks' own watchdog.  In a job the user started with mpiexec nobody
+ * outside is timing it, so each rank times itself: one alarm at the
+ * timeout.  In a job launch_job started, the parent times it, but a parent
+ * that dies of a signal it cannot handle (SIGKILL, SIGUSR1) left ranks
+ * spinning for ever (issue 8): so the ranks look every second whether the
+ * parent named in GRADAUDIT_PARENT is still alive, where they run on its
+ * machine, and end the job when it is not, or when the timeout is long
+ * past (the parent would have ended them by then).
  */
-static char			 watchdog_text[256];
-static size_t			 watchdog_len;
+static struct {
+	char		 text[256];	/* the timeout message */
+	size_t		 len;
+	char		 orphan[256];	/* the parent-is-gone message */
+	size_t		 orphan_len;
+	bool		 ticking;	/* a check every tick, not one alarm */
+	double		 deadline;	/* monotonic seconds; 0: none */
+	bool		 watch_parent;
+	pid_t		 parent;
+	unsigned long long parent_start;
+	int		 misses;	/* ticks that found the parent gone */
+	int		 misses_allowed;
+} watchdog;
 static volatile sig_atomic_t	 watchdog_fired;
 
+/* Seconds between the checks of a launched job's ranks. */
+#define WATCHDOG_TICK		1
 /*
- * Only write(2), alarm(2) and _exit(2) are async-signal-safe here.
- * MPI_Abort is not, so it is best effort: it is what makes the launcher end
- * the other ranks at once, but if it blocks (the rank was inside MPI when
- * the alarm came), the alarm set just before it re-enters this handler
- * (SA_NODEFER) and _exit(3) ends the rank anyway; hydra then ends the rest
- * because a rank exited without MPI_Finalize.
+ * A launched job's ranks end it themselves this long after the timeout:
+ * the parent has ended it within LAUNCH_GRACE by then, unless it is gone.
+ */
+#define WATCHDOG_BACKSTOP	(LAUNCH_GRACE + 3.0)
+
+static size_t
+watchdog_format(char *buf, size_t size, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static size_t
+watchdog_format(char *buf, size_t size, const char *fmt, ...)
+{
+	va_list	 ap;
+	int	 n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(buf, size, fmt, ap);
+	va_end(ap);
+	return n < 0 ? 0 : (size_t)n < size ? (size_t)n : size - 1;
+}
+
+/*
+ * Which message is due at this tick, if any.  Async-signal-safe:
+ * clock_gettime(2), and proctree_alive's open/read/close.
+ */
+static bool
+watchdog_due(const char **text, size_t *len)
+{
+	struct timespec	 ts;
+
+	*text = watchdog.text;
+	*len = watchdog.len;
+	if (!watchdog.ticking)
+		return true;
+	if (watchdog.deadline > 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0 &&
+	    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= watchdog.deadline)
+		return true;
+	if (!watchdog.watch_parent ||
+	    proctree_alive(watchdog.parent, watchdog.parent_start)) {
+		watchdog.misses = 0;
+		return false;
+	}
+	*text = watchdog.orphan;
+	*len = watchdog.orphan_len;
+	return ++watchdog.misses > watchdog.misses_allowed;
+}
+
+/*
+ * Only write(2), alarm(2), poll(2) and _exit(2) are async-signal-safe
+ * here, with watchdog_due.  MPI_Abort is not, so it is best effort: it is
+ * what makes the launcher end the other ranks at once, but if it blocks
+ * (the rank was inside MPI when the alarm came), the alarm set just before
+ * it re-enters this handler (SA_NODEFER) and _exit(3) ends the rank
+ * anyway; hydra then ends the rest because a rank exited without
+ * MPI_Finalize.
  */
 static void
 watchdog_alarm(int sig)
 {
-	int	 initialized = 0, finalized = 0;
+	const char	*text;
+	size_t		 len;
+	int		 initialized = 0, finalized = 0;
 
 	(void)sig;
 	if (watchdog_fired)
 		_exit(EXIT_RUNTIME);
+	if (!watchdog_due(&text, &len))
+		return;
 	watchdog_fired = 1;
-	if (write(STDERR_FILENO, watchdog_text, watchdog_len) == -1) {
+	if (write(STDERR_FILENO, text, len) == -1) {
 		/* Nowhere left to report to; ending the job matters more. */
 	}
 	/*
@@ -860,43 +1080,109 @@ watchdog_alarm(int sig)
 	_exit(EXIT_RUNTIME);
 }
 
-void
-launch_arm_watchdog(double timeout)
+static int
+watchdog_rank(void)
 {
-	struct sigaction	 sa;
-	struct itimerval	 it;
-	int			 initialized = 0, rank = 0, n;
+	int	 initialized = 0, rank = 0;
 
-	memset(&it, 0, sizeof(it));
-	if (timeout <= 0) {
-		setitimer(ITIMER_REAL, &it, NULL);
-		return;
-	}
 	MPI_Initialized(&initialized);
 	if (initialized)
 		MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-	n = snprintf(watchdog_text, sizeof(watchdog_text), "%s: numeric audit "
-	    "timed out after %g s; every process was ended\n", progname,
-	    timeout);
-	watchdog_len = n < 0 ? 0 : (size_t)n < sizeof(watchdog_text) ?
-	    (size_t)n : sizeof(watchdog_text) - 1;
+	return rank;
+}
+
+static void
+watchdog_start(double first, double every)
+{
+	struct sigaction	 sa;
+	struct itimerval	 it;
+
 	watchdog_fired = 0;
 	memset(&sa, 0, sizeof(sa));
 	sa.sa_handler = watchdog_alarm;
 	sigemptyset(&sa.sa_mask);
-	sa.sa_flags = SA_NODEFER;
+	/* SA_RESTART: a tick that finds all well must disturb nothing. */
+	sa.sa_flags = SA_NODEFER | SA_RESTART;
 	if (sigaction(SIGALRM, &sa, NULL) == -1)
 		fatal("sigaction");
+	memset(&it, 0, sizeof(it));
+	it.it_value.tv_sec = (time_t)first;
+	it.it_value.tv_usec = (suseconds_t)((first -
+	    (double)it.it_value.tv_sec) * 1e6);
+	it.it_interval.tv_sec = (time_t)every;
+	if (setitimer(ITIMER_REAL, &it, NULL) == -1)
+		fatal("setitimer");
+}
+
+void
+launch_arm_watchdog(double timeout)
+{
+	struct itimerval	 it;
+
+	if (timeout <= 0) {
+		memset(&it, 0, sizeof(it));
+		setitimer(ITIMER_REAL, &it, NULL);
+		return;
+	}
+	memset(&watchdog, 0, sizeof(watchdog));
+	watchdog.len = watchdog_format(watchdog.text, sizeof(watchdog.text),
+	    "%s: numeric audit timed out after %g s; every process was "
+	    "ended\n", progname, timeout);
 	/*
 	 * Every rank's clock started at about the same time; rank 0 goes
 	 * first and the others a second later, as a backup, so the user
 	 * normally reads the message once rather than once per rank.
 	 */
-	if (rank != 0)
-		timeout += 1;
-	it.it_value.tv_sec = (time_t)timeout;
-	it.it_value.tv_usec = (suseconds_t)((timeout -
-	    (double)it.it_value.tv_sec) * 1e6);
-	if (setitimer(ITIMER_REAL, &it, NULL) == -1)
-		fatal("setitimer");
+	watchdog_start(watchdog_rank() != 0 ? timeout + 1 : timeout, 0);
+}
+
+/* "PID START HOST", as launch_parent_environment writes it. */
+static bool
+watchdog_parent(pid_t *pid, unsigned long long *start)
+{
+	const char	*env = getenv("GRADAUDIT_PARENT");
+	char		 host[256], here[256];
+	long		 p;
+
+	if (env == NULL || sscanf(env, "%ld %llu %255s", &p, start,
+	    host) != 3 || p <= 0)
+		return false;
+	/* Another machine's process IDs mean nothing here. */
+	if (gethostname(here, sizeof(here)) == -1)
+		return false;
+	here[sizeof(here) - 1] = '\0';
+	*pid = (pid_t)p;
+	return strcmp(host, here) == 0;
+}
+
+void
+launch_arm_worker_watchdog(double timeout)
+{
+	struct timespec	 ts;
+	int		 rank = watchdog_rank();
+
+	memset(&watchdog, 0, sizeof(watchdog));
+	watchdog.ticking = true;
+	watchdog.watch_parent = watchdog_parent(&watchdog.parent,
+	    &watchdog.parent_start);
+	if (timeout > 0) {
+		if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
+			fatal("clock_gettime");
+		/* As above, rank 0 first, the others a tick later. */
+		watchdog.deadline = (double)ts.tv_sec + (double)ts.tv_nsec /
+		    1e9 + timeout + WATCHDOG_BACKSTOP +
+		    (rank != 0 ? WATCHDOG_TICK : 0);
+	}
+	if (!watchdog.watch_parent && watchdog.deadline == 0)
+		return;
+	watchdog.misses_allowed = rank != 0;
+	watchdog.len = watchdog_format(watchdog.text, sizeof(watchdog.text),
+	    "%s: numeric audit timed out after %g s and the gradaudit "
+	    "process that started the MPI job did not end it; ending it\n",
+	    progname, timeout);
+	watchdog.orphan_len = watchdog_format(watchdog.orphan,
+	    sizeof(watchdog.orphan), "%s: the gradaudit process that "
+	    "started this MPI job (pid %ld) is gone; ending the job\n",
+	    progname, (long)watchdog.parent);
+	watchdog_start(WATCHDOG_TICK, WATCHDOG_TICK);
 }

@@ -1,15 +1,21 @@
 /*
  * Starting the numeric audit's MPI job, like torchrun: when gradaudit run is
  * not already inside an MPI job, it runs `LAUNCHER -n P gradaudit run ...`
- * on itself with the same arguments, passes the job's stdout and stderr
- * through, and maps what happened to an exit status.  A launcher that cannot
+ * on itself with the same arguments, writes the report the job sends on
+ * stdout, passes anything else the job writes to stderr, and maps what
+ * happened to an exit status.  A launcher that cannot
  * start, a rank that dies and a job that outlives --timeout all give
  * EXIT_RUNTIME with a message; the whole job is killed, never left behind.
  */
 #ifndef GRADAUDIT_LAUNCH_H
 #define GRADAUDIT_LAUNCH_H
 
+#include <signal.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "exitcode.h"
 
 /* True when this process was started by an MPI launcher (PMI_SIZE etc.). */
 bool	 launch_under_mpi(void);
@@ -38,20 +44,65 @@ struct launch_options {
 	double		 timeout;	/* seconds; <= 0 means none */
 	bool		 progress;	/* show a progress bar on stderr */
 	/*
-	 * When set, the job must end its stdout with a line "MARKER STATUS"
-	 * (launch_report_status, process 0 of a gradaudit job): the line is
-	 * removed, and a job that ends without it did not run gradaudit at
-	 * all (a launcher that exits 0 without starting anything), which is
-	 * EXIT_RUNTIME, never a pass.
+	 * When set, the job must send its status (launch_report_status,
+	 * process 0 of a gradaudit job): a job that ends without it did not
+	 * run gradaudit at all (a launcher that exits 0 without starting
+	 * anything), and a status of 0 or 1 must come with a report
+	 * (launch_report_begin); else the status is EXIT_RUNTIME, never a
+	 * pass.
 	 */
-	const char	*result_marker;
+	bool		 need_result;
 	/* When set, receives the job's attachment (launch_report_attachment). */
 	struct launch_attachment *attachment;
 };
 
-/* The marker launch_job asks its gradaudit job for. */
-#define LAUNCH_RESULT_MARKER	"\036gradaudit-status"
-#define LAUNCH_ATTACHMENT_MARKER "\036gradaudit-attachment"
+/*
+ * The status of a job that a signal to gradaudit (SIGINT, SIGTERM or
+ * SIGHUP) interrupted: the shell's 128+N.  The job has been ended.
+ */
+#define LAUNCH_INTERRUPTED(sig)	(EXIT_INTERRUPTED + (sig))
+
+/*
+ * The signals a process catches while a child of it does the work:
+ * SIGINT, SIGTERM and SIGHUP are caught, to be forwarded to the child, and
+ * SIGPIPE is ignored, so that a reader of stdout going away cannot leave
+ * the child unsupervised.  launch_signals_restore puts back what
+ * launch_signals_catch replaced (a child does so before exec).
+ */
+#define LAUNCH_NSIGNALS		4
+struct launch_signals {
+	struct sigaction	 old[LAUNCH_NSIGNALS];
+};
+void	 launch_signals_catch(struct launch_signals *);
+void	 launch_signals_restore(const struct launch_signals *);
+/* The last signal caught since launch_signals_catch, or 0. */
+int	 launch_signals_caught(void);
+/* "SIGTERM", or the number in buf for a signal without a name here. */
+const char *launch_signal_name(int sig, char *buf, size_t size);
+
+/*
+ * With status LAUNCH_INTERRUPTED(sig), end this process by sig, as a shell
+ * expects of a program it interrupted: a loop running gradaudit then stops
+ * at Ctrl-C rather than going on with the next file.  Returns otherwise.
+ */
+void	 launch_exit_interrupted(int status);
+
+/*
+ * In a job started by launch_job, process 0 prints its report between
+ * these two calls: launch_report_begin diverts stdout to a temporary file,
+ * launch_report_end puts stdout back and sends the report to the parent
+ * (jobstream.h), which alone writes to the user's stdout.  Outside such a
+ * job launch_report_begin returns false, stdout is left alone and
+ * launch_report_end must not be called.  launch_report_end returns EXIT_OK,
+ * or EXIT_RUNTIME when the report could not be kept (the writer has said
+ * why).
+ */
+struct launch_capture {
+	int	 saved;		/* the real stdout */
+	FILE	*file;
+};
+bool	 launch_report_begin(struct launch_capture *);
+int	 launch_report_end(struct launch_capture *);
 
 /*
  * In a job started by launch_job, process 0 sends the parent a document
@@ -69,7 +120,8 @@ void	 launch_report_status(int status);
 /*
  * Run the job: argv is this program's own argument vector (argv[0] is
  * replaced by the path of the running executable).  Returns the exit status
- * to use: the job's own status when it is 0..3, EXIT_RUNTIME otherwise.
+ * to use: the job's own status when it is 0..3, LAUNCH_INTERRUPTED(sig)
+ * when a signal to this process ended the job, EXIT_RUNTIME otherwise.
  */
 int	 launch_job(const struct launch_options *, int argc, char **argv);
 
@@ -92,5 +144,15 @@ int	 launch_command(const struct launch_options *, char *const argv[]);
  * disarms it.
  */
 void	 launch_arm_watchdog(double timeout);
+
+/*
+ * For the processes of a job launch_job started (GRADAUDIT_WORKER set):
+ * every second, end the job as above when the gradaudit process that
+ * started it (GRADAUDIT_PARENT) is gone, if it ran on this machine, or
+ * when the timeout is more than a few seconds past, by which time that
+ * process would have ended the job.  Call after MPI_Init; uses SIGALRM and
+ * ITIMER_REAL.
+ */
+void	 launch_arm_worker_watchdog(double timeout);
 
 #endif

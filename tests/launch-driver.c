@@ -13,6 +13,8 @@
  *   launch-driver --mpi-watchdog SECONDS
  *	arm launch_arm_watchdog(), then every rank waits for a message that
  *	never comes
+ *   launch-driver --mpi-worker-watchdog SECONDS
+ *	the same with launch_arm_worker_watchdog()
  *   launch-driver --under-mpi		print launch_under_mpi()
  *
  * The MPI modes ignore any further arguments: the tests add a unique marker
@@ -34,7 +36,8 @@ usage(void)
 	    "command [arg ...]\n"
 	    "       launch-driver --self launcher procs timeout code\n"
 	    "       launch-driver --mpi-exit code | --mpi-abort | "
-	    "--mpi-watchdog seconds | --under-mpi\n");
+	    "--mpi-watchdog seconds |\n"
+	    "           --mpi-worker-watchdog seconds | --under-mpi\n");
 	exit(64);
 }
 
@@ -70,8 +73,14 @@ self_worker(int argc, char **argv)
 		return 4;
 	}
 	if (rank == 0) {
+		struct launch_capture cap;
+
+		/* The report and result launch_job requires of a job. */
+		if (!launch_report_begin(&cap))
+			return 5;
 		printf("worker ok: %d processes\n", size);
-		/* The result line launch_job requires of a gradaudit job. */
+		if (launch_report_end(&cap) != 0)
+			return 6;
 		launch_report_status(atoi(argv[5]));
 	}
 	MPI_Finalize();
@@ -107,7 +116,10 @@ mpi_watchdog(int argc, char **argv)
 	int	 value;
 
 	MPI_Init(&argc, &argv);
-	launch_arm_watchdog(atof(argv[2]));
+	if (strcmp(argv[1], "--mpi-worker-watchdog") == 0)
+		launch_arm_worker_watchdog(atof(argv[2]));
+	else
+		launch_arm_watchdog(atof(argv[2]));
 	MPI_Recv(&value, 1, MPI_INT, MPI_ANY_SOURCE, 0, MPI_COMM_WORLD,
 	    MPI_STATUS_IGNORE);
 	MPI_Finalize();
@@ -129,7 +141,8 @@ main(int argc, char **argv)
 		return mpi_exit(argc, argv);
 	if (argc >= 2 && strcmp(argv[1], "--mpi-abort") == 0)
 		return mpi_abort(argc, argv);
-	if (argc >= 3 && strcmp(argv[1], "--mpi-watchdog") == 0)
+	if (argc >= 3 && (strcmp(argv[1], "--mpi-watchdog") == 0 ||
+	    strcmp(argv[1], "--mpi-worker-watchdog") == 0))
 		return mpi_watchdog(argc, argv);
 	if (argc == 6 && strcmp(argv[1], "--self") == 0) {
 		if (launch_under_mpi())
