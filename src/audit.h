@@ -93,6 +93,12 @@ struct audit {
 	/* Set by the numeric audit (run); absent for check. */
 	bool			 numeric;
 	/*
+	 * The numeric verdict, from the numbers alone: every used cell's
+	 * values equal its region of the reference (numeric_ok).  Never
+	 * derived from the symbolic verdict, so that the two can be compared.
+	 */
+	bool			 numeric_correct;
+	/*
 	 * sweep --numeric: the numeric audit ran in a job of its own, and this
 	 * says how its verdict compared ("agrees", "DISAGREES", "error").
 	 */

@@ -199,16 +199,30 @@ key_leaf(enum cfg_key k)
 	return dot != NULL ? dot + 1 : keys[k].path;
 }
 
+/*
+ * The field of key k in c, or NULL for a section that has no presence
+ * flag.  NO_FIELD must be tested before the addition: c + SIZE_MAX is
+ * undefined behaviour even if never dereferenced, and clang's UBSan aborts
+ * on it (gcc's does not look).
+ */
+static const void *
+key_cfield(const struct config *c, enum cfg_key k)
+{
+	if (keys[k].offset == NO_FIELD)
+		return NULL;
+	return (const char *)c + keys[k].offset;
+}
+
 static void *
 key_field(struct config *c, enum cfg_key k)
 {
-	return (char *)c + keys[k].offset;
+	return (void *)key_cfield(c, k);
 }
 
 static int64_t
 key_get(const struct config *c, enum cfg_key k)
 {
-	const void	*p = (const char *)c + keys[k].offset;
+	const void	*p = key_cfield(c, k);
 
 	switch (keys[k].type) {
 	case TYPE_INT:
@@ -219,7 +233,7 @@ key_get(const struct config *c, enum cfg_key k)
 	case TYPE_BOOL:
 		return *(const bool *)p;
 	case TYPE_MAP:
-		return keys[k].offset == NO_FIELD || *(const bool *)p;
+		return p == NULL || *(const bool *)p;
 	case TYPE_STRING:
 		break;
 	}
@@ -243,7 +257,7 @@ key_set(struct config *c, enum cfg_key k, int64_t v)
 		*(bool *)p = v != 0;
 		return;
 	case TYPE_MAP:
-		if (keys[k].offset != NO_FIELD)
+		if (p != NULL)
 			*(bool *)p = v != 0;
 		return;
 	case TYPE_STRING:

@@ -1110,6 +1110,29 @@ compare_all(const struct model *m, const struct gathered *gv,
 }
 
 /*
+ * The numeric verdict of the audit: correct iff every used cell holds its
+ * region of the reference.  It reads only what compare_region measured
+ * (numeric_ok), never the symbolic ok, so that the tests can hold the two
+ * verdicts against each other (issue 8: an agreement test that compared the
+ * exit status of run with that of check compared the symbolic verdict with
+ * itself).
+ */
+static bool
+numeric_verdict(const struct audit *audit)
+{
+	const struct param_result	*pr;
+	size_t				 i, j;
+
+	for (i = 0; i < audit->nparams; i++) {
+		pr = &audit->params[i];
+		for (j = 0; j < pr->ncells; j++)
+			if (pr->cells[j].used && !pr->cells[j].numeric_ok)
+				return false;
+	}
+	return true;
+}
+
+/*
  * The size limit.  A rank of stage s holds, for every parameter of s, its
  * weights, its local gradient and a copy of it (the atoms), and for every
  * slot of the stage program a value and its gradient, tokens rows of at
@@ -1263,6 +1286,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		evaluated_free(&sc.value);
 		evaluated_free(&sc.expected);
 		audit->numeric = true;
+		audit->numeric_correct = numeric_verdict(audit);
 		audit->arith = options->arith;
 		audit->procs = transport->nprocs;
 		for (k = 0; k < m->nlogical; k++)

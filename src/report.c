@@ -1049,6 +1049,7 @@ json_numerics(struct json *j, const struct audit *a)
 	json_begin_object(j);
 	json_key_string(j, "arith", arith_name(a->arith));
 	json_key_int(j, "procs", a->procs);
+	json_key_bool(j, "correct", a->numeric_correct);
 	json_end_object(j);
 }
 

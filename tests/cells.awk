@@ -1,15 +1,21 @@
 # Turn the pretty-printed JSON of `gradaudit check --format json` into one
 # line per cell, "PARAM rank=R [LO,HI) used=U ok=O EXPR" (followed by
 # " numeric_ok=N hash_matches=H" after a numeric audit, H telling whether
-# the cell's hash equals its region's reference hash), and one line per
-# finding, "finding KIND PARAM...", so that testdata expectations can be
-# matched line by line with grep -Fx.  It relies only on the emitter's
-# layout: one key per line, arrays of numbers one element per line.
+# the cell's hash equals its region's reference hash), one line per
+# finding, "finding KIND PARAM...", and the verdicts, "symbolic correct=C"
+# and after a numeric audit "numeric correct=C", so that testdata
+# expectations can be matched line by line with grep -Fx.  It relies only
+# on the emitter's layout: one key per line, arrays of numbers one element
+# per line.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
 	gsub(/^"|"$/, "", s)
 	return s
 }
+/^  "numerics": \{/	{ innumerics = 1; next }
+innumerics && /^  \}/	{ innumerics = 0; next }
+innumerics && /^    "correct": /	{ print "numeric correct=" unquote($0); next }
+/^  "correct": /		{ print "symbolic correct=" unquote($0); next }
 /^      "name": /	{ param = unquote($0); next }
 /^          "rank": /	{ rank = unquote($0); next }
 /^          "region": \[/	{ inregion = 1; nreg = 0; next }

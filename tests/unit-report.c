@@ -358,7 +358,8 @@ test_json(void)
 	build_megatron(&a, true);
 	s = render_json(&a);
 	ok_contains(s, "\"numerics\": {\n    \"arith\": \"exact\",\n"
-	    "    \"procs\": 4\n  }", "numerics object");
+	    "    \"procs\": 4,\n    \"correct\": false\n  }",
+	    "numerics object, with the numeric verdict");
 	ok_contains(s, "\"hash\": \"0123456889abcdef\"", "16-digit hash");
 	ok_contains(s, "\"reference_hash\": \"fedcba9876543210\"",
 	    "reference hash");
