@@ -90,7 +90,7 @@ adjust_defaults(struct config *c)
 {
 	int	tp = c->mesh.tp;
 
-#define DEFAULTED(k) ((c->given & ((uint64_t)1 << (k))) == 0)
+#define DEFAULTED(k) (!keyset_has(&c->given, (k)))
 	if (DEFAULTED(KEY_LAYERS))
 		c->model.layers = c->mesh.pp;
 	if (DEFAULTED(KEY_VOCAB))

@@ -27,6 +27,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "framework.h"
 #include "xmalloc.h"
 
 /* Enumerations are stored through an int pointer by the key table. */
@@ -36,7 +37,10 @@ _Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
-_Static_assert(KEY__COUNT <= 64, "cfg_key bits must fit in 'given'");
+_Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum tied_bucket) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -60,7 +64,6 @@ struct key_def {
 #define ROOT		KEY__COUNT
 #define NO_FIELD	SIZE_MAX
 #define DEFAULT_PP	(-1)
-#define BIT(k)		((uint64_t)1 << (k))
 
 /* Longest scalar text quoted back in a message, in bytes of the input. */
 #define QUOTE_MAX	40
@@ -87,6 +90,16 @@ static const char *const expert_input_words[] = {
 static const char *const sp_param_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const divisor_words[] = { "dp", "edp", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
+static const char *const bucket_stages_words[] = { "all", "first", NULL };
+static const char *const bucket_padding_words[] = {
+	"group", "lcm-128", NULL
+};
+static const char *const expert_buffer_words[] = {
+	"always", "if-expert-mesh", NULL
+};
+static const char *const tied_bucket_words[] = {
+	"shared", "own", "own-if-distopt-pp", NULL
+};
 
 #define F(member)	offsetof(struct config, member)
 #define SECTION(p, parent, presence) \
@@ -167,6 +180,25 @@ static const struct key_def keys[KEY__COUNT] = {
 	    sync.sp_param_grad, sp_param_words),
 	[KEY_EXPERT_GRAD_DIVISOR] = WORD("sync.expert_grad_divisor", KEY_SYNC,
 	    sync.expert_grad_divisor, divisor_words),
+	[KEY_FRAMEWORK] = { "framework", ROOT, TYPE_STRING, F(framework), 0, 0,
+	    0, NULL },
+	[KEY_OVERLAP_GRAD_REDUCE] = FLAG("training.overlap_grad_reduce",
+	    KEY_TRAINING, training.overlap_grad_reduce),
+	[KEY_LAYOUT] = SECTION("layout", ROOT, NO_FIELD),
+	[KEY_BUCKET_STAGES] = WORD("layout.bucket_stages", KEY_LAYOUT,
+	    layout.bucket_stages, bucket_stages_words),
+	[KEY_BUCKET_NEEDS_OVERLAP] = FLAG("layout.bucket_needs_overlap",
+	    KEY_LAYOUT, layout.bucket_needs_overlap),
+	[KEY_BUCKET_MIN_PARAMS] = INTEGER("layout.bucket_min_params",
+	    KEY_LAYOUT, layout.bucket_min_params, 1, CFG_MAX_LAYERS, 1),
+	[KEY_BUCKET_PADDING] = WORD("layout.bucket_padding", KEY_LAYOUT,
+	    layout.bucket_padding, bucket_padding_words),
+	[KEY_PARAM_ALIGNMENT] = INTEGER("layout.param_alignment", KEY_LAYOUT,
+	    layout.param_alignment, 1, 1 << 16, 1),
+	[KEY_EXPERT_BUFFER] = WORD("layout.expert_buffer", KEY_LAYOUT,
+	    layout.expert_buffer, expert_buffer_words),
+	[KEY_TIED_EMBEDDING_BUCKET] = WORD("layout.tied_embedding_bucket",
+	    KEY_LAYOUT, layout.tied_embedding_bucket, tied_bucket_words),
 };
 
 /* The state of one cfg_load call. */
@@ -187,6 +219,8 @@ struct loader {
 	bool				 is_list;
 };
 
+static const char *spelling(const char *const *, int);
+
 /*
  * Small helpers on the key table.
  */
@@ -202,14 +236,19 @@ key_leaf(enum cfg_key k)
 static void *
 key_field(struct config *c, enum cfg_key k)
 {
+	if (keys[k].offset == NO_FIELD)
+		fatalx("key_field on %s", keys[k].path);
 	return (char *)c + keys[k].offset;
 }
 
 static int64_t
 key_get(const struct config *c, enum cfg_key k)
 {
-	const void	*p = (const char *)c + keys[k].offset;
+	const void	*p;
 
+	if (keys[k].type == TYPE_MAP && keys[k].offset == NO_FIELD)
+		return 1;
+	p = (const char *)c + keys[k].offset;
 	switch (keys[k].type) {
 	case TYPE_INT:
 	case TYPE_ENUM:
@@ -219,7 +258,7 @@ key_get(const struct config *c, enum cfg_key k)
 	case TYPE_BOOL:
 		return *(const bool *)p;
 	case TYPE_MAP:
-		return keys[k].offset == NO_FIELD || *(const bool *)p;
+		return *(const bool *)p;
 	case TYPE_STRING:
 		break;
 	}
@@ -229,8 +268,11 @@ key_get(const struct config *c, enum cfg_key k)
 static void
 key_set(struct config *c, enum cfg_key k, int64_t v)
 {
-	void	*p = key_field(c, k);
+	void	*p;
 
+	if (keys[k].type == TYPE_MAP && keys[k].offset == NO_FIELD)
+		return;
+	p = key_field(c, k);
 	switch (keys[k].type) {
 	case TYPE_INT:
 	case TYPE_ENUM:
@@ -243,8 +285,7 @@ key_set(struct config *c, enum cfg_key k, int64_t v)
 		*(bool *)p = v != 0;
 		return;
 	case TYPE_MAP:
-		if (keys[k].offset != NO_FIELD)
-			*(bool *)p = v != 0;
+		*(bool *)p = v != 0;
 		return;
 	case TYPE_STRING:
 		break;
@@ -980,7 +1021,7 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 {
 	struct config	*c = ld->cfg;
 
-	c->given |= BIT(k);
+	keyset_add(&c->given, k);
 	ld->origin[k] = ld->ovr;
 	if (ld->ovr != NULL || m == NULL)
 		c->marks[k] = (struct cfg_mark){ 0, 0 };
@@ -990,7 +1031,7 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 
 static int
 load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
-    uint64_t *seen)
+    struct keyset *seen)
 {
 	const char		*ppath = parent == ROOT ? NULL : keys[parent].path;
 	yaml_event_t		 vev;
@@ -1024,7 +1065,7 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 		    "unknown key \"%s\" (%s)", esc, hint);
 		return -1;
 	}
-	if (*seen & BIT(k)) {
+	if (keyset_has(seen, k)) {
 		if (ld->ovr == NULL)
 			error_at(ld, &kev->start_mark, keys[k].path,
 			    "duplicate key \"%s\" (first at line %d column %d)",
@@ -1035,7 +1076,7 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 			    "duplicate key \"%s\"", key_leaf(k));
 		return -1;
 	}
-	*seen |= BIT(k);
+	keyset_add(seen, k);
 	record_key(ld, k, &kev->start_mark);
 	if (next_event(ld, &vev) == -1)
 		return -1;
@@ -1049,7 +1090,7 @@ static int
 load_mapping(struct loader *ld, enum cfg_key parent)
 {
 	yaml_event_t	 ev;
-	uint64_t	 seen = 0;
+	struct keyset	 seen = { { 0 } };
 	int		 rc;
 
 	for (;;) {
@@ -1089,7 +1130,7 @@ apply_override(struct loader *ld, size_t i)
 
 	/* Setting a key inside a mapping brings the mapping into being. */
 	for (p = keys[k].parent; p != ROOT; p = keys[p].parent) {
-		if (!(ld->cfg->given & BIT(p)))
+		if (!keyset_has(&ld->cfg->given, p))
 			record_key(ld, p, NULL);
 		key_set(ld->cfg, p, 1);
 	}
@@ -1149,7 +1190,8 @@ apply_defaults(struct config *c)
 	int	 k;
 
 	for (k = 0; k < KEY__COUNT; k++) {
-		if ((c->given & BIT(k)) || keys[k].type == TYPE_MAP ||
+		if (keyset_has(&c->given, k) ||
+		    keyset_has(&c->from_profile, k) || keys[k].type == TYPE_MAP ||
 		    keys[k].type == TYPE_STRING)
 			continue;
 		key_set(c, (enum cfg_key)k,
@@ -1392,15 +1434,47 @@ blame(const struct loader *ld, enum cfg_key k,
 {
 	const struct config	*c = ld->cfg;
 
-	if (!(c->given & BIT(k)))
+	if (!keyset_has(&c->given, k))
 		k = KEY_MESH;
-	if (c->given & BIT(k)) {
+	if (keyset_has(&c->given, k)) {
 		*ovr = ld->origin[k];
 		*m = c->marks[k];
 	} else {
 		*ovr = NULL;
 		*m = c->doc_mark;
 	}
+}
+
+/*
+ * framework: NAME@VERSION.  The profile's settings fill every key the
+ * config does not write itself; what the config writes overrides them.
+ */
+static int
+apply_framework(struct loader *ld)
+{
+	struct config		*c = ld->cfg;
+	const struct fw_profile	*p;
+	char			 err[MSG_SIZE], v[32];
+	bool			 newer;
+
+	if (!keyset_has(&c->given, KEY_FRAMEWORK) ||
+	    strcmp(c->framework, "reference") == 0)
+		return 0;
+	if ((p = fw_resolve(c->framework, &newer, err, sizeof(err))) == NULL) {
+		report(ld, ld->origin[KEY_FRAMEWORK], c->marks[KEY_FRAMEWORK],
+		    keys[KEY_FRAMEWORK].path, "%s", err);
+		return -1;
+	}
+	if (newer) {
+		fw_version_format(&p->framework->latest, v, sizeof(v));
+		fprintf(stderr, "%s: %s: %s is newer than %s %s, the newest "
+		    "release the profiles were checked against: auditing it "
+		    "with the newest profile, %s\n", progname, ld->path,
+		    c->framework, p->framework->name, v, p->label);
+	}
+	c->profile = p;
+	c->from_profile = cfg_merge_settings(c, &p->settings, true);
+	return 0;
 }
 
 static int
@@ -1412,11 +1486,13 @@ finish_config(struct loader *ld)
 	enum cfg_key			 k;
 	char				 msg[MSG_SIZE];
 
-	if (!(c->given & BIT(KEY_MESH))) {
+	if (!keyset_has(&c->given, KEY_MESH)) {
 		report(ld, NULL, c->doc_mark, NULL,
 		    "missing required key \"mesh\"");
 		return -1;
 	}
+	if (apply_framework(ld) == -1)
+		return -1;
 	apply_defaults(c);
 	if ((k = find_violation(c, msg, sizeof(msg))) == KEY__COUNT)
 		return 0;
@@ -1583,7 +1659,7 @@ default_names(struct loader *ld)
 		n = INT_MAX;
 	for (i = 0; i < ld->list.n; i++) {
 		c = &ld->list.v[i];
-		if (c->given & BIT(KEY_NAME))
+		if (keyset_has(&c->given, KEY_NAME))
 			continue;
 		if (ld->is_list)
 			xasprintf(&c->name, "%.*s#%d", (int)n, base,
@@ -1707,6 +1783,8 @@ cfg_copy(struct config *dst, const struct config *src)
 	*dst = *src;
 	dst->file = src->file != NULL ? xstrdup(src->file) : NULL;
 	dst->name = src->name != NULL ? xstrdup(src->name) : NULL;
+	dst->framework = src->framework != NULL ?
+	    xstrdup(src->framework) : NULL;
 }
 
 void
@@ -1714,8 +1792,145 @@ cfg_free(struct config *c)
 {
 	free(c->file);
 	free(c->name);
+	free(c->framework);
 	c->file = NULL;
 	c->name = NULL;
+	c->framework = NULL;
+}
+
+/*
+ * Profiles.
+ */
+
+const char *
+cfg_key_path(enum cfg_key k)
+{
+	return keys[k].path;
+}
+
+bool
+cfg_key_is_setting(enum cfg_key k)
+{
+	return keys[k].type != TYPE_MAP && keys[k].type != TYPE_STRING;
+}
+
+void
+cfg_key_value(const struct config *c, enum cfg_key k, char *buf, size_t len)
+{
+	int64_t	 v;
+
+	if (keys[k].type == TYPE_STRING) {
+		const char *s = *(char *const *)((const char *)c +
+		    keys[k].offset);
+
+		snprintf(buf, len, "%s", s != NULL ? s : "");
+		return;
+	}
+	v = key_get(c, k);
+	switch (keys[k].type) {
+	case TYPE_BOOL:
+		snprintf(buf, len, "%s", v ? "true" : "false");
+		break;
+	case TYPE_ENUM:
+		snprintf(buf, len, "%s", spelling(keys[k].words, (int)v));
+		break;
+	default:
+		snprintf(buf, len, "%" PRId64, v);
+		break;
+	}
+}
+
+bool
+cfg_key_is_active(const struct config *c, enum cfg_key k)
+{
+	return key_active(c, k);
+}
+
+void
+cfg_key_origin(const struct config *c, enum cfg_key k, char *buf, size_t len)
+{
+	if (keyset_has(&c->given, k)) {
+		if (c->marks[k].line > 0)
+			snprintf(buf, len, "%s:%d:%d", c->file, c->marks[k].line,
+			    c->marks[k].col);
+		else
+			snprintf(buf, len, "--set");
+	} else if (keyset_has(&c->from_profile, k))
+		snprintf(buf, len, "%s (profile %s): read from %s",
+		    c->framework, c->profile->label, c->profile->source[k]);
+	else
+		snprintf(buf, len, "the reference default");
+}
+
+struct keyset
+cfg_profile_overridden(const struct config *c)
+{
+	struct keyset	 over = { { 0 } };
+	int		 k;
+
+	if (c->profile == NULL)
+		return over;
+	for (k = 0; k < KEY__COUNT; k++)
+		if (keyset_has(&c->given, k) &&
+		    keyset_has(&c->profile->settings.given, k))
+			keyset_add(&over, k);
+	return over;
+}
+
+/* The sections a profile may not set: they describe the user's job. */
+bool
+cfg_key_is_job(enum cfg_key k)
+{
+	for (; k != ROOT; k = keys[k].parent)
+		if (k == KEY_MESH || k == KEY_NAME || k == KEY_FRAMEWORK ||
+		    k == KEY_MOE)
+			return true;
+	return false;
+}
+
+int
+cfg_load_settings(struct yaml_parser_s *parser, const char *path,
+    struct config *c)
+{
+	struct loader	 ld;
+	int		 k;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.path = path;
+	ld.parser = parser;
+	ld.cfg = c;
+	if (load_mapping(&ld, ROOT) == -1)
+		return -1;
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (!keyset_has(&c->given, k) || !cfg_key_is_job(k))
+			continue;
+		report(&ld, NULL, c->marks[k], keys[k].path, "a profile "
+		    "sets how a framework synchronizes, not the job: "
+		    "%s belongs in the configuration", keys[k].path);
+		return -1;
+	}
+	return 0;
+}
+
+struct keyset
+cfg_merge_settings(struct config *dst, const struct config *src,
+    bool keep_given)
+{
+	struct keyset	 copied = { { 0 } };
+	int		 k;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (!keyset_has(&src->given, k) || !cfg_key_is_setting(k) ||
+		    (keep_given && keyset_has(&dst->given, k)))
+			continue;
+		key_set(dst, (enum cfg_key)k, key_get(src, (enum cfg_key)k));
+		keyset_add(&copied, k);
+		if (!keep_given) {
+			keyset_add(&dst->given, k);
+			dst->marks[k] = src->marks[k];
+		}
+	}
+	return copied;
 }
 
 void

@@ -50,6 +50,31 @@ enum expert_divisor {		/* sync.expert_grad_divisor */
 	EXPERT_DIVISOR_EDP	/* "edp" */
 };
 
+/* layout.bucket_stages: which pipeline stages split a buffer into buckets */
+enum bucket_stages {
+	BUCKET_STAGES_ALL,	/* "all" */
+	BUCKET_STAGES_FIRST	/* "first": only the first stage */
+};
+
+/* layout.bucket_padding: what a bucket's end is padded to */
+enum bucket_padding {
+	PAD_GROUP,		/* "group": a multiple of the group size */
+	PAD_GROUP_LCM_128	/* "lcm-128": a multiple of lcm(group, 128) */
+};
+
+/* layout.expert_buffer: when expert parameters get a buffer of their own */
+enum expert_buffer {
+	EXPERT_BUFFER_ALWAYS,		/* "always" */
+	EXPERT_BUFFER_IF_EXPERT_MESH	/* "if-expert-mesh": ep > 1 or etp != tp */
+};
+
+/* layout.tied_embedding_bucket: whether the tied weight has its own bucket */
+enum tied_bucket {
+	TIED_BUCKET_SHARED,		/* "shared": like any parameter */
+	TIED_BUCKET_OWN,		/* "own": always */
+	TIED_BUCKET_OWN_DISTOPT_PP	/* "own-if-distopt-pp" */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -74,8 +99,32 @@ enum cfg_key {
 	KEY_SEQUENCE_PARALLEL, KEY_AVERAGE_IN_COLLECTIVE, KEY_BUCKET_ELEMS,
 	KEY_SYNC, KEY_EMBEDDING_GRAD, KEY_ROUTER_GRAD, KEY_EXPERT_INPUT_GRAD,
 	KEY_SP_PARAM_GRAD, KEY_EXPERT_GRAD_DIVISOR,
+	KEY_FRAMEWORK, KEY_OVERLAP_GRAD_REDUCE,
+	KEY_LAYOUT, KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP,
+	KEY_BUCKET_MIN_PARAMS, KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT,
+	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
 	KEY__COUNT
 };
+
+/* A set of keys, as bits. */
+#define KEYSET_WORDS	((KEY__COUNT + 63) / 64)
+struct keyset {
+	uint64_t	w[KEYSET_WORDS];
+};
+
+static inline bool
+keyset_has(const struct keyset *s, int k)
+{
+	return (s->w[k / 64] >> (k % 64)) & 1;
+}
+
+static inline void
+keyset_add(struct keyset *s, int k)
+{
+	s->w[k / 64] |= (uint64_t)1 << (k % 64);
+}
+
+struct fw_profile;
 
 struct config {
 	char	*file;		/* path as given on the command line */
@@ -104,6 +153,7 @@ struct config {
 		bool	sequence_parallel;
 		bool	average_in_collective;
 		int64_t	bucket_elems;	/* 0 = one bucket per stage buffer */
+		bool	overlap_grad_reduce;
 	} training;
 
 	struct {
@@ -114,10 +164,31 @@ struct config {
 		enum expert_divisor	expert_grad_divisor;
 	} sync;
 
+	/* How gradient buffers are cut into buckets and shards (layout.c). */
+	struct {
+		enum bucket_stages	bucket_stages;
+		bool			bucket_needs_overlap;
+		int			bucket_min_params;
+		enum bucket_padding	bucket_padding;
+		int			param_alignment;
+		enum expert_buffer	expert_buffer;
+		enum tied_bucket	tied_embedding_bucket;
+	} layout;
+
+	/*
+	 * framework: as written ("megatron-core@0.5.0"), and the profile it
+	 * resolved to (NULL: the reference synchronization).  The profile
+	 * lives as long as the process.
+	 */
+	char			*framework;
+	const struct fw_profile	*profile;
+
 	/* Where each key was written (line 0 if defaulted or from --set). */
 	struct cfg_mark	 marks[KEY__COUNT];
-	/* Bit k set when key k was written in the file or by --set. */
-	uint64_t	 given;
+	/* The keys written in the file or by --set. */
+	struct keyset	 given;
+	/* The keys whose value came from the framework profile. */
+	struct keyset	 from_profile;
 	/* The mark of the document itself (used for whole-config errors). */
 	struct cfg_mark	 doc_mark;
 	bool		 in_list; /* came from a sequence or a multi-document file */
@@ -163,6 +234,44 @@ const char *cfg_expert_input_sync_name(enum expert_input_sync);
 const char *cfg_sp_param_sync_name(enum sp_param_sync);
 const char *cfg_expert_divisor_name(enum expert_divisor);
 const char *cfg_score_func_name(enum score_func);
+
+/* The dotted path of a key ("sync.embedding_grad"). */
+const char *cfg_key_path(enum cfg_key);
+/* The value of a key as it would be written in YAML, into buf. */
+void	 cfg_key_value(const struct config *, enum cfg_key, char *buf,
+	    size_t len);
+/* True for keys that hold a value (not sections, not strings). */
+bool	 cfg_key_is_setting(enum cfg_key);
+/* False for keys under an absent optional section (model.moe). */
+bool	 cfg_key_is_active(const struct config *, enum cfg_key);
+/* True for the keys that describe the job (mesh, model.moe), not a framework. */
+bool	 cfg_key_is_job(enum cfg_key);
+/*
+ * Where the value of k came from, for explain: "FILE:LINE:COL", "--set",
+ * "megatron-core@0.5.0 (profile core_v0.4.0): read from COMMIT ..." or
+ * "the reference default".
+ */
+void	 cfg_key_origin(const struct config *, enum cfg_key, char *buf,
+	    size_t len);
+/* The keys the config writes over its framework profile's settings. */
+struct keyset cfg_profile_overridden(const struct config *);
+
+struct yaml_parser_s;
+/*
+ * Read a profile's settings: the mapping of configuration keys the parser
+ * is at (its start event already read) into c, whose `given` bits then say
+ * which keys were set and whose marks where.  Only settings may appear:
+ * not the mesh, a name or a framework.  path and text are for messages.
+ * Returns 0, or -1 after printing "path:line:col: key: what is wrong".
+ */
+int	 cfg_load_settings(struct yaml_parser_s *, const char *path,
+	    struct config *c);
+/*
+ * Copy into dst the value of every key src sets; with keep_given, not
+ * those dst already has in its `given` set.  Returns the keys copied.
+ */
+struct keyset cfg_merge_settings(struct config *dst, const struct config *src,
+	    bool keep_given);
 
 /* True when layer i (0-based) is a MoE layer (SPEC section 4). */
 bool	 cfg_layer_is_moe(const struct config *, int layer);

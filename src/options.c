@@ -32,7 +32,7 @@ struct option_spec {
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL,
+	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL | SCOPE_FRAMEWORKS,
 	  "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
 	  "also write JUnit XML, a testcase per config" },
@@ -60,9 +60,10 @@ static const struct option_spec specs[] = {
 	  "colour (default auto: only on a terminal)" },
 	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL,
 	  "print only the summary line of each config" },
-	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL,
+	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL, "show this help and exit" },
+	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
+	  "show this help and exit" },
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])

@@ -21,6 +21,7 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 #define SCOPE_CHECK	0x02
 #define SCOPE_EXPLAIN	0x04
 #define SCOPE_SWEEP	0x08
+#define SCOPE_FRAMEWORKS 0x10
 
 struct options {
 	enum output_format	 format;

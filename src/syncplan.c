@@ -21,6 +21,7 @@ typedef void emit_fn(struct sync_plan *, const struct model *,
 
 struct sync_rule {
 	const char	*label;
+	enum cfg_key	 key;		/* the setting that decides it */
 	const char	*cite;
 	const char	*fix;
 	emit_fn		*emit;
@@ -42,6 +43,7 @@ new_step(struct sync_plan *plan, const struct model *m,
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	s->scale = q_make(1, 1);
 	s->label = rule->label;
+	s->key = rule->key;
 	s->cite = rule->cite;
 	s->fix = rule->fix;
 	return s;
@@ -62,6 +64,7 @@ note_skipped(struct sync_plan *plan, const struct model *m,
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	memcpy(s->params, params, m->nparams * sizeof *params);
 	s->label = rule->label;
+	s->key = rule->key;
 	s->cite = rule->cite;
 	s->fix = rule->fix;
 	s->has_placement = true;
@@ -187,6 +190,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			s->target = TARGET_BUFFER;
 			s->buffer = k;
 			s->scale = pre;
+			if (divisor != m->mesh.dp)
+				s->key = KEY_EXPERT_GRAD_DIVISOR;
+			else if (cfg->training.average_in_collective)
+				s->key = KEY_AVERAGE_IN_COLLECTIVE;
 		}
 		s = new_step(plan, m, rule, cfg->training.distributed_optimizer ?
 		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
@@ -272,27 +279,28 @@ emit_embedding_after_dp(struct sync_plan *plan, const struct model *m,
 
 /* The rules in the order they run; SPEC section 6. */
 static const struct sync_rule rules[] = {
-	{ "router weight gradient reduction over tp", "torchtitan #2416",
+	{ "router weight gradient reduction over tp", KEY_ROUTER_GRAD,
+	  "torchtitan #2416",
 	  "reduce the router weight gradient over tp exactly where it is "
 	  "Partial (sync.router_grad: auto, as torchtitan does since #2416)",
 	  emit_router },
 	{ "tied embedding all-reduce over first and last stage",
-	  "Megatron-LM #844",
+	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
 	  "all-reduce the tied embedding gradient before the data-parallel "
 	  "reduce-scatter, or give it a bucket of its own "
 	  "(sync.embedding_grad: before-dp or separate-bucket)",
 	  emit_embedding_before_dp },
-	{ "data-parallel gradient reduction", NULL,
+	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER, NULL,
 	  "scale every gradient, expert buffers included, by 1/dp "
 	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
 	  emit_dp },
 	{ "sequence-parallel norm gradient all-reduce over tp",
-	  "Megatron #1446",
+	  KEY_SP_PARAM_GRAD, "Megatron #1446",
 	  "all-reduce the norm weight gradients over tp when sequence "
 	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)",
 	  emit_sp_params },
 	{ "tied embedding all-reduce over first and last stage",
-	  "Megatron-LM #844",
+	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
 	  "all-reduce the tied embedding gradient before the data-parallel "
 	  "reduce-scatter, or give it a bucket of its own "
 	  "(sync.embedding_grad: before-dp or separate-bucket)",
@@ -347,7 +355,7 @@ syncplan_used_ranges(const struct model *m, const struct layout *lay,
 		ranges[0][1] = m->params[param].local_elems;
 		return 1;
 	}
-	group = m->params[param].expert ? GROUP_EDP : GROUP_DP;
+	group = layout_buffer_of(m, param) == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
 	return layout_owned_ranges(lay, m, param,
 	    mesh_group_index(&m->mesh, group, rank), ranges, max);
 }
