@@ -36,6 +36,7 @@ _Static_assert(sizeof(enum router_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
@@ -89,6 +90,7 @@ static const char *const expert_input_words[] = {
 };
 static const char *const sp_param_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const divisor_words[] = { "dp", "edp", NULL };
+static const char *const qk_norm_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
 static const char *const bucket_stages_words[] = { "all", "first", NULL };
 static const char *const bucket_padding_words[] = {
@@ -199,6 +201,11 @@ static const struct key_def keys[KEY__COUNT] = {
 	    layout.expert_buffer, expert_buffer_words),
 	[KEY_TIED_EMBEDDING_BUCKET] = WORD("layout.tied_embedding_bucket",
 	    KEY_LAYOUT, layout.tied_embedding_bucket, tied_bucket_words),
+	[KEY_QK_NORM] = FLAG("model.qk_norm", KEY_MODEL, model.qk_norm),
+	[KEY_HEAD_DIM] = INTEGER("model.head_dim", KEY_MODEL, model.head_dim,
+	    1, CFG_MAX_MODEL_DIM, 2),
+	[KEY_QK_NORM_GRAD] = WORD("sync.qk_norm_grad", KEY_SYNC,
+	    sync.qk_norm_grad, qk_norm_words),
 };
 
 /* The state of one cfg_load call. */
@@ -1303,6 +1310,16 @@ seq_split_over_tp(const struct config *c, char *buf, size_t size)
  * The model code counts the tokens of a micro-batch in an int; each factor
  * alone fits, but their product must too.
  */
+/* qk_norm: every tp rank holds whole heads of the mixer's features. */
+static bool
+heads_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	if (!c->model.qk_norm)
+		return true;
+	return must_be_divisible(buf, size, "ffn", c->model.ffn,
+	    "tp*head_dim", (int64_t)c->mesh.tp * c->model.head_dim);
+}
+
 static bool
 tokens_fit(const struct config *c, char *buf, size_t size)
 {
@@ -1367,6 +1384,7 @@ static const struct constraint constraints[] = {
 	{ KEY_LAYERS, false, layers_split_over_pp },
 	{ KEY_VOCAB, false, vocab_split_over_tp },
 	{ KEY_FFN, false, ffn_split_over_tp },
+	{ KEY_HEAD_DIM, false, heads_split_over_tp },
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VOCAB, false, embedding_fits },

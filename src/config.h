@@ -45,6 +45,11 @@ enum sp_param_sync {		/* sync.sp_param_grad */
 	SP_PARAM_NONE		/* "none" */
 };
 
+enum qk_norm_sync {		/* sync.qk_norm_grad */
+	QK_NORM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
+	QK_NORM_NONE		/* "none" */
+};
+
 enum expert_divisor {		/* sync.expert_grad_divisor */
 	EXPERT_DIVISOR_DP,	/* "dp" */
 	EXPERT_DIVISOR_EDP	/* "edp" */
@@ -103,6 +108,7 @@ enum cfg_key {
 	KEY_LAYOUT, KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP,
 	KEY_BUCKET_MIN_PARAMS, KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT,
 	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
+	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD,
 	KEY__COUNT
 };
 
@@ -138,6 +144,8 @@ struct config {
 	struct {
 		int	vocab, hidden, ffn, layers, seq, micro_batch;
 		bool	tie_embeddings;
+		bool	qk_norm;	/* a norm shared by the heads */
+		int	head_dim;
 		bool	has_moe;	/* model.moe present */
 		struct {
 			int		experts, top_k, expert_ffn;
@@ -162,6 +170,7 @@ struct config {
 		enum expert_input_sync	expert_input_grad;
 		enum sp_param_sync	sp_param_grad;
 		enum expert_divisor	expert_grad_divisor;
+		enum qk_norm_sync	qk_norm_grad;
 	} sync;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

@@ -233,6 +233,7 @@ shard_key(const struct model *m, const struct param *p, int rank)
 	case ROLE_EXPERT_FC2:
 		return c.ep * m->mesh.etp + c.etp;
 	case ROLE_NORM:
+	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
 		break;
 	}

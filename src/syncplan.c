@@ -235,6 +235,38 @@ emit_sp_params(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * qk-norm weights: one weight shared by every head, the heads split over
+ * tp, so each tp rank holds part of the gradient whether or not sequence
+ * parallelism is on.  Megatron sums them over tp in
+ * _allreduce_non_tensor_model_parallel_grads; sync.qk_norm_grad: none
+ * declares them Replicate, as a framework that reduces them only with
+ * the sequence-parallel norms does when that is off.
+ */
+static void
+emit_qk_norms(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	bool	*sel;
+	int	 i;
+	struct placement truth = pl_uniform(PLACE_REPLICATE), declared;
+	bool	 any = false;
+
+	sel = xcalloc(m->nparams, sizeof *sel);
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].role == ROLE_HEAD_NORM) {
+			sel[i] = true;
+			truth = grad[i];
+			any = true;
+		}
+	declared = pl_normalize(&m->mesh, pl_uniform(
+	    m->config->sync.qk_norm_grad == QK_NORM_TP_ALL_REDUCE ?
+	    PLACE_PARTIAL : PLACE_REPLICATE));
+	if (any)
+		emit_tp_reduction(plan, m, rule, sel, truth, declared);
+	free(sel);
+}
+
+/*
  * Tied embedding (SPEC 6.5): sum the two copies' gradients over the
  * embedding group.  Where it sits relative to the data-parallel step is the
  * knob: after it, with the distributed optimizer, the two stages have
@@ -299,6 +331,10 @@ static const struct sync_rule rules[] = {
 	  "all-reduce the norm weight gradients over tp when sequence "
 	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)",
 	  emit_sp_params },
+	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD, NULL,
+	  "all-reduce the qk-norm weight gradients over tp whether or not "
+	  "sequence parallelism is on (sync.qk_norm_grad: tp-all-reduce)",
+	  emit_qk_norms },
 	{ "tied embedding all-reduce over first and last stage",
 	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
 	  "all-reduce the tied embedding gradient before the data-parallel "

@@ -68,6 +68,9 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_PARAM_ALIGNMENT] = "layout.param_alignment",
 	[KEY_EXPERT_BUFFER] = "layout.expert_buffer",
 	[KEY_TIED_EMBEDDING_BUCKET] = "layout.tied_embedding_bucket",
+	[KEY_QK_NORM] = "model.qk_norm",
+	[KEY_HEAD_DIM] = "model.head_dim",
+	[KEY_QK_NORM_GRAD] = "sync.qk_norm_grad",
 };
 
 static void
@@ -157,7 +160,7 @@ dump(const struct config *c)
 	    cfg_expert_divisor_name(c->sync.expert_grad_divisor));
 	printf("framework=%s\n", c->framework != NULL ? c->framework :
 	    "(none)");
-	for (k = KEY_BUCKET_STAGES; k <= KEY_TIED_EMBEDDING_BUCKET; k++) {
+	for (k = KEY_BUCKET_STAGES; k < KEY__COUNT; k++) {
 		cfg_key_value(c, k, value, sizeof(value));
 		printf("%s=%s\n", key_names[k], value);
 	}
