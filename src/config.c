@@ -37,6 +37,7 @@ _Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_avg_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
@@ -88,16 +89,23 @@ static const char *const router_words[] = {
 static const char *const expert_input_words[] = {
 	"etp-all-reduce", "none", NULL
 };
-static const char *const sp_param_words[] = { "tp-all-reduce", "none", NULL };
+static const char *const sp_param_words[] = {
+	"tp-all-reduce", "none", "skip-standalone", NULL
+};
 static const char *const divisor_words[] = { "dp", "edp", NULL };
 static const char *const qk_norm_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
-static const char *const bucket_stages_words[] = { "all", "first", NULL };
+static const char *const bucket_stages_words[] = {
+	"all", "first", "none", NULL
+};
+static const char *const expert_avg_words[] = {
+	"edp-over-dp", "one-over-ep", NULL
+};
 static const char *const bucket_padding_words[] = {
 	"group", "lcm-128", NULL
 };
 static const char *const expert_buffer_words[] = {
-	"always", "if-expert-mesh", NULL
+	"always", "if-expert-mesh", "if-ep", "all-reduce", NULL
 };
 static const char *const tied_bucket_words[] = {
 	"shared", "own", "own-if-distopt-pp", NULL
@@ -206,6 +214,17 @@ static const struct key_def keys[KEY__COUNT] = {
 	    1, CFG_MAX_MODEL_DIM, 2),
 	[KEY_QK_NORM_GRAD] = WORD("sync.qk_norm_grad", KEY_SYNC,
 	    sync.qk_norm_grad, qk_norm_words),
+	[KEY_EXPERT_AVG_SCALE] = WORD("sync.expert_avg_scale", KEY_SYNC,
+	    sync.expert_avg_scale, expert_avg_words),
+	[KEY_LIMITS] = SECTION("limits", ROOT, NO_FIELD),
+	[KEY_MOE_SUPPORTED] = { "limits.moe_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.moe), 0, 1, 1, NULL },
+	[KEY_QK_NORM_SUPPORTED] = { "limits.qk_norm_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.qk_norm), 0, 1, 1, NULL },
+	[KEY_ETP_SUPPORTED] = { "limits.etp_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.etp), 0, 1, 1, NULL },
+	[KEY_MOE_TP_NEEDS_SP] = FLAG("limits.moe_tp_needs_sp", KEY_LIMITS,
+	    limits.moe_tp_needs_sp),
 };
 
 /* The state of one cfg_load call. */
@@ -1378,6 +1397,56 @@ experts_fit(const struct config *c, char *buf, size_t size)
 	    c->model.hidden);
 }
 
+/*
+ * What the framework can run (limits:, set by its profile).  The message
+ * names the profile, since the config alone would be fine.
+ */
+static bool
+framework_runs(const struct config *c, bool ok, const char *what,
+    char *buf, size_t size)
+{
+	if (ok)
+		return true;
+	if (c->profile != NULL)
+		snprintf(buf, size, "%s (profile %s) %s", c->framework,
+		    c->profile->label, what);
+	else
+		snprintf(buf, size, "the limits: section says the framework "
+		    "%s", what);
+	return false;
+}
+
+static bool
+framework_has_moe(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.moe, "has no mixture of experts",
+	    buf, size);
+}
+
+static bool
+framework_has_qk_norm(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->model.qk_norm || c->limits.qk_norm,
+	    "has no qk-norm", buf, size);
+}
+
+static bool
+framework_has_etp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.etp || c->mesh.etp == c->mesh.tp,
+	    "shards experts over tp like dense layers: etp must equal tp",
+	    buf, size);
+}
+
+static bool
+framework_moe_tp_sp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.moe_tp_needs_sp ||
+	    c->mesh.tp == 1 || c->training.sequence_parallel,
+	    "refuses to train a mixture of experts with tp > 1 without "
+	    "sequence_parallel", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1393,6 +1462,10 @@ static const struct constraint constraints[] = {
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },
+	{ KEY_MOE, true, framework_has_moe },
+	{ KEY_QK_NORM, false, framework_has_qk_norm },
+	{ KEY_ETP, true, framework_has_etp },
+	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
 };
 
 /*

@@ -42,12 +42,18 @@ enum expert_input_sync {	/* sync.expert_input_grad */
 
 enum sp_param_sync {		/* sync.sp_param_grad */
 	SP_PARAM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
-	SP_PARAM_NONE		/* "none" */
+	SP_PARAM_NONE,		/* "none" */
+	SP_PARAM_SKIP_STANDALONE /* "skip-standalone": Megatron #1446 */
 };
 
 enum qk_norm_sync {		/* sync.qk_norm_grad */
 	QK_NORM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
 	QK_NORM_NONE		/* "none" */
+};
+
+enum expert_avg_scale {		/* sync.expert_avg_scale */
+	EXPERT_AVG_EDP_OVER_DP,	/* "edp-over-dp" */
+	EXPERT_AVG_ONE_OVER_EP	/* "one-over-ep" */
 };
 
 enum expert_divisor {		/* sync.expert_grad_divisor */
@@ -58,7 +64,8 @@ enum expert_divisor {		/* sync.expert_grad_divisor */
 /* layout.bucket_stages: which pipeline stages split a buffer into buckets */
 enum bucket_stages {
 	BUCKET_STAGES_ALL,	/* "all" */
-	BUCKET_STAGES_FIRST	/* "first": only the first stage */
+	BUCKET_STAGES_FIRST,	/* "first": only the first stage */
+	BUCKET_STAGES_NONE	/* "none": one bucket per buffer everywhere */
 };
 
 /* layout.bucket_padding: what a bucket's end is padded to */
@@ -70,7 +77,9 @@ enum bucket_padding {
 /* layout.expert_buffer: when expert parameters get a buffer of their own */
 enum expert_buffer {
 	EXPERT_BUFFER_ALWAYS,		/* "always" */
-	EXPERT_BUFFER_IF_EXPERT_MESH	/* "if-expert-mesh": ep > 1 or etp != tp */
+	EXPERT_BUFFER_IF_EXPERT_MESH,	/* "if-expert-mesh": ep > 1 or etp != tp */
+	EXPERT_BUFFER_IF_EP,		/* "if-ep": ep > 1 */
+	EXPERT_BUFFER_ALL_REDUCE	/* "all-reduce": own, never sharded */
 };
 
 /* layout.tied_embedding_bucket: whether the tied weight has its own bucket */
@@ -108,7 +117,9 @@ enum cfg_key {
 	KEY_LAYOUT, KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP,
 	KEY_BUCKET_MIN_PARAMS, KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT,
 	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
-	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD,
+	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD, KEY_EXPERT_AVG_SCALE,
+	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
+	KEY_MOE_TP_NEEDS_SP,
 	KEY__COUNT
 };
 
@@ -171,7 +182,20 @@ struct config {
 		enum sp_param_sync	sp_param_grad;
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;
+		enum expert_avg_scale	expert_avg_scale;
 	} sync;
+
+	/*
+	 * What the framework can run at all: a config that needs more is a
+	 * configuration error under its profile, as the framework itself
+	 * refuses it (or cannot express it) at start-up.
+	 */
+	struct {
+		bool	moe;
+		bool	qk_norm;
+		bool	etp;		/* etp may differ from tp */
+		bool	moe_tp_needs_sp;
+	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
 	struct {

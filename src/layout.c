@@ -25,9 +25,25 @@ layout_buffer_of(const struct model *m, int param)
 
 	if (!m->params[param].expert)
 		return BUFFER_DENSE;
-	if (c->layout.expert_buffer == EXPERT_BUFFER_IF_EXPERT_MESH &&
-	    m->mesh.ep == 1 && m->mesh.etp == m->mesh.tp)
-		return BUFFER_DENSE;
+	switch (c->layout.expert_buffer) {
+	case EXPERT_BUFFER_IF_EXPERT_MESH:
+		/* Megatron cd4afffa64 (core 0.19): ep > 1 or etp != tp. */
+		if (m->mesh.ep == 1 && m->mesh.etp == m->mesh.tp)
+			return BUFFER_DENSE;
+		break;
+	case EXPERT_BUFFER_IF_EP:
+		/*
+		 * Megatron 0.6 to 0.18 marks experts allreduce=False only
+		 * with ep > 1: with ep = 1 and etp != tp they are reduced
+		 * over the dense dp group (Megatron PR #1622).
+		 */
+		if (m->mesh.ep == 1)
+			return BUFFER_DENSE;
+		break;
+	case EXPERT_BUFFER_ALWAYS:
+	case EXPERT_BUFFER_ALL_REDUCE:
+		break;
+	}
 	return BUFFER_EXPERT;
 }
 
@@ -78,7 +94,8 @@ bucket_limit(const struct model *m, int stage)
 
 	if (c->layout.bucket_needs_overlap && !c->training.overlap_grad_reduce)
 		return 0;
-	if (c->layout.bucket_stages == BUCKET_STAGES_FIRST && stage > 0)
+	if (c->layout.bucket_stages == BUCKET_STAGES_NONE ||
+	    (c->layout.bucket_stages == BUCKET_STAGES_FIRST && stage > 0))
 		return 0;
 	return c->training.bucket_elems;
 }

@@ -150,6 +150,19 @@ emit_router(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * Whether the distributed optimizer shards this buffer.  Megatron 0.4 and
+ * 0.5 kept expert gradients out of the buffers, all-reduced them and gave
+ * experts a non-distributed optimizer (layout.expert_buffer: all-reduce).
+ */
+static bool
+buffer_is_sharded(const struct model *m, enum buffer_kind k)
+{
+	return m->config->training.distributed_optimizer &&
+	    !(k == BUFFER_EXPERT &&
+	    m->config->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE);
+}
+
+/*
  * Data parallel (SPEC 6.3): scale by 1/dp, then all-reduce (or, with the
  * distributed optimizer, reduce-scatter) every gradient buffer over its
  * group.  Expert buffers reduce over edp but still scale by 1/dp, since the
@@ -166,6 +179,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	int	 k, i, n, divisor;
 	bool	 any;
 	struct sync_step *s;
+	static const char avg_fix[] = "pre-scale the expert buffers by "
+	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
+	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
+	    "4f8974a400)";
 
 	(void)grad;
 	for (k = 0; k < BUFFER__COUNT; k++) {
@@ -185,6 +202,13 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		/* Net factor 1/divisor: pre-scale by n/divisor under AVG. */
 		struct rational pre = cfg->training.average_in_collective ?
 		    q_make(n, divisor) : q_make(1, divisor);
+		/*
+		 * Megatron 0.8 to 0.11 pre-scaled expert buffers by 1/ep
+		 * before the AVG over edp: 1/dp only when etp == tp.
+		 */
+		if (k == BUFFER_EXPERT && cfg->training.average_in_collective &&
+		    cfg->sync.expert_avg_scale == EXPERT_AVG_ONE_OVER_EP)
+			pre = q_make(1, m->mesh.ep);
 		if (!q_equal(pre, q_make(1, 1))) {
 			s = new_step(plan, m, rule, SYNC_SCALE, group);
 			s->target = TARGET_BUFFER;
@@ -192,11 +216,21 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			s->scale = pre;
 			if (divisor != m->mesh.dp)
 				s->key = KEY_EXPERT_GRAD_DIVISOR;
+			else if (k == BUFFER_EXPERT &&
+			    cfg->training.average_in_collective) {
+				s->key = KEY_EXPERT_AVG_SCALE;
+				s->fix = avg_fix;
+			}
 			else if (cfg->training.average_in_collective)
 				s->key = KEY_AVERAGE_IN_COLLECTIVE;
 		}
-		s = new_step(plan, m, rule, cfg->training.distributed_optimizer ?
+		s = new_step(plan, m, rule, buffer_is_sharded(m, k) ?
 		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
+		if (k == BUFFER_EXPERT &&
+		    cfg->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE)
+			s->key = KEY_EXPERT_BUFFER;
+		if (k == BUFFER_EXPERT && cfg->training.average_in_collective)
+			s->fix = avg_fix;
 		s->target = TARGET_BUFFER;
 		s->buffer = k;
 		s->average = cfg->training.average_in_collective;
@@ -205,33 +239,49 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 
 /*
  * Sequence-parallel parameters (SPEC 6.4): Megatron's
- * _allreduce_layernorm_grads sums the norm gradients over tp when sequence
- * parallelism is on (Megatron #1446 is what happens when it does not).
+ * _allreduce_layernorm_grads sums the gradients of the parameters marked
+ * sequence_parallel over tp when sequence parallelism is on.  `none`
+ * marks none of them (NeMo PR #7184: apex named the attribute
+ * differently); `skip-standalone` misses the norms outside the layers,
+ * final_norm, as Megatron-LM #1446 did: TransformerEngine 1.13 to 2.1
+ * stopped setting the attribute on its standalone LayerNorm and RMSNorm
+ * (TE 77c37d49f, fixed by TE 4b523d298).
  */
 static void
 emit_sp_params(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
-	bool	*sel;
-	int	 i;
-	struct placement truth = pl_uniform(PLACE_REPLICATE), declared;
-	bool	 any = false;
+	enum sp_param_sync how = m->config->sync.sp_param_grad;
+	bool	*sel[2];
+	struct placement truth[2];
+	bool	 any[2] = { false, false }, marked;
+	int	 i, k;
 
 	if (!m->config->training.sequence_parallel)
 		return;
-	sel = xcalloc(m->nparams, sizeof *sel);
-	for (i = 0; i < m->nparams; i++)
-		if (m->params[i].sequence_parallel) {
-			sel[i] = true;
-			truth = grad[i];
-			any = true;
-		}
-	declared = pl_normalize(&m->mesh, pl_uniform(
-	    m->config->sync.sp_param_grad == SP_PARAM_TP_ALL_REDUCE ?
-	    PLACE_PARTIAL : PLACE_REPLICATE));
-	if (any)
-		emit_tp_reduction(plan, m, rule, sel, truth, declared);
-	free(sel);
+	for (k = 0; k < 2; k++) {
+		sel[k] = xcalloc(m->nparams, sizeof *sel[k]);
+		truth[k] = pl_uniform(PLACE_REPLICATE);
+	}
+	for (i = 0; i < m->nparams; i++) {
+		if (!m->params[i].sequence_parallel)
+			continue;
+		marked = how == SP_PARAM_TP_ALL_REDUCE ||
+		    (how == SP_PARAM_SKIP_STANDALONE &&
+		    !m->params[i].standalone);
+		k = marked ? 0 : 1;
+		sel[k][i] = true;
+		truth[k] = grad[i];
+		any[k] = true;
+	}
+	/* Group 0 is summed over tp; group 1 is declared Replicate. */
+	for (k = 0; k < 2; k++) {
+		if (any[k])
+			emit_tp_reduction(plan, m, rule, sel[k], truth[k],
+			    pl_normalize(&m->mesh, pl_uniform(k == 0 ?
+			    PLACE_PARTIAL : PLACE_REPLICATE)));
+		free(sel[k]);
+	}
 }
 
 /*
@@ -383,15 +433,16 @@ syncplan_used_ranges(const struct model *m, const struct layout *lay,
     int param, int rank, int64_t (*ranges)[2], int max)
 {
 	enum group_kind group;
+	enum buffer_kind k = layout_buffer_of(m, param);
 
-	if (!m->config->training.distributed_optimizer) {
+	if (!buffer_is_sharded(m, k)) {
 		if (max < 1)
 			fatalx("no room for used ranges");
 		ranges[0][0] = 0;
 		ranges[0][1] = m->params[param].local_elems;
 		return 1;
 	}
-	group = layout_buffer_of(m, param) == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+	group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
 	return layout_owned_ranges(lay, m, param,
 	    mesh_group_index(&m->mesh, group, rank), ranges, max);
 }
