@@ -1961,9 +1961,12 @@ cfg_profile_overridden(const struct config *c)
 
 	if (c->profile == NULL)
 		return over;
+	/* A key written with the profile's own value overrides nothing. */
 	for (k = 0; k < KEY__COUNT; k++)
 		if (keyset_has(&c->given, k) &&
-		    keyset_has(&c->profile->settings.given, k))
+		    keyset_has(&c->profile->settings.given, k) &&
+		    cfg_key_is_setting(k) && key_get(c, k) !=
+		    key_get(&c->profile->settings, k))
 			keyset_add(&over, k);
 	return over;
 }

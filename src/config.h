@@ -286,7 +286,10 @@ bool	 cfg_key_is_job(enum cfg_key);
  */
 void	 cfg_key_origin(const struct config *, enum cfg_key, char *buf,
 	    size_t len);
-/* The keys the config writes over its framework profile's settings. */
+/*
+ * The keys the config writes over its framework profile's settings, with
+ * another value than the profile's.
+ */
 struct keyset cfg_profile_overridden(const struct config *);
 
 struct yaml_parser_s;
