@@ -43,6 +43,7 @@ _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum tied_bucket) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum tied_bucket_start) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -106,6 +107,9 @@ static const char *const bucket_padding_words[] = {
 };
 static const char *const expert_buffer_words[] = {
 	"always", "if-expert-mesh", "if-ep", "all-reduce", NULL
+};
+static const char *const tied_start_words[] = {
+	"padded", "param-start", "pad-if-unaligned", NULL
 };
 static const char *const tied_bucket_words[] = {
 	"shared", "own", "own-if-distopt-pp", NULL
@@ -225,6 +229,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    F(limits.etp), 0, 1, 1, NULL },
 	[KEY_MOE_TP_NEEDS_SP] = FLAG("limits.moe_tp_needs_sp", KEY_LIMITS,
 	    limits.moe_tp_needs_sp),
+	[KEY_TIED_BUCKET_START] = WORD("layout.tied_bucket_start", KEY_LAYOUT,
+	    layout.tied_bucket_start, tied_start_words),
 };
 
 /* The state of one cfg_load call. */

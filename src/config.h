@@ -82,6 +82,13 @@ enum expert_buffer {
 	EXPERT_BUFFER_ALL_REDUCE	/* "all-reduce": own, never sharded */
 };
 
+/* layout.tied_bucket_start: where a tied weight's own bucket starts */
+enum tied_bucket_start {
+	TIED_START_PADDED,		/* "padded": at the padded end before */
+	TIED_START_PARAM,		/* "param-start": the weight does not move */
+	TIED_START_PAD_IF_UNALIGNED	/* "pad-if-unaligned": ba8f2de */
+};
+
 /* layout.tied_embedding_bucket: whether the tied weight has its own bucket */
 enum tied_bucket {
 	TIED_BUCKET_SHARED,		/* "shared": like any parameter */
@@ -119,7 +126,7 @@ enum cfg_key {
 	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
 	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD, KEY_EXPERT_AVG_SCALE,
 	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
-	KEY_MOE_TP_NEEDS_SP,
+	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START,
 	KEY__COUNT
 };
 
@@ -206,6 +213,7 @@ struct config {
 		int			param_alignment;
 		enum expert_buffer	expert_buffer;
 		enum tied_bucket	tied_embedding_bucket;
+		enum tied_bucket_start	tied_bucket_start;
 	} layout;
 
 	/*

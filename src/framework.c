@@ -163,8 +163,12 @@ fw_profile_range(const struct fw_profile *p, char *buf, size_t len)
 		return;
 	}
 	fw_version_format(&fw->latest, b, sizeof(b));
-	snprintf(buf, len, "%s - %s%s", a, b,
-	    next < fw->profiles + fw->nprofiles ? "" : " and later, main");
+	if (next < fw->profiles + fw->nprofiles)
+		snprintf(buf, len, "%s - %s", a, b);
+	else if (fw_version_cmp(&p->since, &fw->latest) == 0)
+		snprintf(buf, len, "%s and later, main", a);
+	else
+		snprintf(buf, len, "%s - %s and later, main", a, b);
 }
 
 /*

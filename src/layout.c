@@ -127,6 +127,9 @@ wants_own_bucket(const struct model *m, const struct param *p)
 	return false;
 }
 
+struct bucketer;
+static int64_t	close_bucket(struct bucketer *, int64_t);
+
 struct bucketer {
 	struct buffer_layout	*buf;
 	int64_t			 open_lo;	/* start of the open bucket */
@@ -145,6 +148,11 @@ close_bucket(struct bucketer *bk, int64_t end)
 
 	if (bk->nparams == 0)
 		return end;
+	if (end <= bk->open_lo) {
+		/* Its data all lies in the padding of the bucket before. */
+		bk->nparams = 0;
+		return bk->open_lo;
+	}
 	buf->buckets = xreallocarray(buf->buckets, buf->nbuckets + 1,
 	    sizeof *buf->buckets);
 	b = &buf->buckets[buf->nbuckets++];
@@ -160,6 +168,35 @@ close_bucket(struct bucketer *bk, int64_t end)
 	bk->open_lo = padded;
 	bk->nparams = 0;
 	return padded;
+}
+
+/*
+ * Close the bucket before a weight that needs one of its own, at the
+ * weight's (aligned) start `pos`; returns where the weight starts.  The
+ * new bucket starts at the padded end of the previous one.  Megatron
+ * 0.7 and 0.8 left the weight where it was (an assert checked pos % dp):
+ * when pos is not a multiple of the padding quantum, the weight's first
+ * elements lie in the previous bucket's padding and are reduce-scattered
+ * and owned with it.  ba8f2de (0.9) pads pos first only when dp does not
+ * divide it; afb755f548 (0.13) always starts the weight with its bucket.
+ */
+static int64_t
+open_own_bucket(const struct model *m, struct bucketer *bk, int64_t pos,
+    int64_t len)
+{
+	enum tied_bucket_start how = m->config->layout.tied_bucket_start;
+	struct bucket	*prev;
+	int64_t		 next;
+
+	if (how == TIED_START_PAD_IF_UNALIGNED && pos % bk->n != 0)
+		pos = round_up(pos, bk->quantum);
+	next = close_bucket(bk, pos);
+	if (how == TIED_START_PADDED || next == pos || bk->buf->nbuckets == 0)
+		return next;
+	/* The previous bucket's padding now holds the weight's head. */
+	prev = &bk->buf->buckets[bk->buf->nbuckets - 1];
+	prev->hi = pos + len < next ? pos + len : next;
+	return pos;
 }
 
 static void
@@ -187,7 +224,7 @@ build_buffer(struct layout *lay, const struct model *m, int stage,
 		own = wants_own_bucket(m, p);
 		pos = round_up(pos, align);
 		if (own)
-			pos = close_bucket(&bk, pos);
+			pos = open_own_bucket(m, &bk, pos, p->local_elems);
 		lay->offset[i] = pos;
 		pos += p->local_elems;
 		bk.nparams++;

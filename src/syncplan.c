@@ -327,6 +327,7 @@ static void
 emit_embedding(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule)
 {
+	const struct config *c = m->config;
 	struct sync_step *s = NULL;
 	int	 l, k;
 
@@ -336,6 +337,22 @@ emit_embedding(struct sync_plan *plan, const struct model *m,
 		if (s == NULL)
 			s = new_step(plan, m, rule, SYNC_ALL_REDUCE,
 			    GROUP_EMBEDDING);
+		/*
+		 * With buckets of its own, shards can still differ where the
+		 * first stage's bucket starts after the weight (Megatron 0.7
+		 * to 0.12, see layout.c): name that rule, not #844's order.
+		 */
+		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
+		    c->training.distributed_optimizer &&
+		    c->layout.tied_bucket_start != TIED_START_PADDED &&
+		    (c->layout.tied_embedding_bucket != TIED_BUCKET_SHARED ||
+		    c->sync.embedding_grad == EMBEDDING_SEPARATE_BUCKET)) {
+			s->key = KEY_TIED_BUCKET_START;
+			s->cite = "Megatron ba8f2de, fixed by afb755f548";
+			s->fix = "start the tied weight's own bucket at the "
+			    "padded end of the bucket before it, on every "
+			    "stage (layout.tied_bucket_start: padded)";
+		}
 		for (k = 0; k < 2; k++)
 			s->params[m->logical[l].instance[k]] = true;
 	}

@@ -68,6 +68,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_PARAM_ALIGNMENT] = "layout.param_alignment",
 	[KEY_EXPERT_BUFFER] = "layout.expert_buffer",
 	[KEY_TIED_EMBEDDING_BUCKET] = "layout.tied_embedding_bucket",
+	[KEY_TIED_BUCKET_START] = "layout.tied_bucket_start",
 	[KEY_QK_NORM] = "model.qk_norm",
 	[KEY_HEAD_DIM] = "model.head_dim",
 	[KEY_QK_NORM_GRAD] = "sync.qk_norm_grad",
