@@ -321,6 +321,7 @@ cmd_explain_exec(struct options *o)
 		    ctx.model.mesh.dp, ctx.model.mesh.pp, ctx.model.mesh.tp,
 		    ctx.model.mesh.ep, ctx.model.mesh.etp, ctx.model.mesh.edp,
 		    ctx.model.mesh.world);
+		report_framework(stdout, &list.v[0]);
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}
 	sym_audit(&ctx, &a, hook, &ex);

@@ -561,8 +561,8 @@ or_dash(const char *s)
  * "framework: megatron-core@0.5.0, profile core_v0.4.0 (read at ...)",
  * and the keys the config writes over the profile's.
  */
-static void
-print_framework(FILE *fp, const struct config *c)
+void
+report_framework(FILE *fp, const struct config *c)
 {
 	const struct fw_profile	*p = c->profile;
 	struct keyset		 over;
@@ -599,7 +599,7 @@ print_header(struct text *t)
 	    "world=%d\n", m->dp, m->pp, m->tp, m->ep, m->etp, m->edp,
 	    m->world);
 	if (a->config != NULL)
-		print_framework(t->fp, a->config);
+		report_framework(t->fp, a->config);
 	if (!a->numeric)
 		fputs("arithmetic: symbolic only\n", t->fp);
 	else
