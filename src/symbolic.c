@@ -19,6 +19,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "layout.h"
 #include "lincomb.h"
 #include "symbolic.h"
 #include "xmalloc.h"
@@ -1037,6 +1038,29 @@ all_wrong_proportional(const struct param_result *pr, struct rational *c)
 	return have;
 }
 
+/*
+ * True when every wrong used cell holds part of its expected sum with the
+ * right coefficients: some contributing ranks never reached it, so the
+ * reduction ran over too small a group.
+ */
+static bool
+all_wrong_partial(const struct param_result *pr)
+{
+	size_t	i;
+	bool	have = false;
+
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!lc_strict_part(ce->value, ce->expected))
+			return false;
+		have = true;
+	}
+	return have;
+}
+
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
     const struct param_result *pr)
@@ -1096,6 +1120,28 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    "gradient: the right contributions with the wrong "
 		    "factor", q), scale_step ? scale_step->fix :
 		    "scale the gradient by 1/dp");
+		return;
+	}
+	if (all_wrong_partial(pr)) {
+		int p = m->logical[l].instance[0];
+		bool dense_expert = m->params[p].expert &&
+		    layout_buffer_of(m, p) == BUFFER_DENSE;
+
+		add_finding(fl, FINDING_WRONG_GROUP, pr, scale_step ?
+		    scale_step->label : "gradient synchronization", scale_step ?
+		    mesh_group_name(scale_step->group) : "dp", fmt(a, "each "
+		    "wrong rank holds a partial sum: contributions computed "
+		    "on other ranks never reach it, so the reduction over %s "
+		    "runs over too small a group%s", scale_step ?
+		    mesh_group_name(scale_step->group) : "dp", dense_expert ?
+		    " (expert parameters in the dense buffer are reduced over "
+		    "dp, but the tp group's tokens are split over the etp "
+		    "groups: they need edp)" : ""), dense_expert ?
+		    "give expert parameters their own buffer, reduced over "
+		    "edp, whenever etp differs from tp (layout.expert_buffer: "
+		    "if-expert-mesh; Megatron cd4afffa64)" :
+		    "reduce this gradient over every rank that computes a "
+		    "part of it; explain shows which ranks each one misses");
 		return;
 	}
 	if (!pr->consistent)
