@@ -83,7 +83,11 @@ main(int argc, char **argv)
 		    progname, argv[1], progname);
 		return EXIT_USAGE;
 	}
-	rc = options_parse(&o, c->name, c->scope, c->usage, argc, argv);
+	if (c->foreign_args)
+		rc = options_parse_own(&o, c->name, c->scope, c->usage, argc,
+		    argv);
+	else
+		rc = options_parse(&o, c->name, c->scope, c->usage, argc, argv);
 	if (rc < 0)
 		return EXIT_USAGE;
 	if (rc > 0) {

@@ -222,6 +222,17 @@ bad:
 	return -1;
 }
 
+static void
+options_init(struct options *o, int argc, char **argv)
+{
+	memset(o, 0, sizeof *o);
+	o->seed = 1;
+	o->timeout = 120;
+	o->numeric_max = 16;
+	o->argc = argc;
+	o->argv = argv;
+}
+
 int
 options_parse(struct options *o, const char *name, unsigned scope,
     const char *usage, int argc, char **argv)
@@ -231,12 +242,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	size_t		 i, n = 0;
 	int		 c, idx;
 
-	memset(o, 0, sizeof *o);
-	o->seed = 1;
-	o->timeout = 120;
-	o->numeric_max = 16;
-	o->argc = argc;
-	o->argv = argv;
+	options_init(o, argc, argv);
 	for (i = 0; i < NSPECS; i++) {
 		if ((specs[i].scope & scope) == 0)
 			continue;
@@ -290,6 +296,83 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	}
 	o->args = argv + optind;
 	o->nargs = argc - optind;
+	return 0;
+}
+
+/* The option of scope that word spells ("--world", "--world=8", "-h"). */
+static const struct option_spec *
+own_option(const char *word, unsigned scope, const char **value)
+{
+	size_t		 i, len;
+	const char	*name, *eq;
+
+	*value = NULL;
+	for (i = 0; i < NSPECS; i++) {
+		if ((specs[i].scope & scope) == 0)
+			continue;
+		if (word[0] == '-' && word[1] == specs[i].id && word[2] == '\0')
+			return &specs[i];
+		if (strncmp(word, "--", 2) != 0)
+			continue;
+		name = word + 2;
+		eq = strchr(name, '=');
+		len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		if (strlen(specs[i].name) != len ||
+		    strncmp(specs[i].name, name, len) != 0)
+			continue;
+		if (eq != NULL)
+			*value = eq + 1;
+		return &specs[i];
+	}
+	return NULL;
+}
+
+int
+options_parse_own(struct options *o, const char *name, unsigned scope,
+    const char *usage, int argc, char **argv)
+{
+	const struct option_spec	*sp;
+	const char			*value;
+	int				 i, n = 0;
+	bool				 rest = false;
+
+	options_init(o, argc, argv);
+	for (i = 2; i < argc; i++) {
+		if (!rest && strcmp(argv[i], "--") == 0) {
+			rest = true;
+			continue;
+		}
+		if (rest || (sp = own_option(argv[i], scope, &value)) == NULL) {
+			/* Operands move down over the options taken out. */
+			argv[2 + n++] = argv[i];
+			continue;
+		}
+		if (sp->id == OPT_HELP && value == NULL) {
+			options_free(o);
+			return 1;
+		}
+		if (sp->arg == NULL) {
+			usage_error(name, usage, "option --%s takes no value",
+			    sp->name);
+			options_free(o);
+			return -1;
+		}
+		if (value == NULL) {
+			if (i + 1 == argc) {
+				usage_error(name, usage, "option %s needs a "
+				    "value", argv[i]);
+				options_free(o);
+				return -1;
+			}
+			value = argv[++i];
+		}
+		if (apply(o, sp, value, name, usage) < 0) {
+			options_free(o);
+			return -1;
+		}
+	}
+	o->args = argv + 2;
+	o->nargs = n;
 	return 0;
 }
 

@@ -54,6 +54,14 @@ struct options {
  */
 int	 options_parse(struct options *, const char *name, unsigned scope,
 	    const char *usage, int argc, char **argv);
+/*
+ * The same for a command whose operands are another program's arguments
+ * (foreign_args in commands.h): only the command's own options, spelt
+ * exactly, are taken from argv, anywhere before a "--"; every other word,
+ * whether or not it looks like an option, is an operand, in order.
+ */
+int	 options_parse_own(struct options *, const char *name, unsigned scope,
+	    const char *usage, int argc, char **argv);
 void	 options_free(struct options *);
 /* Print the option list for --help (the options of `scope`, or all if 0). */
 void	 options_print_help(FILE *, unsigned scope);
