@@ -22,6 +22,7 @@ const struct command *const commands[] = {
 	&cmd_explain_entry,
 	&cmd_sweep_entry,
 	&cmd_frameworks_entry,
+	&cmd_import_entry,
 	&cmd_help_entry,
 	NULL
 };

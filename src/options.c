@@ -17,7 +17,8 @@
 enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
-	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_QUIET = 'q', OPT_VERBOSE = 'v',
+	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE,
+	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
 
@@ -48,8 +49,12 @@ static const struct option_spec specs[] = {
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP,
 	  "give up a numeric audit: exit 3 (default 120)" },
-	{ "world", OPT_WORLD, "N", SCOPE_SWEEP,
-	  "sweep: audit every valid mesh of N ranks" },
+	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT,
+	  "sweep: audit every mesh of N ranks; import: the world size" },
+	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_IMPORT,
+	  "import: the framework: key of the configuration" },
+	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT,
+	  "import: read the arguments from FILE (- for stdin)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP,
 	  "sweep: try both values of these flags" },
 	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP,
@@ -62,7 +67,7 @@ static const struct option_spec specs[] = {
 	  "print only the summary line of each config" },
 	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
+	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT,
 	  "show this help and exit" },
 };
 
@@ -192,6 +197,16 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_NUMERIC:
 		o->numeric = true;
+		break;
+	case OPT_FRAMEWORK:
+		if (*arg == '\0')
+			goto bad;
+		o->framework = arg;
+		break;
+	case OPT_ARGS_FILE:
+		if (*arg == '\0')
+			goto bad;
+		o->args_file = arg;
 		break;
 	case OPT_NUMERIC_MAX:
 		if (parse_int(arg, 1, 4096, &v) < 0)

@@ -22,6 +22,7 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 #define SCOPE_EXPLAIN	0x04
 #define SCOPE_SWEEP	0x08
 #define SCOPE_FRAMEWORKS 0x10
+#define SCOPE_IMPORT	0x20
 
 struct options {
 	enum output_format	 format;
@@ -35,10 +36,12 @@ struct options {
 	double			 timeout;	/* --timeout seconds */
 	enum color_mode		 color;
 	bool			 quiet, verbose;
-	int			 world;		/* sweep --world */
+	int			 world;		/* sweep, import --world */
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;
 	bool			 numeric;	/* sweep --numeric */
+	const char		*framework;	/* import --framework */
+	const char		*args_file;	/* import --args-file */
 	int			 numeric_max;	/* sweep: largest mesh run numerically */
 	char			**args;		/* operands */
 	int			 nargs;
