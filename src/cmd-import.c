@@ -110,7 +110,8 @@ resolve_framework(const char *spec, struct megatron_import *mi)
 	if (strcmp(spec, "reference") == 0)
 		return 0;
 	if ((p = fw_resolve(spec, &newer, err, sizeof(err))) == NULL) {
-		fprintf(stderr, "%s: import: --framework %s\n", progname, err);
+		fprintf(stderr, "%s: import: --framework %s: %s\n", progname,
+		    spec, err);
 		return -1;
 	}
 	if (strcmp(p->framework->name, "megatron-core") != 0) {
