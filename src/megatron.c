@@ -861,9 +861,10 @@ read_args(struct import_state *st, size_t i)
 	while (i < st->nwords) {
 		w = st->words[i++];
 		if (!is_option(w)) {
-			refuse(st, "\"%s\": Megatron takes no operands (the "
-			    "value of an argument that takes none?)",
-			    shown(&sh, w));
+			refuse(st, "\"%s\": Megatron takes no operands (%s)",
+			    shown(&sh, w), *w == '$' ? "a shell variable that "
+			    "was not expanded: give its value" : "the value of "
+			    "an argument that takes none?");
 			continue;
 		}
 		name = w + 2;
@@ -1428,6 +1429,10 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 	if (st->mi->world > 0) {
 		world = st->mi->world;
 		xasprintf(&from, "--world %ld", world);
+		if (st->nproc > 0 && world != st->nproc * (st->nnodes > 0 ?
+		    st->nnodes : 1))
+			note(st, "--world %ld, not torchrun's %ld ranks", world,
+			    st->nproc * (st->nnodes > 0 ? st->nnodes : 1));
 	} else if (st->nproc > 0 && (st->nnodes == 0 ||
 	    st->nproc <= CFG_MAX_WORLD / st->nnodes)) {
 		world = st->nproc * (st->nnodes > 0 ? st->nnodes : 1);
