@@ -1604,7 +1604,7 @@ import_layer_freq(struct import_state *st, const struct megatron_values *v)
 	const char	*freq = st->use[MA_LAYER_FREQ].value, *error;
 	struct shown	 sh;
 	bool		*moe;
-	char		*list = xstrdup(""), *more;
+	char		*list, *more;
 	int		 every, layers = (int)v->layers, i, n;
 
 	if (!st->use[MA_LAYER_FREQ].given) {
@@ -1619,9 +1619,9 @@ import_layer_freq(struct import_state *st, const struct megatron_values *v)
 		refuse(st, "--moe-layer-freq \"%s\": %s", shown(&sh, freq),
 		    error);
 		free(moe);
-		free(list);
 		return false;
 	}
+	list = xstrdup("");
 	every = every_of(moe, layers);
 	for (i = 0, n = 0; i < layers; i++) {
 		if (!moe[i])
