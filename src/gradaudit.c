@@ -22,6 +22,7 @@ const struct command *const commands[] = {
 	&cmd_explain_entry,
 	&cmd_sweep_entry,
 	&cmd_frameworks_entry,
+	&cmd_import_entry,
 	&cmd_help_entry,
 	NULL
 };
@@ -83,7 +84,11 @@ main(int argc, char **argv)
 		    progname, argv[1], progname);
 		return EXIT_USAGE;
 	}
-	rc = options_parse(&o, c->name, c->scope, c->usage, argc, argv);
+	if (c->foreign_args)
+		rc = options_parse_own(&o, c->name, c->scope, c->usage, argc,
+		    argv);
+	else
+		rc = options_parse(&o, c->name, c->scope, c->usage, argc, argv);
 	if (rc < 0)
 		return EXIT_USAGE;
 	if (rc > 0) {

@@ -17,7 +17,8 @@
 enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
-	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_QUIET = 'q', OPT_VERBOSE = 'v',
+	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE,
+	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
 
@@ -48,8 +49,12 @@ static const struct option_spec specs[] = {
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP,
 	  "give up a numeric audit: exit 3 (default 120)" },
-	{ "world", OPT_WORLD, "N", SCOPE_SWEEP,
-	  "sweep: audit every valid mesh of N ranks" },
+	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT,
+	  "sweep: audit every mesh of N ranks; import: the world size" },
+	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_IMPORT,
+	  "import: the framework: key of the configuration" },
+	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT,
+	  "import: read the arguments from FILE (- for stdin)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP,
 	  "sweep: try both values of these flags" },
 	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP,
@@ -62,7 +67,7 @@ static const struct option_spec specs[] = {
 	  "print only the summary line of each config" },
 	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
+	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT,
 	  "show this help and exit" },
 };
 
@@ -193,6 +198,16 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	case OPT_NUMERIC:
 		o->numeric = true;
 		break;
+	case OPT_FRAMEWORK:
+		if (*arg == '\0')
+			goto bad;
+		o->framework = arg;
+		break;
+	case OPT_ARGS_FILE:
+		if (*arg == '\0')
+			goto bad;
+		o->args_file = arg;
+		break;
 	case OPT_NUMERIC_MAX:
 		if (parse_int(arg, 1, 4096, &v) < 0)
 			goto bad;
@@ -222,6 +237,17 @@ bad:
 	return -1;
 }
 
+static void
+options_init(struct options *o, int argc, char **argv)
+{
+	memset(o, 0, sizeof *o);
+	o->seed = 1;
+	o->timeout = 120;
+	o->numeric_max = 16;
+	o->argc = argc;
+	o->argv = argv;
+}
+
 int
 options_parse(struct options *o, const char *name, unsigned scope,
     const char *usage, int argc, char **argv)
@@ -231,12 +257,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	size_t		 i, n = 0;
 	int		 c, idx;
 
-	memset(o, 0, sizeof *o);
-	o->seed = 1;
-	o->timeout = 120;
-	o->numeric_max = 16;
-	o->argc = argc;
-	o->argv = argv;
+	options_init(o, argc, argv);
 	for (i = 0; i < NSPECS; i++) {
 		if ((specs[i].scope & scope) == 0)
 			continue;
@@ -290,6 +311,83 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	}
 	o->args = argv + optind;
 	o->nargs = argc - optind;
+	return 0;
+}
+
+/* The option of scope that word spells ("--world", "--world=8", "-h"). */
+static const struct option_spec *
+own_option(const char *word, unsigned scope, const char **value)
+{
+	size_t		 i, len;
+	const char	*name, *eq;
+
+	*value = NULL;
+	for (i = 0; i < NSPECS; i++) {
+		if ((specs[i].scope & scope) == 0)
+			continue;
+		if (word[0] == '-' && word[1] == specs[i].id && word[2] == '\0')
+			return &specs[i];
+		if (strncmp(word, "--", 2) != 0)
+			continue;
+		name = word + 2;
+		eq = strchr(name, '=');
+		len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		if (strlen(specs[i].name) != len ||
+		    strncmp(specs[i].name, name, len) != 0)
+			continue;
+		if (eq != NULL)
+			*value = eq + 1;
+		return &specs[i];
+	}
+	return NULL;
+}
+
+int
+options_parse_own(struct options *o, const char *name, unsigned scope,
+    const char *usage, int argc, char **argv)
+{
+	const struct option_spec	*sp;
+	const char			*value;
+	int				 i, n = 0;
+	bool				 rest = false;
+
+	options_init(o, argc, argv);
+	for (i = 2; i < argc; i++) {
+		if (!rest && strcmp(argv[i], "--") == 0) {
+			rest = true;
+			continue;
+		}
+		if (rest || (sp = own_option(argv[i], scope, &value)) == NULL) {
+			/* Operands move down over the options taken out. */
+			argv[2 + n++] = argv[i];
+			continue;
+		}
+		if (sp->id == OPT_HELP && value == NULL) {
+			options_free(o);
+			return 1;
+		}
+		if (sp->arg == NULL) {
+			usage_error(name, usage, "option --%s takes no value",
+			    sp->name);
+			options_free(o);
+			return -1;
+		}
+		if (value == NULL) {
+			if (i + 1 == argc) {
+				usage_error(name, usage, "option %s needs a "
+				    "value", argv[i]);
+				options_free(o);
+				return -1;
+			}
+			value = argv[++i];
+		}
+		if (apply(o, sp, value, name, usage) < 0) {
+			options_free(o);
+			return -1;
+		}
+	}
+	o->args = argv + 2;
+	o->nargs = n;
 	return 0;
 }
 
