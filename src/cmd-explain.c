@@ -15,6 +15,7 @@
 #include "output.h"
 #include "report.h"
 #include "symbolic.h"
+#include "text.h"
 #include "xmalloc.h"
 
 struct explain {
@@ -300,8 +301,11 @@ cmd_explain_exec(struct options *o)
 	/* A first pass finds the verdicts, the second prints the steps. */
 	sym_audit(&ctx, &a, NULL, NULL);
 	if (select_params(&ex, &ctx, &a, name) == 0 && name != NULL) {
+		char q[TEXT_QUOTE_SIZE];
+
+		text_escape(q, sizeof q, name, strlen(name));
 		fprintf(stderr, "%s: explain: no parameter \"%s\" in %s\n",
-		    progname, name, args[0]);
+		    progname, q, args[0]);
 		status = EXIT_USAGE;
 		goto out;
 	}
@@ -316,7 +320,13 @@ cmd_explain_exec(struct options *o)
 		json_key(&ex.json, "steps");
 		json_begin_array(&ex.json);
 	} else {
-		printf("config: %s (%s)\n", list.v[0].file, list.v[0].name);
+		/* As report_text() shows them: control characters visible. */
+		char *file = text_visible(list.v[0].file);
+		char *cname = text_visible(list.v[0].name);
+
+		printf("config: %s (%s)\n", file, cname);
+		free(file);
+		free(cname);
 		printf("mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d world=%d\n",
 		    ctx.model.mesh.dp, ctx.model.mesh.pp, ctx.model.mesh.tp,
 		    ctx.model.mesh.ep, ctx.model.mesh.etp, ctx.model.mesh.edp,
@@ -350,7 +360,7 @@ out:
 
 const struct command cmd_explain_entry = {
 	.name = "explain",
-	.usage = "[-qv] [--format text|json] [--set KEY=VALUE] CONFIG [PARAM]",
+	.operands = "CONFIG [PARAM]",
 	.summary = "every gradient collective in order, with per-rank "
 	    "expression tables",
 	.scope = SCOPE_EXPLAIN,

@@ -152,7 +152,7 @@ cmd_frameworks_exec(struct options *o)
 
 const struct command cmd_frameworks_entry = {
 	.name = "frameworks",
-	.usage = "[-v] [--format text|json] [NAME@VERSION]",
+	.operands = "[NAME@VERSION]",
 	.summary = "list the framework profiles and the code each was "
 	    "read from",
 	.scope = SCOPE_FRAMEWORKS,

@@ -12,52 +12,19 @@
 #include "options.h"
 #include "xmalloc.h"
 
-/*
- * Print "  NAME USAGE" folded before a bracket or operand so that no line
- * passes 79 columns; continuation lines are indented under the usage.
- */
-static void
-print_usage_folded(FILE *fp, const struct command *c)
-{
-	const char	*p = c->usage, *space;
-	size_t		 col, indent = 4 + strlen(c->name);
-
-	col = (size_t)fprintf(fp, "  %s", c->name);
-	while (*p != '\0') {
-		size_t word;
-
-		int depth = 0;
-
-		/* A word runs to the next space outside brackets. */
-		for (space = p; *space != '\0'; space++) {
-			if (*space == '[')
-				depth++;
-			else if (*space == ']')
-				depth--;
-			else if (*space == ' ' && depth == 0)
-				break;
-		}
-		word = (size_t)(space - p);
-		if (col + 1 + word > 79 && col > indent) {
-			fprintf(fp, "\n%*s", (int)indent - 1, "");
-			col = indent - 1;
-		}
-		col += (size_t)fprintf(fp, " %.*s", (int)word, p);
-		p = *space == ' ' ? space + 1 : space;
-	}
-	fputc('\n', fp);
-}
-
 static void
 print_overview(FILE *fp)
 {
+	char	lead[32];
 	int	i;
 
 	fprintf(fp, "usage: %s COMMAND [options] ...\n\n", progname);
 	fprintf(fp, "Audit the gradient synchronization of distributed "
 	    "training configurations.\n\ncommands:\n");
 	for (i = 0; commands[i] != NULL; i++) {
-		print_usage_folded(fp, commands[i]);
+		snprintf(lead, sizeof lead, "  %s", commands[i]->name);
+		options_print_synopsis(fp, lead, commands[i]->scope,
+		    commands[i]->operands);
 		fprintf(fp, "      %s\n", commands[i]->summary);
 	}
 	fprintf(fp, "  --help | --version\n\noptions:\n");
@@ -85,18 +52,13 @@ cmd_help_exec(struct options *o)
 		    o->args[0]);
 		return EXIT_USAGE;
 	}
-	command_usage(stdout, c);
-	printf("%s\n", c->summary);
-	if (c->scope != 0) {
-		printf("\noptions:\n");
-		options_print_help(stdout, c->scope);
-	}
+	command_help(stdout, c);
 	return EXIT_OK;
 }
 
 const struct command cmd_help_entry = {
 	.name = "help",
-	.usage = "[COMMAND]",
+	.operands = "[COMMAND]",
 	.summary = "show the commands, or one command's usage and options",
 	.scope = 0,
 	.min_args = 0,

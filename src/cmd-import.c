@@ -272,8 +272,7 @@ cmd_import_exec(struct options *o)
 
 const struct command cmd_import_entry = {
 	.name = "import",
-	.usage = "[--framework NAME@VERSION] [--world N] [--args-file FILE] "
-	    "megatron [ARG ...]",
+	.operands = "megatron [ARG ...]",
 	.summary = "print the configuration of a Megatron-LM launch's "
 	    "arguments",
 	.scope = SCOPE_IMPORT,

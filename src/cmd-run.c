@@ -277,9 +277,7 @@ cmd_run_exec(struct options *o)
 
 const struct command cmd_run_entry = {
 	.name = "run",
-	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
-	    "[--numerics exact|float64|float32] [--seed N] [--procs N] "
-	    "[--launcher CMD] [--timeout SECONDS] CONFIG ...",
+	.operands = "CONFIG ...",
 	.summary = "symbolic audit, then numeric audit on MPI ranks, with "
 	    "per-rank hashes",
 	.scope = SCOPE_RUN,

@@ -607,10 +607,7 @@ cmd_sweep_exec(struct options *o)
 
 const struct command cmd_sweep_entry = {
 	.name = "sweep",
-	.usage = "[-qv] [--format text|json] [--junit FILE] [--set KEY=VALUE] "
-	    "--world N [--vary FLAG,...] [--numeric] [--numeric-max N] "
-	    "[--numerics exact|float64|float32] [--seed N] [--procs N] "
-	    "[--launcher CMD] [--timeout SECONDS] CONFIG",
+	.operands = "CONFIG",
 	.summary = "audit every valid mesh of N ranks, and each --vary flag "
 	    "combination",
 	.scope = SCOPE_SWEEP,

@@ -1,8 +1,8 @@
 /*
  * Messages and collectives of the numeric engine.  A collective over a
  * mesh group is one round in which every member sends what each other
- * member needs; each receiver sums the contributions in group order, so
- * that float replicas are bitwise equal.
+ * member needs (two rounds for an all-reduce); each element of a sum is
+ * added up once, in group order, so that float replicas are bitwise equal.
  */
 #include <stdbool.h>
 #include <stdlib.h>
@@ -139,10 +139,11 @@ inbox_tensor(const struct inbox *in, int src, int dst, int tag,
 /*
  * Collectives over mesh groups.  vec[i] is the contribution of hosted rank
  * i, comm->rank[i] (NULL when that rank takes no part).  Every member
- * sends what each other member needs; each receiver sums the contributions
- * in group order, starting from member 0's, so all receivers of a sum hold
- * bitwise equal floats.  A group of one needs no round, and since group
- * sizes are the same on every process, all processes skip it together.
+ * sends what each other member needs; the contributions to an element are
+ * summed in group order, starting from member 0's, so all receivers of a
+ * sum hold bitwise equal floats.  A group of one needs no round, and since
+ * group sizes are the same on every process, all processes skip it
+ * together.
  */
 
 static void
@@ -161,15 +162,33 @@ sum_in_group_order(union num *dst, const union num *const *parts, int n,
 	}
 }
 
+/* Chunk k of n of a vector of len values: [len*k/n, len*(k+1)/n). */
+static void
+chunk_of(int64_t len, int n, int k, int64_t *lo, int64_t *hi)
+{
+	*lo = len * k / n;
+	*hi = len * (k + 1) / n;
+}
+
+/*
+ * An all-reduce is a reduce-scatter and an all-gather, two rounds: member
+ * k sums chunk k of every member's vector in group order, then sends the
+ * sum to the others.  Sending every member the whole vector instead took
+ * group-size copies of it per rank, so a run with dp=512 needed 1.6 GB a
+ * process and dp=1024 was killed for memory (issue 8); now a rank sends
+ * and receives about twice its vector.  Each element is still summed once,
+ * from member 0 on, so every member holds the same bits as before.
+ */
 void
 coll_all_reduce(struct coll_comm *comm, enum group_kind kind,
     union num **vec, const int64_t *len, bool average)
 {
 	const struct mesh	*m = comm->mesh;
 	const union num		**parts;
+	const union num		*p;
 	struct outbox		 ob = { 0 };
 	struct inbox		 in;
-	union num		*sum;
+	int64_t			 lo, hi;
 	int			*members, n, i, j, me;
 
 	n = mesh_group_size(m, kind);
@@ -177,6 +196,8 @@ coll_all_reduce(struct coll_comm *comm, enum group_kind kind,
 		return;
 	members = xcalloc((size_t)n, sizeof(*members));
 	parts = xcalloc((size_t)n, sizeof(*parts));
+
+	/* Reduce-scatter: chunk j of every vector goes to member j. */
 	for (i = 0; i < comm->nranks; i++) {
 		if (vec[i] == NULL)
 			continue;
@@ -184,24 +205,56 @@ coll_all_reduce(struct coll_comm *comm, enum group_kind kind,
 		    members)) < 0)
 			fatalx("numeric: rank %d is in no %s group",
 			    comm->rank[i], mesh_group_name(kind));
-		for (j = 0; j < n; j++)
-			if (j != me)
+		for (j = 0; j < n; j++) {
+			chunk_of(len[i], n, j, &lo, &hi);
+			if (j != me && hi > lo)
 				outbox_add_nums(&ob, comm->rank[i],
-				    members[j], TAG_ALL_REDUCE, vec[i], len[i]);
+				    members[j], TAG_ALL_REDUCE, vec[i] + lo,
+				    hi - lo);
+		}
 	}
 	coll_exchange(comm, &ob, &in);
 	for (i = 0; i < comm->nranks; i++) {
 		if (vec[i] == NULL)
 			continue;
 		me = mesh_group(m, kind, comm->rank[i], members);
+		chunk_of(len[i], n, me, &lo, &hi);
+		if (hi == lo)
+			continue;
 		for (j = 0; j < n; j++)
-			parts[j] = j == me ? vec[i] : inbox_nums_exact(&in,
+			parts[j] = j == me ? vec[i] + lo : inbox_nums_exact(&in,
 			    members[j], comm->rank[i], TAG_ALL_REDUCE,
-			    len[i]);
-		sum = xcalloc((size_t)len[i], sizeof(*sum));
-		sum_in_group_order(sum, parts, n, len[i], average);
-		memcpy(vec[i], sum, (size_t)len[i] * sizeof(*sum));
-		free(sum);
+			    hi - lo);
+		/* In place: element k is written after all its parts are read. */
+		sum_in_group_order(vec[i] + lo, parts, n, hi - lo, average);
+	}
+	coll_release(comm, &in);
+
+	/* All-gather: member j's summed chunk goes to every other member. */
+	for (i = 0; i < comm->nranks; i++) {
+		if (vec[i] == NULL)
+			continue;
+		me = mesh_group(m, kind, comm->rank[i], members);
+		chunk_of(len[i], n, me, &lo, &hi);
+		for (j = 0; j < n && hi > lo; j++)
+			if (j != me)
+				outbox_add_nums(&ob, comm->rank[i],
+				    members[j], TAG_ALL_GATHER, vec[i] + lo,
+				    hi - lo);
+	}
+	coll_exchange(comm, &ob, &in);
+	for (i = 0; i < comm->nranks; i++) {
+		if (vec[i] == NULL)
+			continue;
+		me = mesh_group(m, kind, comm->rank[i], members);
+		for (j = 0; j < n; j++) {
+			chunk_of(len[i], n, j, &lo, &hi);
+			if (j == me || hi == lo)
+				continue;
+			p = inbox_nums_exact(&in, members[j], comm->rank[i],
+			    TAG_ALL_GATHER, hi - lo);
+			memcpy(vec[i] + lo, p, (size_t)(hi - lo) * sizeof(*p));
+		}
 	}
 	coll_release(comm, &in);
 	free(parts);

@@ -28,6 +28,7 @@
 
 #include "config.h"
 #include "framework.h"
+#include "text.h"
 #include "xmalloc.h"
 
 /* Enumerations are stored through an int pointer by the key table. */
@@ -68,10 +69,8 @@ struct key_def {
 #define NO_FIELD	SIZE_MAX
 #define DEFAULT_PP	(-1)
 
-/* Longest scalar text quoted back in a message, in bytes of the input. */
-#define QUOTE_MAX	40
-/* Room for QUOTE_MAX bytes escaped as \xNN and an ellipsis, then quotes. */
-#define QUOTE_SIZE	(QUOTE_MAX * 4 + 16)
+/* Room for input quoted back (text.h), and with its quotes. */
+#define QUOTE_SIZE	TEXT_QUOTE_SIZE
 #define QUOTED_SIZE	(QUOTE_SIZE + 2)
 /* Room for describe(): a quoted scalar and a few words. */
 #define GOT_SIZE	(QUOTED_SIZE + 48)
@@ -357,8 +356,8 @@ key_active(const struct config *c, enum cfg_key k)
 
 /*
  * Message building.  Every piece of input quoted back is escaped and cut to
- * QUOTE_MAX bytes, so that a message stays one readable line whatever the
- * input holds.
+ * TEXT_QUOTE_MAX characters (text.h), so that a message stays one readable
+ * line whatever the input holds.
  */
 
 static void
@@ -378,42 +377,34 @@ append(char *buf, size_t size, const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Escape s[0..len) into buf, at most QUOTE_MAX input bytes. */
-static void
-escape(char *buf, size_t size, const unsigned char *s, size_t len)
-{
-	size_t	 i, n = len;
-
-	buf[0] = '\0';
-	if (n > QUOTE_MAX) {
-		/* Cut at a character boundary, not inside a UTF-8 sequence. */
-		n = QUOTE_MAX;
-		while (n > 0 && (s[n] & 0xc0) == 0x80)
-			n--;
-	}
-	for (i = 0; i < n; i++) {
-		if (s[i] == '"' || s[i] == '\\')
-			append(buf, size, "\\%c", s[i]);
-		else if (s[i] == '\n')
-			append(buf, size, "\\n");
-		else if (s[i] == '\t')
-			append(buf, size, "\\t");
-		else if (s[i] < 0x20 || s[i] == 0x7f)
-			append(buf, size, "\\x%02x", s[i]);
-		else
-			append(buf, size, "%c", s[i]);
-	}
-	if (n < len)
-		append(buf, size, "...");
-}
-
 static void
 quote(char *buf, size_t size, const unsigned char *s, size_t len)
 {
 	char	 esc[QUOTE_SIZE];
 
-	escape(esc, sizeof(esc), s, len);
+	text_escape(esc, sizeof(esc), s, len);
 	snprintf(buf, size, "\"%s\"", esc);
+}
+
+/*
+ * Whether a scalar is tagged a string (!!str, or the non-specific "!"):
+ * YAML reads "!!str 2" as the string "2", as it reads '2'.
+ */
+static bool
+is_str_tagged(const yaml_event_t *ev)
+{
+	const char	*tag = (const char *)ev->data.scalar.tag;
+
+	return tag != NULL && (strcmp(tag, YAML_STR_TAG) == 0 ||
+	    strcmp(tag, "!") == 0);
+}
+
+/* A plain scalar, which may be a number, a boolean or null. */
+static bool
+is_plain(const yaml_event_t *ev)
+{
+	return ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
+	    !is_str_tagged(ev);
 }
 
 static bool
@@ -422,7 +413,7 @@ is_null_scalar(const yaml_event_t *ev)
 	const char	*s = (const char *)ev->data.scalar.value;
 	size_t		 len = ev->data.scalar.length;
 
-	if (ev->data.scalar.style != YAML_PLAIN_SCALAR_STYLE)
+	if (!is_plain(ev))
 		return false;
 	return len == 0 || (len == 1 && s[0] == '~') ||
 	    (len == 4 && (memcmp(s, "null", 4) == 0 ||
@@ -437,15 +428,18 @@ describe(char *buf, size_t size, const yaml_event_t *ev)
 
 	switch (ev->type) {
 	case YAML_SCALAR_EVENT:
-		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-		    ev->data.scalar.length == 0) {
+		if (is_plain(ev) && ev->data.scalar.length == 0) {
 			snprintf(buf, size, "an empty value");
 			break;
 		}
 		quote(q, sizeof(q), ev->data.scalar.value,
 		    ev->data.scalar.length);
-		if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+		if (is_plain(ev))
 			snprintf(buf, size, "%s", q);
+		else if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+			snprintf(buf, size, "the string %s (tagged %s)", q,
+			    strcmp((const char *)ev->data.scalar.tag, "!") == 0 ?
+			    "!" : "!!str");
 		else
 			snprintf(buf, size, "the quoted string %s", q);
 		break;
@@ -522,25 +516,19 @@ to_mark(const yaml_mark_t *m)
 }
 
 /*
- * Write one line, with any control character in it made visible, in one
- * call: stderr is unbuffered, and a line written piecemeal could interleave
- * with another process's (MPI ranks share the terminal).
+ * Write one line, with any control character or byte that is no UTF-8 in
+ * it made visible, in one call: stderr is unbuffered, and a line written
+ * piecemeal could interleave with another process's (MPI ranks share the
+ * terminal).
  */
 static void
 emit(const char *line)
 {
-	const unsigned char	*p;
-	char			*out, *o;
+	char	*out = text_visible(line);
+	size_t	 n = strlen(out);
 
-	o = out = xreallocarray(NULL, strlen(line) + 1, 4);
-	for (p = (const unsigned char *)line; *p != '\0'; p++) {
-		if (*p < 0x20 || *p == 0x7f)
-			o += sprintf(o, "\\x%02x", *p);
-		else
-			*o++ = (char)*p;
-	}
-	*o++ = '\n';
-	fwrite(out, 1, (size_t)(o - out), stderr);
+	out[n] = '\n';
+	fwrite(out, 1, n + 1, stderr);
 	free(out);
 }
 
@@ -554,14 +542,18 @@ report(const struct loader *ld, const struct cfg_override *ovr,
     struct cfg_mark m, const char *key, const char *fmt, ...)
 {
 	char	 msg[MSG_SIZE], *where, *line;
+	char	 k[QUOTE_SIZE], v[QUOTE_SIZE];
 	va_list	 ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	if (ovr != NULL)
-		xasprintf(&where, "--set %s=%s", ovr->key, ovr->value);
-	else if (m.line > 0)
+	if (ovr != NULL) {
+		/* A --set value may be a whole file's worth, or binary. */
+		text_cut(k, sizeof(k), ovr->key, strlen(ovr->key));
+		text_cut(v, sizeof(v), ovr->value, strlen(ovr->value));
+		xasprintf(&where, "--set %s=%s", k, v);
+	} else if (m.line > 0)
 		xasprintf(&where, "%s:%d:%d", ld->path, m.line, m.col);
 	else
 		where = xstrdup(ld->path);
@@ -600,7 +592,7 @@ syntax_error(const struct loader *ld)
 	const char		*problem;
 	struct cfg_mark		 m = { 1, 1 };
 	char			 msg[MSG_SIZE];
-	size_t			 i;
+	size_t			 i, bol = 0;
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		errno = ENOMEM;
@@ -611,19 +603,21 @@ syntax_error(const struct loader *ld)
 	if (p->error == YAML_READER_ERROR) {
 		/*
 		 * The reader reports a byte offset, not a mark: count lines
-		 * in the file up to it.
+		 * in the file up to it, and the characters of its line, as
+		 * libyaml's marks count them (bytes put the column of
+		 * "é\xff" at 3, not 2).
 		 */
 		if (p->problem_value != -1)
 			append(msg, sizeof(msg), " (#%X)",
 			    (unsigned)p->problem_value);
 		for (i = 0; ld->ovr == NULL && i < p->problem_offset &&
-		    i < ld->len; i++) {
+		    i < ld->len; i++)
 			if (ld->text[i] == '\n') {
 				m.line++;
-				m.col = 1;
-			} else
-				m.col++;
-		}
+				bol = i + 1;
+			}
+		if (ld->ovr == NULL)
+			m.col = 1 + (int)text_columns(ld->text + bol, i - bol);
 	} else {
 		m = to_mark(&p->problem_mark);
 		if (p->context != NULL)
@@ -730,11 +724,16 @@ unknown_hint(char *buf, size_t size, enum cfg_key parent, const char *s,
 	}
 	for (k = 0; k < KEY__COUNT; k++) {
 		leaf = key_leaf((enum cfg_key)k);
-		if (strlen(leaf) == len && memcmp(leaf, s, len) == 0) {
+		if (strlen(leaf) != len || memcmp(leaf, s, len) != 0)
+			continue;
+		/* "did you mean "name"?" about "name" would suggest itself. */
+		if (keys[k].parent == ROOT && !full_paths)
+			snprintf(buf, size, "\"%s\" belongs at the top level, "
+			    "not under %s", leaf, keys[parent].path);
+		else
 			snprintf(buf, size, "did you mean \"%s\"?",
 			    keys[k].path);
-			return;
-		}
+		return;
 	}
 	snprintf(buf, size, "valid keys: ");
 	for (k = 0; k < KEY__COUNT; k++) {
@@ -756,7 +755,8 @@ resolve_override(const char *path, enum cfg_key *out)
 	const char	*seg = path, *dot;
 	enum cfg_key	 parent = ROOT, k;
 	size_t		 len;
-	char		 hint[MSG_SIZE], q[QUOTED_SIZE], *line;
+	char		 hint[MSG_SIZE], q[QUOTED_SIZE], cut[QUOTE_SIZE];
+	char		*line;
 
 	for (;;) {
 		dot = strchr(seg, '.');
@@ -769,9 +769,10 @@ resolve_override(const char *path, enum cfg_key *out)
 			    true);
 			quote(q, sizeof(q), (const unsigned char *)path,
 			    strlen(path));
+			text_cut(cut, sizeof(cut), path, strlen(path));
 			/* No value is involved yet: name the key alone. */
 			xasprintf(&line, "%s: --set %s: unknown key %s (%s)",
-			    progname, path, q, hint);
+			    progname, cut, q, hint);
 			emit(line);
 			free(line);
 			return -1;
@@ -909,7 +910,7 @@ load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	enum int_parse		 r = INT_BAD;
 	int64_t			 v = 0;
 
-	if (ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE)
+	if (is_plain(ev))
 		r = parse_integer(ev->data.scalar.value,
 		    ev->data.scalar.length, &v);
 	expectation(what, sizeof(what), k);
@@ -944,8 +945,7 @@ load_bool(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	size_t			 i, len = ev->data.scalar.length;
 	char			 got[GOT_SIZE];
 
-	for (i = 0; ev->data.scalar.style == YAML_PLAIN_SCALAR_STYLE &&
-	    i < sizeof(yes) / sizeof(yes[0]); i++) {
+	for (i = 0; is_plain(ev) && i < sizeof(yes) / sizeof(yes[0]); i++) {
 		if (ascii_caseeq(s, len, yes[i]) || ascii_caseeq(s, len, no[i])) {
 			key_set(ld->cfg, k, ascii_caseeq(s, len, yes[i]));
 			return 0;
@@ -1086,15 +1086,20 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 	k = key_child(parent, (const char *)kev->data.scalar.value,
 	    kev->data.scalar.length);
 	if (k == KEY__COUNT) {
-		escape(esc, sizeof(esc), kev->data.scalar.value,
+		text_escape(esc, sizeof(esc), kev->data.scalar.value,
 		    kev->data.scalar.length);
 		snprintf(path, sizeof(path), "%s%s%s", ppath != NULL ?
 		    ppath : "", ppath != NULL ? "." : "", esc);
 		unknown_hint(hint, sizeof(hint), parent,
 		    (const char *)kev->data.scalar.value,
 		    kev->data.scalar.length, false);
-		error_at(ld, &kev->start_mark, path,
-		    "unknown key \"%s\" (%s)", esc, hint);
+		/* An empty key as a key path would print as ": ". */
+		if (kev->data.scalar.length == 0)
+			error_at(ld, &kev->start_mark, ppath, "empty key (%s)",
+			    hint);
+		else
+			error_at(ld, &kev->start_mark, path,
+			    "unknown key \"%s\" (%s)", esc, hint);
 		return -1;
 	}
 	if (keyset_has(seen, k)) {
@@ -1847,12 +1852,19 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 		for (i = 0; i < ld.list.n; i++)
 			ld.list.v[i].in_list = ld.is_list;
 		default_names(&ld);
-		out->v = xreallocarray(out->v, out->n + ld.list.n,
-		    sizeof(*out->v));
-		memcpy(out->v + out->n, ld.list.v,
-		    ld.list.n * sizeof(*ld.list.v));
-		out->n += ld.list.n;
-		free(ld.list.v);
+		if (out->n == 0) {
+			/* No copy: a list of 100,000 configs is 50 MB. */
+			free(out->v);
+			out->v = ld.list.v;
+			out->n = ld.list.n;
+		} else {
+			out->v = xreallocarray(out->v, out->n + ld.list.n,
+			    sizeof(*out->v));
+			memcpy(out->v + out->n, ld.list.v,
+			    ld.list.n * sizeof(*ld.list.v));
+			out->n += ld.list.n;
+			free(ld.list.v);
+		}
 		ld.list.v = NULL;
 		ld.list.n = 0;
 	}
@@ -1871,6 +1883,26 @@ cfg_check_constraints(const struct config *c)
 	if (find_violation(c, buf, sizeof(buf)) == KEY__COUNT)
 		return NULL;
 	return buf;
+}
+
+void
+cfg_error(const struct config *c, enum cfg_key k, const char *fmt, ...)
+{
+	struct cfg_mark	 m = c->marks[k].line > 0 ? c->marks[k] : c->doc_mark;
+	char		 msg[MSG_SIZE], *line;
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (m.line > 0)
+		xasprintf(&line, "%s: %s:%d:%d: %s: %s", progname, c->file,
+		    m.line, m.col, keys[k].path, msg);
+	else
+		xasprintf(&line, "%s: %s: %s: %s", progname, c->file,
+		    keys[k].path, msg);
+	emit(line);
+	free(line);
 }
 
 void

@@ -263,6 +263,15 @@ int	 cfg_load(const char *path, const struct cfg_override *, size_t,
  */
 const char *cfg_check_constraints(const struct config *);
 
+/*
+ * Report a problem found in a loaded config after loading (an audit too
+ * large to hold) as the loader reports its own: "gradaudit:
+ * FILE:LINE:COL: KEY: message" at key k, or at the document when the file
+ * does not write k.
+ */
+void	 cfg_error(const struct config *, enum cfg_key, const char *, ...)
+	    __attribute__((format(printf, 3, 4)));
+
 /* Deep copy and free; config_list_free frees the configs and the array. */
 void	 cfg_copy(struct config *dst, const struct config *src);
 void	 cfg_free(struct config *);

@@ -2,6 +2,7 @@
  * Option parsing for every subcommand, driven by one table so that the
  * parser, --help and the man page test all see the same list.
  */
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 
 #include "options.h"
+#include "text.h"
 #include "xmalloc.h"
 
 enum option_id {
@@ -29,63 +31,143 @@ struct option_spec {
 	int		 id;
 	const char	*arg;		/* NULL: no argument */
 	unsigned	 scope;
+	unsigned	 required;	/* SCOPE_* bits of the commands needing it */
 	const char	*help;
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL | SCOPE_FRAMEWORKS,
+	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
 	  "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
-	  "also write JUnit XML, a testcase per config" },
-	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL,
+	  false, "also write JUnit XML, a testcase per config" },
+	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, 0,
 	  "override a config key by dotted path; repeatable" },
 	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
-	  SCOPE_RUN | SCOPE_SWEEP, "numeric arithmetic (default exact)" },
-	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP,
+	  SCOPE_RUN | SCOPE_SWEEP, 0, "numeric arithmetic (default exact)" },
+	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "seed for weights and inputs (default 1)" },
-	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP,
+	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "MPI processes (default one per rank, at most 16)" },
-	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP,
+	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
-	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP,
+	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "give up a numeric audit: exit 3 (default 120)" },
-	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT,
-	  "sweep: audit every mesh of N ranks; import: the world size" },
-	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_IMPORT,
+	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT, SCOPE_SWEEP,
+	  "sweep: every mesh of N ranks; import: world size" },
+	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_IMPORT, 0,
 	  "import: the framework: key of the configuration" },
-	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT,
+	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT, 0,
 	  "import: read the arguments from FILE (- for stdin)" },
-	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP,
+	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
 	  "sweep: try both values of these flags" },
-	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP,
+	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, 0,
 	  "sweep: also audit small meshes on MPI" },
-	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP,
+	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
-	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL,
+	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, 0,
 	  "colour (default auto: only on a terminal)" },
-	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL,
+	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, 0,
 	  "print only the summary line of each config" },
-	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS,
+	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT,
+	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT, 0,
 	  "show this help and exit" },
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])
 
-static void usage_error(const char *, const char *, const char *, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Lines of the help end before this column. */
+#define HELP_COLUMNS	80
+
+/*
+ * The synopsis, built from the table: the short flags in one bracket, the
+ * long options by name, the required ones last.  The usage strings were
+ * written by hand per command, and none had --color (issue 8).
+ */
+struct synopsis_entry {
+	const struct option_spec	*spec;
+	bool				 required;	/* by this command */
+};
+
+static int
+synopsis_order(const void *a, const void *b)
+{
+	const struct synopsis_entry *x = a, *y = b;
+
+	if (x->required != y->required)
+		return x->required ? 1 : -1;
+	return strcmp(x->spec->name, y->spec->name);
+}
+
+/* Print " item", first on a new line under `indent` if it would not fit. */
+static void
+synopsis_item(FILE *fp, const char *item, size_t *col, size_t indent)
+{
+	size_t	 w = strlen(item);
+
+	if (*col + 1 + w >= HELP_COLUMNS && *col > indent) {
+		fprintf(fp, "\n%*s", (int)indent, "");
+		*col = indent;
+	}
+	fprintf(fp, " %s", item);
+	*col += 1 + w;
+}
+
+void
+options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
+    const char *operands)
+{
+	struct synopsis_entry v[NSPECS];
+	char		 flags[NSPECS + 4] = "[-", item[96];
+	size_t		 i, n = 0, nflags = 2, col = strlen(lead);
+
+	fputs(lead, fp);
+	for (i = 0; i < NSPECS; i++) {
+		if ((specs[i].scope & scope) == 0 || specs[i].id == OPT_HELP)
+			continue;
+		if (specs[i].id < 256 && specs[i].arg == NULL)
+			flags[nflags++] = (char)specs[i].id;
+		else {
+			v[n].spec = &specs[i];
+			v[n++].required = (specs[i].required & scope) != 0;
+		}
+	}
+	if (nflags > 2) {
+		flags[nflags++] = ']';
+		flags[nflags] = '\0';
+		synopsis_item(fp, flags, &col, strlen(lead));
+	}
+	qsort(v, n, sizeof v[0], synopsis_order);
+	for (i = 0; i < n; i++) {
+		snprintf(item, sizeof item, "%s--%s%s%s%s",
+		    v[i].required ? "" : "[", v[i].spec->name,
+		    v[i].spec->arg ? " " : "", v[i].spec->arg ? v[i].spec->arg :
+		    "", v[i].required ? "" : "]");
+		synopsis_item(fp, item, &col, strlen(lead));
+	}
+	if (operands != NULL && *operands != '\0')
+		synopsis_item(fp, operands, &col, strlen(lead));
+	fputc('\n', fp);
+}
+
+static void usage_error(const char *, unsigned, const char *, const char *,
+    ...) __attribute__((format(printf, 4, 5)));
 
 static void
-usage_error(const char *name, const char *usage, const char *fmt, ...)
+usage_error(const char *name, unsigned scope, const char *operands,
+    const char *fmt, ...)
 {
-	va_list	ap;
+	va_list	 ap;
+	char	*lead;
 
 	fprintf(stderr, "%s: ", progname);
 	va_start(ap, fmt);
 	vfprintf(stderr, fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "\nusage: %s %s %s\n", progname, name, usage);
+	fputc('\n', stderr);
+	xasprintf(&lead, "usage: %s %s", progname, name);
+	options_print_synopsis(stderr, lead, scope, operands);
+	free(lead);
 }
 
 static int
@@ -119,10 +201,10 @@ split_vary(struct options *o, const char *arg)
 /* Apply one parsed option; returns -1 (after a message) when invalid. */
 static int
 apply(struct options *o, const struct option_spec *sp, const char *arg,
-    const char *cmd, const char *usage)
+    const char *cmd, unsigned scope, const char *operands)
 {
 	long	 v;
-	char	*end;
+	char	*end, q[TEXT_QUOTE_SIZE];
 
 	switch (sp->id) {
 	case OPT_FORMAT:
@@ -140,8 +222,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		const char *eq = strchr(arg, '=');
 
 		if (eq == NULL || eq == arg) {
-			usage_error(cmd, usage, "--set %s: expected KEY=VALUE",
-			    arg);
+			text_cut(q, sizeof q, arg, strlen(arg));
+			usage_error(cmd, scope, operands,
+			    "--set %s: expected KEY=VALUE", q);
 			return -1;
 		}
 		o->sets = xreallocarray(o->sets, o->nsets + 1, sizeof *o->sets);
@@ -162,8 +245,12 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 			goto bad;
 		break;
 	case OPT_SEED:
+		/*
+		 * strtoull() skips blanks and negates after a sign: " -1"
+		 * was taken as 18446744073709551615.
+		 */
 		errno = 0;
-		if (*arg == '-' || *arg == '\0')
+		if (!isdigit((unsigned char)*arg))
 			goto bad;
 		o->seed = strtoull(arg, &end, 10);
 		if (*end != '\0' || errno != 0)
@@ -232,8 +319,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	}
 	return 0;
 bad:
-	usage_error(cmd, usage, "--%s: invalid value \"%s\": expected %s",
-	    sp->name, arg, sp->arg);
+	text_escape(q, sizeof q, arg, strlen(arg));
+	usage_error(cmd, scope, operands,
+	    "--%s: invalid value \"%s\": expected %s", sp->name, q, sp->arg);
 	return -1;
 }
 
@@ -250,7 +338,7 @@ options_init(struct options *o, int argc, char **argv)
 
 int
 options_parse(struct options *o, const char *name, unsigned scope,
-    const char *usage, int argc, char **argv)
+    const char *operands, int argc, char **argv)
 {
 	struct option	 longopts[NSPECS + 1];
 	char		 shortopts[16] = "";
@@ -283,17 +371,23 @@ options_parse(struct options *o, const char *name, unsigned scope,
 
 		if (c == '?' || c == ':') {
 			const char *bad = argv[optind - 1];
+			char q[TEXT_QUOTE_SIZE];
 
 			if (optopt != 0 && optopt < 256 &&
 			    !(bad[0] == '-' && bad[1] == '-')) {
 				char s[3] = { '-', (char)optopt, '\0' };
 
-				usage_error(name, usage, "unknown option %s", s);
-			} else if (optopt != 0)
-				usage_error(name, usage, "option %s needs a value",
-				    bad);
-			else
-				usage_error(name, usage, "unknown option %s", bad);
+				usage_error(name, scope, operands,
+				    "unknown option %s", s);
+			} else if (optopt != 0) {
+				text_cut(q, sizeof q, bad, strlen(bad));
+				usage_error(name, scope, operands,
+				    "option %s needs a value", q);
+			} else {
+				text_cut(q, sizeof q, bad, strlen(bad));
+				usage_error(name, scope, operands,
+				    "unknown option %s", q);
+			}
 			options_free(o);
 			return -1;
 		}
@@ -304,7 +398,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
 		for (i = 0; i < NSPECS; i++)
 			if (specs[i].id == c)
 				sp = &specs[i];
-		if (apply(o, sp, optarg, name, usage) < 0) {
+		if (apply(o, sp, optarg, name, scope, operands) < 0) {
 			options_free(o);
 			return -1;
 		}
@@ -344,7 +438,7 @@ own_option(const char *word, unsigned scope, const char **value)
 
 int
 options_parse_own(struct options *o, const char *name, unsigned scope,
-    const char *usage, int argc, char **argv)
+    const char *operands, int argc, char **argv)
 {
 	const struct option_spec	*sp;
 	const char			*value;
@@ -367,21 +461,21 @@ options_parse_own(struct options *o, const char *name, unsigned scope,
 			return 1;
 		}
 		if (sp->arg == NULL) {
-			usage_error(name, usage, "option --%s takes no value",
-			    sp->name);
+			usage_error(name, scope, operands, "option --%s takes "
+			    "no value", sp->name);
 			options_free(o);
 			return -1;
 		}
 		if (value == NULL) {
 			if (i + 1 == argc) {
-				usage_error(name, usage, "option %s needs a "
-				    "value", argv[i]);
+				usage_error(name, scope, operands, "option %s "
+				    "needs a value", argv[i]);
 				options_free(o);
 				return -1;
 			}
 			value = argv[++i];
 		}
-		if (apply(o, sp, value, name, usage) < 0) {
+		if (apply(o, sp, value, name, scope, operands) < 0) {
 			options_free(o);
 			return -1;
 		}

@@ -51,20 +51,29 @@ struct options {
 };
 
 /*
- * Parse argv[optind...] for the command `name` with scope bits `scope`.
- * On a usage error prints a message and the command's usage line to
- * stderr and returns -1.
+ * Parse argv[optind...] for the command `name` with scope bits `scope`,
+ * whose operands are `operands` ("CONFIG ...").  On a usage error prints a
+ * message and the command's usage to stderr and returns -1; returns 1 for
+ * --help, 0 otherwise.
  */
 int	 options_parse(struct options *, const char *name, unsigned scope,
-	    const char *usage, int argc, char **argv);
+	    const char *operands, int argc, char **argv);
 /*
- * The same for a command whose operands are another program's arguments
- * (foreign_args in commands.h): only the command's own options, spelt
- * exactly, are taken from argv, anywhere before a "--"; every other word,
- * whether or not it looks like an option, is an operand, in order.
+ * Print "LEAD [-qv] [--color auto|always|never] ... OPERANDS": the options
+ * of `scope` from the option table, folded before an option or the
+ * operands so that no line reaches column 80, continuation lines starting
+ * under the first option.
+ */
+void	 options_print_synopsis(FILE *, const char *lead, unsigned scope,
+	    const char *operands);
+/*
+ * options_parse for a command whose operands are another program's
+ * arguments (foreign_args in commands.h): only the command's own options,
+ * spelt exactly, are taken from argv, anywhere before a "--"; every other
+ * word, whether or not it looks like an option, is an operand, in order.
  */
 int	 options_parse_own(struct options *, const char *name, unsigned scope,
-	    const char *usage, int argc, char **argv);
+	    const char *operands, int argc, char **argv);
 void	 options_free(struct options *);
 /* Print the option list for --help (the options of `scope`, or all if 0). */
 void	 options_print_help(FILE *, unsigned scope);

@@ -49,8 +49,8 @@ output_load_configs(const struct options *o, struct config_list *list)
 			goto fail;
 	for (k = 0; k < list->n; k++)
 		if ((why = sym_too_big(&list->v[k])) != NULL) {
-			fprintf(stderr, "%s: %s: %s: %s\n", progname,
-			    list->v[k].file, list->v[k].name, why);
+			/* The mesh multiplies the copies: point at it. */
+			cfg_error(&list->v[k], KEY_MESH, "%s", why);
 			goto fail;
 		}
 	return 0;
@@ -80,46 +80,64 @@ output_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+/*
+ * The JUnit test case of one entry, with copies of its strings: a stream
+ * keeps the case after the audit is freed.
+ */
+static void
+case_of(const struct audited *v, struct junit_case *c)
+{
+	const struct audit	*a = v->audit;
+
+	memset(c, 0, sizeof *c);
+	c->name = xstrdup(v->label);
+	c->seconds = v->seconds;
+	if (a == NULL) {
+		c->error = true;
+		c->failure_message = xstrdup(v->why_not ? v->why_not :
+		    "not audited");
+		return;
+	}
+	if (a->consistent && a->correct)
+		return;
+	c->failed = true;
+	c->failure_text = junit_failure_text(a);
+	c->failure_message = xstrdup(a->nfindings > 0 ?
+	    a->findings[0].message : "gradients differ from the reference");
+}
+
+static void
+cases_free(struct junit_case *cases, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		free((char *)cases[i].name);
+		free((char *)cases[i].failure_message);
+		free((char *)cases[i].failure_text);
+	}
+	free(cases);
+}
+
 void
 output_junit_write(FILE *fp, const struct audited *v, size_t n,
     const char *suite)
 {
 	struct junit_case *cases = xcalloc(n + 1, sizeof *cases);
-	char	**texts = xcalloc(n + 1, sizeof *texts);
 	size_t	 i;
 
-	for (i = 0; i < n; i++) {
-		const struct audit *a = v[i].audit;
-
-		cases[i].name = v[i].label;
-		cases[i].seconds = v[i].seconds;
-		if (a == NULL) {
-			cases[i].error = true;
-			cases[i].failure_message = v[i].why_not ? v[i].why_not :
-			    "not audited";
-			continue;
-		}
-		if (a->consistent && a->correct)
-			continue;
-		cases[i].failed = true;
-		texts[i] = junit_failure_text(a);
-		cases[i].failure_message = a->nfindings > 0 ?
-		    a->findings[0].message : "gradients differ from the reference";
-		cases[i].failure_text = texts[i];
-	}
-	junit_write(fp, suite, cases, n);
 	for (i = 0; i < n; i++)
-		free(texts[i]);
-	free(texts);
-	free(cases);
+		case_of(&v[i], &cases[i]);
+	junit_write(fp, suite, cases, n);
+	cases_free(cases, n);
 }
 
 /*
- * Write a JUnit file: the report of the audits, or (audits NULL) bytes
- * already rendered by the MPI job.  EXIT_OK or EXIT_RUNTIME.
+ * Write a JUnit file: the given test cases, or (cases NULL) bytes already
+ * rendered by the MPI job.  EXIT_OK or EXIT_RUNTIME.
  */
 static int
-write_junit_file(const char *path, const struct audited *v, size_t n,
+write_junit_file(const char *path, const struct junit_case *cases, size_t n,
     const char *suite, const char *bytes, size_t len)
 {
 	FILE	*fp;
@@ -129,8 +147,8 @@ write_junit_file(const char *path, const struct audited *v, size_t n,
 		    progname, path, strerror(errno));
 		return EXIT_RUNTIME;
 	}
-	if (v != NULL)
-		output_junit_write(fp, v, n, suite);
+	if (cases != NULL)
+		junit_write(fp, suite, cases, n);
 	else
 		fwrite(bytes, 1, len, fp);
 	if (ferror(fp) | (fclose(fp) != 0)) {
@@ -144,7 +162,15 @@ int
 output_junit(const char *path, const struct audited *v, size_t n,
     const char *suite)
 {
-	return write_junit_file(path, v, n, suite, NULL, 0);
+	struct junit_case *cases = xcalloc(n + 1, sizeof *cases);
+	size_t	 i;
+	int	 status;
+
+	for (i = 0; i < n; i++)
+		case_of(&v[i], &cases[i]);
+	status = write_junit_file(path, cases, n, suite, NULL, 0);
+	cases_free(cases, n);
+	return status;
 }
 
 int
@@ -153,46 +179,80 @@ output_junit_bytes(const char *path, const char *xml, size_t len)
 	return write_junit_file(path, NULL, 0, NULL, xml, len);
 }
 
-int
-output_audits(const struct options *o, const struct audited *v, size_t n,
-    bool array, const char *suite)
+void
+output_begin(struct output_stream *s, const struct options *o, bool array,
+    size_t n)
 {
-	struct report_options ro;
-	struct json	 js;
-	size_t		 i;
-	int		 status = EXIT_OK;
-
-	ro.verbose = o->verbose;
-	ro.quiet = o->quiet;
-	ro.color = options_use_color(o, stdout);
-	ro.name_summary = n > 1;
+	memset(s, 0, sizeof *s);
+	s->options = o;
+	s->array = array;
+	s->status = EXIT_OK;
+	s->report.verbose = o->verbose;
+	s->report.quiet = o->quiet;
+	s->report.color = options_use_color(o, stdout);
+	s->report.name_summary = n > 1;
 	if (o->format == FORMAT_JSON) {
-		json_init(&js, stdout, false);
+		json_init(&s->json, stdout, false);
 		if (array)
-			json_begin_array(&js);
-		for (i = 0; i < n; i++)
-			if (v[i].audit != NULL)
-				report_json(&js, v[i].audit);
-		if (array)
-			json_end_array(&js);
-	} else
-		for (i = 0; i < n; i++) {
-			if (v[i].audit == NULL)
-				continue;
-			if (i > 0 && !o->quiet)
-				fputc('\n', stdout);
-			report_text(stdout, v[i].audit, &ro);
-		}
-	for (i = 0; i < n; i++)
-		if (v[i].audit != NULL &&
-		    !(v[i].audit->consistent && v[i].audit->correct))
-			status = EXIT_WRONG;
-	if (o->junit != NULL && output_junit(o->junit, v, n, suite) != EXIT_OK)
+			json_begin_array(&s->json);
+	}
+}
+
+void
+output_add(struct output_stream *s, const struct audited *v)
+{
+	const struct options	*o = s->options;
+	const struct audit	*a = v->audit;
+
+	if (a != NULL && o->format == FORMAT_JSON)
+		report_json(&s->json, a);
+	else if (a != NULL) {
+		if (s->count > 0 && !o->quiet)
+			fputc('\n', stdout);
+		report_text(stdout, a, &s->report);
+	}
+	s->count++;
+	if (a != NULL && !(a->consistent && a->correct))
+		s->status = EXIT_WRONG;
+	if (o->junit == NULL)
+		return;
+	if (s->ncases == s->cap) {
+		s->cap = s->cap ? 2 * s->cap : 16;
+		s->cases = xreallocarray(s->cases, s->cap, sizeof *s->cases);
+	}
+	case_of(v, &s->cases[s->ncases++]);
+}
+
+int
+output_end(struct output_stream *s, const char *suite)
+{
+	const struct options	*o = s->options;
+	int			 status = s->status;
+
+	if (o->format == FORMAT_JSON && s->array)
+		json_end_array(&s->json);
+	if (o->junit != NULL && write_junit_file(o->junit, s->cases,
+	    s->ncases, suite, NULL, 0) != EXIT_OK)
 		status = EXIT_RUNTIME;
+	cases_free(s->cases, s->ncases);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "%s: error writing the report to stdout\n",
 		    progname);
 		status = EXIT_RUNTIME;
 	}
+	memset(s, 0, sizeof *s);
 	return status;
+}
+
+int
+output_audits(const struct options *o, const struct audited *v, size_t n,
+    bool array, const char *suite)
+{
+	struct output_stream	 s;
+	size_t			 i;
+
+	output_begin(&s, o, array, n);
+	for (i = 0; i < n; i++)
+		output_add(&s, &v[i]);
+	return output_end(&s, suite);
 }

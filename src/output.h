@@ -11,7 +11,10 @@
 
 #include "audit.h"
 #include "config.h"
+#include "json.h"
+#include "junit.h"
 #include "options.h"
+#include "report.h"
 
 /* Load all operands with the --set overrides; -1 after an error message. */
 int	 output_load_configs(const struct options *, struct config_list *);
@@ -24,10 +27,37 @@ struct audited {
 };
 
 /*
- * Print every audit (text: one report each; JSON: an object, or an array
- * when `array`), write --junit if asked.  Returns EXIT_OK, EXIT_WRONG, or
- * EXIT_RUNTIME when stdout or the JUnit file could not be written.
+ * A report written as the audits come, so that a command can free each
+ * audit once it is printed: check held every audit of a list until the
+ * end, and 100,000 small configs took 10 GB (issue 8).  Text is one report
+ * per audit, JSON an object or, when `array`, one array of them; for
+ * --junit only each audit's test case is kept, and the file is written at
+ * the end.
  */
+struct output_stream {
+	const struct options	*options;
+	struct report_options	 report;
+	struct json		 json;
+	bool			 array;
+	size_t			 count;		/* audits added so far */
+	int			 status;
+	struct junit_case	*cases;		/* with --junit */
+	size_t			 ncases, cap;
+};
+
+/* Begin a report of n audits. */
+void	 output_begin(struct output_stream *, const struct options *,
+	    bool array, size_t n);
+/* Print one audit (or, audit NULL, only count it for JUnit). */
+void	 output_add(struct output_stream *, const struct audited *);
+/*
+ * Close the report, write --junit if asked, free the stream.  Returns
+ * EXIT_OK, EXIT_WRONG, or EXIT_RUNTIME when stdout or the JUnit file could
+ * not be written.
+ */
+int	 output_end(struct output_stream *, const char *suite);
+
+/* The whole report of audits held together: begin, add each, end. */
 int	 output_audits(const struct options *, const struct audited *,
 	    size_t n, bool array, const char *suite);
 

@@ -28,6 +28,7 @@
 #include "lincomb.h"
 #include "report.h"
 #include "framework.h"
+#include "text.h"
 #include "xmalloc.h"
 
 #ifdef PACKAGE_VERSION
@@ -551,10 +552,23 @@ paint(const struct text *t, const char *ansi)
 	return t->opt->color ? ansi : "";
 }
 
-static const char *
-or_dash(const char *s)
+/*
+ * A file or config name as the terminal should show it: a file named
+ * "\033[2J.yaml" (and the default name taken from it) cleared the screen
+ * of whoever read the report.
+ */
+static void
+put_visible(FILE *fp, const char *s)
 {
-	return s != NULL ? s : "-";
+	char	*v;
+
+	if (s == NULL) {
+		fputs("-", fp);
+		return;
+	}
+	v = text_visible(s);
+	fputs(v, fp);
+	free(v);
 }
 
 /*
@@ -592,9 +606,13 @@ print_header(struct text *t)
 	const struct audit	*a = t->audit;
 	const struct mesh	*m = &a->mesh;
 
-	if (a->config != NULL)
-		fprintf(t->fp, "config: %s (%s)\n", or_dash(a->config->file),
-		    or_dash(a->config->name));
+	if (a->config != NULL) {
+		fputs("config: ", t->fp);
+		put_visible(t->fp, a->config->file);
+		fputs(" (", t->fp);
+		put_visible(t->fp, a->config->name);
+		fputs(")\n", t->fp);
+	}
 	fprintf(t->fp, "mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d "
 	    "world=%d\n", m->dp, m->pp, m->tp, m->ep, m->etp, m->edp,
 	    m->world);
@@ -850,8 +868,10 @@ print_summary(struct text *t)
 	bool	 good = audit_wrong_params(t->audit) == 0;
 
 	if (t->opt->quiet && t->opt->name_summary &&
-	    t->audit->config != NULL)
-		fprintf(t->fp, "%s: ", t->audit->config->name);
+	    t->audit->config != NULL) {
+		put_visible(t->fp, t->audit->config->name);
+		fputs(": ", t->fp);
+	}
 	fprintf(t->fp, "%s%s%s\n", paint(t, good ? ANSI_GREEN : ANSI_RED), s,
 	    paint(t, ANSI_RESET));
 	free(s);
