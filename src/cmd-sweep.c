@@ -150,7 +150,8 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	for (k = 0; k < sw->nvary; k++)
 		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
 	adjust_defaults(c);
-	if (cfg_check_constraints(c) != NULL || sym_too_big(c) != NULL) {
+	if (cfg_check_constraints(c) != NULL || sym_too_big(c) != NULL ||
+	    sym_refused(c) != NULL) {
 		cfg_free(c);
 		return false;
 	}

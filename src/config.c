@@ -93,7 +93,9 @@ static const char *const sp_param_words[] = {
 	"tp-all-reduce", "none", "skip-standalone", NULL
 };
 static const char *const divisor_words[] = { "dp", "edp", NULL };
-static const char *const qk_norm_words[] = { "tp-all-reduce", "none", NULL };
+static const char *const qk_norm_words[] = {
+	"tp-all-reduce", "none", "with-sp", NULL
+};
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
 static const char *const bucket_stages_words[] = {
 	"all", "first", "none", NULL
@@ -230,6 +232,12 @@ static const struct key_def keys[KEY__COUNT] = {
 	    limits.moe_tp_needs_sp),
 	[KEY_TIED_BUCKET_START] = WORD("layout.tied_bucket_start", KEY_LAYOUT,
 	    layout.tied_bucket_start, tied_start_words),
+	[KEY_TIED_START_ASSERTED] = FLAG("layout.tied_start_asserted",
+	    KEY_LAYOUT, layout.tied_start_asserted),
+	[KEY_AVG_SUPPORTED] = { "limits.avg_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.avg), 0, 1, 1, NULL },
+	[KEY_AVG_NEEDS_ETP_EQ_TP] = FLAG("limits.avg_needs_etp_eq_tp",
+	    KEY_LIMITS, limits.avg_needs_etp_eq_tp),
 };
 
 /* The state of one cfg_load call. */
@@ -1458,6 +1466,30 @@ framework_moe_tp_sp(const struct config *c, char *buf, size_t size)
 	    "sequence_parallel", buf, size);
 }
 
+static bool
+framework_has_avg(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->training.average_in_collective ||
+	    c->limits.avg, "has no average_in_collective (Megatron a4b31f2, "
+	    "0.8.0)", buf, size);
+}
+
+/*
+ * Megatron 0.10 and 0.11 check the expert buffers' scaling factor under
+ * average_in_collective in DistributedDataParallel.__init__: with etp
+ * other than tp the assert fails (or dp // edp is 0), and training never
+ * starts (fixed by 4f8974a400 in 0.12).
+ */
+static bool
+framework_avg_etp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.avg_needs_etp_eq_tp ||
+	    !c->training.average_in_collective || c->mesh.etp == c->mesh.tp,
+	    "stops at start-up with average_in_collective and etp other "
+	    "than tp: DistributedDataParallel asserts the expert gradient "
+	    "scaling factor", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1477,6 +1509,8 @@ static const struct constraint constraints[] = {
 	{ KEY_QK_NORM, false, framework_has_qk_norm },
 	{ KEY_ETP, true, framework_has_etp },
 	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
+	{ KEY_AVERAGE_IN_COLLECTIVE, true, framework_avg_etp },
 };
 
 /*

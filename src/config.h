@@ -48,7 +48,8 @@ enum sp_param_sync {		/* sync.sp_param_grad */
 
 enum qk_norm_sync {		/* sync.qk_norm_grad */
 	QK_NORM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
-	QK_NORM_NONE		/* "none" */
+	QK_NORM_NONE,		/* "none" */
+	QK_NORM_WITH_SP		/* "with-sp": only with sequence parallelism */
 };
 
 enum expert_avg_scale {		/* sync.expert_avg_scale */
@@ -126,7 +127,8 @@ enum cfg_key {
 	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
 	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD, KEY_EXPERT_AVG_SCALE,
 	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
-	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START,
+	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START, KEY_TIED_START_ASSERTED,
+	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP,
 	KEY__COUNT
 };
 
@@ -202,6 +204,8 @@ struct config {
 		bool	qk_norm;
 		bool	etp;		/* etp may differ from tp */
 		bool	moe_tp_needs_sp;
+		bool	avg;		/* average_in_collective exists */
+		bool	avg_needs_etp_eq_tp;
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
@@ -214,6 +218,7 @@ struct config {
 		enum expert_buffer	expert_buffer;
 		enum tied_bucket	tied_embedding_bucket;
 		enum tied_bucket_start	tied_bucket_start;
+		bool			tied_start_asserted;
 	} layout;
 
 	/*

@@ -72,7 +72,11 @@ fw_dir(void)
 int
 fw_version_parse(const char *s, struct fw_version *v)
 {
-	static const char *const prefixes[] = { "core_v", "core_r", "v" };
+	/*
+	 * Release tags; not a bare "v", which the Megatron-LM repository uses
+	 * for its own, older releases (v2.6 is from 2021).
+	 */
+	static const char *const prefixes[] = { "core_v", "core_r" };
 	int	*part[3] = { &v->major, &v->minor, &v->patch };
 	size_t	 i;
 	long	 n;
@@ -91,27 +95,41 @@ fw_version_parse(const char *s, struct fw_version *v)
 		}
 	for (i = 0; i < 3; i++) {
 		if (!isdigit((unsigned char)*s))
-			return i < 2 ? -1 : 0;
+			return -1;
 		errno = 0;
 		n = strtol(s, &end, 10);
 		if (errno != 0 || n > 99999)
 			return -1;
 		*part[i] = (int)n;
 		s = end;
-		if (*s != '.')
+		/* "0.5" is 0.5.0; after the patch, a suffix may follow. */
+		if (*s != '.' || i == 2)
+			break;
+		if (!isdigit((unsigned char)s[1]))
 			break;
 		s++;
 	}
 	if (i == 0)
 		return -1;
 	/*
-	 * A pre-release (0.9.0rc1, 0.9.0-rc1) is read as its release: it is
-	 * cut from the branch that becomes the release.
+	 * A pre-release: 0.9.0rc1, 0.9.0-rc1, 0.7.0.beta.  Build metadata
+	 * ("+local") is the release itself.
 	 */
-	if (*s != '\0' && !isalpha((unsigned char)*s) && *s != '-' &&
-	    *s != '+')
-		return -1;
-	return 0;
+	if (*s == '.' || *s == '-' || isalpha((unsigned char)*s)) {
+		v->pre = true;
+		s += *s == '.' || *s == '-';
+		/* Only after a full MAJOR.MINOR.PATCH, and a word: rc1, beta. */
+		if (i < 2 || !isalpha((unsigned char)*s))
+			return -1;
+		while (isalnum((unsigned char)*s) || *s == '.')
+			s++;
+	}
+	if (*s == '+') {
+		if (!isalnum((unsigned char)s[1]))
+			return -1;
+		return 0;
+	}
+	return *s == '\0' ? 0 : -1;
 }
 
 int
@@ -700,5 +718,11 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 	for (p = &fw->profiles[fw->nprofiles - 1]; p > fw->profiles; p--)
 		if (fw_version_cmp(&p->since, &v) <= 0)
 			break;
+	/*
+	 * A pre-release of the release a profile starts with has not all of
+	 * its changes (core_v0.7.0.beta lacks a889b3591e): the profile before.
+	 */
+	if (v.pre && p > fw->profiles && fw_version_cmp(&p->since, &v) == 0)
+		p--;
 	return p;
 }

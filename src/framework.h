@@ -28,6 +28,7 @@
 struct fw_version {
 	int	major, minor, patch;
 	bool	main;
+	bool	pre;	/* a pre-release: 0.9.0rc1, 0.7.0.beta */
 };
 
 struct fw_profile {

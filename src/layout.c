@@ -40,8 +40,16 @@ layout_buffer_of(const struct model *m, int param)
 		if (m->mesh.ep == 1)
 			return BUFFER_DENSE;
 		break;
-	case EXPERT_BUFFER_ALWAYS:
 	case EXPERT_BUFFER_ALL_REDUCE:
+		/*
+		 * Megatron 0.4 and 0.5 keep allreduce=False parameters, the
+		 * experts with ep > 1, out of the buffers; with ep = 1 they
+		 * are ordinary dense parameters.
+		 */
+		if (m->mesh.ep == 1)
+			return BUFFER_DENSE;
+		break;
+	case EXPERT_BUFFER_ALWAYS:
 		break;
 	}
 	return BUFFER_EXPERT;
@@ -131,6 +139,7 @@ struct bucketer;
 static int64_t	close_bucket(struct bucketer *, int64_t);
 
 struct bucketer {
+	char			*refusal;	/* first start-up assert */
 	struct buffer_layout	*buf;
 	int64_t			 open_lo;	/* start of the open bucket */
 	int			 nparams;	/* parameters in it */
@@ -190,6 +199,13 @@ open_own_bucket(const struct model *m, struct bucketer *bk, int64_t pos,
 
 	if (how == TIED_START_PAD_IF_UNALIGNED && pos % bk->n != 0)
 		pos = round_up(pos, bk->quantum);
+	/* Megatron 0.6 to 0.8: assert data_start_index % dp == 0. */
+	if (m->config->layout.tied_start_asserted && bk->nparams > 0 &&
+	    pos % bk->n != 0 && bk->refusal == NULL)
+		xasprintf(&bk->refusal, "the tied weight's own bucket would "
+		    "start at element %lld of a stage's buffer, which the data "
+		    "parallel size %d does not divide: the gradient buffer "
+		    "asserts it does", (long long)pos, bk->n);
 	next = close_bucket(bk, pos);
 	if (how == TIED_START_PADDED || next == pos || bk->buf->nbuckets == 0)
 		return next;
@@ -238,7 +254,55 @@ build_buffer(struct layout *lay, const struct model *m, int stage,
 	}
 	pos = close_bucket(&bk, pos);
 	bk.buf->size = pos;
+	if (bk.refusal != NULL && lay->refusal == NULL)
+		lay->refusal = bk.refusal;
+	else
+		free(bk.refusal);
 }
+
+/*
+ * Megatron's DistributedOptimizer maps every parameter to one bucket and
+ * asserts that no rank owns a parameter in two ("each param only belongs
+ * to a single bucket"): a tied weight whose head lies in the padding of
+ * the bucket before its own (0.7 to 0.12, see open_own_bucket) stops
+ * training at start-up rather than giving wrong gradients.
+ */
+static void
+check_single_bucket(struct layout *lay, const struct model *m)
+{
+	const struct param	*p;
+	const struct buffer_layout *buf;
+	int64_t			 lo, hi, off, end;
+	int			 i, b, k, n, owner_buckets;
+
+	if (!m->config->training.distributed_optimizer || lay->refusal != NULL)
+		return;
+	for (i = 0; i < m->nparams; i++) {
+		p = &m->params[i];
+		buf = &lay->stages[p->stage].buffer[layout_buffer_of(m, i)];
+		off = lay->offset[i];
+		end = off + p->local_elems;
+		n = buf->nbuckets > 0 ? buf->buckets[0].group_size : 1;
+		for (k = 0; k < n; k++) {
+			owner_buckets = 0;
+			for (b = 0; b < buf->nbuckets; b++) {
+				layout_bucket_shard(&buf->buckets[b], k, &lo,
+				    &hi);
+				if (lo < end && hi > off && lo < hi)
+					owner_buckets++;
+			}
+			if (owner_buckets > 1) {
+				xasprintf(&lay->refusal, "data parallel rank %d "
+				    "would own parts of %s in two buckets, and "
+				    "the distributed optimizer asserts each "
+				    "parameter belongs to a single bucket", k,
+				    p->name);
+				return;
+			}
+		}
+	}
+}
+
 
 void
 layout_build(struct layout *lay, const struct model *m)
@@ -246,11 +310,13 @@ layout_build(struct layout *lay, const struct model *m)
 	int	s, k;
 
 	lay->nstages = m->mesh.pp;
+	lay->refusal = NULL;
 	lay->stages = xcalloc(m->mesh.pp, sizeof *lay->stages);
 	lay->offset = xcalloc(m->nparams, sizeof *lay->offset);
 	for (s = 0; s < m->mesh.pp; s++)
 		for (k = 0; k < BUFFER__COUNT; k++)
 			build_buffer(lay, m, s, k);
+	check_single_bucket(lay, m);
 }
 
 void
@@ -264,6 +330,7 @@ layout_free(struct layout *lay)
 	}
 	free(lay->stages);
 	free(lay->offset);
+	free(lay->refusal);
 	memset(lay, 0, sizeof *lay);
 }
 

@@ -311,7 +311,15 @@ model_build(struct model *m, const struct config *cfg)
 		set_local_shape(&m->mesh, p);
 		p->sequence_parallel = p->role == ROLE_NORM &&
 		    cfg->training.sequence_parallel;
-		p->standalone = p->role == ROLE_NORM && p->layer < 0;
+		/*
+		 * Norms that are modules of their own rather than fused into
+		 * the next linear (TELayerNormColumnParallelLinear): the final
+		 * norm, and the pre-MLP norm of a MoE layer (TENorm in
+		 * Megatron's layer specs when num_experts is set).
+		 */
+		p->standalone = p->role == ROLE_NORM && (p->layer < 0 ||
+		    (cfg_layer_is_moe(cfg, p->layer) &&
+		    strstr(p->name, ".norm2.") != NULL));
 		if (p->role == ROLE_OUTPUT && tied) {
 			struct logical_param *l = &m->logical[
 			    m->params[emb].logical];

@@ -19,6 +19,7 @@
 
 #include "arena.h"
 #include "config.h"
+#include "framework.h"
 #include "layout.h"
 #include "lincomb.h"
 #include "symbolic.h"
@@ -102,6 +103,31 @@ sym_too_big(const struct config *cfg)
 	    "copies (parameters x ranks holding them); at most %lld are "
 	    "supported", (long long)copies, (long long)SYM_MAX_COPIES);
 	return why;
+}
+
+const char *
+sym_refused(const struct config *cfg)
+{
+	static char	 why[512];
+	struct model	 m;
+	struct layout	 lay;
+	const char	*r = NULL;
+
+	model_build(&m, cfg);
+	layout_build(&lay, &m);
+	if (lay.refusal != NULL) {
+		if (cfg->profile != NULL)
+			snprintf(why, sizeof why, "%s (profile %s) stops at "
+			    "start-up: %s", cfg->framework,
+			    cfg->profile->label, lay.refusal);
+		else
+			snprintf(why, sizeof why, "the layout: rules stop "
+			    "training at start-up: %s", lay.refusal);
+		r = why;
+	}
+	layout_free(&lay);
+	model_free(&m);
+	return r;
 }
 
 void

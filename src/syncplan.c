@@ -289,8 +289,9 @@ emit_sp_params(struct sync_plan *plan, const struct model *m,
  * tp, so each tp rank holds part of the gradient whether or not sequence
  * parallelism is on.  Megatron sums them over tp in
  * _allreduce_non_tensor_model_parallel_grads; sync.qk_norm_grad: none
- * declares them Replicate, as a framework that reduces them only with
- * the sequence-parallel norms does when that is off.
+ * declares them Replicate, and with-sp sums them only with sequence
+ * parallelism, as a framework that treats them as sequence-parallel norms
+ * does.
  */
 static void
 emit_qk_norms(struct sync_plan *plan, const struct model *m,
@@ -309,7 +310,9 @@ emit_qk_norms(struct sync_plan *plan, const struct model *m,
 			any = true;
 		}
 	declared = pl_normalize(&m->mesh, pl_uniform(
-	    m->config->sync.qk_norm_grad == QK_NORM_TP_ALL_REDUCE ?
+	    m->config->sync.qk_norm_grad == QK_NORM_TP_ALL_REDUCE ||
+	    (m->config->sync.qk_norm_grad == QK_NORM_WITH_SP &&
+	    m->config->training.sequence_parallel) ?
 	    PLACE_PARTIAL : PLACE_REPLICATE));
 	if (any)
 		emit_tp_reduction(plan, m, rule, sel, truth, declared);

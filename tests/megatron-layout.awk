@@ -6,7 +6,10 @@
 # distributed optimizer, it prints which elements each rank's optimizer
 # owns ("R LO HI", R = dp_rank + dp * stage, merged ranges) and whether
 # the all-reduce after the reduce-scatter is right ("verdict 0", "verdict
-# 1"), or "verdict crash" where the code asserts at start-up.
+# 1"), or "verdict crash" where the code asserts at start-up: the buffer's
+# `data_start_index % dp == 0` (0.6 to 0.8), or the distributed
+# optimizer's "each param only belongs to a single bucket", which a rank
+# owning parts of the tied weight in two buckets breaks.
 #
 # Variables: era (legacy, 0.5, 0.6, 0.7, 0.8, 0.9, 0.13), dp, vocab,
 # hidden, ffn, layers (per stage), qk (0/1), head_dim, overlap (0/1),
@@ -66,7 +69,7 @@ function layout(stage,    n, i, own, start, end, limit) {
 		own = era_own && i == tied
 		if (own) {
 			if (era == "0.6" || era == "0.7" || era == "0.8") {
-				if (pos % dp != 0)
+				if (pos % dp != 0 && nbp > 0)
 					crash = 1
 				if (nbp > 0)
 					new_bucket(pos)
@@ -92,11 +95,12 @@ function layout(stage,    n, i, own, start, end, limit) {
 }
 
 # Each rank's owned part of the tied weight: its shard of every bucket.
-function ownership(stage,    r, b, sh, lo, hi, p0, p1, out) {
+function ownership(stage,    r, b, sh, lo, hi, p0, p1, out, nown) {
 	p0 = pstart[tied]
 	p1 = p0 + size[tied]
 	for (r = 0; r < dp; r++) {
 		out = ""
+		nown = 0
 		for (b = 1; b <= nb; b++) {
 			sh = (be[b] - bs[b]) / dp
 			lo = bs[b] + r * sh
@@ -106,7 +110,10 @@ function ownership(stage,    r, b, sh, lo, hi, p0, p1, out) {
 			if (lo >= hi)
 				continue
 			out = out " " (lo - p0) " " (hi - p0)
+			nown++
 		}
+		if (nown > 1)
+			crash = 1
 		owned[stage, r] = merge(out)
 	}
 }
