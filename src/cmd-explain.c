@@ -20,8 +20,16 @@
 
 struct explain {
 	const struct options	*options;
+	const struct config	*config;
 	struct json		 json;
 	bool			*show;		/* per model parameter */
+	/*
+	 * The rules the audit found at fault: a step is labelled with the bug
+	 * it models only when it is one of these, not merely because it can
+	 * be buggy.
+	 */
+	const char		**faulty;
+	size_t			 nfaulty;
 	struct audit		 layout_audit;	/* mesh only, for the grids */
 };
 
@@ -61,6 +69,29 @@ instance_held(const struct model *m, int p, int rank)
 	int	inst = model_instance_on(m, p, rank);
 
 	return inst >= 0 ? inst : p;
+}
+
+static bool
+at_fault(const struct explain *ex, const struct sync_step *s)
+{
+	size_t	 i;
+
+	for (i = 0; i < ex->nfaulty; i++)
+		if (strcmp(ex->faulty[i], s->label) == 0)
+			return true;
+	return false;
+}
+
+/* The rules named by the findings of the first pass (op is a rule label). */
+static void
+collect_faulty(struct explain *ex, const struct audit *a)
+{
+	size_t	 i;
+
+	ex->faulty = xcalloc(a->nfindings + 1, sizeof *ex->faulty);
+	for (i = 0; i < a->nfindings; i++)
+		if (a->findings[i].op != NULL)
+			ex->faulty[ex->nfaulty++] = xstrdup(a->findings[i].op);
 }
 
 static void
@@ -156,9 +187,14 @@ hook(void *arg, const struct sym_run *run, int step)
 	int		 l;
 	bool		 json = ex->options->format == FORMAT_JSON;
 
-	if (s != NULL)
+	const char	*cite = s != NULL && at_fault(ex, s) ? s->cite : NULL;
+	char		 value[64], origin[512];
+
+	if (s != NULL) {
 		syncplan_describe(s, m, what, sizeof what);
-	else
+		cfg_key_value(ex->config, s->key, value, sizeof value);
+		cfg_key_origin(ex->config, s->key, origin, sizeof origin);
+	} else
 		snprintf(what, sizeof what, "local gradients before "
 		    "synchronization (atom gR: rank R's own)");
 	if (json) {
@@ -166,14 +202,26 @@ hook(void *arg, const struct sym_run *run, int step)
 		json_key_int(&ex->json, "step", step + 1);
 		json_key_string(&ex->json, "does", what);
 		json_key_string(&ex->json, "rule", s ? s->label : "backward");
-		if (s != NULL && s->cite != NULL)
-			json_key_string(&ex->json, "cite", s->cite);
+		if (s != NULL) {
+			json_key(&ex->json, "setting");
+			json_begin_object(&ex->json);
+			json_key_string(&ex->json, "key",
+			    cfg_key_path(s->key));
+			json_key_string(&ex->json, "value", value);
+			json_key_string(&ex->json, "from", origin);
+			json_end_object(&ex->json);
+		}
+		if (cite != NULL)
+			json_key_string(&ex->json, "cite", cite);
 		json_key(&ex->json, "params");
 		json_begin_array(&ex->json);
-	} else
+	} else {
 		printf("\nstep %d: %s%s%s%s\n", step + 1, what,
-		    s && s->cite ? " [" : "", s && s->cite ? s->cite : "",
-		    s && s->cite ? "]" : "");
+		    cite ? " [" : "", cite ? cite : "", cite ? "]" : "");
+		if (s != NULL)
+			printf("  (%s: %s, from %s)\n", cfg_key_path(s->key),
+			    value, origin);
+	}
 	for (l = 0; l < m->nlogical; l++) {
 		const struct logical_param *lp = &m->logical[l];
 		int p = lp->instance[0];
@@ -245,6 +293,7 @@ cmd_explain_exec(struct options *o)
 	}
 	memset(&ex, 0, sizeof ex);
 	ex.options = o;
+	ex.config = &list.v[0];
 	sym_context_build(&ctx, &list.v[0]);
 	ex.layout_audit.mesh = ctx.model.mesh;
 	ex.show = xcalloc(ctx.model.nparams, sizeof *ex.show);
@@ -261,6 +310,7 @@ cmd_explain_exec(struct options *o)
 		goto out;
 	}
 	status = a.consistent && a.correct ? EXIT_OK : EXIT_WRONG;
+	collect_faulty(&ex, &a);
 	audit_free(&a);
 	if (o->format == FORMAT_JSON) {
 		json_init(&ex.json, stdout, false);
@@ -281,6 +331,7 @@ cmd_explain_exec(struct options *o)
 		    ctx.model.mesh.dp, ctx.model.mesh.pp, ctx.model.mesh.tp,
 		    ctx.model.mesh.ep, ctx.model.mesh.etp, ctx.model.mesh.edp,
 		    ctx.model.mesh.world);
+		report_framework(stdout, &list.v[0]);
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}
 	sym_audit(&ctx, &a, hook, &ex);
@@ -298,6 +349,9 @@ cmd_explain_exec(struct options *o)
 	}
 out:
 	audit_free(&a);
+	while (ex.nfaulty > 0)
+		free((char *)ex.faulty[--ex.nfaulty]);
+	free(ex.faulty);
 	free(ex.show);
 	sym_context_free(&ctx);
 	config_list_free(&list);

@@ -97,7 +97,7 @@ adjust_defaults(struct config *c)
 {
 	int	tp = c->mesh.tp;
 
-#define DEFAULTED(k) ((c->given & ((uint64_t)1 << (k))) == 0)
+#define DEFAULTED(k) (!keyset_has(&c->given, (k)))
 	if (DEFAULTED(KEY_LAYERS))
 		c->model.layers = c->mesh.pp;
 	if (DEFAULTED(KEY_VOCAB))
@@ -157,7 +157,8 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	for (k = 0; k < sw->nvary; k++)
 		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
 	adjust_defaults(c);
-	if (cfg_check_constraints(c) != NULL || sym_too_big(c) != NULL) {
+	if (cfg_check_constraints(c) != NULL || sym_too_big(c) != NULL ||
+	    sym_refused(c) != NULL) {
 		cfg_free(c);
 		return false;
 	}

@@ -19,6 +19,8 @@ const struct command *const commands[] = {
 	&cmd_check_entry,
 	&cmd_explain_entry,
 	&cmd_sweep_entry,
+	&cmd_frameworks_entry,
+	&cmd_import_entry,
 	&cmd_help_entry,
 	NULL
 };
@@ -82,7 +84,12 @@ command_exec(const struct command *c, int argc, char **argv)
 	struct options	 o;
 	int		 rc;
 
-	rc = options_parse(&o, c->name, c->scope, c->operands, argc, argv);
+	if (c->foreign_args)
+		rc = options_parse_own(&o, c->name, c->scope, c->operands,
+		    argc, argv);
+	else
+		rc = options_parse(&o, c->name, c->scope, c->operands, argc,
+		    argv);
 	if (rc < 0)
 		return EXIT_USAGE;
 	if (rc > 0) {

@@ -6,6 +6,7 @@
 #ifndef GRADAUDIT_COMMANDS_H
 #define GRADAUDIT_COMMANDS_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 struct options;
@@ -17,6 +18,11 @@ struct command {
 	unsigned	 scope;		/* SCOPE_* bit of options.h, 0: none */
 	int		 min_args;
 	int		 max_args;	/* -1: any number */
+	/*
+	 * Operands are another program's arguments, options included:
+	 * parse only the command's own options (options_parse_own).
+	 */
+	bool		 foreign_args;
 	int		(*exec)(struct options *);
 };
 
@@ -24,6 +30,8 @@ extern const struct command cmd_run_entry;
 extern const struct command cmd_check_entry;
 extern const struct command cmd_explain_entry;
 extern const struct command cmd_sweep_entry;
+extern const struct command cmd_frameworks_entry;
+extern const struct command cmd_import_entry;
 extern const struct command cmd_help_entry;
 
 /* The table, NULL-terminated, in the order help lists them. */

@@ -27,6 +27,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "framework.h"
 #include "text.h"
 #include "hash.h"
 #include "xmalloc.h"
@@ -37,8 +38,14 @@ _Static_assert(sizeof(enum router_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_avg_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
-_Static_assert(KEY__COUNT <= 64, "cfg_key bits must fit in 'given'");
+_Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum tied_bucket) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum tied_bucket_start) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -62,7 +69,6 @@ struct key_def {
 #define ROOT		KEY__COUNT
 #define NO_FIELD	SIZE_MAX
 #define DEFAULT_PP	(-1)
-#define BIT(k)		((uint64_t)1 << (k))
 
 /* Room for input quoted back (text.h), and with its quotes. */
 #define QUOTE_SIZE	TEXT_QUOTE_SIZE
@@ -84,9 +90,32 @@ static const char *const router_words[] = {
 static const char *const expert_input_words[] = {
 	"etp-all-reduce", "none", NULL
 };
-static const char *const sp_param_words[] = { "tp-all-reduce", "none", NULL };
+static const char *const sp_param_words[] = {
+	"tp-all-reduce", "none", "skip-standalone", NULL
+};
 static const char *const divisor_words[] = { "dp", "edp", NULL };
+static const char *const qk_norm_words[] = {
+	"tp-all-reduce", "none", "with-sp", NULL
+};
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
+static const char *const bucket_stages_words[] = {
+	"all", "first", "none", NULL
+};
+static const char *const expert_avg_words[] = {
+	"edp-over-dp", "one-over-ep", NULL
+};
+static const char *const bucket_padding_words[] = {
+	"group", "lcm-128", NULL
+};
+static const char *const expert_buffer_words[] = {
+	"always", "if-expert-mesh", "if-ep", "all-reduce", NULL
+};
+static const char *const tied_start_words[] = {
+	"padded", "param-start", "pad-if-unaligned", NULL
+};
+static const char *const tied_bucket_words[] = {
+	"shared", "own", "own-if-distopt-pp", NULL
+};
 
 #define F(member)	offsetof(struct config, member)
 #define SECTION(p, parent, presence) \
@@ -167,6 +196,49 @@ static const struct key_def keys[KEY__COUNT] = {
 	    sync.sp_param_grad, sp_param_words),
 	[KEY_EXPERT_GRAD_DIVISOR] = WORD("sync.expert_grad_divisor", KEY_SYNC,
 	    sync.expert_grad_divisor, divisor_words),
+	[KEY_FRAMEWORK] = { "framework", ROOT, TYPE_STRING, F(framework), 0, 0,
+	    0, NULL },
+	[KEY_OVERLAP_GRAD_REDUCE] = FLAG("training.overlap_grad_reduce",
+	    KEY_TRAINING, training.overlap_grad_reduce),
+	[KEY_LAYOUT] = SECTION("layout", ROOT, NO_FIELD),
+	[KEY_BUCKET_STAGES] = WORD("layout.bucket_stages", KEY_LAYOUT,
+	    layout.bucket_stages, bucket_stages_words),
+	[KEY_BUCKET_NEEDS_OVERLAP] = FLAG("layout.bucket_needs_overlap",
+	    KEY_LAYOUT, layout.bucket_needs_overlap),
+	[KEY_BUCKET_MIN_PARAMS] = INTEGER("layout.bucket_min_params",
+	    KEY_LAYOUT, layout.bucket_min_params, 1, CFG_MAX_LAYERS, 1),
+	[KEY_BUCKET_PADDING] = WORD("layout.bucket_padding", KEY_LAYOUT,
+	    layout.bucket_padding, bucket_padding_words),
+	[KEY_PARAM_ALIGNMENT] = INTEGER("layout.param_alignment", KEY_LAYOUT,
+	    layout.param_alignment, 1, 1 << 16, 1),
+	[KEY_EXPERT_BUFFER] = WORD("layout.expert_buffer", KEY_LAYOUT,
+	    layout.expert_buffer, expert_buffer_words),
+	[KEY_TIED_EMBEDDING_BUCKET] = WORD("layout.tied_embedding_bucket",
+	    KEY_LAYOUT, layout.tied_embedding_bucket, tied_bucket_words),
+	[KEY_QK_NORM] = FLAG("model.qk_norm", KEY_MODEL, model.qk_norm),
+	[KEY_HEAD_DIM] = INTEGER("model.head_dim", KEY_MODEL, model.head_dim,
+	    1, CFG_MAX_MODEL_DIM, 2),
+	[KEY_QK_NORM_GRAD] = WORD("sync.qk_norm_grad", KEY_SYNC,
+	    sync.qk_norm_grad, qk_norm_words),
+	[KEY_EXPERT_AVG_SCALE] = WORD("sync.expert_avg_scale", KEY_SYNC,
+	    sync.expert_avg_scale, expert_avg_words),
+	[KEY_LIMITS] = SECTION("limits", ROOT, NO_FIELD),
+	[KEY_MOE_SUPPORTED] = { "limits.moe_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.moe), 0, 1, 1, NULL },
+	[KEY_QK_NORM_SUPPORTED] = { "limits.qk_norm_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.qk_norm), 0, 1, 1, NULL },
+	[KEY_ETP_SUPPORTED] = { "limits.etp_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.etp), 0, 1, 1, NULL },
+	[KEY_MOE_TP_NEEDS_SP] = FLAG("limits.moe_tp_needs_sp", KEY_LIMITS,
+	    limits.moe_tp_needs_sp),
+	[KEY_TIED_BUCKET_START] = WORD("layout.tied_bucket_start", KEY_LAYOUT,
+	    layout.tied_bucket_start, tied_start_words),
+	[KEY_TIED_START_ASSERTED] = FLAG("layout.tied_start_asserted",
+	    KEY_LAYOUT, layout.tied_start_asserted),
+	[KEY_AVG_SUPPORTED] = { "limits.avg_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.avg), 0, 1, 1, NULL },
+	[KEY_AVG_NEEDS_ETP_EQ_TP] = FLAG("limits.avg_needs_etp_eq_tp",
+	    KEY_LIMITS, limits.avg_needs_etp_eq_tp),
 };
 
 /* The state of one cfg_load call. */
@@ -186,6 +258,8 @@ struct loader {
 	const struct cfg_override	*origin[KEY__COUNT];
 	bool				 is_list;
 };
+
+static const char *spelling(const char *const *, int);
 
 /*
  * Small helpers on the key table.
@@ -995,7 +1069,7 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 {
 	struct config	*c = ld->cfg;
 
-	c->given |= BIT(k);
+	keyset_add(&c->given, k);
 	ld->origin[k] = ld->ovr;
 	if (ld->ovr != NULL || m == NULL)
 		c->marks[k] = (struct cfg_mark){ 0, 0 };
@@ -1005,7 +1079,7 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 
 static int
 load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
-    uint64_t *seen)
+    struct keyset *seen)
 {
 	const char		*ppath = parent == ROOT ? NULL : keys[parent].path;
 	yaml_event_t		 vev;
@@ -1044,7 +1118,7 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 			    "unknown key \"%s\" (%s)", esc, hint);
 		return -1;
 	}
-	if (*seen & BIT(k)) {
+	if (keyset_has(seen, k)) {
 		if (ld->ovr == NULL)
 			error_at(ld, &kev->start_mark, keys[k].path,
 			    "duplicate key \"%s\" (first at line %d column %d)",
@@ -1055,7 +1129,7 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 			    "duplicate key \"%s\"", key_leaf(k));
 		return -1;
 	}
-	*seen |= BIT(k);
+	keyset_add(seen, k);
 	record_key(ld, k, &kev->start_mark);
 	if (next_event(ld, &vev) == -1)
 		return -1;
@@ -1069,7 +1143,7 @@ static int
 load_mapping(struct loader *ld, enum cfg_key parent)
 {
 	yaml_event_t	 ev;
-	uint64_t	 seen = 0;
+	struct keyset	 seen = { { 0 } };
 	int		 rc;
 
 	for (;;) {
@@ -1109,7 +1183,7 @@ apply_override(struct loader *ld, size_t i)
 
 	/* Setting a key inside a mapping brings the mapping into being. */
 	for (p = keys[k].parent; p != ROOT; p = keys[p].parent) {
-		if (!(ld->cfg->given & BIT(p)))
+		if (!keyset_has(&ld->cfg->given, p))
 			record_key(ld, p, NULL);
 		key_set(ld->cfg, p, 1);
 	}
@@ -1169,7 +1243,8 @@ apply_defaults(struct config *c)
 	int	 k;
 
 	for (k = 0; k < KEY__COUNT; k++) {
-		if ((c->given & BIT(k)) || keys[k].type == TYPE_MAP ||
+		if (keyset_has(&c->given, k) ||
+		    keyset_has(&c->from_profile, k) || keys[k].type == TYPE_MAP ||
 		    keys[k].type == TYPE_STRING)
 			continue;
 		key_set(c, (enum cfg_key)k,
@@ -1281,6 +1356,16 @@ seq_split_over_tp(const struct config *c, char *buf, size_t size)
  * The model code counts the tokens of a micro-batch in an int; each factor
  * alone fits, but their product must too.
  */
+/* qk_norm: every tp rank holds whole heads of the mixer's features. */
+static bool
+heads_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	if (!c->model.qk_norm)
+		return true;
+	return must_be_divisible(buf, size, "ffn", c->model.ffn,
+	    "tp*head_dim", (int64_t)c->mesh.tp * c->model.head_dim);
+}
+
 static bool
 tokens_fit(const struct config *c, char *buf, size_t size)
 {
@@ -1339,12 +1424,87 @@ experts_fit(const struct config *c, char *buf, size_t size)
 	    c->model.hidden);
 }
 
+/*
+ * What the framework can run (limits:, set by its profile).  The message
+ * names the profile, since the config alone would be fine.
+ */
+static bool
+framework_runs(const struct config *c, bool ok, const char *what,
+    char *buf, size_t size)
+{
+	if (ok)
+		return true;
+	if (c->profile != NULL)
+		snprintf(buf, size, "%s (profile %s) %s", c->framework,
+		    c->profile->label, what);
+	else
+		snprintf(buf, size, "the limits: section says the framework "
+		    "%s", what);
+	return false;
+}
+
+static bool
+framework_has_moe(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.moe, "has no mixture of experts",
+	    buf, size);
+}
+
+static bool
+framework_has_qk_norm(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->model.qk_norm || c->limits.qk_norm,
+	    "has no qk-norm", buf, size);
+}
+
+static bool
+framework_has_etp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.etp || c->mesh.etp == c->mesh.tp,
+	    "shards experts over tp like dense layers: etp must equal tp",
+	    buf, size);
+}
+
+static bool
+framework_moe_tp_sp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.moe_tp_needs_sp ||
+	    c->mesh.tp == 1 || c->training.sequence_parallel,
+	    "refuses to train a mixture of experts with tp > 1 without "
+	    "sequence_parallel", buf, size);
+}
+
+static bool
+framework_has_avg(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->training.average_in_collective ||
+	    c->limits.avg, "has no average_in_collective (Megatron a4b31f2, "
+	    "0.8.0)", buf, size);
+}
+
+/*
+ * Megatron 0.10 and 0.11 check the expert buffers' scaling factor under
+ * average_in_collective in DistributedDataParallel.__init__: with etp
+ * other than tp the assert fails (or dp // edp is 0), and training never
+ * starts (fixed by 4f8974a400 in 0.12).
+ */
+static bool
+framework_avg_etp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.avg_needs_etp_eq_tp ||
+	    !c->training.average_in_collective || c->mesh.etp == c->mesh.tp,
+	    "stops at start-up with average_in_collective and etp other "
+	    "than tp: DistributedDataParallel asserts the expert gradient "
+	    "scaling factor", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
 	{ KEY_LAYERS, false, layers_split_over_pp },
 	{ KEY_VOCAB, false, vocab_split_over_tp },
 	{ KEY_FFN, false, ffn_split_over_tp },
+	{ KEY_HEAD_DIM, false, heads_split_over_tp },
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VOCAB, false, embedding_fits },
@@ -1353,6 +1513,12 @@ static const struct constraint constraints[] = {
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },
+	{ KEY_MOE, true, framework_has_moe },
+	{ KEY_QK_NORM, false, framework_has_qk_norm },
+	{ KEY_ETP, true, framework_has_etp },
+	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
+	{ KEY_AVERAGE_IN_COLLECTIVE, true, framework_avg_etp },
 };
 
 /*
@@ -1412,15 +1578,47 @@ blame(const struct loader *ld, enum cfg_key k,
 {
 	const struct config	*c = ld->cfg;
 
-	if (!(c->given & BIT(k)))
+	if (!keyset_has(&c->given, k))
 		k = KEY_MESH;
-	if (c->given & BIT(k)) {
+	if (keyset_has(&c->given, k)) {
 		*ovr = ld->origin[k];
 		*m = c->marks[k];
 	} else {
 		*ovr = NULL;
 		*m = c->doc_mark;
 	}
+}
+
+/*
+ * framework: NAME@VERSION.  The profile's settings fill every key the
+ * config does not write itself; what the config writes overrides them.
+ */
+static int
+apply_framework(struct loader *ld)
+{
+	struct config		*c = ld->cfg;
+	const struct fw_profile	*p;
+	char			 err[MSG_SIZE], v[32];
+	bool			 newer;
+
+	if (!keyset_has(&c->given, KEY_FRAMEWORK) ||
+	    strcmp(c->framework, "reference") == 0)
+		return 0;
+	if ((p = fw_resolve(c->framework, &newer, err, sizeof(err))) == NULL) {
+		report(ld, ld->origin[KEY_FRAMEWORK], c->marks[KEY_FRAMEWORK],
+		    keys[KEY_FRAMEWORK].path, "%s", err);
+		return -1;
+	}
+	if (newer) {
+		fw_version_format(&p->framework->latest, v, sizeof(v));
+		fprintf(stderr, "%s: %s: %s is newer than %s %s, the newest "
+		    "release the profiles were checked against: auditing it "
+		    "with the newest profile, %s\n", progname, ld->path,
+		    c->framework, p->framework->name, v, p->label);
+	}
+	c->profile = p;
+	c->from_profile = cfg_merge_settings(c, &p->settings, true);
+	return 0;
 }
 
 static int
@@ -1432,11 +1630,13 @@ finish_config(struct loader *ld)
 	enum cfg_key			 k;
 	char				 msg[MSG_SIZE];
 
-	if (!(c->given & BIT(KEY_MESH))) {
+	if (!keyset_has(&c->given, KEY_MESH)) {
 		report(ld, NULL, c->doc_mark, NULL,
 		    "missing required key \"mesh\"");
 		return -1;
 	}
+	if (apply_framework(ld) == -1)
+		return -1;
 	apply_defaults(c);
 	if ((k = find_violation(c, msg, sizeof(msg))) == KEY__COUNT)
 		return 0;
@@ -1603,7 +1803,7 @@ default_names(struct loader *ld)
 		n = INT_MAX;
 	for (i = 0; i < ld->list.n; i++) {
 		c = &ld->list.v[i];
-		if (c->given & BIT(KEY_NAME))
+		if (keyset_has(&c->given, KEY_NAME))
 			continue;
 		if (ld->is_list)
 			xasprintf(&c->name, "%.*s#%d", (int)n, base,
@@ -1758,6 +1958,8 @@ cfg_copy(struct config *dst, const struct config *src)
 	*dst = *src;
 	dst->file = src->file != NULL ? xstrdup(src->file) : NULL;
 	dst->name = src->name != NULL ? xstrdup(src->name) : NULL;
+	dst->framework = src->framework != NULL ?
+	    xstrdup(src->framework) : NULL;
 }
 
 void
@@ -1765,8 +1967,148 @@ cfg_free(struct config *c)
 {
 	free(c->file);
 	free(c->name);
+	free(c->framework);
 	c->file = NULL;
 	c->name = NULL;
+	c->framework = NULL;
+}
+
+/*
+ * Profiles.
+ */
+
+const char *
+cfg_key_path(enum cfg_key k)
+{
+	return keys[k].path;
+}
+
+bool
+cfg_key_is_setting(enum cfg_key k)
+{
+	return keys[k].type != TYPE_MAP && keys[k].type != TYPE_STRING;
+}
+
+void
+cfg_key_value(const struct config *c, enum cfg_key k, char *buf, size_t len)
+{
+	int64_t	 v;
+
+	if (keys[k].type == TYPE_STRING) {
+		const char *s = *(char *const *)((const char *)c +
+		    keys[k].offset);
+
+		snprintf(buf, len, "%s", s != NULL ? s : "");
+		return;
+	}
+	v = key_get(c, k);
+	switch (keys[k].type) {
+	case TYPE_BOOL:
+		snprintf(buf, len, "%s", v ? "true" : "false");
+		break;
+	case TYPE_ENUM:
+		snprintf(buf, len, "%s", spelling(keys[k].words, (int)v));
+		break;
+	default:
+		snprintf(buf, len, "%" PRId64, v);
+		break;
+	}
+}
+
+bool
+cfg_key_is_active(const struct config *c, enum cfg_key k)
+{
+	return key_active(c, k);
+}
+
+void
+cfg_key_origin(const struct config *c, enum cfg_key k, char *buf, size_t len)
+{
+	if (keyset_has(&c->given, k)) {
+		if (c->marks[k].line > 0)
+			snprintf(buf, len, "%s:%d:%d", c->file, c->marks[k].line,
+			    c->marks[k].col);
+		else
+			snprintf(buf, len, "--set");
+	} else if (keyset_has(&c->from_profile, k))
+		snprintf(buf, len, "%s (profile %s): read from %s",
+		    c->framework, c->profile->label, c->profile->source[k]);
+	else
+		snprintf(buf, len, "the reference default");
+}
+
+struct keyset
+cfg_profile_overridden(const struct config *c)
+{
+	struct keyset	 over = { { 0 } };
+	int		 k;
+
+	if (c->profile == NULL)
+		return over;
+	/* A key written with the profile's own value overrides nothing. */
+	for (k = 0; k < KEY__COUNT; k++)
+		if (keyset_has(&c->given, k) &&
+		    keyset_has(&c->profile->settings.given, k) &&
+		    cfg_key_is_setting(k) && key_get(c, k) !=
+		    key_get(&c->profile->settings, k))
+			keyset_add(&over, k);
+	return over;
+}
+
+/* The sections a profile may not set: they describe the user's job. */
+bool
+cfg_key_is_job(enum cfg_key k)
+{
+	for (; k != ROOT; k = keys[k].parent)
+		if (k == KEY_MESH || k == KEY_NAME || k == KEY_FRAMEWORK ||
+		    k == KEY_MOE)
+			return true;
+	return false;
+}
+
+int
+cfg_load_settings(struct yaml_parser_s *parser, const char *path,
+    struct config *c)
+{
+	struct loader	 ld;
+	int		 k;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.path = path;
+	ld.parser = parser;
+	ld.cfg = c;
+	if (load_mapping(&ld, ROOT) == -1)
+		return -1;
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (!keyset_has(&c->given, k) || !cfg_key_is_job(k))
+			continue;
+		report(&ld, NULL, c->marks[k], keys[k].path, "a profile "
+		    "sets how a framework synchronizes, not the job: "
+		    "%s belongs in the configuration", keys[k].path);
+		return -1;
+	}
+	return 0;
+}
+
+struct keyset
+cfg_merge_settings(struct config *dst, const struct config *src,
+    bool keep_given)
+{
+	struct keyset	 copied = { { 0 } };
+	int		 k;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (!keyset_has(&src->given, k) || !cfg_key_is_setting(k) ||
+		    (keep_given && keyset_has(&dst->given, k)))
+			continue;
+		key_set(dst, (enum cfg_key)k, key_get(src, (enum cfg_key)k));
+		keyset_add(&copied, k);
+		if (!keep_given) {
+			keyset_add(&dst->given, k);
+			dst->marks[k] = src->marks[k];
+		}
+	}
+	return copied;
 }
 
 void

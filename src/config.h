@@ -42,12 +42,59 @@ enum expert_input_sync {	/* sync.expert_input_grad */
 
 enum sp_param_sync {		/* sync.sp_param_grad */
 	SP_PARAM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
-	SP_PARAM_NONE		/* "none" */
+	SP_PARAM_NONE,		/* "none" */
+	SP_PARAM_SKIP_STANDALONE /* "skip-standalone": Megatron #1446 */
+};
+
+enum qk_norm_sync {		/* sync.qk_norm_grad */
+	QK_NORM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
+	QK_NORM_NONE,		/* "none" */
+	QK_NORM_WITH_SP		/* "with-sp": only with sequence parallelism */
+};
+
+enum expert_avg_scale {		/* sync.expert_avg_scale */
+	EXPERT_AVG_EDP_OVER_DP,	/* "edp-over-dp" */
+	EXPERT_AVG_ONE_OVER_EP	/* "one-over-ep" */
 };
 
 enum expert_divisor {		/* sync.expert_grad_divisor */
 	EXPERT_DIVISOR_DP,	/* "dp" */
 	EXPERT_DIVISOR_EDP	/* "edp" */
+};
+
+/* layout.bucket_stages: which pipeline stages split a buffer into buckets */
+enum bucket_stages {
+	BUCKET_STAGES_ALL,	/* "all" */
+	BUCKET_STAGES_FIRST,	/* "first": only the first stage */
+	BUCKET_STAGES_NONE	/* "none": one bucket per buffer everywhere */
+};
+
+/* layout.bucket_padding: what a bucket's end is padded to */
+enum bucket_padding {
+	PAD_GROUP,		/* "group": a multiple of the group size */
+	PAD_GROUP_LCM_128	/* "lcm-128": a multiple of lcm(group, 128) */
+};
+
+/* layout.expert_buffer: when expert parameters get a buffer of their own */
+enum expert_buffer {
+	EXPERT_BUFFER_ALWAYS,		/* "always" */
+	EXPERT_BUFFER_IF_EXPERT_MESH,	/* "if-expert-mesh": ep > 1 or etp != tp */
+	EXPERT_BUFFER_IF_EP,		/* "if-ep": ep > 1 */
+	EXPERT_BUFFER_ALL_REDUCE	/* "all-reduce": own, never sharded */
+};
+
+/* layout.tied_bucket_start: where a tied weight's own bucket starts */
+enum tied_bucket_start {
+	TIED_START_PADDED,		/* "padded": at the padded end before */
+	TIED_START_PARAM,		/* "param-start": the weight does not move */
+	TIED_START_PAD_IF_UNALIGNED	/* "pad-if-unaligned": ba8f2de */
+};
+
+/* layout.tied_embedding_bucket: whether the tied weight has its own bucket */
+enum tied_bucket {
+	TIED_BUCKET_SHARED,		/* "shared": like any parameter */
+	TIED_BUCKET_OWN,		/* "own": always */
+	TIED_BUCKET_OWN_DISTOPT_PP	/* "own-if-distopt-pp" */
 };
 
 enum score_func {		/* model.moe.score_func */
@@ -74,8 +121,36 @@ enum cfg_key {
 	KEY_SEQUENCE_PARALLEL, KEY_AVERAGE_IN_COLLECTIVE, KEY_BUCKET_ELEMS,
 	KEY_SYNC, KEY_EMBEDDING_GRAD, KEY_ROUTER_GRAD, KEY_EXPERT_INPUT_GRAD,
 	KEY_SP_PARAM_GRAD, KEY_EXPERT_GRAD_DIVISOR,
+	KEY_FRAMEWORK, KEY_OVERLAP_GRAD_REDUCE,
+	KEY_LAYOUT, KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP,
+	KEY_BUCKET_MIN_PARAMS, KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT,
+	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
+	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD, KEY_EXPERT_AVG_SCALE,
+	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
+	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START, KEY_TIED_START_ASSERTED,
+	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP,
 	KEY__COUNT
 };
+
+/* A set of keys, as bits. */
+#define KEYSET_WORDS	((KEY__COUNT + 63) / 64)
+struct keyset {
+	uint64_t	w[KEYSET_WORDS];
+};
+
+static inline bool
+keyset_has(const struct keyset *s, int k)
+{
+	return (s->w[k / 64] >> (k % 64)) & 1;
+}
+
+static inline void
+keyset_add(struct keyset *s, int k)
+{
+	s->w[k / 64] |= (uint64_t)1 << (k % 64);
+}
+
+struct fw_profile;
 
 struct config {
 	char	*file;		/* path as given on the command line */
@@ -89,6 +164,8 @@ struct config {
 	struct {
 		int	vocab, hidden, ffn, layers, seq, micro_batch;
 		bool	tie_embeddings;
+		bool	qk_norm;	/* a norm shared by the heads */
+		int	head_dim;
 		bool	has_moe;	/* model.moe present */
 		struct {
 			int		experts, top_k, expert_ffn;
@@ -104,6 +181,7 @@ struct config {
 		bool	sequence_parallel;
 		bool	average_in_collective;
 		int64_t	bucket_elems;	/* 0 = one bucket per stage buffer */
+		bool	overlap_grad_reduce;
 	} training;
 
 	struct {
@@ -112,12 +190,51 @@ struct config {
 		enum expert_input_sync	expert_input_grad;
 		enum sp_param_sync	sp_param_grad;
 		enum expert_divisor	expert_grad_divisor;
+		enum qk_norm_sync	qk_norm_grad;
+		enum expert_avg_scale	expert_avg_scale;
 	} sync;
+
+	/*
+	 * What the framework can run at all: a config that needs more is a
+	 * configuration error under its profile, as the framework itself
+	 * refuses it (or cannot express it) at start-up.
+	 */
+	struct {
+		bool	moe;
+		bool	qk_norm;
+		bool	etp;		/* etp may differ from tp */
+		bool	moe_tp_needs_sp;
+		bool	avg;		/* average_in_collective exists */
+		bool	avg_needs_etp_eq_tp;
+	} limits;
+
+	/* How gradient buffers are cut into buckets and shards (layout.c). */
+	struct {
+		enum bucket_stages	bucket_stages;
+		bool			bucket_needs_overlap;
+		int			bucket_min_params;
+		enum bucket_padding	bucket_padding;
+		int			param_alignment;
+		enum expert_buffer	expert_buffer;
+		enum tied_bucket	tied_embedding_bucket;
+		enum tied_bucket_start	tied_bucket_start;
+		bool			tied_start_asserted;
+	} layout;
+
+	/*
+	 * framework: as written ("megatron-core@0.5.0"), and the profile it
+	 * resolved to (NULL: the reference synchronization).  The profile
+	 * lives as long as the process.
+	 */
+	char			*framework;
+	const struct fw_profile	*profile;
 
 	/* Where each key was written (line 0 if defaulted or from --set). */
 	struct cfg_mark	 marks[KEY__COUNT];
-	/* Bit k set when key k was written in the file or by --set. */
-	uint64_t	 given;
+	/* The keys written in the file or by --set. */
+	struct keyset	 given;
+	/* The keys whose value came from the framework profile. */
+	struct keyset	 from_profile;
 	/* The mark of the document itself (used for whole-config errors). */
 	struct cfg_mark	 doc_mark;
 	bool		 in_list; /* came from a sequence or a multi-document file */
@@ -177,6 +294,47 @@ const char *cfg_expert_input_sync_name(enum expert_input_sync);
 const char *cfg_sp_param_sync_name(enum sp_param_sync);
 const char *cfg_expert_divisor_name(enum expert_divisor);
 const char *cfg_score_func_name(enum score_func);
+
+/* The dotted path of a key ("sync.embedding_grad"). */
+const char *cfg_key_path(enum cfg_key);
+/* The value of a key as it would be written in YAML, into buf. */
+void	 cfg_key_value(const struct config *, enum cfg_key, char *buf,
+	    size_t len);
+/* True for keys that hold a value (not sections, not strings). */
+bool	 cfg_key_is_setting(enum cfg_key);
+/* False for keys under an absent optional section (model.moe). */
+bool	 cfg_key_is_active(const struct config *, enum cfg_key);
+/* True for the keys that describe the job (mesh, model.moe), not a framework. */
+bool	 cfg_key_is_job(enum cfg_key);
+/*
+ * Where the value of k came from, for explain: "FILE:LINE:COL", "--set",
+ * "megatron-core@0.5.0 (profile core_v0.4.0): read from COMMIT ..." or
+ * "the reference default".
+ */
+void	 cfg_key_origin(const struct config *, enum cfg_key, char *buf,
+	    size_t len);
+/*
+ * The keys the config writes over its framework profile's settings, with
+ * another value than the profile's.
+ */
+struct keyset cfg_profile_overridden(const struct config *);
+
+struct yaml_parser_s;
+/*
+ * Read a profile's settings: the mapping of configuration keys the parser
+ * is at (its start event already read) into c, whose `given` bits then say
+ * which keys were set and whose marks where.  Only settings may appear:
+ * not the mesh, a name or a framework.  path and text are for messages.
+ * Returns 0, or -1 after printing "path:line:col: key: what is wrong".
+ */
+int	 cfg_load_settings(struct yaml_parser_s *, const char *path,
+	    struct config *c);
+/*
+ * Copy into dst the value of every key src sets; with keep_given, not
+ * those dst already has in its `given` set.  Returns the keys copied.
+ */
+struct keyset cfg_merge_settings(struct config *dst, const struct config *src,
+	    bool keep_given);
 
 /* True when layer i (0-based) is a MoE layer (SPEC section 4). */
 bool	 cfg_layer_is_moe(const struct config *, int layer);

@@ -312,6 +312,46 @@ bwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 		rs->din[0].v[k] = num_mul(d->v[k], act_derivative(x->v[k]));
 }
 
+/*
+ * qk-norm: one [head_dim] weight scales every head of the features this
+ * rank holds (whole heads, so the local feature j is head dimension
+ * j % head_dim).  Its gradient sums over tokens and over the local heads.
+ */
+static void
+fwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const union num		*w = rs->weight[op->param];
+	int64_t			 hd = eng->model->params[op->param].shape[0];
+	struct tensor		*out = &rs->act[op->out].t;
+	int64_t			 k;
+
+	tensor_alloc(out, x->rows, x->cols);
+	for (k = 0; k < x->rows * x->cols; k++)
+		out->v[k] = num_mul(x->v[k], w[(k % x->cols) % hd]);
+}
+
+static void
+bwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*d = &rs->grad[op->out];
+	const union num		*w = rs->weight[op->param];
+	union num		*g = rs->pgrad[op->param];
+	int64_t			 hd = eng->model->params[op->param].shape[0];
+	int64_t			 k, j;
+
+	tensor_check(d, x->rows, x->cols, "head norm gradient");
+	tensor_alloc(&rs->din[0], x->rows, x->cols);
+	for (k = 0; k < x->rows * x->cols; k++) {
+		j = (k % x->cols) % hd;
+		g[j] = num_add(g[j], num_mul(d->v[k], x->v[k]));
+		rs->din[0].v[k] = num_mul(d->v[k], w[j]);
+	}
+}
+
 /* Residual add: placements join, Replicate parts masked where needed. */
 static void
 fwd_add(struct engine *eng, struct rank_state *rs, int stage, int opi)
@@ -1215,6 +1255,7 @@ static const struct op_rule op_rules[] = {
 	[OP_NORM] =	  { fwd_norm, NULL, bwd_norm, NULL, 1 },
 	[OP_LINEAR_COL] = { fwd_linear, NULL, bwd_linear, NULL, 1 },
 	[OP_ACT] =	  { fwd_act, NULL, bwd_act, NULL, 1 },
+	[OP_HEAD_NORM] =  { fwd_head_norm, NULL, bwd_head_norm, NULL, 1 },
 	[OP_LINEAR_ROW] = { fwd_linear, NULL, bwd_linear, NULL, 1 },
 	[OP_ADD] =	  { fwd_add, NULL, bwd_add, NULL, 3 },
 	[OP_ROUTE] =	  { fwd_route, NULL, bwd_route, NULL, 1 },

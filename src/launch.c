@@ -23,7 +23,6 @@
 #include <sys/types.h>
 #include <sys/wait.h>
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -43,6 +42,7 @@
 #include "jobstream.h"
 #include "launch.h"
 #include "proctree.h"
+#include "shellwords.h"
 #include "xmalloc.h"
 
 extern char **environ;
@@ -162,76 +162,6 @@ launch_nap(void)
 
 	/* EINTR is fine: a signal is exactly what should wake us. */
 	nanosleep(&ts, NULL);
-}
-
-/*
- * Split the launcher into words as a shell would, without running one:
- * blanks separate words ('--launcher "mpiexec -f hosts"'), single quotes
- * keep everything literally, double quotes keep blanks and take \" and \\
- * as escapes, a backslash outside quotes escapes the next character.  No
- * expansion of any kind.  Returns NULL for an unterminated quote.
- */
-static void	 launch_free_words(char **, size_t);
-
-static char **
-launch_split(const char *s, size_t *nwords)
-{
-	char	**words = xcalloc(1, sizeof(*words)), *w;
-	size_t	 n = 0, len;
-	char	 quote;
-
-	for (;;) {
-		while (isspace((unsigned char)*s))
-			s++;
-		if (*s == '\0')
-			break;
-		w = xmalloc(strlen(s) + 1);
-		len = 0;
-		quote = '\0';
-		for (; *s != '\0'; s++) {
-			if (quote == '\'') {
-				if (*s == '\'')
-					quote = '\0';
-				else
-					w[len++] = *s;
-			} else if (quote == '"') {
-				if (*s == '"')
-					quote = '\0';
-				else if (*s == '\\' && (s[1] == '"' ||
-				    s[1] == '\\'))
-					w[len++] = *++s;
-				else
-					w[len++] = *s;
-			} else if (*s == '\'' || *s == '"')
-				quote = *s;
-			else if (*s == '\\' && s[1] != '\0')
-				w[len++] = *++s;
-			else if (isspace((unsigned char)*s))
-				break;
-			else
-				w[len++] = *s;
-		}
-		w[len] = '\0';
-		words = xreallocarray(words, n + 2, sizeof(*words));
-		words[n++] = w;
-		if (quote != '\0') {
-			*nwords = n;
-			launch_free_words(words, n);
-			return NULL;
-		}
-	}
-	*nwords = n;
-	return words;
-}
-
-static void
-launch_free_words(char **words, size_t n)
-{
-	size_t	 i;
-
-	for (i = 0; i < n; i++)
-		free(words[i]);
-	free(words);
 }
 
 /*
@@ -889,7 +819,7 @@ launch_command(const struct launch_options *opts, char *const argv[])
 	if (opts->procs < 1)
 		fatalx("launch_command: %d processes", opts->procs);
 	/* A launcher that cannot be a command is a usage error (exit 2). */
-	if ((words = launch_split(launcher, &nwords)) == NULL) {
+	if ((words = shellwords_split(launcher, 0, &nwords)) == NULL) {
 		fprintf(stderr, "%s: the MPI launcher \"%s\" has an "
 		    "unterminated quote\n", progname, launcher);
 		return EXIT_USAGE;
@@ -917,7 +847,7 @@ launch_command(const struct launch_options *opts, char *const argv[])
 	free(parent);
 	free(envp);
 	free(full);
-	launch_free_words(words, nwords);
+	shellwords_free(words, nwords);
 	return rc;
 }
 

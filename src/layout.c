@@ -12,69 +12,297 @@
 #include "model.h"
 #include "xmalloc.h"
 
+/*
+ * Expert parameters (Megatron's allreduce=False) go to a buffer of their
+ * own, reduced over edp.  Megatron does that only when the expert mesh
+ * differs from the dense one (ep > 1 or etp != tp): otherwise edp is dp and
+ * they sit in the dense buffer, where they shift every offset after them.
+ */
 enum buffer_kind
 layout_buffer_of(const struct model *m, int param)
 {
-	return m->params[param].expert ? BUFFER_EXPERT : BUFFER_DENSE;
+	const struct config *c = m->config;
+
+	if (!m->params[param].expert)
+		return BUFFER_DENSE;
+	switch (c->layout.expert_buffer) {
+	case EXPERT_BUFFER_IF_EXPERT_MESH:
+		/* Megatron cd4afffa64 (core 0.19): ep > 1 or etp != tp. */
+		if (m->mesh.ep == 1 && m->mesh.etp == m->mesh.tp)
+			return BUFFER_DENSE;
+		break;
+	case EXPERT_BUFFER_IF_EP:
+		/*
+		 * Megatron 0.6 to 0.18 marks experts allreduce=False only
+		 * with ep > 1: with ep = 1 and etp != tp they are reduced
+		 * over the dense dp group (Megatron PR #1622).
+		 */
+		if (m->mesh.ep == 1)
+			return BUFFER_DENSE;
+		break;
+	case EXPERT_BUFFER_ALL_REDUCE:
+		/*
+		 * Megatron 0.4 and 0.5 keep allreduce=False parameters, the
+		 * experts with ep > 1, out of the buffers; with ep = 1 they
+		 * are ordinary dense parameters.
+		 */
+		if (m->mesh.ep == 1)
+			return BUFFER_DENSE;
+		break;
+	case EXPERT_BUFFER_ALWAYS:
+		break;
+	}
+	return BUFFER_EXPERT;
 }
 
-static void
-close_bucket(struct buffer_layout *buf, int64_t *open_lo, int64_t end, int n)
+static int64_t
+round_up(int64_t v, int64_t to)
 {
-	struct bucket	*b;
+	return (v + to - 1) / to * to;
+}
 
-	if (end == *open_lo)
-		return;
-	buf->buckets = xreallocarray(buf->buckets, buf->nbuckets + 1,
-	    sizeof *buf->buckets);
-	b = &buf->buckets[buf->nbuckets++];
-	b->lo = *open_lo;
-	b->hi = end;
-	b->group_size = n;
-	/* Padded to a multiple of the group size, then split evenly. */
-	b->shard = (end - *open_lo + n - 1) / n;
-	*open_lo = end;
+static int64_t
+gcd(int64_t a, int64_t b)
+{
+	while (b != 0) {
+		int64_t t = a % b;
+
+		a = b;
+		b = t;
+	}
+	return a;
 }
 
 /*
- * With sync.embedding_grad: separate-bucket the tied weight gets a bucket
- * of its own on both stages, so both stages shard it at the same element
- * ranges (Megatron commit daf0006, the fix for Megatron-LM #844).
+ * Where a bucket of this buffer may end.  Only the distributed optimizer
+ * pads (its reduce-scatter needs equal shards): to a multiple of the group
+ * size (Megatron a8a5512), later of lcm(group, 128) so that every bucket
+ * starts 256-byte aligned (4b44f0a).
+ */
+static int64_t
+bucket_quantum(const struct model *m, int n)
+{
+	if (!m->config->training.distributed_optimizer)
+		return 1;
+	if (m->config->layout.bucket_padding == PAD_GROUP_LCM_128)
+		return (int64_t)n / gcd(n, 128) * 128;
+	return n;
+}
+
+/*
+ * The element count at which a stage's buffer starts a new bucket, or 0 for
+ * one bucket.  Megatron turns bucketing off without overlap_grad_reduce and
+ * on every pipeline stage but the first, whose reduction is not on the
+ * critical path (distributed_data_parallel.py since 0203a13).
+ */
+static int64_t
+bucket_limit(const struct model *m, int stage)
+{
+	const struct config *c = m->config;
+
+	if (c->layout.bucket_needs_overlap && !c->training.overlap_grad_reduce)
+		return 0;
+	if (c->layout.bucket_stages == BUCKET_STAGES_NONE ||
+	    (c->layout.bucket_stages == BUCKET_STAGES_FIRST && stage > 0))
+		return 0;
+	return c->training.bucket_elems;
+}
+
+/*
+ * Whether the tied weight sits in a bucket of its own on both stages, so
+ * that both stages shard it at the same element ranges: Megatron daf0006,
+ * the fix for Megatron-LM #844, does it with the distributed optimizer
+ * (the only case whose shards matter) and pp > 1 (the only case with two
+ * copies).  sync.embedding_grad: separate-bucket asks for it directly.
  */
 static bool
 wants_own_bucket(const struct model *m, const struct param *p)
 {
-	return m->config->sync.embedding_grad == EMBEDDING_SEPARATE_BUCKET &&
-	    m->logical[p->logical].ninstances == 2;
+	const struct config *c = m->config;
+
+	if (m->logical[p->logical].ninstances != 2)
+		return false;
+	if (c->sync.embedding_grad == EMBEDDING_SEPARATE_BUCKET)
+		return true;
+	switch (c->layout.tied_embedding_bucket) {
+	case TIED_BUCKET_OWN:
+		return true;
+	case TIED_BUCKET_OWN_DISTOPT_PP:
+		return c->training.distributed_optimizer;
+	case TIED_BUCKET_SHARED:
+		break;
+	}
+	return false;
+}
+
+struct bucketer;
+static int64_t	close_bucket(struct bucketer *, int64_t);
+
+struct bucketer {
+	char			*refusal;	/* first start-up assert */
+	struct buffer_layout	*buf;
+	int64_t			 open_lo;	/* start of the open bucket */
+	int			 nparams;	/* parameters in it */
+	int			 n;		/* the reducing group's size */
+	int64_t			 quantum;	/* bucket ends are multiples */
+};
+
+/* Close the open bucket at `end`; returns where the next one starts. */
+static int64_t
+close_bucket(struct bucketer *bk, int64_t end)
+{
+	struct buffer_layout	*buf = bk->buf;
+	struct bucket		*b;
+	int64_t			 padded = round_up(end, bk->quantum);
+
+	if (bk->nparams == 0)
+		return end;
+	if (end <= bk->open_lo) {
+		/* Its data all lies in the padding of the bucket before. */
+		bk->nparams = 0;
+		return bk->open_lo;
+	}
+	buf->buckets = xreallocarray(buf->buckets, buf->nbuckets + 1,
+	    sizeof *buf->buckets);
+	b = &buf->buckets[buf->nbuckets++];
+	b->lo = bk->open_lo;
+	b->hi = end;
+	b->group_size = bk->n;
+	/*
+	 * Split into n equal shards; the distributed optimizer's padding makes
+	 * the bucket a multiple of n, the shard of the last members may lie
+	 * wholly in it.
+	 */
+	b->shard = (padded - bk->open_lo + bk->n - 1) / bk->n;
+	bk->open_lo = padded;
+	bk->nparams = 0;
+	return padded;
+}
+
+/*
+ * Close the bucket before a weight that needs one of its own, at the
+ * weight's (aligned) start `pos`; returns where the weight starts.  The
+ * new bucket starts at the padded end of the previous one.  Megatron
+ * 0.7 and 0.8 left the weight where it was (an assert checked pos % dp):
+ * when pos is not a multiple of the padding quantum, the weight's first
+ * elements lie in the previous bucket's padding and are reduce-scattered
+ * and owned with it.  ba8f2de (0.9) pads pos first only when dp does not
+ * divide it; afb755f548 (0.13) always starts the weight with its bucket.
+ */
+static int64_t
+open_own_bucket(const struct model *m, struct bucketer *bk, int64_t pos,
+    int64_t len)
+{
+	enum tied_bucket_start how = m->config->layout.tied_bucket_start;
+	struct bucket	*prev;
+	int64_t		 next;
+
+	if (how == TIED_START_PAD_IF_UNALIGNED && pos % bk->n != 0)
+		pos = round_up(pos, bk->quantum);
+	/* Megatron 0.6 to 0.8: assert data_start_index % dp == 0. */
+	if (m->config->layout.tied_start_asserted && bk->nparams > 0 &&
+	    pos % bk->n != 0 && bk->refusal == NULL)
+		xasprintf(&bk->refusal, "the tied weight's own bucket would "
+		    "start at element %lld of a stage's buffer, which the data "
+		    "parallel size %d does not divide: the gradient buffer "
+		    "asserts it does", (long long)pos, bk->n);
+	next = close_bucket(bk, pos);
+	if (how == TIED_START_PADDED || next == pos || bk->buf->nbuckets == 0)
+		return next;
+	/* The previous bucket's padding now holds the weight's head. */
+	prev = &bk->buf->buckets[bk->buf->nbuckets - 1];
+	prev->hi = pos + len < next ? pos + len : next;
+	return pos;
 }
 
 static void
 build_buffer(struct layout *lay, const struct model *m, int stage,
     enum buffer_kind kind)
 {
-	struct buffer_layout *buf = &lay->stages[stage].buffer[kind];
-	int64_t		 pos = 0, open_lo = 0;
-	int64_t		 limit = m->config->training.bucket_elems;
-	int		 n, i;
+	const struct config *c = m->config;
+	struct bucketer	 bk;
+	int64_t		 pos = 0, limit = bucket_limit(m, stage);
+	int64_t		 align = c->training.distributed_optimizer ?
+			    c->layout.param_alignment : 1;
+	int		 i;
 
-	n = kind == BUFFER_EXPERT ? m->mesh.edp : m->mesh.dp;
+	memset(&bk, 0, sizeof bk);
+	bk.buf = &lay->stages[stage].buffer[kind];
+	bk.n = kind == BUFFER_EXPERT ? m->mesh.edp : m->mesh.dp;
+	bk.quantum = bucket_quantum(m, bk.n);
 	/* Reverse registration order: backward produces gradients that way. */
 	for (i = m->nparams - 1; i >= 0; i--) {
 		const struct param *p = &m->params[i];
+		bool own;
 
 		if (p->stage != stage || layout_buffer_of(m, i) != kind)
 			continue;
-		if (wants_own_bucket(m, p))
-			close_bucket(buf, &open_lo, pos, n);
+		own = wants_own_bucket(m, p);
+		pos = round_up(pos, align);
+		if (own)
+			pos = open_own_bucket(m, &bk, pos, p->local_elems);
 		lay->offset[i] = pos;
 		pos += p->local_elems;
-		if (wants_own_bucket(m, p) ||
-		    (limit > 0 && pos - open_lo >= limit))
-			close_bucket(buf, &open_lo, pos, n);
+		bk.nparams++;
+		/*
+		 * Between Megatron f048bf8 and daf0006 a bucket also had to
+		 * hold two parameters before it could close.
+		 */
+		if (own || (limit > 0 && pos - bk.open_lo >= limit &&
+		    bk.nparams >= c->layout.bucket_min_params))
+			pos = close_bucket(&bk, pos);
 	}
-	close_bucket(buf, &open_lo, pos, n);
-	buf->size = pos;
+	pos = close_bucket(&bk, pos);
+	bk.buf->size = pos;
+	if (bk.refusal != NULL && lay->refusal == NULL)
+		lay->refusal = bk.refusal;
+	else
+		free(bk.refusal);
 }
+
+/*
+ * Megatron's DistributedOptimizer maps every parameter to one bucket and
+ * asserts that no rank owns a parameter in two ("each param only belongs
+ * to a single bucket"): a tied weight whose head lies in the padding of
+ * the bucket before its own (0.7 to 0.12, see open_own_bucket) stops
+ * training at start-up rather than giving wrong gradients.
+ */
+static void
+check_single_bucket(struct layout *lay, const struct model *m)
+{
+	const struct param	*p;
+	const struct buffer_layout *buf;
+	int64_t			 lo, hi, off, end;
+	int			 i, b, k, n, owner_buckets;
+
+	if (!m->config->training.distributed_optimizer || lay->refusal != NULL)
+		return;
+	for (i = 0; i < m->nparams; i++) {
+		p = &m->params[i];
+		buf = &lay->stages[p->stage].buffer[layout_buffer_of(m, i)];
+		off = lay->offset[i];
+		end = off + p->local_elems;
+		n = buf->nbuckets > 0 ? buf->buckets[0].group_size : 1;
+		for (k = 0; k < n; k++) {
+			owner_buckets = 0;
+			for (b = 0; b < buf->nbuckets; b++) {
+				layout_bucket_shard(&buf->buckets[b], k, &lo,
+				    &hi);
+				if (lo < end && hi > off && lo < hi)
+					owner_buckets++;
+			}
+			if (owner_buckets > 1) {
+				xasprintf(&lay->refusal, "data parallel rank %d "
+				    "would own parts of %s in two buckets, and "
+				    "the distributed optimizer asserts each "
+				    "parameter belongs to a single bucket", k,
+				    p->name);
+				return;
+			}
+		}
+	}
+}
+
 
 void
 layout_build(struct layout *lay, const struct model *m)
@@ -82,11 +310,13 @@ layout_build(struct layout *lay, const struct model *m)
 	int	s, k;
 
 	lay->nstages = m->mesh.pp;
+	lay->refusal = NULL;
 	lay->stages = xcalloc(m->mesh.pp, sizeof *lay->stages);
 	lay->offset = xcalloc(m->nparams, sizeof *lay->offset);
 	for (s = 0; s < m->mesh.pp; s++)
 		for (k = 0; k < BUFFER__COUNT; k++)
 			build_buffer(lay, m, s, k);
+	check_single_bucket(lay, m);
 }
 
 void
@@ -100,6 +330,7 @@ layout_free(struct layout *lay)
 	}
 	free(lay->stages);
 	free(lay->offset);
+	free(lay->refusal);
 	memset(lay, 0, sizeof *lay);
 }
 

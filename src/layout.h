@@ -46,6 +46,11 @@ struct layout {
 	 * (every parameter lives on exactly one stage).
 	 */
 	int64_t			*offset;
+	/*
+	 * Why the framework would stop at start-up on this layout (an assert
+	 * of Megatron's buffers or distributed optimizer), or NULL.
+	 */
+	char			*refusal;
 };
 
 void	 layout_build(struct layout *, const struct model *);

@@ -610,6 +610,24 @@ lc_equal(const struct lincomb *x, const struct lincomb *y)
 }
 
 bool
+lc_strict_part(const struct lincomb *a, const struct lincomb *b)
+{
+	uint32_t	 i, j = 0;
+
+	if (a->nterms >= b->nterms)
+		return false;
+	for (i = 0; i < a->nterms; i++) {
+		while (j < b->nterms && b->terms[j].atom < a->terms[i].atom)
+			j++;
+		if (j == b->nterms || b->terms[j].atom != a->terms[i].atom ||
+		    !q_equal(b->terms[j].coef, a->terms[i].coef))
+			return false;
+		j++;
+	}
+	return true;
+}
+
+bool
 lc_proportional(const struct lincomb *x, const struct lincomb *y,
     struct rational *c)
 {

@@ -63,6 +63,13 @@ bool		 lc_proportional(const struct lincomb *a,
 		    const struct lincomb *b, struct rational *c);
 
 /*
+ * True when a is part of b: every term of a is a term of b with the same
+ * coefficient, and b has more (a partial sum of the right contributions).
+ */
+bool		 lc_strict_part(const struct lincomb *a,
+		    const struct lincomb *b);
+
+/*
  * Print in the style of the Megatron report: terms with equal coefficients
  * grouped, groups in decreasing order of coefficient, atoms in rank order
  * inside a group: "g3+(g0+g1)/2", "(g0+g1+g2+g3)/2", "3*(g0+g1)/4",

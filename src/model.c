@@ -101,6 +101,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 		p->expert = true;
 		break;
 	case ROLE_NORM:
+	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
 		break;
 	}
@@ -136,6 +137,9 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	return op->out;
 }
 
+static int	emit_tp_block(struct builder *, int, int, int, int,
+		    const char *);
+
 /*
  * A tensor-parallel two-layer block (the mixer, a dense MLP, a shared
  * expert): Megatron's column-parallel fc1, activation, row-parallel fc2.
@@ -144,9 +148,24 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 static int
 emit_tp_mlp(struct builder *b, int in, int fc1, int fc2, const char *label)
 {
+	return emit_tp_block(b, in, fc1, -1, fc2, label);
+}
+
+/*
+ * The same block with a norm shared by every head between fc1 and the
+ * activation (qk_norm in the mixer: one [head_dim] weight for all heads,
+ * the heads split over tp), when qknorm >= 0.
+ */
+static int
+emit_tp_block(struct builder *b, int in, int fc1, int qknorm, int fc2,
+    const char *label)
+{
 	int	x;
 
 	x = emit(b, OP_LINEAR_COL, fc1, in, -1, label);
+	if (qknorm >= 0)
+		x = emit(b, OP_HEAD_NORM, qknorm, x, -1,
+		    b->model->params[qknorm].name);
 	x = emit(b, OP_ACT, -1, x, -1, label);
 	return emit(b, OP_LINEAR_ROW, fc2, x, -1, label);
 }
@@ -157,7 +176,7 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 {
 	struct model	*m = b->model;
 	char		 name[128];
-	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, s1, s2;
+	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, s1, s2, qk;
 	bool		 moe = cfg_layer_is_moe(cfg, layer);
 	int		 hid = cfg->model.hidden;
 
@@ -169,6 +188,10 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	    2, cfg->model.ffn, hid, 0);
 	f2 = add_param(b, PNAME("mixer.fc2.weight"), stage, layer, ROLE_ROW,
 	    2, hid, cfg->model.ffn, 0);
+	qk = -1;
+	if (cfg->model.qk_norm)
+		qk = add_param(b, PNAME("mixer.qk_norm.weight"), stage, layer,
+		    ROLE_HEAD_NORM, 1, cfg->model.head_dim, 0, 0);
 	n2 = add_param(b, PNAME("norm2.weight"), stage, layer, ROLE_NORM, 1,
 	    hid, 0, 0);
 
@@ -178,7 +201,7 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	 */
 	x = emit(b, OP_NORM, n1, h, -1, m->params[n1].name);
 	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[f1].name);
-	x = emit_tp_mlp(b, x, f1, f2, m->params[f1].name);
+	x = emit_tp_block(b, x, f1, qk, f2, m->params[f1].name);
 	x = emit(b, OP_TP_REDUCE, -1, x, -1, m->params[f2].name);
 	h = emit(b, OP_ADD, -1, h, x, m->params[f2].name);
 
@@ -288,6 +311,15 @@ model_build(struct model *m, const struct config *cfg)
 		set_local_shape(&m->mesh, p);
 		p->sequence_parallel = p->role == ROLE_NORM &&
 		    cfg->training.sequence_parallel;
+		/*
+		 * Norms that are modules of their own rather than fused into
+		 * the next linear (TELayerNormColumnParallelLinear): the final
+		 * norm, and the pre-MLP norm of a MoE layer (TENorm in
+		 * Megatron's layer specs when num_experts is set).
+		 */
+		p->standalone = p->role == ROLE_NORM && (p->layer < 0 ||
+		    (cfg_layer_is_moe(cfg, p->layer) &&
+		    strstr(p->name, ".norm2.") != NULL));
 		if (p->role == ROLE_OUTPUT && tied) {
 			struct logical_param *l = &m->logical[
 			    m->params[emb].logical];
@@ -330,6 +362,7 @@ op_kind_name(enum op_kind k)
 		[OP_EMBED] = "embed", [OP_TP_REDUCE] = "tp-reduce",
 		[OP_TP_GATHER] = "tp-gather", [OP_NORM] = "norm",
 		[OP_LINEAR_COL] = "linear-col", [OP_ACT] = "act",
+		[OP_HEAD_NORM] = "head-norm",
 		[OP_LINEAR_ROW] = "linear-row", [OP_ADD] = "add",
 		[OP_ROUTE] = "route", [OP_EXPERTS] = "experts",
 		[OP_OUTPUT] = "output", [OP_LOSS] = "loss", [OP_SEND] = "send"
@@ -389,6 +422,7 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 		return ((c.ep * p->local_shape[0] + e) * p->shape[1] + h) *
 		    p->shape[2] + c.etp * p->local_shape[2] + f;
 	case ROLE_NORM:
+	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
 		break;
 	}

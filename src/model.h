@@ -24,6 +24,7 @@ struct config;
 enum param_role {
 	ROLE_EMBEDDING,		/* [vocab, hidden], rows over tp (vocab-parallel) */
 	ROLE_NORM,		/* [hidden], replicated over tp */
+	ROLE_HEAD_NORM,		/* [head_dim], replicated, shared by every head */
 	ROLE_COLUMN,		/* [out, in], rows over tp (column-parallel) */
 	ROLE_ROW,		/* [out, in], columns over tp (row-parallel) */
 	ROLE_ROUTER,		/* [experts, hidden], replicated over tp */
@@ -52,6 +53,11 @@ struct param {
 	 * their gradients over tp (Megatron #1446).
 	 */
 	bool		 sequence_parallel;
+	/*
+	 * A norm outside the transformer layers (final_norm): Megatron
+	 * #1446 is a sequence-parallel reduction that missed exactly these.
+	 */
+	bool		 standalone;
 };
 
 /* A logical parameter: the unit of the report (a tied pair is one). */
@@ -71,6 +77,7 @@ enum op_kind {
 	OP_NORM,	/* out = norm(in) * w, elementwise over hidden */
 	OP_LINEAR_COL,	/* out = in W^T with W's rows over tp: Replicate -> Shard(features) */
 	OP_ACT,		/* elementwise activation */
+	OP_HEAD_NORM,	/* qk-norm: out[t][j] = in[t][j] * w[j % head_dim] on head-sharded features */
 	OP_LINEAR_ROW,	/* out = in W^T with W's columns over tp: Shard(features) -> Partial */
 	OP_ADD,		/* out = in[0] + in[1] (residual) */
 	OP_ROUTE,	/* scores = in W_r^T and the top-k choice -> out */

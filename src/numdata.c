@@ -48,6 +48,7 @@ weight_scale(const struct param *p)
 	switch (p->role) {
 	case ROLE_EMBEDDING:
 	case ROLE_NORM:
+	case ROLE_HEAD_NORM:
 		return 1.0;
 	case ROLE_COLUMN:
 	case ROLE_ROW:

@@ -19,7 +19,8 @@
 enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
-	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_QUIET = 'q', OPT_VERBOSE = 'v',
+	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE,
+	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
 
@@ -30,42 +31,47 @@ struct option_spec {
 	int		 id;
 	const char	*arg;		/* NULL: no argument */
 	unsigned	 scope;
-	bool		 required;	/* by the commands of its scope */
+	unsigned	 required;	/* SCOPE_* bits of the commands needing it */
 	const char	*help;
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL, false,
+	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
 	  "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
 	  false, "also write JUnit XML, a testcase per config" },
-	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, false,
+	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, 0,
 	  "override a config key by dotted path; repeatable" },
 	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
-	  SCOPE_RUN | SCOPE_SWEEP, false, "numeric arithmetic (default exact)" },
-	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP, false,
+	  SCOPE_RUN | SCOPE_SWEEP, 0, "numeric arithmetic (default exact)" },
+	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "seed for weights and inputs (default 1)" },
-	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP, false,
+	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "MPI processes (default one per rank, at most 16)" },
-	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP, false,
+	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
-	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP, false,
+	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "give up a numeric audit: exit 3 (default 120)" },
-	{ "world", OPT_WORLD, "N", SCOPE_SWEEP, true,
-	  "sweep: audit every valid mesh of N ranks" },
-	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, false,
+	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT, SCOPE_SWEEP,
+	  "sweep: every mesh of N ranks; import: world size" },
+	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_IMPORT, 0,
+	  "import: the framework: key of the configuration" },
+	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT, 0,
+	  "import: read the arguments from FILE (- for stdin)" },
+	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
 	  "sweep: try both values of these flags" },
-	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, false,
+	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, 0,
 	  "sweep: also audit small meshes on MPI" },
-	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, false,
+	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
-	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, false,
+	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, 0,
 	  "colour (default auto: only on a terminal)" },
-	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, false,
+	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, 0,
 	  "print only the summary line of each config" },
-	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL, false,
+	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL, false, "show this help and exit" },
+	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT, 0,
+	  "show this help and exit" },
 };
 
 #define NSPECS (sizeof specs / sizeof specs[0])
@@ -78,15 +84,19 @@ static const struct option_spec specs[] = {
  * long options by name, the required ones last.  The usage strings were
  * written by hand per command, and none had --color (issue 8).
  */
+struct synopsis_entry {
+	const struct option_spec	*spec;
+	bool				 required;	/* by this command */
+};
+
 static int
 synopsis_order(const void *a, const void *b)
 {
-	const struct option_spec *x = *(const struct option_spec *const *)a;
-	const struct option_spec *y = *(const struct option_spec *const *)b;
+	const struct synopsis_entry *x = a, *y = b;
 
 	if (x->required != y->required)
 		return x->required ? 1 : -1;
-	return strcmp(x->name, y->name);
+	return strcmp(x->spec->name, y->spec->name);
 }
 
 /* Print " item", first on a new line under `indent` if it would not fit. */
@@ -107,7 +117,7 @@ void
 options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
     const char *operands)
 {
-	const struct option_spec *v[NSPECS];
+	struct synopsis_entry v[NSPECS];
 	char		 flags[NSPECS + 4] = "[-", item[96];
 	size_t		 i, n = 0, nflags = 2, col = strlen(lead);
 
@@ -117,8 +127,10 @@ options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
 			continue;
 		if (specs[i].id < 256 && specs[i].arg == NULL)
 			flags[nflags++] = (char)specs[i].id;
-		else
-			v[n++] = &specs[i];
+		else {
+			v[n].spec = &specs[i];
+			v[n++].required = (specs[i].required & scope) != 0;
+		}
 	}
 	if (nflags > 2) {
 		flags[nflags++] = ']';
@@ -128,9 +140,9 @@ options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
 	qsort(v, n, sizeof v[0], synopsis_order);
 	for (i = 0; i < n; i++) {
 		snprintf(item, sizeof item, "%s--%s%s%s%s",
-		    v[i]->required ? "" : "[", v[i]->name,
-		    v[i]->arg ? " " : "", v[i]->arg ? v[i]->arg : "",
-		    v[i]->required ? "" : "]");
+		    v[i].required ? "" : "[", v[i].spec->name,
+		    v[i].spec->arg ? " " : "", v[i].spec->arg ? v[i].spec->arg :
+		    "", v[i].required ? "" : "]");
 		synopsis_item(fp, item, &col, strlen(lead));
 	}
 	if (operands != NULL && *operands != '\0')
@@ -273,6 +285,16 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	case OPT_NUMERIC:
 		o->numeric = true;
 		break;
+	case OPT_FRAMEWORK:
+		if (*arg == '\0')
+			goto bad;
+		o->framework = arg;
+		break;
+	case OPT_ARGS_FILE:
+		if (*arg == '\0')
+			goto bad;
+		o->args_file = arg;
+		break;
 	case OPT_NUMERIC_MAX:
 		if (parse_int(arg, 1, 4096, &v) < 0)
 			goto bad;
@@ -303,6 +325,17 @@ bad:
 	return -1;
 }
 
+static void
+options_init(struct options *o, int argc, char **argv)
+{
+	memset(o, 0, sizeof *o);
+	o->seed = 1;
+	o->timeout = 120;
+	o->numeric_max = 16;
+	o->argc = argc;
+	o->argv = argv;
+}
+
 int
 options_parse(struct options *o, const char *name, unsigned scope,
     const char *operands, int argc, char **argv)
@@ -312,12 +345,7 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	size_t		 i, n = 0;
 	int		 c, idx;
 
-	memset(o, 0, sizeof *o);
-	o->seed = 1;
-	o->timeout = 120;
-	o->numeric_max = 16;
-	o->argc = argc;
-	o->argv = argv;
+	options_init(o, argc, argv);
 	for (i = 0; i < NSPECS; i++) {
 		if ((specs[i].scope & scope) == 0)
 			continue;
@@ -377,6 +405,83 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	}
 	o->args = argv + optind;
 	o->nargs = argc - optind;
+	return 0;
+}
+
+/* The option of scope that word spells ("--world", "--world=8", "-h"). */
+static const struct option_spec *
+own_option(const char *word, unsigned scope, const char **value)
+{
+	size_t		 i, len;
+	const char	*name, *eq;
+
+	*value = NULL;
+	for (i = 0; i < NSPECS; i++) {
+		if ((specs[i].scope & scope) == 0)
+			continue;
+		if (word[0] == '-' && word[1] == specs[i].id && word[2] == '\0')
+			return &specs[i];
+		if (strncmp(word, "--", 2) != 0)
+			continue;
+		name = word + 2;
+		eq = strchr(name, '=');
+		len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		if (strlen(specs[i].name) != len ||
+		    strncmp(specs[i].name, name, len) != 0)
+			continue;
+		if (eq != NULL)
+			*value = eq + 1;
+		return &specs[i];
+	}
+	return NULL;
+}
+
+int
+options_parse_own(struct options *o, const char *name, unsigned scope,
+    const char *operands, int argc, char **argv)
+{
+	const struct option_spec	*sp;
+	const char			*value;
+	int				 i, n = 0;
+	bool				 rest = false;
+
+	options_init(o, argc, argv);
+	for (i = 2; i < argc; i++) {
+		if (!rest && strcmp(argv[i], "--") == 0) {
+			rest = true;
+			continue;
+		}
+		if (rest || (sp = own_option(argv[i], scope, &value)) == NULL) {
+			/* Operands move down over the options taken out. */
+			argv[2 + n++] = argv[i];
+			continue;
+		}
+		if (sp->id == OPT_HELP && value == NULL) {
+			options_free(o);
+			return 1;
+		}
+		if (sp->arg == NULL) {
+			usage_error(name, scope, operands, "option --%s takes "
+			    "no value", sp->name);
+			options_free(o);
+			return -1;
+		}
+		if (value == NULL) {
+			if (i + 1 == argc) {
+				usage_error(name, scope, operands, "option %s "
+				    "needs a value", argv[i]);
+				options_free(o);
+				return -1;
+			}
+			value = argv[++i];
+		}
+		if (apply(o, sp, value, name, scope, operands) < 0) {
+			options_free(o);
+			return -1;
+		}
+	}
+	o->args = argv + 2;
+	o->nargs = n;
 	return 0;
 }
 

@@ -21,6 +21,8 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 #define SCOPE_CHECK	0x02
 #define SCOPE_EXPLAIN	0x04
 #define SCOPE_SWEEP	0x08
+#define SCOPE_FRAMEWORKS 0x10
+#define SCOPE_IMPORT	0x20
 
 struct options {
 	enum output_format	 format;
@@ -34,10 +36,12 @@ struct options {
 	double			 timeout;	/* --timeout seconds */
 	enum color_mode		 color;
 	bool			 quiet, verbose;
-	int			 world;		/* sweep --world */
+	int			 world;		/* sweep, import --world */
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;
 	bool			 numeric;	/* sweep --numeric */
+	const char		*framework;	/* import --framework */
+	const char		*args_file;	/* import --args-file */
 	int			 numeric_max;	/* sweep: largest mesh run numerically */
 	char			**args;		/* operands */
 	int			 nargs;
@@ -62,6 +66,14 @@ int	 options_parse(struct options *, const char *name, unsigned scope,
  */
 void	 options_print_synopsis(FILE *, const char *lead, unsigned scope,
 	    const char *operands);
+/*
+ * options_parse for a command whose operands are another program's
+ * arguments (foreign_args in commands.h): only the command's own options,
+ * spelt exactly, are taken from argv, anywhere before a "--"; every other
+ * word, whether or not it looks like an option, is an operand, in order.
+ */
+int	 options_parse_own(struct options *, const char *name, unsigned scope,
+	    const char *operands, int argc, char **argv);
 void	 options_free(struct options *);
 /* Print the option list for --help (the options of `scope`, or all if 0). */
 void	 options_print_help(FILE *, unsigned scope);

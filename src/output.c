@@ -47,12 +47,18 @@ output_load_configs(const struct options *o, struct config_list *list)
 	for (i = 0; i < o->nargs; i++)
 		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0)
 			goto fail;
-	for (k = 0; k < list->n; k++)
+	for (k = 0; k < list->n; k++) {
 		if ((why = sym_too_big(&list->v[k])) != NULL) {
 			/* The mesh multiplies the copies: point at it. */
 			cfg_error(&list->v[k], KEY_MESH, "%s", why);
 			goto fail;
 		}
+		if ((why = sym_refused(&list->v[k])) != NULL) {
+			cfg_error(&list->v[k], list->v[k].profile != NULL ?
+			    KEY_FRAMEWORK : KEY_LAYOUT, "%s", why);
+			goto fail;
+		}
+	}
 	return 0;
 fail:
 	config_list_free(list);

@@ -134,6 +134,7 @@ pl_forward(const struct model *m, const struct op *op,
 		break;
 	case OP_NORM:
 	case OP_ACT:
+	case OP_HEAD_NORM:
 		out = in[0];
 		break;
 	case OP_LINEAR_COL:
@@ -275,6 +276,19 @@ pl_backward(const struct model *m, const struct op *op,
 		din[0] = dout;
 		break;
 	case OP_ACT:
+		din[0] = dout;
+		break;
+	case OP_HEAD_NORM:
+		/*
+		 * One weight serves every head, and each tp rank holds only
+		 * its heads' features: the weight gradient is a sum over all
+		 * heads, Partial over tp wherever the features are split.
+		 */
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		if (fwd_in[0].slice == PLACE_SHARD_FEATURES)
+			dparam[0].slice = PLACE_PARTIAL;
+		if (fwd_in[0].etp == PLACE_SHARD_FEATURES)
+			dparam[0].etp = PLACE_PARTIAL;
 		din[0] = dout;
 		break;
 	case OP_LINEAR_COL:

@@ -27,6 +27,7 @@
 #include "json.h"
 #include "lincomb.h"
 #include "report.h"
+#include "framework.h"
 #include "text.h"
 #include "xmalloc.h"
 
@@ -570,6 +571,35 @@ put_visible(FILE *fp, const char *s)
 	free(v);
 }
 
+/*
+ * "framework: megatron-core@0.5.0, profile core_v0.4.0 (read at ...)",
+ * and the keys the config writes over the profile's.
+ */
+void
+report_framework(FILE *fp, const struct config *c)
+{
+	const struct fw_profile	*p = c->profile;
+	struct keyset		 over;
+	bool			 any = false;
+	int			 k;
+
+	if (p == NULL) {
+		fputs("framework: reference (the ideal synchronization)\n", fp);
+		return;
+	}
+	fprintf(fp, "framework: %s, profile %s (read at %s)\n", c->framework,
+	    p->label, p->read_at);
+	over = cfg_profile_overridden(c);
+	for (k = 0; k < KEY__COUNT; k++)
+		if (keyset_has(&over, k)) {
+			fprintf(fp, "%s%s", any ? ", " : "overridden by the "
+			    "config: ", cfg_key_path(k));
+			any = true;
+		}
+	if (any)
+		putc('\n', fp);
+}
+
 static void
 print_header(struct text *t)
 {
@@ -586,6 +616,8 @@ print_header(struct text *t)
 	fprintf(t->fp, "mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d "
 	    "world=%d\n", m->dp, m->pp, m->tp, m->ep, m->etp, m->edp,
 	    m->world);
+	if (a->config != NULL)
+		report_framework(t->fp, a->config);
 	if (!a->numeric)
 		fputs("arithmetic: symbolic only\n", t->fp);
 	else
@@ -919,6 +951,48 @@ json_mesh(struct json *j, const struct mesh *m)
 	json_end_object(j);
 }
 
+/*
+ * "framework": the profile applied and the keys the config wrote over it;
+ * "settings": every setting in effect, whatever its origin.
+ */
+static void
+json_settings(struct json *j, const struct config *c)
+{
+	const struct fw_profile	*p = c->profile;
+	struct keyset		 over;
+	char			 v[64];
+	int			 k;
+
+	json_key(j, "framework");
+	json_begin_object(j);
+	if (p == NULL)
+		json_key_string(j, "name", "reference");
+	else {
+		json_key_string(j, "name", p->framework->name);
+		json_key_string(j, "spec", c->framework);
+		json_key_string(j, "profile", p->label);
+		json_key_string(j, "read_at", p->read_at);
+		over = cfg_profile_overridden(c);
+		json_key(j, "overridden");
+		json_begin_array(j);
+		for (k = 0; k < KEY__COUNT; k++)
+			if (keyset_has(&over, k))
+				json_string(j, cfg_key_path(k));
+		json_end_array(j);
+	}
+	json_end_object(j);
+	json_key(j, "settings");
+	json_begin_object(j);
+	for (k = 0; k < KEY__COUNT; k++) {
+		if (!cfg_key_is_setting(k) || !cfg_key_is_active(c, k) ||
+		    cfg_key_is_job(k))
+			continue;
+		cfg_key_value(c, k, v, sizeof(v));
+		json_key_string(j, cfg_key_path(k), v);
+	}
+	json_end_object(j);
+}
+
 /* {"g0": "1/2", ...}: atom names to reduced fractions. */
 static void
 json_terms(struct json *j, const char *key, const struct lincomb *x)
@@ -1066,6 +1140,8 @@ report_json(struct json *j, const struct audit *a)
 	json_key_string_or_null(j, "name",
 	    a->config != NULL ? a->config->name : NULL);
 	json_mesh(j, &a->mesh);
+	if (a->config != NULL)
+		json_settings(j, a->config);
 	json_numerics(j, a);
 	json_key_bool(j, "consistent", a->consistent);
 	json_key_bool(j, "correct", a->correct);

@@ -38,6 +38,13 @@ void	 report_json(struct json *, const struct audit *);
  * "all 14 parameters consistent and correct on 4 ranks".
  */
 char	*report_summary(const struct audit *);
+/*
+ * The header line naming the framework profile applied ("framework:
+ * megatron-core@0.5.0, profile core_v0.4.0 (read at ...)") and, on a line
+ * of its own, the keys the config overrides it with.
+ */
+struct config;
+void	 report_framework(FILE *, const struct config *);
 /* One finding on one line, without newline or "finding: " prefix, xmalloc'd. */
 char	*report_finding_line(const struct finding *);
 

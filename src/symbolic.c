@@ -19,6 +19,8 @@
 
 #include "arena.h"
 #include "config.h"
+#include "framework.h"
+#include "layout.h"
 #include "lincomb.h"
 #include "symbolic.h"
 #include "xmalloc.h"
@@ -101,6 +103,31 @@ sym_too_big(const struct config *cfg)
 	    "copies (parameters x ranks holding them); at most %lld are "
 	    "supported", (long long)copies, (long long)SYM_MAX_COPIES);
 	return why;
+}
+
+const char *
+sym_refused(const struct config *cfg)
+{
+	static char	 why[512];
+	struct model	 m;
+	struct layout	 lay;
+	const char	*r = NULL;
+
+	model_build(&m, cfg);
+	layout_build(&lay, &m);
+	if (lay.refusal != NULL) {
+		if (cfg->profile != NULL)
+			snprintf(why, sizeof why, "%s (profile %s) stops at "
+			    "start-up: %s", cfg->framework,
+			    cfg->profile->label, lay.refusal);
+		else
+			snprintf(why, sizeof why, "the layout: rules stop "
+			    "training at start-up: %s", lay.refusal);
+		r = why;
+	}
+	layout_free(&lay);
+	model_free(&m);
+	return r;
 }
 
 void
@@ -233,6 +260,7 @@ shard_key(const struct model *m, const struct param *p, int rank)
 	case ROLE_EXPERT_FC2:
 		return c.ep * m->mesh.etp + c.etp;
 	case ROLE_NORM:
+	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
 		break;
 	}
@@ -1036,6 +1064,29 @@ all_wrong_proportional(const struct param_result *pr, struct rational *c)
 	return have;
 }
 
+/*
+ * True when every wrong used cell holds part of its expected sum with the
+ * right coefficients: some contributing ranks never reached it, so the
+ * reduction ran over too small a group.
+ */
+static bool
+all_wrong_partial(const struct param_result *pr)
+{
+	size_t	i;
+	bool	have = false;
+
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!lc_strict_part(ce->value, ce->expected))
+			return false;
+		have = true;
+	}
+	return have;
+}
+
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
     const struct param_result *pr)
@@ -1095,6 +1146,28 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    "gradient: the right contributions with the wrong "
 		    "factor", q), scale_step ? scale_step->fix :
 		    "scale the gradient by 1/dp");
+		return;
+	}
+	if (all_wrong_partial(pr)) {
+		int p = m->logical[l].instance[0];
+		bool dense_expert = m->params[p].expert &&
+		    layout_buffer_of(m, p) == BUFFER_DENSE;
+
+		add_finding(fl, FINDING_WRONG_GROUP, pr, scale_step ?
+		    scale_step->label : "gradient synchronization", scale_step ?
+		    mesh_group_name(scale_step->group) : "dp", fmt(a, "each "
+		    "wrong rank holds a partial sum: contributions computed "
+		    "on other ranks never reach it, so the reduction over %s "
+		    "runs over too small a group%s", scale_step ?
+		    mesh_group_name(scale_step->group) : "dp", dense_expert ?
+		    " (expert parameters in the dense buffer are reduced over "
+		    "dp, but the tp group's tokens are split over the etp "
+		    "groups: they need edp)" : ""), dense_expert ?
+		    "give expert parameters their own buffer, reduced over "
+		    "edp, whenever etp differs from tp (layout.expert_buffer: "
+		    "if-expert-mesh; Megatron cd4afffa64)" :
+		    "reduce this gradient over every rank that computes a "
+		    "part of it; explain shows which ranks each one misses");
 		return;
 	}
 	if (!pr->consistent)

@@ -44,6 +44,12 @@ void	 sym_context_build(struct sym_context *, const struct config *);
  * gigabytes.
  */
 const char *sym_too_big(const struct config *);
+/*
+ * Why the framework the config names would stop at start-up on its
+ * layout (one of its asserts), or NULL: such a config trains nothing and
+ * is a configuration error, not a verdict.  Static storage.
+ */
+const char *sym_refused(const struct config *);
 void	 sym_context_free(struct sym_context *);
 
 /*

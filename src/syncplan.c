@@ -21,6 +21,7 @@ typedef void emit_fn(struct sync_plan *, const struct model *,
 
 struct sync_rule {
 	const char	*label;
+	enum cfg_key	 key;		/* the setting that decides it */
 	const char	*cite;
 	const char	*fix;
 	emit_fn		*emit;
@@ -42,6 +43,7 @@ new_step(struct sync_plan *plan, const struct model *m,
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	s->scale = q_make(1, 1);
 	s->label = rule->label;
+	s->key = rule->key;
 	s->cite = rule->cite;
 	s->fix = rule->fix;
 	return s;
@@ -62,6 +64,7 @@ note_skipped(struct sync_plan *plan, const struct model *m,
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	memcpy(s->params, params, m->nparams * sizeof *params);
 	s->label = rule->label;
+	s->key = rule->key;
 	s->cite = rule->cite;
 	s->fix = rule->fix;
 	s->has_placement = true;
@@ -147,6 +150,19 @@ emit_router(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * Whether the distributed optimizer shards this buffer.  Megatron 0.4 and
+ * 0.5 kept expert gradients out of the buffers, all-reduced them and gave
+ * experts a non-distributed optimizer (layout.expert_buffer: all-reduce).
+ */
+static bool
+buffer_is_sharded(const struct model *m, enum buffer_kind k)
+{
+	return m->config->training.distributed_optimizer &&
+	    !(k == BUFFER_EXPERT &&
+	    m->config->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE);
+}
+
+/*
  * Data parallel (SPEC 6.3): scale by 1/dp, then all-reduce (or, with the
  * distributed optimizer, reduce-scatter) every gradient buffer over its
  * group.  Expert buffers reduce over edp but still scale by 1/dp, since the
@@ -163,6 +179,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	int	 k, i, n, divisor;
 	bool	 any;
 	struct sync_step *s;
+	static const char avg_fix[] = "pre-scale the expert buffers by "
+	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
+	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
+	    "4f8974a400)";
 
 	(void)grad;
 	for (k = 0; k < BUFFER__COUNT; k++) {
@@ -182,14 +202,35 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		/* Net factor 1/divisor: pre-scale by n/divisor under AVG. */
 		struct rational pre = cfg->training.average_in_collective ?
 		    q_make(n, divisor) : q_make(1, divisor);
+		/*
+		 * Megatron 0.8 to 0.11 pre-scaled expert buffers by 1/ep
+		 * before the AVG over edp: 1/dp only when etp == tp.
+		 */
+		if (k == BUFFER_EXPERT && cfg->training.average_in_collective &&
+		    cfg->sync.expert_avg_scale == EXPERT_AVG_ONE_OVER_EP)
+			pre = q_make(1, m->mesh.ep);
 		if (!q_equal(pre, q_make(1, 1))) {
 			s = new_step(plan, m, rule, SYNC_SCALE, group);
 			s->target = TARGET_BUFFER;
 			s->buffer = k;
 			s->scale = pre;
+			if (divisor != m->mesh.dp)
+				s->key = KEY_EXPERT_GRAD_DIVISOR;
+			else if (k == BUFFER_EXPERT &&
+			    cfg->training.average_in_collective) {
+				s->key = KEY_EXPERT_AVG_SCALE;
+				s->fix = avg_fix;
+			}
+			else if (cfg->training.average_in_collective)
+				s->key = KEY_AVERAGE_IN_COLLECTIVE;
 		}
-		s = new_step(plan, m, rule, cfg->training.distributed_optimizer ?
+		s = new_step(plan, m, rule, buffer_is_sharded(m, k) ?
 		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
+		if (k == BUFFER_EXPERT &&
+		    cfg->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE)
+			s->key = KEY_EXPERT_BUFFER;
+		if (k == BUFFER_EXPERT && cfg->training.average_in_collective)
+			s->fix = avg_fix;
 		s->target = TARGET_BUFFER;
 		s->buffer = k;
 		s->average = cfg->training.average_in_collective;
@@ -198,11 +239,62 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 
 /*
  * Sequence-parallel parameters (SPEC 6.4): Megatron's
- * _allreduce_layernorm_grads sums the norm gradients over tp when sequence
- * parallelism is on (Megatron #1446 is what happens when it does not).
+ * _allreduce_layernorm_grads sums the gradients of the parameters marked
+ * sequence_parallel over tp when sequence parallelism is on.  `none`
+ * marks none of them (NeMo PR #7184: apex named the attribute
+ * differently); `skip-standalone` misses the norms outside the layers,
+ * final_norm, as Megatron-LM #1446 did: TransformerEngine 1.13 to 2.1
+ * stopped setting the attribute on its standalone LayerNorm and RMSNorm
+ * (TE 77c37d49f, fixed by TE 4b523d298).
  */
 static void
 emit_sp_params(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	enum sp_param_sync how = m->config->sync.sp_param_grad;
+	bool	*sel[2];
+	struct placement truth[2];
+	bool	 any[2] = { false, false }, marked;
+	int	 i, k;
+
+	if (!m->config->training.sequence_parallel)
+		return;
+	for (k = 0; k < 2; k++) {
+		sel[k] = xcalloc(m->nparams, sizeof *sel[k]);
+		truth[k] = pl_uniform(PLACE_REPLICATE);
+	}
+	for (i = 0; i < m->nparams; i++) {
+		if (!m->params[i].sequence_parallel)
+			continue;
+		marked = how == SP_PARAM_TP_ALL_REDUCE ||
+		    (how == SP_PARAM_SKIP_STANDALONE &&
+		    !m->params[i].standalone);
+		k = marked ? 0 : 1;
+		sel[k][i] = true;
+		truth[k] = grad[i];
+		any[k] = true;
+	}
+	/* Group 0 is summed over tp; group 1 is declared Replicate. */
+	for (k = 0; k < 2; k++) {
+		if (any[k])
+			emit_tp_reduction(plan, m, rule, sel[k], truth[k],
+			    pl_normalize(&m->mesh, pl_uniform(k == 0 ?
+			    PLACE_PARTIAL : PLACE_REPLICATE)));
+		free(sel[k]);
+	}
+}
+
+/*
+ * qk-norm weights: one weight shared by every head, the heads split over
+ * tp, so each tp rank holds part of the gradient whether or not sequence
+ * parallelism is on.  Megatron sums them over tp in
+ * _allreduce_non_tensor_model_parallel_grads; sync.qk_norm_grad: none
+ * declares them Replicate, and with-sp sums them only with sequence
+ * parallelism, as a framework that treats them as sequence-parallel norms
+ * does.
+ */
+static void
+emit_qk_norms(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	bool	*sel;
@@ -210,17 +302,17 @@ emit_sp_params(struct sync_plan *plan, const struct model *m,
 	struct placement truth = pl_uniform(PLACE_REPLICATE), declared;
 	bool	 any = false;
 
-	if (!m->config->training.sequence_parallel)
-		return;
 	sel = xcalloc(m->nparams, sizeof *sel);
 	for (i = 0; i < m->nparams; i++)
-		if (m->params[i].sequence_parallel) {
+		if (m->params[i].role == ROLE_HEAD_NORM) {
 			sel[i] = true;
 			truth = grad[i];
 			any = true;
 		}
 	declared = pl_normalize(&m->mesh, pl_uniform(
-	    m->config->sync.sp_param_grad == SP_PARAM_TP_ALL_REDUCE ?
+	    m->config->sync.qk_norm_grad == QK_NORM_TP_ALL_REDUCE ||
+	    (m->config->sync.qk_norm_grad == QK_NORM_WITH_SP &&
+	    m->config->training.sequence_parallel) ?
 	    PLACE_PARTIAL : PLACE_REPLICATE));
 	if (any)
 		emit_tp_reduction(plan, m, rule, sel, truth, declared);
@@ -238,6 +330,7 @@ static void
 emit_embedding(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule)
 {
+	const struct config *c = m->config;
 	struct sync_step *s = NULL;
 	int	 l, k;
 
@@ -247,6 +340,22 @@ emit_embedding(struct sync_plan *plan, const struct model *m,
 		if (s == NULL)
 			s = new_step(plan, m, rule, SYNC_ALL_REDUCE,
 			    GROUP_EMBEDDING);
+		/*
+		 * With buckets of its own, shards can still differ where the
+		 * first stage's bucket starts after the weight (Megatron 0.7
+		 * to 0.12, see layout.c): name that rule, not #844's order.
+		 */
+		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
+		    c->training.distributed_optimizer &&
+		    c->layout.tied_bucket_start != TIED_START_PADDED &&
+		    (c->layout.tied_embedding_bucket != TIED_BUCKET_SHARED ||
+		    c->sync.embedding_grad == EMBEDDING_SEPARATE_BUCKET)) {
+			s->key = KEY_TIED_BUCKET_START;
+			s->cite = "Megatron ba8f2de, fixed by afb755f548";
+			s->fix = "start the tied weight's own bucket at the "
+			    "padded end of the bucket before it, on every "
+			    "stage (layout.tied_bucket_start: padded)";
+		}
 		for (k = 0; k < 2; k++)
 			s->params[m->logical[l].instance[k]] = true;
 	}
@@ -272,27 +381,32 @@ emit_embedding_after_dp(struct sync_plan *plan, const struct model *m,
 
 /* The rules in the order they run; SPEC section 6. */
 static const struct sync_rule rules[] = {
-	{ "router weight gradient reduction over tp", "torchtitan #2416",
+	{ "router weight gradient reduction over tp", KEY_ROUTER_GRAD,
+	  "torchtitan #2416",
 	  "reduce the router weight gradient over tp exactly where it is "
 	  "Partial (sync.router_grad: auto, as torchtitan does since #2416)",
 	  emit_router },
 	{ "tied embedding all-reduce over first and last stage",
-	  "Megatron-LM #844",
+	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
 	  "all-reduce the tied embedding gradient before the data-parallel "
 	  "reduce-scatter, or give it a bucket of its own "
 	  "(sync.embedding_grad: before-dp or separate-bucket)",
 	  emit_embedding_before_dp },
-	{ "data-parallel gradient reduction", NULL,
+	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER, NULL,
 	  "scale every gradient, expert buffers included, by 1/dp "
 	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
 	  emit_dp },
 	{ "sequence-parallel norm gradient all-reduce over tp",
-	  "Megatron #1446",
+	  KEY_SP_PARAM_GRAD, "Megatron #1446",
 	  "all-reduce the norm weight gradients over tp when sequence "
 	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)",
 	  emit_sp_params },
+	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD, NULL,
+	  "all-reduce the qk-norm weight gradients over tp whether or not "
+	  "sequence parallelism is on (sync.qk_norm_grad: tp-all-reduce)",
+	  emit_qk_norms },
 	{ "tied embedding all-reduce over first and last stage",
-	  "Megatron-LM #844",
+	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
 	  "all-reduce the tied embedding gradient before the data-parallel "
 	  "reduce-scatter, or give it a bucket of its own "
 	  "(sync.embedding_grad: before-dp or separate-bucket)",
@@ -339,15 +453,16 @@ syncplan_used_ranges(const struct model *m, const struct layout *lay,
     int param, int rank, int64_t (*ranges)[2], int max)
 {
 	enum group_kind group;
+	enum buffer_kind k = layout_buffer_of(m, param);
 
-	if (!m->config->training.distributed_optimizer) {
+	if (!buffer_is_sharded(m, k)) {
 		if (max < 1)
 			fatalx("no room for used ranges");
 		ranges[0][0] = 0;
 		ranges[0][1] = m->params[param].local_elems;
 		return 1;
 	}
-	group = m->params[param].expert ? GROUP_EDP : GROUP_DP;
+	group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
 	return layout_owned_ranges(lay, m, param,
 	    mesh_group_index(&m->mesh, group, rank), ranges, max);
 }

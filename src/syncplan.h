@@ -13,6 +13,7 @@
 
 #include <stdbool.h>
 
+#include "config.h"
 #include "layout.h"
 #include "lincomb.h"
 #include "mesh.h"
@@ -55,6 +56,11 @@ struct sync_step {
 	bool			 average;	/* AVG inside the collective */
 	struct placement	 replicate;	/* SYNC_MASK_REPLICAS */
 	const char		*label;		/* "data-parallel reduce-scatter" */
+	/*
+	 * The setting that decides whether, where and how this step runs:
+	 * explain says where its value came from (profile, config, default).
+	 */
+	enum cfg_key		 key;
 	const char		*cite;		/* "Megatron-LM #844", or NULL */
 	const char		*fix;		/* one sentence, for findings */
 	/*

@@ -58,6 +58,23 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_EXPERT_INPUT_GRAD] = "sync.expert_input_grad",
 	[KEY_SP_PARAM_GRAD] = "sync.sp_param_grad",
 	[KEY_EXPERT_GRAD_DIVISOR] = "sync.expert_grad_divisor",
+	[KEY_FRAMEWORK] = "framework",
+	[KEY_OVERLAP_GRAD_REDUCE] = "training.overlap_grad_reduce",
+	[KEY_LAYOUT] = "layout",
+	[KEY_BUCKET_STAGES] = "layout.bucket_stages",
+	[KEY_BUCKET_NEEDS_OVERLAP] = "layout.bucket_needs_overlap",
+	[KEY_BUCKET_MIN_PARAMS] = "layout.bucket_min_params",
+	[KEY_BUCKET_PADDING] = "layout.bucket_padding",
+	[KEY_PARAM_ALIGNMENT] = "layout.param_alignment",
+	[KEY_EXPERT_BUFFER] = "layout.expert_buffer",
+	[KEY_TIED_EMBEDDING_BUCKET] = "layout.tied_embedding_bucket",
+	[KEY_TIED_BUCKET_START] = "layout.tied_bucket_start",
+	[KEY_TIED_START_ASSERTED] = "layout.tied_start_asserted",
+	[KEY_AVG_SUPPORTED] = "limits.avg_supported",
+	[KEY_AVG_NEEDS_ETP_EQ_TP] = "limits.avg_needs_etp_eq_tp",
+	[KEY_QK_NORM] = "model.qk_norm",
+	[KEY_HEAD_DIM] = "model.head_dim",
+	[KEY_QK_NORM_GRAD] = "sync.qk_norm_grad",
 };
 
 static void
@@ -92,6 +109,7 @@ dump_moe_layers(const struct config *c)
 static void
 dump(const struct config *c)
 {
+	char	 value[64];
 	int	 k;
 
 	printf("file=%s\n", c->file);
@@ -132,6 +150,8 @@ dump(const struct config *c)
 	    yes_no(c->training.average_in_collective));
 	printf("training.bucket_elems=%lld\n",
 	    (long long)c->training.bucket_elems);
+	printf("training.overlap_grad_reduce=%s\n",
+	    yes_no(c->training.overlap_grad_reduce));
 	printf("sync.embedding_grad=%s\n",
 	    cfg_embedding_sync_name(c->sync.embedding_grad));
 	printf("sync.router_grad=%s\n",
@@ -142,10 +162,16 @@ dump(const struct config *c)
 	    cfg_sp_param_sync_name(c->sync.sp_param_grad));
 	printf("sync.expert_grad_divisor=%s\n",
 	    cfg_expert_divisor_name(c->sync.expert_grad_divisor));
+	printf("framework=%s\n", c->framework != NULL ? c->framework :
+	    "(none)");
+	for (k = KEY_BUCKET_STAGES; k < KEY__COUNT; k++) {
+		cfg_key_value(c, k, value, sizeof(value));
+		printf("%s=%s\n", key_names[k], value);
+	}
 	dump_moe_layers(c);
 	/* Written keys: their position, or "set" for a --set. */
 	for (k = 0; k < KEY__COUNT; k++) {
-		if (!(c->given & ((uint64_t)1 << k))) {
+		if (!keyset_has(&c->given, k)) {
 			if (c->marks[k].line != 0)
 				printf("error=%s has a mark but is not given\n",
 				    key_names[k]);

@@ -68,7 +68,7 @@ test_table(void)
 		    "%s takes %d to %d operands", commands[i]->name,
 		    commands[i]->min_args, commands[i]->max_args);
 	}
-	tap_ok(i == 5, "five commands (%d)", i);
+	tap_ok(i == 7, "seven commands (%d)", i);
 	tap_ok(command_find("frobnicate") == NULL, "no command frobnicate");
 }
 
@@ -93,7 +93,8 @@ test_usage(void)
 		    "%s: the usage ends in %s", c->name, c->operands);
 		tap_ok(widest_line(u) < 80, "%s: the usage fits in 79 "
 		    "columns (widest %zu)", c->name, widest_line(u));
-		if (c->scope != 0)
+		if (c->scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_EXPLAIN |
+		    SCOPE_SWEEP))
 			tap_ok(strstr(u, "[--color auto|always|never]") != NULL &&
 			    strstr(u, "[--format text|json]") != NULL &&
 			    strstr(u, "[-qv]") != NULL,
@@ -104,6 +105,9 @@ test_usage(void)
 	u = usage_of(command_find("sweep"));
 	tap_ok(strstr(u, " --world N ") != NULL &&
 	    strstr(u, "[--world") == NULL, "sweep: --world N is required");
+	free(u);
+	u = usage_of(command_find("import"));
+	tap_ok(strstr(u, "[--world N]") != NULL, "import: --world N is optional");
 	free(u);
 }
 

@@ -1,0 +1,283 @@
+/*
+ * gradaudit import megatron [--framework NAME@VERSION] [--world N]
+ * [--args-file FILE] ARG...: a training framework's own launch arguments,
+ * printed as the gradaudit configuration that audits them.  The command's
+ * operands are the framework's arguments, options included, so main()
+ * parses only import's own options (options_parse_own); megatron.c knows
+ * what each of Megatron's means.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "commands.h"
+#include "exitcode.h"
+#include "framework.h"
+#include "megatron.h"
+#include "options.h"
+#include "shellwords.h"
+#include "xmalloc.h"
+
+/* A launch script's arguments are a few KiB; this is a generous bound. */
+#define ARGS_FILE_MAX	(1 << 20)
+
+/* One line of the YAML document: a key, and a value with its comment. */
+struct yaml_line {
+	int		 depth;
+	const char	*key;		/* the leaf: "dp" */
+	char		 value[64];	/* empty for a mapping */
+	const char	*why;
+};
+
+struct yaml_doc {
+	struct yaml_line	*lines;
+	size_t			 n;
+};
+
+/* The text of FILE ("-": standard input), or NULL after a message. */
+static char *
+read_args_file(const char *path)
+{
+	FILE	*fp;
+	char	*text;
+	size_t	 len;
+
+	fp = strcmp(path, "-") == 0 ? stdin : fopen(path, "r");
+	if (fp == NULL) {
+		fprintf(stderr, "%s: import: %s: %s\n", progname, path,
+		    strerror(errno));
+		return NULL;
+	}
+	text = xmalloc(ARGS_FILE_MAX + 1);
+	len = fread(text, 1, ARGS_FILE_MAX + 1, fp);
+	if (ferror(fp) || len > ARGS_FILE_MAX || memchr(text, '\0', len)) {
+		fprintf(stderr, "%s: import: %s: %s\n", progname, path,
+		    ferror(fp) ? strerror(errno) : len > ARGS_FILE_MAX ?
+		    "larger than 1 MiB: not a launch script's arguments" :
+		    "holds a NUL byte: not a launch script's arguments");
+		free(text);
+		text = NULL;
+	} else
+		text[len] = '\0';
+	if (fp != stdin)
+		fclose(fp);
+	return text;
+}
+
+/*
+ * The words to import: those of --args-file (split as sh would, with its
+ * comments and continued lines), then those given after `megatron`.
+ */
+static char **
+collect_words(const struct options *o, size_t *nwords)
+{
+	char	**words = NULL, *text;
+	size_t	 n = 0;
+	int	 i;
+
+	if (o->args_file != NULL) {
+		if ((text = read_args_file(o->args_file)) == NULL)
+			return NULL;
+		words = shellwords_split(text, SHELLWORDS_COMMENTS, &n);
+		free(text);
+		if (words == NULL) {
+			fprintf(stderr, "%s: import: %s: a quote is not "
+			    "closed\n", progname, o->args_file);
+			return NULL;
+		}
+	} else
+		words = xcalloc(1, sizeof(*words));
+	words = xreallocarray(words, n + (size_t)o->nargs, sizeof(*words));
+	for (i = 1; i < o->nargs; i++)
+		words[n++] = xstrdup(o->args[i]);
+	words[n] = NULL;
+	*nwords = n;
+	return words;
+}
+
+/*
+ * --framework: the profile must resolve, and be one of Megatron's: the
+ * release it names also decides the defaults that changed over time.
+ */
+static int
+resolve_framework(const char *spec, struct megatron_import *mi)
+{
+	const struct fw_profile	*p;
+	char			 err[1024];
+	bool			 newer;
+
+	if (strcmp(spec, "reference") == 0)
+		return 0;
+	if ((p = fw_resolve(spec, &newer, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "%s: import: --framework %s: %s\n", progname,
+		    spec, err);
+		return -1;
+	}
+	if (strcmp(p->framework->name, "megatron-core") != 0) {
+		fprintf(stderr, "%s: import: --framework %s: import megatron "
+		    "takes a megatron-core profile\n", progname, spec);
+		return -1;
+	}
+	if (newer)
+		fprintf(stderr, "%s: import: %s is newer than the newest "
+		    "release checked: the newest profile applies\n", progname,
+		    spec);
+	mi->have_version = fw_version_parse(strchr(spec, '@') + 1,
+	    &mi->version) == 0;
+	return 0;
+}
+
+/* True when some key lies under k: k is a mapping. */
+static bool
+is_mapping(enum cfg_key k)
+{
+	const char	*path = cfg_key_path(k);
+	size_t		 len = strlen(path);
+	int		 j;
+
+	for (j = 0; j < KEY__COUNT; j++)
+		if (strncmp(cfg_key_path(j), path, len) == 0 &&
+		    cfg_key_path(j)[len] == '.')
+			return true;
+	return false;
+}
+
+/* The path of the mapping k is in, as a prefix of length *len. */
+static bool
+in_mapping(enum cfg_key k, const char *prefix, size_t len)
+{
+	const char	*path = cfg_key_path(k);
+
+	return strncmp(path, prefix, len) == 0 &&
+	    (len == 0 || path[len] == '.');
+}
+
+static void
+add_line(struct yaml_doc *doc, int depth, const char *key)
+{
+	doc->lines = xreallocarray(doc->lines, doc->n + 1, sizeof(*doc->lines));
+	memset(&doc->lines[doc->n], 0, sizeof(doc->lines[doc->n]));
+	doc->lines[doc->n].depth = depth;
+	doc->lines[doc->n].key = key;
+	doc->n++;
+}
+
+/*
+ * The keys under the mapping `prefix` (of length len, "" for the top):
+ * its values first, in the order of the schema, then each mapping with
+ * what it holds.
+ */
+static void
+collect_keys(struct yaml_doc *doc, const struct megatron_import *mi,
+    const char *prefix, size_t len, int depth)
+{
+	const char	*path, *leaf, *dot;
+	size_t		 skip = len > 0 ? len + 1 : 0;
+	int		 k, j;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		path = cfg_key_path(k);
+		if (!keyset_has(&mi->cfg.given, k) || is_mapping(k) ||
+		    !in_mapping(k, prefix, len) ||
+		    strchr(path + skip, '.') != NULL)
+			continue;
+		add_line(doc, depth, path + skip);
+		cfg_key_value(&mi->cfg, k, doc->lines[doc->n - 1].value,
+		    sizeof(doc->lines[doc->n - 1].value));
+		doc->lines[doc->n - 1].why = mi->why[k];
+	}
+	for (k = 0; k < KEY__COUNT; k++) {
+		path = cfg_key_path(k);
+		if (!is_mapping(k) || !in_mapping(k, prefix, len) ||
+		    strchr(path + skip, '.') != NULL)
+			continue;
+		/* A mapping appears when one of its values was set. */
+		for (j = 0; j < KEY__COUNT; j++)
+			if (keyset_has(&mi->cfg.given, j) && !is_mapping(j) &&
+			    in_mapping(j, path, strlen(path)))
+				break;
+		if (j == KEY__COUNT)
+			continue;
+		leaf = (dot = strrchr(path, '.')) != NULL ? dot + 1 : path;
+		add_line(doc, depth, leaf);
+		collect_keys(doc, mi, path, strlen(path), depth + 1);
+	}
+}
+
+static void
+print_yaml(FILE *fp, const struct yaml_doc *doc)
+{
+	size_t	 i, width, column = 0;
+
+	for (i = 0; i < doc->n; i++) {
+		width = 2 * (size_t)doc->lines[i].depth +
+		    strlen(doc->lines[i].key) + 2 +
+		    strlen(doc->lines[i].value);
+		if (doc->lines[i].why != NULL && width > column)
+			column = width;
+	}
+	fprintf(fp, "# gradaudit import megatron: Megatron-LM's arguments as "
+	    "gradaudit.yaml(5).\n# The sizes are the launch's: gradaudit run "
+	    "needs small ones (--set).\n");
+	for (i = 0; i < doc->n; i++) {
+		const struct yaml_line *l = &doc->lines[i];
+
+		width = (size_t)fprintf(fp, "%*s%s:%s%s", 2 * l->depth, "",
+		    l->key, l->value[0] != '\0' ? " " : "", l->value);
+		if (l->why != NULL)
+			fprintf(fp, "%*s# %s", (int)(column + 2 - width), "",
+			    l->why);
+		fputc('\n', fp);
+	}
+}
+
+static int
+cmd_import_exec(struct options *o)
+{
+	struct megatron_import	 mi;
+	struct yaml_doc		 doc = { NULL, 0 };
+	char			**words;
+	size_t			 nwords;
+	int			 rc = EXIT_USAGE;
+
+	if (strcmp(o->args[0], "megatron") != 0) {
+		fprintf(stderr, "%s: import: cannot import from \"%s\": the "
+		    "one framework known is megatron\n", progname, o->args[0]);
+		return EXIT_USAGE;
+	}
+	memset(&mi, 0, sizeof(mi));
+	mi.world = o->world;
+	if (o->framework != NULL && resolve_framework(o->framework, &mi) < 0)
+		return EXIT_USAGE;
+	if ((words = collect_words(o, &nwords)) == NULL)
+		return EXIT_USAGE;
+	if (nwords == 0)
+		fprintf(stderr, "%s: import: no Megatron arguments: give them "
+		    "after \"megatron\" or in --args-file\n", progname);
+	else if (megatron_import(&mi, words, nwords) == 0) {
+		if (o->framework != NULL) {
+			mi.cfg.framework = xstrdup(o->framework);
+			keyset_add(&mi.cfg.given, KEY_FRAMEWORK);
+		}
+		collect_keys(&doc, &mi, "", 0, 0);
+		print_yaml(stdout, &doc);
+		free(doc.lines);
+		rc = EXIT_OK;
+	}
+	megatron_import_free(&mi);
+	shellwords_free(words, nwords);
+	return rc;
+}
+
+const struct command cmd_import_entry = {
+	.name = "import",
+	.operands = "megatron [ARG ...]",
+	.summary = "print the configuration of a Megatron-LM launch's "
+	    "arguments",
+	.scope = SCOPE_IMPORT,
+	.min_args = 1,
+	.max_args = -1,
+	.foreign_args = true,
+	.exec = cmd_import_exec
+};

@@ -1,0 +1,1806 @@
+/*
+ * gradaudit import megatron (megatron.h): Megatron-LM's arguments mapped
+ * onto gradaudit.yaml(5).
+ *
+ * The argument names, their arity and Megatron's defaults were read from
+ * NVIDIA/Megatron-LM main at d98e8a6 (2026-08-22): the explicit ones in
+ * megatron/training/arguments.py, and those that ArgumentGroupFactory
+ * (megatron/training/argument_utils.py) derives from the fields of
+ * TransformerConfig (megatron/core/transformer/transformer_config.py, with
+ * ModelParallelConfig, megatron/core/model_parallel_config.py) and of the
+ * configs of megatron/training/config/: a field foo_bar is --foo-bar, a
+ * boolean that defaults to true is --no-foo-bar or --disable-foo-bar.
+ * Megatron parses them with allow_abbrev=False, so only whole names are
+ * matched here too.  Where a default changed across releases, the release
+ * that --framework names decides; without it, main's does.
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "megatron.h"
+#include "xmalloc.h"
+
+enum arg_kind {
+	ARG_FLAG,		/* store_true or store_false: no value */
+	ARG_VALUE,		/* one value */
+	ARG_LIST		/* nargs='+' or '*': the words up to the next option */
+};
+
+enum arg_fate {
+	ARG_MAPPED,		/* read into configuration keys */
+	ARG_HARMLESS,		/* cannot change gradient synchronization */
+	ARG_REFUSED		/* changes it in a way gradaudit cannot model */
+};
+
+struct arg_def {
+	const char	*name;		/* without the leading "--" */
+	enum arg_kind	 kind;
+	enum arg_fate	 fate;
+	/* ARG_MAPPED: the first megatron-core release that has it, or NULL. */
+	const char	*since;
+	/*
+	 * ARG_REFUSED: the values that change nothing ("1", or words such as
+	 * "adam sgd"), with which it is ignored; NULL when any use is refused.
+	 */
+	const char	*inert;
+	const char	*why;		/* ARG_REFUSED: what gradaudit lacks */
+};
+
+#define MAPPED(n, k, since)	{ n, k, ARG_MAPPED, since, NULL, NULL }
+#define HARMLESS(n, k)		{ n, k, ARG_HARMLESS, NULL, NULL, NULL }
+#define REFUSED(n, k, inert, why) { n, k, ARG_REFUSED, NULL, inert, why }
+
+/*
+ * The arguments that set configuration keys, as indices into args[].  The
+ * releases that introduced them are the first core_v tag whose arguments.py
+ * (or, from the dataclass era on, its TransformerConfig) has them:
+ * core_v0.5.0 (0acc240), core_v0.6.0 (cac60ce), core_v0.7.0 (a645f89),
+ * core_v0.8.0 (baf94af), core_v0.10.0 (7ee599a), core_v0.11.0 (aa6207e),
+ * core_v0.13.0 (c550cf6).
+ */
+enum mapped_arg {
+	MA_TP, MA_PP, MA_EP, MA_ETP, MA_LAYERS, MA_HIDDEN, MA_FFN, MA_HEADS,
+	MA_KV_CHANNELS, MA_SWIGLU, MA_SEQ, MA_MICRO_BATCH, MA_VOCAB, MA_PADDED,
+	MA_DIVISIBLE, MA_NO_PAD, MA_DISABLE_PAD, MA_UNTIE, MA_QK_LAYERNORM,
+	MA_EXPERTS, MA_TOPK, MA_MOE_FFN, MA_SHARED, MA_LAYER_FREQ, MA_SCORE,
+	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
+	MA__COUNT
+};
+
+static const struct arg_def args[] = {
+	[MA_TP] = MAPPED("tensor-model-parallel-size", ARG_VALUE, NULL),
+	[MA_PP] = MAPPED("pipeline-model-parallel-size", ARG_VALUE, NULL),
+	[MA_EP] = MAPPED("expert-model-parallel-size", ARG_VALUE, NULL),
+	[MA_ETP] = MAPPED("expert-tensor-parallel-size", ARG_VALUE, "0.10.0"),
+	[MA_LAYERS] = MAPPED("num-layers", ARG_VALUE, NULL),
+	[MA_HIDDEN] = MAPPED("hidden-size", ARG_VALUE, NULL),
+	[MA_FFN] = MAPPED("ffn-hidden-size", ARG_VALUE, NULL),
+	[MA_HEADS] = MAPPED("num-attention-heads", ARG_VALUE, NULL),
+	[MA_KV_CHANNELS] = MAPPED("kv-channels", ARG_VALUE, NULL),
+	[MA_SWIGLU] = MAPPED("swiglu", ARG_FLAG, NULL),
+	[MA_SEQ] = MAPPED("seq-length", ARG_VALUE, NULL),
+	[MA_MICRO_BATCH] = MAPPED("micro-batch-size", ARG_VALUE, NULL),
+	[MA_VOCAB] = MAPPED("vocab-size", ARG_VALUE, NULL),
+	[MA_PADDED] = MAPPED("padded-vocab-size", ARG_VALUE, NULL),
+	[MA_DIVISIBLE] = MAPPED("make-vocab-size-divisible-by", ARG_VALUE, NULL),
+	[MA_NO_PAD] = MAPPED("no-pad-vocab-size", ARG_FLAG, NULL),
+	[MA_DISABLE_PAD] = MAPPED("disable-pad-vocab-size", ARG_FLAG, NULL),
+	[MA_UNTIE] = MAPPED("untie-embeddings-and-output-weights", ARG_FLAG,
+	    NULL),
+	[MA_QK_LAYERNORM] = MAPPED("qk-layernorm", ARG_FLAG, "0.6.0"),
+	[MA_EXPERTS] = MAPPED("num-experts", ARG_VALUE, NULL),
+	[MA_TOPK] = MAPPED("moe-router-topk", ARG_VALUE, "0.5.0"),
+	[MA_MOE_FFN] = MAPPED("moe-ffn-hidden-size", ARG_VALUE, "0.10.0"),
+	[MA_SHARED] = MAPPED("moe-shared-expert-intermediate-size", ARG_VALUE,
+	    "0.10.0"),
+	[MA_LAYER_FREQ] = MAPPED("moe-layer-freq", ARG_VALUE, "0.10.0"),
+	[MA_SCORE] = MAPPED("moe-router-score-function", ARG_VALUE, "0.11.0"),
+	[MA_PROBS_ON_INPUT] = MAPPED("moe-apply-probs-on-input", ARG_FLAG,
+	    "0.13.0"),
+	[MA_DISTOPT] = MAPPED("use-distributed-optimizer", ARG_FLAG, NULL),
+	[MA_OVERLAP] = MAPPED("overlap-grad-reduce", ARG_FLAG, NULL),
+	[MA_SP] = MAPPED("sequence-parallel", ARG_FLAG, NULL),
+	[MA_BUCKET] = MAPPED("ddp-bucket-size", ARG_VALUE, "0.7.0"),
+	[MA_AVERAGE] = MAPPED("ddp-average-in-collective", ARG_FLAG, "0.8.0"),
+
+	/*
+	 * Refused: each changes which collective reduces which gradient,
+	 * when, or by how much, and gradaudit has no key for it yet.
+	 */
+	REFUSED("context-parallel-size", ARG_VALUE, "1",
+	    "context parallelism splits the sequence over cp ranks and reduces "
+	    "gradients over dp*cp; gradaudit has no cp dimension"),
+	REFUSED("hierarchical-context-parallel-sizes", ARG_LIST, NULL,
+	    "context parallelism: gradaudit has no cp dimension"),
+	REFUSED("num-layers-per-virtual-pipeline-stage", ARG_VALUE, NULL,
+	    "a virtual pipeline gives each stage several model chunks, each "
+	    "with its own gradient buffer; gradaudit models one per stage"),
+	REFUSED("num-virtual-stages-per-pipeline-rank", ARG_VALUE, NULL,
+	    "a virtual pipeline gives each stage several model chunks, each "
+	    "with its own gradient buffer; gradaudit models one per stage"),
+	REFUSED("virtual-pipeline-model-parallel-size", ARG_VALUE, NULL,
+	    "a virtual pipeline gives each stage several model chunks, each "
+	    "with its own gradient buffer; gradaudit models one per stage"),
+	REFUSED("decoder-first-pipeline-num-layers", ARG_VALUE, NULL,
+	    "an uneven pipeline split; gradaudit splits the layers evenly"),
+	REFUSED("decoder-last-pipeline-num-layers", ARG_VALUE, NULL,
+	    "an uneven pipeline split; gradaudit splits the layers evenly"),
+	REFUSED("pipeline-model-parallel-layout", ARG_VALUE, NULL,
+	    "a custom pipeline layout; gradaudit splits the layers evenly"),
+	REFUSED("account-for-embedding-in-pipeline-split", ARG_FLAG, NULL,
+	    "an uneven pipeline split; gradaudit splits the layers evenly"),
+	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
+	    "an uneven pipeline split; gradaudit splits the layers evenly"),
+	REFUSED("calculate-per-token-loss", ARG_FLAG, NULL,
+	    "gradients are divided by the number of tokens after the "
+	    "data-parallel reduction, where gradaudit averages by 1/dp"),
+	REFUSED("mtp-num-layers", ARG_VALUE, "0",
+	    "multi-token prediction adds layers and another use of the output "
+	    "layer on the last stage, which gradaudit does not model"),
+	REFUSED("moe-aux-loss-coeff", ARG_LIST, "0",
+	    "an auxiliary load-balancing loss adds a router gradient that "
+	    "gradaudit does not model"),
+	REFUSED("moe-z-loss-coeff", ARG_VALUE, "0",
+	    "the router z-loss adds a router gradient that gradaudit does not "
+	    "model"),
+	REFUSED("moe-router-enable-expert-bias", ARG_FLAG, NULL,
+	    "the expert bias is updated from token counts that "
+	    "finalize_model_grads reduces, which gradaudit does not model"),
+	REFUSED("moe-shared-expert-gate", ARG_FLAG, NULL,
+	    "the shared-expert gate is a parameter gradaudit's model lacks"),
+	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
+	    "FSDP shards parameters and gradients in a way gradaudit does not "
+	    "model"),
+	REFUSED("use-megatron-fsdp", ARG_FLAG, NULL,
+	    "FSDP shards parameters and gradients in a way gradaudit does not "
+	    "model"),
+	REFUSED("use-custom-fsdp", ARG_FLAG, NULL,
+	    "FSDP shards parameters and gradients in a way gradaudit does not "
+	    "model"),
+	REFUSED("num-distributed-optimizer-instances", ARG_VALUE, "1",
+	    "several distributed-optimizer instances reduce gradients in two "
+	    "levels; gradaudit models one"),
+	REFUSED("ddp-num-buckets", ARG_VALUE, NULL,
+	    "gradaudit does not derive bucket sizes from a number of buckets: "
+	    "give --ddp-bucket-size"),
+	REFUSED("ddp-pad-buckets-for-high-nccl-busbw", ARG_FLAG, NULL,
+	    "buckets padded to multiples of 2^16, a layout gradaudit does not "
+	    "model"),
+	REFUSED("tensor-parallel-num-weight-shards", ARG_VALUE, NULL,
+	    "weights sharded within tp add a reduction gradaudit does not "
+	    "model"),
+	REFUSED("expert-tensor-parallel-num-weight-shards", ARG_VALUE, NULL,
+	    "weights sharded within etp add a reduction gradaudit does not "
+	    "model"),
+	REFUSED("use-tp-pp-dp-mapping", ARG_FLAG, NULL,
+	    "gradaudit numbers ranks in Megatron's default tp-dp-pp order"),
+	REFUSED("delay-wgrad-compute", ARG_FLAG, NULL,
+	    "weight gradients computed after the backward pass, outside the "
+	    "order of synchronization that gradaudit models"),
+	REFUSED("overlap-moe-expert-parallel-comm", ARG_FLAG, NULL,
+	    "weight gradients computed after the backward pass, outside the "
+	    "order of synchronization that gradaudit models"),
+	REFUSED("overlap-dispatch-backward-with-experts-wgrad", ARG_FLAG, NULL,
+	    "weight gradients computed after the backward pass, outside the "
+	    "order of synchronization that gradaudit models"),
+	REFUSED("defer-embedding-wgrad-compute", ARG_FLAG, NULL,
+	    "the embedding's weight gradient is computed after the backward "
+	    "pass, outside the order of synchronization that gradaudit models"),
+	REFUSED("optimizer", ARG_VALUE, "adam sgd",
+	    "with optimizers other than adam and sgd Megatron uses a "
+	    "layer-wise distributed optimizer, which gradaudit does not model"),
+	REFUSED("cuda-graph-impl", ARG_VALUE, "none",
+	    "CUDA graphs capture the backward pass with its gradient hooks, "
+	    "which gradaudit does not model"),
+	REFUSED("transformer-impl", ARG_VALUE, "transformer_engine",
+	    "gradaudit has only been checked against Megatron's default "
+	    "Transformer Engine layers"),
+	REFUSED("multi-latent-attention", ARG_FLAG, NULL,
+	    "multi-latent attention has parameters and tp reductions that "
+	    "gradaudit's mixer does not model"),
+	REFUSED("spec", ARG_LIST, NULL,
+	    "a custom layer spec, which gradaudit cannot read"),
+	REFUSED("yaml-cfg", ARG_VALUE, NULL,
+	    "the arguments come from a YAML file, which gradaudit does not "
+	    "read: give them on the command line"),
+	REFUSED("use-checkpoint-args", ARG_FLAG, NULL,
+	    "the sizes come from the checkpoint, which gradaudit does not "
+	    "read: give them on the command line"),
+	REFUSED("use-mp-args-from-checkpoint-args", ARG_FLAG, NULL,
+	    "the parallel sizes come from the checkpoint, which gradaudit does "
+	    "not read: give them on the command line"),
+	REFUSED("heterogeneous-layers-config-path", ARG_VALUE, NULL,
+	    "heterogeneous layers; gradaudit's layers are all alike"),
+	REFUSED("heterogeneous-layers-config-encoded-json", ARG_VALUE, NULL,
+	    "heterogeneous layers; gradaudit's layers are all alike"),
+	REFUSED("data-parallel-size", ARG_VALUE, NULL,
+	    "not a Megatron-LM argument: Megatron's dp is WORLD_SIZE / "
+	    "(tp*pp*cp); give gradaudit's --world N"),
+	REFUSED("model-parallel-size", ARG_VALUE, NULL,
+	    "no longer valid in Megatron: use --tensor-model-parallel-size"),
+
+	/*
+	 * Optimizer hyper-parameters and the learning-rate schedule act after
+	 * the gradients are synchronized.
+	 */
+	HARMLESS("adam-beta1", ARG_VALUE),
+	HARMLESS("adam-beta2", ARG_VALUE),
+	HARMLESS("adam-eps", ARG_VALUE),
+	HARMLESS("sgd-momentum", ARG_VALUE),
+	HARMLESS("lion-beta1", ARG_VALUE),
+	HARMLESS("lion-beta2", ARG_VALUE),
+	HARMLESS("clip-grad", ARG_VALUE),
+	HARMLESS("weight-decay", ARG_VALUE),
+	HARMLESS("start-weight-decay", ARG_VALUE),
+	HARMLESS("end-weight-decay", ARG_VALUE),
+	HARMLESS("weight-decay-incr-style", ARG_VALUE),
+	HARMLESS("apply-wd-to-qk-layernorm", ARG_FLAG),
+	HARMLESS("no-weight-decay-cond-type", ARG_VALUE),
+	HARMLESS("lr", ARG_VALUE),
+	HARMLESS("min-lr", ARG_VALUE),
+	HARMLESS("lr-decay-iters", ARG_VALUE),
+	HARMLESS("lr-decay-samples", ARG_VALUE),
+	HARMLESS("lr-decay-style", ARG_VALUE),
+	HARMLESS("lr-warmup-fraction", ARG_VALUE),
+	HARMLESS("lr-warmup-init", ARG_VALUE),
+	HARMLESS("lr-warmup-iters", ARG_VALUE),
+	HARMLESS("lr-warmup-samples", ARG_VALUE),
+	HARMLESS("lr-wsd-decay-iters", ARG_VALUE),
+	HARMLESS("lr-wsd-decay-samples", ARG_VALUE),
+	HARMLESS("lr-wsd-decay-style", ARG_VALUE),
+	HARMLESS("decoupled-lr", ARG_VALUE),
+	HARMLESS("decoupled-min-lr", ARG_VALUE),
+	HARMLESS("override-opt-param-scheduler", ARG_FLAG),
+	HARMLESS("override-opt_param-scheduler", ARG_FLAG),
+	HARMLESS("use-checkpoint-opt-param-scheduler", ARG_FLAG),
+	HARMLESS("use-checkpoint-opt_param-scheduler", ARG_FLAG),
+	HARMLESS("optimizer-cpu-offload", ARG_FLAG),
+	HARMLESS("optimizer-offload-fraction", ARG_VALUE),
+	HARMLESS("overlap-cpu-optimizer-d2h-h2d", ARG_FLAG),
+	HARMLESS("use-torch-optimizer-for-cpu-offload", ARG_FLAG),
+	HARMLESS("no-pin-cpu-grads", ARG_FLAG),
+	HARMLESS("no-pin-cpu-params", ARG_FLAG),
+	HARMLESS("optimizer-cuda-graph", ARG_FLAG),
+	HARMLESS("use-precision-aware-optimizer", ARG_FLAG),
+	HARMLESS("main-grads-dtype", ARG_VALUE),
+	HARMLESS("main-params-dtype", ARG_VALUE),
+	HARMLESS("exp-avg-dtype", ARG_VALUE),
+	HARMLESS("exp-avg-sq-dtype", ARG_VALUE),
+	HARMLESS("dump-param-to-param-group-map", ARG_VALUE),
+	/* Precision: the same collectives in another number format. */
+	HARMLESS("bf16", ARG_FLAG),
+	HARMLESS("fp16", ARG_FLAG),
+	HARMLESS("fp16-lm-cross-entropy", ARG_FLAG),
+	HARMLESS("loss-scale", ARG_VALUE),
+	HARMLESS("loss-scale-window", ARG_VALUE),
+	HARMLESS("initial-loss-scale", ARG_VALUE),
+	HARMLESS("min-loss-scale", ARG_VALUE),
+	HARMLESS("hysteresis", ARG_VALUE),
+	HARMLESS("fp8-format", ARG_VALUE),
+	HARMLESS("fp8-recipe", ARG_VALUE),
+	HARMLESS("fp8-margin", ARG_VALUE),
+	HARMLESS("fp8-interval", ARG_VALUE),
+	HARMLESS("fp8-amax-history-len", ARG_VALUE),
+	HARMLESS("fp8-amax-compute-algo", ARG_VALUE),
+	HARMLESS("fp8-param-gather", ARG_FLAG),
+	HARMLESS("fp8-output-proj", ARG_FLAG),
+	HARMLESS("no-fp8-wgrad", ARG_FLAG),
+	HARMLESS("disable-fp8-wgrad", ARG_FLAG),
+	HARMLESS("fp4-format", ARG_VALUE),
+	HARMLESS("fp4-recipe", ARG_VALUE),
+	HARMLESS("fp4-param-gather", ARG_FLAG),
+	HARMLESS("first-last-layers-bf16", ARG_FLAG),
+	HARMLESS("num-layers-at-start-in-bf16", ARG_VALUE),
+	HARMLESS("num-layers-at-end-in-bf16", ARG_VALUE),
+	HARMLESS("grad-reduce-in-bf16", ARG_FLAG),
+	HARMLESS("accumulate-allreduce-grads-in-fp32", ARG_FLAG),
+	HARMLESS("attention-softmax-in-fp32", ARG_FLAG),
+	HARMLESS("apply-query-key-layer-scaling", ARG_FLAG),
+	HARMLESS("fp32-residual-connection", ARG_FLAG),
+	HARMLESS("ddp-reduce-scatter-with-fp32-accumulation", ARG_FLAG),
+	/*
+	 * How long and on how many samples: more micro-batches are summed
+	 * locally before the same synchronization.
+	 */
+	HARMLESS("global-batch-size", ARG_VALUE),
+	HARMLESS("rampup-batch-size", ARG_LIST),
+	HARMLESS("step-batch-size-schedule", ARG_VALUE),
+	HARMLESS("train-iters", ARG_VALUE),
+	HARMLESS("train-samples", ARG_VALUE),
+	HARMLESS("exit-interval", ARG_VALUE),
+	HARMLESS("exit-duration-in-mins", ARG_VALUE),
+	HARMLESS("exit-signal-handler", ARG_FLAG),
+	HARMLESS("exit-signal", ARG_VALUE),
+	HARMLESS("exit-on-missing-checkpoint", ARG_FLAG),
+	HARMLESS("skip-train", ARG_FLAG),
+	/* Initialization, checkpoints and their formats. */
+	HARMLESS("seed", ARG_VALUE),
+	HARMLESS("init-method-std", ARG_VALUE),
+	HARMLESS("init-method-xavier-uniform", ARG_FLAG),
+	HARMLESS("embedding-init-method-std", ARG_VALUE),
+	HARMLESS("use-cpu-initialization", ARG_FLAG),
+	HARMLESS("no-initialization", ARG_FLAG),
+	HARMLESS("data-parallel-random-init", ARG_FLAG),
+	HARMLESS("te-rng-tracker", ARG_FLAG),
+	HARMLESS("save", ARG_VALUE),
+	HARMLESS("load", ARG_VALUE),
+	HARMLESS("save-interval", ARG_VALUE),
+	HARMLESS("save-retain-interval", ARG_VALUE),
+	HARMLESS("no-save-optim", ARG_FLAG),
+	HARMLESS("no-save-rng", ARG_FLAG),
+	HARMLESS("no-load-optim", ARG_FLAG),
+	HARMLESS("no-load-rng", ARG_FLAG),
+	HARMLESS("finetune", ARG_FLAG),
+	HARMLESS("pretrained-checkpoint", ARG_VALUE),
+	HARMLESS("ckpt-format", ARG_VALUE),
+	HARMLESS("ckpt-step", ARG_VALUE),
+	HARMLESS("ckpt-assume-constant-structure", ARG_FLAG),
+	HARMLESS("ckpt-fully-parallel-save", ARG_FLAG),
+	HARMLESS("no-ckpt-fully-parallel-save", ARG_FLAG),
+	HARMLESS("ckpt-fully-parallel-load", ARG_FLAG),
+	HARMLESS("ckpt-fully-parallel-load-per-rank-objects", ARG_FLAG),
+	HARMLESS("ckpt-drop-redundant-extra-state", ARG_FLAG),
+	HARMLESS("ckpt-convert-format", ARG_VALUE),
+	HARMLESS("ckpt-convert-save", ARG_VALUE),
+	HARMLESS("dist-ckpt-strictness", ARG_VALUE),
+	HARMLESS("dist-ckpt-format", ARG_VALUE),
+	HARMLESS("dist-ckpt-optim-fully-reshardable", ARG_FLAG),
+	HARMLESS("dist-ckpt-workers", ARG_VALUE),
+	HARMLESS("distrib-optim-fully-reshardable-mem-efficient", ARG_FLAG),
+	HARMLESS("async-save", ARG_FLAG),
+	HARMLESS("async-strategy", ARG_VALUE),
+	HARMLESS("async-ckpt-use-cpu-shm", ARG_FLAG),
+	HARMLESS("use-dist-ckpt", ARG_FLAG),
+	HARMLESS("auto-detect-ckpt-format", ARG_FLAG),
+	HARMLESS("use-persistent-ckpt-worker", ARG_FLAG),
+	HARMLESS("non-persistent-ckpt-type", ARG_VALUE),
+	HARMLESS("non-persistent-save-interval", ARG_VALUE),
+	HARMLESS("non-persistent-global-ckpt-dir", ARG_VALUE),
+	HARMLESS("non-persistent-local-ckpt-dir", ARG_VALUE),
+	HARMLESS("non-persistent-local-ckpt-algo", ARG_VALUE),
+	HARMLESS("verify-integrity", ARG_FLAG),
+	HARMLESS("no-use-tokenizer-model-from-checkpoint-args", ARG_FLAG),
+	HARMLESS("disable-use-tokenizer-model-from-checkpoint-args", ARG_FLAG),
+	HARMLESS("no-ckpt-load-validate-sharding-integrity", ARG_FLAG),
+	HARMLESS("disable-ckpt-load-validate-sharding-integrity", ARG_FLAG),
+	/* Logging, profiling and monitoring. */
+	HARMLESS("log-interval", ARG_VALUE),
+	HARMLESS("log-params-norm", ARG_FLAG),
+	HARMLESS("log-num-zeros-in-grad", ARG_FLAG),
+	HARMLESS("log-throughput", ARG_FLAG),
+	HARMLESS("log-progress", ARG_FLAG),
+	HARMLESS("log-timers-to-tensorboard", ARG_FLAG),
+	HARMLESS("log-memory-to-tensorboard", ARG_FLAG),
+	HARMLESS("log-validation-ppl-to-tensorboard", ARG_FLAG),
+	HARMLESS("log-world-size-to-tensorboard", ARG_FLAG),
+	HARMLESS("no-log-loss-scale-to-tensorboard", ARG_FLAG),
+	HARMLESS("disable-log-loss-scale-to-tensorboard", ARG_FLAG),
+	HARMLESS("log-straggler", ARG_FLAG),
+	HARMLESS("log-energy", ARG_FLAG),
+	HARMLESS("log-memory-interval", ARG_VALUE),
+	HARMLESS("log-device-memory-used", ARG_FLAG),
+	HARMLESS("logging-level", ARG_VALUE),
+	HARMLESS("timing-log-level", ARG_VALUE),
+	HARMLESS("timing-log-option", ARG_VALUE),
+	HARMLESS("tensorboard-dir", ARG_VALUE),
+	HARMLESS("tensorboard-log-interval", ARG_VALUE),
+	HARMLESS("tensorboard-queue-size", ARG_VALUE),
+	HARMLESS("wandb-project", ARG_VALUE),
+	HARMLESS("wandb-exp-name", ARG_VALUE),
+	HARMLESS("wandb-save-dir", ARG_VALUE),
+	HARMLESS("wandb-entity", ARG_VALUE),
+	HARMLESS("no-one-logger", ARG_FLAG),
+	HARMLESS("one-logger-project", ARG_VALUE),
+	HARMLESS("one-logger-run-name", ARG_VALUE),
+	HARMLESS("one-logger-async", ARG_FLAG),
+	HARMLESS("app-tag-run-name", ARG_VALUE),
+	HARMLESS("app-tag-run-version", ARG_VALUE),
+	HARMLESS("profile", ARG_FLAG),
+	HARMLESS("profile-step-start", ARG_VALUE),
+	HARMLESS("profile-step-end", ARG_VALUE),
+	HARMLESS("profile-ranks", ARG_LIST),
+	HARMLESS("use-pytorch-profiler", ARG_FLAG),
+	HARMLESS("pytorch-profiler-collect-shapes", ARG_FLAG),
+	HARMLESS("pytorch-profiler-collect-callstack", ARG_FLAG),
+	HARMLESS("record-memory-history", ARG_FLAG),
+	HARMLESS("memory-snapshot-path", ARG_VALUE),
+	HARMLESS("nvtx-ranges", ARG_FLAG),
+	HARMLESS("straggler-ctrlr-port", ARG_VALUE),
+	HARMLESS("straggler-minmax-count", ARG_VALUE),
+	HARMLESS("disable-straggler-on-startup", ARG_FLAG),
+	HARMLESS("config-logger-dir", ARG_VALUE),
+	/* Evaluation, data and tokenizer (the vocabulary size is read apart). */
+	HARMLESS("eval-iters", ARG_VALUE),
+	HARMLESS("eval-interval", ARG_VALUE),
+	HARMLESS("eval-micro-batch-size", ARG_VALUE),
+	HARMLESS("eval-global-batch-size", ARG_VALUE),
+	HARMLESS("start-eval-at-iter", ARG_VALUE),
+	HARMLESS("full-validation", ARG_FLAG),
+	HARMLESS("multiple-validation-sets", ARG_FLAG),
+	HARMLESS("data-path", ARG_LIST),
+	HARMLESS("split", ARG_VALUE),
+	HARMLESS("train-data-path", ARG_LIST),
+	HARMLESS("valid-data-path", ARG_LIST),
+	HARMLESS("test-data-path", ARG_LIST),
+	HARMLESS("data-cache-path", ARG_VALUE),
+	HARMLESS("data-args-path", ARG_VALUE),
+	HARMLESS("per-split-data-args-path", ARG_VALUE),
+	HARMLESS("mock-data", ARG_FLAG),
+	HARMLESS("num-workers", ARG_VALUE),
+	HARMLESS("no-mmap-bin-files", ARG_FLAG),
+	HARMLESS("no-create-attention-mask-in-dataloader", ARG_FLAG),
+	HARMLESS("dataloader-type", ARG_VALUE),
+	HARMLESS("reset-position-ids", ARG_FLAG),
+	HARMLESS("reset-attention-mask", ARG_FLAG),
+	HARMLESS("eod-mask-loss", ARG_FLAG),
+	HARMLESS("num-dataset-builder-threads", ARG_VALUE),
+	HARMLESS("mid-level-dataset-surplus", ARG_VALUE),
+	HARMLESS("no-data-sharding", ARG_FLAG),
+	HARMLESS("dataloader-fast-cache-load", ARG_FLAG),
+	HARMLESS("dataloader-defer-npy-index-mmap", ARG_FLAG),
+	HARMLESS("object-storage-cache-path", ARG_VALUE),
+	HARMLESS("tokenizer-type", ARG_VALUE),
+	HARMLESS("tokenizer-model", ARG_VALUE),
+	HARMLESS("vocab-file", ARG_VALUE),
+	HARMLESS("merge-file", ARG_VALUE),
+	HARMLESS("vocab-extra-ids", ARG_VALUE),
+	HARMLESS("tiktoken-pattern", ARG_VALUE),
+	HARMLESS("tiktoken-num-special-tokens", ARG_VALUE),
+	HARMLESS("tokenizer-special-tokens", ARG_LIST),
+	HARMLESS("tokenizer-metadata", ARG_VALUE),
+	HARMLESS("tokenizer-hf-no-use-fast", ARG_FLAG),
+	HARMLESS("null-tokenizer-eod-id", ARG_VALUE),
+	HARMLESS("null-tokenizer-pad-id", ARG_VALUE),
+	/*
+	 * Details of the layers that gradaudit's stand-in model leaves out:
+	 * attention heads, positions, activations, norms' kind, biases,
+	 * dropout, fusions.  None changes which collective reduces which
+	 * parameter.
+	 */
+	HARMLESS("group-query-attention", ARG_FLAG),
+	HARMLESS("num-query-groups", ARG_VALUE),
+	HARMLESS("max-position-embeddings", ARG_VALUE),
+	HARMLESS("position-embedding-type", ARG_VALUE),
+	HARMLESS("rotary-base", ARG_VALUE),
+	HARMLESS("rotary-percent", ARG_VALUE),
+	HARMLESS("rotary-interleaved", ARG_FLAG),
+	HARMLESS("rotary-seq-len-interpolation-factor", ARG_VALUE),
+	HARMLESS("use-rotary-position-embeddings", ARG_FLAG),
+	HARMLESS("use-rope-scaling", ARG_FLAG),
+	HARMLESS("rope-scaling-factor", ARG_VALUE),
+	HARMLESS("rope-type", ARG_VALUE),
+	HARMLESS("no-rope-freq", ARG_VALUE),
+	HARMLESS("no-position-embedding", ARG_FLAG),
+	HARMLESS("no-rope-fusion", ARG_FLAG),
+	HARMLESS("yarn-original-max-position-embeddings", ARG_VALUE),
+	HARMLESS("yarn-beta-fast", ARG_VALUE),
+	HARMLESS("yarn-beta-slow", ARG_VALUE),
+	HARMLESS("attention-dropout", ARG_VALUE),
+	HARMLESS("hidden-dropout", ARG_VALUE),
+	HARMLESS("squared-relu", ARG_FLAG),
+	HARMLESS("openai-gelu", ARG_FLAG),
+	HARMLESS("quick-geglu", ARG_FLAG),
+	HARMLESS("normalization", ARG_VALUE),
+	HARMLESS("norm-epsilon", ARG_VALUE),
+	HARMLESS("apply-layernorm-1p", ARG_FLAG),
+	HARMLESS("apply-residual-connection-post-layernorm", ARG_FLAG),
+	HARMLESS("disable-bias-linear", ARG_FLAG),
+	HARMLESS("add-qkv-bias", ARG_FLAG),
+	HARMLESS("attention-backend", ARG_VALUE),
+	HARMLESS("use-flash-attn", ARG_FLAG),
+	HARMLESS("no-masked-softmax-fusion", ARG_FLAG),
+	HARMLESS("no-bias-gelu-fusion", ARG_FLAG),
+	HARMLESS("no-bias-swiglu-fusion", ARG_FLAG),
+	HARMLESS("no-bias-dropout-fusion", ARG_FLAG),
+	HARMLESS("no-persist-layer-norm", ARG_FLAG),
+	HARMLESS("no-gradient-accumulation-fusion", ARG_FLAG),
+	HARMLESS("cross-entropy-loss-fusion", ARG_FLAG),
+	HARMLESS("cross-entropy-fusion-impl", ARG_VALUE),
+	HARMLESS("use-mcore-models", ARG_FLAG),
+	HARMLESS("window-size", ARG_VALUE),
+	HARMLESS("window-attn-skip-freq", ARG_VALUE),
+	/* Recomputation repeats the forward pass; the gradients are the same. */
+	HARMLESS("recompute-activations", ARG_FLAG),
+	HARMLESS("recompute-granularity", ARG_VALUE),
+	HARMLESS("recompute-method", ARG_VALUE),
+	HARMLESS("recompute-num-layers", ARG_VALUE),
+	HARMLESS("recompute-modules", ARG_LIST),
+	HARMLESS("checkpoint-activations", ARG_FLAG),
+	HARMLESS("distribute-saved-activations", ARG_FLAG),
+	HARMLESS("moe-layer-recompute", ARG_FLAG),
+	/*
+	 * The process groups' set-up and timeouts, memory management, and
+	 * checks of the results.
+	 */
+	HARMLESS("distributed-backend", ARG_VALUE),
+	HARMLESS("distributed-timeout-minutes", ARG_VALUE),
+	HARMLESS("distributed-timeout-seconds-after-init", ARG_VALUE),
+	HARMLESS("nccl-communicator-config-path", ARG_VALUE),
+	HARMLESS("high-priority-stream-groups", ARG_LIST),
+	HARMLESS("disable-gloo-process-groups", ARG_FLAG),
+	HARMLESS("create-all-gather-group", ARG_FLAG),
+	HARMLESS("use-sharp", ARG_FLAG),
+	HARMLESS("sharp-enabled-group", ARG_VALUE),
+	HARMLESS("use-nccl-ub", ARG_FLAG),
+	HARMLESS("disable-symmetric-registration", ARG_FLAG),
+	HARMLESS("manual-gc", ARG_FLAG),
+	HARMLESS("manual-gc-interval", ARG_VALUE),
+	HARMLESS("no-manual-gc-eval", ARG_FLAG),
+	HARMLESS("disable-manual-gc-eval", ARG_FLAG),
+	HARMLESS("empty-unused-memory-level", ARG_VALUE),
+	HARMLESS("deterministic-mode", ARG_FLAG),
+	HARMLESS("no-check-for-nan-in-loss-and-grad", ARG_FLAG),
+	HARMLESS("check-for-spiky-loss", ARG_FLAG),
+	HARMLESS("check-for-large-grads", ARG_FLAG),
+	HARMLESS("rerun-mode", ARG_VALUE),
+	HARMLESS("result-rejected-tracker-filename", ARG_VALUE),
+	HARMLESS("check-weight-hash-across-dp-replicas-interval", ARG_VALUE),
+	/*
+	 * Overlapping communication with computation: the tensor-parallel
+	 * activation collectives (which gradaudit takes as correct), the
+	 * pipeline's point-to-point transfers and the distributed optimizer's
+	 * parameter all-gather.  When the gradient reduction overlaps,
+	 * --overlap-grad-reduce is read apart.
+	 */
+	HARMLESS("tp-comm-overlap", ARG_FLAG),
+	HARMLESS("tp-comm-overlap-cfg", ARG_VALUE),
+	HARMLESS("tp-comm-bootstrap-backend", ARG_VALUE),
+	HARMLESS("tp-comm-overlap-rs-dgrad", ARG_FLAG),
+	HARMLESS("no-tp-comm-bulk-dgrad", ARG_FLAG),
+	HARMLESS("disable-tp-comm-bulk-dgrad", ARG_FLAG),
+	HARMLESS("no-tp-comm-bulk-wgrad", ARG_FLAG),
+	HARMLESS("disable-tp-comm-bulk-wgrad", ARG_FLAG),
+	HARMLESS("no-tp-comm-overlap-ag", ARG_FLAG),
+	HARMLESS("disable-tp-comm-overlap-ag", ARG_FLAG),
+	HARMLESS("no-tp-comm-overlap-rs", ARG_FLAG),
+	HARMLESS("disable-tp-comm-overlap-rs", ARG_FLAG),
+	HARMLESS("no-tp-comm-split-ag", ARG_FLAG),
+	HARMLESS("disable-tp-comm-split-ag", ARG_FLAG),
+	HARMLESS("no-tp-comm-split-rs", ARG_FLAG),
+	HARMLESS("disable-tp-comm-split-rs", ARG_FLAG),
+	HARMLESS("overlap-param-gather", ARG_FLAG),
+	HARMLESS("overlap-param-gather-with-optimizer-step", ARG_FLAG),
+	HARMLESS("no-align-param-gather", ARG_FLAG),
+	HARMLESS("no-align-grad-reduce", ARG_FLAG),
+	HARMLESS("disable-align-grad-reduce", ARG_FLAG),
+	HARMLESS("no-overlap-p2p-communication", ARG_FLAG),
+	HARMLESS("overlap-p2p-communication-warmup-flush", ARG_FLAG),
+	HARMLESS("use-ring-exchange-p2p", ARG_FLAG),
+	/*
+	 * Options of FSDP and context parallelism, which do nothing without
+	 * them (and both are refused).
+	 */
+	HARMLESS("data-parallel-sharding-strategy", ARG_VALUE),
+	HARMLESS("outer-dp-sharding-strategy", ARG_VALUE),
+	HARMLESS("no-gradient-reduce-div-fusion", ARG_FLAG),
+	HARMLESS("suggested-communication-unit-size", ARG_VALUE),
+	HARMLESS("keep-fp8-transpose-cache", ARG_FLAG),
+	HARMLESS("fsdp-double-buffer", ARG_FLAG),
+	HARMLESS("enable-full-sharding-in-hsdp", ARG_FLAG),
+	HARMLESS("megatron-fsdp-version", ARG_VALUE),
+	HARMLESS("torch-fsdp2-no-reshard-after-forward", ARG_FLAG),
+	HARMLESS("cp-comm-type", ARG_LIST),
+	/*
+	 * How tokens are routed and moved to the experts: the gradients follow
+	 * the same placements whatever the kernels, capacity or dispatcher.
+	 */
+	HARMLESS("moe-grouped-gemm", ARG_FLAG),
+	HARMLESS("moe-token-dispatcher-type", ARG_VALUE),
+	HARMLESS("moe-permute-fusion", ARG_FLAG),
+	HARMLESS("moe-router-fusion", ARG_FLAG),
+	HARMLESS("moe-router-dtype", ARG_VALUE),
+	HARMLESS("moe-router-pre-softmax", ARG_FLAG),
+	HARMLESS("moe-router-load-balancing-type", ARG_LIST),
+	HARMLESS("moe-router-num-groups", ARG_VALUE),
+	HARMLESS("moe-router-group-topk", ARG_VALUE),
+	HARMLESS("moe-router-topk-scaling-factor", ARG_VALUE),
+	HARMLESS("moe-expert-capacity-factor", ARG_VALUE),
+	HARMLESS("moe-pad-expert-input-to-capacity", ARG_FLAG),
+	HARMLESS("moe-token-drop-policy", ARG_VALUE),
+	HARMLESS("moe-input-jitter-eps", ARG_VALUE),
+	HARMLESS("moe-per-layer-logging", ARG_FLAG),
+	HARMLESS("moe-router-padding-for-fp8", ARG_FLAG),
+	HARMLESS("moe-router-padding-for-quantization", ARG_FLAG),
+	HARMLESS("moe-enable-deepep", ARG_FLAG),
+	HARMLESS("moe-flex-dispatcher-backend", ARG_VALUE),
+	HARMLESS("moe-deepep-num-sms", ARG_VALUE),
+	HARMLESS("moe-hybridep-num-sms", ARG_VALUE),
+	HARMLESS("moe-shared-expert-overlap", ARG_FLAG),
+	HARMLESS("moe-router-bias-update-rate", ARG_VALUE),
+	HARMLESS("moe-router-force-load-balancing", ARG_FLAG),
+	HARMLESS("moe-use-upcycling", ARG_FLAG),
+	HARMLESS("moe-upcycling-granularity", ARG_VALUE),
+};
+
+#define NARGS	(sizeof(args) / sizeof(args[0]))
+
+/* What the words said about one argument of args[]: its last use. */
+struct arg_use {
+	bool		 given;
+	size_t		 at;		/* words[at] is the option */
+	const char	*value;		/* the value, or a list's one "--x=v" */
+	size_t		 first, count;	/* a list: words[first..first+count) */
+	bool		 used;		/* read into a key */
+};
+
+struct import_state {
+	struct megatron_import	*mi;
+	char *const		*words;
+	size_t			 nwords;
+	struct arg_use		 use[NARGS];
+	int			 errors;
+	/* torchrun's --nproc_per_node and --nnodes, 0 when not given. */
+	long			 nproc, nnodes;
+	char			*notes;		/* lines for stderr */
+};
+
+static void	refuse(struct import_state *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	note(struct import_state *, const char *, ...)
+		    __attribute__((format(printf, 2, 3)));
+static void	explain(struct import_state *, enum cfg_key, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
+
+/* An argument that stops the import: the message, and exit status 2. */
+static void
+refuse(struct import_state *st, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(stderr, "%s: import: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	st->errors++;
+}
+
+/*
+ * Something the user should know about the configuration printed: kept
+ * until the import succeeds, since a refusal makes it moot.
+ */
+static void
+note(struct import_state *st, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*line, *more;
+
+	va_start(ap, fmt);
+	xvasprintf(&line, fmt, ap);
+	va_end(ap);
+	xasprintf(&more, "%s%s: import: note: %s\n", st->notes != NULL ?
+	    st->notes : "", progname, line);
+	free(line);
+	free(st->notes);
+	st->notes = more;
+}
+
+/*
+ * A word of the launch as messages quote it: at most SHOWN_MAX bytes, and
+ * control characters as '?', so that a message stays one readable line.
+ */
+#define SHOWN_MAX	40
+struct shown {
+	char	 s[SHOWN_MAX + 4];
+};
+
+static const char *
+shown_len(struct shown *buf, const char *word, size_t len)
+{
+	size_t	 i;
+
+	for (i = 0; i < len && i < SHOWN_MAX; i++)
+		buf->s[i] = iscntrl((unsigned char)word[i]) ? '?' : word[i];
+	strcpy(buf->s + i, i < len ? "..." : "");
+	return buf->s;
+}
+
+static const char *
+shown(struct shown *buf, const char *word)
+{
+	return shown_len(buf, word, strlen(word));
+}
+
+/* Set key k as written, with where its value came from. */
+static void
+explain(struct import_state *st, enum cfg_key k, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	keyset_add(&st->mi->cfg.given, k);
+	free(st->mi->why[k]);
+	va_start(ap, fmt);
+	xvasprintf(&st->mi->why[k], fmt, ap);
+	va_end(ap);
+}
+
+static const struct arg_def *
+find_arg(const char *name, size_t len, size_t *index)
+{
+	size_t	 k;
+
+	for (k = 0; k < NARGS; k++)
+		if (strlen(args[k].name) == len &&
+		    strncmp(args[k].name, name, len) == 0) {
+			*index = k;
+			return &args[k];
+		}
+	return NULL;
+}
+
+/*
+ * A word that starts an option rather than being a value.  Megatron's
+ * parser has no option that looks like a negative number, so argparse reads
+ * "-1" and "-.5" as values, as here.
+ */
+static bool
+is_option(const char *w)
+{
+	return w[0] == '-' && w[1] != '\0' &&
+	    !isdigit((unsigned char)w[1]) && w[1] != '.';
+}
+
+static bool
+ends_with(const char *s, const char *suffix)
+{
+	size_t	 n = strlen(s), m = strlen(suffix);
+
+	return n >= m && strcmp(s + n - m, suffix) == 0;
+}
+
+/* Value j of a list argument. */
+static const char *
+list_value(const struct import_state *st, const struct arg_use *u, size_t j)
+{
+	return u->value != NULL ? u->value : st->words[u->first + j];
+}
+
+/* A launcher option's value ("--nnodes 2", "--nnodes=2"): digits only. */
+static long
+launcher_number(char *const *words, size_t *i, size_t end, size_t len)
+{
+	const char	*v = words[*i] + len;
+	char		*stop;
+	long		 n;
+
+	if (*v == '=')
+		v++;
+	else if (*v == '\0' && *i + 1 < end)
+		v = words[++*i];
+	else
+		return 0;
+	if (!isdigit((unsigned char)*v))
+		return 0;
+	errno = 0;
+	n = strtol(v, &stop, 10);
+	if (*stop != '\0' || errno != 0 || n < 1 || n > CFG_MAX_WORLD)
+		return 0;
+	return n;
+}
+
+/*
+ * torchrun's options between the program and the script: the world size is
+ * --nproc_per_node times --nnodes (torchrun's default is one node).  Other
+ * spellings of the sizes (auto, gpu, a range of nodes) say nothing certain.
+ */
+static void
+read_launcher(struct import_state *st, size_t end)
+{
+	static const char *const nproc[] = {
+		"--nproc_per_node", "--nproc-per-node", NULL
+	};
+	size_t	 i, j, len;
+
+	for (i = 1; i < end; i++) {
+		for (j = 0; nproc[j] != NULL; j++) {
+			len = strlen(nproc[j]);
+			if (strncmp(st->words[i], nproc[j], len) == 0 &&
+			    (st->words[i][len] == '\0' ||
+			    st->words[i][len] == '='))
+				st->nproc = launcher_number(st->words, &i, end,
+				    len);
+		}
+		len = strlen("--nnodes");
+		if (strncmp(st->words[i], "--nnodes", len) == 0 &&
+		    (st->words[i][len] == '\0' || st->words[i][len] == '='))
+			st->nnodes = launcher_number(st->words, &i, end, len);
+	}
+}
+
+/*
+ * Where Megatron's own arguments start.  A launch line may begin with what
+ * runs Megatron: environment assignments, python or torchrun with its
+ * options, and the script (pretrain_gpt.py).  When the first word is not
+ * an option, Megatron's arguments follow the first word that names a
+ * Python script, or else start at the first option.
+ */
+static size_t
+skip_program(struct import_state *st)
+{
+	size_t	 i, start;
+	char	*program = NULL, *more;
+
+	if (st->nwords == 0 || is_option(st->words[0]))
+		return 0;
+	for (i = 0; i < st->nwords; i++)
+		if (ends_with(st->words[i], ".py"))
+			break;
+	if (i < st->nwords) {
+		read_launcher(st, i);
+		start = i + 1;
+	} else
+		for (start = 0; start < st->nwords &&
+		    strncmp(st->words[start], "--", 2) != 0; start++)
+			;
+	for (i = 0; i < start; i++) {
+		xasprintf(&more, "%s%s%s", program != NULL ? program : "",
+		    program != NULL ? " " : "", st->words[i]);
+		free(program);
+		program = more;
+	}
+	note(st, "not Megatron's arguments but what runs it: %s", program);
+	free(program);
+	return start;
+}
+
+/* Read the words into st->use[]; unknown and malformed ones are refused. */
+static void
+read_args(struct import_state *st, size_t i)
+{
+	const struct arg_def	*def;
+	struct arg_use		*u;
+	struct shown		 sh;
+	const char		*w, *name, *eq;
+	size_t			 len, k;
+
+	while (i < st->nwords) {
+		w = st->words[i++];
+		if (!is_option(w)) {
+			refuse(st, "\"%s\": Megatron takes no operands (%s)",
+			    shown(&sh, w), *w == '$' ? "a shell variable that "
+			    "was not expanded: give its value" : "the value of "
+			    "an argument that takes none?");
+			continue;
+		}
+		name = w + 2;
+		eq = strchr(name, '=');
+		len = eq != NULL ? (size_t)(eq - name) : strlen(name);
+		if (w[1] != '-' || (def = find_arg(name, len, &k)) == NULL) {
+			refuse(st, "%s: not an argument gradaudit knows; it "
+			    "could change gradient synchronization, so nothing "
+			    "was imported (remove it if it cannot)",
+			    shown_len(&sh, w, eq != NULL ? (size_t)(eq - w) :
+			    strlen(w)));
+			while (i < st->nwords && !is_option(st->words[i]))
+				i++;
+			continue;
+		}
+		u = &st->use[k];
+		memset(u, 0, sizeof(*u));
+		u->given = true;
+		u->at = i - 1;
+		switch (def->kind) {
+		case ARG_FLAG:
+			if (eq != NULL)
+				refuse(st, "--%s takes no value", def->name);
+			break;
+		case ARG_VALUE:
+			if (eq != NULL)
+				u->value = eq + 1;
+			else if (i < st->nwords && !is_option(st->words[i]))
+				u->value = st->words[i++];
+			else
+				refuse(st, "--%s needs a value", def->name);
+			break;
+		case ARG_LIST:
+			if (eq != NULL) {
+				u->value = eq + 1;
+				u->count = 1;
+				break;
+			}
+			for (u->first = i; i < st->nwords &&
+			    !is_option(st->words[i]); i++)
+				u->count++;
+			if (u->count == 0 && def->fate != ARG_HARMLESS)
+				refuse(st, "--%s needs a value", def->name);
+			break;
+		}
+	}
+}
+
+/* True when value is one of the inert words of def (numerically, if a number). */
+static bool
+is_inert(const struct arg_def *def, const char *value)
+{
+	char		*copy, *word, *save = NULL, *end;
+	double		 a, b;
+	bool		 found = false;
+
+	if (def->inert == NULL)
+		return false;
+	copy = xstrdup(def->inert);
+	for (word = strtok_r(copy, " ", &save); word != NULL && !found;
+	    word = strtok_r(NULL, " ", &save)) {
+		a = strtod(word, &end);
+		if (*end == '\0' && isdigit((unsigned char)*word)) {
+			b = strtod(value, &end);
+			found = *value != '\0' && *end == '\0' && a == b;
+		} else
+			found = strcmp(word, value) == 0;
+	}
+	free(copy);
+	return found;
+}
+
+/* The words of a use, for messages: " 2", " 0.01 0.001", or "". */
+static char *
+use_values(const struct import_state *st, const struct arg_def *def,
+    const struct arg_use *u)
+{
+	struct shown	 sh;
+	char		*s = xstrdup(""), *more;
+	size_t		 j;
+
+	if (def->kind == ARG_VALUE && u->value != NULL) {
+		free(s);
+		xasprintf(&s, " %s", shown(&sh, u->value));
+	} else if (def->kind == ARG_LIST)
+		for (j = 0; j < u->count; j++) {
+			xasprintf(&more, "%s %s", s,
+			    shown(&sh, list_value(st, u, j)));
+			free(s);
+			s = more;
+		}
+	return s;
+}
+
+/* Whether the release --framework names is older than release. */
+static bool
+older_than(const struct import_state *st, const char *release)
+{
+	struct fw_version	 v;
+
+	if (!st->mi->have_version || fw_version_parse(release, &v) == -1)
+		return false;
+	return fw_version_cmp(&st->mi->version, &v) < 0;
+}
+
+/*
+ * Refuse what cannot be imported: arguments used with a value that
+ * changes the synchronization, and arguments the release --framework
+ * names does not have.
+ */
+static void
+check_fates(struct import_state *st)
+{
+	const struct arg_def	*def;
+	const struct arg_use	*u;
+	char			 release[32], *values;
+	size_t			 k, j;
+	bool			 inert;
+
+	for (k = 0; k < NARGS; k++) {
+		def = &args[k];
+		u = &st->use[k];
+		if (!u->given)
+			continue;
+		if (def->fate == ARG_REFUSED) {
+			inert = def->kind != ARG_FLAG;
+			if (def->kind == ARG_VALUE)
+				inert = u->value != NULL &&
+				    is_inert(def, u->value);
+			for (j = 0; def->kind == ARG_LIST && j < u->count; j++)
+				inert = inert &&
+				    is_inert(def, list_value(st, u, j));
+			if (inert)
+				continue;
+			values = use_values(st, def, u);
+			refuse(st, "--%s%s: %s", def->name, values, def->why);
+			free(values);
+		} else if (def->fate == ARG_MAPPED && def->since != NULL &&
+		    older_than(st, def->since)) {
+			fw_version_format(&st->mi->version, release,
+			    sizeof(release));
+			refuse(st, "--%s: not an argument of megatron-core %s "
+			    "(it came in %s)", def->name, release, def->since);
+		}
+	}
+}
+
+/* One line: every argument given that set no key, in the launch's order. */
+static void
+list_ignored(const struct import_state *st)
+{
+	char	*line = xstrdup(""), *more;
+	size_t	 k, n = 0, j, ignored[NARGS];
+
+	for (k = 0; k < NARGS; k++) {
+		if (!st->use[k].given || st->use[k].used)
+			continue;
+		for (j = n++; j > 0 && st->use[ignored[j - 1]].at >
+		    st->use[k].at; j--)
+			ignored[j] = ignored[j - 1];
+		ignored[j] = k;
+	}
+	for (j = 0; j < n; j++) {
+		xasprintf(&more, "%s --%s", line, args[ignored[j]].name);
+		free(line);
+		line = more;
+	}
+	if (n > 0)
+		fprintf(stderr, "%s: import: ignored %zu argument%s that "
+		    "cannot change gradient synchronization:%s\n", progname,
+		    n, n == 1 ? "" : "s", line);
+	free(line);
+}
+
+/*
+ * Integer values.  Megatron's type=int takes what Python's int() does; a
+ * launch line writes plain decimal numbers, and anything else (a shell
+ * variable that was never expanded, a float) is refused with the name.
+ */
+static long
+int_arg(struct import_state *st, enum mapped_arg k, long min, long max,
+    long def)
+{
+	struct arg_use	*u = &st->use[k];
+	struct shown	 sh;
+	const char	*v = u->value;
+	char		*end;
+	long		 n;
+
+	if (!u->given || v == NULL)
+		return def;
+	u->used = true;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
+	    n < min || n > max) {
+		refuse(st, "--%s \"%s\": expected an integer from %ld to %ld%s",
+		    args[k].name, shown(&sh, v), min, max, *v == '$' ? " (a shell variable "
+		    "that was not expanded: give its value)" : "");
+		return def;
+	}
+	return n;
+}
+
+static bool
+flag_arg(struct import_state *st, enum mapped_arg k)
+{
+	if (!st->use[k].given)
+		return false;
+	st->use[k].used = true;
+	return true;
+}
+
+/*
+ * --moe-layer-freq (megatron/training/arguments.py moe_freq_type): an
+ * integer N puts experts in layers i with i % N == 0
+ * (megatron/core/models/gpt/gpt_layer_specs.py); a string with a '[' is a
+ * Python list expression of 0s and 1s, one per layer, built from lists,
+ * integers, +, * and parentheses (_eval_pattern allows nothing else).
+ */
+struct py_value {
+	bool	 is_list;
+	long	 n;		/* an integer */
+	long	*items;		/* a list of integers */
+	size_t	 len;
+};
+
+struct py_parser {
+	const char	*s;
+	const char	*error;	/* what went wrong, once it has */
+	int		 depth;	/* of brackets and parentheses */
+};
+
+/* Deeper nesting is no layer pattern, and would only use up the stack. */
+#define PY_MAX_DEPTH	32
+
+/* Longest list and largest integer an expression may build. */
+#define PY_MAX_LEN	CFG_MAX_LAYERS
+#define PY_MAX_INT	(1L << 24)
+
+static bool	py_expr(struct py_parser *, struct py_value *);
+
+static void
+py_free(struct py_value *v)
+{
+	free(v->items);
+	memset(v, 0, sizeof(*v));
+}
+
+static bool
+py_fail(struct py_parser *pp, const char *error)
+{
+	if (pp->error == NULL)
+		pp->error = error;
+	return false;
+}
+
+static bool
+py_append(struct py_parser *pp, struct py_value *list, long item)
+{
+	if (list->len >= PY_MAX_LEN)
+		return py_fail(pp, "the list is longer than any model's layers");
+	list->items = xreallocarray(list->items, list->len + 1,
+	    sizeof(*list->items));
+	list->items[list->len++] = item;
+	return true;
+}
+
+static bool
+py_atom(struct py_parser *pp, struct py_value *v)
+{
+	struct py_value	 item;
+	char		*end;
+
+	memset(v, 0, sizeof(*v));
+	if ((*pp->s == '(' || *pp->s == '[') && pp->depth >= PY_MAX_DEPTH)
+		return py_fail(pp, "brackets nested too deep");
+	if (isdigit((unsigned char)*pp->s)) {
+		errno = 0;
+		v->n = strtol(pp->s, &end, 10);
+		pp->s = end;
+		if (errno != 0 || v->n > PY_MAX_INT)
+			return py_fail(pp, "an integer is too large");
+		return true;
+	}
+	if (*pp->s == '(') {
+		pp->s++;
+		pp->depth++;
+		if (!py_expr(pp, v))
+			return false;
+		if (*pp->s != ')') {
+			py_free(v);
+			return py_fail(pp, "expected ')'");
+		}
+		pp->s++;
+		pp->depth--;
+		return true;
+	}
+	if (*pp->s != '[')
+		return py_fail(pp, "expected a number, '[' or '('");
+	pp->s++;
+	pp->depth++;
+	v->is_list = true;
+	while (*pp->s != ']') {
+		if (!py_expr(pp, &item))
+			break;
+		if (item.is_list) {
+			py_free(&item);
+			py_fail(pp, "a list inside a list");
+			break;
+		}
+		if (!py_append(pp, v, item.n))
+			break;
+		if (*pp->s == ',')
+			pp->s++;
+		else if (*pp->s != ']') {
+			py_fail(pp, "expected ',' or ']'");
+			break;
+		}
+	}
+	if (pp->error != NULL) {
+		py_free(v);
+		return false;
+	}
+	pp->s++;
+	pp->depth--;
+	return true;
+}
+
+/* a * b: integers multiply, a list repeats (Python's semantics). */
+static bool
+py_mul(struct py_parser *pp, struct py_value *a, struct py_value *b)
+{
+	struct py_value	*list, *times, out;
+	long		 i;
+	size_t		 j;
+
+	if (!a->is_list && !b->is_list) {
+		if (a->n != 0 && b->n > PY_MAX_INT / a->n)
+			return py_fail(pp, "an integer is too large");
+		a->n *= b->n;
+		return true;
+	}
+	if (a->is_list && b->is_list)
+		return py_fail(pp, "a list times a list");
+	list = a->is_list ? a : b;
+	times = a->is_list ? b : a;
+	memset(&out, 0, sizeof(out));
+	out.is_list = true;
+	for (i = 0; i < times->n; i++)
+		for (j = 0; j < list->len; j++)
+			if (!py_append(pp, &out, list->items[j])) {
+				py_free(&out);
+				return false;
+			}
+	py_free(a);
+	*a = out;
+	return true;
+}
+
+/* a + b: integers add, lists concatenate. */
+static bool
+py_add(struct py_parser *pp, struct py_value *a, struct py_value *b)
+{
+	size_t	 j;
+
+	if (a->is_list != b->is_list)
+		return py_fail(pp, "a list plus an integer");
+	if (!a->is_list) {
+		if (a->n > PY_MAX_INT - b->n)
+			return py_fail(pp, "an integer is too large");
+		a->n += b->n;
+		return true;
+	}
+	for (j = 0; j < b->len; j++)
+		if (!py_append(pp, a, b->items[j]))
+			return false;
+	return true;
+}
+
+/*
+ * expr := term ('+' term)*; term := atom ('*' atom)*.  On failure each
+ * function has freed its value and pp->error says why.
+ */
+static bool
+py_term(struct py_parser *pp, struct py_value *v)
+{
+	struct py_value	 b;
+	bool		 ok;
+
+	if (!py_atom(pp, v))
+		return false;
+	while (*pp->s == '*') {
+		pp->s++;
+		if (!py_atom(pp, &b)) {
+			py_free(v);
+			return false;
+		}
+		ok = py_mul(pp, v, &b);
+		py_free(&b);
+		if (!ok) {
+			py_free(v);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+py_expr(struct py_parser *pp, struct py_value *v)
+{
+	struct py_value	 b;
+	bool		 ok;
+
+	if (!py_term(pp, v))
+		return false;
+	while (*pp->s == '+') {
+		pp->s++;
+		if (!py_term(pp, &b)) {
+			py_free(v);
+			return false;
+		}
+		ok = py_add(pp, v, &b);
+		py_free(&b);
+		if (!ok) {
+			py_free(v);
+			return false;
+		}
+	}
+	return true;
+}
+
+/*
+ * The MoE layers that --moe-layer-freq s gives a model of `layers` layers,
+ * into moe[]; returns NULL or what is wrong with s.
+ */
+static const char *
+layer_pattern(const char *s, int layers, bool *moe)
+{
+	struct py_parser	 pp = { s, NULL, 0 };
+	struct py_value		 v;
+	char			*end;
+	long			 n;
+	int			 i;
+
+	if (strchr(s, '[') == NULL) {
+		errno = 0;
+		n = strtol(s, &end, 10);
+		if (!isdigit((unsigned char)*s) || *end != '\0' || errno != 0 ||
+		    n < 1)
+			return "expected a positive integer or a Python list "
+			    "expression";
+		for (i = 0; i < layers; i++)
+			moe[i] = i % n == 0;
+		return NULL;
+	}
+	if (!py_expr(&pp, &v) || (*pp.s != '\0' && !py_fail(&pp, "expected "
+	    "'+', '*' or the end"))) {
+		py_free(&v);
+		return pp.error;
+	}
+	if (!v.is_list || v.len != (size_t)layers) {
+		py_free(&v);
+		return "the pattern must be a list with one 0 or 1 per layer "
+		    "(--num-layers)";
+	}
+	for (i = 0; i < layers; i++) {
+		if (v.items[i] != 0 && v.items[i] != 1) {
+			py_free(&v);
+			return "the pattern's items must be 0 or 1";
+		}
+		moe[i] = v.items[i] == 1;
+	}
+	py_free(&v);
+	return NULL;
+}
+
+/*
+ * The values read, before any is checked against another: so that one bad
+ * number is reported once, not again through everything derived from it.
+ */
+struct megatron_values {
+	long	 tp, pp, ep, etp, layers, hidden, ffn, heads, kv_channels;
+	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
+	long	 moe_ffn, shared, bucket;
+	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
+	bool	 sp, average, pad;
+};
+
+static void
+read_values(struct import_state *st, struct megatron_values *v)
+{
+	const long	 mesh = CFG_MAX_MESH_DIM, dim = CFG_MAX_MODEL_DIM;
+	struct shown	 sh;
+	bool		 no_pad, disable_pad;
+
+	v->tp = int_arg(st, MA_TP, 1, mesh, 1);
+	v->pp = int_arg(st, MA_PP, 1, mesh, 1);
+	v->layers = int_arg(st, MA_LAYERS, 1, CFG_MAX_LAYERS, 0);
+	v->hidden = int_arg(st, MA_HIDDEN, 1, dim, 0);
+	v->ffn = int_arg(st, MA_FFN, 1, dim, 0);
+	v->seq = int_arg(st, MA_SEQ, 1, dim, 0);
+	v->micro_batch = int_arg(st, MA_MICRO_BATCH, 1, dim, 0);
+	v->vocab = int_arg(st, MA_VOCAB, 1, dim, 0);
+	v->padded = int_arg(st, MA_PADDED, 1, dim, 0);
+	/* megatron/training/arguments.py: default 128. */
+	v->divisible = int_arg(st, MA_DIVISIBLE, 1, dim, 128);
+	/* TransformerConfig: num_moe_experts None; Megatron reads 0 as None. */
+	v->experts = int_arg(st, MA_EXPERTS, 0, CFG_MAX_EXPERTS, 0);
+	v->swiglu = flag_arg(st, MA_SWIGLU);
+	v->untie = flag_arg(st, MA_UNTIE);
+	v->qk_layernorm = flag_arg(st, MA_QK_LAYERNORM);
+	v->distopt = flag_arg(st, MA_DISTOPT);
+	v->overlap = flag_arg(st, MA_OVERLAP);
+	v->sp = flag_arg(st, MA_SP);
+	v->average = flag_arg(st, MA_AVERAGE);
+	/* TokenizerConfig.pad_vocab_size: true unless --no-/--disable-. */
+	no_pad = flag_arg(st, MA_NO_PAD);
+	disable_pad = flag_arg(st, MA_DISABLE_PAD);
+	v->pad = !no_pad && !disable_pad;
+	if (v->qk_layernorm) {
+		v->heads = int_arg(st, MA_HEADS, 1, dim, 0);
+		v->kv_channels = int_arg(st, MA_KV_CHANNELS, 1, dim, 0);
+	}
+	if (v->experts > 0) {
+		v->ep = int_arg(st, MA_EP, 1, mesh, 1);
+		v->etp = int_arg(st, MA_ETP, 1, mesh, 0);
+		/* core_v0.4.0's SwitchMLP routes each token to one expert. */
+		v->topk = int_arg(st, MA_TOPK, 1, CFG_MAX_EXPERTS,
+		    older_than(st, "0.5.0") ? 1 : 2);
+		v->moe_ffn = int_arg(st, MA_MOE_FFN, 1, dim, 0);
+		v->shared = int_arg(st, MA_SHARED, 0, dim, 0);
+		v->probs_on_input = flag_arg(st, MA_PROBS_ON_INPUT);
+	} else if (st->use[MA_EP].given) {
+		/* megatron/training/arguments.py, validate_args. */
+		if (int_arg(st, MA_EP, 1, mesh, 1) > 1)
+			refuse(st, "--expert-model-parallel-size %s needs "
+			    "--num-experts (Megatron asserts it)",
+			    shown(&sh, st->use[MA_EP].value));
+		st->use[MA_EP].used = false;
+	}
+	if (v->overlap)
+		v->bucket = int_arg(st, MA_BUCKET, 1, LONG_MAX, 0);
+}
+
+/* Where a value came from, for the comments: the argument or a default. */
+static const char *
+given_or(const struct import_state *st, enum mapped_arg k, const char *arg,
+    const char *dflt)
+{
+	return st->use[k].given ? arg : dflt;
+}
+
+/* dp = world / (tp * pp), as validate_args derives it (cp is 1 here). */
+static bool
+import_mesh(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	long		 world;
+	char		*from;
+
+	if (st->mi->world > 0) {
+		world = st->mi->world;
+		xasprintf(&from, "--world %ld", world);
+		if (st->nproc > 0 && world != st->nproc * (st->nnodes > 0 ?
+		    st->nnodes : 1))
+			note(st, "--world %ld, not torchrun's %ld ranks", world,
+			    st->nproc * (st->nnodes > 0 ? st->nnodes : 1));
+	} else if (st->nproc > 0 && (st->nnodes == 0 ||
+	    st->nproc <= CFG_MAX_WORLD / st->nnodes)) {
+		world = st->nproc * (st->nnodes > 0 ? st->nnodes : 1);
+		xasprintf(&from, "%ld ranks (torchrun)", world);
+	} else {
+		refuse(st, "the world size is unknown: give --world N (Megatron "
+		    "reads it from WORLD_SIZE)");
+		return false;
+	}
+	if (world % (v->tp * v->pp) != 0) {
+		refuse(st, "the world size %ld is not a multiple of tp*pp = %ld "
+		    "(Megatron asserts it)", world, v->tp * v->pp);
+		free(from);
+		return false;
+	}
+	c->mesh.dp = (int)(world / (v->tp * v->pp));
+	explain(st, KEY_DP, "%s / (tp %ld * pp %ld)", from, v->tp, v->pp);
+	free(from);
+	c->mesh.pp = (int)v->pp;
+	explain(st, KEY_PP, "%s", given_or(st, MA_PP,
+	    "--pipeline-model-parallel-size", "Megatron's default"));
+	c->mesh.tp = (int)v->tp;
+	explain(st, KEY_TP, "%s", given_or(st, MA_TP,
+	    "--tensor-model-parallel-size", "Megatron's default"));
+	if (v->experts == 0)
+		return true;
+	c->mesh.ep = (int)v->ep;
+	explain(st, KEY_EP, "%s", given_or(st, MA_EP,
+	    "--expert-model-parallel-size", "Megatron's default"));
+	/* validate_args: expert_tensor_parallel_size None means tp. */
+	c->mesh.etp = (int)(v->etp > 0 ? v->etp : v->tp);
+	explain(st, KEY_ETP, "%s", given_or(st, MA_ETP,
+	    "--expert-tensor-parallel-size", "Megatron's default, tp"));
+	return true;
+}
+
+/*
+ * The vocabulary as the model has it: --padded-vocab-size, or the
+ * tokenizer's size padded up to a multiple of --make-vocab-size-divisible-by
+ * times tp (vocab_size_with_padding in
+ * megatron/core/tokenizers/utils/build_tokenizer.py).  For the tokenizers
+ * that read --vocab-size (NullTokenizer, TikTokenizer) it is that size;
+ * for the others it is the tokenizer's, which only --vocab-size can tell.
+ */
+static void
+import_vocab(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	long		 multiple = v->divisible * v->tp, padded;
+
+	if (v->padded > 0) {
+		c->model.vocab = (int)v->padded;
+		explain(st, KEY_VOCAB, "--padded-vocab-size");
+		st->use[MA_VOCAB].used = st->use[MA_DIVISIBLE].used = false;
+		st->use[MA_NO_PAD].used = st->use[MA_DISABLE_PAD].used = false;
+		return;
+	}
+	if (v->vocab == 0) {
+		note(st, "no --vocab-size: model.vocab is left to gradaudit's "
+		    "default; give the tokenizer's size with --vocab-size");
+		st->use[MA_DIVISIBLE].used = false;
+		st->use[MA_NO_PAD].used = st->use[MA_DISABLE_PAD].used = false;
+		return;
+	}
+	if (!v->pad) {
+		c->model.vocab = (int)v->vocab;
+		explain(st, KEY_VOCAB, "--vocab-size, not padded");
+		st->use[MA_DIVISIBLE].used = false;
+		return;
+	}
+	padded = (v->vocab + multiple - 1) / multiple * multiple;
+	if (padded > CFG_MAX_MODEL_DIM) {
+		refuse(st, "--vocab-size %ld padded to %ld is larger than "
+		    "gradaudit's limit of %d", v->vocab, padded,
+		    CFG_MAX_MODEL_DIM);
+		return;
+	}
+	c->model.vocab = (int)padded;
+	explain(st, KEY_VOCAB, "--vocab-size %ld padded to a multiple of %ld",
+	    v->vocab, multiple);
+	st->use[MA_DIVISIBLE].used = true;
+}
+
+static void
+import_dense(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+
+	c->model.hidden = (int)v->hidden;
+	explain(st, KEY_HIDDEN, "--hidden-size");
+	/*
+	 * validate_args: 4 * hidden, or with --swiglu
+	 * int((4 * hidden * 2 / 3) / 64) * 64, which is hidden / 24 * 64 in
+	 * integers.
+	 */
+	if (v->ffn > 0) {
+		c->model.ffn = (int)v->ffn;
+		explain(st, KEY_FFN, "--ffn-hidden-size");
+		st->use[MA_SWIGLU].used = false;
+	} else if (v->swiglu) {
+		c->model.ffn = (int)(v->hidden / 24 * 64);
+		explain(st, KEY_FFN, "Megatron's default with --swiglu");
+	} else {
+		c->model.ffn = (int)(4 * v->hidden);
+		explain(st, KEY_FFN, "Megatron's default, 4*hidden");
+	}
+	c->model.layers = (int)v->layers;
+	explain(st, KEY_LAYERS, "--num-layers");
+	if (v->seq > 0) {
+		c->model.seq = (int)v->seq;
+		explain(st, KEY_SEQ, "--seq-length");
+	} else
+		note(st, "no --seq-length: model.seq is left to gradaudit's "
+		    "default");
+	if (v->micro_batch > 0) {
+		c->model.micro_batch = (int)v->micro_batch;
+		explain(st, KEY_MICRO_BATCH, "--micro-batch-size");
+	} else
+		note(st, "no --micro-batch-size: model.micro_batch is left to "
+		    "gradaudit's default");
+	/* GPTModel: share_embeddings_and_output_weights = not untie. */
+	c->model.tie_embeddings = !v->untie;
+	explain(st, KEY_TIE_EMBEDDINGS, "%s--untie-embeddings-and-output-weights",
+	    v->untie ? "" : "no ");
+	if (!v->qk_layernorm)
+		return;
+	/* q_layernorm and k_layernorm normalize each head: kv_channels. */
+	c->model.qk_norm = true;
+	explain(st, KEY_QK_NORM, "--qk-layernorm");
+	if (v->kv_channels > 0) {
+		c->model.head_dim = (int)v->kv_channels;
+		explain(st, KEY_HEAD_DIM, "--kv-channels");
+		st->use[MA_HEADS].used = false;
+	} else if (v->heads > 0 && v->hidden % v->heads == 0) {
+		/* validate_args: kv_channels = hidden_size // heads. */
+		c->model.head_dim = (int)(v->hidden / v->heads);
+		explain(st, KEY_HEAD_DIM, "hidden / --num-attention-heads");
+	} else
+		refuse(st, "--qk-layernorm needs the head size: give "
+		    "--kv-channels or --num-attention-heads dividing "
+		    "--hidden-size");
+}
+
+/*
+ * gradaudit's model.moe.every puts experts in layers i with
+ * i % every == every - 1; the smallest every that gives Megatron's pattern,
+ * or 0 when none does.
+ */
+static int
+every_of(const bool *moe, int layers)
+{
+	int	 every, i;
+
+	for (every = 1; every <= layers; every++) {
+		for (i = 0; i < layers; i++)
+			if (moe[i] != (i % every == every - 1))
+				break;
+		if (i == layers)
+			return every;
+	}
+	return 0;
+}
+
+/* The MoE layers of --moe-layer-freq as model.moe.every; false if none fits. */
+static bool
+import_layer_freq(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	const char	*freq = st->use[MA_LAYER_FREQ].value, *error;
+	struct shown	 sh;
+	bool		*moe;
+	char		*list, *more;
+	int		 every, layers = (int)v->layers, i, n;
+
+	if (!st->use[MA_LAYER_FREQ].given) {
+		/* TransformerConfig.moe_layer_freq: 1, every layer. */
+		c->model.moe.every = 1;
+		explain(st, KEY_EVERY, "Megatron's default");
+		return true;
+	}
+	st->use[MA_LAYER_FREQ].used = true;
+	moe = xcalloc((size_t)layers, sizeof(*moe));
+	if ((error = layer_pattern(freq, layers, moe)) != NULL) {
+		refuse(st, "--moe-layer-freq \"%s\": %s", shown(&sh, freq),
+		    error);
+		free(moe);
+		return false;
+	}
+	list = xstrdup("");
+	every = every_of(moe, layers);
+	for (i = 0, n = 0; i < layers; i++) {
+		if (!moe[i])
+			continue;
+		xasprintf(&more, "%s%s%d", list, n > 0 ? ", " : "", i);
+		free(list);
+		list = more;
+		if (++n == 4 && i + 1 < layers) {
+			xasprintf(&more, "%s, ...", list);
+			free(list);
+			list = more;
+			break;
+		}
+	}
+	free(moe);
+	if (n == 0)
+		refuse(st, "--moe-layer-freq %s: no layer has experts",
+		    shown(&sh, freq));
+	else if (every == 0)
+		refuse(st, "--moe-layer-freq %s puts experts in layers %s of "
+		    "%d; gradaudit's model.moe.every puts them in the layers i "
+		    "with i %% every == every-1, and no every gives these",
+		    shown(&sh, freq), list, layers);
+	free(list);
+	if (n == 0 || every == 0)
+		return false;
+	c->model.moe.every = every;
+	explain(st, KEY_EVERY, "--moe-layer-freq %s", shown(&sh, freq));
+	return true;
+}
+
+/*
+ * MoE: megatron/training/arguments.py (_add_moe_args, validate_args) and
+ * TransformerConfig.  Experts are as wide as --moe-ffn-hidden-size, which
+ * defaults to --ffn-hidden-size; the shared experts are one MLP of
+ * --moe-shared-expert-intermediate-size (SharedExpertMLP), gradaudit's one
+ * shared expert; the routing scores weight the experts' outputs unless
+ * --moe-apply-probs-on-input.
+ */
+static void
+import_moe(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	struct shown	 sh;
+	const char	*score = st->use[MA_SCORE].value;
+
+	if (v->experts == 0) {
+		if (st->use[MA_EXPERTS].given)
+			st->use[MA_EXPERTS].used = false;
+		return;
+	}
+	c->model.has_moe = true;
+	keyset_add(&c->given, KEY_MOE);
+	c->model.moe.experts = (int)v->experts;
+	explain(st, KEY_EXPERTS, "--num-experts");
+	c->model.moe.top_k = (int)v->topk;
+	explain(st, KEY_TOP_K, "%s", given_or(st, MA_TOPK, "--moe-router-topk",
+	    older_than(st, "0.5.0") ? "SwitchMLP's top-1" :
+	    "Megatron's default"));
+	c->model.moe.expert_ffn = (int)(v->moe_ffn > 0 ? v->moe_ffn :
+	    c->model.ffn);
+	explain(st, KEY_EXPERT_FFN, "%s", v->moe_ffn > 0 ?
+	    "--moe-ffn-hidden-size" : "Megatron's default, model.ffn");
+	c->model.moe.score_before_experts = v->probs_on_input;
+	explain(st, KEY_SCORE_BEFORE_EXPERTS, "%s--moe-apply-probs-on-input",
+	    v->probs_on_input ? "" : "no ");
+	c->model.moe.shared_experts = v->shared > 0;
+	explain(st, KEY_SHARED_EXPERTS, "%s", v->shared > 0 ?
+	    "--moe-shared-expert-intermediate-size" : "no "
+	    "--moe-shared-expert-intermediate-size");
+	if (v->shared > 0 && v->shared != c->model.ffn)
+		note(st, "--moe-shared-expert-intermediate-size %ld: gradaudit's "
+		    "shared expert is as wide as model.ffn (%d)", v->shared,
+		    c->model.ffn);
+	if (score == NULL || strcmp(score, "softmax") == 0)
+		c->model.moe.score_func = SCORE_SOFTMAX;
+	else if (strcmp(score, "sigmoid") == 0)
+		c->model.moe.score_func = SCORE_SIGMOID;
+	else
+		refuse(st, "--moe-router-score-function \"%s\": gradaudit "
+		    "knows softmax and sigmoid", shown(&sh, score));
+	st->use[MA_SCORE].used = score != NULL;
+	explain(st, KEY_SCORE_FUNC, "%s", given_or(st, MA_SCORE,
+	    "--moe-router-score-function", "Megatron's default"));
+	import_layer_freq(st, v);
+}
+
+/*
+ * The data-parallel synchronization.  megatron/core/distributed/
+ * distributed_data_parallel.py: without --overlap-grad-reduce the bucket
+ * size is None, one bucket per buffer; with it, --ddp-bucket-size or
+ * max(40000000, 1000000 * dp) (from 0fda386, core_v0.7.0; a fixed 40000000
+ * before).
+ */
+static void
+import_training(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	int64_t		 dp = c->mesh.dp;
+
+	c->training.distributed_optimizer = v->distopt;
+	explain(st, KEY_DISTRIBUTED_OPTIMIZER, "%s--use-distributed-optimizer",
+	    v->distopt ? "" : "no ");
+	/* validate_args turns sequence parallelism off when tp is 1. */
+	c->training.sequence_parallel = v->sp && v->tp > 1;
+	explain(st, KEY_SEQUENCE_PARALLEL, "%s", !v->sp ?
+	    "no --sequence-parallel" : v->tp > 1 ? "--sequence-parallel" :
+	    "--sequence-parallel, which Megatron turns off with tp 1");
+	c->training.average_in_collective = v->average;
+	explain(st, KEY_AVERAGE_IN_COLLECTIVE, "%s--ddp-average-in-collective",
+	    v->average ? "" : "no ");
+	c->training.overlap_grad_reduce = v->overlap;
+	explain(st, KEY_OVERLAP_GRAD_REDUCE, "%s--overlap-grad-reduce",
+	    v->overlap ? "" : "no ");
+	if (!v->overlap) {
+		c->training.bucket_elems = 0;
+		explain(st, KEY_BUCKET_ELEMS, "one bucket without "
+		    "--overlap-grad-reduce");
+	} else if (v->bucket > 0) {
+		c->training.bucket_elems = v->bucket;
+		explain(st, KEY_BUCKET_ELEMS, "--ddp-bucket-size");
+	} else if (older_than(st, "0.7.0")) {
+		c->training.bucket_elems = 40000000;
+		explain(st, KEY_BUCKET_ELEMS, "Megatron's default before "
+		    "0.7.0");
+	} else {
+		c->training.bucket_elems = dp * 1000000 > 40000000 ?
+		    dp * 1000000 : 40000000;
+		explain(st, KEY_BUCKET_ELEMS, "Megatron's default, "
+		    "max(40000000, 1000000*dp)");
+	}
+}
+
+int
+megatron_import(struct megatron_import *mi, char *const *words,
+    size_t nwords)
+{
+	struct import_state	*st;
+	struct megatron_values	 v;
+	int			 rc = -1;
+
+	st = xcalloc(1, sizeof(*st));
+	st->mi = mi;
+	st->words = words;
+	st->nwords = nwords;
+	memset(&v, 0, sizeof(v));
+	read_args(st, skip_program(st));
+	if (st->errors == 0)
+		check_fates(st);
+	if (st->errors == 0)
+		read_values(st, &v);
+	if (st->errors == 0 && (!st->use[MA_LAYERS].given ||
+	    !st->use[MA_HIDDEN].given))
+		refuse(st, "--%s is missing (Megatron requires it)",
+		    args[st->use[MA_LAYERS].given ? MA_HIDDEN : MA_LAYERS].name);
+	if (st->errors == 0 && import_mesh(st, &v)) {
+		import_vocab(st, &v);
+		import_dense(st, &v);
+		import_moe(st, &v);
+		import_training(st, &v);
+	}
+	if (st->errors == 0) {
+		fputs(st->notes != NULL ? st->notes : "", stderr);
+		list_ignored(st);
+		rc = 0;
+	}
+	free(st->notes);
+	free(st);
+	return rc;
+}
+
+void
+megatron_import_free(struct megatron_import *mi)
+{
+	int	 k;
+
+	for (k = 0; k < KEY__COUNT; k++) {
+		free(mi->why[k]);
+		mi->why[k] = NULL;
+	}
+	cfg_free(&mi->cfg);
+}

@@ -1,0 +1,113 @@
+/*
+ * Shell-style word splitting (shellwords.h).  Only quoting is interpreted:
+ * no variable, command, tilde or glob expansion, so a word such as $TP
+ * stays literally "$TP" and the caller can say that it was never expanded.
+ */
+#include <ctype.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "shellwords.h"
+#include "xmalloc.h"
+
+/* A backslash and a newline: a continued line, which sh removes first. */
+static bool
+continued(const char *s)
+{
+	return s[0] == '\\' && s[1] == '\n';
+}
+
+/* Skip blanks, continued lines and (with SHELLWORDS_COMMENTS) comments. */
+static const char *
+skip_blanks(const char *s, unsigned flags)
+{
+	for (;;) {
+		if (isspace((unsigned char)*s))
+			s++;
+		else if (continued(s))
+			s += 2;
+		else if (*s == '#' && (flags & SHELLWORDS_COMMENTS)) {
+			while (*s != '\0' && *s != '\n')
+				s++;
+		} else
+			return s;
+	}
+}
+
+/*
+ * Read one word starting at *sp into w (large enough for the rest of the
+ * input); returns false for an unterminated quote.
+ */
+static bool
+read_word(const char **sp, char *w)
+{
+	const char	*s = *sp;
+	size_t		 len = 0;
+	char		 quote = '\0';
+
+	for (; *s != '\0'; s++) {
+		if (quote == '\'') {
+			if (*s == '\'')
+				quote = '\0';
+			else
+				w[len++] = *s;
+		} else if (continued(s))
+			s++;
+		else if (quote == '"') {
+			if (*s == '"')
+				quote = '\0';
+			else if (*s == '\\' && (s[1] == '"' || s[1] == '\\' ||
+			    s[1] == '$'))
+				w[len++] = *++s;
+			else
+				w[len++] = *s;
+		} else if (*s == '\'' || *s == '"')
+			quote = *s;
+		else if (*s == '\\' && s[1] != '\0')
+			w[len++] = *++s;
+		else if (isspace((unsigned char)*s))
+			break;
+		else
+			w[len++] = *s;
+	}
+	w[len] = '\0';
+	*sp = s;
+	return quote == '\0';
+}
+
+char **
+shellwords_split(const char *s, unsigned flags, size_t *nwords)
+{
+	char	**words = xcalloc(1, sizeof(*words)), *w;
+	size_t	 n = 0;
+
+	for (;;) {
+		s = skip_blanks(s, flags);
+		if (*s == '\0')
+			break;
+		w = xmalloc(strlen(s) + 1);
+		words = xreallocarray(words, n + 2, sizeof(*words));
+		words[n++] = w;
+		words[n] = NULL;
+		if (!read_word(&s, w)) {
+			shellwords_free(words, n);
+			*nwords = 0;
+			return NULL;
+		}
+	}
+	*nwords = n;
+	return words;
+}
+
+void
+shellwords_free(char **words, size_t n)
+{
+	size_t	 i;
+
+	if (words == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(words[i]);
+	free(words);
+}

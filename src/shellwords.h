@@ -1,0 +1,25 @@
+/*
+ * Splitting a command line into words as sh(1) does, without running a
+ * shell and without expanding anything: for --launcher, and for the launch
+ * lines that `gradaudit import` reads.
+ */
+#ifndef GRADAUDIT_SHELLWORDS_H
+#define GRADAUDIT_SHELLWORDS_H
+
+#include <stddef.h>
+
+/* A word that starts with an unquoted '#' starts a comment to the line end. */
+#define SHELLWORDS_COMMENTS	0x01
+
+/*
+ * Split s into words: blanks (newlines included) separate them, single
+ * quotes keep everything literally, double quotes keep blanks and take \",
+ * \\ and \$ as escapes, a backslash outside quotes escapes the next
+ * character, and a backslash before a newline is removed with it (a
+ * continued line) outside single quotes.  Returns a NULL-terminated array
+ * of *nwords words, or NULL for an unterminated quote.
+ */
+char	**shellwords_split(const char *s, unsigned flags, size_t *nwords);
+void	 shellwords_free(char **, size_t);
+
+#endif
