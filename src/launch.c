@@ -472,6 +472,15 @@ launch_drain(struct launch_watch *w)
 		}
 	jobstream_end(&w->stream);
 	launch_unbar(w);
+	/*
+	 * What the job left half a line of ends its line, or our own
+	 * message (or the shell's prompt) would follow on it.
+	 */
+	for (i = 0; i < 2; i++)
+		if (w->midline[i]) {
+			launch_write_all(STDERR_FILENO, "\n", 1);
+			w->midline[i] = false;
+		}
 }
 
 /* True once the launcher has exited; it stays a zombie until reaped. */
