@@ -128,7 +128,7 @@ enum cfg_key {
 	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD, KEY_EXPERT_AVG_SCALE,
 	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
 	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START, KEY_TIED_START_ASSERTED,
-	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP,
+	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP, KEY_BUCKET_ELEMS_PER_DP,
 	KEY__COUNT
 };
 
@@ -219,6 +219,7 @@ struct config {
 		enum tied_bucket	tied_embedding_bucket;
 		enum tied_bucket_start	tied_bucket_start;
 		bool			tied_start_asserted;
+		int64_t			bucket_elems_per_dp;
 	} layout;
 
 	/*

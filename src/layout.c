@@ -105,6 +105,13 @@ bucket_limit(const struct model *m, int stage)
 	if (c->layout.bucket_stages == BUCKET_STAGES_NONE ||
 	    (c->layout.bucket_stages == BUCKET_STAGES_FIRST && stage > 0))
 		return 0;
+	/*
+	 * A bucket size the config leaves to the framework grows with dp:
+	 * max(40M, 1M * dp) in Megatron 0.7 to 0.18 (0fda386c04).
+	 */
+	if (!keyset_has(&c->given, KEY_BUCKET_ELEMS) &&
+	    c->layout.bucket_elems_per_dp * m->mesh.dp > c->training.bucket_elems)
+		return c->layout.bucket_elems_per_dp * m->mesh.dp;
 	return c->training.bucket_elems;
 }
 

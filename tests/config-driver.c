@@ -70,6 +70,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_TIED_EMBEDDING_BUCKET] = "layout.tied_embedding_bucket",
 	[KEY_TIED_BUCKET_START] = "layout.tied_bucket_start",
 	[KEY_TIED_START_ASSERTED] = "layout.tied_start_asserted",
+	[KEY_BUCKET_ELEMS_PER_DP] = "layout.bucket_elems_per_dp",
 	[KEY_AVG_SUPPORTED] = "limits.avg_supported",
 	[KEY_AVG_NEEDS_ETP_EQ_TP] = "limits.avg_needs_etp_eq_tp",
 	[KEY_QK_NORM] = "model.qk_norm",
