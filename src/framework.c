@@ -230,6 +230,23 @@ next(struct reader *r, yaml_event_t *ev)
 	return -1;
 }
 
+/* Read the event that must open a mapping or a list, or say what was due. */
+static int
+expect_start(struct reader *r, yaml_event_type_t type, const char *what)
+{
+	yaml_event_t	 ev;
+
+	if (next(r, &ev) == -1)
+		return -1;
+	if (ev.type != type) {
+		fail(r, &ev.start_mark, "%s", what);
+		yaml_event_delete(&ev);
+		return -1;
+	}
+	yaml_event_delete(&ev);
+	return 0;
+}
+
 static bool
 is_key(const yaml_event_t *ev, const char *name)
 {
@@ -301,15 +318,9 @@ read_sources(struct reader *r, struct fw_profile *p)
 	enum cfg_key	 k;
 	char		*path;
 
-	if (next(r, &ev) == -1)
+	if (expect_start(r, YAML_MAPPING_START_EVENT, "sources: expected a "
+	    "mapping of keys to the commit and code each was read from") == -1)
 		return -1;
-	if (ev.type != YAML_MAPPING_START_EVENT) {
-		fail(r, &ev.start_mark, "sources: expected a mapping of "
-		    "keys to the commit and code each was read from");
-		yaml_event_delete(&ev);
-		return -1;
-	}
-	yaml_event_delete(&ev);
 	for (;;) {
 		if (next(r, &ev) == -1)
 			return -1;
@@ -455,14 +466,9 @@ read_profiles(struct reader *r, struct framework *fw)
 {
 	yaml_event_t	 ev;
 
-	if (next(r, &ev) == -1)
+	if (expect_start(r, YAML_SEQUENCE_START_EVENT,
+	    "profiles: expected a list of profiles") == -1)
 		return -1;
-	if (ev.type != YAML_SEQUENCE_START_EVENT) {
-		fail(r, &ev.start_mark, "profiles: expected a list of profiles");
-		yaml_event_delete(&ev);
-		return -1;
-	}
-	yaml_event_delete(&ev);
 	for (;;) {
 		if (next(r, &ev) == -1)
 			return -1;
