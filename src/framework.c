@@ -382,6 +382,15 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 			goto out;
 		if (ev.type == YAML_MAPPING_END_EVENT)
 			break;
+		if ((is_key(&ev, "label") && p->label != NULL) ||
+		    (is_key(&ev, "summary") && p->summary != NULL) ||
+		    (is_key(&ev, "read_at") && p->read_at != NULL) ||
+		    (is_key(&ev, "since") && has_since) ||
+		    (is_key(&ev, "config") && has_config)) {
+			fail(r, &ev.start_mark, "duplicate key in a profile");
+			yaml_event_delete(&ev);
+			goto out;
+		}
 		if (is_key(&ev, "label"))
 			p->label = read_string(r, "label");
 		else if (is_key(&ev, "summary"))
@@ -690,9 +699,10 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 		    strncmp(fws[i].name, spec, namelen) == 0)
 			fw = &fws[i];
 	if (fw == NULL) {
-		snprintf(err, errlen, "unknown framework \"%.*s\": expected "
-		    "reference or NAME@VERSION, one of %s", (int)namelen, spec,
-		    known);
+		snprintf(err, errlen, "unknown framework \"%.*s%s\": expected "
+		    "reference or NAME@VERSION, one of %s",
+		    (int)(namelen > 40 ? 40 : namelen), spec,
+		    namelen > 40 ? "..." : "", known);
 		return NULL;
 	}
 	if (at == NULL) {
@@ -701,8 +711,9 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 		return NULL;
 	}
 	if (fw_version_parse(at + 1, &v) == -1) {
-		snprintf(err, errlen, "\"%s\" is not a version: expected "
-		    "MAJOR.MINOR.PATCH or main (known: %s)", at + 1, known);
+		snprintf(err, errlen, "\"%.40s%s\" is not a version: expected "
+		    "MAJOR.MINOR.PATCH or main (known: %s)", at + 1,
+		    strlen(at + 1) > 40 ? "..." : "", known);
 		return NULL;
 	}
 	if (fw_version_cmp(&v, &fw->profiles[0].since) < 0) {

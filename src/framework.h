@@ -70,8 +70,8 @@ const char	*fw_dir(void);
 int		 fw_all(const struct framework **);
 
 /*
- * Resolve "NAME@VERSION" (or NAME alone: its newest profile).  Returns the
- * profile, or NULL with a message in err (which lists what is known).
+ * Resolve "NAME@VERSION".  Returns the profile, or NULL with a message in
+ * err (which lists what is known).
  * *newer is set when the version is newer than the newest release the
  * profiles were checked against: the newest profile applies, and the
  * caller says so on stderr.
