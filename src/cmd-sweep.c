@@ -144,9 +144,10 @@ static bool
 point_config(const struct sweep *sw, struct sweep_point *pt,
     struct config *c)
 {
-	char	 buf[512];
-	size_t	 off;
-	int	 k;
+	char		 buf[512];
+	size_t		 off;
+	enum cfg_key	 blame;
+	int		 k;
 
 	cfg_copy(c, sw->base);
 	c->mesh.dp = pt->dp;
@@ -157,8 +158,8 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	for (k = 0; k < sw->nvary; k++)
 		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
 	adjust_defaults(c);
-	if (cfg_check_constraints(c) != NULL || sym_too_big(c) != NULL ||
-	    sym_refused(c) != NULL) {
+	if (cfg_check_constraints(c) != NULL ||
+	    sym_unauditable(c, &blame) != NULL) {
 		cfg_free(c);
 		return false;
 	}

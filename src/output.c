@@ -40,6 +40,7 @@ int
 output_load_configs(const struct options *o, struct config_list *list)
 {
 	const char	*why;
+	enum cfg_key	 blame;
 	size_t		 k;
 	int		 i;
 
@@ -48,14 +49,8 @@ output_load_configs(const struct options *o, struct config_list *list)
 		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0)
 			goto fail;
 	for (k = 0; k < list->n; k++) {
-		if ((why = sym_too_big(&list->v[k])) != NULL) {
-			/* The mesh multiplies the copies: point at it. */
-			cfg_error(&list->v[k], KEY_MESH, "%s", why);
-			goto fail;
-		}
-		if ((why = sym_refused(&list->v[k])) != NULL) {
-			cfg_error(&list->v[k], list->v[k].profile != NULL ?
-			    KEY_FRAMEWORK : KEY_LAYOUT, "%s", why);
+		if ((why = sym_unauditable(&list->v[k], &blame)) != NULL) {
+			cfg_error(&list->v[k], blame, "%s", why);
 			goto fail;
 		}
 	}

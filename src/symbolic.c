@@ -88,32 +88,26 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 #define SYM_MAX_COPIES	((int64_t)1 << 22)
 
 const char *
-sym_too_big(const struct config *cfg)
-{
-	static char	 why[160];
-	struct model	 m;
-	int64_t		 copies;
-
-	model_build(&m, cfg);
-	copies = (int64_t)m.nparams * m.mesh.dp * m.mesh.tp;
-	model_free(&m);
-	if (copies <= SYM_MAX_COPIES)
-		return NULL;
-	snprintf(why, sizeof why, "the audit would hold %lld parameter "
-	    "copies (parameters x ranks holding them); at most %lld are "
-	    "supported", (long long)copies, (long long)SYM_MAX_COPIES);
-	return why;
-}
-
-const char *
-sym_refused(const struct config *cfg)
+sym_unauditable(const struct config *cfg, enum cfg_key *blame)
 {
 	static char	 why[512];
 	struct model	 m;
 	struct layout	 lay;
+	int64_t		 copies;
 	const char	*r = NULL;
 
 	model_build(&m, cfg);
+	copies = (int64_t)m.nparams * m.mesh.dp * m.mesh.tp;
+	if (copies > SYM_MAX_COPIES) {
+		/* The mesh multiplies the copies: point at it. */
+		snprintf(why, sizeof why, "the audit would hold %lld parameter "
+		    "copies (parameters x ranks holding them); at most %lld "
+		    "are supported", (long long)copies,
+		    (long long)SYM_MAX_COPIES);
+		*blame = KEY_MESH;
+		model_free(&m);
+		return why;
+	}
 	layout_build(&lay, &m);
 	if (lay.refusal != NULL) {
 		if (cfg->profile != NULL)
@@ -123,6 +117,7 @@ sym_refused(const struct config *cfg)
 		else
 			snprintf(why, sizeof why, "the layout: rules stop "
 			    "training at start-up: %s", lay.refusal);
+		*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
 		r = why;
 	}
 	layout_free(&lay);

@@ -38,18 +38,16 @@ struct sym_context {
 void	 sym_context_build(struct sym_context *, const struct config *);
 
 /*
- * NULL when the symbolic audit of the config fits in memory, else why not:
- * it keeps a value per parameter and rank holding it, so a valid config of
- * thousands of layers on a mesh of thousands of ranks would take tens of
- * gigabytes.
+ * NULL when a valid config can be audited, else why not (static storage),
+ * with the key the message is about in *blame.  Either the symbolic audit
+ * would not fit in memory (it keeps a value per parameter and rank holding
+ * it, so thousands of layers on thousands of ranks would take tens of
+ * gigabytes: blame the mesh), or the framework the config names would stop
+ * at start-up on its layout, one of its asserts (blame the framework, or
+ * the layout: keys): such a config trains nothing, and is a configuration
+ * error rather than a verdict.  The model is built once for both.
  */
-const char *sym_too_big(const struct config *);
-/*
- * Why the framework the config names would stop at start-up on its
- * layout (one of its asserts), or NULL: such a config trains nothing and
- * is a configuration error, not a verdict.  Static storage.
- */
-const char *sym_refused(const struct config *);
+const char *sym_unauditable(const struct config *, enum cfg_key *blame);
 void	 sym_context_free(struct sym_context *);
 
 /*

@@ -238,6 +238,47 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * What a rule does with one parameter's gradient over tp: nothing (not
+ * its parameter), sum it (declared Partial), or leave it (declared
+ * Replicate, so that a Partial truth is a missing reduction).
+ */
+enum tp_decision { TP_NOT_MINE, TP_SUMMED, TP_LEFT };
+
+/*
+ * Emit a rule's decisions: the summed parameters in one reduction, the
+ * left ones as one declared-Replicate note, each with the true placement.
+ */
+static void
+emit_tp_decisions(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule,
+    const enum tp_decision *d)
+{
+	static const enum tp_decision groups[] = { TP_SUMMED, TP_LEFT };
+	struct placement truth;
+	bool	*sel = xcalloc(m->nparams, sizeof *sel);
+	bool	 any;
+	size_t	 g;
+	int	 i;
+
+	for (g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		any = false;
+		truth = pl_uniform(PLACE_REPLICATE);
+		for (i = 0; i < m->nparams; i++) {
+			sel[i] = d[i] == groups[g];
+			if (sel[i]) {
+				truth = grad[i];
+				any = true;
+			}
+		}
+		if (any)
+			emit_tp_reduction(plan, m, rule, sel, truth,
+			    pl_normalize(&m->mesh, pl_uniform(groups[g] ==
+			    TP_SUMMED ? PLACE_PARTIAL : PLACE_REPLICATE)));
+	}
+	free(sel);
+}
+
+/*
  * Sequence-parallel parameters (SPEC 6.4): Megatron's
  * _allreduce_layernorm_grads sums the gradients of the parameters marked
  * sequence_parallel over tp when sequence parallelism is on.  `none`
@@ -252,36 +293,21 @@ emit_sp_params(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	enum sp_param_sync how = m->config->sync.sp_param_grad;
-	bool	*sel[2];
-	struct placement truth[2];
-	bool	 any[2] = { false, false }, marked;
-	int	 i, k;
+	enum tp_decision *d;
+	int	 i;
 
 	if (!m->config->training.sequence_parallel)
 		return;
-	for (k = 0; k < 2; k++) {
-		sel[k] = xcalloc(m->nparams, sizeof *sel[k]);
-		truth[k] = pl_uniform(PLACE_REPLICATE);
-	}
+	d = xcalloc(m->nparams, sizeof *d);
 	for (i = 0; i < m->nparams; i++) {
 		if (!m->params[i].sequence_parallel)
 			continue;
-		marked = how == SP_PARAM_TP_ALL_REDUCE ||
+		d[i] = how == SP_PARAM_TP_ALL_REDUCE ||
 		    (how == SP_PARAM_SKIP_STANDALONE &&
-		    !m->params[i].standalone);
-		k = marked ? 0 : 1;
-		sel[k][i] = true;
-		truth[k] = grad[i];
-		any[k] = true;
+		    !m->params[i].standalone) ? TP_SUMMED : TP_LEFT;
 	}
-	/* Group 0 is summed over tp; group 1 is declared Replicate. */
-	for (k = 0; k < 2; k++) {
-		if (any[k])
-			emit_tp_reduction(plan, m, rule, sel[k], truth[k],
-			    pl_normalize(&m->mesh, pl_uniform(k == 0 ?
-			    PLACE_PARTIAL : PLACE_REPLICATE)));
-		free(sel[k]);
-	}
+	emit_tp_decisions(plan, m, grad, rule, d);
+	free(d);
 }
 
 /*
@@ -297,26 +323,18 @@ static void
 emit_qk_norms(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
-	bool	*sel;
+	enum qk_norm_sync how = m->config->sync.qk_norm_grad;
+	bool	 summed = how == QK_NORM_TP_ALL_REDUCE ||
+		    (how == QK_NORM_WITH_SP &&
+		    m->config->training.sequence_parallel);
+	enum tp_decision *d = xcalloc(m->nparams, sizeof *d);
 	int	 i;
-	struct placement truth = pl_uniform(PLACE_REPLICATE), declared;
-	bool	 any = false;
 
-	sel = xcalloc(m->nparams, sizeof *sel);
 	for (i = 0; i < m->nparams; i++)
-		if (m->params[i].role == ROLE_HEAD_NORM) {
-			sel[i] = true;
-			truth = grad[i];
-			any = true;
-		}
-	declared = pl_normalize(&m->mesh, pl_uniform(
-	    m->config->sync.qk_norm_grad == QK_NORM_TP_ALL_REDUCE ||
-	    (m->config->sync.qk_norm_grad == QK_NORM_WITH_SP &&
-	    m->config->training.sequence_parallel) ?
-	    PLACE_PARTIAL : PLACE_REPLICATE));
-	if (any)
-		emit_tp_reduction(plan, m, rule, sel, truth, declared);
-	free(sel);
+		if (m->params[i].role == ROLE_HEAD_NORM)
+			d[i] = summed ? TP_SUMMED : TP_LEFT;
+	emit_tp_decisions(plan, m, grad, rule, d);
+	free(d);
 }
 
 /*
