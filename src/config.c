@@ -242,6 +242,10 @@ static const struct key_def keys[KEY__COUNT] = {
 	    F(limits.avg), 0, 1, 1, NULL },
 	[KEY_AVG_NEEDS_ETP_EQ_TP] = FLAG("limits.avg_needs_etp_eq_tp",
 	    KEY_LIMITS, limits.avg_needs_etp_eq_tp),
+	[KEY_SHARED_EXPERT_GATE] = FLAG("model.moe.shared_expert_gate", KEY_MOE,
+	    model.moe.shared_expert_gate),
+	[KEY_SHARED_EXPERTS_SUPPORTED] = { "limits.shared_experts_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.shared_experts), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1501,6 +1505,28 @@ framework_avg_etp(const struct config *c, char *buf, size_t size)
 	    "scaling factor", buf, size);
 }
 
+/*
+ * Megatron's shared experts and their gate arrived together (1fa9464e7c,
+ * 0.10.0): an earlier release has neither.
+ */
+static bool
+framework_has_shared_experts(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->model.moe.shared_experts == 0 ||
+	    c->limits.shared_experts, "has no shared experts", buf, size);
+}
+
+/* The gate scales a shared expert's output: there must be one. */
+static bool
+gate_has_shared_expert(const struct config *c, char *buf, size_t size)
+{
+	if (!c->model.moe.shared_expert_gate || c->model.moe.shared_experts > 0)
+		return true;
+	snprintf(buf, size, "shared_expert_gate needs shared_experts (0) to "
+	    "be at least 1");
+	return false;
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1522,6 +1548,8 @@ static const struct constraint constraints[] = {
 	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
 	{ KEY_AVERAGE_IN_COLLECTIVE, true, framework_avg_etp },
+	{ KEY_SHARED_EXPERT_GATE, true, gate_has_shared_expert },
+	{ KEY_SHARED_EXPERTS, true, framework_has_shared_experts },
 };
 
 /*

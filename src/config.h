@@ -129,6 +129,7 @@ enum cfg_key {
 	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
 	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START, KEY_TIED_START_ASSERTED,
 	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP, KEY_BUCKET_ELEMS_PER_DP,
+	KEY_SHARED_EXPERT_GATE, KEY_SHARED_EXPERTS_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -171,6 +172,7 @@ struct config {
 			int		experts, top_k, expert_ffn;
 			bool		score_before_experts;
 			int		shared_experts;
+			bool		shared_expert_gate;
 			enum score_func	score_func;
 			int		every;
 		} moe;
@@ -206,6 +208,7 @@ struct config {
 		bool	moe_tp_needs_sp;
 		bool	avg;		/* average_in_collective exists */
 		bool	avg_needs_etp_eq_tp;
+		bool	shared_experts;	/* shared experts and their gate exist */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

@@ -497,6 +497,83 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_free(&dl);
 }
 
+/*
+ * Shared-expert gate (Megatron 1fa9464e7c): out[t] = y[t] * s(x[t] . w)
+ * with x the block input and y the reduced shared-expert output.  The
+ * score s is the identity in the field (to keep gradients polynomial) and
+ * the sigmoid of SharedExpertMLP.forward in floats.
+ */
+static union num
+gate_score(union num u)
+{
+	if (num_arith != ARITH_EXACT)
+		u.d = num_round(1.0 / (1.0 + exp(-u.d)));
+	return u;
+}
+
+static union num
+gate_score_derivative(union num s)
+{
+	union num	 r;
+
+	if (num_arith == ARITH_EXACT) {
+		r.f = 1;
+		return r;
+	}
+	r.d = num_round(s.d * num_round(1.0 - s.d));
+	return r;
+}
+
+static void
+fwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*y = &act_in(rs, op, 1)->t;
+	const union num		*w = rs->weight[op->param];
+	struct tensor		*out = &rs->act[op->out].t;
+	int64_t			 t, k, h = x->cols;
+	union num		 s;
+
+	tensor_check(x, x->rows, eng->model->params[op->param].local_shape[1],
+	    "gate input");
+	tensor_check(y, x->rows, h, "shared expert output");
+	tensor_alloc(out, x->rows, h);
+	for (t = 0; t < x->rows; t++) {
+		s = gate_score(num_dot(x->v + t * h, 1, w, 1, h));
+		for (k = 0; k < h; k++)
+			out->v[t * h + k] = num_mul(y->v[t * h + k], s);
+	}
+}
+
+static void
+bwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*y = &act_in(rs, op, 1)->t;
+	const struct tensor	*d = &rs->grad[op->out];
+	const union num		*w = rs->weight[op->param];
+	union num		*g = rs->pgrad[op->param];
+	int64_t			 t, k, h = x->cols;
+	union num		 s, du;
+
+	tensor_check(d, x->rows, h, "gate gradient");
+	tensor_alloc(&rs->din[0], x->rows, h);
+	tensor_alloc(&rs->din[1], x->rows, h);
+	for (t = 0; t < x->rows; t++) {
+		s = gate_score(num_dot(x->v + t * h, 1, w, 1, h));
+		du = num_mul(num_dot(d->v + t * h, 1, y->v + t * h, 1, h),
+		    gate_score_derivative(s));
+		for (k = 0; k < h; k++) {
+			rs->din[1].v[t * h + k] = num_mul(d->v[t * h + k], s);
+			rs->din[0].v[t * h + k] = num_mul(du, w[k]);
+			g[k] = num_add(g[k], num_mul(du, x->v[t * h + k]));
+		}
+	}
+	(void)eng;
+}
+
 /* Loss 1/2 sum (logit - target)^2: dlogits = logits - target, my vocab. */
 static void
 bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
@@ -1260,6 +1337,7 @@ static const struct op_rule op_rules[] = {
 	[OP_ADD] =	  { fwd_add, NULL, bwd_add, NULL, 3 },
 	[OP_ROUTE] =	  { fwd_route, NULL, bwd_route, NULL, 1 },
 	[OP_EXPERTS] =	  { NULL, fwd_experts, NULL, bwd_experts, 3 },
+	[OP_GATE] =	  { fwd_gate, NULL, bwd_gate, NULL, 3 },
 	[OP_OUTPUT] =	  { fwd_linear, NULL, bwd_linear, NULL, 1 },
 	[OP_LOSS] =	  { kernel_none, NULL, bwd_loss, NULL, 1 },
 	[OP_SEND] =	  { NULL, fwd_send, NULL, bwd_send, 1 },

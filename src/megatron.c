@@ -69,7 +69,7 @@ enum mapped_arg {
 	MA_DIVISIBLE, MA_NO_PAD, MA_DISABLE_PAD, MA_UNTIE, MA_QK_LAYERNORM,
 	MA_EXPERTS, MA_TOPK, MA_MOE_FFN, MA_SHARED, MA_LAYER_FREQ, MA_SCORE,
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
-	MA__COUNT
+	MA_SHARED_GATE, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -107,6 +107,7 @@ static const struct arg_def args[] = {
 	[MA_SP] = MAPPED("sequence-parallel", ARG_FLAG, NULL),
 	[MA_BUCKET] = MAPPED("ddp-bucket-size", ARG_VALUE, "0.7.0"),
 	[MA_AVERAGE] = MAPPED("ddp-average-in-collective", ARG_FLAG, "0.8.0"),
+	[MA_SHARED_GATE] = MAPPED("moe-shared-expert-gate", ARG_FLAG, "0.16.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -151,8 +152,6 @@ static const struct arg_def args[] = {
 	REFUSED("moe-router-enable-expert-bias", ARG_FLAG, NULL,
 	    "the expert bias is updated from token counts that "
 	    "finalize_model_grads reduces, which gradaudit does not model"),
-	REFUSED("moe-shared-expert-gate", ARG_FLAG, NULL,
-	    "the shared-expert gate is a parameter gradaudit's model lacks"),
 	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
@@ -1351,6 +1350,7 @@ struct megatron_values {
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
 	long	 moe_ffn, shared, bucket;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
+	bool	 shared_gate;
 	bool	 sp, average, pad;
 };
 
@@ -1398,6 +1398,7 @@ read_values(struct import_state *st, struct megatron_values *v)
 		v->moe_ffn = int_arg(st, MA_MOE_FFN, 1, dim, 0);
 		v->shared = int_arg(st, MA_SHARED, 0, dim, 0);
 		v->probs_on_input = flag_arg(st, MA_PROBS_ON_INPUT);
+		v->shared_gate = flag_arg(st, MA_SHARED_GATE);
 	} else if (st->use[MA_EP].given) {
 		/* megatron/training/arguments.py, validate_args. */
 		if (int_arg(st, MA_EP, 1, mesh, 1) > 1)
@@ -1692,6 +1693,18 @@ import_moe(struct import_state *st, const struct megatron_values *v)
 	explain(st, KEY_SHARED_EXPERTS, "%s", v->shared > 0 ?
 	    "--moe-shared-expert-intermediate-size" : "no "
 	    "--moe-shared-expert-intermediate-size");
+	/*
+	 * TransformerConfig.moe_shared_expert_gate (bddd0a8ed7): "only
+	 * effective when moe-shared-expert-intermediate-size is set".
+	 */
+	c->model.moe.shared_expert_gate = v->shared > 0 && v->shared_gate;
+	if (v->shared > 0)
+		explain(st, KEY_SHARED_EXPERT_GATE, "%s--moe-shared-expert-gate",
+		    v->shared_gate ? "" : "no ");
+	else if (v->shared_gate)
+		note(st, "--moe-shared-expert-gate without "
+		    "--moe-shared-expert-intermediate-size: Megatron has no "
+		    "shared expert to gate");
 	if (v->shared > 0 && v->shared != c->model.ffn)
 		note(st, "--moe-shared-expert-intermediate-size %ld: gradaudit's "
 		    "shared expert is as wide as model.ffn (%d)", v->shared,

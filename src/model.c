@@ -103,6 +103,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
+	case ROLE_GATE:
 		break;
 	}
 	p->elems = p->local_elems = 1;
@@ -170,13 +171,54 @@ emit_tp_block(struct builder *b, int in, int fc1, int qknorm, int fc2,
 	return emit(b, OP_LINEAR_ROW, fc2, x, -1, label);
 }
 
+/*
+ * A shared expert: a tensor-parallel MLP on the gathered tokens.  Without
+ * a gate its Partial output joins the routed experts' before the block's
+ * tp reduction.  With one (Megatron 1fa9464e7c, SharedExpertMLP) the
+ * output is reduced first and scaled per token by s(x w_g^T), where x is
+ * the block's input as this rank holds it: its sequence shard under
+ * sequence parallelism.  That is why the gate's gradient is Partial over
+ * tp exactly when sequence parallelism is on, and why Megatron marks it
+ * sequence_parallel then.  Returns the slot to add after the block's
+ * reduction, or -1 when the output was added to *routed.
+ */
+static int
+emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
+    int layer, int k, int x_local, int x, int *routed)
+{
+	struct model	*m = b->model;
+	char		 name[128], base[64];
+	int		 s1, s2, g, y, hid = cfg->model.hidden;
+
+	if (cfg->model.moe.shared_experts == 1)
+		snprintf(base, sizeof base, "layers.%d.moe.shared", layer);
+	else
+		snprintf(base, sizeof base, "layers.%d.moe.shared.%d", layer, k);
+	snprintf(name, sizeof name, "%s.fc1.weight", base);
+	s1 = add_param(b, name, stage, layer, ROLE_COLUMN, 2, cfg->model.ffn,
+	    hid, 0);
+	snprintf(name, sizeof name, "%s.fc2.weight", base);
+	s2 = add_param(b, name, stage, layer, ROLE_ROW, 2, hid, cfg->model.ffn,
+	    0);
+	y = emit_tp_mlp(b, x, s1, s2, m->params[s1].name);
+	if (!cfg->model.moe.shared_expert_gate) {
+		*routed = emit(b, OP_ADD, -1, *routed, y, m->params[s1].name);
+		return -1;
+	}
+	snprintf(name, sizeof name, "%s.gate.weight", base);
+	g = add_param(b, name, stage, layer, ROLE_GATE, 2, 1, hid, 0);
+	y = emit(b, OP_TP_REDUCE, -1, y, -1, m->params[s2].name);
+	return emit(b, OP_GATE, g, x_local, y, m->params[g].name);
+}
+
 static int
 emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
     int h)
 {
 	struct model	*m = b->model;
 	char		 name[128];
-	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, s1, s2, qk;
+	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, qk, xl, ngated;
+	int		*gated;
 	bool		 moe = cfg_layer_is_moe(cfg, layer);
 	int		 hid = cfg->model.hidden;
 
@@ -205,8 +247,10 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	x = emit(b, OP_TP_REDUCE, -1, x, -1, m->params[f2].name);
 	h = emit(b, OP_ADD, -1, h, x, m->params[f2].name);
 
-	x = emit(b, OP_NORM, n2, h, -1, m->params[n2].name);
-	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[n2].name);
+	xl = emit(b, OP_NORM, n2, h, -1, m->params[n2].name);
+	x = emit(b, OP_TP_GATHER, -1, xl, -1, m->params[n2].name);
+	gated = NULL;
+	ngated = 0;
 	if (moe) {
 		int E = cfg->model.moe.experts, EF = cfg->model.moe.expert_ffn;
 		struct op *op;
@@ -221,21 +265,14 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 		r = emit(b, OP_EXPERTS, e1, x, scores, m->params[e1].name);
 		op = &b->program->ops[b->program->nops - 1];
 		op->param2 = e2;
+		gated = xcalloc(cfg->model.moe.shared_experts + 1,
+		    sizeof *gated);
 		for (k = 0; k < cfg->model.moe.shared_experts; k++) {
-			char	 n[96];
-			int	 y;
+			int y = emit_shared_expert(b, cfg, stage, layer, k, xl,
+			    x, &r);
 
-			if (cfg->model.moe.shared_experts == 1)
-				snprintf(n, sizeof n, "moe.shared.fc1.weight");
-			else
-				snprintf(n, sizeof n, "moe.shared.%d.fc1.weight", k);
-			s1 = add_param(b, PNAME(n), stage, layer, ROLE_COLUMN,
-			    2, cfg->model.ffn, hid, 0);
-			n[strlen(n) - strlen("1.weight")] = '2';
-			s2 = add_param(b, PNAME(n), stage, layer, ROLE_ROW,
-			    2, hid, cfg->model.ffn, 0);
-			y = emit_tp_mlp(b, x, s1, s2, m->params[s1].name);
-			r = emit(b, OP_ADD, -1, r, y, m->params[s1].name);
+			if (y >= 0)
+				gated[ngated++] = y;
 		}
 	} else {
 		f1 = add_param(b, PNAME("mlp.fc1.weight"), stage, layer,
@@ -246,6 +283,9 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	}
 #undef PNAME
 	r = emit(b, OP_TP_REDUCE, -1, r, -1, "block output");
+	for (k = 0; k < ngated; k++)
+		r = emit(b, OP_ADD, -1, r, gated[k], "gated shared expert");
+	free(gated);
 	return emit(b, OP_ADD, -1, h, r, "residual");
 }
 
@@ -309,8 +349,8 @@ model_build(struct model *m, const struct config *cfg)
 		struct param *p = &m->params[i];
 
 		set_local_shape(&m->mesh, p);
-		p->sequence_parallel = p->role == ROLE_NORM &&
-		    cfg->training.sequence_parallel;
+		p->sequence_parallel = (p->role == ROLE_NORM ||
+		    p->role == ROLE_GATE) && cfg->training.sequence_parallel;
 		/*
 		 * Norms that are modules of their own rather than fused into
 		 * the next linear (TELayerNormColumnParallelLinear): the final
@@ -365,6 +405,7 @@ op_kind_name(enum op_kind k)
 		[OP_HEAD_NORM] = "head-norm",
 		[OP_LINEAR_ROW] = "linear-row", [OP_ADD] = "add",
 		[OP_ROUTE] = "route", [OP_EXPERTS] = "experts",
+		[OP_GATE] = "gate",
 		[OP_OUTPUT] = "output", [OP_LOSS] = "loss", [OP_SEND] = "send"
 	};
 
@@ -424,6 +465,7 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
+	case ROLE_GATE:
 		break;
 	}
 	return i;

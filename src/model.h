@@ -28,6 +28,7 @@ enum param_role {
 	ROLE_COLUMN,		/* [out, in], rows over tp (column-parallel) */
 	ROLE_ROW,		/* [out, in], columns over tp (row-parallel) */
 	ROLE_ROUTER,		/* [experts, hidden], replicated over tp */
+	ROLE_GATE,		/* [1, hidden], a shared expert's gate, replicated */
 	ROLE_EXPERT_FC1,	/* [experts, expert_ffn, hidden]: dim 0 over ep, dim 1 over etp */
 	ROLE_EXPERT_FC2,	/* [experts, hidden, expert_ffn]: dim 0 over ep, dim 2 over etp */
 	ROLE_OUTPUT		/* [vocab, hidden], rows over tp (vocab-parallel) */
@@ -48,9 +49,10 @@ struct param {
 	int64_t		 local_elems;	/* product of local_shape */
 	bool		 expert;	/* expert buffer, reduced over edp */
 	/*
-	 * Megatron marks norm weights with `sequence_parallel` when sequence
-	 * parallelism is on; _allreduce_layernorm_grads then all-reduces
-	 * their gradients over tp (Megatron #1446).
+	 * Megatron marks norm weights (and the shared-expert gate,
+	 * 1fa9464e7c) with `sequence_parallel` when sequence parallelism is
+	 * on; _allreduce_layernorm_grads then all-reduces their gradients
+	 * over tp (Megatron #1446).
 	 */
 	bool		 sequence_parallel;
 	/*
@@ -82,6 +84,7 @@ enum op_kind {
 	OP_ADD,		/* out = in[0] + in[1] (residual) */
 	OP_ROUTE,	/* scores = in W_r^T and the top-k choice -> out */
 	OP_EXPERTS,	/* routed experts: in[0] = block input, in[1] = scores -> out (Partial) */
+	OP_GATE,	/* shared-expert gate: out = in[1] * s(in[0] w^T), per token */
 	OP_OUTPUT,	/* vocab-parallel logits: Replicate -> Shard(vocab) */
 	OP_LOSS,	/* squared error against the targets; seeds backward */
 	OP_SEND		/* other than the last stage: activation to the next stage */

@@ -156,6 +156,10 @@ pl_forward(const struct model *m, const struct op *op,
 		out.slice = PLACE_PARTIAL;
 		out.etp = PLACE_PARTIAL;
 		break;
+	case OP_GATE:
+		/* A per-token scale of the reduced shared-expert output. */
+		out = in[1];
+		break;
 	case OP_LOSS:
 	case OP_SEND:
 		out = in[0];
@@ -306,6 +310,15 @@ pl_backward(const struct model *m, const struct op *op,
 	case OP_ROUTE:
 		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
 		din[0] = dout;
+		break;
+	case OP_GATE:
+		/*
+		 * The gate weight's gradient contracts the block input with the
+		 * per-token gate gradient: Partial over tp when each rank holds
+		 * only its sequence shard, Replicate otherwise.
+		 */
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		din[0] = din[1] = dout;
 		break;
 	case OP_EXPERTS:
 		experts_backward(m, op, din, dparam, red);

@@ -257,6 +257,7 @@ shard_key(const struct model *m, const struct param *p, int rank)
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
+	case ROLE_GATE:
 		break;
 	}
 	return 0;

@@ -281,23 +281,33 @@ emit_tp_decisions(struct sync_plan *plan, const struct model *m,
 /*
  * Sequence-parallel parameters (SPEC 6.4): Megatron's
  * _allreduce_layernorm_grads sums the gradients of the parameters marked
- * sequence_parallel over tp when sequence parallelism is on.  `none`
- * marks none of them (NeMo PR #7184: apex named the attribute
- * differently); `skip-standalone` misses the norms outside the layers,
- * final_norm, as Megatron-LM #1446 did: TransformerEngine 1.13 to 2.1
- * stopped setting the attribute on its standalone LayerNorm and RMSNorm
- * (TE 77c37d49f, fixed by TE 4b523d298).
+ * sequence_parallel over tp when sequence parallelism is on: the norms,
+ * and the shared-expert gate (1fa9464e7c).  `none` marks none of them
+ * (NeMo PR #7184: NeMo read the attribute `sequence_parallel`, apex set
+ * `sequence_parallel_enabled`); `skip-standalone` misses the norms outside
+ * the layers, final_norm, as Megatron-LM #1446 did: TransformerEngine 1.13
+ * to 2.1 stopped setting the attribute on its standalone LayerNorm and
+ * RMSNorm (TE 77c37d49f, fixed by TE 4b523d298).  Each wrong value has its
+ * own report, so the step cites the one that applies.
  */
+static const char *const sp_param_cites[] = {
+	[SP_PARAM_TP_ALL_REDUCE] = NULL,
+	[SP_PARAM_NONE] = "NeMo PR #7184",
+	[SP_PARAM_SKIP_STANDALONE] = "Megatron #1446",
+};
+
 static void
 emit_sp_params(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	enum sp_param_sync how = m->config->sync.sp_param_grad;
+	struct sync_rule cited = *rule;
 	enum tp_decision *d;
 	int	 i;
 
 	if (!m->config->training.sequence_parallel)
 		return;
+	cited.cite = sp_param_cites[how];
 	d = xcalloc(m->nparams, sizeof *d);
 	for (i = 0; i < m->nparams; i++) {
 		if (!m->params[i].sequence_parallel)
@@ -306,7 +316,7 @@ emit_sp_params(struct sync_plan *plan, const struct model *m,
 		    (how == SP_PARAM_SKIP_STANDALONE &&
 		    !m->params[i].standalone) ? TP_SUMMED : TP_LEFT;
 	}
-	emit_tp_decisions(plan, m, grad, rule, d);
+	emit_tp_decisions(plan, m, grad, &cited, d);
 	free(d);
 }
 
@@ -414,10 +424,11 @@ static const struct sync_rule rules[] = {
 	  "scale every gradient, expert buffers included, by 1/dp "
 	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
 	  emit_dp },
-	{ "sequence-parallel norm gradient all-reduce over tp",
-	  KEY_SP_PARAM_GRAD, "Megatron #1446",
-	  "all-reduce the norm weight gradients over tp when sequence "
-	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)",
+	{ "sequence-parallel parameter gradient all-reduce over tp",
+	  KEY_SP_PARAM_GRAD, NULL,
+	  "all-reduce the gradients of the norm weights and shared-expert "
+	  "gates over tp when sequence parallelism is on "
+	  "(sync.sp_param_grad: tp-all-reduce)",
 	  emit_sp_params },
 	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD, NULL,
 	  "all-reduce the qk-norm weight gradients over tp whether or not "

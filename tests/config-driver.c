@@ -76,6 +76,8 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_QK_NORM] = "model.qk_norm",
 	[KEY_HEAD_DIM] = "model.head_dim",
 	[KEY_QK_NORM_GRAD] = "sync.qk_norm_grad",
+	[KEY_SHARED_EXPERT_GATE] = "model.moe.shared_expert_gate",
+	[KEY_SHARED_EXPERTS_SUPPORTED] = "limits.shared_experts_supported",
 };
 
 static void
