@@ -246,6 +246,14 @@ static const struct key_def keys[KEY__COUNT] = {
 	    model.moe.shared_expert_gate),
 	[KEY_SHARED_EXPERTS_SUPPORTED] = { "limits.shared_experts_supported",
 	    KEY_LIMITS, TYPE_BOOL, F(limits.shared_experts), 0, 1, 1, NULL },
+	[KEY_EP_TP_NEEDS_SP] = FLAG("limits.ep_tp_needs_sp", KEY_LIMITS,
+	    limits.ep_tp_needs_sp),
+	[KEY_EP_DISTOPT_SUPPORTED] = { "limits.ep_distopt_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.ep_distopt), 0, 1, 1, NULL },
+	[KEY_MAX_TOP_K] = INTEGER("limits.max_top_k", KEY_LIMITS,
+	    limits.max_top_k, 0, CFG_MAX_EXPERTS, 0),
+	[KEY_MOE_EVERY_SUPPORTED] = { "limits.moe_every_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.moe_every), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1527,6 +1535,48 @@ gate_has_shared_expert(const struct config *c, char *buf, size_t size)
 	return false;
 }
 
+/*
+ * Megatron core 0.4.0 (megatron/arguments.py validate_args): with expert
+ * parallelism, tp > 1 needs sequence parallelism and the distributed
+ * optimizer is refused; its SwitchMLP routes each token to one expert.
+ */
+static bool
+framework_ep_tp_sp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.ep_tp_needs_sp || c->mesh.ep == 1 ||
+	    c->mesh.tp == 1 || c->training.sequence_parallel,
+	    "refuses expert parallelism with tp > 1 without sequence_parallel",
+	    buf, size);
+}
+
+static bool
+framework_ep_distopt(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.ep_distopt || c->mesh.ep == 1 ||
+	    !c->training.distributed_optimizer, "refuses expert parallelism "
+	    "with the distributed optimizer", buf, size);
+}
+
+static bool
+framework_top_k(const struct config *c, char *buf, size_t size)
+{
+	char	what[64];
+
+	snprintf(what, sizeof what, "routes each token to at most %d "
+	    "expert%s", c->limits.max_top_k, c->limits.max_top_k == 1 ?
+	    "" : "s");
+	return framework_runs(c, c->limits.max_top_k == 0 ||
+	    c->model.moe.top_k <= c->limits.max_top_k, what, buf, size);
+}
+
+/* Before 47ab878ae7 (0.10.0) every layer of a Megatron MoE is a MoE layer. */
+static bool
+framework_moe_every(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.moe_every || c->model.moe.every == 1,
+	    "puts experts in every layer: every must be 1", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1550,6 +1600,10 @@ static const struct constraint constraints[] = {
 	{ KEY_AVERAGE_IN_COLLECTIVE, true, framework_avg_etp },
 	{ KEY_SHARED_EXPERT_GATE, true, gate_has_shared_expert },
 	{ KEY_SHARED_EXPERTS, true, framework_has_shared_experts },
+	{ KEY_SEQUENCE_PARALLEL, true, framework_ep_tp_sp },
+	{ KEY_DISTRIBUTED_OPTIMIZER, true, framework_ep_distopt },
+	{ KEY_TOP_K, true, framework_top_k },
+	{ KEY_EVERY, true, framework_moe_every },
 };
 
 /*

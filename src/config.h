@@ -130,6 +130,8 @@ enum cfg_key {
 	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START, KEY_TIED_START_ASSERTED,
 	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP, KEY_BUCKET_ELEMS_PER_DP,
 	KEY_SHARED_EXPERT_GATE, KEY_SHARED_EXPERTS_SUPPORTED,
+	KEY_EP_TP_NEEDS_SP, KEY_EP_DISTOPT_SUPPORTED, KEY_MAX_TOP_K,
+	KEY_MOE_EVERY_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -209,6 +211,10 @@ struct config {
 		bool	avg;		/* average_in_collective exists */
 		bool	avg_needs_etp_eq_tp;
 		bool	shared_experts;	/* shared experts and their gate exist */
+		bool	ep_tp_needs_sp;	/* ep > 1 with tp > 1 needs SP */
+		bool	ep_distopt;	/* ep > 1 with the distributed optimizer */
+		int	max_top_k;	/* 0: any */
+		bool	moe_every;	/* MoE in some layers only */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

@@ -78,6 +78,10 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_QK_NORM_GRAD] = "sync.qk_norm_grad",
 	[KEY_SHARED_EXPERT_GATE] = "model.moe.shared_expert_gate",
 	[KEY_SHARED_EXPERTS_SUPPORTED] = "limits.shared_experts_supported",
+	[KEY_EP_TP_NEEDS_SP] = "limits.ep_tp_needs_sp",
+	[KEY_EP_DISTOPT_SUPPORTED] = "limits.ep_distopt_supported",
+	[KEY_MAX_TOP_K] = "limits.max_top_k",
+	[KEY_MOE_EVERY_SUPPORTED] = "limits.moe_every_supported",
 };
 
 static void
