@@ -11,6 +11,7 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "json.h"
+#include "layout.h"
 #include "lincomb.h"
 #include "output.h"
 #include "report.h"
@@ -176,6 +177,53 @@ json_table(struct explain *ex, const struct sym_run *run, int p)
 	json_end_array(&ex->json);
 }
 
+/*
+ * A reduce-scatter's result depends on where the buffer's shards fall, so
+ * explain names the layout settings that a config or profile chose (the
+ * reference defaults decide nothing worth reading).  Text gives each
+ * setting's value and kind of origin; JSON gives the whole origin.
+ */
+static void
+layout_settings(struct explain *ex, const struct sync_step *s)
+{
+	const struct config *c = ex->config;
+	bool	 json = ex->options->format == FORMAT_JSON;
+	char	 value[64], origin[512];
+	size_t	 i;
+	int	 n = 0;
+
+	if (s == NULL || s->op != SYNC_REDUCE_SCATTER)
+		return;
+	for (i = 0; i < layout_nsetting_keys; i++) {
+		enum cfg_key k = layout_setting_keys[i];
+		bool given = keyset_has(&c->given, k);
+
+		if (!given && !keyset_has(&c->from_profile, k))
+			continue;
+		cfg_key_value(c, k, value, sizeof value);
+		if (json) {
+			if (n == 0) {
+				json_key(&ex->json, "layout");
+				json_begin_array(&ex->json);
+			}
+			cfg_key_origin(c, k, origin, sizeof origin);
+			json_begin_object(&ex->json);
+			json_key_string(&ex->json, "key", cfg_key_path(k));
+			json_key_string(&ex->json, "value", value);
+			json_key_string(&ex->json, "from", origin);
+			json_end_object(&ex->json);
+		} else
+			printf("%s%s: %s (%s)", n == 0 ? "  (shards cut by " :
+			    ", ", cfg_key_path(k), value, !given ? "profile" :
+			    c->marks[k].line > 0 ? "config" : "--set");
+		n++;
+	}
+	if (n > 0 && json)
+		json_end_array(&ex->json);
+	else if (n > 0)
+		printf(")\n");
+}
+
 static void
 hook(void *arg, const struct sym_run *run, int step)
 {
@@ -210,6 +258,7 @@ hook(void *arg, const struct sym_run *run, int step)
 			json_key_string(&ex->json, "value", value);
 			json_key_string(&ex->json, "from", origin);
 			json_end_object(&ex->json);
+			layout_settings(ex, s);
 		}
 		if (cite != NULL)
 			json_key_string(&ex->json, "cite", cite);
@@ -221,6 +270,7 @@ hook(void *arg, const struct sym_run *run, int step)
 		if (s != NULL)
 			printf("  (%s: %s, from %s)\n", cfg_key_path(s->key),
 			    value, origin);
+		layout_settings(ex, s);
 	}
 	for (l = 0; l < m->nlogical; l++) {
 		const struct logical_param *lp = &m->logical[l];

@@ -12,6 +12,15 @@
 #include "model.h"
 #include "xmalloc.h"
 
+const enum cfg_key layout_setting_keys[] = {
+	KEY_OVERLAP_GRAD_REDUCE, KEY_BUCKET_ELEMS, KEY_BUCKET_ELEMS_PER_DP,
+	KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP, KEY_BUCKET_MIN_PARAMS,
+	KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT, KEY_EXPERT_BUFFER,
+	KEY_TIED_EMBEDDING_BUCKET, KEY_TIED_BUCKET_START,
+};
+const size_t layout_nsetting_keys = sizeof layout_setting_keys /
+    sizeof layout_setting_keys[0];
+
 /*
  * Expert parameters (Megatron's allreduce=False) go to a buffer of their
  * own, reduced over edp.  Megatron does that only when the expert mesh

@@ -16,9 +16,19 @@
 #define GRADAUDIT_LAYOUT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
+#include "config.h"
+
 struct model;
+
+/*
+ * The settings that decide where a buffer's buckets and shards fall, which
+ * is what a reduce-scatter's result depends on beyond the step itself.
+ */
+extern const enum cfg_key layout_setting_keys[];
+extern const size_t layout_nsetting_keys;
 
 enum buffer_kind { BUFFER_DENSE, BUFFER_EXPERT, BUFFER__COUNT };
 
