@@ -26,9 +26,12 @@
 struct yaml_line {
 	int		 depth;
 	const char	*key;		/* the leaf: "dp" */
-	char		 value[64];	/* empty for a mapping */
+	char		 value[CFG_MAX_LAYERS + 1]; /* "" for a mapping */
 	const char	*why;
 };
+
+/* Comments line up after values up to this width. */
+#define COMMENT_COLUMN_MAX	48
 
 struct yaml_doc {
 	struct yaml_line	*lines;
@@ -214,7 +217,9 @@ print_yaml(FILE *fp, const struct yaml_doc *doc)
 		width = 2 * (size_t)doc->lines[i].depth +
 		    strlen(doc->lines[i].key) + 2 +
 		    strlen(doc->lines[i].value);
-		if (doc->lines[i].why != NULL && width > column)
+		/* A long value (a layer pattern) does not push the others. */
+		if (doc->lines[i].why != NULL && width > column &&
+		    width <= COMMENT_COLUMN_MAX)
 			column = width;
 	}
 	fprintf(fp, "# gradaudit import megatron: Megatron-LM's arguments as "
@@ -226,8 +231,8 @@ print_yaml(FILE *fp, const struct yaml_doc *doc)
 		width = (size_t)fprintf(fp, "%*s%s:%s%s", 2 * l->depth, "",
 		    l->key, l->value[0] != '\0' ? " " : "", l->value);
 		if (l->why != NULL)
-			fprintf(fp, "%*s# %s", (int)(column + 2 - width), "",
-			    l->why);
+			fprintf(fp, "%*s# %s", width < column ?
+			    (int)(column + 2 - width) : 2, "", l->why);
 		fputc('\n', fp);
 	}
 }

@@ -254,6 +254,14 @@ static const struct key_def keys[KEY__COUNT] = {
 	    limits.max_top_k, 0, CFG_MAX_EXPERTS, 0),
 	[KEY_MOE_EVERY_SUPPORTED] = { "limits.moe_every_supported",
 	    KEY_LIMITS, TYPE_BOOL, F(limits.moe_every), 0, 1, 1, NULL },
+	[KEY_FIRST_STAGE_LAYERS] = INTEGER("model.first_stage_layers",
+	    KEY_MODEL, model.first_stage_layers, 0, CFG_MAX_LAYERS, 0),
+	[KEY_LAST_STAGE_LAYERS] = INTEGER("model.last_stage_layers",
+	    KEY_MODEL, model.last_stage_layers, 0, CFG_MAX_LAYERS, 0),
+	[KEY_PATTERN] = { "model.moe.pattern", KEY_MOE, TYPE_STRING,
+	    F(model.moe.pattern), 0, 0, 0, NULL },
+	[KEY_UNEVEN_PP_SUPPORTED] = { "limits.uneven_pp_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_pp), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1339,11 +1347,96 @@ expert_mesh_fits(const struct config *c, char *buf, size_t size)
 	    (int64_t)c->mesh.dp * c->mesh.tp);
 }
 
+/*
+ * Megatron's get_num_layers_to_build (fa8bb5921b, core 0.9.0): the first
+ * and last stages take the layers given, and the stages between split the
+ * rest evenly; without them every stage takes layers / pp.
+ */
 static bool
 layers_split_over_pp(const struct config *c, char *buf, size_t size)
 {
-	return must_be_divisible(buf, size, "layers", c->model.layers, "pp",
-	    c->mesh.pp);
+	int	 f = c->model.first_stage_layers, l = c->model.last_stage_layers;
+	int	 rest = c->model.layers - f - l, left;
+
+	if (f == 0 && l == 0)
+		return must_be_divisible(buf, size, "layers", c->model.layers,
+		    "pp", c->mesh.pp);
+	left = c->mesh.pp - (f > 0) - (l > 0);
+	if (c->mesh.pp < 2)
+		snprintf(buf, size, "an uneven pipeline needs pp > 1");
+	else if (rest < 0)
+		snprintf(buf, size, "first_stage_layers + last_stage_layers "
+		    "(%d) exceed layers (%d)", f + l, c->model.layers);
+	else if (left == 0 && rest > 0)
+		snprintf(buf, size, "first_stage_layers + last_stage_layers "
+		    "(%d) must be layers (%d) with pp 2", f + l,
+		    c->model.layers);
+	else if (left > 0 && (rest == 0 || rest % left != 0))
+		snprintf(buf, size, "the layers of the other stages, layers - "
+		    "first_stage_layers - last_stage_layers (%d), must be a "
+		    "positive multiple of their number (%d)", rest, left);
+	else
+		return true;
+	return false;
+}
+
+void
+cfg_stage_layers(const struct config *c, int stage, int *first, int *count)
+{
+	int	 f = c->model.first_stage_layers, l = c->model.last_stage_layers;
+	int	 pp = c->mesh.pp, left = pp - (f > 0) - (l > 0), per;
+
+	/* One stage (the numeric reference's model) builds every layer. */
+	if ((f == 0 && l == 0) || pp == 1) {
+		*count = c->model.layers / pp;
+		*first = stage * *count;
+		return;
+	}
+	per = left > 0 ? (c->model.layers - f - l) / left : 0;
+	if (f > 0 && stage == 0) {
+		*first = 0;
+		*count = f;
+	} else if (l > 0 && stage == pp - 1) {
+		*first = c->model.layers - l;
+		*count = l;
+	} else {
+		*first = f + (stage - (f > 0)) * per;
+		*count = per;
+	}
+}
+
+/* model.moe.pattern: one '0' or '1' per layer. */
+static bool
+pattern_fits(const struct config *c, char *buf, size_t size)
+{
+	const char	*p = c->model.moe.pattern;
+	size_t		 i, n;
+
+	if (p == NULL)
+		return true;
+	n = strlen(p);
+	for (i = 0; i < n; i++)
+		if (p[i] != '0' && p[i] != '1') {
+			snprintf(buf, size, "pattern holds '0' (dense) or '1' "
+			    "(MoE) for each layer: character %zu is neither",
+			    i + 1);
+			return false;
+		}
+	if (n != (size_t)c->model.layers) {
+		snprintf(buf, size, "pattern has %zu layers, layers is %d", n,
+		    c->model.layers);
+		return false;
+	}
+	if (c->model.moe.every != 1) {
+		snprintf(buf, size, "give pattern or every (%d), not both",
+		    c->model.moe.every);
+		return false;
+	}
+	if (strchr(p, '1') == NULL) {
+		snprintf(buf, size, "pattern puts experts in no layer");
+		return false;
+	}
+	return true;
 }
 
 static bool
@@ -1577,6 +1670,26 @@ framework_moe_every(const struct config *c, char *buf, size_t size)
 	    "puts experts in every layer: every must be 1", buf, size);
 }
 
+static bool
+framework_moe_pattern(const struct config *c, char *buf, size_t size)
+{
+	const char *p = c->model.moe.pattern;
+
+	return framework_runs(c, c->limits.moe_every || p == NULL ||
+	    strchr(p, '0') == NULL, "puts experts in every layer: a pattern "
+	    "can only be all 1", buf, size);
+}
+
+static bool
+framework_uneven_pp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.uneven_pp ||
+	    (c->model.first_stage_layers == 0 &&
+	    c->model.last_stage_layers == 0), "splits the layers evenly over "
+	    "the stages (uneven pipelines arrive with fa8bb5921b, 0.9.0)",
+	    buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1604,6 +1717,9 @@ static const struct constraint constraints[] = {
 	{ KEY_DISTRIBUTED_OPTIMIZER, true, framework_ep_distopt },
 	{ KEY_TOP_K, true, framework_top_k },
 	{ KEY_EVERY, true, framework_moe_every },
+	{ KEY_PATTERN, true, pattern_fits },
+	{ KEY_PATTERN, true, framework_moe_pattern },
+	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },
 };
 
 /*
@@ -2045,6 +2161,8 @@ cfg_copy(struct config *dst, const struct config *src)
 	dst->name = src->name != NULL ? xstrdup(src->name) : NULL;
 	dst->framework = src->framework != NULL ?
 	    xstrdup(src->framework) : NULL;
+	dst->model.moe.pattern = src->model.moe.pattern != NULL ?
+	    xstrdup(src->model.moe.pattern) : NULL;
 }
 
 void
@@ -2053,9 +2171,11 @@ cfg_free(struct config *c)
 	free(c->file);
 	free(c->name);
 	free(c->framework);
+	free(c->model.moe.pattern);
 	c->file = NULL;
 	c->name = NULL;
 	c->framework = NULL;
+	c->model.moe.pattern = NULL;
 }
 
 /*
@@ -2260,6 +2380,10 @@ cfg_layer_is_moe(const struct config *c, int layer)
 {
 	int	 every = c->model.moe.every;
 
-	return c->model.has_moe && every > 0 && layer >= 0 &&
-	    layer % every == every - 1;
+	if (!c->model.has_moe || layer < 0)
+		return false;
+	if (c->model.moe.pattern != NULL)
+		return layer < (int)strlen(c->model.moe.pattern) &&
+		    c->model.moe.pattern[layer] == '1';
+	return every > 0 && layer % every == every - 1;
 }

@@ -131,7 +131,8 @@ enum cfg_key {
 	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP, KEY_BUCKET_ELEMS_PER_DP,
 	KEY_SHARED_EXPERT_GATE, KEY_SHARED_EXPERTS_SUPPORTED,
 	KEY_EP_TP_NEEDS_SP, KEY_EP_DISTOPT_SUPPORTED, KEY_MAX_TOP_K,
-	KEY_MOE_EVERY_SUPPORTED,
+	KEY_MOE_EVERY_SUPPORTED, KEY_FIRST_STAGE_LAYERS, KEY_LAST_STAGE_LAYERS,
+	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -166,6 +167,8 @@ struct config {
 
 	struct {
 		int	vocab, hidden, ffn, layers, seq, micro_batch;
+		/* Megatron's uneven pipeline split (fa8bb5921b); 0: even. */
+		int	first_stage_layers, last_stage_layers;
 		bool	tie_embeddings;
 		bool	qk_norm;	/* a norm shared by the heads */
 		int	head_dim;
@@ -177,6 +180,7 @@ struct config {
 			bool		shared_expert_gate;
 			enum score_func	score_func;
 			int		every;
+			char		*pattern;	/* "0011...": MoE where '1' */
 		} moe;
 	} model;
 
@@ -215,6 +219,7 @@ struct config {
 		bool	ep_distopt;	/* ep > 1 with the distributed optimizer */
 		int	max_top_k;	/* 0: any */
 		bool	moe_every;	/* MoE in some layers only */
+		bool	uneven_pp;	/* first/last stage layer counts */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
@@ -348,5 +353,11 @@ struct keyset cfg_merge_settings(struct config *dst, const struct config *src,
 
 /* True when layer i (0-based) is a MoE layer (SPEC section 4). */
 bool	 cfg_layer_is_moe(const struct config *, int layer);
+/*
+ * The layers pipeline stage `stage` builds: [*first, *first + *count),
+ * an even split or Megatron's uneven one (get_num_layers_to_build).
+ */
+void	 cfg_stage_layers(const struct config *, int stage, int *first,
+	    int *count);
 
 #endif

@@ -69,7 +69,7 @@ enum mapped_arg {
 	MA_DIVISIBLE, MA_NO_PAD, MA_DISABLE_PAD, MA_UNTIE, MA_QK_LAYERNORM,
 	MA_EXPERTS, MA_TOPK, MA_MOE_FFN, MA_SHARED, MA_LAYER_FREQ, MA_SCORE,
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
-	MA_SHARED_GATE, MA__COUNT
+	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -108,6 +108,10 @@ static const struct arg_def args[] = {
 	[MA_BUCKET] = MAPPED("ddp-bucket-size", ARG_VALUE, "0.7.0"),
 	[MA_AVERAGE] = MAPPED("ddp-average-in-collective", ARG_FLAG, "0.8.0"),
 	[MA_SHARED_GATE] = MAPPED("moe-shared-expert-gate", ARG_FLAG, "0.16.0"),
+	[MA_FIRST_STAGE] = MAPPED("decoder-first-pipeline-num-layers",
+	    ARG_VALUE, "0.9.0"),
+	[MA_LAST_STAGE] = MAPPED("decoder-last-pipeline-num-layers",
+	    ARG_VALUE, "0.9.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -127,12 +131,9 @@ static const struct arg_def args[] = {
 	REFUSED("virtual-pipeline-model-parallel-size", ARG_VALUE, NULL,
 	    "a virtual pipeline gives each stage several model chunks, each "
 	    "with its own gradient buffer; gradaudit models one per stage"),
-	REFUSED("decoder-first-pipeline-num-layers", ARG_VALUE, NULL,
-	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("decoder-last-pipeline-num-layers", ARG_VALUE, NULL,
-	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("pipeline-model-parallel-layout", ARG_VALUE, NULL,
-	    "a custom pipeline layout; gradaudit splits the layers evenly"),
+	    "a custom pipeline layout; gradaudit splits the layers evenly or "
+	    "as --decoder-first/last-pipeline-num-layers do"),
 	REFUSED("account-for-embedding-in-pipeline-split", ARG_FLAG, NULL,
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
@@ -1348,7 +1349,7 @@ layer_pattern(const char *s, int layers, bool *moe)
 struct megatron_values {
 	long	 tp, pp, ep, etp, layers, hidden, ffn, heads, kv_channels;
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
-	long	 moe_ffn, shared, bucket;
+	long	 moe_ffn, shared, bucket, first_stage, last_stage;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 shared_gate;
 	bool	 sp, average, pad;
@@ -1364,6 +1365,8 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->tp = int_arg(st, MA_TP, 1, mesh, 1);
 	v->pp = int_arg(st, MA_PP, 1, mesh, 1);
 	v->layers = int_arg(st, MA_LAYERS, 1, CFG_MAX_LAYERS, 0);
+	v->first_stage = int_arg(st, MA_FIRST_STAGE, 1, CFG_MAX_LAYERS, 0);
+	v->last_stage = int_arg(st, MA_LAST_STAGE, 1, CFG_MAX_LAYERS, 0);
 	v->hidden = int_arg(st, MA_HIDDEN, 1, dim, 0);
 	v->ffn = int_arg(st, MA_FFN, 1, dim, 0);
 	v->seq = int_arg(st, MA_SEQ, 1, dim, 0);
@@ -1542,6 +1545,17 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 	}
 	c->model.layers = (int)v->layers;
 	explain(st, KEY_LAYERS, "--num-layers");
+	/* TransformerConfig.{first,last}_pipeline_num_layers (fa8bb5921b). */
+	if (v->first_stage > 0) {
+		c->model.first_stage_layers = (int)v->first_stage;
+		explain(st, KEY_FIRST_STAGE_LAYERS,
+		    "--decoder-first-pipeline-num-layers");
+	}
+	if (v->last_stage > 0) {
+		c->model.last_stage_layers = (int)v->last_stage;
+		explain(st, KEY_LAST_STAGE_LAYERS,
+		    "--decoder-last-pipeline-num-layers");
+	}
 	if (v->seq > 0) {
 		c->model.seq = (int)v->seq;
 		explain(st, KEY_SEQ, "--seq-length");
@@ -1597,7 +1611,11 @@ every_of(const bool *moe, int layers)
 	return 0;
 }
 
-/* The MoE layers of --moe-layer-freq as model.moe.every; false if none fits. */
+/*
+ * The MoE layers of --moe-layer-freq: model.moe.every when one gives them,
+ * else model.moe.pattern, one '0' or '1' per layer (a DeepSeek-V3-like
+ * "([0]*3+[1]*58)" has dense first layers that no every gives).
+ */
 static bool
 import_layer_freq(struct import_state *st, const struct megatron_values *v)
 {
@@ -1605,7 +1623,6 @@ import_layer_freq(struct import_state *st, const struct megatron_values *v)
 	const char	*freq = st->use[MA_LAYER_FREQ].value, *error;
 	struct shown	 sh;
 	bool		*moe;
-	char		*list, *more;
 	int		 every, layers = (int)v->layers, i, n;
 
 	if (!st->use[MA_LAYER_FREQ].given) {
@@ -1622,35 +1639,27 @@ import_layer_freq(struct import_state *st, const struct megatron_values *v)
 		free(moe);
 		return false;
 	}
-	list = xstrdup("");
-	every = every_of(moe, layers);
-	for (i = 0, n = 0; i < layers; i++) {
-		if (!moe[i])
-			continue;
-		xasprintf(&more, "%s%s%d", list, n > 0 ? ", " : "", i);
-		free(list);
-		list = more;
-		if (++n == 4 && i + 1 < layers) {
-			xasprintf(&more, "%s, ...", list);
-			free(list);
-			list = more;
-			break;
-		}
-	}
-	free(moe);
-	if (n == 0)
+	for (i = 0, n = 0; i < layers; i++)
+		n += moe[i];
+	if (n == 0) {
 		refuse(st, "--moe-layer-freq %s: no layer has experts",
 		    shown(&sh, freq));
-	else if (every == 0)
-		refuse(st, "--moe-layer-freq %s puts experts in layers %s of "
-		    "%d; gradaudit's model.moe.every puts them in the layers i "
-		    "with i %% every == every-1, and no every gives these",
-		    shown(&sh, freq), list, layers);
-	free(list);
-	if (n == 0 || every == 0)
+		free(moe);
 		return false;
-	c->model.moe.every = every;
-	explain(st, KEY_EVERY, "--moe-layer-freq %s", shown(&sh, freq));
+	}
+	if ((every = every_of(moe, layers)) > 0) {
+		c->model.moe.every = every;
+		explain(st, KEY_EVERY, "--moe-layer-freq %s", shown(&sh, freq));
+	} else {
+		c->model.moe.every = 1;
+		c->model.moe.pattern = xmalloc((size_t)layers + 1);
+		for (i = 0; i < layers; i++)
+			c->model.moe.pattern[i] = moe[i] ? '1' : '0';
+		c->model.moe.pattern[layers] = '\0';
+		explain(st, KEY_PATTERN, "--moe-layer-freq %s",
+		    shown(&sh, freq));
+	}
+	free(moe);
 	return true;
 }
 

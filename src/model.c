@@ -293,7 +293,7 @@ void
 model_build(struct model *m, const struct config *cfg)
 {
 	struct builder	 b;
-	int		 pp = cfg->mesh.pp, per_stage, stage, layer, h, emb;
+	int		 pp = cfg->mesh.pp, first, count, stage, layer, h, emb;
 	int		 out_param, fn, i;
 	bool		 tied = cfg->model.tie_embeddings;
 
@@ -304,7 +304,6 @@ model_build(struct model *m, const struct config *cfg)
 	mesh_from_config(&m->mesh, cfg);
 	m->tokens = cfg->model.micro_batch * cfg->model.seq;
 	m->stages = xcalloc(pp, sizeof *m->stages);
-	per_stage = cfg->model.layers / pp;
 
 	emb = -1;
 	for (stage = 0; stage < pp; stage++) {
@@ -319,8 +318,8 @@ model_build(struct model *m, const struct config *cfg)
 			h = emit(&b, OP_TP_REDUCE, -1, h, -1, "embedding");
 		} else
 			h = emit(&b, OP_RECV, -1, -1, -1, "pipeline recv");
-		for (layer = stage * per_stage;
-		    layer < (stage + 1) * per_stage; layer++)
+		cfg_stage_layers(cfg, stage, &first, &count);
+		for (layer = first; layer < first + count; layer++)
 			h = emit_layer(&b, cfg, stage, layer, h);
 		if (stage < pp - 1) {
 			emit(&b, OP_SEND, -1, h, -1, "pipeline send");

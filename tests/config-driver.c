@@ -82,6 +82,10 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_EP_DISTOPT_SUPPORTED] = "limits.ep_distopt_supported",
 	[KEY_MAX_TOP_K] = "limits.max_top_k",
 	[KEY_MOE_EVERY_SUPPORTED] = "limits.moe_every_supported",
+	[KEY_FIRST_STAGE_LAYERS] = "model.first_stage_layers",
+	[KEY_LAST_STAGE_LAYERS] = "model.last_stage_layers",
+	[KEY_PATTERN] = "model.moe.pattern",
+	[KEY_UNEVEN_PP_SUPPORTED] = "limits.uneven_pp_supported",
 };
 
 static void
