@@ -19,7 +19,7 @@
 enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
-	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE,
+	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -36,8 +36,8 @@ struct option_spec {
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
-	  "output format on stdout (default text)" },
+	{ "format", OPT_FORMAT, "text|json|jsonl", SCOPE_ALL | SCOPE_FRAMEWORKS,
+	  0, "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
 	  false, "also write JUnit XML, a testcase per config" },
 	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, 0,
@@ -64,6 +64,8 @@ static const struct option_spec specs[] = {
 	  "sweep: also audit small meshes on MPI" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
+	{ "expand", OPT_EXPAND, NULL, SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP, 0,
+	  "JSON: a cell per rank, terms atom by atom" },
 	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, 0,
 	  "colour (default auto: only on a terminal)" },
 	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, 0,
@@ -212,6 +214,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 			o->format = FORMAT_TEXT;
 		else if (strcmp(arg, "json") == 0)
 			o->format = FORMAT_JSON;
+		else if (strcmp(arg, "jsonl") == 0 &&
+		    (scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP)) != 0)
+			o->format = FORMAT_JSONL;
 		else
 			goto bad;
 		break;
@@ -284,6 +289,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_NUMERIC:
 		o->numeric = true;
+		break;
+	case OPT_EXPAND:
+		o->expand = true;
 		break;
 	case OPT_FRAMEWORK:
 		if (*arg == '\0')

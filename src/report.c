@@ -26,6 +26,7 @@
 #include "hash.h"
 #include "json.h"
 #include "lincomb.h"
+#include "meshsum.h"
 #include "report.h"
 #include "framework.h"
 #include "text.h"
@@ -988,7 +989,19 @@ json_settings(struct json *j, const struct config *c)
 		    cfg_key_is_job(k))
 			continue;
 		cfg_key_value(c, k, v, sizeof(v));
-		json_key_string(j, cfg_key_path(k), v);
+		/* Typed for scripts: jq 'select(.settings["x"] == 8)'. */
+		switch (cfg_key_value_type(k)) {
+		case CFG_VALUE_NUMBER:
+			json_key(j, cfg_key_path(k));
+			json_raw_number(j, v);
+			break;
+		case CFG_VALUE_BOOL:
+			json_key_bool(j, cfg_key_path(k), strcmp(v, "true") == 0);
+			break;
+		default:
+			json_key_string(j, cfg_key_path(k), v);
+			break;
+		}
 	}
 	json_end_object(j);
 }
@@ -1066,11 +1079,317 @@ json_cell(struct json *j, const struct audit *a, const struct cell *c,
 	json_end_object(j);
 }
 
-static void
-json_param(struct json *j, const struct audit *a, const struct param_result *p)
+/*
+ * Grouped cells (the default): one object per set of ranks holding the
+ * same thing, found with a hash table over everything a cell object says
+ * but its rank and coordinates.  A 4,096-rank report listed 44,880 cells
+ * of up to 4,096 atoms each, 415 MB (issue 10); grouped, a value shared
+ * by a dp group is written once, by mesh groups (meshsum.h), and terms
+ * relative to the rank ("self") let the ranks whose values differ only by
+ * their own atom, such as the unused shards of a distributed optimizer,
+ * share one object too.
+ */
+
+static uint64_t
+mix(uint64_t h, uint64_t v)
 {
-	struct arena	 scratch;
-	size_t		 i;
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+/* The pieces of each lincomb, by pointer: lincombs are shared. */
+struct piece_memo {
+	const struct lincomb	*x;
+	struct ms_piece		*p;
+	size_t			 n;
+};
+
+struct piece_cache {
+	struct piece_memo	**slot;	/* memos stay put when it grows */
+	size_t			  cap, used;
+};
+
+static size_t
+memo_home(const struct piece_cache *pc, const struct lincomb *x)
+{
+	return (size_t)(mix(0, (uintptr_t)x) & (pc->cap - 1));
+}
+
+static const struct piece_memo *
+pieces_of(struct piece_cache *pc, const struct mesh *m,
+    const struct lincomb *x)
+{
+	struct piece_memo	**old, *pm;
+	size_t			  k, i, oldcap;
+
+	if (x == NULL)
+		return NULL;
+	if (pc->used * 2 >= pc->cap) {
+		old = pc->slot;
+		oldcap = pc->cap;
+		pc->cap = oldcap ? 2 * oldcap : 64;
+		pc->slot = xcalloc(pc->cap, sizeof *pc->slot);
+		for (i = 0; i < oldcap; i++)
+			if (old[i] != NULL) {
+				for (k = memo_home(pc, old[i]->x);
+				    pc->slot[k] != NULL;
+				    k = (k + 1) & (pc->cap - 1))
+					continue;
+				pc->slot[k] = old[i];
+			}
+		free(old);
+	}
+	for (k = memo_home(pc, x); pc->slot[k] != NULL;
+	    k = (k + 1) & (pc->cap - 1))
+		if (pc->slot[k]->x == x)
+			return pc->slot[k];
+	pm = pc->slot[k] = xcalloc(1, sizeof *pm);
+	pm->x = x;
+	pm->p = ms_pieces(m, x, &pm->n);
+	pc->used++;
+	return pm;
+}
+
+static void
+piece_cache_free(struct piece_cache *pc)
+{
+	size_t	 i;
+
+	for (i = 0; i < pc->cap; i++)
+		if (pc->slot[i] != NULL) {
+			free(pc->slot[i]->p);
+			free(pc->slot[i]);
+		}
+	free(pc->slot);
+}
+
+/* A cell with its pieces, as its group compares it. */
+struct cell_key {
+	const struct cell		*c;
+	const struct piece_memo		*v, *e;
+};
+
+static uint64_t
+relative_hash(const struct mesh *m, const struct piece_memo *pm, int rank)
+{
+	const struct ms_piece	*p;
+	uint64_t		 h = 0x5bd1e995;
+	size_t			 i;
+
+	if (pm == NULL)
+		return 1;
+	for (i = 0; i < pm->n; i++) {
+		p = &pm->p[i];
+		h = mix(h, (uint64_t)p->coef.num);
+		h = mix(h, (uint64_t)p->coef.den);
+		h = mix(h, (uint64_t)p->varied << 16 | p->fixed);
+		h = mix(h, ms_piece_is_self(m, p, rank) ? UINT64_MAX :
+		    p->atom);
+	}
+	return mix(h, pm->n);
+}
+
+static bool
+same_relative(const struct mesh *m, const struct piece_memo *x, int rx,
+    const struct piece_memo *y, int ry)
+{
+	const struct ms_piece	*p, *q;
+	bool			 sp, sq;
+	size_t			 i;
+
+	if (x == NULL || y == NULL)
+		return x == y;
+	if (x == y && rx == ry)
+		return true;
+	if (x->n != y->n)
+		return false;
+	for (i = 0; i < x->n; i++) {
+		p = &x->p[i];
+		q = &y->p[i];
+		if (!q_equal(p->coef, q->coef) || p->varied != q->varied ||
+		    p->fixed != q->fixed || p->n != q->n)
+			return false;
+		sp = ms_piece_is_self(m, p, rx);
+		sq = ms_piece_is_self(m, q, ry);
+		if (sp != sq || (!sp && p->atom != q->atom))
+			return false;
+	}
+	return true;
+}
+
+static bool
+same_bits(double x, double y)
+{
+	return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* Two cells print the same object, rank and coordinates aside. */
+static bool
+same_cell(const struct mesh *m, const struct cell_key *kx,
+    const struct cell_key *ky)
+{
+	const struct cell	*x = kx->c, *y = ky->c;
+
+	return x->lo == y->lo && x->hi == y->hi && x->used == y->used &&
+	    (!x->used || x->ok == y->ok) && x->has_hash == y->has_hash &&
+	    (!x->has_hash || (x->hash == y->hash &&
+	    x->reference_hash == y->reference_hash &&
+	    x->numeric_ok == y->numeric_ok &&
+	    same_bits(x->max_ulps, y->max_ulps) &&
+	    same_bits(x->max_rel_error, y->max_rel_error))) &&
+	    same_relative(m, kx->v, x->rank, ky->v, y->rank) &&
+	    same_relative(m, kx->e, x->rank, ky->e, y->rank);
+}
+
+struct cell_group {
+	struct cell_key	 key;		/* of its first cell */
+	int		*ranks;		/* ascending */
+	size_t		 nranks;
+};
+
+/* The groups of p's cells in order of their first cell; *n: how many. */
+static struct cell_group *
+group_cells(const struct mesh *m, const struct param_result *p,
+    struct piece_cache *pc, size_t *n)
+{
+	struct cell_group	*g = NULL;
+	struct cell_key		 key;
+	const struct cell	*c;
+	uint64_t		 h;
+	size_t			*table, cap = 16, i, k, ng = 0;
+
+	while (cap < 2 * p->ncells)
+		cap *= 2;
+	table = xreallocarray(NULL, cap, sizeof *table);
+	for (i = 0; i < cap; i++)
+		table[i] = SIZE_MAX;
+	for (i = 0; i < p->ncells; i++) {
+		c = key.c = &p->cells[i];
+		key.v = pieces_of(pc, m, c->value);
+		key.e = pieces_of(pc, m, c->expected);
+		h = mix(relative_hash(m, key.v, c->rank),
+		    relative_hash(m, key.e, c->rank));
+		h = mix(mix(h, (uint64_t)c->lo), (uint64_t)c->hi);
+		h = mix(h, (uint64_t)c->used << 1 | (uint64_t)c->ok);
+		if (c->has_hash)
+			h = mix(h, c->hash);
+		for (k = h & (cap - 1); table[k] != SIZE_MAX;
+		    k = (k + 1) & (cap - 1))
+			if (same_cell(m, &g[table[k]].key, &key))
+				break;
+		if (table[k] == SIZE_MAX) {
+			g = xreallocarray(g, ng + 1, sizeof *g);
+			g[ng].key = key;
+			g[ng].ranks = NULL;
+			g[ng].nranks = 0;
+			table[k] = ng++;
+		}
+		g[table[k]].ranks = xreallocarray(g[table[k]].ranks,
+		    g[table[k]].nranks + 1, sizeof(int));
+		g[table[k]].ranks[g[table[k]].nranks++] = c->rank;
+	}
+	free(table);
+	*n = ng;
+	return g;
+}
+
+/* "0-7,64,66-71": ascending ranks, runs of two or more as "a-b". */
+static void
+json_key_ranges(struct json *j, const char *key, const int *r, size_t n)
+{
+	char	*buf = NULL;
+	size_t	 len = 0, i, k;
+	FILE	*fp = memstream(&buf, &len);
+
+	for (i = 0; i < n; i = k + 1) {
+		for (k = i; k + 1 < n && r[k + 1] == r[k] + 1; k++)
+			continue;
+		fprintf(fp, "%s%d", i > 0 ? "," : "", r[i]);
+		if (k > i)
+			fprintf(fp, "-%d", r[k]);
+	}
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	json_key_string(j, key, buf);
+	free(buf);
+}
+
+/*
+ * [{"coef": "1/64", "sum": "dp", "of": "pp7 tp0", "n": 64},
+ *  {"coef": "1", "sum": "", "of": "g3", "n": 1},
+ *  {"coef": "1/2", "sum": "tp", "of": "self", "n": 8}]
+ */
+static void
+json_pieces(struct json *j, const char *key, const struct mesh *m,
+    const struct piece_memo *pm, int rank)
+{
+	char	 buf[128];
+	size_t	 i;
+
+	json_key(j, key);
+	if (pm == NULL) {
+		json_null(j);
+		return;
+	}
+	json_begin_array(j);
+	for (i = 0; i < pm->n; i++) {
+		json_begin_object(j);
+		q_format(pm->p[i].coef, buf, sizeof buf);
+		json_key_string(j, "coef", buf);
+		ms_piece_sum(&pm->p[i], buf, sizeof buf);
+		json_key_string(j, "sum", buf);
+		ms_piece_of(m, &pm->p[i], rank, buf, sizeof buf);
+		json_key_string(j, "of", buf);
+		json_key_int(j, "n", pm->p[i].n);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+static void
+json_pieces_expr(struct json *j, struct arena *scratch, const char *key,
+    const struct mesh *m, const struct piece_memo *pm, int rank)
+{
+	json_key_string_or_null(j, key, pm != NULL ?
+	    ms_format(scratch, m, pm->p, pm->n, rank) : NULL);
+}
+
+static void
+json_cell_group(struct json *j, const struct audit *a,
+    const struct cell_group *g, struct arena *scratch)
+{
+	const struct cell	*c = g->key.c;
+
+	json_begin_object(j);
+	json_key_ranges(j, "ranks", g->ranks, g->nranks);
+	json_key_int(j, "nranks", (int64_t)g->nranks);
+	json_key(j, "region");
+	json_begin_array(j);
+	json_int(j, c->lo);
+	json_int(j, c->hi);
+	json_end_array(j);
+	json_key_bool(j, "used", c->used);
+	if (c->used)
+		json_key_bool(j, "ok", c->ok);
+	else
+		json_key_null(j, "ok");
+	json_cell_numeric(j, a, c);
+	json_pieces(j, "terms", &a->mesh, g->key.v, c->rank);
+	json_pieces(j, "expected", &a->mesh, g->key.e, c->rank);
+	json_pieces_expr(j, scratch, "expr", &a->mesh, g->key.v, c->rank);
+	json_pieces_expr(j, scratch, "expected_expr", &a->mesh, g->key.e,
+	    c->rank);
+	json_end_object(j);
+}
+
+static void
+json_param(struct json *j, const struct audit *a,
+    const struct param_result *p, bool expand)
+{
+	struct arena		 scratch;
+	struct piece_cache	 pc;
+	struct cell_group	*g;
+	size_t			 i, ng;
 
 	arena_init(&scratch);
 	json_begin_object(j);
@@ -1082,8 +1401,19 @@ json_param(struct json *j, const struct audit *a, const struct param_result *p)
 		json_key_hash(j, "reference_hash", p->reference_hash);
 	json_key(j, "cells");
 	json_begin_array(j);
-	for (i = 0; i < p->ncells; i++)
-		json_cell(j, a, &p->cells[i], &scratch);
+	if (expand) {
+		for (i = 0; i < p->ncells; i++)
+			json_cell(j, a, &p->cells[i], &scratch);
+	} else {
+		memset(&pc, 0, sizeof pc);
+		g = group_cells(&a->mesh, p, &pc, &ng);
+		for (i = 0; i < ng; i++) {
+			json_cell_group(j, a, &g[i], &scratch);
+			free(g[i].ranks);
+		}
+		free(g);
+		piece_cache_free(&pc);
+	}
 	json_end_array(j);
 	json_end_object(j);
 	arena_free(&scratch);
@@ -1127,11 +1457,41 @@ json_numerics(struct json *j, const struct audit *a)
 	json_end_object(j);
 }
 
-void
-report_json(struct json *j, const struct audit *a)
+/*
+ * "counts": what a script would otherwise count from params and findings,
+ * every kind of finding present even at 0, so that a script can read
+ * .counts.by_kind["double-count"] without a default.
+ */
+static void
+json_counts(struct json *j, const struct audit *a)
 {
-	size_t	 i;
+	size_t	 by_kind[FINDING__COUNT] = { 0 }, i;
+	int	 k;
 
+	for (i = 0; i < a->nfindings; i++)
+		if ((int)a->findings[i].kind >= 0 &&
+		    a->findings[i].kind < FINDING__COUNT)
+			by_kind[a->findings[i].kind]++;
+	json_key(j, "counts");
+	json_begin_object(j);
+	json_key_int(j, "params", (int64_t)a->nparams);
+	json_key_int(j, "wrong_params", audit_wrong_params(a));
+	json_key_int(j, "ranks", a->mesh.world);
+	json_key_int(j, "wrong_ranks", audit_wrong_ranks(a));
+	json_key_int(j, "findings", (int64_t)a->nfindings);
+	json_key(j, "by_kind");
+	json_begin_object(j);
+	for (k = 0; k < FINDING__COUNT; k++)
+		json_key_int(j, finding_kind_name((enum finding_kind)k),
+		    (int64_t)by_kind[k]);
+	json_end_object(j);
+	json_end_object(j);
+}
+
+/* Everything of the object but params and findings, and its opening. */
+static void
+json_head(struct json *j, const struct audit *a)
+{
 	json_begin_object(j);
 	json_key_string(j, "tool", "gradaudit");
 	json_key_string(j, "version", REPORT_VERSION);
@@ -1147,15 +1507,41 @@ report_json(struct json *j, const struct audit *a)
 	json_key_bool(j, "correct", a->correct);
 	if (a->numeric_verdict != NULL)
 		json_key_string(j, "numeric_verdict", a->numeric_verdict);
-	json_key(j, "params");
-	json_begin_array(j);
-	for (i = 0; i < a->nparams; i++)
-		json_param(j, a, &a->params[i]);
-	json_end_array(j);
+	json_counts(j, a);
+}
+
+static void
+json_findings(struct json *j, const struct audit *a)
+{
+	size_t	 i;
+
 	json_key(j, "findings");
 	json_begin_array(j);
 	for (i = 0; i < a->nfindings; i++)
 		json_finding(j, &a->findings[i]);
 	json_end_array(j);
+}
+
+void
+report_json(struct json *j, const struct audit *a,
+    const struct report_options *opt)
+{
+	size_t	 i;
+
+	json_head(j, a);
+	json_key(j, "params");
+	json_begin_array(j);
+	for (i = 0; i < a->nparams; i++)
+		json_param(j, a, &a->params[i], opt != NULL && opt->expand);
+	json_end_array(j);
+	json_findings(j, a);
+	json_end_object(j);
+}
+
+void
+report_json_summary(struct json *j, const struct audit *a)
+{
+	json_head(j, a);
+	json_findings(j, a);
 	json_end_object(j);
 }

@@ -143,15 +143,16 @@ render_text(const struct audit *a, bool verbose, bool quiet)
 }
 
 static char *
-render_json(const struct audit *a)
+render_json(const struct audit *a, bool expand)
 {
-	struct json	 j;
-	char		*buf = NULL;
-	size_t		 len;
-	FILE		*fp = open_memstream(&buf, &len);
+	struct report_options	 opt = { .expand = expand };
+	struct json		 j;
+	char			*buf = NULL;
+	size_t			 len;
+	FILE			*fp = open_memstream(&buf, &len);
 
 	json_init(&j, fp, false);
-	report_json(&j, a);
+	report_json(&j, a, &opt);
 	fclose(fp);
 	return buf;
 }
@@ -329,7 +330,7 @@ test_json(void)
 	int		 valid, r;
 
 	build_megatron(&a, false);
-	s = render_json(&a);
+	s = render_json(&a, true);
 	ok_contains(s, "\"tool\": \"gradaudit\"", "tool");
 	ok_contains(s, "\"config\": \"testdata/megatron-844.yaml\"", "config");
 	ok_contains(s, "\"dp\": 2", "mesh dp");
@@ -356,7 +357,7 @@ test_json(void)
 	audit_free(&a);
 
 	build_megatron(&a, true);
-	s = render_json(&a);
+	s = render_json(&a, true);
 	ok_contains(s, "\"numerics\": {\n    \"arith\": \"exact\",\n"
 	    "    \"procs\": 4,\n    \"correct\": false\n  }",
 	    "numerics object, with the numeric verdict");
@@ -428,8 +429,96 @@ test_long_expression(void)
 	ok_contains(s, "... and 48 more wrong regions (-v lists them all)\n",
 	    "without -v the region lines are limited");
 	free(s);
-	s = render_json(&a);
-	ok_contains(s, "+g62+g63)/64\"", "JSON expressions are whole");
+	s = render_json(&a, true);
+	ok_contains(s, "+g62+g63)/64\"", "--expand: JSON expressions are whole");
+	free(s);
+	/*
+	 * Grouped (the default): the 64 ranks hold one value, written once,
+	 * and a sum over the whole world is one term (issue 10: a 4,096-rank
+	 * report listed every atom of every cell).
+	 */
+	s = render_json(&a, false);
+	tap_ok(count(s, "\"nranks\"") == 1, "64 equal cells are one object");
+	ok_contains(s, "\"ranks\": \"0-63\",\n", "ranks as a range");
+	ok_contains(s, "\"nranks\": 64,", "with their number");
+	ok_contains(s, "\"expr\": \"sum_all()\"", "a world sum by name");
+	ok_contains(s, "\"expected_expr\": \"sum_all()/64\"",
+	    "and its average");
+	ok_contains(s, "\"coef\": \"1/64\",\n"
+	    "              \"sum\": \"dp\",\n"
+	    "              \"of\": \"\",\n"
+	    "              \"n\": 64\n", "the term of a world sum");
+	ok_lacks(s, "\"g5\"", "no atom listed");
+	tap_ok(strlen(s) < 2000, "grouped JSON is small (%zu bytes)",
+	    strlen(s));
+	free(s);
+	audit_free(&a);
+}
+
+/*
+ * Grouped JSON relative to the rank: on dp=4 pp=2 tp=2, every rank holds
+ * the average over its own dp group (used) and, in a second region, its
+ * own contribution (unused, as a distributed optimizer's other shards).
+ * Each region is then one object for all 16 ranks, written "self".
+ */
+static void
+test_json_grouped(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	const struct lincomb	*avg[16];
+	uint32_t		 members[4];
+	int			 r, k, group[4];
+	char			*s;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 4, 2, 2, 1, 1);
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "layers.0.fc1.weight";
+	p->consistent = p->correct = true;
+	p->cells = arena_alloc(&a.arena, 32 * sizeof(*p->cells));
+	p->ncells = 32;
+	for (r = 0; r < 16; r++) {
+		mesh_group(&a.mesh, GROUP_DP, r, group);
+		for (k = 0; k < 4; k++)
+			members[k] = (uint32_t)group[k];
+		avg[r] = atoms_sum(&a.arena, members, 4, q_make(1, 4));
+	}
+	for (r = 0; r < 32; r++) {
+		struct cell *c = &p->cells[r];
+
+		c->rank = r / 2;
+		mesh_coord_of(&a.mesh, c->rank, &c->coord);
+		c->lo = r % 2 == 0 ? 0 : 8;
+		c->hi = c->lo + 8;
+		c->used = r % 2 == 0;
+		c->ok = true;
+		c->value = c->used ? avg[c->rank] : lc_scale(&a.arena,
+		    lc_atom(&a.arena, (uint32_t)c->rank), q_make(1, 4));
+		c->expected = avg[c->rank];
+	}
+	s = render_json(&a, false);
+	tap_ok(count(s, "\"nranks\"") == 2, "two regions, two objects");
+	tap_ok(count(s, "\"ranks\": \"0-15\",") == 2,
+	    "each for every rank");
+	ok_contains(s, "\"expr\": \"sum_dp(self)/4\"",
+	    "the rank's own dp group");
+	ok_contains(s, "\"expr\": \"self/4\"", "the rank's own atom");
+	ok_contains(s, "\"sum\": \"dp\",\n"
+	    "              \"of\": \"self\",\n"
+	    "              \"n\": 4\n", "the term of an own-group sum");
+	free(s);
+	/* Absolute where a group is not the rank's own. */
+	p->cells[0].value = avg[15];
+	p->cells[0].ok = false;
+	s = render_json(&a, false);
+	ok_contains(s, "\"ranks\": \"0\",", "rank 0 apart");
+	ok_contains(s, "\"ranks\": \"1-15\",", "from the others");
+	ok_contains(s, "\"expr\": \"sum_dp(pp1,tp1)/4\"",
+	    "another group by its coordinates");
+	ok_contains(s, "\"of\": \"pp1 tp1\",", "in the terms too");
 	free(s);
 	audit_free(&a);
 }
@@ -579,6 +668,7 @@ main(void)
 	test_counts();
 	test_json();
 	test_long_expression();
+	test_json_grouped();
 	test_regions();
 	test_grid();
 	test_positions();
