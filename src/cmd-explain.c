@@ -346,8 +346,8 @@ cmd_explain_exec(struct options *o)
 		report_json_summary(&ex.json, &a);
 		json_end_object(&ex.json);
 	} else {
-		struct report_options ro = { o->verbose, o->quiet,
-		    options_use_color(o, stdout), false, o->expand };
+		struct report_options ro = { .verbose = o->verbose,
+		    .quiet = o->quiet, .color = options_use_color(o, stdout) };
 
 		printf("\n");
 		report_text(stdout, &a, &ro);

@@ -292,6 +292,22 @@ ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
 	return nfixed > 0;
 }
 
+bool
+ms_piece_has(const struct mesh *m, const struct ms_piece *p, uint32_t atom)
+{
+	struct coord	 a, b;
+	int		 d;
+
+	if (p->varied == 0)
+		return p->atom == atom;
+	mesh_coord_of(m, (int)p->atom, &a);
+	mesh_coord_of(m, (int)atom, &b);
+	for (d = 0; d < MS__COUNT; d++)
+		if ((p->fixed >> d & 1) && dim_coord(&a, d) != dim_coord(&b, d))
+			return false;
+	return true;
+}
+
 void
 ms_piece_of(const struct mesh *m, const struct ms_piece *p, int rank,
     char *buf, size_t len)

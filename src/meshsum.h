@@ -50,6 +50,9 @@ struct ms_piece	*ms_pieces(const struct mesh *, const struct lincomb *x,
  */
 bool		 ms_piece_is_self(const struct mesh *, const struct ms_piece *,
 		    int rank);
+/* Whether atom is one of the piece's. */
+bool		 ms_piece_has(const struct mesh *, const struct ms_piece *,
+		    uint32_t atom);
 /* "dp" or "dp tp": the summed coordinates; "" for an atom. */
 void		 ms_piece_sum(const struct ms_piece *, char *, size_t);
 /*

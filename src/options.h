@@ -41,6 +41,9 @@ struct options {
 	enum color_mode		 color;
 	bool			 quiet, verbose;
 	bool			 expand;	/* --expand: JSON cell per rank */
+	const char		*param;		/* --param NAME: text */
+	bool			 select_rank;	/* --rank N given: text */
+	int			 rank;
 	int			 world;		/* sweep, import --world */
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;

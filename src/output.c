@@ -193,6 +193,9 @@ output_begin(struct output_stream *s, const struct options *o, bool array,
 	s->report.color = options_use_color(o, stdout);
 	s->report.name_summary = n > 1;
 	s->report.expand = o->expand;
+	s->report.param = o->param;
+	s->report.select_rank = o->select_rank;
+	s->report.rank = o->rank;
 	if (o->format == FORMAT_JSON) {
 		json_init(&s->json, stdout, false);
 		if (array)

@@ -27,6 +27,11 @@ struct report_options {
 	bool	name_summary;
 	/* JSON: one cell per rank and region, terms atom by atom (--expand). */
 	bool	expand;
+	/* Text: --param NAME shows that parameter only; NULL for all. */
+	const char *param;
+	/* Text: --rank N shows that rank's wrong regions only. */
+	bool	select_rank;
+	int	rank;
 };
 
 void	 report_text(FILE *, const struct audit *,
