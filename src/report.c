@@ -724,7 +724,7 @@ cell_hash(const struct mesh *m, const struct cell_key *key)
 	h = mix(relative_hash(m, key->v, key->self),
 	    relative_hash(m, key->e, key->self));
 	h = mix(mix(h, (uint64_t)c->lo), (uint64_t)c->hi);
-	h = mix(h, (uint64_t)c->used << 1 | (uint64_t)c->ok);
+	h = mix(h, (uint64_t)c->used << 1 | (uint64_t)(c->used && c->ok));
 	if (c->has_hash)
 		h = mix(h, c->hash);
 	return h;
