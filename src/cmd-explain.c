@@ -387,12 +387,17 @@ cmd_explain_exec(struct options *o)
 	sym_audit(&ctx, &a, hook, &ex);
 	if (o->format == FORMAT_JSON) {
 		json_end_array(&ex.json);
+		/*
+		 * The verdicts and findings: the steps above already show the
+		 * selected parameters' values, and the whole audit of a large
+		 * mesh would dwarf them (issue 10).
+		 */
 		json_key(&ex.json, "audit");
-		report_json(&ex.json, &a);
+		report_json_summary(&ex.json, &a);
 		json_end_object(&ex.json);
 	} else {
-		struct report_options ro = { o->verbose, o->quiet,
-		    options_use_color(o, stdout), false };
+		struct report_options ro = { .verbose = o->verbose,
+		    .quiet = o->quiet, .color = options_use_color(o, stdout) };
 
 		printf("\n");
 		report_text(stdout, &a, &ro);

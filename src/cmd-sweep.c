@@ -680,7 +680,12 @@ cmd_sweep_exec(struct options *o)
 			break;
 		}
 		if (json)
-			report_json(&js, &a);
+			report_json(&js, &a, &(struct report_options){
+			    .expand = o->expand });
+		else if (o->format == FORMAT_JSONL) {
+			json_init(&js, stdout, true);
+			report_json_summary(&js, &a);
+		}
 		audit_free(&a);
 		cfg_free(&c);
 		pt->seconds = output_now() - t0;
@@ -702,8 +707,9 @@ cmd_sweep_exec(struct options *o)
 		launch_exit_interrupted(status);
 		return status;
 	}
-	if (json) {
+	if (json)
 		json_end_array(&js);
+	if (o->format != FORMAT_TEXT) {
 		rc = EXIT_OK;
 		for (i = 0; i < sw.npoints; i++)
 			if (sw.points[i].failed)

@@ -2220,6 +2220,20 @@ cfg_key_value(const struct config *c, enum cfg_key k, char *buf, size_t len)
 	}
 }
 
+enum cfg_value_type
+cfg_key_value_type(enum cfg_key k)
+{
+	switch (keys[k].type) {
+	case TYPE_INT:
+	case TYPE_INT64:
+		return CFG_VALUE_NUMBER;
+	case TYPE_BOOL:
+		return CFG_VALUE_BOOL;
+	default:
+		return CFG_VALUE_STRING;
+	}
+}
+
 bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {

@@ -317,6 +317,9 @@ void	 cfg_key_value(const struct config *, enum cfg_key, char *buf,
 	    size_t len);
 /* True for keys that hold a value (not sections, not strings). */
 bool	 cfg_key_is_setting(enum cfg_key);
+/* What JSON type a key's value is: a number, a boolean or a string. */
+enum cfg_value_type { CFG_VALUE_STRING, CFG_VALUE_NUMBER, CFG_VALUE_BOOL };
+enum cfg_value_type cfg_key_value_type(enum cfg_key);
 /* False for keys under an absent optional section (model.moe). */
 bool	 cfg_key_is_active(const struct config *, enum cfg_key);
 /* True for the keys that describe the job (mesh, model.moe), not a framework. */

@@ -19,7 +19,8 @@
 enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
-	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE,
+	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
+	OPT_PARAM, OPT_RANK,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -36,8 +37,8 @@ struct option_spec {
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json", SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
-	  "output format on stdout (default text)" },
+	{ "format", OPT_FORMAT, "text|json|jsonl", SCOPE_ALL | SCOPE_FRAMEWORKS,
+	  0, "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
 	  false, "also write JUnit XML, a testcase per config" },
 	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, 0,
@@ -64,6 +65,12 @@ static const struct option_spec specs[] = {
 	  "sweep: also audit small meshes on MPI" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
+	{ "expand", OPT_EXPAND, NULL, SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP, 0,
+	  "JSON: a cell per rank, terms atom by atom" },
+	{ "param", OPT_PARAM, "NAME", SCOPE_RUN | SCOPE_CHECK, 0,
+	  "text: show this parameter only, with its table" },
+	{ "rank", OPT_RANK, "N", SCOPE_RUN | SCOPE_CHECK, 0,
+	  "text: show only where rank N is wrong" },
 	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, 0,
 	  "colour (default auto: only on a terminal)" },
 	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, 0,
@@ -212,6 +219,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 			o->format = FORMAT_TEXT;
 		else if (strcmp(arg, "json") == 0)
 			o->format = FORMAT_JSON;
+		else if (strcmp(arg, "jsonl") == 0 &&
+		    (scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP)) != 0)
+			o->format = FORMAT_JSONL;
 		else
 			goto bad;
 		break;
@@ -284,6 +294,20 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_NUMERIC:
 		o->numeric = true;
+		break;
+	case OPT_EXPAND:
+		o->expand = true;
+		break;
+	case OPT_PARAM:
+		if (*arg == '\0')
+			goto bad;
+		o->param = arg;
+		break;
+	case OPT_RANK:
+		if (parse_int(arg, 0, INT_MAX, &v) < 0)
+			goto bad;
+		o->rank = (int)v;
+		o->select_rank = true;
 		break;
 	case OPT_FRAMEWORK:
 		if (*arg == '\0')

@@ -13,7 +13,11 @@
 #include "audit.h"
 #include "config.h"
 
-enum output_format { FORMAT_TEXT, FORMAT_JSON };
+/*
+ * FORMAT_JSONL: one summary object (report_json_summary) per config on a
+ * line of its own, for scripts reading one config or many alike.
+ */
+enum output_format { FORMAT_TEXT, FORMAT_JSON, FORMAT_JSONL };
 enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 
 /* Which commands accept an option: bits of enum option_scope. */
@@ -36,6 +40,10 @@ struct options {
 	double			 timeout;	/* --timeout seconds */
 	enum color_mode		 color;
 	bool			 quiet, verbose;
+	bool			 expand;	/* --expand: JSON cell per rank */
+	const char		*param;		/* --param NAME: text */
+	bool			 select_rank;	/* --rank N given: text */
+	int			 rank;
 	int			 world;		/* sweep, import --world */
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;

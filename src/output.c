@@ -192,6 +192,10 @@ output_begin(struct output_stream *s, const struct options *o, bool array,
 	s->report.quiet = o->quiet;
 	s->report.color = options_use_color(o, stdout);
 	s->report.name_summary = n > 1;
+	s->report.expand = o->expand;
+	s->report.param = o->param;
+	s->report.select_rank = o->select_rank;
+	s->report.rank = o->rank;
 	if (o->format == FORMAT_JSON) {
 		json_init(&s->json, stdout, false);
 		if (array)
@@ -206,7 +210,12 @@ output_add(struct output_stream *s, const struct audited *v)
 	const struct audit	*a = v->audit;
 
 	if (a != NULL && o->format == FORMAT_JSON)
-		report_json(&s->json, a);
+		report_json(&s->json, a, &s->report);
+	else if (a != NULL && o->format == FORMAT_JSONL) {
+		/* A line per config: the same shape for one config or many. */
+		json_init(&s->json, stdout, true);
+		report_json_summary(&s->json, a);
+	}
 	else if (a != NULL) {
 		if (s->count > 0 && !o->quiet)
 			fputc('\n', stdout);

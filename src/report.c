@@ -26,6 +26,7 @@
 #include "hash.h"
 #include "json.h"
 #include "lincomb.h"
+#include "meshsum.h"
 #include "report.h"
 #include "framework.h"
 #include "text.h"
@@ -39,8 +40,10 @@
 
 /* Longer expressions are cut in text mode (JSON always has them whole). */
 #define EXPR_MAX		100
-/* Wrong regions listed per parameter without -v. */
-#define REGION_LINES_MAX	16
+/* Wrong regions (groups of ranks) listed per parameter without -v. */
+#define REGION_LINES_MAX	6
+/* Parameters shown with their table without -v; the others by title. */
+#define TABLES_MAX		4
 /* Parameter names listed in one finding line before "and N more". */
 #define FINDING_PARAMS_MAX	3
 
@@ -539,6 +542,299 @@ report_summary(const struct audit *a)
  * The text report.
  */
 
+/*
+ * Grouped cells (the default): one object per set of ranks holding the
+ * same thing, found with a hash table over everything a cell object says
+ * but its rank and coordinates.  A 4,096-rank report listed 44,880 cells
+ * of up to 4,096 atoms each, 415 MB (issue 10); grouped, a value shared
+ * by a dp group is written once, by mesh groups (meshsum.h), and terms
+ * relative to the rank ("self") let the ranks whose values differ only by
+ * their own atom, such as the unused shards of a distributed optimizer,
+ * share one object too.
+ */
+
+static uint64_t
+mix(uint64_t h, uint64_t v)
+{
+	h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+	return h * 0xff51afd7ed558ccdULL;
+}
+
+/* The pieces of each lincomb, by pointer: lincombs are shared. */
+struct piece_memo {
+	const struct lincomb	*x;
+	struct ms_piece		*p;
+	size_t			 n;
+};
+
+struct piece_cache {
+	struct piece_memo	**slot;	/* memos stay put when it grows */
+	size_t			  cap, used;
+};
+
+static size_t
+memo_home(const struct piece_cache *pc, const struct lincomb *x)
+{
+	return (size_t)(mix(0, (uintptr_t)x) & (pc->cap - 1));
+}
+
+static const struct piece_memo *
+pieces_of(struct piece_cache *pc, const struct mesh *m,
+    const struct lincomb *x)
+{
+	struct piece_memo	**old, *pm;
+	size_t			  k, i, oldcap;
+
+	if (x == NULL)
+		return NULL;
+	if (pc->used * 2 >= pc->cap) {
+		old = pc->slot;
+		oldcap = pc->cap;
+		pc->cap = oldcap ? 2 * oldcap : 64;
+		pc->slot = xcalloc(pc->cap, sizeof *pc->slot);
+		for (i = 0; i < oldcap; i++)
+			if (old[i] != NULL) {
+				for (k = memo_home(pc, old[i]->x);
+				    pc->slot[k] != NULL;
+				    k = (k + 1) & (pc->cap - 1))
+					continue;
+				pc->slot[k] = old[i];
+			}
+		free(old);
+	}
+	for (k = memo_home(pc, x); pc->slot[k] != NULL;
+	    k = (k + 1) & (pc->cap - 1))
+		if (pc->slot[k]->x == x)
+			return pc->slot[k];
+	pm = pc->slot[k] = xcalloc(1, sizeof *pm);
+	pm->x = x;
+	pm->p = ms_pieces(m, x, &pm->n);
+	pc->used++;
+	return pm;
+}
+
+static void
+piece_cache_free(struct piece_cache *pc)
+{
+	size_t	 i;
+
+	for (i = 0; i < pc->cap; i++)
+		if (pc->slot[i] != NULL) {
+			free(pc->slot[i]->p);
+			free(pc->slot[i]);
+		}
+	free(pc->slot);
+}
+
+/*
+ * A cell with its pieces, as its group compares it: relative to rank
+ * self ("self" terms), or as they are when self is -1.
+ */
+struct cell_key {
+	const struct cell		*c;
+	const struct piece_memo		*v, *e;
+	int				 self;
+};
+
+static uint64_t
+relative_hash(const struct mesh *m, const struct piece_memo *pm, int rank)
+{
+	const struct ms_piece	*p;
+	uint64_t		 h = 0x5bd1e995;
+	size_t			 i;
+
+	if (pm == NULL)
+		return 1;
+	for (i = 0; i < pm->n; i++) {
+		p = &pm->p[i];
+		h = mix(h, (uint64_t)p->coef.num);
+		h = mix(h, (uint64_t)p->coef.den);
+		h = mix(h, (uint64_t)p->varied << 16 | p->fixed);
+		h = mix(h, ms_piece_is_self(m, p, rank) ? UINT64_MAX :
+		    p->atom);
+	}
+	return mix(h, pm->n);
+}
+
+static bool
+same_relative(const struct mesh *m, const struct piece_memo *x, int rx,
+    const struct piece_memo *y, int ry)
+{
+	const struct ms_piece	*p, *q;
+	bool			 sp, sq;
+	size_t			 i;
+
+	if (x == NULL || y == NULL)
+		return x == y;
+	if (x == y && rx == ry)
+		return true;
+	if (x->n != y->n)
+		return false;
+	for (i = 0; i < x->n; i++) {
+		p = &x->p[i];
+		q = &y->p[i];
+		if (!q_equal(p->coef, q->coef) || p->varied != q->varied ||
+		    p->fixed != q->fixed || p->n != q->n)
+			return false;
+		sp = ms_piece_is_self(m, p, rx);
+		sq = ms_piece_is_self(m, q, ry);
+		if (sp != sq || (!sp && p->atom != q->atom))
+			return false;
+	}
+	return true;
+}
+
+static bool
+same_bits(double x, double y)
+{
+	return memcmp(&x, &y, sizeof x) == 0;
+}
+
+/* Two cells print the same object, rank and coordinates aside. */
+static bool
+same_cell(const struct mesh *m, const struct cell_key *kx,
+    const struct cell_key *ky)
+{
+	const struct cell	*x = kx->c, *y = ky->c;
+
+	return x->lo == y->lo && x->hi == y->hi && x->used == y->used &&
+	    (!x->used || x->ok == y->ok) && x->has_hash == y->has_hash &&
+	    (!x->has_hash || (x->hash == y->hash &&
+	    x->reference_hash == y->reference_hash &&
+	    x->numeric_ok == y->numeric_ok &&
+	    same_bits(x->max_ulps, y->max_ulps) &&
+	    same_bits(x->max_rel_error, y->max_rel_error))) &&
+	    (kx->self >= 0) == (ky->self >= 0) &&
+	    same_relative(m, kx->v, kx->self, ky->v, ky->self) &&
+	    same_relative(m, kx->e, kx->self, ky->e, ky->self);
+}
+
+struct cell_group {
+	struct cell_key	 key;		/* of its first cell */
+	int		*ranks;		/* ascending */
+	size_t		 nranks;
+};
+
+static uint64_t
+cell_hash(const struct mesh *m, const struct cell_key *key)
+{
+	const struct cell	*c = key->c;
+	uint64_t		 h;
+
+	h = mix(relative_hash(m, key->v, key->self),
+	    relative_hash(m, key->e, key->self));
+	h = mix(mix(h, (uint64_t)c->lo), (uint64_t)c->hi);
+	h = mix(h, (uint64_t)c->used << 1 | (uint64_t)(c->used && c->ok));
+	if (c->has_hash)
+		h = mix(h, c->hash);
+	return h;
+}
+
+/*
+ * Add key to the groups g[0..*ng) through the hash table: to the group
+ * of an equal key, or as a new group; return its index.
+ */
+static size_t
+group_add(const struct mesh *m, struct cell_group **g, size_t *ng,
+    size_t *table, size_t cap, const struct cell_key *key)
+{
+	size_t	 k;
+
+	for (k = cell_hash(m, key) & (cap - 1); table[k] != SIZE_MAX;
+	    k = (k + 1) & (cap - 1))
+		if (same_cell(m, &(*g)[table[k]].key, key))
+			break;
+	if (table[k] == SIZE_MAX) {
+		*g = xreallocarray(*g, *ng + 1, sizeof **g);
+		(*g)[*ng].key = *key;
+		(*g)[*ng].ranks = NULL;
+		(*g)[*ng].nranks = 0;
+		table[k] = (*ng)++;
+	}
+	(*g)[table[k]].ranks = xreallocarray((*g)[table[k]].ranks,
+	    (*g)[table[k]].nranks + 1, sizeof(int));
+	(*g)[table[k]].ranks[(*g)[table[k]].nranks++] = key->c->rank;
+	return table[k];
+}
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	int	 x = *(const int *)a, y = *(const int *)b;
+
+	return (x > y) - (x < y);
+}
+
+/* Whether every rank of g reads its value alike relative to itself. */
+static bool
+uniform(const struct mesh *m, const struct cell_group *g)
+{
+	size_t	 i;
+	int	 r0 = g->ranks[0];
+
+	for (i = 1; i < g->nranks; i++)
+		if (!same_relative(m, g->key.v, r0, g->key.v, g->ranks[i]) ||
+		    !same_relative(m, g->key.e, r0, g->key.e, g->ranks[i]))
+			return false;
+	return true;
+}
+
+/*
+ * The groups of p's cells (only the wrong ones if wrong_only) in order of
+ * their first cell; *n: how many.  First the ranks holding the very same
+ * value; then those groups whose ranks all read it alike relative to
+ * themselves are merged by that reading, "self": the average over each
+ * rank's own dp group is one group for the whole mesh, g0/64 on rank 0
+ * and g1/64 on rank 1 share one, while (g0+...+g62)/64 on 64 ranks stays
+ * one group written by its atoms (g0 is rank 0's own, not rank 1's).
+ */
+static struct cell_group *
+group_cells(const struct mesh *m, const struct param_result *p,
+    struct piece_cache *pc, bool wrong_only, size_t *n)
+{
+	struct cell_group	*g1 = NULL, *g = NULL;
+	struct cell_key		 key;
+	size_t			*table, cap = 16, i, j, k, ng1 = 0, ng = 0;
+
+	while (cap < 2 * p->ncells)
+		cap *= 2;
+	table = xreallocarray(NULL, cap, sizeof *table);
+	for (i = 0; i < cap; i++)
+		table[i] = SIZE_MAX;
+	for (i = 0; i < p->ncells; i++) {
+		key.c = &p->cells[i];
+		if (wrong_only && !cell_wrong(key.c))
+			continue;
+		key.v = pieces_of(pc, m, key.c->value);
+		key.e = pieces_of(pc, m, key.c->expected);
+		key.self = -1;
+		group_add(m, &g1, &ng1, table, cap, &key);
+	}
+	for (i = 0; i < cap; i++)
+		table[i] = SIZE_MAX;
+	for (i = 0; i < ng1; i++) {
+		key = g1[i].key;
+		if (!uniform(m, &g1[i])) {
+			g = xreallocarray(g, ng + 1, sizeof *g);
+			g[ng++] = g1[i];
+			continue;
+		}
+		key.self = key.c->rank;
+		k = group_add(m, &g, &ng, table, cap, &key);
+		g[k].ranks = xreallocarray(g[k].ranks, g[k].nranks +
+		    g1[i].nranks - 1, sizeof(int));
+		for (j = 1; j < g1[i].nranks; j++)
+			g[k].ranks[g[k].nranks++] = g1[i].ranks[j];
+		free(g1[i].ranks);
+	}
+	for (i = 0; i < ng; i++)
+		qsort(g[i].ranks, g[i].nranks, sizeof(int), cmp_int);
+	free(g1);
+	free(table);
+	*n = ng;
+	return g;
+}
+
 struct text {
 	FILE				*fp;
 	const struct audit		*audit;
@@ -718,15 +1014,95 @@ rank_cell_text(struct text *t, const struct cell *cells, size_t n,
 	    paint(t, ANSI_RESET));
 }
 
+/*
+ * The table of a parameter.  Without -v, identical neighbours fold (issue
+ * 10: a 4,096-rank table was 64 columns wide and 64 rows long): columns
+ * whose every row holds the same text merge into "dp0-36", then rows
+ * whose texts are the same into "pp1-6 tp0-7" (or "pp1 tp3..pp2 tp1" when
+ * the run of rows is no box of coordinates).  Rows fold only when they
+ * are neighbours in the mesh, never across a stage that lacks the param.
+ */
+
+/* "pp1-6 tp0-7" for the rows first..last of the layout, or "a..b". */
+static void
+fold_row_label(const struct row_axes *ax, int first, int last, char *buf,
+    size_t len)
+{
+	int	 lo[3], hi[3], d[3], r, i, x, box = 1;
+	char	 a[64], b[64];
+
+	if (len > 0)
+		buf[0] = '\0';
+	size_t	 off = 0;
+
+	for (i = 0; i < ax->naxes; i++) {
+		lo[i] = INT32_MAX;
+		hi[i] = -1;
+	}
+	for (r = first; r <= last; r++) {
+		for (x = r, i = ax->naxes - 1; i >= 0; i--) {
+			d[i] = x % ax->size[i];
+			x /= ax->size[i];
+		}
+		for (i = 0; i < ax->naxes; i++) {
+			lo[i] = d[i] < lo[i] ? d[i] : lo[i];
+			hi[i] = d[i] > hi[i] ? d[i] : hi[i];
+		}
+	}
+	for (i = 0; i < ax->naxes; i++)
+		box *= hi[i] - lo[i] + 1;
+	if (box != last - first + 1) {
+		row_label(ax, first, a, sizeof a);
+		row_label(ax, last, b, sizeof b);
+		snprintf(buf, len, "%s..%s", a, b);
+		return;
+	}
+	buf[0] = '\0';
+	for (i = 0; i < ax->naxes && off < len; i++) {
+		if (lo[i] == hi[i])
+			off += (size_t)snprintf(buf + off, len - off, "%s%s%d",
+			    i > 0 ? " " : "", ax->name[i], lo[i]);
+		else
+			off += (size_t)snprintf(buf + off, len - off,
+			    "%s%s%d-%d", i > 0 ? " " : "", ax->name[i], lo[i],
+			    hi[i]);
+	}
+}
+
+static bool
+row_is_blank(char *const *cell, int row, int ncols)
+{
+	int	 c;
+
+	for (c = 0; c < ncols; c++)
+		if (cell[(size_t)row * ncols + c] != NULL)
+			return false;
+	return true;
+}
+
+static bool
+same_text(const char *x, const char *y)
+{
+	if (x == NULL || y == NULL)
+		return x == y;
+	return strcmp(x, y) == 0;
+}
+
 static void
 print_param_table(struct text *t, const struct param_result *p)
 {
-	struct grid	*g;
-	char		 buf[96];
+	struct row_axes	 ax;
+	struct grid	*g, *full;
+	char		 buf[160], **cell;
 	size_t		 i, j;
-	int		 row, col, nrows, ncols;
+	int		 row, col, nrows, ncols, r, c, k, nr, nc;
+	int		*cfirst, *clast, *rfirst, *rlast;
+	bool		 fold = !t->opt->verbose;
 
-	g = report_param_grid(t->audit, p);
+	row_axes_of(t->audit, p, &ax);
+	nrows = row_count(&ax);
+	ncols = ax.ncols;
+	cell = xcalloc((size_t)nrows * (size_t)ncols, sizeof *cell);
 	for (i = 0; i < p->ncells; i = j) {
 		for (j = i + 1; j < p->ncells &&
 		    p->cells[j].rank == p->cells[i].rank; j++)
@@ -734,11 +1110,71 @@ print_param_table(struct text *t, const struct param_result *p)
 		rank_cell_text(t, &p->cells[i], j - i, buf, sizeof(buf));
 		report_cell_position(t->audit, p, &p->cells[i], &row, &col,
 		    &nrows, &ncols, NULL, 0);
-		grid_set(g, row, col, buf);
+		free(cell[(size_t)row * ncols + col]);
+		cell[(size_t)row * ncols + col] = xstrdup(buf);
 	}
-	grid_drop_empty_rows(g);
+	/* Column runs: [cfirst[k], clast[k]]. */
+	cfirst = xcalloc((size_t)ncols, sizeof *cfirst);
+	clast = xcalloc((size_t)ncols, sizeof *clast);
+	for (nc = 0, c = 0; c < ncols; c = clast[nc++] + 1) {
+		cfirst[nc] = clast[nc] = c;
+		while (fold && clast[nc] + 1 < ncols) {
+			for (r = 0; r < nrows; r++)
+				if (!same_text(cell[(size_t)r * ncols + c],
+				    cell[(size_t)r * ncols + clast[nc] + 1]))
+					break;
+			if (r < nrows)
+				break;
+			clast[nc]++;
+		}
+	}
+	/* Row runs: [rfirst[k], rlast[k]], skipping stages without p. */
+	rfirst = xcalloc((size_t)nrows, sizeof *rfirst);
+	rlast = xcalloc((size_t)nrows, sizeof *rlast);
+	for (nr = 0, r = 0; r < nrows; r = rlast[nr++] + 1) {
+		while (r < nrows && row_is_blank(cell, r, ncols))
+			r++;
+		if (r == nrows)
+			break;
+		rfirst[nr] = rlast[nr] = r;
+		while (fold && rlast[nr] + 1 < nrows) {
+			for (c = 0; c < ncols; c++)
+				if (!same_text(cell[(size_t)r * ncols + c],
+				    cell[(size_t)(rlast[nr] + 1) * ncols + c]))
+					break;
+			if (c < ncols)
+				break;
+			rlast[nr]++;
+		}
+	}
+	full = report_param_grid(t->audit, p);
+	g = grid_new(nr, nc, full->corner);
+	grid_free(full);
+	for (c = 0; c < nc; c++) {
+		if (cfirst[c] == clast[c])
+			snprintf(buf, sizeof buf, "%s%d", ax.col_name,
+			    cfirst[c]);
+		else
+			snprintf(buf, sizeof buf, "%s%d-%d", ax.col_name,
+			    cfirst[c], clast[c]);
+		grid_col_label(g, c, buf);
+	}
+	for (k = 0; k < nr; k++) {
+		fold_row_label(&ax, rfirst[k], rlast[k], buf, sizeof buf);
+		grid_row_label(g, k, buf);
+		for (c = 0; c < nc; c++)
+			grid_set(g, k, c, cell[(size_t)rfirst[k] * ncols +
+			    cfirst[c]]);
+	}
 	grid_print(t->fp, g);
 	grid_free(g);
+	for (i = 0; i < (size_t)nrows * (size_t)ncols; i++)
+		free(cell[i]);
+	free(cell);
+	free(cfirst);
+	free(clast);
+	free(rfirst);
+	free(rlast);
 }
 
 /*
@@ -763,59 +1199,239 @@ put_expr(FILE *fp, const char *s, uint32_t nterms)
 	fprintf(fp, "... (%" PRIu32 " terms)", nterms);
 }
 
-static void
-put_lincomb(struct text *t, const struct lincomb *x)
+/* The coefficient of atom in x, 0 when absent (terms sorted by atom). */
+static struct rational
+coef_of(const struct lincomb *x, uint32_t atom)
 {
-	if (x == NULL) {
-		fputs("?", t->fp);
+	uint32_t	 lo = 0, hi = x->nterms, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (x->terms[mid].atom < atom)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < x->nterms && x->terms[lo].atom == atom)
+		return x->terms[lo].coef;
+	return q_make(0, 1);
+}
+
+/*
+ * Against each term of the expected value (a mesh group or an atom), what
+ * the value lacks: "missing sum_dp(pp7,tp0)/64" when all of its atoms are
+ * absent, "missing 63 of the 64 terms of sum_dp(pp7,tp0)/64" when some
+ * are, "wrong coefficient on 8 of the 64 terms of ..." when present with
+ * another factor; then the atoms the value holds and should not, by group.
+ */
+static void
+put_difference(struct text *t, const struct lincomb *v,
+    const struct lincomb *e, const struct piece_memo *pe, int self)
+{
+	const struct mesh	*m = &t->audit->mesh;
+	struct arena		*ar = &t->scratch;
+	struct lincomb		*extra;
+	struct ms_piece		*pp;
+	size_t			*absent, *off, k, np;
+	uint32_t		 i, n;
+	struct rational		 c;
+	char			 name[160], q[48];
+	const char		*sep = ": ", *ps;
+
+	absent = xcalloc(pe->n + 1, sizeof *absent);
+	off = xcalloc(pe->n + 1, sizeof *off);
+	for (i = 0; i < e->nterms; i++) {
+		for (k = 0; k < pe->n; k++)
+			if (ms_piece_has(m, &pe->p[k], e->terms[i].atom))
+				break;
+		c = coef_of(v, e->terms[i].atom);
+		if (q_is_zero(c))
+			absent[k]++;
+		else if (!q_equal(c, e->terms[i].coef))
+			off[k]++;
+	}
+	for (k = 0; k < pe->n; k++) {
+		ms_piece_name(m, &pe->p[k], self, name, sizeof name);
+		q_format(pe->p[k].coef, q, sizeof q);
+		if (absent[k] == pe->p[k].n)
+			fprintf(t->fp, "%smissing %s%s%s", sep, name,
+			    strcmp(q, "1") == 0 ? "" : "*", strcmp(q, "1") == 0 ?
+			    "" : q);
+		else if (absent[k] > 0)
+			fprintf(t->fp, "%smissing %zu of the %" PRIu32 " terms "
+			    "of %s", sep, absent[k], pe->p[k].n, name);
+		if (absent[k] > 0)
+			sep = ", ";
+		if (off[k] > 0) {
+			fprintf(t->fp, "%swrong coefficient on %zu of the %"
+			    PRIu32 " terms of %s", sep, off[k], pe->p[k].n,
+			    name);
+			sep = ", ";
+		}
+	}
+	extra = arena_alloc(ar, sizeof(*extra) + (size_t)v->nterms *
+	    sizeof(struct term));
+	for (i = n = 0; i < v->nterms; i++)
+		if (q_is_zero(coef_of(e, v->terms[i].atom)))
+			extra->terms[n++] = v->terms[i];
+	extra->nterms = n;
+	if (n > 0) {
+		pp = ms_pieces(m, extra, &np);
+		ps = ms_format(ar, m, pp, np, self);
+		free(pp);
+		fprintf(t->fp, "%sextra ", sep);
+		put_expr(t->fp, ps, n);
+		if (strlen(ps) <= EXPR_MAX && n > 1)
+			fprintf(t->fp, " (%" PRIu32 " terms)", n);
+	}
+	free(absent);
+	free(off);
+}
+
+/*
+ * What a wrong region holds against what it should.  Short expressions
+ * print whole, as the Megatron-LM #844 report does; a long pair prints in
+ * mesh-group notation (meshsum.h), cut, and then the factor when the value
+ * is a multiple of the expected one, else what is missing and extra:
+ * "missing 63 of the 64 terms of sum_dp(pp7,tp0)" says what
+ * "(g0+g8+...)/64 ... (65 terms)" hid (issue 10).  With absolute, atoms
+ * by rank; else "self" stands for each rank of the line, rank the first.
+ */
+static void
+put_value_vs_expected(struct text *t, struct piece_cache *pc,
+    const struct cell *c, int rank, bool absolute)
+{
+	const struct lincomb	*v = c->value, *e = c->expected;
+	const struct piece_memo	*pv, *pe;
+	struct arena		*ar = &t->scratch;
+	const struct mesh	*m = &t->audit->mesh;
+	struct rational		 q;
+	const char		*vs, *es;
+	char			 buf[48];
+	int			 self = absolute ? -1 : rank;
+
+	if (v == NULL || e == NULL) {
+		fputs(v == NULL ? "?" : lc_format(ar, v, "g"), t->fp);
+		fputs("  expected ?", t->fp);
 		return;
 	}
-	put_expr(t->fp, lc_format(&t->scratch, x, "g"), x->nterms);
+	pv = pieces_of(pc, m, v);
+	pe = pieces_of(pc, m, e);
+	if (absolute && v->nterms <= EXPR_MAX && e->nterms <= EXPR_MAX) {
+		vs = lc_format(ar, v, "g");
+		es = lc_format(ar, e, "g");
+		if (strlen(vs) <= EXPR_MAX && strlen(es) <= EXPR_MAX) {
+			fprintf(t->fp, "%s  expected %s", vs, es);
+			return;
+		}
+	}
+	vs = ms_format(ar, m, pv->p, pv->n, self);
+	es = ms_format(ar, m, pe->p, pe->n, self);
+	put_expr(t->fp, vs, v->nterms);
+	fputs("  expected ", t->fp);
+	put_expr(t->fp, es, e->nterms);
+	if (strlen(vs) <= EXPR_MAX && strlen(es) <= EXPR_MAX)
+		return;
+	if (lc_proportional(v, e, &q)) {
+		q_format(q, buf, sizeof buf);
+		fprintf(t->fp, ": %s times the expected value", buf);
+		return;
+	}
+	put_difference(t, v, e, pe, self);
+}
+
+/* "rank 5" or "ranks 0-7, 64" and the region. */
+static void
+put_region_head(struct text *t, const int *ranks, size_t n,
+    const struct cell *c)
+{
+	put_rank_list(t->fp, ranks, n);
+	fprintf(t->fp, " [%" PRId64 ",%" PRId64 "): ", c->lo, c->hi);
 }
 
 static void
-print_region_line(struct text *t, const struct cell *c)
+put_numeric_error(struct text *t, const struct cell *c)
 {
 	const struct audit	*a = t->audit;
 
-	fprintf(t->fp, "rank %d [%" PRId64 ",%" PRId64 "): ", c->rank, c->lo,
-	    c->hi);
-	put_lincomb(t, c->value);
-	fputs("  expected ", t->fp);
-	put_lincomb(t, c->expected);
 	if (a->numeric && a->arith != ARITH_EXACT && c->has_hash)
 		fprintf(t->fp, "  (max %.3g ulps, relative error %.3g)",
 		    c->max_ulps, c->max_rel_error);
-	putc('\n', t->fp);
 }
 
+/*
+ * The wrong regions: with -v one line per rank and region; without, one
+ * line per group of ranks holding the same thing (as the JSON cells), at
+ * most REGION_LINES_MAX of them.  --rank keeps the lines of that rank.
+ */
 static void
 print_wrong_regions(struct text *t, const struct param_result *p)
 {
-	size_t	 i, shown = 0, total = 0;
+	struct piece_cache	 pc;
+	struct cell_group	*g;
+	const struct cell	*c;
+	size_t			 i, ng, shown = 0, total = 0;
+	int			 want = t->opt->select_rank ? t->opt->rank : -1;
 
-	for (i = 0; i < p->ncells; i++) {
-		if (!cell_wrong(&p->cells[i]))
-			continue;
+	memset(&pc, 0, sizeof pc);
+	if (t->opt->verbose || want >= 0) {
+		for (i = 0; i < p->ncells; i++) {
+			c = &p->cells[i];
+			if (!cell_wrong(c) || (want >= 0 && c->rank != want))
+				continue;
+			put_region_head(t, &c->rank, 1, c);
+			put_value_vs_expected(t, &pc, c, c->rank, true);
+			put_numeric_error(t, c);
+			putc('\n', t->fp);
+		}
+		piece_cache_free(&pc);
+		return;
+	}
+	g = group_cells(&t->audit->mesh, p, &pc, true, &ng);
+	for (i = 0; i < ng; i++) {
+		c = g[i].key.c;
 		total++;
-		if (shown == REGION_LINES_MAX && !t->opt->verbose)
+		if (shown == REGION_LINES_MAX)
 			continue;
-		print_region_line(t, &p->cells[i]);
+		put_region_head(t, g[i].ranks, g[i].nranks, c);
+		/* One rank: its own atoms, as they are. */
+		put_value_vs_expected(t, &pc, c, g[i].key.self,
+		    g[i].nranks == 1 || g[i].key.self < 0);
+		put_numeric_error(t, c);
+		putc('\n', t->fp);
 		shown++;
 	}
 	if (shown < total)
 		fprintf(t->fp, "... and %zu more wrong region%s (-v lists "
-		    "them all)\n", total - shown,
+		    "them all, rank by rank)\n", total - shown,
 		    plural((int64_t)(total - shown)));
+	for (i = 0; i < ng; i++)
+		free(g[i].ranks);
+	free(g);
+	piece_cache_free(&pc);
+}
+
+/* Whether rank has a wrong cell in p. */
+static bool
+rank_wrong_in(const struct param_result *p, int rank)
+{
+	size_t	 i;
+
+	for (i = 0; i < p->ncells; i++)
+		if (p->cells[i].rank == rank && cell_wrong(&p->cells[i]))
+			return true;
+	return false;
 }
 
 static void
-print_param(struct text *t, const struct param_result *p)
+print_param(struct text *t, const struct param_result *p, bool table)
 {
 	print_title(t, p);
-	print_param_table(t, p);
-	print_wrong_regions(t, p);
-	putc('\n', t->fp);
+	if (table) {
+		print_param_table(t, p);
+		print_wrong_regions(t, p);
+		putc('\n', t->fp);
+	}
 	/* The expressions of one parameter are not needed any more. */
 	arena_free(&t->scratch);
 	arena_init(&t->scratch);
@@ -877,11 +1493,31 @@ print_summary(struct text *t)
 	free(s);
 }
 
+/* The parameters the text report shows: wrong ones, or --param's. */
+static bool
+param_selected(const struct text *t, const struct param_result *p)
+{
+	const struct report_options *o = t->opt;
+
+	if (o->param != NULL)
+		return strcmp(p->name, o->param) == 0 || (p->tied_with !=
+		    NULL && strcmp(p->tied_with, o->param) == 0);
+	if (p->consistent && p->correct)
+		return false;
+	return !o->select_rank || rank_wrong_in(p, o->rank);
+}
+
+/*
+ * The findings first, then the parameters, then the summary: on a large
+ * mesh the answer must not scroll away behind the tables (issue 10).
+ * Without -v only the first TABLES_MAX parameters get their table; the
+ * others a title line each.
+ */
 void
 report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 {
 	struct text	 t;
-	size_t		 i;
+	size_t		 i, tables = 0, titles = 0;
 
 	t.fp = fp;
 	t.audit = a;
@@ -889,10 +1525,29 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 	arena_init(&t.scratch);
 	if (!opt->quiet) {
 		print_header(&t);
-		for (i = 0; i < a->nparams; i++)
-			if (!a->params[i].consistent || !a->params[i].correct)
-				print_param(&t, &a->params[i]);
 		print_findings(&t);
+		for (i = 0; i < a->nparams; i++) {
+			if (!param_selected(&t, &a->params[i]))
+				continue;
+			if (tables < TABLES_MAX || opt->verbose ||
+			    opt->param != NULL) {
+				print_param(&t, &a->params[i], true);
+				tables++;
+			} else {
+				print_param(&t, &a->params[i], false);
+				titles++;
+			}
+		}
+		if (titles > 0)
+			fprintf(fp, "(%zu more table%s: -v shows them all, "
+			    "--param NAME one)\n\n", titles,
+			    plural((int64_t)titles));
+		if (opt->param != NULL && tables == 0)
+			fprintf(fp, "no parameter %s in this config\n\n",
+			    opt->param);
+		if (opt->select_rank && opt->rank >= a->mesh.world)
+			fprintf(fp, "no rank %d in this mesh of %d\n\n",
+			    opt->rank, a->mesh.world);
 		print_consistent(&t);
 	}
 	print_summary(&t);
@@ -988,7 +1643,19 @@ json_settings(struct json *j, const struct config *c)
 		    cfg_key_is_job(k))
 			continue;
 		cfg_key_value(c, k, v, sizeof(v));
-		json_key_string(j, cfg_key_path(k), v);
+		/* Typed for scripts: jq 'select(.settings["x"] == 8)'. */
+		switch (cfg_key_value_type(k)) {
+		case CFG_VALUE_NUMBER:
+			json_key(j, cfg_key_path(k));
+			json_raw_number(j, v);
+			break;
+		case CFG_VALUE_BOOL:
+			json_key_bool(j, cfg_key_path(k), strcmp(v, "true") == 0);
+			break;
+		default:
+			json_key_string(j, cfg_key_path(k), v);
+			break;
+		}
 	}
 	json_end_object(j);
 }
@@ -1066,11 +1733,103 @@ json_cell(struct json *j, const struct audit *a, const struct cell *c,
 	json_end_object(j);
 }
 
+/* "0-7,64,66-71": ascending ranks, runs of two or more as "a-b". */
 static void
-json_param(struct json *j, const struct audit *a, const struct param_result *p)
+json_key_ranges(struct json *j, const char *key, const int *r, size_t n)
 {
-	struct arena	 scratch;
-	size_t		 i;
+	char	*buf = NULL;
+	size_t	 len = 0, i, k;
+	FILE	*fp = memstream(&buf, &len);
+
+	for (i = 0; i < n; i = k + 1) {
+		for (k = i; k + 1 < n && r[k + 1] == r[k] + 1; k++)
+			continue;
+		fprintf(fp, "%s%d", i > 0 ? "," : "", r[i]);
+		if (k > i)
+			fprintf(fp, "-%d", r[k]);
+	}
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	json_key_string(j, key, buf);
+	free(buf);
+}
+
+/*
+ * [{"coef": "1/64", "sum": "dp", "of": "pp7 tp0", "n": 64},
+ *  {"coef": "1", "sum": "", "of": "g3", "n": 1},
+ *  {"coef": "1/2", "sum": "tp", "of": "self", "n": 8}]
+ */
+static void
+json_pieces(struct json *j, const char *key, const struct mesh *m,
+    const struct piece_memo *pm, int rank)
+{
+	char	 buf[128];
+	size_t	 i;
+
+	json_key(j, key);
+	if (pm == NULL) {
+		json_null(j);
+		return;
+	}
+	json_begin_array(j);
+	for (i = 0; i < pm->n; i++) {
+		json_begin_object(j);
+		q_format(pm->p[i].coef, buf, sizeof buf);
+		json_key_string(j, "coef", buf);
+		ms_piece_sum(&pm->p[i], buf, sizeof buf);
+		json_key_string(j, "sum", buf);
+		ms_piece_of(m, &pm->p[i], rank, buf, sizeof buf);
+		json_key_string(j, "of", buf);
+		json_key_int(j, "n", pm->p[i].n);
+		json_end_object(j);
+	}
+	json_end_array(j);
+}
+
+static void
+json_pieces_expr(struct json *j, struct arena *scratch, const char *key,
+    const struct mesh *m, const struct piece_memo *pm, int rank)
+{
+	json_key_string_or_null(j, key, pm != NULL ?
+	    ms_format(scratch, m, pm->p, pm->n, rank) : NULL);
+}
+
+static void
+json_cell_group(struct json *j, const struct audit *a,
+    const struct cell_group *g, struct arena *scratch)
+{
+	const struct cell	*c = g->key.c;
+
+	json_begin_object(j);
+	json_key_ranges(j, "ranks", g->ranks, g->nranks);
+	json_key_int(j, "nranks", (int64_t)g->nranks);
+	json_key(j, "region");
+	json_begin_array(j);
+	json_int(j, c->lo);
+	json_int(j, c->hi);
+	json_end_array(j);
+	json_key_bool(j, "used", c->used);
+	if (c->used)
+		json_key_bool(j, "ok", c->ok);
+	else
+		json_key_null(j, "ok");
+	json_cell_numeric(j, a, c);
+	json_pieces(j, "terms", &a->mesh, g->key.v, g->key.self);
+	json_pieces(j, "expected", &a->mesh, g->key.e, g->key.self);
+	json_pieces_expr(j, scratch, "expr", &a->mesh, g->key.v, g->key.self);
+	json_pieces_expr(j, scratch, "expected_expr", &a->mesh, g->key.e,
+	    g->key.self);
+	json_end_object(j);
+}
+
+static void
+json_param(struct json *j, const struct audit *a,
+    const struct param_result *p, bool expand)
+{
+	struct arena		 scratch;
+	struct piece_cache	 pc;
+	struct cell_group	*g;
+	size_t			 i, ng;
 
 	arena_init(&scratch);
 	json_begin_object(j);
@@ -1082,8 +1841,19 @@ json_param(struct json *j, const struct audit *a, const struct param_result *p)
 		json_key_hash(j, "reference_hash", p->reference_hash);
 	json_key(j, "cells");
 	json_begin_array(j);
-	for (i = 0; i < p->ncells; i++)
-		json_cell(j, a, &p->cells[i], &scratch);
+	if (expand) {
+		for (i = 0; i < p->ncells; i++)
+			json_cell(j, a, &p->cells[i], &scratch);
+	} else {
+		memset(&pc, 0, sizeof pc);
+		g = group_cells(&a->mesh, p, &pc, false, &ng);
+		for (i = 0; i < ng; i++) {
+			json_cell_group(j, a, &g[i], &scratch);
+			free(g[i].ranks);
+		}
+		free(g);
+		piece_cache_free(&pc);
+	}
 	json_end_array(j);
 	json_end_object(j);
 	arena_free(&scratch);
@@ -1127,11 +1897,41 @@ json_numerics(struct json *j, const struct audit *a)
 	json_end_object(j);
 }
 
-void
-report_json(struct json *j, const struct audit *a)
+/*
+ * "counts": what a script would otherwise count from params and findings,
+ * every kind of finding present even at 0, so that a script can read
+ * .counts.by_kind["double-count"] without a default.
+ */
+static void
+json_counts(struct json *j, const struct audit *a)
 {
-	size_t	 i;
+	size_t	 by_kind[FINDING__COUNT] = { 0 }, i;
+	int	 k;
 
+	for (i = 0; i < a->nfindings; i++)
+		if ((int)a->findings[i].kind >= 0 &&
+		    a->findings[i].kind < FINDING__COUNT)
+			by_kind[a->findings[i].kind]++;
+	json_key(j, "counts");
+	json_begin_object(j);
+	json_key_int(j, "params", (int64_t)a->nparams);
+	json_key_int(j, "wrong_params", audit_wrong_params(a));
+	json_key_int(j, "ranks", a->mesh.world);
+	json_key_int(j, "wrong_ranks", audit_wrong_ranks(a));
+	json_key_int(j, "findings", (int64_t)a->nfindings);
+	json_key(j, "by_kind");
+	json_begin_object(j);
+	for (k = 0; k < FINDING__COUNT; k++)
+		json_key_int(j, finding_kind_name((enum finding_kind)k),
+		    (int64_t)by_kind[k]);
+	json_end_object(j);
+	json_end_object(j);
+}
+
+/* Everything of the object but params and findings, and its opening. */
+static void
+json_head(struct json *j, const struct audit *a)
+{
 	json_begin_object(j);
 	json_key_string(j, "tool", "gradaudit");
 	json_key_string(j, "version", REPORT_VERSION);
@@ -1147,15 +1947,41 @@ report_json(struct json *j, const struct audit *a)
 	json_key_bool(j, "correct", a->correct);
 	if (a->numeric_verdict != NULL)
 		json_key_string(j, "numeric_verdict", a->numeric_verdict);
-	json_key(j, "params");
-	json_begin_array(j);
-	for (i = 0; i < a->nparams; i++)
-		json_param(j, a, &a->params[i]);
-	json_end_array(j);
+	json_counts(j, a);
+}
+
+static void
+json_findings(struct json *j, const struct audit *a)
+{
+	size_t	 i;
+
 	json_key(j, "findings");
 	json_begin_array(j);
 	for (i = 0; i < a->nfindings; i++)
 		json_finding(j, &a->findings[i]);
 	json_end_array(j);
+}
+
+void
+report_json(struct json *j, const struct audit *a,
+    const struct report_options *opt)
+{
+	size_t	 i;
+
+	json_head(j, a);
+	json_key(j, "params");
+	json_begin_array(j);
+	for (i = 0; i < a->nparams; i++)
+		json_param(j, a, &a->params[i], opt != NULL && opt->expand);
+	json_end_array(j);
+	json_findings(j, a);
+	json_end_object(j);
+}
+
+void
+report_json_summary(struct json *j, const struct audit *a)
+{
+	json_head(j, a);
+	json_findings(j, a);
 	json_end_object(j);
 }

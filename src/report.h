@@ -25,12 +25,25 @@ struct report_options {
 	 * with the config's name, or nobody could tell the lines apart.
 	 */
 	bool	name_summary;
+	/* JSON: one cell per rank and region, terms atom by atom (--expand). */
+	bool	expand;
+	/* Text: --param NAME shows that parameter only; NULL for all. */
+	const char *param;
+	/* Text: --rank N shows that rank's wrong regions only. */
+	bool	select_rank;
+	int	rank;
 };
 
 void	 report_text(FILE *, const struct audit *,
 	    const struct report_options *);
 /* One JSON object (SPEC section 9); the caller wraps several in an array. */
-void	 report_json(struct json *, const struct audit *);
+void	 report_json(struct json *, const struct audit *,
+	    const struct report_options *);
+/*
+ * The same object without "params": verdicts, counts, settings and
+ * findings, for --format jsonl and explain.
+ */
+void	 report_json_summary(struct json *, const struct audit *);
 
 /*
  * The summary line without its newline, xmalloc'd:

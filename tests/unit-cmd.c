@@ -96,7 +96,7 @@ test_usage(void)
 		if (c->scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_EXPLAIN |
 		    SCOPE_SWEEP))
 			tap_ok(strstr(u, "[--color auto|always|never]") != NULL &&
-			    strstr(u, "[--format text|json]") != NULL &&
+			    strstr(u, "[--format text|json|jsonl]") != NULL &&
 			    strstr(u, "[-qv]") != NULL,
 			    "%s: the usage names -q, -v, --color and --format",
 			    c->name);

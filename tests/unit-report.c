@@ -130,6 +130,18 @@ build_megatron(struct audit *a, bool numeric)
 }
 
 static char *
+render_text_opt(const struct audit *a, const struct report_options *opt)
+{
+	char	*buf = NULL;
+	size_t	 len;
+	FILE	*fp = open_memstream(&buf, &len);
+
+	report_text(fp, a, opt);
+	fclose(fp);
+	return buf;
+}
+
+static char *
 render_text(const struct audit *a, bool verbose, bool quiet)
 {
 	struct report_options	 opt = { verbose, quiet, false, false };
@@ -143,15 +155,16 @@ render_text(const struct audit *a, bool verbose, bool quiet)
 }
 
 static char *
-render_json(const struct audit *a)
+render_json(const struct audit *a, bool expand)
 {
-	struct json	 j;
-	char		*buf = NULL;
-	size_t		 len;
-	FILE		*fp = open_memstream(&buf, &len);
+	struct report_options	 opt = { .expand = expand };
+	struct json		 j;
+	char			*buf = NULL;
+	size_t			 len;
+	FILE			*fp = open_memstream(&buf, &len);
 
 	json_init(&j, fp, false);
-	report_json(&j, a);
+	report_json(&j, a, &opt);
 	fclose(fp);
 	return buf;
 }
@@ -191,6 +204,12 @@ test_text_symbolic(void)
 	    "  fix: set sync.embedding_grad: before-dp\n", "finding and fix");
 	ok_contains(s, "\n1 of 1 parameter wrong on 2 of 4 ranks\n",
 	    "summary line");
+	tap_ok(strstr(s, "finding: ") != NULL && strstr(s, "pp \\ dp") !=
+	    NULL && strstr(s, "finding: ") < strstr(s, "pp \\ dp"),
+	    "the findings come before the tables");
+	tap_ok(strlen(s) > 40 && strcmp(s + strlen(s) - 40,
+	    "\n1 of 1 parameter wrong on 2 of 4 ranks\n") == 0,
+	    "the summary line comes last");
 	ok_lacks(s, "consistent and correct", "no count of correct "
 	    "parameters when there is none");
 	ok_lacks(s, "\033[", "no colour unless asked");
@@ -329,7 +348,7 @@ test_json(void)
 	int		 valid, r;
 
 	build_megatron(&a, false);
-	s = render_json(&a);
+	s = render_json(&a, true);
 	ok_contains(s, "\"tool\": \"gradaudit\"", "tool");
 	ok_contains(s, "\"config\": \"testdata/megatron-844.yaml\"", "config");
 	ok_contains(s, "\"dp\": 2", "mesh dp");
@@ -356,7 +375,7 @@ test_json(void)
 	audit_free(&a);
 
 	build_megatron(&a, true);
-	s = render_json(&a);
+	s = render_json(&a, true);
 	ok_contains(s, "\"numerics\": {\n    \"arith\": \"exact\",\n"
 	    "    \"procs\": 4,\n    \"correct\": false\n  }",
 	    "numerics object, with the numeric verdict");
@@ -416,20 +435,252 @@ test_long_expression(void)
 	if (line != NULL) {
 		end = strchr(line, '\n');
 		tap_ok(end != NULL && end - line < 300,
-		    "long expressions are cut");
-		cut = strstr(line, "... (64 terms)");
-		tap_ok(cut != NULL && cut < end, "cut shows the terms");
+		    "long expressions are short");
+		cut = strstr(line, "sum_all()  expected sum_all()/64\n");
+		tap_ok(cut != NULL && cut < end,
+		    "a sum over the world by its name, not 64 atoms cut");
 	} else {
-		tap_ok(0, "long expressions are cut");
-		tap_ok(0, "cut shows the terms");
+		tap_ok(0, "long expressions are short");
+		tap_ok(0, "a sum over the world by its name, not 64 atoms cut");
 	}
 	free(s);
+	/*
+	 * Without -v, one line for the 64 ranks holding the same thing: the
+	 * 4,096-rank report of issue 10 had 16 lines of one rank each and
+	 * "... and 160 more".
+	 */
 	s = render_text(&a, false, false);
-	ok_contains(s, "... and 48 more wrong regions (-v lists them all)\n",
-	    "without -v the region lines are limited");
+	ok_contains(s, "\nranks 0-63 [0,8): sum_all()  expected sum_all()/64\n"
+	    "\n", "without -v, a line for all the ranks holding one value");
+	ok_lacks(s, "more wrong region", "and nothing left out");
 	free(s);
-	s = render_json(&a);
-	ok_contains(s, "+g62+g63)/64\"", "JSON expressions are whole");
+	s = render_json(&a, true);
+	ok_contains(s, "+g62+g63)/64\"", "--expand: JSON expressions are whole");
+	free(s);
+	/*
+	 * Grouped (the default): the 64 ranks hold one value, written once,
+	 * and a sum over the whole world is one term (issue 10: a 4,096-rank
+	 * report listed every atom of every cell).
+	 */
+	s = render_json(&a, false);
+	tap_ok(count(s, "\"nranks\"") == 1, "64 equal cells are one object");
+	ok_contains(s, "\"ranks\": \"0-63\",\n", "ranks as a range");
+	ok_contains(s, "\"nranks\": 64,", "with their number");
+	ok_contains(s, "\"expr\": \"sum_all()\"", "a world sum by name");
+	ok_contains(s, "\"expected_expr\": \"sum_all()/64\"",
+	    "and its average");
+	ok_contains(s, "\"coef\": \"1/64\",\n"
+	    "              \"sum\": \"dp\",\n"
+	    "              \"of\": \"\",\n"
+	    "              \"n\": 64\n", "the term of a world sum");
+	ok_lacks(s, "\"g5\"", "no atom listed");
+	tap_ok(strlen(s) < 2000, "grouped JSON is small (%zu bytes)",
+	    strlen(s));
+	free(s);
+	audit_free(&a);
+}
+
+/*
+ * Text that scales (issue 10).  On dp=8 pp=4 tp=2, the ranks of stages 1
+ * and 2 at dp 3 to 5 hold twice their dp group's average: the table folds
+ * to three columns and three rows, one line tells the wrong value of all
+ * twelve ranks, and -v unfolds both.
+ */
+static void
+test_text_folding(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	struct report_options	 opt = { .rank = 0 };
+	uint32_t		 members[8];
+	int			 r, k, group[8];
+	char			*s;
+	const struct lincomb	*avg;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 8, 4, 2, 1, 1);
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "layers.0.fc1.weight";
+	p->cells = arena_alloc(&a.arena, 64 * sizeof(*p->cells));
+	p->ncells = 64;
+	p->correct = false;
+	p->consistent = false;
+	for (r = 0; r < 64; r++) {
+		struct cell *c = &p->cells[r];
+
+		c->rank = r;
+		mesh_coord_of(&a.mesh, r, &c->coord);
+		mesh_group(&a.mesh, GROUP_DP, r, group);
+		for (k = 0; k < 8; k++)
+			members[k] = (uint32_t)group[k];
+		avg = atoms_sum(&a.arena, members, 8, q_make(1, 8));
+		c->hi = 8;
+		c->used = true;
+		c->expected = avg;
+		c->ok = !(c->coord.pp >= 1 && c->coord.pp <= 2 &&
+		    c->coord.dp >= 3 && c->coord.dp <= 5);
+		c->value = c->ok ? avg : lc_scale(&a.arena, avg, q_make(2, 1));
+	}
+	s = render_text(&a, false, false);
+	ok_contains(s,
+	    "pp tp \\ dp   dp0-2  dp3-5  dp6-7\n"
+	    "-----------  -----  -----  -----\n"
+	    "pp0 tp0-1    ok     ok     ok\n"
+	    "pp1-2 tp0-1  ok     DIFF   ok\n"
+	    "pp3 tp0-1    ok     ok     ok\n",
+	    "identical columns and rows fold");
+	ok_contains(s, "\nranks 22-27, 38-43 [0,8): sum_dp(self)/4  expected "
+	    "sum_dp(self)/8\n", "one line for the twelve wrong ranks");
+	free(s);
+	s = render_text(&a, true, false);
+	ok_contains(s, "pp tp \\ dp  dp0  dp1  dp2  dp3   dp4   dp5   dp6  dp7\n",
+	    "-v: every column");
+	ok_contains(s, "\npp1 tp1     ok   ok   ok   DIFF  DIFF  DIFF  ok   ok\n",
+	    "-v: every row");
+	ok_contains(s, "\nrank 22 [0,8): (g16+g18+g20+g22+g24+g26+g28+g30)/4  "
+	    "expected (g16+g18+g20+g22+g24+g26+g28+g30)/8\n",
+	    "-v: a line per rank, its atoms");
+	free(s);
+	opt.select_rank = true;
+	opt.rank = 40;
+	s = render_text_opt(&a, &opt);
+	ok_contains(s, "\nrank 40 [0,8): ", "--rank: that rank's line");
+	ok_lacks(s, "ranks 22-27, 38-43 [", "--rank: not the others'");
+	free(s);
+	opt.rank = 0;
+	s = render_text_opt(&a, &opt);
+	ok_lacks(s, "layers.0.fc1.weight", "--rank of a right rank: no table");
+	free(s);
+	opt.select_rank = false;
+	opt.param = "layers.0.fc1.weight";
+	s = render_text_opt(&a, &opt);
+	ok_contains(s, "layers.0.fc1.weight: inconsistent", "--param: its table");
+	free(s);
+	opt.param = "nonesuch";
+	s = render_text_opt(&a, &opt);
+	ok_contains(s, "no parameter nonesuch in this config\n",
+	    "--param of no parameter says so");
+	free(s);
+	audit_free(&a);
+}
+
+/*
+ * A long wrong value: what is missing against the expected value, not a
+ * cut list of atoms.  On dp=64, g63 never arrives.
+ */
+static void
+test_text_missing(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	uint32_t		 atoms[64];
+	const struct lincomb	*expected, *value;
+	char			*s;
+	int			 r;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 64, 1, 1, 1, 1);
+	for (r = 0; r < 64; r++)
+		atoms[r] = (uint32_t)r;
+	expected = atoms_sum(&a.arena, atoms, 64, q_make(1, 64));
+	value = atoms_sum(&a.arena, atoms, 63, q_make(1, 64));
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "final_norm.weight";
+	p->consistent = true;
+	p->cells = arena_alloc(&a.arena, 64 * sizeof(*p->cells));
+	p->ncells = 64;
+	for (r = 0; r < 64; r++) {
+		p->cells[r].rank = r;
+		mesh_coord_of(&a.mesh, r, &p->cells[r].coord);
+		p->cells[r].hi = 8;
+		p->cells[r].used = true;
+		p->cells[r].value = value;
+		p->cells[r].expected = expected;
+	}
+	s = render_text(&a, false, false);
+	ok_contains(s, "\nranks 0-63 [0,8): ", "one line for the 64 ranks");
+	ok_contains(s, "  expected sum_all()/64: missing 1 of the 64 terms of "
+	    "sum_all()\n", "the term missing from the expected sum");
+	free(s);
+	p->cells[0].value = lc_add(&a.arena, value, lc_scale(&a.arena,
+	    lc_atom(&a.arena, 0), q_make(1, 64)));
+	s = render_text(&a, true, false);
+	ok_contains(s, "rank 0 [0,8): ", "-v: rank 0");
+	ok_contains(s, "missing 1 of the 64 terms of sum_all(), wrong "
+	    "coefficient on 1 of the 64 terms of sum_all()\n",
+	    "a coefficient off is said apart");
+	free(s);
+	audit_free(&a);
+}
+
+/*
+ * Grouped JSON relative to the rank: on dp=4 pp=2 tp=2, every rank holds
+ * the average over its own dp group (used) and, in a second region, its
+ * own contribution (unused, as a distributed optimizer's other shards).
+ * Each region is then one object for all 16 ranks, written "self".
+ */
+static void
+test_json_grouped(void)
+{
+	struct audit		 a;
+	struct param_result	*p;
+	const struct lincomb	*avg[16];
+	uint32_t		 members[4];
+	int			 r, k, group[4];
+	char			*s;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 4, 2, 2, 1, 1);
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "layers.0.fc1.weight";
+	p->consistent = p->correct = true;
+	p->cells = arena_alloc(&a.arena, 32 * sizeof(*p->cells));
+	p->ncells = 32;
+	for (r = 0; r < 16; r++) {
+		mesh_group(&a.mesh, GROUP_DP, r, group);
+		for (k = 0; k < 4; k++)
+			members[k] = (uint32_t)group[k];
+		avg[r] = atoms_sum(&a.arena, members, 4, q_make(1, 4));
+	}
+	for (r = 0; r < 32; r++) {
+		struct cell *c = &p->cells[r];
+
+		c->rank = r / 2;
+		mesh_coord_of(&a.mesh, c->rank, &c->coord);
+		c->lo = r % 2 == 0 ? 0 : 8;
+		c->hi = c->lo + 8;
+		c->used = r % 2 == 0;
+		c->ok = true;
+		c->value = c->used ? avg[c->rank] : lc_scale(&a.arena,
+		    lc_atom(&a.arena, (uint32_t)c->rank), q_make(1, 4));
+		c->expected = avg[c->rank];
+	}
+	s = render_json(&a, false);
+	tap_ok(count(s, "\"nranks\"") == 2, "two regions, two objects");
+	tap_ok(count(s, "\"ranks\": \"0-15\",") == 2,
+	    "each for every rank");
+	ok_contains(s, "\"expr\": \"sum_dp(self)/4\"",
+	    "the rank's own dp group");
+	ok_contains(s, "\"expr\": \"self/4\"", "the rank's own atom");
+	ok_contains(s, "\"sum\": \"dp\",\n"
+	    "              \"of\": \"self\",\n"
+	    "              \"n\": 4\n", "the term of an own-group sum");
+	free(s);
+	/* Absolute where a group is not the rank's own. */
+	p->cells[0].value = avg[15];
+	p->cells[0].ok = false;
+	s = render_json(&a, false);
+	ok_contains(s, "\"ranks\": \"0\",", "rank 0 apart");
+	ok_contains(s, "\"ranks\": \"1-15\",", "from the others");
+	ok_contains(s, "\"expr\": \"sum_dp(pp1,tp1)/4\"",
+	    "another group by its coordinates");
+	ok_contains(s, "\"of\": \"pp1 tp1\",", "in the terms too");
 	free(s);
 	audit_free(&a);
 }
@@ -579,6 +830,9 @@ main(void)
 	test_counts();
 	test_json();
 	test_long_expression();
+	test_json_grouped();
+	test_text_folding();
+	test_text_missing();
 	test_regions();
 	test_grid();
 	test_positions();

@@ -1,0 +1,391 @@
+/*
+ * Linear combinations written by mesh groups (meshsum.h).
+ *
+ * The terms are split by coefficient; within one coefficient, candidate
+ * groups are tried from the largest down: a group is the set of ranks
+ * whose coordinates outside the summed ones are equal, in the dense view
+ * (pp, dp, tp) or the expert one (pp, ep, etp, edp).  Sorting the atoms
+ * left by their fixed coordinates puts each group's members side by side,
+ * and a run as long as the group is the whole group, since atoms are
+ * distinct.  The cost is O(candidates * m log m) for m terms.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L		/* open_memstream */
+#endif
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "arena.h"
+#include "meshsum.h"
+#include "xmalloc.h"
+
+static const char *const dim_name[MS__COUNT] = {
+	"pp", "dp", "tp", "ep", "etp", "edp"
+};
+
+#define VIEW_DENSE	((1u << MS_PP) | (1u << MS_DP) | (1u << MS_TP))
+#define VIEW_EXPERT	((1u << MS_PP) | (1u << MS_EP) | (1u << MS_ETP) | \
+			    (1u << MS_EDP))
+
+struct candidate {
+	unsigned	 view, varied;
+	int64_t		 size;
+};
+
+static int
+dim_size(const struct mesh *m, int d)
+{
+	const int v[MS__COUNT] = { m->pp, m->dp, m->tp, m->ep, m->etp, m->edp };
+
+	return v[d] > 0 ? v[d] : 1;
+}
+
+static int
+dim_coord(const struct coord *c, int d)
+{
+	const int v[MS__COUNT] = { c->pp, c->dp, c->tp, c->ep, c->etp, c->edp };
+
+	return v[d];
+}
+
+static int
+cmp_candidate(const void *pa, const void *pb)
+{
+	const struct candidate *a = pa, *b = pb;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	if (a->view != b->view)
+		return a->view == VIEW_DENSE ? -1 : 1;
+	return (a->varied > b->varied) - (a->varied < b->varied);
+}
+
+/*
+ * Every nonempty set of coordinates of size > 1 within a view, largest
+ * group first; the dense view first among equals, so that a mesh without
+ * experts never speaks of edp.
+ */
+static size_t
+candidates_of(const struct mesh *m, struct candidate *out)
+{
+	static const unsigned views[2] = { VIEW_DENSE, VIEW_EXPERT };
+	size_t		 n = 0;
+	unsigned	 v, s, big;
+	int		 d;
+
+	for (v = 0; v < 2; v++) {
+		big = 0;
+		for (d = 0; d < MS__COUNT; d++)
+			if ((views[v] >> d & 1) && dim_size(m, d) > 1)
+				big |= 1u << d;
+		/* The subsets of big, as in the usual (s - 1) & big walk. */
+		for (s = big; s != 0; s = (s - 1) & big) {
+			out[n].view = views[v];
+			out[n].varied = s;
+			out[n].size = 1;
+			for (d = 0; d < MS__COUNT; d++)
+				if (s >> d & 1)
+					out[n].size *= dim_size(m, d);
+			n++;
+		}
+	}
+	qsort(out, n, sizeof *out, cmp_candidate);
+	return n;
+}
+
+struct slot {
+	int64_t		 key;
+	size_t		 idx;
+};
+
+static int
+cmp_slot(const void *pa, const void *pb)
+{
+	const struct slot *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+static int64_t
+fixed_key(const struct mesh *m, const struct coord *c, unsigned fixed)
+{
+	int64_t	 k = 0;
+	int	 d;
+
+	for (d = 0; d < MS__COUNT; d++)
+		if (fixed >> d & 1)
+			k = k * dim_size(m, d) + dim_coord(c, d);
+	return k;
+}
+
+/* Decreasing coefficient, then increasing atom (as lc_format prints). */
+static int
+cmp_term(const void *pa, const void *pb)
+{
+	const struct term	*a = pa, *b = pb;
+	__extension__ typedef __int128 wide;
+	wide			 l, r;
+
+	l = (wide)a->coef.num * b->coef.den;
+	r = (wide)b->coef.num * a->coef.den;
+	if (l != r)
+		return l > r ? -1 : 1;
+	return (a->atom > b->atom) - (a->atom < b->atom);
+}
+
+static int
+cmp_piece(const void *pa, const void *pb)
+{
+	const struct ms_piece *a = pa, *b = pb;
+
+	return (a->atom > b->atom) - (a->atom < b->atom);
+}
+
+/* The pieces of m terms t[] sharing one coefficient, appended to out. */
+static size_t
+bucket_pieces(const struct mesh *m, const struct candidate *cand,
+    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+{
+	struct coord	*co;
+	struct slot	*slot;
+	bool		*dead;
+	size_t		 i, j, k, x, nalive = nt, ns, n = 0;
+
+	co = xcalloc(nt, sizeof *co);
+	dead = xcalloc(nt, sizeof *dead);
+	slot = xcalloc(nt, sizeof *slot);
+	for (i = 0; i < nt; i++)
+		mesh_coord_of(m, (int)t[i].atom, &co[i]);
+	for (k = 0; k < ncand && nalive > 1; k++) {
+		unsigned fixed = cand[k].view & ~cand[k].varied;
+
+		if (cand[k].size > (int64_t)nalive)
+			continue;
+		for (i = ns = 0; i < nt; i++)
+			if (!dead[i]) {
+				slot[ns].key = fixed_key(m, &co[i], fixed);
+				slot[ns++].idx = i;
+			}
+		qsort(slot, ns, sizeof *slot, cmp_slot);
+		for (i = 0; i < ns; i = j) {
+			for (j = i + 1; j < ns && slot[j].key == slot[i].key;
+			    j++)
+				continue;
+			if ((int64_t)(j - i) != cand[k].size)
+				continue;
+			out[n].coef = t[0].coef;
+			out[n].atom = t[slot[i].idx].atom;
+			out[n].n = (uint32_t)(j - i);
+			out[n].varied = cand[k].varied;
+			out[n].fixed = fixed;
+			n++;
+			for (x = i; x < j; x++)
+				dead[slot[x].idx] = true;
+			nalive -= j - i;
+		}
+	}
+	for (i = 0; i < nt; i++)
+		if (!dead[i]) {
+			out[n].coef = t[i].coef;
+			out[n].atom = t[i].atom;
+			out[n].n = 1;
+			out[n].varied = out[n].fixed = 0;
+			n++;
+		}
+	qsort(out, n, sizeof *out, cmp_piece);
+	free(slot);
+	free(dead);
+	free(co);
+	return n;
+}
+
+struct ms_piece *
+ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
+{
+	struct candidate cand[32];
+	struct ms_piece	*out;
+	struct term	*t;
+	size_t		 nt = x->nterms, ncand, i, j, n = 0;
+
+	*np = 0;
+	if (nt == 0)
+		return NULL;
+	ncand = candidates_of(m, cand);
+	t = xreallocarray(NULL, nt, sizeof *t);
+	memcpy(t, x->terms, nt * sizeof *t);
+	qsort(t, nt, sizeof *t, cmp_term);
+	out = xreallocarray(NULL, nt, sizeof *out);
+	for (i = 0; i < nt; i = j) {
+		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
+			continue;
+		n += bucket_pieces(m, cand, ncand, t + i, j - i, out + n);
+	}
+	free(t);
+	*np = n;
+	return out;
+}
+
+/* Append "name" of each dimension in bits, joined by sep. */
+static void
+put_dims(char *buf, size_t len, unsigned bits, const char *sep)
+{
+	size_t	 off = 0;
+	int	 d;
+
+	if (len > 0)
+		buf[0] = '\0';
+	for (d = 0; d < MS__COUNT && off < len; d++)
+		if (bits >> d & 1)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s",
+			    off > 0 ? sep : "", dim_name[d]);
+}
+
+void
+ms_piece_sum(const struct ms_piece *p, char *buf, size_t len)
+{
+	put_dims(buf, len, p->varied, " ");
+}
+
+static void
+put_fixed(const struct mesh *m, const struct ms_piece *p, char *buf,
+    size_t len, const char *sep)
+{
+	struct coord	 c;
+	size_t		 off = 0;
+	int		 d;
+
+	if (len > 0)
+		buf[0] = '\0';
+	mesh_coord_of(m, (int)p->atom, &c);
+	for (d = 0; d < MS__COUNT && off < len; d++)
+		if ((p->fixed >> d & 1) && dim_size(m, d) > 1)
+			off += (size_t)snprintf(buf + off, len - off,
+			    "%s%s%d", off > 0 ? sep : "", dim_name[d],
+			    dim_coord(&c, d));
+}
+
+bool
+ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
+{
+	struct coord	 a, r;
+	int		 d, nfixed = 0;
+
+	if (rank < 0)
+		return false;
+	if (p->varied == 0)
+		return p->atom == (uint32_t)rank;
+	mesh_coord_of(m, (int)p->atom, &a);
+	mesh_coord_of(m, rank, &r);
+	for (d = 0; d < MS__COUNT; d++) {
+		if (!(p->fixed >> d & 1) || dim_size(m, d) == 1)
+			continue;
+		if (dim_coord(&a, d) != dim_coord(&r, d))
+			return false;
+		nfixed++;
+	}
+	/* The whole world is everyone's: written as it is, sum_all(). */
+	return nfixed > 0;
+}
+
+bool
+ms_piece_has(const struct mesh *m, const struct ms_piece *p, uint32_t atom)
+{
+	struct coord	 a, b;
+	int		 d;
+
+	if (p->varied == 0)
+		return p->atom == atom;
+	mesh_coord_of(m, (int)p->atom, &a);
+	mesh_coord_of(m, (int)atom, &b);
+	for (d = 0; d < MS__COUNT; d++)
+		if ((p->fixed >> d & 1) && dim_coord(&a, d) != dim_coord(&b, d))
+			return false;
+	return true;
+}
+
+void
+ms_piece_of(const struct mesh *m, const struct ms_piece *p, int rank,
+    char *buf, size_t len)
+{
+	if (ms_piece_is_self(m, p, rank))
+		snprintf(buf, len, "self");
+	else if (p->varied == 0)
+		snprintf(buf, len, "g%u", (unsigned)p->atom);
+	else
+		put_fixed(m, p, buf, len, " ");
+}
+
+void
+ms_piece_name(const struct mesh *m, const struct ms_piece *p, int rank,
+    char *buf, size_t len)
+{
+	char	 sum[32], of[64];
+	bool	 self = ms_piece_is_self(m, p, rank);
+
+	if (p->varied == 0) {
+		if (self)
+			snprintf(buf, len, "self");
+		else
+			snprintf(buf, len, "g%u", (unsigned)p->atom);
+		return;
+	}
+	if (self)
+		snprintf(of, sizeof of, "self");
+	else
+		put_fixed(m, p, of, sizeof of, ",");
+	if (of[0] == '\0') {
+		snprintf(buf, len, "sum_all()");
+		return;
+	}
+	put_dims(sum, sizeof sum, p->varied, "_");
+	snprintf(buf, len, "sum_%s(%s)", sum, of);
+}
+
+const char *
+ms_format(struct arena *a, const struct mesh *m, const struct ms_piece *p,
+    size_t n, int rank)
+{
+	char		*buf = NULL, name[128];
+	size_t		 len = 0, i, j, k;
+	FILE		*fp;
+	int64_t		 num;
+	const char	*s;
+
+	if (n == 0)
+		return arena_strdup(a, "0");
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && q_equal(p[j].coef, p[i].coef); j++)
+			continue;
+		num = p[i].coef.num;
+		if (num < 0)
+			putc('-', fp);
+		else if (i > 0)
+			putc('+', fp);
+		if (num < 0)
+			num = -num;
+		if (num != 1)
+			fprintf(fp, "%lld*", (long long)num);
+		if (j - i > 1 && (p[i].coef.den != 1 || num != 1))
+			putc('(', fp);
+		for (k = i; k < j; k++) {
+			ms_piece_name(m, &p[k], rank, name, sizeof name);
+			fprintf(fp, "%s%s", k > i ? "+" : "", name);
+		}
+		if (j - i > 1 && (p[i].coef.den != 1 || num != 1))
+			putc(')', fp);
+		if (p[i].coef.den != 1)
+			fprintf(fp, "/%lld", (long long)p[i].coef.den);
+	}
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	s = arena_strdup(a, buf);
+	free(buf);
+	return s;
+}

@@ -1,0 +1,76 @@
+/*
+ * A linear combination of gradient atoms written by mesh groups: the terms
+ * that share a coefficient and together make a whole group of the mesh
+ * (every rank with some coordinates fixed) become one piece, "sum over dp
+ * of pp7 tp0", instead of 64 atoms.  The reports use it so that their size
+ * follows the number of groups, not the square of the world (issue 10: a
+ * 4,096-rank report listed every atom of every cell, 415 MB of JSON).
+ */
+#ifndef GRADAUDIT_MESHSUM_H
+#define GRADAUDIT_MESHSUM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lincomb.h"
+#include "mesh.h"
+
+struct arena;
+
+/* The coordinates a piece can sum over, in the order they are printed. */
+enum ms_dim { MS_PP, MS_DP, MS_TP, MS_EP, MS_ETP, MS_EDP, MS__COUNT };
+
+struct ms_piece {
+	struct rational	 coef;
+	uint32_t	 atom;		/* the lowest rank of the piece */
+	uint32_t	 n;		/* its number of atoms */
+	/*
+	 * Bits (1 << enum ms_dim) of the coordinates summed over; 0 for a
+	 * single atom.  The other coordinates of the view (pp, dp, tp for a
+	 * dense group; pp, ep, etp, edp for an expert one) are those of atom.
+	 */
+	unsigned	 varied;
+	unsigned	 fixed;		/* bits of the coordinates held fixed */
+};
+
+/*
+ * The pieces of x, xmalloc'd, in decreasing coefficient order and by
+ * lowest atom within a coefficient; *n gets their number.  Larger groups
+ * are preferred, so the whole world is one piece when it can be.
+ */
+struct ms_piece	*ms_pieces(const struct mesh *, const struct lincomb *x,
+		    size_t *n);
+/*
+ * Relative to a rank: a piece is "self" for rank r when it is r's own
+ * atom, or the group r belongs to (its fixed coordinates are r's).  The
+ * reports write such pieces as "self", so that every rank whose value is,
+ * say, the average over its own dp group holds the same written value and
+ * the ranks can share one cell object.  A rank of -1 is no rank.
+ */
+bool		 ms_piece_is_self(const struct mesh *, const struct ms_piece *,
+		    int rank);
+/* Whether atom is one of the piece's. */
+bool		 ms_piece_has(const struct mesh *, const struct ms_piece *,
+		    uint32_t atom);
+/* "dp" or "dp tp": the summed coordinates; "" for an atom. */
+void		 ms_piece_sum(const struct ms_piece *, char *, size_t);
+/*
+ * "pp7 tp0": the fixed coordinates of size > 1 with their values; "" for
+ * the whole world; "g5" for an atom; "self" when ms_piece_is_self.
+ */
+void		 ms_piece_of(const struct mesh *, const struct ms_piece *,
+		    int rank, char *, size_t);
+/*
+ * The pieces in report notation, coefficients grouped as lc_format does:
+ * "(sum_dp(pp0,tp0)+sum_dp(pp7,tp0))/64", "g3+sum_tp(pp0,dp1)/2",
+ * "sum_all()" for the whole world, and relative to rank, "self/64" or
+ * "sum_dp(self)/64".  Allocated in the arena.
+ */
+const char	*ms_format(struct arena *, const struct mesh *,
+		    const struct ms_piece *, size_t n, int rank);
+/* One piece in that notation, without coefficient: "sum_dp(pp7,tp0)". */
+void		 ms_piece_name(const struct mesh *, const struct ms_piece *,
+		    int rank, char *, size_t);
+
+#endif

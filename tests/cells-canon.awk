@@ -1,0 +1,146 @@
+# Read the JSON report of `gradaudit check --format json`, grouped (the
+# default) or with --expand, and print one line per rank and region:
+#
+#   PARAM RANK [LO,HI) used=U ok=O hash=H | ATOM:COEF ... | ATOM:COEF ...
+#
+# the value's atoms and the expected value's, in rank order.  For a grouped
+# report it expands the ranks of each cell ("0-7,64") and every term ("sum"
+# over coordinates "of" a group, "self" or an atom) as the gradaudit(1) man
+# page tells a script to, with no other knowledge of gradaudit: the two
+# readings of one audit must print the same lines (tests/json-shape.test).
+# A term whose group has not "n" members prints "BAD-N".  It relies only on
+# the emitter's layout: one key per line, two spaces per level.
+function unquote(s) {
+	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
+	gsub(/^"|"$/, "", s)
+	return s
+}
+function coord(r, d,    s) {
+	s = r % (M["dp"] * M["tp"])
+	if (d == "pp") return int(r / (M["dp"] * M["tp"]))
+	if (d == "dp") return int(s / M["tp"])
+	if (d == "tp") return s % M["tp"]
+	if (d == "etp") return s % M["etp"]
+	if (d == "ep") return int(s / M["etp"]) % M["ep"]
+	return int(s / (M["etp"] * M["ep"]))
+}
+# Add the atoms of piece i of list w, read for rank r, to acc[] as text.
+function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
+    f, fix, member, count) {
+	if (P[w, i, "sum"] == "") {
+		a = P[w, i, "of"] == "self" ? r : substr(P[w, i, "of"], 2) + 0
+		acc[a] = P[w, i, "coef"]
+		return
+	}
+	ns = split(P[w, i, "sum"], summed, " ")
+	nv = split("pp dp tp", view, " ")
+	for (k = 1; k <= ns; k++)
+		if (summed[k] !~ /^(pp|dp|tp)$/)
+			nv = split("pp ep etp edp", view, " ")
+	for (k = 1; k <= nv; k++)
+		fix[view[k]] = 1
+	for (k = 1; k <= ns; k++)
+		delete fix[summed[k]]
+	if (P[w, i, "of"] != "self") {
+		nf = split(P[w, i, "of"], f, " ")
+		for (k = 1; k <= nf; k++) {
+			d = f[k]; sub(/[0-9]+$/, "", d)
+			want[d] = substr(f[k], length(d) + 1) + 0
+		}
+	}
+	count = 0
+	for (a = 0; a < M["world"]; a++) {
+		member = 1
+		for (d in fix) {
+			if (P[w, i, "of"] == "self")
+				member = member && coord(a, d) == coord(r, d)
+			else
+				member = member && coord(a, d) == \
+				    ((d in want) ? want[d] : 0)
+		}
+		if (member) {
+			acc[a] = P[w, i, "coef"]
+			count++
+		}
+	}
+	if (count != P[w, i, "n"])
+		acc[-1] = "BAD-N"
+	delete want
+	delete fix
+}
+function canon(acc,    a, s) {
+	s = ""
+	if (-1 in acc)
+		s = " BAD-N"
+	for (a = 0; a < M["world"]; a++)
+		if (a in acc)
+			s = s " " a ":" acc[a]
+	return s
+}
+function emit_rank(r,    w, i, accv, acce) {
+	for (i = 1; i <= NP["v"]; i++)
+		expand_piece("v", i, r, accv)
+	for (i = 1; i <= NP["e"]; i++)
+		expand_piece("e", i, r, acce)
+	printf "%s %d [%s,%s) used=%s ok=%s hash=%s |%s |%s\n", param, r,
+	    reg[0], reg[1], used, okv, hash, canon(accv), canon(acce)
+}
+function emit(    n, part, k, lo, hi, r, accv, acce, a) {
+	if (rank != "") {
+		split("", accv); split("", acce)
+		for (a = 0; a < M["world"]; a++) {
+			if (("v", a) in EX) accv[a] = EX["v", a]
+			if (("e", a) in EX) acce[a] = EX["e", a]
+		}
+		printf "%s %d [%s,%s) used=%s ok=%s hash=%s |%s |%s\n", param,
+		    rank, reg[0], reg[1], used, okv, hash, canon(accv),
+		    canon(acce)
+		return
+	}
+	n = split(ranks, part, ",")
+	for (k = 1; k <= n; k++) {
+		lo = part[k]; hi = part[k]
+		if (index(part[k], "-")) {
+			lo = substr(part[k], 1, index(part[k], "-") - 1)
+			hi = substr(part[k], index(part[k], "-") + 1)
+		}
+		for (r = lo + 0; r <= hi + 0; r++)
+			emit_rank(r)
+	}
+}
+/^  "mesh": \{/		{ inmesh = 1; next }
+inmesh && /^  \}/	{ inmesh = 0; next }
+inmesh {
+	k = $1; gsub(/[":]/, "", k); v = $2; gsub(/,/, "", v)
+	M[k] = v + 0
+	next
+}
+/^      "name": /	{ param = unquote($0); next }
+/^        \{$/		{
+	rank = ranks = hash = ""
+	split("", EX); split("", P); NP["v"] = NP["e"] = 0
+	next
+}
+/^          "rank": /	{ rank = unquote($0); next }
+/^          "ranks": /	{ ranks = unquote($0); next }
+/^          "region": \[/	{ inregion = 1; nreg = 0; next }
+inregion && /\]/	{ inregion = 0; next }
+inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
+/^          "used": /	{ used = unquote($0); next }
+/^          "ok": /	{ okv = unquote($0); next }
+/^          "hash": /	{ hash = unquote($0); next }
+/^          "terms": /	{ w = "v"; inlist = $0 !~ /null,?$/; next }
+/^          "expected": /	{ w = "e"; inlist = $0 !~ /null,?$/; next }
+inlist && /^          [\]\}]/	{ inlist = 0; next }
+inlist && /^            "g[0-9]+": / {
+	a = $1; gsub(/[":g]/, "", a)
+	EX[w, a + 0] = unquote($0)
+	next
+}
+inlist && /^            \{/	{ NP[w]++; next }
+inlist && /^              "/ {
+	k = $1; gsub(/[":]/, "", k)
+	P[w, NP[w], k] = unquote($0)
+	next
+}
+/^          "expected_expr": /	{ emit(); next }
