@@ -15,7 +15,10 @@
 #define _GNU_SOURCE		/* sched_getaffinity, CPU_COUNT */
 #endif
 
+#include <sys/statvfs.h>
+
 #include <fcntl.h>
+#include <limits.h>
 #include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -53,9 +56,57 @@ available_cores(void)
 }
 
 /*
+ * MPICH keeps each process's shared-memory queues in /dev/shm, and a
+ * container gets 64 MiB of it from Docker: there MPI_Init fails on every
+ * rank ("UCX ERROR Not enough memory ... Please check that /dev/shm ...")
+ * and the job dies with exit 15.  Measured with MPICH 4.0 (ch4:ucx) on a
+ * tmpfs of each size: 2 processes need 8-16 MiB, 4 need 16-24, 8 need
+ * 32-48, 16 need 64-80, so about 5 MiB each.
+ *
+ * The space is measured with statvfs before launching rather than read
+ * from MPICH's error text: the text differs between MPICH's devices (ucx,
+ * ofi, ch3) and versions, and without a terminal the job's stderr goes
+ * straight to the user, never through gradaudit.
+ */
+#define SHM_DIR		"/dev/shm"
+#define SHM_PER_PROC	((uint64_t)5 << 20)
+
+/* Bytes free in /dev/shm, or 0 where there is none to measure. */
+static uint64_t
+shm_free(void)
+{
+	struct statvfs	 sv;
+
+	if (statvfs(SHM_DIR, &sv) != 0)
+		return 0;
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+/* How many MPI processes the shared memory free holds, at least 1. */
+static int
+shm_fit(uint64_t avail)
+{
+	uint64_t	 n = avail / SHM_PER_PROC;
+
+	return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* What to do about too small a /dev/shm, after saying what is wrong. */
+static void
+shm_advice(uint64_t avail, int procs)
+{
+	fprintf(stderr, "%s: %s has %llu MiB free and %d MPI processes need "
+	    "about %llu MiB: use --procs %d, or give the container more "
+	    "shared memory (docker run --shm-size=1g)\n", progname, SHM_DIR,
+	    (unsigned long long)(avail >> 20), procs,
+	    (unsigned long long)((procs * SHM_PER_PROC) >> 20),
+	    shm_fit(avail));
+}
+
+/*
  * One process per available core (or --procs), and never more than the
  * largest config audited numerically has mesh ranks: more would only sit
- * idle.  The default
+ * idle.  By default, no more than /dev/shm holds either.  The default
  * was one process per rank up to 16, and on a 2-core CI runner 16
  * processes busy-polling MPICH's shared memory took 5.5 s where 2 took
  * 0.3 s (issue 10).
@@ -63,8 +114,9 @@ available_cores(void)
 static int
 choose_procs(const struct config_list *list, int asked)
 {
-	size_t	i;
-	int	world, most = 1, want;
+	uint64_t avail;
+	size_t	 i;
+	int	 world, most = 1, want;
 
 	for (i = 0; i < list->n; i++) {
 		if (numeric_skip_reason(&list->v[i]) != NULL)
@@ -75,7 +127,17 @@ choose_procs(const struct config_list *list, int asked)
 			most = world;
 	}
 	want = asked > 0 ? asked : available_cores();
-	return most < want ? most : want;
+	if (most < want)
+		want = most;
+	if (asked <= 0 && (avail = shm_free()) > 0 && shm_fit(avail) < want) {
+		fprintf(stderr, "%s: %s has %llu MiB free, room for %d MPI "
+		    "process%s, not %d (docker run --shm-size=1g gives a "
+		    "container more)\n", progname, SHM_DIR,
+		    (unsigned long long)(avail >> 20), shm_fit(avail),
+		    shm_fit(avail) == 1 ? "" : "es", want);
+		want = shm_fit(avail);
+	}
+	return want;
 }
 
 /* Where a job that sent no reports leaves the files: every operand an error. */
@@ -100,6 +162,7 @@ launch(struct options *o, const struct config_list *list)
 	struct launch_options	 lo;
 	struct launch_attachment junit = { NULL, 0 }, summary = { NULL, 0 };
 	const char		*env = getenv("GRADAUDIT_MPIEXEC");
+	uint64_t		 avail;
 	bool			 sent;
 	int			 status;
 
@@ -112,6 +175,16 @@ launch(struct options *o, const struct config_list *list)
 	lo.attachment = &junit;
 	lo.summary = &summary;
 	status = launch_job(&lo, o->argc, o->argv);
+	/*
+	 * A job that failed with more processes than /dev/shm holds most
+	 * likely failed in MPI_Init for want of it: say so.
+	 */
+	if (status == EXIT_RUNTIME && (avail = shm_free()) > 0 &&
+	    shm_fit(avail) < lo.procs) {
+		fprintf(stderr, "%s: the MPI job probably failed for want of "
+		    "shared memory\n", progname);
+		shm_advice(avail, lo.procs);
+	}
 	sent = (o->junit == NULL || junit.data != NULL) &&
 	    (o->summary == NULL || summary.data != NULL);
 	if (status <= EXIT_USAGE && sent) {
