@@ -103,6 +103,11 @@ struct audit {
 	 * says how its verdict compared ("agrees", "DISAGREES", "error").
 	 */
 	const char		*numeric_verdict;
+	/*
+	 * run: the numeric audit was skipped, too large to hold ("needs N
+	 * values per rank, limit M"); the verdict is the symbolic one.
+	 */
+	const char		*numeric_skipped;
 	enum arith		 arith;
 	int			 procs;
 

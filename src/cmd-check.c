@@ -14,38 +14,45 @@
 
 /*
  * Each config is audited, printed and freed in turn: only the configs,
- * a few hundred bytes each, are held for the whole list (they are all
- * loaded first, so that a bad one exits 2 before anything is printed).
+ * a few hundred bytes each, are held for the whole list.  A config that
+ * does not load is an error case of its own and the others are audited
+ * (issue 10: one bad file stopped a CI gate's whole batch with exit 2).
  */
 static int
 cmd_check_exec(struct options *o)
 {
-	struct config_list	 list;
+	struct batch		 b;
 	struct output_stream	 out;
 	struct sym_context	 ctx;
 	struct audit		 a;
 	struct audited		 v;
 	size_t			 i;
+	int			 status;
 
-	if (output_load_configs(o, &list) < 0)
+	if (output_check_paths(o) != EXIT_OK)
 		return EXIT_USAGE;
-	output_begin(&out, o, output_as_array(&list), list.n);
-	for (i = 0; i < list.n; i++) {
+	output_load_batch(o, &b);
+	output_begin(&out, o, output_as_array(&b.list) || b.n > 1, b.n);
+	for (i = 0; i < b.n; i++) {
 		double t0 = output_now();
 
-		sym_context_build(&ctx, &list.v[i]);
+		batch_entry(&b, i, &v);
+		if (b.items[i].config < 0) {
+			output_add(&out, &v);
+			continue;
+		}
+		sym_context_build(&ctx, &b.list.v[b.items[i].config]);
 		sym_audit(&ctx, &a, NULL, NULL);
 		/* The audit outlives the model: it points only at its arena. */
 		sym_context_free(&ctx);
-		memset(&v, 0, sizeof v);
 		v.audit = &a;
-		v.label = list.v[i].name;
 		v.seconds = output_now() - t0;
 		output_add(&out, &v);
 		audit_free(&a);
 	}
-	config_list_free(&list);
-	return output_end(&out, "gradaudit.check");
+	status = output_end(&out, "gradaudit.check");
+	batch_free(&b);
+	return status;
 }
 
 const struct command cmd_check_entry = {

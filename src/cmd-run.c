@@ -3,14 +3,23 @@
  * real MPI ranks.
  *
  * Like torchrun, run starts its own MPI job: outside a launcher it checks
- * the configs (so a bad config exits 2 before anything starts) and then
- * runs `LAUNCHER -n P gradaudit run ...` on itself.  Inside the job every
+ * the configs (a bad one is an error case of its own, and when none loads
+ * nothing starts) and then runs `LAUNCHER -n P gradaudit run ...` on
+ * itself.  Inside the job every
  * process loads the same configs, builds the same symbolic audit and takes
  * part in the numeric one; process 0 prints the report.  All processes
  * agree on the exit status before they leave.  In a job run started, process
  * 0 sends its report to the launching parent, which prints it.
  */
+#ifndef _GNU_SOURCE
+#define _GNU_SOURCE		/* sched_getaffinity, CPU_COUNT */
+#endif
+
+#include <sys/statvfs.h>
+
 #include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,42 +33,137 @@
 #include "launch.h"
 #include "numeric.h"
 #include "output.h"
+#include "summary.h"
 #include "symbolic.h"
 #include "transport.h"
 #include "xmalloc.h"
 
-#define DEFAULT_MAX_PROCS	16
+/*
+ * The cores this process may run on: its affinity mask, which a CI runner's
+ * container or `taskset` narrows, else the online processors.
+ */
+static int
+available_cores(void)
+{
+	cpu_set_t	 set;
+	long		 n;
+
+	if (sched_getaffinity(0, sizeof set, &set) == 0 &&
+	    CPU_COUNT(&set) > 0)
+		return CPU_COUNT(&set);
+	n = sysconf(_SC_NPROCESSORS_ONLN);
+	return n > 0 ? (int)n : 1;
+}
 
 /*
- * One process per mesh rank of the largest config, at most 16 (or
- * --procs): more processes than mesh ranks would only sit idle.
+ * MPICH keeps each process's shared-memory queues in /dev/shm, and a
+ * container gets 64 MiB of it from Docker: there MPI_Init fails on every
+ * rank ("UCX ERROR Not enough memory ... Please check that /dev/shm ...")
+ * and the job dies with exit 15.  Measured with MPICH 4.0 (ch4:ucx) on a
+ * tmpfs of each size: 2 processes need 8-16 MiB, 4 need 16-24, 8 need
+ * 32-48, 16 need 64-80, so about 5 MiB each.
+ *
+ * The space is measured with statvfs before launching rather than read
+ * from MPICH's error text: the text differs between MPICH's devices (ucx,
+ * ofi, ch3) and versions, and without a terminal the job's stderr goes
+ * straight to the user, never through gradaudit.
+ */
+#define SHM_DIR		"/dev/shm"
+#define SHM_PER_PROC	((uint64_t)5 << 20)
+
+/* Bytes free in /dev/shm, or 0 where there is none to measure. */
+static uint64_t
+shm_free(void)
+{
+	struct statvfs	 sv;
+
+	if (statvfs(SHM_DIR, &sv) != 0)
+		return 0;
+	return (uint64_t)sv.f_bavail * sv.f_frsize;
+}
+
+/* How many MPI processes the shared memory free holds, at least 1. */
+static int
+shm_fit(uint64_t avail)
+{
+	uint64_t	 n = avail / SHM_PER_PROC;
+
+	return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+}
+
+/* What to do about too small a /dev/shm, after saying what is wrong. */
+static void
+shm_advice(uint64_t avail, int procs)
+{
+	fprintf(stderr, "%s: %s has %llu MiB free and %d MPI processes need "
+	    "about %llu MiB: use --procs %d, or give the container more "
+	    "shared memory (docker run --shm-size=1g)\n", progname, SHM_DIR,
+	    (unsigned long long)(avail >> 20), procs,
+	    (unsigned long long)((procs * SHM_PER_PROC) >> 20),
+	    shm_fit(avail));
+}
+
+/*
+ * One process per available core (or --procs), and never more than the
+ * largest config audited numerically has mesh ranks: more would only sit
+ * idle.  By default, no more than /dev/shm holds either.  The default
+ * was one process per rank up to 16, and on a 2-core CI runner 16
+ * processes busy-polling MPICH's shared memory took 5.5 s where 2 took
+ * 0.3 s (issue 10).
  */
 static int
 choose_procs(const struct config_list *list, int asked)
 {
-	size_t	i;
-	int	world, most = 1, want;
+	uint64_t avail;
+	size_t	 i;
+	int	 world, most = 1, want;
 
 	for (i = 0; i < list->n; i++) {
+		if (numeric_skip_reason(&list->v[i]) != NULL)
+			continue;
 		world = list->v[i].mesh.dp * list->v[i].mesh.pp *
 		    list->v[i].mesh.tp;
 		if (world > most)
 			most = world;
 	}
-	want = asked > 0 ? asked : DEFAULT_MAX_PROCS;
-	return most < want ? most : want;
+	want = asked > 0 ? asked : available_cores();
+	if (most < want)
+		want = most;
+	if (asked <= 0 && (avail = shm_free()) > 0 && shm_fit(avail) < want) {
+		fprintf(stderr, "%s: %s has %llu MiB free, room for %d MPI "
+		    "process%s, not %d (docker run --shm-size=1g gives a "
+		    "container more)\n", progname, SHM_DIR,
+		    (unsigned long long)(avail >> 20), shm_fit(avail),
+		    shm_fit(avail) == 1 ? "" : "es", want);
+		want = shm_fit(avail);
+	}
+	return want;
+}
+
+/* Where a job that sent no reports leaves the files: every operand an error. */
+static const char *
+not_audited_why(int status)
+{
+	if (status == EXIT_USAGE)
+		return "configuration error, see stderr";
+	if (status > EXIT_RUNTIME)
+		return "interrupted, see stderr";
+	return "runtime failure, see stderr";
 }
 
 /*
- * Run the job and, with --junit, write the report it rendered (or, if it
- * failed, an error per config) here, on the host the user is on.
+ * Run the job and, with --junit or --summary, write the reports it
+ * rendered (or, if it failed, an error per config) here, on the host the
+ * user is on.
  */
 static int
 launch(struct options *o, const struct config_list *list)
 {
 	struct launch_options	 lo;
-	struct launch_attachment junit = { NULL, 0 };
+	struct launch_attachment junit = { NULL, 0 }, summary = { NULL, 0 };
 	const char		*env = getenv("GRADAUDIT_MPIEXEC");
+	uint64_t		 avail;
+	bool			 sent;
 	int			 status;
 
 	memset(&lo, 0, sizeof lo);
@@ -69,60 +173,103 @@ launch(struct options *o, const struct config_list *list)
 	lo.timeout = o->timeout;
 	lo.progress = isatty(STDERR_FILENO);
 	lo.attachment = &junit;
+	lo.summary = &summary;
 	status = launch_job(&lo, o->argc, o->argv);
-	if (o->junit != NULL && status != EXIT_RUNTIME && junit.data != NULL) {
-		if (output_junit_bytes(o->junit, junit.data, junit.len) !=
-		    EXIT_OK)
-			status = EXIT_RUNTIME;
-	} else if (status == EXIT_USAGE)
-		output_junit_not_audited(o, "configuration error, see stderr");
-	else if (status > EXIT_RUNTIME)
-		output_junit_not_audited(o, "interrupted, see stderr");
-	else if (status != EXIT_OK && status != EXIT_WRONG)
-		output_junit_not_audited(o, "runtime failure, see stderr");
-	else if (o->junit != NULL) {
-		fprintf(stderr, "%s: the MPI job sent no JUnit report\n",
-		    progname);
-		output_junit_not_audited(o, "runtime failure, see stderr");
-		status = EXIT_RUNTIME;
+	/*
+	 * A job that failed with more processes than /dev/shm holds most
+	 * likely failed in MPI_Init for want of it: say so.
+	 */
+	if (status == EXIT_RUNTIME && (avail = shm_free()) > 0 &&
+	    shm_fit(avail) < lo.procs) {
+		fprintf(stderr, "%s: the MPI job probably failed for want of "
+		    "shared memory\n", progname);
+		shm_advice(avail, lo.procs);
 	}
+	sent = (o->junit == NULL || junit.data != NULL) &&
+	    (o->summary == NULL || summary.data != NULL);
+	if (status <= EXIT_USAGE && sent) {
+		if (o->junit != NULL && output_junit_bytes(o->junit,
+		    junit.data, junit.len) != EXIT_OK)
+			status = EXIT_RUNTIME;
+		if (o->summary != NULL && output_summary_bytes(o->summary,
+		    summary.data, summary.len) != EXIT_OK)
+			status = EXIT_RUNTIME;
+	} else if (status == EXIT_OK || status == EXIT_WRONG) {
+		fprintf(stderr, "%s: the MPI job sent no %s\n", progname,
+		    junit.data == NULL && o->junit != NULL ? "JUnit report" :
+		    "summary");
+		output_junit_not_audited(o, not_audited_why(EXIT_RUNTIME));
+		status = EXIT_RUNTIME;
+	} else
+		output_junit_not_audited(o, not_audited_why(status));
 	free(junit.data);
+	free(summary.data);
+	return status;
+}
+
+/* A report rendered on a memory stream. */
+static char *
+render(const struct audited *v, size_t n, bool summary, size_t *len)
+{
+	char	*buf = NULL;
+	FILE	*fp;
+
+	if ((fp = open_memstream(&buf, len)) == NULL)
+		fatal("open_memstream");
+	if (summary)
+		output_summary_write(fp, v, n, "gradaudit.run");
+	else
+		output_junit_write(fp, v, n, "gradaudit.run");
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	return buf;
+}
+
+/*
+ * The JUnit report and the summary of a job: sent to the launching parent
+ * when there is one, written here when the user started the job.
+ */
+static int
+reports_from_job(const struct options *o, const struct audited *v, size_t n)
+{
+	char	*doc;
+	size_t	 len = 0;
+	int	 status = EXIT_OK;
+
+	if (o->junit != NULL) {
+		doc = render(v, n, false, &len);
+		if (!launch_report_attachment(doc, len) &&
+		    output_junit_bytes(o->junit, doc, len) != EXIT_OK)
+			status = EXIT_RUNTIME;
+		free(doc);
+	}
+	if (o->summary != NULL) {
+		doc = render(v, n, true, &len);
+		if (!launch_report_summary(doc, len) &&
+		    output_summary_bytes(o->summary, doc, len) != EXIT_OK)
+			status = EXIT_RUNTIME;
+		free(doc);
+	}
 	return status;
 }
 
 /*
- * The JUnit report of a job: sent to the launching parent when there is
- * one, written here when the user started the job.
+ * The digest of the bytes of every config file as loaded, in order, and
+ * of which operands did not load.
  */
-static int
-junit_from_job(const struct options *o, const struct audited *v, size_t n)
-{
-	char	*xml = NULL;
-	size_t	 len = 0;
-	FILE	*fp;
-	int	 status = EXIT_OK;
-
-	if ((fp = open_memstream(&xml, &len)) == NULL)
-		fatal("open_memstream");
-	output_junit_write(fp, v, n, "gradaudit.run");
-	if (fclose(fp) != 0)
-		fatal("open_memstream");
-	if (!launch_report_attachment(xml, len))
-		status = output_junit_bytes(o->junit, xml, len);
-	free(xml);
-	return status;
-}
-
-/* The digest of the bytes of every config file as loaded, in order. */
 static uint64_t
-configs_digest(const struct config_list *list)
+configs_digest(const struct batch *b)
 {
 	struct hash_state	 h;
+	uint64_t		 word;
 	size_t			 i;
 
 	hash_begin(&h);
-	for (i = 0; i < list->n; i++)
-		hash_update_u64s(&h, &list->v[i].source_digest, 1);
+	for (i = 0; i < b->n; i++) {
+		word = b->items[i].config < 0 ? 0 :
+		    b->list.v[b->items[i].config].source_digest;
+		hash_update_u64s(&h, &word, 1);
+	}
 	return hash_end(&h);
 }
 
@@ -135,48 +282,66 @@ configs_digest(const struct config_list *list)
 #define CONFIG_DIGEST_VAR	"GRADAUDIT_CONFIG_DIGEST"
 
 static void
-pass_digest(const struct config_list *list)
+pass_digest(const struct batch *b)
 {
 	char	 hex[17];
 
-	hash_hex(configs_digest(list), hex);
+	hash_hex(configs_digest(b), hex);
 	if (setenv(CONFIG_DIGEST_VAR, hex, 1) == -1)
 		fatal("setenv");
 }
 
 static bool
-same_as_checked(const struct config_list *list)
+same_as_checked(const struct batch *b)
 {
 	const char	*want = getenv(CONFIG_DIGEST_VAR);
 	char		 got[17];
 
 	if (getenv("GRADAUDIT_WORKER") == NULL || want == NULL)
 		return true;
-	hash_hex(configs_digest(list), got);
+	hash_hex(configs_digest(b), got);
 	return strcmp(got, want) == 0;
 }
 
 /*
- * Processes other than 0 stay silent while loading: the configs were
- * checked before launch (or every process would print the same error).
+ * Processes other than 0 stay silent while loading, or every process would
+ * print the same error; so does process 0 when a parent started the job,
+ * which has printed them.
  */
-static int
-load_quietly(struct options *o, struct config_list *list, int proc)
+static void
+load_quietly(struct options *o, struct batch *b, int proc)
 {
-	int	saved = -1, devnull, rc;
+	int	saved = -1, devnull;
 
-	if (proc != 0 && (devnull = open("/dev/null", O_WRONLY)) >= 0) {
+	if ((proc != 0 || getenv("GRADAUDIT_WORKER") != NULL) &&
+	    (devnull = open("/dev/null", O_WRONLY)) >= 0) {
 		fflush(stderr);
 		saved = dup(STDERR_FILENO);
 		dup2(devnull, STDERR_FILENO);
 		close(devnull);
 	}
-	rc = output_load_configs(o, list);
+	output_load_batch(o, b);
 	if (saved >= 0) {
 		dup2(saved, STDERR_FILENO);
 		close(saved);
 	}
-	return rc;
+}
+
+/* Whether every process read what process 0 read. */
+static bool
+same_as_proc0(const struct batch *b)
+{
+	uint64_t	 mine = configs_digest(b), theirs = mine;
+	int		 same, all = 0;
+
+	if (MPI_Bcast(&theirs, 1, MPI_UINT64_T, 0, MPI_COMM_WORLD) !=
+	    MPI_SUCCESS)
+		return false;
+	same = mine == theirs;
+	if (MPI_Allreduce(&same, &all, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD) !=
+	    MPI_SUCCESS)
+		return false;
+	return all != 0;
 }
 
 /*
@@ -208,35 +373,43 @@ finish(int proc, int status)
 }
 
 /*
- * A config can pass validation (check audits it symbolically) and still be
- * far too large to run: refuse it before anything is launched.
+ * The symbolic audit of one config, then its numeric audit unless it is
+ * too large to hold: then it keeps its symbolic verdict and says why the
+ * numeric one is missing (issue 10: one such config stopped the batch).
  */
 static int
-check_sizes(const struct config_list *list, bool report)
+audit_one(const struct config *cfg, const struct numeric_options *no,
+    struct audited *v)
 {
-	const char	*why;
-	size_t		 i;
+	struct sym_context	 ctx;
+	struct transport	 t;
+	const char		*skip;
+	double			 t0 = output_now();
+	int			 rc = EXIT_OK;
 
-	for (i = 0; i < list->n; i++)
-		if ((why = numeric_too_big(&list->v[i])) != NULL) {
-			if (report)
-				fprintf(stderr, "%s: %s: %s: %s\n", progname,
-				    list->v[i].file, list->v[i].name, why);
-			return EXIT_USAGE;
-		}
-	return EXIT_OK;
+	v->audit = xcalloc(1, sizeof *v->audit);
+	sym_context_build(&ctx, cfg);
+	sym_audit(&ctx, v->audit, NULL, NULL);
+	if ((skip = numeric_skip_reason(cfg)) != NULL)
+		v->audit->numeric_skipped = arena_strdup(&v->audit->arena,
+		    skip);
+	else {
+		transport_init(&t, ctx.model.mesh.world);
+		rc = numeric_audit(&ctx, &t, no, v->audit);
+		transport_free(&t);
+	}
+	sym_context_free(&ctx);
+	v->seconds = output_now() - t0;
+	return rc;
 }
 
 static int
 run_in_job(struct options *o)
 {
-	struct config_list	 list;
+	struct batch		 b;
 	struct audited		*v;
-	struct sym_context	 ctx;
 	struct numeric_options	 no;
-	struct transport	 t;
-	int			 proc, nprocs, status = EXIT_OK, rc;
-	bool			 loaded;
+	int			 proc, nprocs, status = EXIT_OK, rc = EXIT_OK;
 	size_t			 i;
 
 	MPI_Init(NULL, NULL);
@@ -246,27 +419,29 @@ run_in_job(struct options *o)
 		launch_arm_watchdog(o->timeout);
 	else
 		launch_arm_worker_watchdog(o->timeout);
-	loaded = load_quietly(o, &list, proc) == 0;
-	rc = !loaded ? EXIT_USAGE : check_sizes(&list, proc == 0);
-	if (rc == EXIT_OK && !same_as_checked(&list))
+	/* The parent checked the paths when there is one. */
+	if (proc == 0 && getenv("GRADAUDIT_WORKER") == NULL)
+		rc = output_check_paths(o);
+	load_quietly(o, &b, proc);
+	if (!same_as_checked(&b))
 		rc = EXIT_RUNTIME;
 	if ((status = agree(rc)) == EXIT_RUNTIME) {
 		if (proc == 0)
 			fprintf(stderr, "%s: a configuration file changed "
 			    "after gradaudit run checked it, before its MPI "
 			    "job read it: nothing was audited\n", progname);
-		if (loaded)
-			config_list_free(&list);
+		batch_free(&b);
 		return finish(proc, EXIT_RUNTIME);
 	}
-	if (status != EXIT_OK) {
-		/* Only the others failed: they were silenced, so say it. */
-		if (proc == 0 && rc == EXIT_OK)
+	if (status == EXIT_OK && !same_as_proc0(&b)) {
+		if (proc == 0)
 			fprintf(stderr, "%s: another process of the MPI job "
-			    "could not load the configuration: every process "
+			    "read other configuration files: every process "
 			    "must see the same files\n", progname);
-		if (loaded)
-			config_list_free(&list);
+		status = EXIT_USAGE;
+	}
+	if (status != EXIT_OK) {
+		batch_free(&b);
 		return finish(proc, EXIT_USAGE);
 	}
 	memset(&no, 0, sizeof no);
@@ -274,21 +449,16 @@ run_in_job(struct options *o)
 	no.seed = o->seed;
 	no.progress = proc == 0 && isatty(STDERR_FILENO);
 
-	v = xcalloc(list.n, sizeof *v);
-	for (i = 0; i < list.n && status == EXIT_OK; i++) {
-		double t0 = output_now();
-
-		v[i].audit = xcalloc(1, sizeof *v[i].audit);
-		v[i].label = list.v[i].name;
-		sym_context_build(&ctx, &list.v[i]);
-		sym_audit(&ctx, v[i].audit, NULL, NULL);
-		transport_init(&t, ctx.model.mesh.world);
-		rc = numeric_audit(&ctx, &t, &no, v[i].audit);
-		transport_free(&t);
-		sym_context_free(&ctx);
-		if (rc != EXIT_OK)
-			status = rc;
-		v[i].seconds = output_now() - t0;
+	/*
+	 * A runtime failure (a failed self-check) stops the batch: what the
+	 * job computes after it is not to be trusted.
+	 */
+	v = xcalloc(b.n + 1, sizeof *v);
+	for (i = 0; i < b.n && status == EXIT_OK; i++) {
+		batch_entry(&b, i, &v[i]);
+		if (b.items[i].config >= 0)
+			status = audit_one(&b.list.v[b.items[i].config], &no,
+			    &v[i]);
 	}
 	if (status == EXIT_OK && proc == 0) {
 		struct options report_only = *o;
@@ -296,47 +466,70 @@ run_in_job(struct options *o)
 		bool	 sent = launch_report_begin(&cap);
 
 		report_only.junit = NULL;
-		status = output_audits(&report_only, v, list.n,
-		    output_as_array(&list), "gradaudit.run");
+		report_only.summary = NULL;
+		status = output_audits(&report_only, v, b.n,
+		    output_as_array(&b.list) || b.n > 1, "gradaudit.run");
 		if (sent && launch_report_end(&cap) != EXIT_OK)
 			status = EXIT_RUNTIME;
-		if (o->junit != NULL && junit_from_job(o, v, list.n) !=
-		    EXIT_OK)
+		if (reports_from_job(o, v, b.n) != EXIT_OK)
 			status = EXIT_RUNTIME;
 	}
 	else if (status == EXIT_OK)
-		for (i = 0; i < list.n; i++)
-			if (!(v[i].audit->consistent && v[i].audit->correct))
+		for (i = 0; i < b.n; i++) {
+			if (v[i].audit == NULL)
+				status = EXIT_USAGE;
+			else if (status == EXIT_OK && !(v[i].audit->consistent &&
+			    v[i].audit->correct))
 				status = EXIT_WRONG;
+		}
 	status = agree(status);
-	for (i = 0; i < list.n; i++)
+	for (i = 0; i < b.n; i++)
 		if (v[i].audit != NULL) {
 			audit_free(v[i].audit);
 			free(v[i].audit);
 		}
 	free(v);
-	config_list_free(&list);
+	batch_free(&b);
 	return finish(proc, status);
+}
+
+/*
+ * No config loaded: there is nothing to launch, and the reports say for
+ * each why.
+ */
+static int
+report_unloaded(struct options *o, const struct batch *b)
+{
+	struct audited	*v = xcalloc(b->n + 1, sizeof *v);
+	size_t		 i;
+	int		 status;
+
+	for (i = 0; i < b->n; i++)
+		batch_entry(b, i, &v[i]);
+	status = output_audits(o, v, b->n, b->n > 1, "gradaudit.run");
+	free(v);
+	return status;
 }
 
 static int
 cmd_run_exec(struct options *o)
 {
-	struct config_list	 list;
-	int			 status;
+	struct batch	 b;
+	int		 status;
 
 	if (launch_under_mpi())
 		return run_in_job(o);
-	if (output_load_configs(o, &list) < 0)
+	if (output_check_paths(o) != EXIT_OK)
 		return EXIT_USAGE;
-	if (check_sizes(&list, true) != EXIT_OK) {
-		output_junit_not_audited(o, "configuration error, see stderr");
-		config_list_free(&list);
-		return EXIT_USAGE;
+	output_load_batch(o, &b);
+	if (b.list.n == 0) {
+		status = report_unloaded(o, &b);
+		batch_free(&b);
+		return status;
 	}
-	pass_digest(&list);
-	status = launch(o, &list);
-	config_list_free(&list);
+	pass_digest(&b);
+	status = launch(o, &b.list);
+	batch_free(&b);
 	launch_exit_interrupted(status);
 	return status;
 }

@@ -560,11 +560,25 @@ to_mark(const yaml_mark_t *m)
  * piecemeal could interleave with another process's (MPI ranks share the
  * terminal).
  */
+/* The last error message emitted, for cfg_last_error. */
+static char	*last_error;
+
+const char *
+cfg_last_error(void)
+{
+	return last_error;
+}
+
 static void
 emit(const char *line)
 {
 	char	*out = text_visible(line);
-	size_t	 n = strlen(out);
+	size_t	 n = strlen(out), skip = strlen(progname);
+
+	/* Kept for the reports of a batch, without "gradaudit: ". */
+	free(last_error);
+	last_error = xstrdup(strncmp(out, progname, skip) == 0 &&
+	    strncmp(out + skip, ": ", 2) == 0 ? out + skip + 2 : out);
 
 	out[n] = '\n';
 	fwrite(out, 1, n + 1, stderr);
@@ -1983,15 +1997,15 @@ load_stream(struct loader *ld)
  * The default name is the file's base name without .yaml or .yml; the
  * configs of a list are told apart by their position ("sweep#1").
  */
-static void
-default_names(struct loader *ld)
+char *
+cfg_file_name(const char *path)
 {
 	static const char *const suffixes[] = { ".yaml", ".yml" };
-	const char	*base = strrchr(ld->path, '/');
+	const char	*base = strrchr(path, '/');
 	size_t		 i, n, slen;
-	struct config	*c;
+	char		*name;
 
-	base = base != NULL ? base + 1 : ld->path;
+	base = base != NULL ? base + 1 : path;
 	n = strlen(base);
 	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		slen = strlen(suffixes[i]);
@@ -2000,18 +2014,29 @@ default_names(struct loader *ld)
 			break;
 		}
 	}
-	if (n > INT_MAX)
-		n = INT_MAX;
+	name = xmalloc(n + 1);
+	memcpy(name, base, n);
+	name[n] = '\0';
+	return name;
+}
+
+static void
+default_names(struct loader *ld)
+{
+	char		*base = cfg_file_name(ld->path);
+	size_t		 i;
+	struct config	*c;
+
 	for (i = 0; i < ld->list.n; i++) {
 		c = &ld->list.v[i];
 		if (keyset_has(&c->given, KEY_NAME))
 			continue;
 		if (ld->is_list)
-			xasprintf(&c->name, "%.*s#%d", (int)n, base,
-			    c->doc_index);
+			xasprintf(&c->name, "%s#%d", base, c->doc_index);
 		else
-			xasprintf(&c->name, "%.*s", (int)n, base);
+			c->name = xstrdup(base);
 	}
+	free(base);
 }
 
 static int

@@ -297,6 +297,19 @@ const char *cfg_check_constraints(const struct config *);
 void	 cfg_error(const struct config *, enum cfg_key, const char *, ...)
 	    __attribute__((format(printf, 3, 4)));
 
+/*
+ * The last message cfg_load, cfg_error or a profile reader printed, without
+ * the program name ("bad.yaml:7:9: mesh.tp: expected ..."), or NULL: a
+ * batch puts it in the reports of the config that failed.
+ */
+const char *cfg_last_error(void);
+
+/*
+ * The name a config file gives its configs when they have none: its base
+ * name without .yaml or .yml; xmalloc'd.
+ */
+char	*cfg_file_name(const char *path);
+
 /* Deep copy and free; config_list_free frees the configs and the array. */
 void	 cfg_copy(struct config *dst, const struct config *src);
 void	 cfg_free(struct config *);

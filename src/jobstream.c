@@ -16,7 +16,8 @@
 
 static const char *const jobstream_names[JOBSTREAM_NKINDS] = {
 	[JOBSTREAM_REPORT] = "report",
-	[JOBSTREAM_ATTACHMENT] = "attachment"
+	[JOBSTREAM_ATTACHMENT] = "attachment",
+	[JOBSTREAM_SUMMARY] = "summary"
 };
 
 void

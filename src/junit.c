@@ -7,16 +7,23 @@
 #define _POSIX_C_SOURCE 200809L		/* open_memstream */
 #endif
 
+#include <limits.h>
 #include <math.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "audit.h"
 #include "junit.h"
 #include "report.h"
 #include "xmalloc.h"
+
+/* How much of the findings a one-line failure message names. */
+#define JUNIT_MESSAGE_FINDINGS	3
+#define JUNIT_MESSAGE_PARAMS	3
 
 #define UTF8_REPLACEMENT	"\xef\xbf\xbd"	/* U+FFFD */
 
@@ -172,36 +179,46 @@ put_suite_attrs(FILE *fp, const char *name, size_t n,
 	    "time=\"%.3f\"", n, k->failures, k->errors, k->seconds);
 }
 
+/* A case: its <error> or <failure>, then <system-out>, as the schema orders. */
 static void
 put_case(FILE *fp, const char *suite_name, const struct junit_case *c)
 {
-	const char	*element;
+	const char	*element = c->error ? "error" : "failure";
 
 	fputs("    <testcase", fp);
 	put_attr(fp, "name", c->name);
 	put_attr(fp, "classname", c->classname != NULL ? c->classname :
 	    suite_name);
+	if (c->file != NULL)
+		put_attr(fp, "file", c->file);
 	fprintf(fp, " time=\"%.3f\"", case_seconds(c));
-	if (!c->failed && !c->error) {
+	if (!c->failed && !c->error && c->system_out == NULL) {
 		fputs("/>\n", fp);
 		return;
 	}
-	element = c->error ? "error" : "failure";
-	fprintf(fp, ">\n      <%s", element);
-	put_attr(fp, "message", c->failure_message);
-	if (c->failure_text == NULL || *c->failure_text == '\0')
-		fputs("/>\n", fp);
-	else {
-		putc('>', fp);
-		put_escaped(fp, c->failure_text, false);
-		fprintf(fp, "</%s>\n", element);
+	fputs(">\n", fp);
+	if (c->failed || c->error) {
+		fprintf(fp, "      <%s", element);
+		put_attr(fp, "message", c->failure_message);
+		if (c->failure_text == NULL || *c->failure_text == '\0')
+			fputs("/>\n", fp);
+		else {
+			putc('>', fp);
+			put_escaped(fp, c->failure_text, false);
+			fprintf(fp, "</%s>\n", element);
+		}
+	}
+	if (c->system_out != NULL) {
+		fputs("      <system-out>", fp);
+		put_escaped(fp, c->system_out, false);
+		fputs("</system-out>\n", fp);
 	}
 	fputs("    </testcase>\n", fp);
 }
 
 void
-junit_write(FILE *fp, const char *suite_name, const struct junit_case *cases,
-    size_t n)
+junit_write_suite(FILE *fp, const char *suite_name, const char *timestamp,
+    const char *hostname, const struct junit_case *cases, size_t n)
 {
 	struct junit_counts	 k;
 	size_t			 i;
@@ -211,10 +228,33 @@ junit_write(FILE *fp, const char *suite_name, const struct junit_case *cases,
 	put_suite_attrs(fp, suite_name, n, &k);
 	fputs(">\n  <testsuite", fp);
 	put_suite_attrs(fp, suite_name, n, &k);
+	put_attr(fp, "timestamp", timestamp);
+	put_attr(fp, "hostname", hostname);
 	fputs(">\n", fp);
 	for (i = 0; i < n; i++)
 		put_case(fp, suite_name, &cases[i]);
 	fputs("  </testsuite>\n</testsuites>\n", fp);
+}
+
+/*
+ * The schema's timestamp has no time zone; it is UTC here, as CI runners
+ * in several zones then agree.
+ */
+void
+junit_write(FILE *fp, const char *suite_name, const struct junit_case *cases,
+    size_t n)
+{
+	char		 stamp[32], host[HOST_NAME_MAX + 1];
+	time_t		 now = time(NULL);
+	struct tm	 tm;
+
+	if (gmtime_r(&now, &tm) == NULL ||
+	    strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		stamp[0] = '\0';
+	if (gethostname(host, sizeof host) != 0)
+		host[0] = '\0';
+	host[sizeof host - 1] = '\0';
+	junit_write_suite(fp, suite_name, stamp, host, cases, n);
 }
 
 char *
@@ -234,6 +274,41 @@ junit_failure_text(const struct audit *a)
 	line = report_summary(a);
 	fprintf(fp, "%s\n", line);
 	free(line);
+	if (fclose(fp) != 0)
+		fatal("memory stream");
+	return buf;
+}
+
+char *
+junit_failure_message(const struct audit *a)
+{
+	const struct finding	*f;
+	char			*buf = NULL;
+	size_t			 len, i, k;
+	FILE			*fp;
+
+	if (a->nfindings == 0)
+		return report_summary(a);
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	for (i = 0; i < a->nfindings && i < JUNIT_MESSAGE_FINDINGS; i++) {
+		f = &a->findings[i];
+		if (i > 0)
+			fputs("; ", fp);
+		for (k = 0; k < f->nparams && k < JUNIT_MESSAGE_PARAMS; k++)
+			fprintf(fp, "%s%s", k > 0 ? ", " : "", f->params[k]);
+		if (f->nparams == 0 && f->param != NULL)
+			fputs(f->param, fp);
+		if (f->nparams > JUNIT_MESSAGE_PARAMS)
+			fprintf(fp, " and %zu more", f->nparams -
+			    JUNIT_MESSAGE_PARAMS);
+		fprintf(fp, ": %s", finding_kind_name(f->kind));
+		if (f->dim != NULL)
+			fprintf(fp, " over %s", f->dim);
+	}
+	if (a->nfindings > JUNIT_MESSAGE_FINDINGS)
+		fprintf(fp, "; %zu more findings", a->nfindings -
+		    JUNIT_MESSAGE_FINDINGS);
 	if (fclose(fp) != 0)
 		fatal("memory stream");
 	return buf;

@@ -20,6 +20,8 @@ struct junit_case {
 	bool		 error;		/* not audited: <error>, wins */
 	const char	*failure_message;	/* one line */
 	const char	*failure_text;	/* element body, may be NULL */
+	const char	*file;		/* the config file, or NULL */
+	const char	*system_out;	/* <system-out>, or NULL */
 };
 
 /*
@@ -30,6 +32,20 @@ struct junit_case {
  */
 void	 junit_write(FILE *, const char *suite_name,
 	    const struct junit_case *, size_t n);
+/*
+ * The same with the <testsuite>'s timestamp (UTC, "2026-11-24T01:00:00")
+ * and hostname given; junit_write takes the time and host of the call.
+ */
+void	 junit_write_suite(FILE *, const char *suite_name,
+	    const char *timestamp, const char *hostname,
+	    const struct junit_case *, size_t n);
+
+/*
+ * The <failure> message of a wrong audit: its findings as "parameter:
+ * kind over dimension", so that a CI server's one-line view names what
+ * is wrong; xmalloc'd.
+ */
+char	*junit_failure_message(const struct audit *);
 
 /*
  * The findings of an audit as plain text, one per line, then the summary

@@ -365,6 +365,15 @@ launch_report_attachment(const char *data, size_t len)
 	return true;
 }
 
+bool
+launch_report_summary(const char *data, size_t len)
+{
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		return false;
+	jobstream_send(stdout, JOBSTREAM_SUMMARY, data, len);
+	return true;
+}
+
 void
 launch_report_status(int status)
 {
@@ -698,7 +707,8 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 {
 	static const char *const what[JOBSTREAM_NKINDS] = {
 		[JOBSTREAM_REPORT] = "report",
-		[JOBSTREAM_ATTACHMENT] = "JUnit report"
+		[JOBSTREAM_ATTACHMENT] = "JUnit report",
+		[JOBSTREAM_SUMMARY] = "summary"
 	};
 	const struct launch_options	*opts = w->opts;
 	const char			*data[JOBSTREAM_NKINDS], *why;
@@ -742,6 +752,11 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 		opts->attachment->len = len[JOBSTREAM_ATTACHMENT];
 		opts->attachment->data = jobstream_take(&w->stream,
 		    JOBSTREAM_ATTACHMENT);
+	}
+	if (have[JOBSTREAM_SUMMARY] && opts->summary != NULL) {
+		opts->summary->len = len[JOBSTREAM_SUMMARY];
+		opts->summary->data = jobstream_take(&w->stream,
+		    JOBSTREAM_SUMMARY);
 	}
 	return rc;
 }

@@ -54,6 +54,8 @@ struct launch_options {
 	bool		 need_result;
 	/* When set, receives the job's attachment (launch_report_attachment). */
 	struct launch_attachment *attachment;
+	/* When set, receives the job's --summary (launch_report_summary). */
+	struct launch_attachment *summary;
 };
 
 /*
@@ -110,6 +112,8 @@ int	 launch_report_end(struct launch_capture *);
  * the caller writes the document itself.
  */
 bool	 launch_report_attachment(const char *data, size_t len);
+/* The same for run's --summary Markdown, which the parent appends. */
+bool	 launch_report_summary(const char *data, size_t len);
 
 /*
  * In a job started by launch_job (GRADAUDIT_WORKER set), process 0 calls

@@ -1171,41 +1171,75 @@ stage_values(const struct model *m, int stage)
 	return n;
 }
 
+/* The values the numeric audit holds on its fullest rank and over the mesh. */
+static void
+numeric_sizes(const struct config *cfg, int64_t *rank_max, int64_t *total,
+    int *world)
+{
+	struct model	 m;
+	int64_t		 n;
+	int		 s, per_stage;
+
+	model_build(&m, cfg);
+	per_stage = m.mesh.world / m.mesh.pp;
+	*rank_max = *total = 0;
+	*world = m.mesh.world;
+	for (s = 0; s < m.mesh.pp; s++) {
+		n = stage_values(&m, s);
+		if (n > *rank_max)
+			*rank_max = n;
+		/* Past the rank limit the total is never needed. */
+		if (n <= NUM_MAX_RANK_VALUES)
+			*total += n * per_stage;
+	}
+	model_free(&m);
+}
+
 const char *
 numeric_too_big(const struct config *cfg)
 {
 	static char	 msg[256];
-	struct model	 m;
-	int64_t		 rank_max = 0, total = 0, n;
-	int		 s, per_stage;
-	const char	*answer = NULL;
+	int64_t		 rank_max, total;
+	int		 world;
 
-	model_build(&m, cfg);
-	per_stage = m.mesh.world / m.mesh.pp;
-	for (s = 0; s < m.mesh.pp; s++) {
-		n = stage_values(&m, s);
-		if (n > rank_max)
-			rank_max = n;
-		/* Past the rank limit the total is never needed. */
-		if (n <= NUM_MAX_RANK_VALUES)
-			total += n * per_stage;
-	}
+	numeric_sizes(cfg, &rank_max, &total, &world);
 	if (rank_max > NUM_MAX_RANK_VALUES) {
 		snprintf(msg, sizeof(msg), "the numeric audit needs %lld "
 		    "values per rank; at most %lld are supported (use "
 		    "gradaudit check, or smaller model sizes)",
 		    (long long)rank_max, (long long)NUM_MAX_RANK_VALUES);
-		answer = msg;
-	} else if (total > NUM_MAX_MESH_VALUES) {
+		return msg;
+	}
+	if (total > NUM_MAX_MESH_VALUES) {
 		snprintf(msg, sizeof(msg), "the numeric audit needs %lld "
 		    "values over its %d ranks; at most %lld are supported "
 		    "(use gradaudit check, or a smaller mesh or model)",
-		    (long long)total, m.mesh.world,
+		    (long long)total, world,
 		    (long long)NUM_MAX_MESH_VALUES);
-		answer = msg;
+		return msg;
 	}
-	model_free(&m);
-	return answer;
+	return NULL;
+}
+
+const char *
+numeric_skip_reason(const struct config *cfg)
+{
+	static char	 msg[128];
+	int64_t		 rank_max, total;
+	int		 world;
+
+	numeric_sizes(cfg, &rank_max, &total, &world);
+	if (rank_max > NUM_MAX_RANK_VALUES)
+		snprintf(msg, sizeof(msg), "needs %lld values per rank, "
+		    "limit %lld", (long long)rank_max,
+		    (long long)NUM_MAX_RANK_VALUES);
+	else if (total > NUM_MAX_MESH_VALUES)
+		snprintf(msg, sizeof(msg), "needs %lld values over %d ranks, "
+		    "limit %lld", (long long)total, world,
+		    (long long)NUM_MAX_MESH_VALUES);
+	else
+		return NULL;
+	return msg;
 }
 
 /*

@@ -46,5 +46,11 @@ int	 numeric_audit(const struct sym_context *, struct transport *,
  * this before it launches any process.
  */
 const char *numeric_too_big(const struct config *);
+/*
+ * The same test, said as a report line's reason: "needs N values per
+ * rank, limit M" (or "over R ranks"), or NULL when the audit fits.  run
+ * audits such a config symbolically and skips only its numeric audit.
+ */
+const char *numeric_skip_reason(const struct config *);
 
 #endif

@@ -20,7 +20,7 @@ enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
-	OPT_PARAM, OPT_RANK,
+	OPT_PARAM, OPT_RANK, OPT_SUMMARY,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -41,6 +41,8 @@ static const struct option_spec specs[] = {
 	  0, "output format on stdout (default text)" },
 	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
 	  false, "also write JUnit XML, a testcase per config" },
+	{ "summary", OPT_SUMMARY, "FILE", SCOPE_RUN | SCOPE_CHECK, 0,
+	  "append a Markdown table (a CI job summary)" },
 	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, 0,
 	  "override a config key by dotted path; repeatable" },
 	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
@@ -48,7 +50,7 @@ static const struct option_spec specs[] = {
 	{ "seed", OPT_SEED, "N", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "seed for weights and inputs (default 1)" },
 	{ "procs", OPT_PROCS, "N", SCOPE_RUN | SCOPE_SWEEP, 0,
-	  "MPI processes (default one per rank, at most 16)" },
+	  "MPI processes (default one per core)" },
 	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
 	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP, 0,
@@ -227,6 +229,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_JUNIT:
 		o->junit = arg;
+		break;
+	case OPT_SUMMARY:
+		o->summary = arg;
 		break;
 	case OPT_SET: {
 		const char *eq = strchr(arg, '=');

@@ -31,6 +31,7 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 struct options {
 	enum output_format	 format;
 	const char		*junit;		/* --junit FILE */
+	const char		*summary;	/* --summary FILE, appended to */
 	struct cfg_override	*sets;		/* --set KEY=VALUE, in order */
 	size_t			 nsets;
 	enum arith		 arith;		/* --numerics */

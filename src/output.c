@@ -1,17 +1,22 @@
 /*
  * Loading configs and printing reports for the commands that audit.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "exitcode.h"
 #include "json.h"
 #include "junit.h"
 #include "output.h"
 #include "report.h"
+#include "summary.h"
 #include "symbolic.h"
 #include "xmalloc.h"
 
@@ -23,17 +28,183 @@ void
 output_junit_not_audited(const struct options *o, const char *why)
 {
 	struct audited	*v;
+	char		*md = NULL;
+	size_t		 len = 0;
+	FILE		*fp;
 	int		 i;
 
-	if (o->junit == NULL)
+	if (o->junit == NULL && o->summary == NULL)
 		return;
 	v = xcalloc((size_t)o->nargs + 1, sizeof *v);
 	for (i = 0; i < o->nargs; i++) {
 		v[i].label = o->args[i];
+		v[i].file = o->args[i];
 		v[i].why_not = why;
 	}
-	output_junit(o->junit, v, (size_t)o->nargs, "gradaudit");
+	if (o->junit != NULL)
+		output_junit(o->junit, v, (size_t)o->nargs, "gradaudit");
+	if (o->summary != NULL) {
+		if ((fp = open_memstream(&md, &len)) == NULL)
+			fatal("open_memstream");
+		output_summary_write(fp, v, (size_t)o->nargs, "gradaudit");
+		if (fclose(fp) != 0)
+			fatal("memory stream");
+		output_summary_bytes(o->summary, md, len);
+		free(md);
+	}
 	free(v);
+}
+
+/*
+ * Whether path can be written, found before an audit that may take
+ * minutes: an existing file is opened for writing without truncating it,
+ * a new one is created and removed again, so that a failed run leaves no
+ * empty report for CI to read.
+ */
+static int
+check_writable(const char *path, const char *what)
+{
+	struct stat	 st;
+	int		 fd;
+
+	if (stat(path, &st) == 0) {
+		if (S_ISDIR(st.st_mode)) {
+			errno = EISDIR;
+			goto fail;
+		}
+		/* Opening a FIFO could wait for its reader. */
+		if (!S_ISREG(st.st_mode))
+			return EXIT_OK;
+		if ((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) == -1)
+			goto fail;
+		close(fd);
+		return EXIT_OK;
+	}
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	    0666)) == -1)
+		goto fail;
+	close(fd);
+	unlink(path);
+	return EXIT_OK;
+fail:
+	fprintf(stderr, "%s: %s: cannot write %s: %s\n", progname, path, what,
+	    strerror(errno));
+	return EXIT_USAGE;
+}
+
+int
+output_check_paths(const struct options *o)
+{
+	if (o->junit != NULL &&
+	    check_writable(o->junit, "JUnit report") != EXIT_OK)
+		return EXIT_USAGE;
+	if (o->summary != NULL &&
+	    check_writable(o->summary, "summary") != EXIT_OK)
+		return EXIT_USAGE;
+	return EXIT_OK;
+}
+
+static void
+batch_push(struct batch *b, const struct batch_item *it)
+{
+	if (b->n == b->cap) {
+		b->cap = b->cap ? 2 * b->cap : 16;
+		b->items = xreallocarray(b->items, b->cap, sizeof *b->items);
+	}
+	b->items[b->n++] = *it;
+}
+
+static void
+batch_error(struct batch *b, const char *file, const char *name)
+{
+	struct batch_item	 it;
+	const char		*msg = cfg_last_error();
+
+	it.config = -1;
+	it.file = xstrdup(file);
+	it.name = name != NULL ? xstrdup(name) : cfg_file_name(file);
+	it.error = xstrdup(msg != NULL ? msg : "configuration error");
+	batch_push(b, &it);
+	b->nerrors++;
+}
+
+/* Move a loaded config into the batch: the struct, not its strings. */
+static void
+batch_config(struct batch *b, struct config *c)
+{
+	struct batch_item	 it;
+
+	if (b->list.n == b->listcap) {
+		b->listcap = b->listcap ? 2 * b->listcap : 16;
+		b->list.v = xreallocarray(b->list.v, b->listcap,
+		    sizeof *b->list.v);
+	}
+	b->list.v[b->list.n] = *c;
+	memset(&it, 0, sizeof it);
+	it.config = (long)b->list.n++;
+	batch_push(b, &it);
+}
+
+size_t
+output_load_batch(const struct options *o, struct batch *b)
+{
+	struct config_list	 one;
+	const char		*why;
+	enum cfg_key		 blame;
+	size_t			 k;
+	int			 i;
+
+	memset(b, 0, sizeof *b);
+	for (i = 0; i < o->nargs; i++) {
+		memset(&one, 0, sizeof one);
+		if (cfg_load(o->args[i], o->sets, o->nsets, &one) < 0) {
+			batch_error(b, o->args[i], NULL);
+			continue;
+		}
+		for (k = 0; k < one.n; k++) {
+			if ((why = sym_unauditable(&one.v[k], &blame)) ==
+			    NULL) {
+				batch_config(b, &one.v[k]);
+				continue;
+			}
+			cfg_error(&one.v[k], blame, "%s", why);
+			batch_error(b, one.v[k].file, one.v[k].name);
+			cfg_free(&one.v[k]);
+		}
+		free(one.v);
+	}
+	return b->nerrors;
+}
+
+void
+batch_free(struct batch *b)
+{
+	size_t	 i;
+
+	for (i = 0; i < b->n; i++) {
+		free(b->items[i].file);
+		free(b->items[i].name);
+		free(b->items[i].error);
+	}
+	free(b->items);
+	config_list_free(&b->list);
+	memset(b, 0, sizeof *b);
+}
+
+void
+batch_entry(const struct batch *b, size_t i, struct audited *v)
+{
+	const struct batch_item	*it = &b->items[i];
+
+	memset(v, 0, sizeof *v);
+	if (it->config < 0) {
+		v->label = it->name;
+		v->file = it->file;
+		v->why_not = it->error;
+	} else {
+		v->label = b->list.v[it->config].name;
+		v->file = b->list.v[it->config].file;
+	}
 }
 
 int
@@ -92,19 +263,24 @@ case_of(const struct audited *v, struct junit_case *c)
 
 	memset(c, 0, sizeof *c);
 	c->name = xstrdup(v->label);
+	c->file = v->file != NULL ? xstrdup(v->file) : NULL;
 	c->seconds = v->seconds;
+	if (a != NULL && a->numeric_skipped != NULL)
+		xasprintf((char **)&c->system_out, "numeric: skipped (%s)",
+		    a->numeric_skipped);
 	if (a == NULL) {
 		c->error = true;
 		c->failure_message = xstrdup(v->why_not ? v->why_not :
 		    "not audited");
+		/* The message names file:line:col; the body keeps it whole. */
+		c->failure_text = xstrdup(c->failure_message);
 		return;
 	}
 	if (a->consistent && a->correct)
 		return;
 	c->failed = true;
 	c->failure_text = junit_failure_text(a);
-	c->failure_message = xstrdup(a->nfindings > 0 ?
-	    a->findings[0].message : "gradients differ from the reference");
+	c->failure_message = junit_failure_message(a);
 }
 
 static void
@@ -116,6 +292,8 @@ cases_free(struct junit_case *cases, size_t n)
 		free((char *)cases[i].name);
 		free((char *)cases[i].failure_message);
 		free((char *)cases[i].failure_text);
+		free((char *)cases[i].file);
+		free((char *)cases[i].system_out);
 	}
 	free(cases);
 }
@@ -180,6 +358,89 @@ output_junit_bytes(const char *path, const char *xml, size_t len)
 	return write_junit_file(path, NULL, 0, NULL, xml, len);
 }
 
+/* "gradaudit.run" is the summary's heading "gradaudit run". */
+static void
+summary_of(FILE *fp, const struct summary_row *rows, size_t n,
+    const char *suite)
+{
+	char	*title = xstrdup(suite), *dot;
+
+	if ((dot = strchr(title, '.')) != NULL)
+		*dot = ' ';
+	summary_write(fp, title, rows, n);
+	free(title);
+}
+
+void
+output_summary_write(FILE *fp, const struct audited *v, size_t n,
+    const char *suite)
+{
+	struct summary_row	*rows = xcalloc(n + 1, sizeof *rows);
+	size_t			 i;
+
+	for (i = 0; i < n; i++)
+		summary_row_of(&rows[i], v[i].label, v[i].audit, v[i].why_not);
+	summary_of(fp, rows, n, suite);
+	summary_rows_free(rows, n);
+}
+
+/*
+ * Appended, never truncated: GitHub's $GITHUB_STEP_SUMMARY is one file for
+ * every step of a job, and the summaries of several runs follow each other.
+ */
+static int
+append_summary(const char *path, const struct summary_row *rows, size_t n,
+    const char *suite, const char *bytes, size_t len)
+{
+	FILE	*fp;
+
+	if ((fp = fopen(path, "a")) == NULL) {
+		fprintf(stderr, "%s: %s: cannot write summary: %s\n",
+		    progname, path, strerror(errno));
+		return EXIT_RUNTIME;
+	}
+	if (rows != NULL)
+		summary_of(fp, rows, n, suite);
+	else
+		fwrite(bytes, 1, len, fp);
+	if (ferror(fp) | (fclose(fp) != 0)) {
+		fprintf(stderr, "%s: %s: write error\n", progname, path);
+		return EXIT_RUNTIME;
+	}
+	return EXIT_OK;
+}
+
+int
+output_summary_bytes(const char *path, const char *md, size_t len)
+{
+	return append_summary(path, NULL, 0, NULL, md, len);
+}
+
+/* A config not audited, in a JSON array: which, and why. */
+static void
+json_not_audited(struct json *j, const struct audited *v)
+{
+	json_begin_object(j);
+	json_key_string(j, "tool", "gradaudit");
+	if (v->file != NULL)
+		json_key_string(j, "config", v->file);
+	if (v->label != NULL)
+		json_key_string(j, "name", v->label);
+	json_key_string(j, "error", v->why_not != NULL ? v->why_not :
+	    "not audited");
+	json_end_object(j);
+}
+
+/* The statuses of a batch combine to the most severe: 3 > 2 > 1 > 0. */
+static int
+entry_status(const struct audited *v)
+{
+	if (v->audit == NULL)
+		return EXIT_USAGE;
+	return v->audit->consistent && v->audit->correct ? EXIT_OK :
+	    EXIT_WRONG;
+}
+
 void
 output_begin(struct output_stream *s, const struct options *o, bool array,
     size_t n)
@@ -208,29 +469,39 @@ output_add(struct output_stream *s, const struct audited *v)
 {
 	const struct options	*o = s->options;
 	const struct audit	*a = v->audit;
+	int			 st = entry_status(v);
 
 	if (a != NULL && o->format == FORMAT_JSON)
 		report_json(&s->json, a, &s->report);
-	else if (a != NULL && o->format == FORMAT_JSONL) {
+	else if (o->format == FORMAT_JSONL) {
 		/* A line per config: the same shape for one config or many. */
 		json_init(&s->json, stdout, true);
-		report_json_summary(&s->json, a);
-	}
+		if (a != NULL)
+			report_json_summary(&s->json, a);
+		else
+			json_not_audited(&s->json, v);
+	} else if (o->format == FORMAT_JSON && s->array)
+		json_not_audited(&s->json, v);
 	else if (a != NULL) {
 		if (s->count > 0 && !o->quiet)
 			fputc('\n', stdout);
 		report_text(stdout, a, &s->report);
 	}
 	s->count++;
-	if (a != NULL && !(a->consistent && a->correct))
-		s->status = EXIT_WRONG;
-	if (o->junit == NULL)
+	if (st > s->status)
+		s->status = st;
+	if (o->junit == NULL && o->summary == NULL)
 		return;
 	if (s->ncases == s->cap) {
 		s->cap = s->cap ? 2 * s->cap : 16;
 		s->cases = xreallocarray(s->cases, s->cap, sizeof *s->cases);
+		s->rows = xreallocarray(s->rows, s->cap, sizeof *s->rows);
 	}
-	case_of(v, &s->cases[s->ncases++]);
+	if (o->junit != NULL)
+		case_of(v, &s->cases[s->ncases]);
+	if (o->summary != NULL)
+		summary_row_of(&s->rows[s->ncases], v->label, a, v->why_not);
+	s->ncases++;
 }
 
 int
@@ -244,7 +515,17 @@ output_end(struct output_stream *s, const char *suite)
 	if (o->junit != NULL && write_junit_file(o->junit, s->cases,
 	    s->ncases, suite, NULL, 0) != EXIT_OK)
 		status = EXIT_RUNTIME;
-	cases_free(s->cases, s->ncases);
+	if (o->summary != NULL && append_summary(o->summary, s->rows,
+	    s->ncases, suite, NULL, 0) != EXIT_OK)
+		status = EXIT_RUNTIME;
+	if (o->junit != NULL)
+		cases_free(s->cases, s->ncases);
+	else
+		free(s->cases);
+	if (o->summary != NULL)
+		summary_rows_free(s->rows, s->ncases);
+	else
+		free(s->rows);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "%s: error writing the report to stdout\n",
 		    progname);

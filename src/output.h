@@ -15,6 +15,7 @@
 #include "junit.h"
 #include "options.h"
 #include "report.h"
+#include "summary.h"
 
 /* Load all operands with the --set overrides; -1 after an error message. */
 int	 output_load_configs(const struct options *, struct config_list *);
@@ -24,7 +25,43 @@ struct audited {
 	const char	*label;		/* test case name (config name, or mesh) */
 	double		 seconds;
 	const char	*why_not;	/* with audit NULL: why, for JUnit */
+	const char	*file;		/* the config file, or NULL */
 };
+
+/*
+ * The operands of check or run as a batch (issue 10): every config that
+ * loaded, and in operand order each config or the error that stopped it.
+ * A bad config is an error case of its own; the others are audited.
+ */
+struct batch_item {
+	long		 config;	/* index in list, or -1: not loaded */
+	char		*file;		/* with config -1: the file */
+	char		*name;		/* with config -1: the test case name */
+	char		*error;		/* with config -1: the loader's message */
+};
+
+struct batch {
+	struct config_list	 list;
+	struct batch_item	*items;
+	size_t			 n, cap, listcap;
+	size_t			 nerrors;
+};
+
+/*
+ * Load every operand with the --set overrides, each on its own: a file
+ * that fails (its message printed) becomes an error item, and so does a
+ * config too large to audit at all.  Returns the number of errors.
+ */
+size_t	 output_load_batch(const struct options *, struct batch *);
+void	 batch_free(struct batch *);
+/* The entry of item i for a report: its audit is for the caller to set. */
+void	 batch_entry(const struct batch *, size_t i, struct audited *);
+
+/*
+ * Before anything is audited: --junit and --summary can be written.
+ * EXIT_OK, or EXIT_USAGE after a message.  Neither file is changed.
+ */
+int	 output_check_paths(const struct options *);
 
 /*
  * A report written as the audits come, so that a command can free each
@@ -42,18 +79,23 @@ struct output_stream {
 	size_t			 count;		/* audits added so far */
 	int			 status;
 	struct junit_case	*cases;		/* with --junit */
+	struct summary_row	*rows;		/* with --summary */
 	size_t			 ncases, cap;
 };
 
 /* Begin a report of n audits. */
 void	 output_begin(struct output_stream *, const struct options *,
 	    bool array, size_t n);
-/* Print one audit (or, audit NULL, only count it for JUnit). */
+/*
+ * Print one audit, or (audit NULL) a config not audited: an error object
+ * in a JSON array, an error case in JUnit and the summary, exit status 2.
+ */
 void	 output_add(struct output_stream *, const struct audited *);
 /*
- * Close the report, write --junit if asked, free the stream.  Returns
- * EXIT_OK, EXIT_WRONG, or EXIT_RUNTIME when stdout or the JUnit file could
- * not be written.
+ * Close the report, write --junit and --summary if asked, free the
+ * stream.  Returns the most severe status of the entries (EXIT_OK,
+ * EXIT_WRONG, EXIT_USAGE when one was not audited), or EXIT_RUNTIME when
+ * stdout or a file could not be written.
  */
 int	 output_end(struct output_stream *, const char *suite);
 
@@ -68,8 +110,8 @@ int	 output_audits(const struct options *, const struct audited *,
 bool	 output_as_array(const struct config_list *);
 
 /*
- * With --junit, write every operand as an error case ("configuration
- * error", "runtime failure"): nothing was audited.
+ * With --junit and --summary, write every operand as an error case
+ * ("configuration error", "runtime failure"): nothing was audited.
  */
 void	 output_junit_not_audited(const struct options *, const char *why);
 
@@ -81,6 +123,11 @@ void	 output_junit_write(FILE *, const struct audited *, size_t n,
 	    const char *suite);
 /* Save JUnit bytes rendered elsewhere (by run's MPI job). */
 int	 output_junit_bytes(const char *path, const char *xml, size_t len);
+
+/* The --summary Markdown of entries on a stream, and appending it. */
+void	 output_summary_write(FILE *, const struct audited *, size_t n,
+	    const char *suite);
+int	 output_summary_bytes(const char *path, const char *md, size_t len);
 
 double	 output_now(void);	/* monotonic seconds */
 

@@ -914,9 +914,12 @@ print_header(struct text *t)
 	    m->world);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
-	if (!a->numeric)
+	if (!a->numeric) {
 		fputs("arithmetic: symbolic only\n", t->fp);
-	else
+		if (a->numeric_skipped != NULL)
+			fprintf(t->fp, "numeric: skipped (%s)\n",
+			    a->numeric_skipped);
+	} else
 		fprintf(t->fp, "arithmetic: %s, %d process%s\n",
 		    a->arith == ARITH_EXACT ? "exact GF(2^61-1)" :
 		    arith_name(a->arith), a->procs, a->procs == 1 ? "" : "es");
@@ -1488,8 +1491,13 @@ print_summary(struct text *t)
 		put_visible(t->fp, t->audit->config->name);
 		fputs(": ", t->fp);
 	}
-	fprintf(t->fp, "%s%s%s\n", paint(t, good ? ANSI_GREEN : ANSI_RED), s,
+	fprintf(t->fp, "%s%s%s", paint(t, good ? ANSI_GREEN : ANSI_RED), s,
 	    paint(t, ANSI_RESET));
+	/* -q has no header to say that the verdict is symbolic only. */
+	if (t->opt->quiet && t->audit->numeric_skipped != NULL)
+		fprintf(t->fp, "; numeric: skipped (%s)",
+		    t->audit->numeric_skipped);
+	putc('\n', t->fp);
 	free(s);
 }
 
@@ -1887,6 +1895,12 @@ json_finding(struct json *j, const struct finding *f)
 static void
 json_numerics(struct json *j, const struct audit *a)
 {
+	if (a->numeric_skipped != NULL) {
+		json_key(j, "numerics");
+		json_begin_object(j);
+		json_key_string(j, "skipped", a->numeric_skipped);
+		json_end_object(j);
+	}
 	if (!a->numeric)
 		return;
 	json_key(j, "numerics");

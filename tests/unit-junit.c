@@ -37,7 +37,8 @@ static const char golden[] =
     "<testsuites name=\"gradaudit &amp; co\" tests=\"3\" failures=\"1\" "
     "errors=\"0\" time=\"1.750\">\n"
     "  <testsuite name=\"gradaudit &amp; co\" tests=\"3\" failures=\"1\" "
-    "errors=\"0\" time=\"1.750\">\n"
+    "errors=\"0\" time=\"1.750\" timestamp=\"2026-11-24T01:00:00\" "
+    "hostname=\"ci &lt;1&gt;\">\n"
     "    <testcase name=\"megatron-844-fixed\" classname=\"gradaudit.run\" "
     "time=\"0.250\"/>\n"
     "    <testcase name=\"megatron-844 &lt;dp=2 &amp; pp=2&gt;\" "
@@ -59,7 +60,8 @@ render(const struct junit_case *c, size_t n)
 	size_t	 len;
 	FILE	*fp = open_memstream(&buf, &len);
 
-	junit_write(fp, "gradaudit & co", c, n);
+	junit_write_suite(fp, "gradaudit & co", "2026-11-24T01:00:00", "ci <1>",
+	    c, n);
 	fclose(fp);
 	return buf;
 }
@@ -117,8 +119,47 @@ test_document(void)
 
 	xml = render(NULL, 0);
 	tap_ok(strstr(xml, "tests=\"0\" failures=\"0\" errors=\"0\" "
-	    "time=\"0.000\">\n  </testsuite>") != NULL, "no cases");
+	    "time=\"0.000\" timestamp=\"2026-11-24T01:00:00\" "
+	    "hostname=\"ci &lt;1&gt;\">\n  </testsuite>") != NULL, "no cases");
 	free(xml);
+
+	/*
+	 * A case's file, and its <system-out> after its <failure>, as the
+	 * schema orders them (issue 10).
+	 */
+	memcpy(err, cases, sizeof(err));
+	err[1].file = "testdata/a&b.yaml";
+	err[1].system_out = "numeric: skipped (needs 9 values per rank, "
+	    "limit 8)";
+	xml = render(err, 2);
+	tap_ok(strstr(xml, "classname=\"gradaudit.run\" "
+	    "file=\"testdata/a&amp;b.yaml\" time=\"1.500\">") != NULL,
+	    "a case names its file");
+	tap_ok(strstr(xml, "</failure>\n      <system-out>numeric: skipped "
+	    "(needs 9 values per rank, limit 8)</system-out>\n    "
+	    "</testcase>") != NULL, "system-out follows the failure");
+	if (lint >= 0)
+		tap_ok(xmllint_accepts(xml), "xmllint accepts system-out");
+	else
+		tap_skip("no xmllint", "xmllint accepts system-out");
+	free(xml);
+
+	/* A time stamp and host name of now: the pattern of the schema. */
+	{
+		char	*buf = NULL, *ts;
+		size_t	 len;
+		FILE	*fp = open_memstream(&buf, &len);
+
+		junit_write(fp, "s", NULL, 0);
+		fclose(fp);
+		ts = strstr(buf, "timestamp=\"");
+		tap_ok(ts != NULL && strlen(ts) > 30 && ts[15] == '-' &&
+		    ts[18] == '-' && ts[21] == 'T' && ts[24] == ':' &&
+		    ts[27] == ':' && ts[30] == '"', "junit_write stamps the time");
+		tap_ok(strstr(buf, "hostname=\"") != NULL,
+		    "and the host");
+		free(buf);
+	}
 }
 
 static void
@@ -152,6 +193,11 @@ test_failure_text(void)
 	f->dim = "tp";
 	f->message = "Partial over tp but declared Replicate.";
 	f->fix = "set sync.router_grad: auto";
+	text = junit_failure_message(&a);
+	tap_ok_str_eq(text, "layers.0.moe.router.weight, "
+	    "layers.1.moe.router.weight: missing-reduction over tp",
+	    "failure message: the parameters, the kind and the dimension");
+	free(text);
 	text = junit_failure_text(&a);
 	tap_ok_str_eq(text, "missing-reduction: layers.0.moe.router.weight, "
 	    "layers.1.moe.router.weight (ranks 0-3): Partial over tp but "

@@ -1,0 +1,160 @@
+/*
+ * The Markdown summary of summary.h.  A cell holds any config name or
+ * loader message, so every one goes through one escaping function: a `|`
+ * would split the row, a newline end the table, and `<` start HTML.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L		/* open_memstream */
+#endif
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "audit.h"
+#include "summary.h"
+#include "xmalloc.h"
+
+/* How many wrong parameters a cell names before "and N more". */
+#define SUMMARY_PARAMS	5
+
+static void
+put_cell(FILE *fp, const char *s)
+{
+	putc(' ', fp);
+	for (; *s != '\0'; s++)
+		switch (*s) {
+		case '|':
+			fputs("\\|", fp);
+			break;
+		case '\\':
+		case '`':
+		case '*':
+		case '_':
+		case '[':
+		case ']':
+			putc('\\', fp);
+			putc(*s, fp);
+			break;
+		case '<':
+			fputs("&lt;", fp);
+			break;
+		case '>':
+			fputs("&gt;", fp);
+			break;
+		case '&':
+			fputs("&amp;", fp);
+			break;
+		case '\n':
+		case '\r':
+		case '\t':
+			putc(' ', fp);
+			break;
+		default:
+			if ((unsigned char)*s >= 0x20 && *s != 0x7f)
+				putc(*s, fp);
+			break;
+		}
+	putc(' ', fp);
+	putc('|', fp);
+}
+
+static char *
+wrong_params(const struct audit *a)
+{
+	char	*buf = NULL;
+	size_t	 len, i, shown = 0;
+	int	 nwrong = audit_wrong_params(a);
+	FILE	*fp;
+
+	if (nwrong == 0)
+		return xstrdup("-");
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	for (i = 0; i < a->nparams && shown < SUMMARY_PARAMS; i++) {
+		if (a->params[i].consistent && a->params[i].correct)
+			continue;
+		fprintf(fp, "%s%s", shown > 0 ? ", " : "", a->params[i].name);
+		shown++;
+	}
+	if ((size_t)nwrong > shown)
+		fprintf(fp, " and %zu more", (size_t)nwrong - shown);
+	if (fclose(fp) != 0)
+		fatal("memory stream");
+	return buf;
+}
+
+static char *
+numeric_cell(const struct audit *a)
+{
+	char	*s;
+
+	if (a->numeric_skipped != NULL)
+		xasprintf(&s, "skipped (%s)", a->numeric_skipped);
+	else if (a->numeric)
+		xasprintf(&s, "%s: %s", arith_name(a->arith),
+		    a->numeric_correct ? "correct" : "wrong");
+	else
+		s = xstrdup("-");
+	return s;
+}
+
+void
+summary_row_of(struct summary_row *r, const char *name,
+    const struct audit *a, const char *why_not)
+{
+	r->name = xstrdup(name != NULL ? name : "");
+	if (a == NULL) {
+		r->verdict = xstrdup("error");
+		r->wrong = xstrdup(why_not != NULL ? why_not : "not audited");
+		r->numeric = xstrdup("-");
+		return;
+	}
+	r->verdict = xstrdup(a->consistent && a->correct ? "pass" : "wrong");
+	r->wrong = wrong_params(a);
+	r->numeric = numeric_cell(a);
+}
+
+void
+summary_rows_free(struct summary_row *rows, size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++) {
+		free(rows[i].name);
+		free(rows[i].verdict);
+		free(rows[i].wrong);
+		free(rows[i].numeric);
+	}
+	free(rows);
+}
+
+void
+summary_write(FILE *fp, const char *title, const struct summary_row *rows,
+    size_t n)
+{
+	size_t	 i, pass = 0, wrong = 0, error = 0;
+
+	fprintf(fp, "### %s\n\n", title);
+	fputs("| config | verdict | wrong parameters | numeric |\n"
+	    "|---|---|---|---|\n", fp);
+	for (i = 0; i < n; i++) {
+		putc('|', fp);
+		put_cell(fp, rows[i].name);
+		/* The verdict is bold when the gate fails on it. */
+		fprintf(fp, strcmp(rows[i].verdict, "pass") == 0 ? " %s |" :
+		    " **%s** |", rows[i].verdict);
+		put_cell(fp, rows[i].wrong);
+		put_cell(fp, rows[i].numeric);
+		putc('\n', fp);
+		if (strcmp(rows[i].verdict, "pass") == 0)
+			pass++;
+		else if (strcmp(rows[i].verdict, "wrong") == 0)
+			wrong++;
+		else
+			error++;
+	}
+	fprintf(fp, "\n%zu config%s: %zu pass, %zu wrong, %zu not audited\n\n",
+	    n, n == 1 ? "" : "s", pass, wrong, error);
+}
