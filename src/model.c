@@ -194,6 +194,16 @@ emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
 		snprintf(base, sizeof base, "layers.%d.moe.shared", layer);
 	else
 		snprintf(base, sizeof base, "layers.%d.moe.shared.%d", layer, k);
+	/*
+	 * Registration order is buffer order (reversed): gate_weight is
+	 * SharedExpertMLP's own parameter, so named_parameters() yields it
+	 * before those of its linear_fc1 and linear_fc2.
+	 */
+	g = -1;
+	if (cfg->model.moe.shared_expert_gate) {
+		snprintf(name, sizeof name, "%s.gate.weight", base);
+		g = add_param(b, name, stage, layer, ROLE_GATE, 2, 1, hid, 0);
+	}
 	snprintf(name, sizeof name, "%s.fc1.weight", base);
 	s1 = add_param(b, name, stage, layer, ROLE_COLUMN, 2, cfg->model.ffn,
 	    hid, 0);
@@ -201,12 +211,10 @@ emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
 	s2 = add_param(b, name, stage, layer, ROLE_ROW, 2, hid, cfg->model.ffn,
 	    0);
 	y = emit_tp_mlp(b, x, s1, s2, m->params[s1].name);
-	if (!cfg->model.moe.shared_expert_gate) {
+	if (g < 0) {
 		*routed = emit(b, OP_ADD, -1, *routed, y, m->params[s1].name);
 		return -1;
 	}
-	snprintf(name, sizeof name, "%s.gate.weight", base);
-	g = add_param(b, name, stage, layer, ROLE_GATE, 2, 1, hid, 0);
 	y = emit(b, OP_TP_REDUCE, -1, y, -1, m->params[s2].name);
 	return emit(b, OP_GATE, g, x_local, y, m->params[g].name);
 }
