@@ -78,6 +78,13 @@ struct finding {
 	const char	*fix;		/* one sentence: what to change */
 };
 
+/* sweep: one mesh size or flag of the point an audit is for. */
+struct varied_value {
+	const char	*name;		/* "dp", "tie_embeddings" */
+	int		 value;
+	bool		 flag;		/* a boolean: 0 or 1 */
+};
+
 struct audit {
 	const struct config	*config;
 	struct mesh		 mesh;
@@ -103,6 +110,9 @@ struct audit {
 	 * says how its verdict compared ("agrees", "DISAGREES", "error").
 	 */
 	const char		*numeric_verdict;
+	/* sweep: the mesh sizes and flags of this point, as JSON fields. */
+	const struct varied_value *varied;
+	size_t			 nvaried;
 	enum arith		 arith;
 	int			 procs;
 

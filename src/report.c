@@ -1127,6 +1127,25 @@ json_numerics(struct json *j, const struct audit *a)
 	json_end_object(j);
 }
 
+/* sweep: "varied": {"dp": 4, ..., "tie_embeddings": true}. */
+static void
+json_varied(struct json *j, const struct audit *a)
+{
+	size_t	i;
+
+	if (a->nvaried == 0)
+		return;
+	json_key(j, "varied");
+	json_begin_object(j);
+	for (i = 0; i < a->nvaried; i++) {
+		if (a->varied[i].flag)
+			json_key_bool(j, a->varied[i].name, a->varied[i].value);
+		else
+			json_key_int(j, a->varied[i].name, a->varied[i].value);
+	}
+	json_end_object(j);
+}
+
 void
 report_json(struct json *j, const struct audit *a)
 {
@@ -1147,6 +1166,7 @@ report_json(struct json *j, const struct audit *a)
 	json_key_bool(j, "correct", a->correct);
 	if (a->numeric_verdict != NULL)
 		json_key_string(j, "numeric_verdict", a->numeric_verdict);
+	json_varied(j, a);
 	json_key(j, "params");
 	json_begin_array(j);
 	for (i = 0; i < a->nparams; i++)
