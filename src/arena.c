@@ -128,6 +128,35 @@ arena_alloc(struct arena *a, size_t n)
 	return p + gap;
 }
 
+void
+arena_unalloc(struct arena *a, void *p, size_t n)
+{
+	struct arena_block	*b = a->head, *big;
+	unsigned char		*q = p;
+
+	if (b == NULL)
+		return;
+	if (n == 0)
+		n = 1;
+	n = (n + ARENA_ALIGN - 1) & ~(size_t)(ARENA_ALIGN - 1);
+	if (q + n == block_data(b) + b->used && q >= block_data(b)) {
+		/* The zeroed promise: clear what the next request gets. */
+		memset(q, 0, n);
+		b->used = (size_t)(q - block_data(b));
+		a->used_bytes -= n;
+		return;
+	}
+	/* A big request got a block of its own behind the head. */
+	big = b->next;
+	if (big != NULL && n > ARENA_BIG_REQUEST &&
+	    q == block_data(big) + align_gap(block_data(big)) &&
+	    big->used == align_gap(block_data(big)) + n) {
+		b->next = big->next;
+		free(big);
+		a->used_bytes -= n;
+	}
+}
+
 char *
 arena_strdup(struct arena *a, const char *s)
 {
