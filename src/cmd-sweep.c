@@ -181,7 +181,6 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 {
 	char		 buf[512];
 	size_t		 off;
-	enum cfg_key	 blame;
 	const char	*why;
 	int		 k;
 
@@ -194,8 +193,7 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	for (k = 0; k < sw->nvary; k++)
 		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
 	adjust_defaults(c);
-	if ((why = cfg_check_constraints(c)) != NULL ||
-	    (why = sym_unauditable(c, &blame)) != NULL) {
+	if ((why = cfg_check_constraints(c)) != NULL) {
 		cfg_free(c);
 		return why;
 	}
@@ -955,6 +953,7 @@ cmd_sweep_exec(struct options *o)
 	struct varied_value	 varied[NDIMS + NVARY_FLAGS];
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
+	enum cfg_key		 blame;
 	size_t			 i;
 	int			 status = EXIT_OK, rc;
 
@@ -1011,13 +1010,22 @@ cmd_sweep_exec(struct options *o)
 		if (ferror(stdout))
 			break;
 		progress_update((int64_t)i);
-		if ((why = point_config(&sw, pt, &c)) != NULL) {
+		if ((why = point_config(&sw, pt, &c)) == NULL) {
+			sym_context_build(&ctx, &c);
+			if ((why = sym_context_unauditable(&ctx, &c,
+			    &blame)) != NULL) {
+				sym_context_free(&ctx);
+				cfg_free(&c);
+				free(pt->label);
+				pt->label = NULL;
+			}
+		}
+		if (why != NULL) {
 			sw.skipped++;
 			if (sw.rows && o->verbose)
 				print_skipped(&sw, pt, why);
 			continue;
 		}
-		sym_context_build(&ctx, &c);
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
 		summarize(&sw, pt, &a, o->junit != NULL);

@@ -597,7 +597,12 @@ lc_sum(struct arena *a, const struct lincomb *const *xs, size_t n,
 	for (i = 0; i < n; i++)
 		if (xs[i]->nterms != 0)
 			in[k++] = xs[i];
-	qsort(in, k, sizeof(*in), cmp_first_atom);
+	/* A group's members come in rank order: usually sorted already. */
+	for (i = 1; i < k && in[i - 1]->terms[0].atom <= in[i]->terms[0].atom;
+	    i++)
+		;
+	if (i < k)
+		qsort(in, k, sizeof(*in), cmp_first_atom);
 
 	if ((r = sum_disjoint(a, in, k, total, s)) == NULL &&
 	    (k == 2 || (r = sum_dense(a, in, k, total, s)) == NULL)) {
@@ -816,17 +821,31 @@ lc_table_free(struct lc_table *t)
 }
 
 static uint64_t
+lc_hash_term(uint64_t h, const struct term *t)
+{
+	h = (h ^ t->atom) * 0x100000001b3ULL;
+	h = (h ^ (uint64_t)t->coef.num) * 0x100000001b3ULL;
+	h = (h ^ (uint64_t)t->coef.den) * 0x100000001b3ULL;
+	return h ^ h >> 29;
+}
+
+/*
+ * The hash of a combination from its size and at most 17 of its terms,
+ * spread over it: equal combinations hash alike, and different ones of a
+ * run (sums over different groups) differ in their first atom already,
+ * while hashing every term of each dp-wide sum cost a quarter of an audit.
+ * A match is confirmed term by term.
+ */
+static uint64_t
 lc_hash(const struct lincomb *x)
 {
 	uint64_t	 h = 0x9e3779b97f4a7c15ULL ^ x->nterms;
-	uint32_t	 i;
+	uint32_t	 i, step = x->nterms / 16 + 1;
 
-	for (i = 0; i < x->nterms; i++) {
-		h = (h ^ x->terms[i].atom) * 0x100000001b3ULL;
-		h = (h ^ (uint64_t)x->terms[i].coef.num) * 0x100000001b3ULL;
-		h = (h ^ (uint64_t)x->terms[i].coef.den) * 0x100000001b3ULL;
-		h ^= h >> 29;
-	}
+	for (i = 0; i < x->nterms; i += step)
+		h = lc_hash_term(h, &x->terms[i]);
+	if (x->nterms > 0)
+		h = lc_hash_term(h, &x->terms[x->nterms - 1]);
 	return h | 1;		/* 0 marks an empty slot */
 }
 

@@ -88,6 +88,17 @@ struct sym_run {
 	bool			 cmp_equal;
 };
 
+/* Groups up to this size sum without a scratch allocation. */
+#define SEG_STACK_MEMBERS	64
+
+/*
+ * Values of fewer terms are not looked up: hashing them costs more than
+ * building them, and only the sums over large groups repeat expensively.
+ * Every value of this many terms or more is built through share(), so a
+ * value given to lc_intern is either new or already in the table.
+ */
+#define SHARE_MIN_TERMS		16
+
 /* *dst = src, a single segment copied into dst itself. */
 static void
 seglist_set(struct seglist *dst, const struct seglist *src)
@@ -111,6 +122,8 @@ run_coord(const struct sym_run *run, int rank, struct coord *c)
 static const struct lincomb *
 share(struct sym_run *run, const struct lincomb *x)
 {
+	if (x->nterms < SHARE_MIN_TERMS)
+		return x;
 	return lc_intern(&run->table, run->arena, x);
 }
 
@@ -151,44 +164,94 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 	syncplan_build(&ctx->plan, &ctx->model, ctx->grad_placement);
 }
 
-/* Parameter copies (parameters times the ranks holding each) audited. */
-#define SYM_MAX_COPIES	((int64_t)1 << 22)
+/*
+ * Parameter copies (parameters times the ranks holding each) audited, and
+ * the memory each takes at most, measured: 1.75 GB for the 7,733,248 of
+ * the 1,048,576-rank MoE config of scripts/bench (issue 10: the limit was
+ * 4,194,304, which refused the config's own world limit).
+ */
+#define SYM_MAX_COPIES		((int64_t)1 << 24)
+#define SYM_BYTES_PER_COPY	240
+
+static char	 unauditable_why[512];
+
+/* The copies of a model's parameters, if too many to audit. */
+static const char *
+too_many_copies(const struct model *m, enum cfg_key *blame)
+{
+	char	*why = unauditable_why;
+	size_t	 len = sizeof unauditable_why;
+	int64_t	 copies, dp_max;
+
+	copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
+	if (copies <= SYM_MAX_COPIES)
+		return NULL;
+	/*
+	 * The mesh multiplies the copies: point at it, and at the smaller
+	 * dp that would fit with the same layers.
+	 */
+	*blame = KEY_MESH;
+	dp_max = SYM_MAX_COPIES / ((int64_t)m->nparams * m->mesh.tp);
+	if (dp_max < 1)
+		snprintf(why, len, "the audit would hold %lld parameter copies "
+		    "(parameters x ranks holding them); at most %lld are "
+		    "supported: audit the recipe with fewer model.layers "
+		    "(--set)", (long long)copies, (long long)SYM_MAX_COPIES);
+	else
+		snprintf(why, len, "the audit would hold %lld parameter copies "
+		    "(parameters x ranks holding them, about %lld GiB); at "
+		    "most %lld are supported: audit the recipe on a smaller "
+		    "mesh, with --set mesh.dp=N (N at most %lld) or fewer "
+		    "model.layers", (long long)copies,
+		    (long long)((copies * SYM_BYTES_PER_COPY >> 30) + 1),
+		    (long long)SYM_MAX_COPIES, (long long)dp_max);
+	return why;
+}
+
+/* A layout the framework would stop at start-up on. */
+static const char *
+refused_layout(const struct config *cfg, const struct layout *lay,
+    enum cfg_key *blame)
+{
+	if (lay->refusal == NULL)
+		return NULL;
+	if (cfg->profile != NULL)
+		snprintf(unauditable_why, sizeof unauditable_why, "%s "
+		    "(profile %s) stops at start-up: %s", cfg->framework,
+		    cfg->profile->label, lay->refusal);
+	else
+		snprintf(unauditable_why, sizeof unauditable_why, "the "
+		    "layout: rules stop training at start-up: %s",
+		    lay->refusal);
+	*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
+	return unauditable_why;
+}
 
 const char *
 sym_unauditable(const struct config *cfg, enum cfg_key *blame)
 {
-	static char	 why[512];
 	struct model	 m;
 	struct layout	 lay;
-	int64_t		 copies;
-	const char	*r = NULL;
+	const char	*r;
 
 	model_build(&m, cfg);
-	copies = (int64_t)m.nparams * m.mesh.dp * m.mesh.tp;
-	if (copies > SYM_MAX_COPIES) {
-		/* The mesh multiplies the copies: point at it. */
-		snprintf(why, sizeof why, "the audit would hold %lld parameter "
-		    "copies (parameters x ranks holding them); at most %lld "
-		    "are supported", (long long)copies,
-		    (long long)SYM_MAX_COPIES);
-		*blame = KEY_MESH;
-		model_free(&m);
-		return why;
+	if ((r = too_many_copies(&m, blame)) == NULL) {
+		layout_build(&lay, &m);
+		r = refused_layout(cfg, &lay, blame);
+		layout_free(&lay);
 	}
-	layout_build(&lay, &m);
-	if (lay.refusal != NULL) {
-		if (cfg->profile != NULL)
-			snprintf(why, sizeof why, "%s (profile %s) stops at "
-			    "start-up: %s", cfg->framework,
-			    cfg->profile->label, lay.refusal);
-		else
-			snprintf(why, sizeof why, "the layout: rules stop "
-			    "training at start-up: %s", lay.refusal);
-		*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
-		r = why;
-	}
-	layout_free(&lay);
 	model_free(&m);
+	return r;
+}
+
+const char *
+sym_context_unauditable(const struct sym_context *ctx,
+    const struct config *cfg, enum cfg_key *blame)
+{
+	const char	*r;
+
+	if ((r = too_many_copies(&ctx->model, blame)) == NULL)
+		r = refused_layout(cfg, &ctx->layout, blame);
 	return r;
 }
 
@@ -495,8 +558,12 @@ seg_sum(struct sym_run *run, struct arena *sa,
 	struct seglist	 out;
 	int64_t		*cuts;
 	int		 ncuts = 0, i, j, nout = 0;
-	int		*pos = xcalloc(n, sizeof *pos);
-	const struct lincomb **vals = xcalloc(n, sizeof *vals);
+	int		 pos_stack[SEG_STACK_MEMBERS];
+	const struct lincomb *vals_stack[SEG_STACK_MEMBERS];
+	int		*pos = n <= SEG_STACK_MEMBERS ? pos_stack :
+			    xcalloc(n, sizeof *pos);
+	const struct lincomb **vals = n <= SEG_STACK_MEMBERS ? vals_stack :
+			    xcalloc(n, sizeof *vals);
 	bool		 single = true;
 
 	for (i = 0; i < n; i++)
@@ -519,10 +586,13 @@ seg_sum(struct sym_run *run, struct arena *sa,
 		outp->one.state = state | (1u << run->step);
 		outp->v = &outp->one;
 		outp->n = 1;
-		free(pos);
-		free(vals);
+		if (pos != pos_stack) {
+			free(pos);
+			free(vals);
+		}
 		return;
 	}
+	memset(pos, 0, n * sizeof *pos);
 	for (i = 0; i < n; i++)
 		ncuts += members[i]->n + 1;
 	cuts = xcalloc(ncuts, sizeof *cuts);
@@ -557,8 +627,10 @@ seg_sum(struct sym_run *run, struct arena *sa,
 	}
 	out.n = nout;
 	free(cuts);
-	free(pos);
-	free(vals);
+	if (pos != pos_stack) {
+		free(pos);
+		free(vals);
+	}
 	seglist_set(outp, &out);
 }
 
@@ -774,6 +846,33 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	}
 }
 
+/* mesh_group_index from the coordinate table. */
+static int
+group_index(const struct sym_run *run, enum group_kind kind, int rank)
+{
+	struct coord	c;
+
+	run_coord(run, rank, &c);
+	switch (kind) {
+	case GROUP_DP:
+		return c.dp;
+	case GROUP_TP:
+		return c.tp;
+	case GROUP_PP:
+		return c.pp;
+	case GROUP_EP:
+		return c.ep;
+	case GROUP_ETP:
+		return c.etp;
+	case GROUP_EDP:
+		return c.edp;
+	case GROUP_EMBEDDING:
+	case GROUP__COUNT:
+		break;
+	}
+	return mesh_group_index(&run->model->mesh, kind, rank);
+}
+
 static void
 run_collective(struct sym_run *run, const struct sync_step *s)
 {
@@ -788,8 +887,8 @@ run_collective(struct sym_run *run, const struct sync_step *s)
 			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			rank = stage_base(run, p) + i;
-			/* The lowest member runs the group's collective. */
-			if (mesh_group_id(&m->mesh, s->group, rank) != rank)
+			/* Member 0, the lowest, runs the group's collective. */
+			if (group_index(run, s->group, rank) != 0)
 				continue;
 			reduce_group(run, s, p, rank, members, lists);
 		}
