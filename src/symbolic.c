@@ -545,6 +545,27 @@ cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Cut points of a few segments, sorted without qsort's set-up. */
+#define FEW_CUTS	32
+
+static void
+sort_cuts(int64_t *cuts, int n)
+{
+	int64_t	 v;
+	int	 i, j;
+
+	if (n > FEW_CUTS) {
+		qsort(cuts, n, sizeof *cuts, cmp_i64);
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		v = cuts[i];
+		for (j = i; j > 0 && cuts[j - 1] > v; j--)
+			cuts[j] = cuts[j - 1];
+		cuts[j] = v;
+	}
+}
+
 /*
  * The sum of the members' segment lists, times scale: one piece per range
  * where every member's value is constant.  Flags *mixed when two members
@@ -556,7 +577,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
     bool *mixed, struct seglist *outp)
 {
 	struct seglist	 out;
-	int64_t		*cuts;
+	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, nout = 0;
 	int		 pos_stack[SEG_STACK_MEMBERS];
 	const struct lincomb *vals_stack[SEG_STACK_MEMBERS];
@@ -595,14 +616,14 @@ seg_sum(struct sym_run *run, struct arena *sa,
 	memset(pos, 0, n * sizeof *pos);
 	for (i = 0; i < n; i++)
 		ncuts += members[i]->n + 1;
-	cuts = xcalloc(ncuts, sizeof *cuts);
+	cuts = ncuts <= FEW_CUTS ? cuts_stack : xcalloc(ncuts, sizeof *cuts);
 	ncuts = 0;
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < members[i]->n; j++)
 			cuts[ncuts++] = members[i]->v[j].lo;
 		cuts[ncuts++] = members[i]->v[members[i]->n - 1].hi;
 	}
-	qsort(cuts, ncuts, sizeof *cuts, cmp_i64);
+	sort_cuts(cuts, ncuts);
 	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
@@ -626,7 +647,8 @@ seg_sum(struct sym_run *run, struct arena *sa,
 		    vals, n, scale)), state | (1u << run->step));
 	}
 	out.n = nout;
-	free(cuts);
+	if (cuts != cuts_stack)
+		free(cuts);
 	if (pos != pos_stack) {
 		free(pos);
 		free(vals);
@@ -643,10 +665,12 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
     const struct seglist *combined, int64_t (*owned)[2], int nowned)
 {
 	struct seglist	 out;
-	int64_t		*cuts;
+	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, r, nout = 0, pm = 0, pc = 0;
 
-	cuts = xcalloc(mine->n + combined->n + 2 * nowned + 2, sizeof *cuts);
+	ncuts = mine->n + combined->n + 2 * nowned + 2;
+	cuts = ncuts <= FEW_CUTS ? cuts_stack : xcalloc(ncuts, sizeof *cuts);
+	ncuts = 0;
 	for (i = 0; i < mine->n; i++)
 		cuts[ncuts++] = mine->v[i].lo;
 	for (i = 0; i < combined->n; i++)
@@ -656,7 +680,7 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 		cuts[ncuts++] = owned[r][1];
 	}
 	cuts[ncuts++] = mine->v[mine->n - 1].hi;
-	qsort(cuts, ncuts, sizeof *cuts, cmp_i64);
+	sort_cuts(cuts, ncuts);
 	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
@@ -680,7 +704,8 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 		}
 	}
 	out.n = nout;
-	free(cuts);
+	if (cuts != cuts_stack)
+		free(cuts);
 	return out;
 }
 
@@ -801,6 +826,17 @@ run_mask(struct sym_run *run, const struct sync_step *s)
 	}
 }
 
+/* model_instance_on, at once for a parameter with one instance. */
+static int
+instance_on(const struct sym_run *run, int param, int rank)
+{
+	const struct model *m = run->model;
+
+	if (m->logical[m->params[param].logical].ninstances == 1)
+		return param;
+	return model_instance_on(m, param, rank);
+}
+
 /*
  * One collective over the group of `leader` on the parameter `param` (or,
  * for the embedding group, on whichever instance each member holds).
@@ -820,7 +856,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	if (n < 2)
 		return;
 	for (i = 0; i < n; i++) {
-		inst = model_instance_on(m, param, members[i]);
+		inst = instance_on(run, param, members[i]);
 		lists[i] = values_of(run, inst, members[i]);
 	}
 	if (s->average)
@@ -834,7 +870,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 			int64_t owned[16][2];
 			int no;
 
-			inst = model_instance_on(m, param, members[i]);
+			inst = instance_on(run, param, members[i]);
 			no = layout_owned_ranges(&run->ctx->layout, m, inst, i,
 			    owned, 16);
 			overlay = seg_overlay(seg_arena(run, param), lists[i],
