@@ -18,6 +18,12 @@ struct arena {
 void	 arena_init(struct arena *);
 void	*arena_alloc(struct arena *, size_t);	/* zeroed, 16-byte aligned */
 char	*arena_strdup(struct arena *, const char *);
+/*
+ * Give back p, allocated with arena_alloc(a, n), when nothing was allocated
+ * after it; otherwise do nothing.  For a value built only to find an equal
+ * one already there.
+ */
+void	 arena_unalloc(struct arena *, void *p, size_t n);
 void	 arena_free(struct arena *);
 
 #endif

@@ -78,6 +78,13 @@ struct finding {
 	const char	*fix;		/* one sentence: what to change */
 };
 
+/* sweep: one mesh size or flag of the point an audit is for. */
+struct varied_value {
+	const char	*name;		/* "dp", "tie_embeddings" */
+	int		 value;
+	bool		 flag;		/* a boolean: 0 or 1 */
+};
+
 struct audit {
 	const struct config	*config;
 	struct mesh		 mesh;
@@ -108,6 +115,9 @@ struct audit {
 	 * values per rank, limit M"); the verdict is the symbolic one.
 	 */
 	const char		*numeric_skipped;
+	/* sweep: the mesh sizes and flags of this point, as JSON fields. */
+	const struct varied_value *varied;
+	size_t			 nvaried;
 	enum arith		 arith;
 	int			 procs;
 

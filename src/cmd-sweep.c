@@ -1,8 +1,10 @@
 /*
  * gradaudit sweep CONFIG --world N [--vary FLAG,...] [--numeric]: audit
- * every valid mesh of N ranks built on CONFIG, and every combination of the
- * boolean flags named in --vary, symbolically; print a matrix of which
- * meshes fail which parameters.  With --numeric, meshes up to --numeric-max
+ * every valid mesh of N ranks built on CONFIG (within the bounds of --keep,
+ * --fix, --min and --max), and every combination of the boolean flags named
+ * in --vary, symbolically; print a row per mesh as soon as it is audited,
+ * with the parameters it gets wrong, its finding and the `gradaudit check`
+ * line that reproduces it.  With --numeric, meshes up to --numeric-max
  * ranks are also audited on MPI ranks by running `gradaudit run` on them.
  */
 #include <errno.h>
@@ -29,7 +31,9 @@
 #include "output.h"
 #include "progress.h"
 #include "report.h"
+#include "shellwords.h"
 #include "symbolic.h"
+#include "text.h"
 #include "xmalloc.h"
 
 /* The flags --vary may name, and where they live in a config. */
@@ -50,6 +54,28 @@ static const struct vary_flag {
 	  offsetof(struct config, training.average_in_collective) },
 };
 #define NVARY_FLAGS (sizeof vary_flags / sizeof vary_flags[0])
+
+/* The mesh dimensions a sweep enumerates, in the order of its labels. */
+enum sweep_dim { DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, NDIMS };
+
+static const char *const dim_names[NDIMS] = { "dp", "pp", "tp", "ep", "etp" };
+
+/* Model sizes that follow the mesh when the config leaves them defaulted. */
+static const struct size_key {
+	const char	*path;
+	size_t		 offset;
+	bool		 moe;
+} size_keys[] = {
+	{ "model.layers", offsetof(struct config, model.layers), false },
+	{ "model.vocab", offsetof(struct config, model.vocab), false },
+	{ "model.ffn", offsetof(struct config, model.ffn), false },
+	{ "model.seq", offsetof(struct config, model.seq), false },
+	{ "model.moe.experts", offsetof(struct config, model.moe.experts),
+	  true },
+	{ "model.moe.expert_ffn", offsetof(struct config,
+	  model.moe.expert_ffn), true },
+};
+#define NSIZE_KEYS (sizeof size_keys / sizeof size_keys[0])
 
 /*
  * What a sweep keeps of each audited mesh: a sweep of thousands of meshes
@@ -79,6 +105,14 @@ struct sweep {
 	int			 too_big;	/* meshes too large to run */
 	char			**families;	/* "layers.*.moe.router.weight" */
 	int			 nfamilies;
+	int			 lo[NDIMS], hi[NDIMS];	/* --keep ... --max */
+
+	/* The streamed text table. */
+	const struct options	*options;
+	bool			 rows;		/* print a row per mesh */
+	int			 label_width;
+	char			**seen;		/* findings printed in full */
+	int			 nseen;
 };
 
 static int
@@ -138,15 +172,16 @@ add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
 
 /*
  * The config of a point: the base with the mesh and flags set and the
- * defaulted sizes adjusted.  False (and *c freed) when it is not valid.
+ * defaulted sizes adjusted.  NULL when it is valid, else why not (and *c
+ * freed).
  */
-static bool
+static const char *
 point_config(const struct sweep *sw, struct sweep_point *pt,
     struct config *c)
 {
 	char		 buf[512];
 	size_t		 off;
-	enum cfg_key	 blame;
+	const char	*why;
 	int		 k;
 
 	cfg_copy(c, sw->base);
@@ -158,10 +193,9 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	for (k = 0; k < sw->nvary; k++)
 		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
 	adjust_defaults(c);
-	if (cfg_check_constraints(c) != NULL ||
-	    sym_unauditable(c, &blame) != NULL) {
+	if ((why = cfg_check_constraints(c)) != NULL) {
 		cfg_free(c);
-		return false;
+		return why;
 	}
 	off = (size_t)snprintf(buf, sizeof buf, "%s[dp=%d,pp=%d,tp=%d,ep=%d,"
 	    "etp=%d", sw->base->name, pt->dp, pt->pp, pt->tp, pt->ep, pt->etp);
@@ -173,10 +207,19 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	pt->label = xstrdup(buf);
 	free(c->name);
 	c->name = xstrdup(buf);
-	return true;
+	return NULL;
 }
 
-/* Every (dp, pp, tp, ep, etp) with dp*pp*tp = world, times every flag set. */
+static bool
+within(const struct sweep *sw, enum sweep_dim d, int v)
+{
+	return sw->lo[d] <= v && v <= sw->hi[d];
+}
+
+/*
+ * Every (dp, pp, tp, ep, etp) with dp*pp*tp = world within the bounds,
+ * times every flag set.
+ */
 static void
 enumerate(struct sweep *sw, int world)
 {
@@ -185,18 +228,21 @@ enumerate(struct sweep *sw, int world)
 	bool		 moe = sw->base->model.has_moe;
 
 	for (pp = 1; pp <= world; pp++) {
-		if (world % pp)
+		if (world % pp || !within(sw, DIM_PP, pp))
 			continue;
 		for (tp = 1; tp <= world / pp; tp++) {
-			if ((world / pp) % tp)
+			if ((world / pp) % tp || !within(sw, DIM_TP, tp))
 				continue;
 			dp = world / pp / tp;
+			if (!within(sw, DIM_DP, dp))
+				continue;
 			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
-				if (tp % etp)
+				if (tp % etp || !within(sw, DIM_ETP, etp))
 					continue;
 				for (ep = 1; ep <= (moe ? dp * tp / etp : 1);
 				    ep++) {
-					if ((dp * tp) % (ep * etp))
+					if ((dp * tp) % (ep * etp) ||
+					    !within(sw, DIM_EP, ep))
 						continue;
 					for (flags = 0; flags < nflags; flags++)
 						add_point(sw, dp, pp, tp, ep,
@@ -274,48 +320,287 @@ summarize(struct sweep *sw, struct sweep_point *pt, const struct audit *a,
 	}
 }
 
-/* Print the matrix (or with quiet only its summary); EXIT_OK or _WRONG. */
-static int
-print_matrix(const struct sweep *sw, bool quiet)
+struct arglist {
+	char	**v;
+	int	 n;
+};
+
+static void
+arg_add(struct arglist *al, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static void
+arg_add(struct arglist *al, const char *fmt, ...)
 {
-	struct grid	*g;
-	size_t		 i, n = 0;
-	int		 f, k, failing = 0, row = 0;
+	va_list	 ap;
+	char	*arg;
 
-	for (i = 0; i < sw->npoints; i++)
-		n += sw->points[i].label != NULL;
-	g = grid_new((int)n, sw->nfamilies + 1, "mesh");
-	grid_col_label(g, 0, "verdict");
-	for (f = 0; f < sw->nfamilies; f++)
-		grid_col_label(g, f + 1, sw->families[f]);
+	va_start(ap, fmt);
+	xvasprintf(&arg, fmt, ap);
+	va_end(ap);
+	al->v = xreallocarray(al->v, al->n + 2, sizeof *al->v);
+	al->v[al->n++] = arg;
+	al->v[al->n] = NULL;
+}
+
+/* "dp=4 pp=2 tp=1", with ep and etp for a MoE model, and the flags. */
+static void
+point_label(const struct sweep *sw, const struct sweep_point *pt,
+    char *label, size_t len)
+{
+	size_t	 off;
+	int	 k;
+
+	off = (size_t)snprintf(label, len, "dp=%d pp=%d tp=%d", pt->dp, pt->pp,
+	    pt->tp);
+	if (sw->base->model.has_moe && off < len)
+		off += (size_t)snprintf(label + off, len - off, " ep=%d etp=%d",
+		    pt->ep, pt->etp);
+	for (k = 0; k < sw->nvary && off < len; k++)
+		off += (size_t)snprintf(label + off, len - off, " %s=%d",
+		    sw->vary[k]->name, pt->flags >> k & 1);
+}
+
+/* The width of the verdict column: "FAIL numeric DISAGREES" at most. */
+static int
+verdict_width(const struct sweep *sw)
+{
+	return sw->options->numeric ? 22 : 7;
+}
+
+/*
+ * The head of the streamed table.  Every row is printed as its mesh is
+ * audited, so the parameters are listed by name in each row rather than as
+ * columns of a matrix, whose columns are known only at the end: a sweep of
+ * thousands of meshes showed nothing until it had finished (issue 10).
+ */
+static void
+print_header(struct sweep *sw)
+{
+	char	 label[256];
+	size_t	 i;
+	int	 w = (int)strlen("mesh"), vw = verdict_width(sw), len;
+
 	for (i = 0; i < sw->npoints; i++) {
-		const struct sweep_point *pt = &sw->points[i];
-		char	 label[256], verdict[96];
-		size_t	 off;
-
-		if (pt->label == NULL)
-			continue;	/* skipped: the mesh does not fit */
-		off = (size_t)snprintf(label, sizeof label, "dp=%d pp=%d tp=%d",
-		    pt->dp, pt->pp, pt->tp);
-		if (sw->base->model.has_moe)
-			off += (size_t)snprintf(label + off, sizeof label - off,
-			    " ep=%d etp=%d", pt->ep, pt->etp);
-		for (k = 0; k < sw->nvary && off < sizeof label; k++)
-			off += (size_t)snprintf(label + off, sizeof label - off,
-			    " %s=%d", sw->vary[k]->name, pt->flags >> k & 1);
-		grid_row_label(g, row, label);
-		snprintf(verdict, sizeof verdict, "%s%s%s",
-		    pt->failed ? "FAIL" : "ok", pt->numeric ? " numeric " : "",
-		    pt->numeric ? pt->numeric : "");
-		grid_set(g, row, 0, verdict);
-		for (k = 0; k < pt->nfamilies; k++)
-			grid_set(g, row, pt->families[k] + 1, "x");
-		failing += pt->failed;
-		row++;
+		point_label(sw, &sw->points[i], label, sizeof label);
+		if ((len = (int)strlen(label)) > w)
+			w = len;
 	}
-	if (!quiet)
-		grid_print(stdout, g);
-	grid_free(g);
+	sw->label_width = w;
+	printf("%-*s  %-*s  %s\n", w, "mesh", vw, "verdict",
+	    "wrong parameters");
+	printf("%.*s  %.*s  %s\n", w, "----------------------------------------"
+	    "--------------------------------------------------------------------"
+	    "--------------------------------------------------------------------"
+	    "--------------------------------------------------------------------",
+	    vw, "----------------------", "----------------");
+}
+
+/* The parameter families of a list of names, each once: "embedding.weight". */
+static void
+print_families(const char *const *names, size_t n)
+{
+	char	**fam = xcalloc(n + 1, sizeof *fam);
+	size_t	 i, j, nfam = 0;
+
+	for (i = 0; i < n; i++) {
+		char *f = param_family(names[i]);
+
+		for (j = 0; j < nfam; j++)
+			if (strcmp(fam[j], f) == 0)
+				break;
+		if (j < nfam) {
+			free(f);
+			continue;
+		}
+		printf("%s%s", nfam > 0 ? ", " : "", f);
+		fam[nfam++] = f;
+	}
+	for (j = 0; j < nfam; j++)
+		free(fam[j]);
+	free(fam);
+}
+
+/*
+ * The --set assignments that give a point's config from CONFIG and the
+ * command's own --set options: the mesh, the model sizes sweep adjusted
+ * (every size with `all`, for run), and the flags varied.
+ */
+static void
+point_sets(const struct sweep *sw, const struct sweep_point *pt,
+    const struct config *c, bool all, struct arglist *al)
+{
+	size_t	 z;
+	int	 k, v, w;
+
+	arg_add(al, "mesh.dp=%d", c->mesh.dp);
+	arg_add(al, "mesh.pp=%d", c->mesh.pp);
+	arg_add(al, "mesh.tp=%d", c->mesh.tp);
+	if (all || c->model.has_moe) {
+		arg_add(al, "mesh.ep=%d", c->mesh.ep);
+		arg_add(al, "mesh.etp=%d", c->mesh.etp);
+	}
+	for (z = 0; z < NSIZE_KEYS; z++) {
+		if (size_keys[z].moe && !c->model.has_moe)
+			continue;
+		v = *(const int *)((const char *)c + size_keys[z].offset);
+		w = *(const int *)((const char *)sw->base +
+		    size_keys[z].offset);
+		if (all || v != w)
+			arg_add(al, "%s=%d", size_keys[z].path, v);
+	}
+	for (k = 0; k < sw->nvary; k++)
+		arg_add(al, "%s=%s", sw->vary[k]->path,
+		    pt->flags >> k & 1 ? "true" : "false");
+}
+
+static void
+arglist_free(struct arglist *al)
+{
+	int	k;
+
+	for (k = 0; k < al->n; k++)
+		free(al->v[k]);
+	free(al->v);
+	al->v = NULL;
+	al->n = 0;
+}
+
+/* "gradaudit check --set mesh.dp=4 ... CONFIG", quoted for sh(1). */
+static void
+print_reproduce(const struct sweep *sw, const struct sweep_point *pt,
+    const struct config *c)
+{
+	const struct options *o = sw->options;
+	struct arglist	 al = { NULL, 0 };
+	char		*q, *v;
+	int		 k;
+
+	for (k = 0; k < (int)o->nsets; k++)
+		arg_add(&al, "%s=%s", o->sets[k].key, o->sets[k].value);
+	point_sets(sw, pt, c, false, &al);
+	printf("    reproduce: %s check", progname);
+	for (k = 0; k < al.n; k++) {
+		q = shellwords_quote(al.v[k]);
+		v = text_visible(q);
+		printf(" --set %s", v);
+		free(v);
+		free(q);
+	}
+	q = shellwords_quote(o->args[0]);
+	v = text_visible(q);
+	printf(" %s\n", v);
+	free(v);
+	free(q);
+	arglist_free(&al);
+}
+
+/*
+ * A failing mesh's findings: the first time a finding appears in the
+ * sweep, in full; after that by its number, since the meshes that fail
+ * one way are usually many.  With -v, in full every time, with the fix.
+ */
+static void
+print_findings(struct sweep *sw, const struct audit *a)
+{
+	size_t	 i;
+	int	 k;
+	char	*sig;
+	bool	 fresh;
+
+	for (i = 0; i < a->nfindings; i++) {
+		const struct finding *f = &a->findings[i];
+
+		xasprintf(&sig, "%s\n%s\n%s", finding_kind_name(f->kind),
+		    f->op != NULL ? f->op : "", f->message);
+		for (k = 0; k < sw->nseen; k++)
+			if (strcmp(sw->seen[k], sig) == 0)
+				break;
+		if ((fresh = k == sw->nseen)) {
+			sw->seen = xreallocarray(sw->seen, sw->nseen + 1,
+			    sizeof *sw->seen);
+			sw->seen[sw->nseen++] = sig;
+		} else
+			free(sig);
+		printf("    finding %d: %s: ", k + 1,
+		    finding_kind_name(f->kind));
+		print_families(f->params, f->nparams);
+		if (fresh || sw->options->verbose)
+			printf(": %s\n", f->message);
+		else
+			printf(" (as above)\n");
+		if (sw->options->verbose && f->fix != NULL)
+			printf("      fix: %s\n", f->fix);
+	}
+}
+
+/* The row of an audited mesh, and for a failing one how to see it again. */
+static void
+print_row(struct sweep *sw, const struct sweep_point *pt,
+    const struct audit *a, const struct config *c)
+{
+	char	 label[256], verdict[96];
+	int	 k;
+
+	point_label(sw, pt, label, sizeof label);
+	snprintf(verdict, sizeof verdict, "%s%s%s", pt->failed ? "FAIL" : "ok",
+	    pt->numeric ? " numeric " : "", pt->numeric ? pt->numeric : "");
+	if (pt->nfamilies == 0) {
+		printf("%-*s  %s\n", sw->label_width, label, verdict);
+		return;
+	}
+	printf("%-*s  %-*s  ", sw->label_width, label, verdict_width(sw),
+	    verdict);
+	for (k = 0; k < pt->nfamilies; k++)
+		printf("%s%s", k > 0 ? ", " : "", sw->families[pt->families[k]]);
+	printf("\n");
+	print_findings(sw, a);
+	print_reproduce(sw, pt, c);
+}
+
+/* -v: a mesh skipped, and why. */
+static void
+print_skipped(const struct sweep *sw, const struct sweep_point *pt,
+    const char *why)
+{
+	char	 label[256];
+
+	point_label(sw, pt, label, sizeof label);
+	printf("%-*s  %-*s  %s\n", sw->label_width, label, verdict_width(sw),
+	    "skipped", why);
+}
+
+/* The JSON fields of a point: its mesh sizes and flags, by name. */
+static void
+point_varied(const struct sweep *sw, const struct sweep_point *pt,
+    struct varied_value *v)
+{
+	const int	 dims[NDIMS] = { pt->dp, pt->pp, pt->tp, pt->ep, pt->etp };
+	int		 d, k;
+
+	for (d = 0; d < NDIMS; d++) {
+		v[d].name = dim_names[d];
+		v[d].value = dims[d];
+		v[d].flag = false;
+	}
+	for (k = 0; k < sw->nvary; k++) {
+		v[NDIMS + k].name = sw->vary[k]->name;
+		v[NDIMS + k].value = pt->flags >> k & 1;
+		v[NDIMS + k].flag = true;
+	}
+}
+
+/* The summary line; EXIT_OK or EXIT_WRONG. */
+static int
+print_summary(const struct sweep *sw)
+{
+	size_t		 i, n = 0;
+	int		 failing = 0;
+
+	for (i = 0; i < sw->npoints; i++) {
+		n += sw->points[i].label != NULL;
+		failing += sw->points[i].failed;
+	}
 	printf("%d of %zu configurations fail", failing, n);
 	if (sw->skipped)
 		printf(" (%d skipped: the config's model sizes do not fit "
@@ -359,29 +644,6 @@ write_junit(const char *path, const struct sweep *sw)
 	return status;
 }
 
-struct arglist {
-	char	**v;
-	int	 n;
-};
-
-static void
-arg_add(struct arglist *al, const char *fmt, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static void
-arg_add(struct arglist *al, const char *fmt, ...)
-{
-	va_list	 ap;
-	char	*arg;
-
-	va_start(ap, fmt);
-	xvasprintf(&arg, fmt, ap);
-	va_end(ap);
-	al->v = xreallocarray(al->v, al->n + 2, sizeof *al->v);
-	al->v[al->n++] = arg;
-	al->v[al->n] = NULL;
-}
-
 /*
  * Wait for the run of a mesh.  A signal to sweep itself (not to its process
  * group, as Ctrl-C is) would otherwise orphan the run and its MPI job
@@ -420,7 +682,7 @@ static const char *
 numeric_point(const struct options *o, const struct sweep *sw,
     const struct sweep_point *pt, const struct config *c, int *status)
 {
-	struct arglist	 al = { NULL, 0 };
+	struct arglist	 al = { NULL, 0 }, sets = { NULL, 0 };
 	struct launch_signals saved;
 	char		 self[4096];
 	ssize_t		 len;
@@ -448,24 +710,10 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		arg_add(&al, "--launcher=%s", o->launcher);
 	for (k = 0; k < (int)o->nsets; k++)
 		arg_add(&al, "--set=%s=%s", o->sets[k].key, o->sets[k].value);
-	arg_add(&al, "--set=mesh.dp=%d", c->mesh.dp);
-	arg_add(&al, "--set=mesh.pp=%d", c->mesh.pp);
-	arg_add(&al, "--set=mesh.tp=%d", c->mesh.tp);
-	arg_add(&al, "--set=mesh.ep=%d", c->mesh.ep);
-	arg_add(&al, "--set=mesh.etp=%d", c->mesh.etp);
-	arg_add(&al, "--set=model.layers=%d", c->model.layers);
-	arg_add(&al, "--set=model.vocab=%d", c->model.vocab);
-	arg_add(&al, "--set=model.ffn=%d", c->model.ffn);
-	arg_add(&al, "--set=model.seq=%d", c->model.seq);
-	if (c->model.has_moe) {
-		arg_add(&al, "--set=model.moe.experts=%d",
-		    c->model.moe.experts);
-		arg_add(&al, "--set=model.moe.expert_ffn=%d",
-		    c->model.moe.expert_ffn);
-	}
-	for (k = 0; k < sw->nvary; k++)
-		arg_add(&al, "--set=%s=%s", sw->vary[k]->path,
-		    pt->flags >> k & 1 ? "true" : "false");
+	point_sets(sw, pt, c, true, &sets);
+	for (k = 0; k < sets.n; k++)
+		arg_add(&al, "--set=%s", sets.v[k]);
+	arglist_free(&sets);
 	arg_add(&al, "%s", o->args[0]);
 
 	fflush(stdout);
@@ -500,9 +748,7 @@ numeric_point(const struct options *o, const struct sweep *sw,
 			rc = WEXITSTATUS(wstatus);
 	}
 	launch_signals_restore(&saved);
-	for (k = 0; k < al.n; k++)
-		free(al.v[k]);
-	free(al.v);
+	arglist_free(&al);
 	if (sig != 0) {
 		*status = LAUNCH_INTERRUPTED(sig);
 		return "interrupted";
@@ -567,6 +813,89 @@ parse_vary(struct sweep *sw, const struct options *o)
 	return 0;
 }
 
+/* A mesh dimension of the base config. */
+static int
+base_dim(const struct sweep *sw, enum sweep_dim d)
+{
+	static const size_t off[NDIMS] = {
+		offsetof(struct config, mesh.dp),
+		offsetof(struct config, mesh.pp),
+		offsetof(struct config, mesh.tp),
+		offsetof(struct config, mesh.ep),
+		offsetof(struct config, mesh.etp),
+	};
+
+	return *(const int *)((const char *)sw->base + off[d]);
+}
+
+/*
+ * --keep DIM (the config's own size), --fix DIM=N, --min DIM=N and
+ * --max DIM=N: each narrows the range of one dimension, and enumerate
+ * only builds the meshes inside every range.
+ */
+static int
+parse_bounds(struct sweep *sw, const struct options *o)
+{
+	static const char *const opt[] = { "keep", "fix", "min", "max" };
+	char		 q[TEXT_QUOTE_SIZE];
+	int		 k, d, v;
+	long		 n;
+	char		*end;
+
+	for (d = 0; d < NDIMS; d++) {
+		sw->lo[d] = 1;
+		sw->hi[d] = CFG_MAX_WORLD;
+	}
+	for (k = 0; k < o->nbounds; k++) {
+		const struct sweep_bound *b = &o->bounds[k];
+		const char *eq = strchr(b->item, '=');
+		size_t len = eq != NULL ? (size_t)(eq - b->item) :
+		    strlen(b->item);
+
+		for (d = 0; d < NDIMS; d++)
+			if (strlen(dim_names[d]) == len &&
+			    strncmp(dim_names[d], b->item, len) == 0)
+				break;
+		text_escape(q, sizeof q, b->item, len);
+		if (d == NDIMS) {
+			fprintf(stderr, "%s: sweep: --%s: unknown mesh "
+			    "dimension \"%s\": expected dp, pp, tp, ep or etp\n",
+			    progname, opt[b->kind], q);
+			return -1;
+		}
+		if (b->kind == BOUND_KEEP) {
+			if (eq != NULL) {
+				text_escape(q, sizeof q, b->item,
+				    strlen(b->item));
+				fprintf(stderr, "%s: sweep: --keep %s: --keep "
+				    "takes the names of dimensions that keep "
+				    "the config's size; --fix %s sets one\n",
+				    progname, q, q);
+				return -1;
+			}
+			v = base_dim(sw, (enum sweep_dim)d);
+		} else {
+			errno = 0;
+			n = eq != NULL ? strtol(eq + 1, &end, 10) : 0;
+			if (eq == NULL || eq[1] == '\0' || *end != '\0' ||
+			    errno != 0 || n < 1 || n > CFG_MAX_WORLD) {
+				text_escape(q, sizeof q, b->item,
+				    strlen(b->item));
+				fprintf(stderr, "%s: sweep: --%s: expected "
+				    "DIM=N with N from 1 to %d, got \"%s\"\n",
+				    progname, opt[b->kind], CFG_MAX_WORLD, q);
+				return -1;
+			}
+			v = (int)n;
+		}
+		if (b->kind != BOUND_MAX && v > sw->lo[d])
+			sw->lo[d] = v;
+		if (b->kind != BOUND_MIN && v < sw->hi[d])
+			sw->hi[d] = v;
+	}
+	return 0;
+}
+
 /*
  * A flag of the MoE block changes nothing in a dense model: varying it
  * would only audit every mesh twice (and --numeric would build an MoE
@@ -604,6 +933,9 @@ sweep_free(struct sweep *sw, struct config_list *list)
 	for (f = 0; f < sw->nfamilies; f++)
 		free(sw->families[f]);
 	free(sw->families);
+	for (f = 0; f < sw->nseen; f++)
+		free(sw->seen[f]);
+	free(sw->seen);
 	free(sw->points);
 	free(sw->vary);
 	config_list_free(list);
@@ -618,8 +950,10 @@ cmd_sweep_exec(struct options *o)
 	struct config		 c;
 	struct audit		 a;
 	struct json		 js;
+	struct varied_value	 varied[NDIMS + NVARY_FLAGS];
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
+	enum cfg_key		 blame;
 	size_t			 i;
 	int			 status = EXIT_OK, rc;
 
@@ -629,6 +963,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	memset(&sw, 0, sizeof sw);
+	sw.options = o;
 	if (parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
 		free(sw.vary);
 		return EXIT_USAGE;
@@ -641,8 +976,20 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	sw.base = &list.v[0];
+	if (parse_bounds(&sw, o) < 0) {
+		command_usage(stderr, &cmd_sweep_entry);
+		sweep_free(&sw, &list);
+		return EXIT_USAGE;
+	}
 	drop_inapplicable(&sw);
 	enumerate(&sw, o->world);
+	if (sw.npoints == 0) {
+		fprintf(stderr, "%s: sweep: no mesh of %d ranks is within "
+		    "--keep, --fix, --min and --max\n", progname, o->world);
+		sweep_free(&sw, &list);
+		return EXIT_USAGE;
+	}
+	sw.rows = o->format == FORMAT_TEXT && !o->quiet;
 	if (o->numeric && o->world > o->numeric_max)
 		fprintf(stderr, "%s: sweep: world %d is above --numeric-max %d: "
 		    "no numeric audit\n", progname, o->world, o->numeric_max);
@@ -650,7 +997,11 @@ cmd_sweep_exec(struct options *o)
 		json_init(&js, stdout, false);
 		json_begin_array(&js);
 	}
-	progress_start("sweep", (int64_t)sw.npoints);
+	if (sw.rows)
+		print_header(&sw);
+	/* On a terminal the rows that come show the progress themselves. */
+	if (!(sw.rows && isatty(STDOUT_FILENO)))
+		progress_start("sweep", (int64_t)sw.npoints);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = output_now();
@@ -659,11 +1010,22 @@ cmd_sweep_exec(struct options *o)
 		if (ferror(stdout))
 			break;
 		progress_update((int64_t)i);
-		if (!point_config(&sw, pt, &c)) {
+		if ((why = point_config(&sw, pt, &c)) == NULL) {
+			sym_context_build(&ctx, &c);
+			if ((why = sym_context_unauditable(&ctx, &c,
+			    &blame)) != NULL) {
+				sym_context_free(&ctx);
+				cfg_free(&c);
+				free(pt->label);
+				pt->label = NULL;
+			}
+		}
+		if (why != NULL) {
 			sw.skipped++;
+			if (sw.rows && o->verbose)
+				print_skipped(&sw, pt, why);
 			continue;
 		}
-		sym_context_build(&ctx, &c);
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
 		summarize(&sw, pt, &a, o->junit != NULL);
@@ -679,13 +1041,21 @@ cmd_sweep_exec(struct options *o)
 			cfg_free(&c);
 			break;
 		}
+		if (json || o->format == FORMAT_JSONL) {
+			point_varied(&sw, pt, varied);
+			a.varied = varied;
+			a.nvaried = NDIMS + sw.nvary;
+		}
 		if (json)
 			report_json(&js, &a, &(struct report_options){
 			    .expand = o->expand });
 		else if (o->format == FORMAT_JSONL) {
 			json_init(&js, stdout, true);
 			report_json_summary(&js, &a);
-		}
+		} else if (sw.rows)
+			print_row(&sw, pt, &a, &c);
+		/* A row is worth seeing as soon as it is known (| tee). */
+		fflush(stdout);
 		audit_free(&a);
 		cfg_free(&c);
 		pt->seconds = output_now() - t0;
@@ -715,7 +1085,7 @@ cmd_sweep_exec(struct options *o)
 			if (sw.points[i].failed)
 				rc = EXIT_WRONG;
 	} else
-		rc = print_matrix(&sw, o->quiet);
+		rc = print_summary(&sw);
 	if (o->junit != NULL && write_junit(o->junit, &sw) != EXIT_OK)
 		rc = EXIT_RUNTIME;
 	if (status == EXIT_OK || rc == EXIT_RUNTIME)

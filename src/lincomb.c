@@ -303,6 +303,30 @@ lc_atom(struct arena *a, uint32_t atom)
 }
 
 const struct lincomb *
+lc_atoms(struct arena *a, const uint32_t *atoms, size_t n,
+    struct rational coef)
+{
+	struct lincomb	*x;
+	size_t		 i, k = 0;
+
+	if (n == 0 || q_is_zero(coef))
+		return &lincomb_zero;
+	for (i = 0; i < n; i++) {
+		if (i > 0 && atoms[i] < atoms[i - 1])
+			fatalx("lc_atoms: atoms out of order");
+		k += i == 0 || atoms[i] != atoms[i - 1];
+	}
+	x = lc_alloc(a, k);
+	for (i = 0, k = 0; i < n; i++) {
+		if (i > 0 && atoms[i] == atoms[i - 1])
+			continue;
+		x->terms[k].atom = atoms[i];
+		x->terms[k++].coef = coef;
+	}
+	return x;
+}
+
+const struct lincomb *
 lc_scale(struct arena *a, const struct lincomb *x, struct rational s)
 {
 	struct lincomb	*y;
@@ -573,7 +597,12 @@ lc_sum(struct arena *a, const struct lincomb *const *xs, size_t n,
 	for (i = 0; i < n; i++)
 		if (xs[i]->nterms != 0)
 			in[k++] = xs[i];
-	qsort(in, k, sizeof(*in), cmp_first_atom);
+	/* A group's members come in rank order: usually sorted already. */
+	for (i = 1; i < k && in[i - 1]->terms[0].atom <= in[i]->terms[0].atom;
+	    i++)
+		;
+	if (i < k)
+		qsort(in, k, sizeof(*in), cmp_first_atom);
 
 	if ((r = sum_disjoint(a, in, k, total, s)) == NULL &&
 	    (k == 2 || (r = sum_dense(a, in, k, total, s)) == NULL)) {
@@ -775,4 +804,96 @@ lc_format(struct arena *a, const struct lincomb *x, const char *prefix)
 	free(buf);
 	free(t);
 	return s;
+}
+
+void
+lc_table_init(struct lc_table *t)
+{
+	memset(t, 0, sizeof *t);
+}
+
+void
+lc_table_free(struct lc_table *t)
+{
+	free(t->slot);
+	free(t->hash);
+	memset(t, 0, sizeof *t);
+}
+
+static uint64_t
+lc_hash_term(uint64_t h, const struct term *t)
+{
+	h = (h ^ t->atom) * 0x100000001b3ULL;
+	h = (h ^ (uint64_t)t->coef.num) * 0x100000001b3ULL;
+	h = (h ^ (uint64_t)t->coef.den) * 0x100000001b3ULL;
+	return h ^ h >> 29;
+}
+
+/*
+ * The hash of a combination from its size and at most 17 of its terms,
+ * spread over it: equal combinations hash alike, and different ones of a
+ * run (sums over different groups) differ in their first atom already,
+ * while hashing every term of each dp-wide sum cost a quarter of an audit.
+ * A match is confirmed term by term.
+ */
+static uint64_t
+lc_hash(const struct lincomb *x)
+{
+	uint64_t	 h = 0x9e3779b97f4a7c15ULL ^ x->nterms;
+	uint32_t	 i, step = x->nterms / 16 + 1;
+
+	for (i = 0; i < x->nterms; i += step)
+		h = lc_hash_term(h, &x->terms[i]);
+	if (x->nterms > 0)
+		h = lc_hash_term(h, &x->terms[x->nterms - 1]);
+	return h | 1;		/* 0 marks an empty slot */
+}
+
+static void
+lc_table_grow(struct lc_table *t)
+{
+	const struct lincomb	**slot;
+	uint64_t		 *hash;
+	size_t			  cap = t->cap ? 2 * t->cap : 1024, i, j;
+
+	slot = xcalloc(cap, sizeof *slot);
+	hash = xcalloc(cap, sizeof *hash);
+	for (i = 0; i < t->cap; i++) {
+		if (t->hash[i] == 0)
+			continue;
+		for (j = t->hash[i] & (cap - 1); hash[j] != 0;
+		    j = (j + 1) & (cap - 1))
+			;
+		hash[j] = t->hash[i];
+		slot[j] = t->slot[i];
+	}
+	free(t->slot);
+	free(t->hash);
+	t->slot = slot;
+	t->hash = hash;
+	t->cap = cap;
+}
+
+const struct lincomb *
+lc_intern(struct lc_table *t, struct arena *a, const struct lincomb *x)
+{
+	uint64_t	 h;
+	size_t		 j;
+
+	if (x->nterms == 0)
+		return x;
+	if (2 * (t->n + 1) > t->cap)
+		lc_table_grow(t);
+	h = lc_hash(x);
+	for (j = h & (t->cap - 1); t->hash[j] != 0; j = (j + 1) & (t->cap - 1))
+		if (t->hash[j] == h && lc_equal(t->slot[j], x)) {
+			if (t->slot[j] != x)
+				arena_unalloc(a, (void *)x, sizeof *x +
+				    x->nterms * sizeof(struct term));
+			return t->slot[j];
+		}
+	t->hash[j] = h;
+	t->slot[j] = x;
+	t->n++;
+	return x;
 }

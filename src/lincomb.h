@@ -54,7 +54,35 @@ const struct lincomb *lc_add(struct arena *, const struct lincomb *,
 /* Sum of n combinations, each multiplied by scale: one pass, one result. */
 const struct lincomb *lc_sum(struct arena *, const struct lincomb *const *,
 		    size_t n, struct rational scale);
+/*
+ * coef times the sum of the distinct atoms of a sorted array (equal
+ * neighbours count once): a group's sum in one pass, without building a
+ * combination per atom.
+ */
+const struct lincomb *lc_atoms(struct arena *, const uint32_t *atoms,
+		    size_t n, struct rational coef);
 bool		 lc_equal(const struct lincomb *, const struct lincomb *);
+
+/*
+ * Combinations by value (hash-consing): equal combinations built apart,
+ * such as the sums over the dp groups of two parameters, which hold the
+ * same atoms, become one, so that a large mesh keeps each distinct value
+ * once and compares shared ones by address.
+ */
+struct lc_table {
+	const struct lincomb	**slot;
+	uint64_t		 *hash;
+	size_t			  cap, n;
+};
+
+void		 lc_table_init(struct lc_table *);
+void		 lc_table_free(struct lc_table *);
+/*
+ * x itself, or the equal combination the table already holds, in which
+ * case x, which must be the last allocation of the arena, is given back.
+ */
+const struct lincomb *lc_intern(struct lc_table *, struct arena *,
+		    const struct lincomb *x);
 /*
  * If a == c * b for one rational c != 0 (same atoms, proportional
  * coefficients), store c and return true.

@@ -20,7 +20,7 @@ enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
-	OPT_PARAM, OPT_RANK, OPT_SUMMARY,
+	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_KEEP, OPT_FIX, OPT_MIN, OPT_MAX,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -63,6 +63,14 @@ static const struct option_spec specs[] = {
 	  "import: read the arguments from FILE (- for stdin)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
 	  "sweep: try both values of these flags" },
+	{ "keep", OPT_KEEP, "DIM,...", SCOPE_SWEEP, 0,
+	  "sweep: keep the config's size of these dimensions" },
+	{ "fix", OPT_FIX, "DIM=N,...", SCOPE_SWEEP, 0,
+	  "sweep: only meshes where DIM is N" },
+	{ "min", OPT_MIN, "DIM=N,...", SCOPE_SWEEP, 0,
+	  "sweep: only meshes where DIM is at least N" },
+	{ "max", OPT_MAX, "DIM=N,...", SCOPE_SWEEP, 0,
+	  "sweep: only meshes where DIM is at most N" },
 	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, 0,
 	  "sweep: also audit small meshes on MPI" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
@@ -207,6 +215,24 @@ split_vary(struct options *o, const char *arg)
 	return o->nvary > 0 ? 0 : -1;
 }
 
+/* --keep pp,tp or --max tp=8,ep=4: one bound per item. */
+static int
+split_bounds(struct options *o, enum bound_kind kind, const char *arg)
+{
+	char	*copy = xstrdup(arg), *tok, *save = NULL;
+	int	 n = 0;
+
+	for (tok = strtok_r(copy, ",", &save); tok != NULL;
+	    tok = strtok_r(NULL, ",", &save), n++) {
+		o->bounds = xreallocarray(o->bounds, o->nbounds + 1,
+		    sizeof *o->bounds);
+		o->bounds[o->nbounds].kind = kind;
+		o->bounds[o->nbounds++].item = xstrdup(tok);
+	}
+	free(copy);
+	return n > 0 ? 0 : -1;
+}
+
 /* Apply one parsed option; returns -1 (after a message) when invalid. */
 static int
 apply(struct options *o, const struct option_spec *sp, const char *arg,
@@ -313,6 +339,15 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 			goto bad;
 		o->rank = (int)v;
 		o->select_rank = true;
+		break;
+	case OPT_KEEP:
+	case OPT_FIX:
+	case OPT_MIN:
+	case OPT_MAX:
+		if (split_bounds(o, sp->id == OPT_KEEP ? BOUND_KEEP :
+		    sp->id == OPT_FIX ? BOUND_FIX : sp->id == OPT_MIN ?
+		    BOUND_MIN : BOUND_MAX, arg) < 0)
+			goto bad;
 		break;
 	case OPT_FRAMEWORK:
 		if (*arg == '\0')
@@ -526,6 +561,11 @@ options_free(struct options *o)
 	for (k = 0; k < o->nvary; k++)
 		free(o->vary[k]);
 	free(o->vary);
+	for (k = 0; k < o->nbounds; k++)
+		free(o->bounds[k].item);
+	free(o->bounds);
+	o->bounds = NULL;
+	o->nbounds = 0;
 	o->sets = NULL;
 	o->nsets = 0;
 	o->vary = NULL;

@@ -28,6 +28,14 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 #define SCOPE_FRAMEWORKS 0x10
 #define SCOPE_IMPORT	0x20
 
+/* sweep --keep, --fix, --min, --max: a bound on one mesh dimension. */
+enum bound_kind { BOUND_KEEP, BOUND_FIX, BOUND_MIN, BOUND_MAX };
+
+struct sweep_bound {
+	enum bound_kind	 kind;
+	char		*item;		/* "tp" (--keep) or "tp=8" */
+};
+
 struct options {
 	enum output_format	 format;
 	const char		*junit;		/* --junit FILE */
@@ -49,6 +57,8 @@ struct options {
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;
 	bool			 numeric;	/* sweep --numeric */
+	struct sweep_bound	*bounds;	/* sweep, split on commas */
+	int			 nbounds;
 	const char		*framework;	/* import --framework */
 	const char		*args_file;	/* import --args-file */
 	int			 numeric_max;	/* sweep: largest mesh run numerically */

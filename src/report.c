@@ -1911,6 +1911,25 @@ json_numerics(struct json *j, const struct audit *a)
 	json_end_object(j);
 }
 
+/* sweep: "varied": {"dp": 4, ..., "tie_embeddings": true}. */
+static void
+json_varied(struct json *j, const struct audit *a)
+{
+	size_t	i;
+
+	if (a->nvaried == 0)
+		return;
+	json_key(j, "varied");
+	json_begin_object(j);
+	for (i = 0; i < a->nvaried; i++) {
+		if (a->varied[i].flag)
+			json_key_bool(j, a->varied[i].name, a->varied[i].value);
+		else
+			json_key_int(j, a->varied[i].name, a->varied[i].value);
+	}
+	json_end_object(j);
+}
+
 /*
  * "counts": what a script would otherwise count from params and findings,
  * every kind of finding present even at 0, so that a script can read
@@ -1962,6 +1981,7 @@ json_head(struct json *j, const struct audit *a)
 	if (a->numeric_verdict != NULL)
 		json_key_string(j, "numeric_verdict", a->numeric_verdict);
 	json_counts(j, a);
+	json_varied(j, a);
 }
 
 static void

@@ -111,3 +111,32 @@ shellwords_free(char **words, size_t n)
 		free(words[i]);
 	free(words);
 }
+
+char *
+shellwords_quote(const char *w)
+{
+	const char	*p;
+	char		*out, *o;
+	size_t		 quotes = 0;
+	bool		 plain = *w != '\0';
+
+	for (p = w; *p != '\0'; p++) {
+		if (!isalnum((unsigned char)*p) && strchr("-_./=:,+@%", *p) == NULL)
+			plain = false;
+		quotes += *p == '\'';
+	}
+	if (plain)
+		return xstrdup(w);
+	out = o = xmalloc(strlen(w) + 3 * quotes + 3);
+	*o++ = '\'';
+	for (p = w; *p != '\0'; p++) {
+		if (*p == '\'') {
+			memcpy(o, "'\\''", 4);
+			o += 4;
+		} else
+			*o++ = *p;
+	}
+	*o++ = '\'';
+	*o = '\0';
+	return out;
+}

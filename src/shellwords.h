@@ -21,5 +21,11 @@
  */
 char	**shellwords_split(const char *s, unsigned flags, size_t *nwords);
 void	 shellwords_free(char **, size_t);
+/*
+ * The word w as sh(1) reads it back: as it is when it holds only letters,
+ * digits and -_./=:,+@%, else in single quotes ('\'' for a quote).
+ * Allocated; the caller frees it.
+ */
+char	*shellwords_quote(const char *w);
 
 #endif

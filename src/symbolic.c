@@ -25,9 +25,16 @@
 #include "symbolic.h"
 #include "xmalloc.h"
 
+/*
+ * A rank's segments.  Most lists hold one segment, kept in the list
+ * itself (v == &one): a 131,072-rank audit allocated a segment per rank
+ * for every step that touched it, a third of its memory (issue 10).
+ * Lists of several segments share immutable arrays in the arena.
+ */
 struct seglist {
 	struct segment	*v;
 	int		 n;
+	struct segment	 one;
 };
 
 /* A collective that combined segments in different states. */
@@ -47,6 +54,32 @@ struct sym_run {
 	int			 nissues;
 	int			 step;		/* step being executed */
 	/*
+	 * Coordinates of the ranks of stage 0 (another stage's differ only in
+	 * pp): the loops over params and ranks asked mesh_coord_of, six
+	 * divisions, millions of times.
+	 */
+	struct coord		*coords;
+	/*
+	 * Atom r as a combination, one per rank and shared by every param,
+	 * and the last scaling of each (by scaled_by): values are immutable,
+	 * so equal ones need not be built twice.
+	 */
+	const struct lincomb	**atoms;
+	const struct lincomb	**scaled;
+	struct rational		 scaled_by;
+	/*
+	 * Every value the run builds, by value: the dp sums of the 58
+	 * parameters of a stage hold the same atoms and were built 58 times
+	 * (issue 10: half the memory of a 131,072-rank audit).
+	 */
+	struct lc_table		 table;
+	/*
+	 * The segments and expected values of each logical parameter (its
+	 * instances share collectives) in an arena of their own, freed once
+	 * its cells are made: only the combinations outlive the run.
+	 */
+	struct arena		*seg_arenas;
+	/*
 	 * The last comparison of a value with its expected one: all members
 	 * of a group share both, and comparing a dp-term sum on every one of
 	 * dp ranks would cost dp squared.
@@ -54,6 +87,53 @@ struct sym_run {
 	const struct lincomb	*cmp_value, *cmp_expected;
 	bool			 cmp_equal;
 };
+
+/* Groups up to this size sum without a scratch allocation. */
+#define SEG_STACK_MEMBERS	64
+
+/*
+ * Values of fewer terms are not looked up: hashing them costs more than
+ * building them, and only the sums over large groups repeat expensively.
+ * Every value of this many terms or more is built through share(), so a
+ * value given to lc_intern is either new or already in the table.
+ */
+#define SHARE_MIN_TERMS		16
+
+/* *dst = src, a single segment copied into dst itself. */
+static void
+seglist_set(struct seglist *dst, const struct seglist *src)
+{
+	if (src->n == 1) {
+		dst->one = src->v[0];
+		dst->v = &dst->one;
+	} else
+		dst->v = src->v;
+	dst->n = src->n;
+}
+
+static void
+run_coord(const struct sym_run *run, int rank, struct coord *c)
+{
+	*c = run->coords[rank % run->stage_ranks];
+	c->pp = rank / run->stage_ranks;
+}
+
+/* x, or the equal value built before (x, just built, is then given back). */
+static const struct lincomb *
+share(struct sym_run *run, const struct lincomb *x)
+{
+	if (x->nterms < SHARE_MIN_TERMS)
+		return x;
+	return lc_intern(&run->table, run->arena, x);
+}
+
+static const struct lincomb *
+atom_value(struct sym_run *run, uint32_t atom)
+{
+	if (run->atoms[atom] == NULL)
+		run->atoms[atom] = share(run, lc_atom(run->arena, atom));
+	return run->atoms[atom];
+}
 
 static bool
 same_value(struct sym_run *run, const struct lincomb *a,
@@ -84,44 +164,94 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 	syncplan_build(&ctx->plan, &ctx->model, ctx->grad_placement);
 }
 
-/* Parameter copies (parameters times the ranks holding each) audited. */
-#define SYM_MAX_COPIES	((int64_t)1 << 22)
+/*
+ * Parameter copies (parameters times the ranks holding each) audited, and
+ * the memory each takes at most, measured: 1.75 GB for the 7,733,248 of
+ * the 1,048,576-rank MoE config of scripts/bench (issue 10: the limit was
+ * 4,194,304, which refused the config's own world limit).
+ */
+#define SYM_MAX_COPIES		((int64_t)1 << 24)
+#define SYM_BYTES_PER_COPY	240
+
+static char	 unauditable_why[512];
+
+/* The copies of a model's parameters, if too many to audit. */
+static const char *
+too_many_copies(const struct model *m, enum cfg_key *blame)
+{
+	char	*why = unauditable_why;
+	size_t	 len = sizeof unauditable_why;
+	int64_t	 copies, dp_max;
+
+	copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
+	if (copies <= SYM_MAX_COPIES)
+		return NULL;
+	/*
+	 * The mesh multiplies the copies: point at it, and at the smaller
+	 * dp that would fit with the same layers.
+	 */
+	*blame = KEY_MESH;
+	dp_max = SYM_MAX_COPIES / ((int64_t)m->nparams * m->mesh.tp);
+	if (dp_max < 1)
+		snprintf(why, len, "the audit would hold %lld parameter copies "
+		    "(parameters x ranks holding them); at most %lld are "
+		    "supported: audit the recipe with fewer model.layers "
+		    "(--set)", (long long)copies, (long long)SYM_MAX_COPIES);
+	else
+		snprintf(why, len, "the audit would hold %lld parameter copies "
+		    "(parameters x ranks holding them, about %lld GiB); at "
+		    "most %lld are supported: audit the recipe on a smaller "
+		    "mesh, with --set mesh.dp=N (N at most %lld) or fewer "
+		    "model.layers", (long long)copies,
+		    (long long)((copies * SYM_BYTES_PER_COPY >> 30) + 1),
+		    (long long)SYM_MAX_COPIES, (long long)dp_max);
+	return why;
+}
+
+/* A layout the framework would stop at start-up on. */
+static const char *
+refused_layout(const struct config *cfg, const struct layout *lay,
+    enum cfg_key *blame)
+{
+	if (lay->refusal == NULL)
+		return NULL;
+	if (cfg->profile != NULL)
+		snprintf(unauditable_why, sizeof unauditable_why, "%s "
+		    "(profile %s) stops at start-up: %s", cfg->framework,
+		    cfg->profile->label, lay->refusal);
+	else
+		snprintf(unauditable_why, sizeof unauditable_why, "the "
+		    "layout: rules stop training at start-up: %s",
+		    lay->refusal);
+	*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
+	return unauditable_why;
+}
 
 const char *
 sym_unauditable(const struct config *cfg, enum cfg_key *blame)
 {
-	static char	 why[512];
 	struct model	 m;
 	struct layout	 lay;
-	int64_t		 copies;
-	const char	*r = NULL;
+	const char	*r;
 
 	model_build(&m, cfg);
-	copies = (int64_t)m.nparams * m.mesh.dp * m.mesh.tp;
-	if (copies > SYM_MAX_COPIES) {
-		/* The mesh multiplies the copies: point at it. */
-		snprintf(why, sizeof why, "the audit would hold %lld parameter "
-		    "copies (parameters x ranks holding them); at most %lld "
-		    "are supported", (long long)copies,
-		    (long long)SYM_MAX_COPIES);
-		*blame = KEY_MESH;
-		model_free(&m);
-		return why;
+	if ((r = too_many_copies(&m, blame)) == NULL) {
+		layout_build(&lay, &m);
+		r = refused_layout(cfg, &lay, blame);
+		layout_free(&lay);
 	}
-	layout_build(&lay, &m);
-	if (lay.refusal != NULL) {
-		if (cfg->profile != NULL)
-			snprintf(why, sizeof why, "%s (profile %s) stops at "
-			    "start-up: %s", cfg->framework,
-			    cfg->profile->label, lay.refusal);
-		else
-			snprintf(why, sizeof why, "the layout: rules stop "
-			    "training at start-up: %s", lay.refusal);
-		*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
-		r = why;
-	}
-	layout_free(&lay);
 	model_free(&m);
+	return r;
+}
+
+const char *
+sym_context_unauditable(const struct sym_context *ctx,
+    const struct config *cfg, enum cfg_key *blame)
+{
+	const char	*r;
+
+	if ((r = too_many_copies(&ctx->model, blame)) == NULL)
+		r = refused_layout(cfg, &ctx->layout, blame);
 	return r;
 }
 
@@ -158,6 +288,32 @@ sym_atom_of(const struct sym_context *ctx, int param, int rank)
 		etp_i = 0;
 	return (uint32_t)mesh_rank_of(mesh, c.pp, c.dp, slice * mesh->etp +
 	    etp_i);
+}
+
+/* sym_atom_of from the coordinate table. */
+static uint32_t
+run_atom_of(const struct sym_run *run, int param, int rank)
+{
+	const struct mesh	*mesh = &run->model->mesh;
+	struct placement	 g = run->ctx->grad_placement[param];
+	struct coord		 c;
+	int			 slice, etp_i;
+
+	run_coord(run, rank, &c);
+	slice = c.tp / mesh->etp;
+	etp_i = c.tp % mesh->etp;
+	if (g.slice == PLACE_REPLICATE)
+		slice = 0;
+	if (g.etp == PLACE_REPLICATE)
+		etp_i = 0;
+	return (uint32_t)mesh_rank_of(mesh, c.pp, c.dp, slice * mesh->etp +
+	    etp_i);
+}
+
+static struct arena *
+seg_arena(const struct sym_run *run, int param)
+{
+	return &run->seg_arenas[run->model->params[param].logical];
 }
 
 static int
@@ -213,21 +369,29 @@ init_values(struct sym_run *run)
 	const struct model *m = run->model;
 	int	p, i;
 
+	run->coords = xcalloc(run->stage_ranks, sizeof *run->coords);
+	for (i = 0; i < run->stage_ranks; i++)
+		mesh_coord_of(&m->mesh, i, &run->coords[i]);
+	run->atoms = xcalloc(m->mesh.world, sizeof *run->atoms);
+	run->scaled = xcalloc(m->mesh.world, sizeof *run->scaled);
+	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
+	for (p = 0; p < m->nlogical; p++)
+		arena_init(&run->seg_arenas[p]);
 	run->vals = xcalloc(m->nparams, sizeof *run->vals);
 	for (p = 0; p < m->nparams; p++) {
 		int base = m->params[p].stage * run->stage_ranks;
 
-		run->vals[p] = arena_alloc(run->arena,
+		run->vals[p] = arena_alloc(seg_arena(run, p),
 		    run->stage_ranks * sizeof **run->vals);
 		for (i = 0; i < run->stage_ranks; i++) {
 			struct seglist *sl = &run->vals[p][i];
 
-			sl->v = arena_alloc(run->arena, sizeof *sl->v);
+			sl->v = &sl->one;
 			sl->n = 1;
-			sl->v[0].lo = 0;
-			sl->v[0].hi = m->params[p].local_elems;
-			sl->v[0].value = lc_atom(run->arena,
-			    sym_atom_of(run->ctx, p, base + i));
+			sl->one.lo = 0;
+			sl->one.hi = m->params[p].local_elems;
+			sl->one.value = atom_value(run, run_atom_of(run, p,
+			    base + i));
 		}
 	}
 }
@@ -240,11 +404,12 @@ init_values(struct sym_run *run)
  * expert weights, nothing for replicated ones.
  */
 static int
-shard_key(const struct model *m, const struct param *p, int rank)
+shard_key(const struct sym_run *run, const struct param *p, int rank)
 {
+	const struct model *m = run->model;
 	struct coord	c;
 
-	mesh_coord_of(&m->mesh, rank, &c);
+	run_coord(run, rank, &c);
 	switch (p->role) {
 	case ROLE_EMBEDDING:
 	case ROLE_OUTPUT:
@@ -263,26 +428,23 @@ shard_key(const struct model *m, const struct param *p, int rank)
 	return 0;
 }
 
-struct keyed_atom {
-	int		key;
-	uint32_t	atom;
-};
-
 static int
-cmp_keyed_atom(const void *a, const void *b)
+cmp_u32(const void *a, const void *b)
 {
-	const struct keyed_atom *x = a, *y = b;
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
 
-	if (x->key != y->key)
-		return x->key < y->key ? -1 : 1;
-	return x->atom < y->atom ? -1 : x->atom > y->atom;
+	return x < y ? -1 : x > y;
 }
 
 /*
  * Expected: (1/dp) times the sum of the complete local gradients over all
  * micro-batches and both uses of a tied weight, which is the sum of the
  * distinct atoms of all ranks holding the same shard.  The holders' atoms
- * are sorted by shard key, so each shard's sum is built from one run.
+ * are bucketed by shard key in rank order, which leaves each bucket
+ * sorted but where a Replicate tp sub-dimension folds atoms back (then it
+ * is sorted), and each shard's sum is built from its bucket in one pass:
+ * qsort of every holder and an atom combination per term made half the
+ * time of a 64-rank audit and a sixth of a 131,072-rank one's memory.
  */
 static void
 init_expected(struct sym_run *run)
@@ -290,54 +452,67 @@ init_expected(struct sym_run *run)
 	const struct model *m = run->model;
 	int	 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ? m->mesh.tp :
 		    m->mesh.ep * m->mesh.etp;
-	struct keyed_atom *ka = xcalloc(2 * (size_t)run->stage_ranks,
-	    sizeof *ka);
+	size_t	 cap = 2 * (size_t)run->stage_ranks;
+	int	*keys = xcalloc(cap, sizeof *keys);
+	uint32_t *atoms = xcalloc(cap, sizeof *atoms);
+	uint32_t *bucket = xcalloc(cap, sizeof *bucket);
+	size_t	*start = xcalloc(nkeys + 1, sizeof *start);
 	const struct lincomb **by_key = xcalloc(nkeys, sizeof *by_key);
-	const struct lincomb **terms = xcalloc(2 * (size_t)run->stage_ranks,
-	    sizeof *terms);
 	struct rational inv_dp = q_make(1, m->mesh.dp);
-	int	 l, k, i, j, n, nka;
+	int	 l, k, i, key;
+	size_t	 n, j, z;
 
 	run->expected = xcalloc(m->nparams, sizeof *run->expected);
 	for (l = 0; l < m->nlogical; l++) {
 		const struct logical_param *lp = &m->logical[l];
 
-		nka = 0;
+		n = 0;
+		memset(start, 0, (nkeys + 1) * sizeof *start);
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
 			int base = m->params[pi].stage * run->stage_ranks;
 
-			for (i = 0; i < run->stage_ranks; i++) {
-				ka[nka].key = shard_key(m, &m->params[pi],
+			for (i = 0; i < run->stage_ranks; i++, n++) {
+				keys[n] = shard_key(run, &m->params[pi],
 				    base + i);
-				ka[nka++].atom = sym_atom_of(run->ctx, pi,
-				    base + i);
+				atoms[n] = run_atom_of(run, pi, base + i);
+				start[keys[n] + 1]++;
 			}
 		}
-		qsort(ka, nka, sizeof *ka, cmp_keyed_atom);
-		for (i = 0; i < nka; i = j) {
-			for (j = i, n = 0; j < nka && ka[j].key == ka[i].key;
-			    j++)
-				if (j == i || ka[j].atom != ka[j - 1].atom)
-					terms[n++] = lc_atom(run->arena,
-					    ka[j].atom);
-			by_key[ka[i].key] = lc_sum(run->arena, terms, n,
-			    inv_dp);
+		for (key = 0; key < nkeys; key++)
+			start[key + 1] += start[key];
+		for (j = 0; j < n; j++)
+			bucket[start[keys[j]]++] = atoms[j];
+		/* start[key] is now the end of the bucket of key. */
+		for (key = 0, z = 0; key < nkeys; z = start[key++]) {
+			uint32_t *b = bucket + z;
+			size_t nb = start[key] - z;
+
+			if (nb == 0)
+				continue;
+			for (j = 1; j < nb && b[j - 1] <= b[j]; j++)
+				;
+			if (j < nb)
+				qsort(b, nb, sizeof *b, cmp_u32);
+			by_key[key] = share(run, lc_atoms(run->arena, b, nb,
+			    inv_dp));
 		}
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
 			int base = m->params[pi].stage * run->stage_ranks;
 
-			run->expected[pi] = arena_alloc(run->arena,
+			run->expected[pi] = arena_alloc(seg_arena(run, pi),
 			    run->stage_ranks * sizeof **run->expected);
 			for (i = 0; i < run->stage_ranks; i++)
-				run->expected[pi][i] = by_key[shard_key(m,
+				run->expected[pi][i] = by_key[shard_key(run,
 				    &m->params[pi], base + i)];
 		}
 	}
-	free(ka);
+	free(keys);
+	free(atoms);
+	free(bucket);
+	free(start);
 	free(by_key);
-	free(terms);
 }
 
 /* ---- segment arithmetic ---------------------------------------------- */
@@ -371,20 +546,46 @@ cmp_i64(const void *a, const void *b)
 	return x < y ? -1 : x > y;
 }
 
+/* Cut points of a few segments, sorted without qsort's set-up. */
+#define FEW_CUTS	32
+
+static void
+sort_cuts(int64_t *cuts, int n)
+{
+	int64_t	 v;
+	int	 i, j;
+
+	if (n > FEW_CUTS) {
+		qsort(cuts, n, sizeof *cuts, cmp_i64);
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		v = cuts[i];
+		for (j = i; j > 0 && cuts[j - 1] > v; j--)
+			cuts[j] = cuts[j - 1];
+		cuts[j] = v;
+	}
+}
+
 /*
  * The sum of the members' segment lists, times scale: one piece per range
  * where every member's value is constant.  Flags *mixed when two members
  * contribute to a piece in different synchronization states.
  */
-static struct seglist
-seg_sum(struct sym_run *run, struct seglist *const *members, int n,
-    struct rational scale, bool *mixed)
+static void
+seg_sum(struct sym_run *run, struct arena *sa,
+    struct seglist *const *members, int n, struct rational scale,
+    bool *mixed, struct seglist *outp)
 {
 	struct seglist	 out;
-	int64_t		*cuts;
+	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, nout = 0;
-	int		*pos = xcalloc(n, sizeof *pos);
-	const struct lincomb **vals = xcalloc(n, sizeof *vals);
+	int		 pos_stack[SEG_STACK_MEMBERS];
+	const struct lincomb *vals_stack[SEG_STACK_MEMBERS];
+	int		*pos = n <= SEG_STACK_MEMBERS ? pos_stack :
+			    xcalloc(n, sizeof *pos);
+	const struct lincomb **vals = n <= SEG_STACK_MEMBERS ? vals_stack :
+			    xcalloc(n, sizeof *vals);
 	bool		 single = true;
 
 	for (i = 0; i < n; i++)
@@ -394,33 +595,37 @@ seg_sum(struct sym_run *run, struct seglist *const *members, int n,
 		/* The common case: one segment per member, one piece. */
 		uint32_t state = 0;
 
-		out.v = arena_alloc(run->arena, sizeof *out.v);
 		for (i = 0; i < n; i++) {
 			vals[i] = members[i]->v[0].value;
 			state |= members[i]->v[0].state;
 			if (members[i]->v[0].state != members[0]->v[0].state)
 				*mixed = true;
 		}
-		out.v[0].lo = members[0]->v[0].lo;
-		out.v[0].hi = members[0]->v[0].hi;
-		out.v[0].value = lc_sum(run->arena, vals, n, scale);
-		out.v[0].state = state | (1u << run->step);
-		out.n = 1;
-		free(pos);
-		free(vals);
-		return out;
+		outp->one.lo = members[0]->v[0].lo;
+		outp->one.hi = members[0]->v[0].hi;
+		outp->one.value = share(run, lc_sum(run->arena, vals, n,
+		    scale));
+		outp->one.state = state | (1u << run->step);
+		outp->v = &outp->one;
+		outp->n = 1;
+		if (pos != pos_stack) {
+			free(pos);
+			free(vals);
+		}
+		return;
 	}
+	memset(pos, 0, n * sizeof *pos);
 	for (i = 0; i < n; i++)
 		ncuts += members[i]->n + 1;
-	cuts = xcalloc(ncuts, sizeof *cuts);
+	cuts = ncuts <= FEW_CUTS ? cuts_stack : xcalloc(ncuts, sizeof *cuts);
 	ncuts = 0;
 	for (i = 0; i < n; i++) {
 		for (j = 0; j < members[i]->n; j++)
 			cuts[ncuts++] = members[i]->v[j].lo;
 		cuts[ncuts++] = members[i]->v[members[i]->n - 1].hi;
 	}
-	qsort(cuts, ncuts, sizeof *cuts, cmp_i64);
-	out.v = arena_alloc(run->arena, ncuts * sizeof *out.v);
+	sort_cuts(cuts, ncuts);
+	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
 		uint32_t state = 0, first = 0;
@@ -439,14 +644,17 @@ seg_sum(struct sym_run *run, struct seglist *const *members, int n,
 				*mixed = true;
 			state |= sl->v[pos[i]].state;
 		}
-		seg_push(out.v, &nout, lo, hi, lc_sum(run->arena, vals, n,
-		    scale), state | (1u << run->step));
+		seg_push(out.v, &nout, lo, hi, share(run, lc_sum(run->arena,
+		    vals, n, scale)), state | (1u << run->step));
 	}
 	out.n = nout;
-	free(cuts);
-	free(pos);
-	free(vals);
-	return out;
+	if (cuts != cuts_stack)
+		free(cuts);
+	if (pos != pos_stack) {
+		free(pos);
+		free(vals);
+	}
+	seglist_set(outp, &out);
 }
 
 /*
@@ -454,14 +662,16 @@ seg_sum(struct sym_run *run, struct seglist *const *members, int n,
  * ranges it owns, its own value elsewhere.
  */
 static struct seglist
-seg_overlay(struct sym_run *run, const struct seglist *mine,
+seg_overlay(struct arena *sa, const struct seglist *mine,
     const struct seglist *combined, int64_t (*owned)[2], int nowned)
 {
 	struct seglist	 out;
-	int64_t		*cuts;
+	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, r, nout = 0, pm = 0, pc = 0;
 
-	cuts = xcalloc(mine->n + combined->n + 2 * nowned + 2, sizeof *cuts);
+	ncuts = mine->n + combined->n + 2 * nowned + 2;
+	cuts = ncuts <= FEW_CUTS ? cuts_stack : xcalloc(ncuts, sizeof *cuts);
+	ncuts = 0;
 	for (i = 0; i < mine->n; i++)
 		cuts[ncuts++] = mine->v[i].lo;
 	for (i = 0; i < combined->n; i++)
@@ -471,8 +681,8 @@ seg_overlay(struct sym_run *run, const struct seglist *mine,
 		cuts[ncuts++] = owned[r][1];
 	}
 	cuts[ncuts++] = mine->v[mine->n - 1].hi;
-	qsort(cuts, ncuts, sizeof *cuts, cmp_i64);
-	out.v = arena_alloc(run->arena, ncuts * sizeof *out.v);
+	sort_cuts(cuts, ncuts);
+	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
 		bool owns = false;
@@ -495,7 +705,8 @@ seg_overlay(struct sym_run *run, const struct seglist *mine,
 		}
 	}
 	out.n = nout;
-	free(cuts);
+	if (cuts != cuts_stack)
+		free(cuts);
 	return out;
 }
 
@@ -517,15 +728,39 @@ note_order_issue(struct sym_run *run, int param)
 	run->nissues++;
 }
 
-static void
-scale_values(struct sym_run *run, struct seglist *sl, struct rational q)
+/* q * x, an atom's product built once per step for all params. */
+static const struct lincomb *
+scale_value(struct sym_run *run, const struct lincomb *x, struct rational q)
 {
-	struct segment	*v = arena_alloc(run->arena, sl->n * sizeof *v);
+	uint32_t	 atom;
+
+	if (x->nterms != 1 || run->atoms[atom = x->terms[0].atom] != x)
+		return share(run, lc_scale(run->arena, x, q));
+	if (!q_equal(run->scaled_by, q)) {
+		memset(run->scaled, 0, run->model->mesh.world *
+		    sizeof *run->scaled);
+		run->scaled_by = q;
+	}
+	if (run->scaled[atom] == NULL)
+		run->scaled[atom] = share(run, lc_scale(run->arena, x, q));
+	return run->scaled[atom];
+}
+
+static void
+scale_values(struct sym_run *run, int param, struct seglist *sl,
+    struct rational q)
+{
+	struct segment	*v;
 	int		 i;
 
+	if (sl->n == 1) {
+		sl->one.value = scale_value(run, sl->one.value, q);
+		return;
+	}
+	v = arena_alloc(seg_arena(run, param), sl->n * sizeof *v);
 	for (i = 0; i < sl->n; i++) {
 		v[i] = sl->v[i];
-		v[i].value = lc_scale(run->arena, sl->v[i].value, q);
+		v[i].value = scale_value(run, sl->v[i].value, q);
 	}
 	sl->v = v;
 }
@@ -544,19 +779,14 @@ run_scale(struct sym_run *run, const struct sync_step *s)
 			struct seglist *sl = &run->vals[p][i];
 
 			/* Replicas share values: remember the last result. */
-			if (sl->n == 1 && sl->v[0].value == last_in) {
-				struct segment *v = arena_alloc(run->arena,
-				    sizeof *v);
-
-				*v = sl->v[0];
-				v->value = last_out;
-				sl->v = v;
+			if (sl->n == 1 && sl->one.value == last_in) {
+				sl->one.value = last_out;
 				continue;
 			}
 			k = sl->n == 1;
 			if (k)
 				last_in = sl->v[0].value;
-			scale_values(run, sl, s->scale);
+			scale_values(run, p, sl, s->scale);
 			if (k)
 				last_out = sl->v[0].value;
 		}
@@ -577,13 +807,17 @@ run_mask(struct sym_run *run, const struct sync_step *s)
 			struct seglist *sl = &run->vals[p][i];
 			struct segment *v;
 
-			mesh_coord_of(&m->mesh, stage_base(run, p) + i, &c);
+			run_coord(run, stage_base(run, p) + i, &c);
 			if (!((s->replicate.slice == PLACE_REPLICATE &&
 			    c.tp / m->mesh.etp != 0) ||
 			    (s->replicate.etp == PLACE_REPLICATE &&
 			    c.tp % m->mesh.etp != 0)))
 				continue;
-			v = arena_alloc(run->arena, sl->n * sizeof *v);
+			if (sl->n == 1) {
+				sl->one.value = &lincomb_zero;
+				continue;
+			}
+			v = arena_alloc(seg_arena(run, p), sl->n * sizeof *v);
 			for (j = 0; j < sl->n; j++) {
 				v[j] = sl->v[j];
 				v[j].value = &lincomb_zero;
@@ -591,6 +825,17 @@ run_mask(struct sym_run *run, const struct sync_step *s)
 			sl->v = v;
 		}
 	}
+}
+
+/* model_instance_on, at once for a parameter with one instance. */
+static int
+instance_on(const struct sym_run *run, int param, int rank)
+{
+	const struct model *m = run->model;
+
+	if (m->logical[m->params[param].logical].ninstances == 1)
+		return param;
+	return model_instance_on(m, param, rank);
 }
 
 /*
@@ -604,7 +849,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	const struct model *m = run->model;
 	int	n, i, inst;
 	struct rational scale = q_make(1, 1);
-	struct seglist combined;
+	struct seglist combined, overlay;
 	bool	mixed = false;
 
 	n = mesh_group_size(&m->mesh, s->group);
@@ -612,12 +857,13 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	if (n < 2)
 		return;
 	for (i = 0; i < n; i++) {
-		inst = model_instance_on(m, param, members[i]);
+		inst = instance_on(run, param, members[i]);
 		lists[i] = values_of(run, inst, members[i]);
 	}
 	if (s->average)
 		scale = q_make(1, n);
-	combined = seg_sum(run, lists, n, scale, &mixed);
+	seg_sum(run, seg_arena(run, param), lists, n, scale, &mixed,
+	    &combined);
 	if (mixed)
 		note_order_issue(run, param);
 	for (i = 0; i < n; i++) {
@@ -625,14 +871,43 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 			int64_t owned[16][2];
 			int no;
 
-			inst = model_instance_on(m, param, members[i]);
+			inst = instance_on(run, param, members[i]);
 			no = layout_owned_ranges(&run->ctx->layout, m, inst, i,
 			    owned, 16);
-			*lists[i] = seg_overlay(run, lists[i], &combined,
+			overlay = seg_overlay(seg_arena(run, param), lists[i],
+			    &combined,
 			    owned, no);
+			seglist_set(lists[i], &overlay);
 		} else
-			*lists[i] = combined;
+			seglist_set(lists[i], &combined);
 	}
+}
+
+/* mesh_group_index from the coordinate table. */
+static int
+group_index(const struct sym_run *run, enum group_kind kind, int rank)
+{
+	struct coord	c;
+
+	run_coord(run, rank, &c);
+	switch (kind) {
+	case GROUP_DP:
+		return c.dp;
+	case GROUP_TP:
+		return c.tp;
+	case GROUP_PP:
+		return c.pp;
+	case GROUP_EP:
+		return c.ep;
+	case GROUP_ETP:
+		return c.etp;
+	case GROUP_EDP:
+		return c.edp;
+	case GROUP_EMBEDDING:
+	case GROUP__COUNT:
+		break;
+	}
+	return mesh_group_index(&run->model->mesh, kind, rank);
 }
 
 static void
@@ -649,8 +924,8 @@ run_collective(struct sym_run *run, const struct sync_step *s)
 			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			rank = stage_base(run, p) + i;
-			/* The lowest member runs the group's collective. */
-			if (mesh_group_id(&m->mesh, s->group, rank) != rank)
+			/* Member 0, the lowest, runs the group's collective. */
+			if (group_index(run, s->group, rank) != 0)
 				continue;
 			reduce_group(run, s, p, rank, members, lists);
 		}
@@ -716,12 +991,12 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 	const struct seglist *sl = values_of(run, param, rank);
 	const struct lincomb *expected = sym_expected(run, param, rank);
 	int64_t	 used[16][2];
-	int	 nused, i, r, key = shard_key(m, &m->params[param], rank);
+	int	 nused, i, r, key = shard_key(run, &m->params[param], rank);
 	struct coord c;
 
 	nused = syncplan_used_ranges(m, &run->ctx->layout, param, rank, used,
 	    16);
-	mesh_coord_of(&m->mesh, rank, &c);
+	run_coord(run, rank, &c);
 	for (i = 0; i < sl->n; i++) {
 		int64_t lo = sl->v[i].lo, hi = sl->v[i].hi;
 
@@ -1186,7 +1461,7 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	struct sym_run	 run;
 	struct finding_list fl = { a, 0 };
 	const struct model *m = &ctx->model;
-	int		 l;
+	int		 l, k;
 
 	memset(a, 0, sizeof *a);
 	arena_init(&a->arena);
@@ -1209,6 +1484,11 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 		fill_param(&run, a, l, &a->params[l]);
 		a->consistent = a->consistent && a->params[l].consistent;
 		a->correct = a->correct && a->params[l].correct;
+		for (k = 0; k < m->logical[l].ninstances; k++) {
+			run.vals[m->logical[l].instance[k]] = NULL;
+			run.expected[m->logical[l].instance[k]] = NULL;
+		}
+		arena_free(&run.seg_arenas[l]);
 	}
 	for (l = 0; l < m->nlogical; l++)
 		if (!a->params[l].correct || !a->params[l].consistent)
@@ -1216,4 +1496,9 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);
+	free(run.coords);
+	free(run.atoms);
+	free(run.scaled);
+	lc_table_free(&run.table);
+	free(run.seg_arenas);
 }

@@ -498,6 +498,40 @@ test_arena(void)
 	tap_ok(a.used_bytes == 0 && a.head == NULL, "arena_free releases all");
 }
 
+/* lc_atoms builds a group's sum; lc_intern shares equal values. */
+static void
+test_intern(struct arena *a)
+{
+	static const uint32_t atoms[] = { 1, 3, 3, 5 };
+	const struct lincomb *x, *y, *z, *terms[3];
+	struct lc_table	 t;
+	size_t		 used;
+
+	x = lc_atoms(a, atoms, 4, q_make(1, 2));
+	tap_ok_str_eq(lc_format(a, x, "g"), "(g1+g3+g5)/2",
+	    "lc_atoms: distinct atoms times the coefficient");
+	terms[0] = lc_atom(a, 1);
+	terms[1] = lc_atom(a, 3);
+	terms[2] = lc_atom(a, 5);
+	tap_ok(lc_equal(x, lc_sum(a, terms, 3, q_make(1, 2))),
+	    "lc_atoms equals the lc_sum of the atoms");
+	lc_table_init(&t);
+	tap_ok(lc_intern(&t, a, x) == x, "the first value is kept");
+	used = a->used_bytes;
+	y = lc_atoms(a, atoms + 1, 3, q_make(1, 2));
+	z = lc_intern(&t, a, y);
+	tap_ok(z == y && !lc_equal(z, x), "a different value is kept too");
+	y = lc_atoms(a, atoms, 4, q_make(1, 2));
+	tap_ok(y != x && lc_intern(&t, a, y) == x,
+	    "an equal value built apart is the first one");
+	tap_ok(lc_intern(&t, a, z) == z, "an interned value is itself");
+	used = a->used_bytes;
+	y = lc_atoms(a, atoms, 4, q_make(1, 2));
+	(void)lc_intern(&t, a, y);
+	tap_ok(a->used_bytes == used, "the duplicate's memory is given back");
+	lc_table_free(&t);
+}
+
 int
 main(void)
 {
@@ -509,6 +543,7 @@ main(void)
 	test_format(&a);
 	test_format_long(&a);
 	test_sum(&a);
+	test_intern(&a);
 	arena_free(&a);
 	test_arena();
 	return tap_done();

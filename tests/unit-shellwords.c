@@ -63,11 +63,31 @@ joined(char **words, size_t n)
 	return s;
 }
 
+/* Words that shellwords_quote must give back unchanged through a split. */
+static const char *const quote_cases[] = {
+	"plain", "testdata/megatron-844.yaml", "mesh.dp=4", "",
+	"a b", "it's", "'", "$TP", "a\\b", "semi;colon", "new\nline", "~x",
+	"*.yaml",
+};
+
 int
 main(void)
 {
 	size_t	 i, n;
-	char	**words, *got;
+	char	**words, *got, *q;
+
+	for (i = 0; i < sizeof(quote_cases) / sizeof(quote_cases[0]); i++) {
+		q = shellwords_quote(quote_cases[i]);
+		words = shellwords_split(q, 0, &n);
+		tap_ok(words != NULL && n == 1 &&
+		    strcmp(words[0], quote_cases[i]) == 0,
+		    "quote case %zu: %s reads back as one word", i, q);
+		shellwords_free(words, n);
+		free(q);
+	}
+	q = shellwords_quote("mesh.dp=4");
+	tap_ok_str_eq(q, "mesh.dp=4", "a plain word is not quoted");
+	free(q);
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		const struct split_case *c = &cases[i];
