@@ -22,13 +22,13 @@
 
 static const struct junit_case cases[] = {
 	{ "megatron-844-fixed", "gradaudit.run", 0.25, false, false,
-	    NULL, NULL },
+	    NULL, NULL, NULL, NULL },
 	{ "megatron-844 <dp=2 & pp=2>", "gradaudit.run", 1.5, true, false,
 	    "1 of 1 parameters wrong: \"it's\" <&>",
 	    "wrong-order: a < b && c > d \"q\" 'a'\x01\n"
-	    "1 of 1 parameters wrong\n" },
+	    "1 of 1 parameters wrong\n", NULL, NULL },
 	{ "tab\there\x02, bell\x07, caf\xc3\xa9, bad \xff", NULL, 0.0004,
-	    false, false, NULL, NULL },
+	    false, false, NULL, NULL, NULL, NULL },
 };
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
 

@@ -144,7 +144,7 @@ render_text_opt(const struct audit *a, const struct report_options *opt)
 static char *
 render_text(const struct audit *a, bool verbose, bool quiet)
 {
-	struct report_options	 opt = { verbose, quiet, false, false };
+	struct report_options	 opt = { .verbose = verbose, .quiet = quiet };
 	char			*buf = NULL;
 	size_t			 len;
 	FILE			*fp = open_memstream(&buf, &len);
