@@ -93,17 +93,29 @@ sym_unauditable(const struct config *cfg, enum cfg_key *blame)
 	static char	 why[512];
 	struct model	 m;
 	struct layout	 lay;
-	int64_t		 copies;
+	int64_t		 copies, fit;
 	const char	*r = NULL;
+	int		 n;
 
 	model_build(&m, cfg);
 	copies = (int64_t)m.nparams * m.mesh.dp * m.mesh.tp;
 	if (copies > SYM_MAX_COPIES) {
-		/* The mesh multiplies the copies: point at it. */
-		snprintf(why, sizeof why, "the audit would hold %lld parameter "
-		    "copies (parameters x ranks holding them); at most %lld "
-		    "are supported", (long long)copies,
-		    (long long)SYM_MAX_COPIES);
+		/*
+		 * The mesh multiplies the copies: point at it, and say what
+		 * to audit instead (issue 10: the refusal left the user with
+		 * nothing to do).  Layers and dp replicas repeat the same
+		 * synchronization, so a smaller copy shows the same bugs.
+		 */
+		n = snprintf(why, sizeof why, "the audit would hold %lld "
+		    "parameter copies (parameters x ranks holding them); at "
+		    "most %lld are supported: audit the same shape smaller, "
+		    "with fewer layers (--set model.layers=N)",
+		    (long long)copies, (long long)SYM_MAX_COPIES);
+		fit = SYM_MAX_COPIES / ((int64_t)m.nparams * m.mesh.tp);
+		if (fit >= 2 && n > 0 && (size_t)n < sizeof why)
+			snprintf(why + n, sizeof why - (size_t)n, " or a "
+			    "smaller dp (--set mesh.dp=%lld fits)",
+			    (long long)fit);
 		*blame = KEY_MESH;
 		model_free(&m);
 		return why;
