@@ -182,7 +182,8 @@ static void
 unknown_option_hint(char *buf, size_t size, const char *bad, unsigned scope)
 {
 	struct suggestion	 s;
-	const char		*name = bad + 2;
+	const char		*name = strncmp(bad, "--", 2) == 0 ? bad + 2 :
+				    bad;
 	size_t			 len = strcspn(name, "="), i, n;
 	int			 c;
 	bool			 first = true;
