@@ -15,6 +15,7 @@
 #include "lincomb.h"
 #include "output.h"
 #include "report.h"
+#include "suggest.h"
 #include "symbolic.h"
 #include "text.h"
 #include "xmalloc.h"
@@ -321,6 +322,30 @@ select_params(struct explain *ex, const struct sym_context *ctx,
 	return any;
 }
 
+/* "no parameter", and the nearest name: "embeding.weight" is a typo. */
+static void
+no_such_param(const struct model *m, const char *name, const char *file)
+{
+	struct suggestion	 s;
+	char			 q[TEXT_QUOTE_SIZE];
+	int			 p;
+
+	suggest_init(&s, name, strlen(name));
+	for (p = 0; p < m->nparams; p++) {
+		const struct logical_param *l = &m->logical[m->params[p].logical];
+
+		suggest_consider(&s, l->name);
+		if (l->tied_with != NULL)
+			suggest_consider(&s, l->tied_with);
+	}
+	text_escape(q, sizeof q, name, strlen(name));
+	fprintf(stderr, "%s: explain: no parameter \"%s\" in %s", progname, q,
+	    file);
+	if (suggest_best(&s) != NULL)
+		fprintf(stderr, " (did you mean \"%s\"?)", suggest_best(&s));
+	fputc('\n', stderr);
+}
+
 static int
 cmd_explain_exec(struct options *o)
 {
@@ -351,11 +376,7 @@ cmd_explain_exec(struct options *o)
 	/* A first pass finds the verdicts, the second prints the steps. */
 	sym_audit(&ctx, &a, NULL, NULL);
 	if (select_params(&ex, &ctx, &a, name) == 0 && name != NULL) {
-		char q[TEXT_QUOTE_SIZE];
-
-		text_escape(q, sizeof q, name, strlen(name));
-		fprintf(stderr, "%s: explain: no parameter \"%s\" in %s\n",
-		    progname, q, args[0]);
+		no_such_param(&ctx.model, name, args[0]);
 		status = EXIT_USAGE;
 		goto out;
 	}

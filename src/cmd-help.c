@@ -48,8 +48,7 @@ cmd_help_exec(struct options *o)
 		return EXIT_OK;
 	}
 	if ((c = command_find(o->args[0])) == NULL) {
-		fprintf(stderr, "%s: help: unknown command \"%s\"\n", progname,
-		    o->args[0]);
+		command_unknown("help: ", o->args[0]);
 		return EXIT_USAGE;
 	}
 	command_help(stdout, c);

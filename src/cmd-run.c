@@ -174,6 +174,14 @@ launch(struct options *o, const struct config_list *list)
 	lo.progress = isatty(STDERR_FILENO);
 	lo.attachment = &junit;
 	lo.summary = &summary;
+	/*
+	 * The job's report reaches our stdout through a pipe, so the job
+	 * cannot see the terminal: tell it (options_use_color).  Without
+	 * this, run never coloured (issue 10).
+	 */
+	if (o->color == COLOR_AUTO && setenv("GRADAUDIT_COLOR",
+	    options_use_color(o, stdout) ? "always" : "never", 1) != 0)
+		fatal("setenv");
 	status = launch_job(&lo, o->argc, o->argv);
 	/*
 	 * A job that failed with more processes than /dev/shm holds most

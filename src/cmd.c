@@ -12,6 +12,8 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "options.h"
+#include "suggest.h"
+#include "text.h"
 #include "xmalloc.h"
 
 const struct command *const commands[] = {
@@ -34,6 +36,27 @@ command_find(const char *name)
 		if (strcmp(commands[i]->name, name) == 0)
 			return commands[i];
 	return NULL;
+}
+
+/*
+ * "unknown command", with the nearest command if one is close: "chek"
+ * was answered with the bare list of commands (issue 10).
+ */
+void
+command_unknown(const char *who, const char *name)
+{
+	struct suggestion	 s;
+	char			 q[TEXT_QUOTE_SIZE];
+	int			 i;
+
+	suggest_init(&s, name, strlen(name));
+	for (i = 0; commands[i] != NULL; i++)
+		suggest_consider(&s, commands[i]->name);
+	text_escape(q, sizeof q, name, strlen(name));
+	fprintf(stderr, "%s: %sunknown command \"%s\"", progname, who, q);
+	if (suggest_best(&s) != NULL)
+		fprintf(stderr, " (did you mean \"%s\"?)", suggest_best(&s));
+	fprintf(stderr, "; try \"%s help\"\n", progname);
 }
 
 void

@@ -38,6 +38,8 @@ extern const struct command cmd_help_entry;
 extern const struct command *const commands[];
 
 const struct command *command_find(const char *name);
+/* Report an unknown command, and the nearest one; who: "" or "help: ". */
+void	 command_unknown(const char *who, const char *name);
 /* "usage: gradaudit NAME [-qv] ... OPERANDS", generated and folded. */
 void	 command_usage(FILE *, const struct command *);
 /* The usage, the summary and the options: `gradaudit help NAME`. */

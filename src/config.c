@@ -27,6 +27,7 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "suggest.h"
 #include "framework.h"
 #include "text.h"
 #include "hash.h"
@@ -266,7 +267,8 @@ static const struct key_def keys[KEY__COUNT] = {
 
 /* The state of one cfg_load call. */
 struct loader {
-	const char			*path;
+	const char			*path;	/* as messages show it */
+	bool				 from_stdin; /* path "-" */
 	const unsigned char		*text;	/* the file, for reader errors */
 	size_t				 len;
 	yaml_parser_t			*parser; /* the file's, or a --set value's */
@@ -694,41 +696,6 @@ next_event(struct loader *ld, yaml_event_t *ev)
  * Suggestions for unknown keys.
  */
 
-/* Levenshtein distance, or INT_MAX for strings too long to be keys. */
-static int
-edit_distance(const char *a, size_t la, const char *b, size_t lb)
-{
-	int	 prev[34], cur[34], i, j, cost;
-
-	if (la > 32 || lb > 32)
-		return INT_MAX;
-	for (j = 0; j <= (int)lb; j++)
-		prev[j] = j;
-	for (i = 1; i <= (int)la; i++) {
-		cur[0] = i;
-		for (j = 1; j <= (int)lb; j++) {
-			cost = a[i - 1] == b[j - 1] ? 0 : 1;
-			cur[j] = prev[j - 1] + cost;
-			if (prev[j] + 1 < cur[j])
-				cur[j] = prev[j] + 1;
-			if (cur[j - 1] + 1 < cur[j])
-				cur[j] = cur[j - 1] + 1;
-		}
-		memcpy(prev, cur, sizeof(prev));
-	}
-	return prev[lb];
-}
-
-static size_t
-common_prefix(const char *s, size_t len, const char *word)
-{
-	size_t	 i;
-
-	for (i = 0; i < len && word[i] != '\0' && s[i] == word[i]; i++)
-		continue;
-	return i;
-}
-
 /*
  * The hint after 'unknown key "..."': the nearest key at the same level
  * (within two edits, and not a complete rewrite of a short word), or the
@@ -740,8 +707,9 @@ static void
 unknown_hint(char *buf, size_t size, enum cfg_key parent, const char *s,
     size_t len, bool full_paths)
 {
-	const char	*leaf;
-	int		 k, d, best = KEY__COUNT, best_d = INT_MAX;
+	struct suggestion sg;
+	const char	*leaf, *near;
+	int		 k;
 	bool		 first = true;
 
 	buf[0] = '\0';
@@ -756,23 +724,15 @@ unknown_hint(char *buf, size_t size, enum cfg_key parent, const char *s,
 		    "write each configuration out");
 		return;
 	}
-	for (k = 0; k < KEY__COUNT; k++) {
-		if (keys[k].parent != parent)
+	suggest_init(&sg, s, len);
+	for (k = 0; k < KEY__COUNT; k++)
+		if (keys[k].parent == parent)
+			suggest_consider(&sg, key_leaf((enum cfg_key)k));
+	if ((near = suggest_best(&sg)) != NULL) {
+		for (k = 0; key_leaf((enum cfg_key)k) != near; k++)
 			continue;
-		leaf = key_leaf((enum cfg_key)k);
-		d = edit_distance(s, len, leaf, strlen(leaf));
-		if (d > 2 || d >= (int)len || d > best_d)
-			continue;
-		/* Of equally near keys, the one that starts alike. */
-		if (d < best_d || common_prefix(s, len, leaf) >
-		    common_prefix(s, len, key_leaf((enum cfg_key)best))) {
-			best = k;
-			best_d = d;
-		}
-	}
-	if (best != KEY__COUNT) {
 		snprintf(buf, size, "did you mean \"%s\"?", full_paths ?
-		    keys[best].path : key_leaf((enum cfg_key)best));
+		    keys[k].path : near);
 		return;
 	}
 	for (k = 0; k < KEY__COUNT; k++) {
@@ -2006,6 +1966,8 @@ cfg_file_name(const char *path)
 	char		*name;
 
 	base = base != NULL ? base + 1 : path;
+	if (strcmp(path, "<stdin>") == 0)
+		base = "stdin";
 	n = strlen(base);
 	for (i = 0; i < sizeof(suffixes) / sizeof(suffixes[0]); i++) {
 		slen = strlen(suffixes[i]);
@@ -2047,7 +2009,9 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 	size_t		 cap = 0, n = 0, got;
 	int		 saved;
 
-	if ((f = fopen(ld->path, "rb")) == NULL) {
+	if (ld->from_stdin)
+		f = stdin;
+	else if ((f = fopen(ld->path, "rb")) == NULL) {
 		report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
 		    "cannot open: %s", strerror(errno));
 		return -1;
@@ -2063,7 +2027,8 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 			break;
 		/* /dev/zero or a huge file is no configuration. */
 		if (n > CFG_MAX_FILE_BYTES) {
-			fclose(f);
+			if (f != stdin)
+				fclose(f);
 			free(buf);
 			report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
 			    "larger than %d MiB: not a configuration",
@@ -2073,13 +2038,15 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 	}
 	if (ferror(f)) {
 		saved = errno;
-		fclose(f);
+		if (f != stdin)
+			fclose(f);
 		free(buf);
 		report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
 		    "cannot read: %s", strerror(saved));
 		return -1;
 	}
-	fclose(f);
+	if (f != stdin)
+		fclose(f);
 	*text = buf;
 	*len = n;
 	return 0;
@@ -2097,7 +2064,9 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	int		 rc = -1;
 
 	memset(&ld, 0, sizeof(ld));
-	ld.path = path;
+	/* "-" is the standard input, named in messages as a compiler does. */
+	ld.from_stdin = strcmp(path, "-") == 0;
+	ld.path = ld.from_stdin ? "<stdin>" : path;
 	ld.ovrs = ovrs;
 	ld.novrs = novrs;
 	ld.ovr_keys = xreallocarray(NULL, novrs, sizeof(*ld.ovr_keys));

@@ -10,7 +10,6 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "options.h"
-#include "text.h"
 #include "xmalloc.h"
 
 #ifndef PACKAGE_VERSION
@@ -22,7 +21,6 @@ main(int argc, char **argv)
 {
 	const struct command	*c;
 	struct options		 o;
-	char			 q[TEXT_QUOTE_SIZE];
 
 	/*
 	 * A reader of stdout that goes away (`| head -c 10`) is a write error
@@ -50,9 +48,7 @@ main(int argc, char **argv)
 		return command_flush(EXIT_OK);
 	}
 	if ((c = command_find(argv[1])) == NULL) {
-		text_escape(q, sizeof q, argv[1], strlen(argv[1]));
-		fprintf(stderr, "%s: unknown command \"%s\"; try \"%s help\"\n",
-		    progname, q, progname);
+		command_unknown("", argv[1]);
 		return EXIT_USAGE;
 	}
 	return command_exec(c, argc, argv);

@@ -309,13 +309,18 @@ launch_draw(struct launch_watch *w)
 		return;
 	w->last_draw = now;
 	w->tick++;
+	/*
+	 * "12 s of 120 s" read as an estimate of the time left, when 120 s is
+	 * only when the audit gives up (issue 10): name the limit for what
+	 * it is.
+	 */
 	if (w->opts->timeout > 0)
 		fprintf(stderr, "\r\033[Knumeric audit on %d processes: %.0f s "
-		    "of %.0f s %c", w->opts->procs, elapsed, w->opts->timeout,
-		    spin[w->tick % 4]);
+		    "elapsed (--timeout %.0f s) %c", w->opts->procs, elapsed,
+		    w->opts->timeout, spin[w->tick % 4]);
 	else
 		fprintf(stderr, "\r\033[Knumeric audit on %d processes: %.0f s "
-		    "%c", w->opts->procs, elapsed, spin[w->tick % 4]);
+		    "elapsed %c", w->opts->procs, elapsed, spin[w->tick % 4]);
 	w->drawn = true;
 }
 

@@ -12,7 +12,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "commands.h"
 #include "options.h"
+#include "suggest.h"
 #include "text.h"
 #include "xmalloc.h"
 
@@ -185,6 +187,47 @@ usage_error(const char *name, unsigned scope, const char *operands,
 	xasprintf(&lead, "usage: %s %s", progname, name);
 	options_print_synopsis(stderr, lead, scope, operands);
 	free(lead);
+}
+
+/*
+ * What to add to "unknown option --NAME" (bad is the argument as given,
+ * "--NAME" or "--NAME=VALUE"): the commands that have the option, as
+ * `check --world` belongs to sweep, or the nearest option of this
+ * command, as --formt is --format.  Empty when neither.
+ */
+static void
+unknown_option_hint(char *buf, size_t size, const char *bad, unsigned scope)
+{
+	struct suggestion	 s;
+	const char		*name = strncmp(bad, "--", 2) == 0 ? bad + 2 :
+				    bad;
+	size_t			 len = strcspn(name, "="), i, n;
+	int			 c;
+	bool			 first = true;
+
+	buf[0] = '\0';
+	for (i = 0; i < NSPECS; i++) {
+		if (strlen(specs[i].name) != len ||
+		    strncmp(specs[i].name, name, len) != 0)
+			continue;
+		n = (size_t)snprintf(buf, size, " (an option of ");
+		for (c = 0; commands[c] != NULL && n < size; c++) {
+			if ((commands[c]->scope & specs[i].scope) == 0)
+				continue;
+			n += (size_t)snprintf(buf + n, size - n, "%s%s",
+			    first ? "" : " and ", commands[c]->name);
+			first = false;
+		}
+		if (n < size)
+			snprintf(buf + n, size - n, ")");
+		return;
+	}
+	suggest_init(&s, name, len);
+	for (i = 0; i < NSPECS; i++)
+		if (specs[i].scope & scope)
+			suggest_consider(&s, specs[i].name);
+	if (suggest_best(&s) != NULL)
+		snprintf(buf, size, " (did you mean --%s?)", suggest_best(&s));
 }
 
 static int
@@ -389,6 +432,41 @@ bad:
 	return -1;
 }
 
+/*
+ * A configuration "-" is the standard input (config.c), which can be read
+ * once: not twice, and not by run or sweep --numeric, whose MPI jobs read
+ * every configuration file again.
+ */
+static int
+check_stdin(const struct options *o, const char *cmd, unsigned scope,
+    const char *operands)
+{
+	int	 i, n = 0, nconfigs;
+
+	if ((scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_EXPLAIN |
+	    SCOPE_SWEEP)) == 0)
+		return 0;
+	/* explain's second operand is a parameter name. */
+	nconfigs = scope == SCOPE_EXPLAIN && o->nargs > 1 ? 1 : o->nargs;
+	for (i = 0; i < nconfigs; i++)
+		n += strcmp(o->args[i], "-") == 0;
+	if (n == 0)
+		return 0;
+	if (n > 1) {
+		usage_error(cmd, scope, operands, "the standard input (-) can "
+		    "be read only once");
+		return -1;
+	}
+	if (scope == SCOPE_RUN || (scope == SCOPE_SWEEP && o->numeric)) {
+		usage_error(cmd, scope, operands, "%s: the standard input (-) "
+		    "cannot be read again by the MPI job: save the "
+		    "configuration to a file", scope == SCOPE_RUN ? "run" :
+		    "sweep --numeric");
+		return -1;
+	}
+	return 0;
+}
+
 static void
 options_init(struct options *o, int argc, char **argv)
 {
@@ -448,9 +526,13 @@ options_parse(struct options *o, const char *name, unsigned scope,
 				usage_error(name, scope, operands,
 				    "option %s needs a value", q);
 			} else {
+				char hint[128];
+
 				text_cut(q, sizeof q, bad, strlen(bad));
+				unknown_option_hint(hint, sizeof hint, bad,
+				    scope);
 				usage_error(name, scope, operands,
-				    "unknown option %s", q);
+				    "unknown option %s%s", q, hint);
 			}
 			options_free(o);
 			return -1;
@@ -469,6 +551,10 @@ options_parse(struct options *o, const char *name, unsigned scope,
 	}
 	o->args = argv + optind;
 	o->nargs = argc - optind;
+	if (check_stdin(o, name, scope, operands) < 0) {
+		options_free(o);
+		return -1;
+	}
 	return 0;
 }
 
@@ -613,5 +699,12 @@ options_use_color(const struct options *o, FILE *fp)
 	nc = getenv("NO_COLOR");
 	if (nc != NULL && *nc != '\0')
 		return false;
+	/*
+	 * In the MPI job run starts, stdout is a pipe to run, which says
+	 * whether its own stdout is a terminal.
+	 */
+	if (fp == stdout && getenv("GRADAUDIT_WORKER") != NULL &&
+	    (nc = getenv("GRADAUDIT_COLOR")) != NULL)
+		return strcmp(nc, "always") == 0;
 	return isatty(fileno(fp));
 }

@@ -30,6 +30,7 @@ static struct {
 	int64_t		 total;
 	int64_t		 drawn;		/* the count on screen */
 	int64_t		 last_ns;	/* when */
+	int64_t		 start_ns;	/* progress_start */
 	size_t		 width;		/* its columns */
 } bar;
 
@@ -47,11 +48,16 @@ static size_t
 format_line(char *line, size_t len, int64_t done)
 {
 	char	 fill[PROGRESS_BAR_WIDTH + 1];
-	int64_t	 filled;
+	int64_t	 filled, elapsed = (now_ns() - bar.start_ns) / 1000000000;
 	int	 n;
 
+	/*
+	 * The time elapsed, not a guess of the time left: a sweep's meshes
+	 * differ too much in cost for one (issue 10).
+	 */
 	if (bar.total <= 0)
-		n = snprintf(line, len, "%s %" PRId64, bar.label, done);
+		n = snprintf(line, len, "%s %" PRId64 ", %" PRId64 " s elapsed",
+		    bar.label, done, elapsed);
 	else {
 		if (done > bar.total)
 			done = bar.total;
@@ -60,8 +66,8 @@ format_line(char *line, size_t len, int64_t done)
 		memset(fill, '#', (size_t)filled);
 		fill[PROGRESS_BAR_WIDTH] = '\0';
 		n = snprintf(line, len, "%s [%s] %" PRId64 "/%" PRId64
-		    " %3d%%", bar.label, fill, done, bar.total,
-		    (int)(done * 100 / bar.total));
+		    " %3d%%, %" PRId64 " s elapsed", bar.label, fill, done,
+		    bar.total, (int)(done * 100 / bar.total), elapsed);
 	}
 	if (n < 0)
 		return 0;
@@ -98,6 +104,7 @@ progress_start(const char *label, int64_t total)
 	snprintf(bar.label, sizeof(bar.label), "%s", label != NULL ? label :
 	    "");
 	bar.total = total;
+	bar.start_ns = now_ns();
 	bar.active = true;
 	draw(0);
 }
