@@ -962,6 +962,9 @@ cmd_sweep_exec(struct options *o)
 		command_usage(stderr, &cmd_sweep_entry);
 		return EXIT_USAGE;
 	}
+	/* A sweep can take minutes: find an unwritable --junit first. */
+	if (output_check_paths(o) != EXIT_OK)
+		return EXIT_USAGE;
 	memset(&sw, 0, sizeof sw);
 	sw.options = o;
 	if (parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
