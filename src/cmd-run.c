@@ -11,15 +11,10 @@
  * agree on the exit status before they leave.  In a job run started, process
  * 0 sends its report to the launching parent, which prints it.
  */
-#ifndef _GNU_SOURCE
-#define _GNU_SOURCE		/* sched_getaffinity, CPU_COUNT */
-#endif
-
 #include <sys/statvfs.h>
 
 #include <fcntl.h>
 #include <limits.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,6 +23,7 @@
 #include <mpi.h>
 
 #include "commands.h"
+#include "cores.h"
 #include "exitcode.h"
 #include "hash.h"
 #include "launch.h"
@@ -37,23 +33,6 @@
 #include "symbolic.h"
 #include "transport.h"
 #include "xmalloc.h"
-
-/*
- * The cores this process may run on: its affinity mask, which a CI runner's
- * container or `taskset` narrows, else the online processors.
- */
-static int
-available_cores(void)
-{
-	cpu_set_t	 set;
-	long		 n;
-
-	if (sched_getaffinity(0, sizeof set, &set) == 0 &&
-	    CPU_COUNT(&set) > 0)
-		return CPU_COUNT(&set);
-	n = sysconf(_SC_NPROCESSORS_ONLN);
-	return n > 0 ? (int)n : 1;
-}
 
 /*
  * MPICH keeps each process's shared-memory queues in /dev/shm, and a
@@ -126,7 +105,7 @@ choose_procs(const struct config_list *list, int asked)
 		if (world > most)
 			most = world;
 	}
-	want = asked > 0 ? asked : available_cores();
+	want = asked > 0 ? asked : cores_available();
 	if (most < want)
 		want = most;
 	if (asked <= 0 && (avail = shm_free()) > 0 && shm_fit(avail) < want) {

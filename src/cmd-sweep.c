@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +24,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "cores.h"
 #include "json.h"
 #include "junit.h"
 #include "exitcode.h"
@@ -314,9 +316,7 @@ summarize(struct sweep *sw, struct sweep_point *pt, const struct audit *a,
 	}
 	if (junit) {
 		pt->failure_text = junit_failure_text(a);
-		pt->failure_message = xstrdup(a->nfindings > 0 ?
-		    a->findings[0].message :
-		    "gradients differ from the reference");
+		pt->failure_message = junit_failure_message(a);
 	}
 }
 
@@ -626,6 +626,7 @@ write_junit(const char *path, const struct sweep *sw)
 		cases[n].seconds = pt->seconds;
 		cases[n].failed = pt->failed;
 		cases[n].failure_message = pt->failure_message;
+		cases[n].file = sw->base->file;
 		cases[n].failure_text = pt->failure_text;
 		n++;
 	}
@@ -941,6 +942,178 @@ sweep_free(struct sweep *sw, struct config_list *list)
 	config_list_free(list);
 }
 
+/*
+ * Workers for a text sweep on several cores.  Almost every mesh of a sweep
+ * is correct, and a correct mesh's row needs only its verdict: forked
+ * workers audit the meshes, worker w those with index i % n == w, and send
+ * back one verdict each, in order, through a pipe of their own.  The sweep
+ * itself stays in order: it prints a correct mesh's row from the verdict,
+ * and audits again, itself, any mesh a worker found wrong or skipped, so
+ * that its row, findings and reproduce line come out exactly as without
+ * workers.  A worker that fails ends them all, and the sweep goes on alone.
+ */
+enum verdict_kind { VERDICT_OK, VERDICT_OTHER };
+
+struct verdict {
+	uint32_t	index;
+	uint32_t	kind;
+	double		seconds;
+};
+
+struct workers {
+	int	 n;		/* 0: no workers */
+	pid_t	*pid;
+	int	*fd;		/* read end of worker w's pipe */
+};
+
+static int
+write_all(int fd, const void *buf, size_t len)
+{
+	const char	*p = buf;
+	ssize_t		 k;
+
+	while (len > 0) {
+		if ((k = write(fd, p, len)) < 0) {
+			if (errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+static int
+read_all(int fd, void *buf, size_t len)
+{
+	char	*p = buf;
+	ssize_t	 k;
+
+	while (len > 0) {
+		if ((k = read(fd, p, len)) <= 0) {
+			if (k < 0 && errno == EINTR)
+				continue;
+			return -1;
+		}
+		p += k;
+		len -= (size_t)k;
+	}
+	return 0;
+}
+
+static void
+worker_main(struct sweep *sw, int w, int n, int fd)
+{
+	struct sym_context	 ctx;
+	struct config		 c;
+	struct audit		 a;
+	struct verdict		 v;
+	enum cfg_key		 blame;
+	const char		*why;
+	size_t			 i;
+
+	for (i = (size_t)w; i < sw->npoints; i += (size_t)n) {
+		double t0 = output_now();
+
+		v.index = (uint32_t)i;
+		v.kind = VERDICT_OTHER;
+		if (point_config(sw, &sw->points[i], &c) == NULL) {
+			sym_context_build(&ctx, &c);
+			why = sym_context_unauditable(&ctx, &c, &blame);
+			if (why == NULL) {
+				sym_audit(&ctx, &a, NULL, NULL);
+				if (a.correct && a.consistent)
+					v.kind = VERDICT_OK;
+				audit_free(&a);
+			}
+			sym_context_free(&ctx);
+			cfg_free(&c);
+		}
+		v.seconds = output_now() - t0;
+		if (write_all(fd, &v, sizeof v) < 0)
+			_exit(1);
+	}
+	_exit(0);
+}
+
+static void
+workers_stop(struct workers *wk)
+{
+	int	 w, st;
+
+	for (w = 0; w < wk->n; w++) {
+		close(wk->fd[w]);
+		kill(wk->pid[w], SIGTERM);
+	}
+	for (w = 0; w < wk->n; w++)
+		while (waitpid(wk->pid[w], &st, 0) < 0 && errno == EINTR)
+			;
+	free(wk->pid);
+	free(wk->fd);
+	memset(wk, 0, sizeof *wk);
+}
+
+/* Workers for the cores there are, when the sweep is worth them. */
+static void
+workers_start(struct workers *wk, struct sweep *sw, const struct options *o)
+{
+	int	 n = cores_available(), w, p[2];
+
+	memset(wk, 0, sizeof *wk);
+	if (o->numeric || o->format != FORMAT_TEXT || n < 2 ||
+	    sw->npoints < (size_t)(8 * n))
+		return;
+	wk->pid = xcalloc((size_t)n, sizeof *wk->pid);
+	wk->fd = xcalloc((size_t)n, sizeof *wk->fd);
+	fflush(NULL);
+	for (w = 0; w < n; w++) {
+		if (pipe(p) < 0)
+			break;
+		if ((wk->pid[w] = fork()) < 0) {
+			close(p[0]);
+			close(p[1]);
+			break;
+		}
+		if (wk->pid[w] == 0) {
+			close(p[0]);
+			for (int k = 0; k < w; k++)
+				close(wk->fd[k]);
+#ifdef __linux__
+			/* A worker outlives no sweep. */
+			prctl(PR_SET_PDEATHSIG, SIGTERM);
+#endif
+			worker_main(sw, w, n, p[1]);
+		}
+		close(p[1]);
+		(void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
+		wk->fd[w] = p[0];
+		wk->n = w + 1;
+	}
+	if (wk->n < n)
+		workers_stop(wk);
+}
+
+/*
+ * The verdict of mesh i, if a worker found it correct; false when the
+ * sweep must audit it itself (then, if the workers failed, they are gone).
+ */
+static bool
+worker_says_ok(struct workers *wk, size_t i, double *seconds)
+{
+	struct verdict	 v;
+
+	if (wk->n == 0)
+		return false;
+	if (read_all(wk->fd[i % (size_t)wk->n], &v, sizeof v) < 0 ||
+	    v.index != (uint32_t)i) {
+		workers_stop(wk);
+		return false;
+	}
+	*seconds = v.seconds;
+	return v.kind == VERDICT_OK;
+}
+
 static int
 cmd_sweep_exec(struct options *o)
 {
@@ -954,6 +1127,7 @@ cmd_sweep_exec(struct options *o)
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
 	enum cfg_key		 blame;
+	struct workers		 wk;
 	size_t			 i;
 	int			 status = EXIT_OK, rc;
 
@@ -1005,14 +1179,28 @@ cmd_sweep_exec(struct options *o)
 	/* On a terminal the rows that come show the progress themselves. */
 	if (!(sw.rows && isatty(STDOUT_FILENO)))
 		progress_start("sweep", (int64_t)sw.npoints);
+	workers_start(&wk, &sw, o);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
-		double t0 = output_now();
+		double t0 = output_now(), seconds;
 
 		/* The reader has gone (| head): auditing on is for no one. */
 		if (ferror(stdout))
 			break;
 		progress_update((int64_t)i);
+		if (worker_says_ok(&wk, i, &seconds) &&
+		    point_config(&sw, pt, &c) == NULL) {
+			struct audit correct;
+
+			memset(&correct, 0, sizeof correct);
+			pt->failed = false;
+			if (sw.rows)
+				print_row(&sw, pt, &correct, &c);
+			fflush(stdout);
+			cfg_free(&c);
+			pt->seconds = seconds;
+			continue;
+		}
 		if ((why = point_config(&sw, pt, &c)) == NULL) {
 			sym_context_build(&ctx, &c);
 			if ((why = sym_context_unauditable(&ctx, &c,
@@ -1063,6 +1251,8 @@ cmd_sweep_exec(struct options *o)
 		cfg_free(&c);
 		pt->seconds = output_now() - t0;
 	}
+	if (wk.n > 0)
+		workers_stop(&wk);
 	progress_end();
 	if (sw.too_big > 0)
 		fprintf(stderr, "%s: sweep: %d mesh%s not audited numerically, "

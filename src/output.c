@@ -16,6 +16,7 @@
 #include "junit.h"
 #include "output.h"
 #include "report.h"
+#include "suggest.h"
 #include "summary.h"
 #include "symbolic.h"
 #include "xmalloc.h"
@@ -422,12 +423,20 @@ json_not_audited(struct json *j, const struct audited *v)
 {
 	json_begin_object(j);
 	json_key_string(j, "tool", "gradaudit");
+	json_key_string(j, "version", REPORT_VERSION);
 	if (v->file != NULL)
 		json_key_string(j, "config", v->file);
 	if (v->label != NULL)
 		json_key_string(j, "name", v->label);
 	json_key_string(j, "error", v->why_not != NULL ? v->why_not :
 	    "not audited");
+	/*
+	 * No findings, but the key all objects have: jq '.findings[]' over
+	 * a batch goes on past a config that did not load.
+	 */
+	json_key(j, "findings");
+	json_begin_array(j);
+	json_end_array(j);
 	json_end_object(j);
 }
 
@@ -464,12 +473,56 @@ output_begin(struct output_stream *s, const struct options *o, bool array,
 	}
 }
 
+/*
+ * --param and --rank name something of each audited config; a name or rank
+ * it lacks is a usage error, said on stderr with the closest name, not a
+ * report line a script would read past.
+ */
+static int
+check_selection(const struct options *o, const struct audit *a,
+    const char *file)
+{
+	struct suggestion	 sg;
+	size_t			 i;
+	int			 rc = EXIT_OK;
+
+	if (o->param != NULL) {
+		suggest_init(&sg, o->param, strlen(o->param));
+		for (i = 0; i < a->nparams; i++) {
+			const struct param_result *p = &a->params[i];
+
+			if (strcmp(p->name, o->param) == 0 ||
+			    (p->tied_with != NULL &&
+			    strcmp(p->tied_with, o->param) == 0))
+				break;
+			suggest_consider(&sg, p->name);
+			if (p->tied_with != NULL)
+				suggest_consider(&sg, p->tied_with);
+		}
+		if (i == a->nparams) {
+			fprintf(stderr, "%s: %s: --param %s: no such parameter",
+			    progname, file, o->param);
+			if (suggest_best(&sg) != NULL)
+				fprintf(stderr, " (did you mean %s?)",
+				    suggest_best(&sg));
+			fputc('\n', stderr);
+			rc = EXIT_USAGE;
+		}
+	}
+	if (o->select_rank && o->rank >= a->mesh.world) {
+		fprintf(stderr, "%s: %s: --rank %d: the mesh has ranks 0 to %d\n",
+		    progname, file, o->rank, a->mesh.world - 1);
+		rc = EXIT_USAGE;
+	}
+	return rc;
+}
+
 void
 output_add(struct output_stream *s, const struct audited *v)
 {
 	const struct options	*o = s->options;
 	const struct audit	*a = v->audit;
-	int			 st = entry_status(v);
+	int			 st = entry_status(v), sel;
 
 	if (a != NULL && o->format == FORMAT_JSON)
 		report_json(&s->json, a, &s->report);
@@ -488,6 +541,9 @@ output_add(struct output_stream *s, const struct audited *v)
 		report_text(stdout, a, &s->report);
 	}
 	s->count++;
+	if (a != NULL && (sel = check_selection(o, a, v->file != NULL ?
+	    v->file : "-")) > st)
+		st = sel;
 	if (st > s->status)
 		s->status = st;
 	if (o->junit == NULL && o->summary == NULL)

@@ -32,11 +32,6 @@
 #include "text.h"
 #include "xmalloc.h"
 
-#ifdef PACKAGE_VERSION
-#define REPORT_VERSION	PACKAGE_VERSION
-#else
-#define REPORT_VERSION	"0.1.0"
-#endif
 
 /* Longer expressions are cut in text mode (JSON always has them whole). */
 #define EXPR_MAX		100
@@ -1550,12 +1545,6 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 			fprintf(fp, "(%zu more table%s: -v shows them all, "
 			    "--param NAME one)\n\n", titles,
 			    plural((int64_t)titles));
-		if (opt->param != NULL && tables == 0)
-			fprintf(fp, "no parameter %s in this config\n\n",
-			    opt->param);
-		if (opt->select_rank && opt->rank >= a->mesh.world)
-			fprintf(fp, "no rank %d in this mesh of %d\n\n",
-			    opt->rank, a->mesh.world);
 		print_consistent(&t);
 	}
 	print_summary(&t);

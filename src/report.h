@@ -16,6 +16,13 @@ struct finding;
 struct json;
 struct param_result;
 
+/* The version every JSON object names. */
+#ifdef PACKAGE_VERSION
+#define REPORT_VERSION	PACKAGE_VERSION
+#else
+#define REPORT_VERSION	"0.1.0"
+#endif
+
 struct report_options {
 	bool	verbose;	/* -v: one line per consistent parameter */
 	bool	quiet;		/* -q: the summary line only */

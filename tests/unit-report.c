@@ -558,10 +558,11 @@ test_text_folding(void)
 	s = render_text_opt(&a, &opt);
 	ok_contains(s, "layers.0.fc1.weight: inconsistent", "--param: its table");
 	free(s);
+	/* A name the config lacks is the caller's usage error (output.c). */
 	opt.param = "nonesuch";
 	s = render_text_opt(&a, &opt);
-	ok_contains(s, "no parameter nonesuch in this config\n",
-	    "--param of no parameter says so");
+	tap_ok(strstr(s, "inconsistent") == NULL && strstr(s, "no parameter") ==
+	    NULL, "--param of no parameter: no table, and no line for it");
 	free(s);
 	audit_free(&a);
 }
