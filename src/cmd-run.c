@@ -13,6 +13,7 @@
  */
 #include <sys/statvfs.h>
 
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -498,25 +499,100 @@ report_unloaded(struct options *o, const struct batch *b)
 	return status;
 }
 
+/* The operand "-", or -1. */
+static int
+stdin_operand(const struct options *o)
+{
+	int	 i;
+
+	for (i = 0; i < o->nargs; i++)
+		if (strcmp(o->args[i], "-") == 0)
+			return i;
+	return -1;
+}
+
+/*
+ * run -: the MPI job reads every configuration again, and the standard
+ * input can be read only once, so run copies it to a file of its own,
+ * gives the job that file instead of "-", and names it in the
+ * environment, so that reports still say <stdin>.  Returns the file's
+ * path, NULL without "-", or "" when the copy failed (said on stderr).
+ */
+static char *
+copy_stdin(struct options *o)
+{
+	const char	*dir = getenv("TMPDIR");
+	char		*path, buf[65536];
+	size_t		 total = 0, n;
+	int		 i, fd;
+
+	if ((i = stdin_operand(o)) < 0)
+		return NULL;
+	if (dir == NULL || *dir == '\0')
+		dir = "/tmp";
+	xasprintf(&path, "%s/gradaudit-stdin-XXXXXX", dir);
+	if ((fd = mkstemp(path)) == -1) {
+		fprintf(stderr, "%s: %s: cannot copy the standard input: %s\n",
+		    progname, path, strerror(errno));
+		free(path);
+		return xstrdup("");
+	}
+	/* One byte past the limit is enough for the loader to refuse it. */
+	while (total <= CFG_MAX_FILE_BYTES &&
+	    (n = fread(buf, 1, sizeof buf, stdin)) > 0) {
+		if (write(fd, buf, n) != (ssize_t)n) {
+			fprintf(stderr, "%s: %s: cannot copy the standard "
+			    "input: %s\n", progname, path, strerror(errno));
+			close(fd);
+			unlink(path);
+			free(path);
+			return xstrdup("");
+		}
+		total += n;
+	}
+	close(fd);
+	if (setenv(CFG_STDIN_COPY_ENV, path, 1) != 0)
+		fatal("setenv");
+	o->args[i] = path;
+	return path;
+}
+
 static int
 cmd_run_exec(struct options *o)
 {
 	struct batch	 b;
+	char		*copy;
 	int		 status;
 
-	if (launch_under_mpi())
+	if (launch_under_mpi()) {
+		/* A job the user started has no one to copy stdin for it. */
+		if (stdin_operand(o) >= 0) {
+			fprintf(stderr, "%s: run: inside an MPI job the standard "
+			    "input (-) is not read: save the configuration to "
+			    "a file\n", progname);
+			return EXIT_USAGE;
+		}
 		return run_in_job(o);
+	}
 	if (output_check_paths(o) != EXIT_OK)
 		return EXIT_USAGE;
+	if ((copy = copy_stdin(o)) != NULL && *copy == '\0') {
+		free(copy);
+		return EXIT_RUNTIME;
+	}
 	output_load_batch(o, &b);
 	if (b.list.n == 0) {
 		status = report_unloaded(o, &b);
 		batch_free(&b);
-		return status;
+	} else {
+		pass_digest(&b);
+		status = launch(o, &b.list);
+		batch_free(&b);
 	}
-	pass_digest(&b);
-	status = launch(o, &b.list);
-	batch_free(&b);
+	if (copy != NULL) {
+		unlink(copy);
+		free(copy);
+	}
 	launch_exit_interrupted(status);
 	return status;
 }

@@ -268,6 +268,7 @@ static const struct key_def keys[KEY__COUNT] = {
 /* The state of one cfg_load call. */
 struct loader {
 	const char			*path;	/* as messages show it */
+	const char			*open_path; /* the file to read */
 	bool				 from_stdin; /* path "-" */
 	const unsigned char		*text;	/* the file, for reader errors */
 	size_t				 len;
@@ -1957,6 +1958,14 @@ load_stream(struct loader *ld)
  * The default name is the file's base name without .yaml or .yml; the
  * configs of a list are told apart by their position ("sweep#1").
  */
+bool
+cfg_is_stdin_copy(const char *path)
+{
+	const char	*copy = getenv(CFG_STDIN_COPY_ENV);
+
+	return copy != NULL && *copy != '\0' && strcmp(path, copy) == 0;
+}
+
 char *
 cfg_file_name(const char *path)
 {
@@ -2011,7 +2020,7 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 
 	if (ld->from_stdin)
 		f = stdin;
-	else if ((f = fopen(ld->path, "rb")) == NULL) {
+	else if ((f = fopen(ld->open_path, "rb")) == NULL) {
 		report(ld, NULL, (struct cfg_mark){ 0, 0 }, NULL,
 		    "cannot open: %s", strerror(errno));
 		return -1;
@@ -2064,9 +2073,13 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	int		 rc = -1;
 
 	memset(&ld, 0, sizeof(ld));
-	/* "-" is the standard input, named in messages as a compiler does. */
+	/*
+	 * "-" is the standard input, named in messages as a compiler does;
+	 * so is the copy of it that run gives its MPI job (cmd-run.c).
+	 */
 	ld.from_stdin = strcmp(path, "-") == 0;
-	ld.path = ld.from_stdin ? "<stdin>" : path;
+	ld.open_path = path;
+	ld.path = ld.from_stdin || cfg_is_stdin_copy(path) ? "<stdin>" : path;
 	ld.ovrs = ovrs;
 	ld.novrs = novrs;
 	ld.ovr_keys = xreallocarray(NULL, novrs, sizeof(*ld.ovr_keys));
@@ -2288,6 +2301,7 @@ cfg_load_settings(struct yaml_parser_s *parser, const char *path,
 
 	memset(&ld, 0, sizeof(ld));
 	ld.path = path;
+	ld.open_path = path;
 	ld.parser = parser;
 	ld.cfg = c;
 	if (load_mapping(&ld, ROOT) == -1)

@@ -369,6 +369,13 @@ struct keyset cfg_merge_settings(struct config *dst, const struct config *src,
 
 /* True when layer i (0-based) is a MoE layer (SPEC section 4). */
 bool	 cfg_layer_is_moe(const struct config *, int layer);
+
+/*
+ * run gives its MPI job a copy of the standard input in a file named by
+ * this variable; the loader names that file "<stdin>" as it names "-".
+ */
+#define CFG_STDIN_COPY_ENV	"GRADAUDIT_STDIN_COPY"
+bool	 cfg_is_stdin_copy(const char *path);
 /*
  * The layers pipeline stage `stage` builds: [*first, *first + *count),
  * an even split or Megatron's uneven one (get_num_layers_to_build).

@@ -457,11 +457,11 @@ check_stdin(const struct options *o, const char *cmd, unsigned scope,
 		    "be read only once");
 		return -1;
 	}
-	if (scope == SCOPE_RUN || (scope == SCOPE_SWEEP && o->numeric)) {
-		usage_error(cmd, scope, operands, "%s: the standard input (-) "
-		    "cannot be read again by the MPI job: save the "
-		    "configuration to a file", scope == SCOPE_RUN ? "run" :
-		    "sweep --numeric");
+	/* run copies it for its MPI job (cmd-run.c); sweep's runs do not. */
+	if (scope == SCOPE_SWEEP && o->numeric) {
+		usage_error(cmd, scope, operands, "sweep --numeric: the "
+		    "standard input (-) cannot be read again by the MPI job: "
+		    "save the configuration to a file");
 		return -1;
 	}
 	return 0;
