@@ -1435,14 +1435,40 @@ print_param(struct text *t, const struct param_result *p, bool table)
 	arena_init(&t->scratch);
 }
 
+/* --param and --rank select the findings that name them too. */
+static bool
+finding_selected(const struct report_options *o, const struct finding *f)
+{
+	size_t	 k;
+
+	if (o->param != NULL) {
+		for (k = 0; k < f->nparams; k++)
+			if (strcmp(f->params[k], o->param) == 0)
+				break;
+		if (k == f->nparams && (f->param == NULL ||
+		    strcmp(f->param, o->param) != 0))
+			return false;
+	}
+	if (o->select_rank) {
+		for (k = 0; k < f->nranks; k++)
+			if (f->ranks[k] == o->rank)
+				return true;
+		return false;
+	}
+	return true;
+}
+
 static void
 print_findings(struct text *t)
 {
 	const struct finding	*f;
-	size_t			 i;
+	size_t			 i, shown = 0;
 
 	for (i = 0; i < t->audit->nfindings; i++) {
 		f = &t->audit->findings[i];
+		if (!finding_selected(t->opt, f))
+			continue;
+		shown++;
 		fprintf(t->fp, "%sfinding:%s ", paint(t, ANSI_BOLD),
 		    paint(t, ANSI_RESET));
 		put_finding(t->fp, f);
@@ -1450,7 +1476,7 @@ print_findings(struct text *t)
 		if (f->fix != NULL)
 			fprintf(t->fp, "  fix: %s\n", f->fix);
 	}
-	if (t->audit->nfindings > 0)
+	if (shown > 0)
 		putc('\n', t->fp);
 }
 
