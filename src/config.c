@@ -763,6 +763,29 @@ unknown_hint(char *buf, size_t size, enum cfg_key parent, const char *s,
  * Resolve the dotted path of a --set before any file is read, so that a
  * misspelt override is reported even when the file is broken too.
  */
+/*
+ * A --set key is a whole dotted path: a slip in a section's name
+ * ("mseh.dp") is best answered with the whole key it meant, "mesh.dp",
+ * and only when no key is that close by the segment's own hint.
+ */
+static void
+full_path_hint(char *hint, size_t size, const char *path,
+    enum cfg_key parent, const char *seg, size_t len)
+{
+	struct suggestion	 sg;
+	int			 k;
+
+	suggest_init(&sg, path, strlen(path));
+	for (k = 0; k < KEY__COUNT; k++)
+		if (keys[k].type != TYPE_MAP)
+			suggest_consider(&sg, keys[k].path);
+	if (suggest_best(&sg) != NULL)
+		snprintf(hint, size, "did you mean \"%s\"?",
+		    suggest_best(&sg));
+	else
+		unknown_hint(hint, size, parent, seg, len, true);
+}
+
 static int
 resolve_override(const char *path, enum cfg_key *out)
 {
@@ -779,8 +802,8 @@ resolve_override(const char *path, enum cfg_key *out)
 		if (parent == ROOT || keys[parent].type == TYPE_MAP)
 			k = key_child(parent, seg, len);
 		if (k == KEY__COUNT) {
-			unknown_hint(hint, sizeof(hint), parent, seg, len,
-			    true);
+			full_path_hint(hint, sizeof(hint), path, parent, seg,
+			    len);
 			quote(q, sizeof(q), (const unsigned char *)path,
 			    strlen(path));
 			text_cut(cut, sizeof(cut), path, strlen(path));
