@@ -1435,18 +1435,28 @@ print_param(struct text *t, const struct param_result *p, bool table)
 	arena_init(&t->scratch);
 }
 
-/* --param and --rank select the findings that name them too. */
+/*
+ * --param and --rank select the findings that name them too.  Findings
+ * name a tied pair by its first instance, so --param output.weight
+ * selects those of embedding.weight.
+ */
 static bool
-finding_selected(const struct report_options *o, const struct finding *f)
+finding_selected(const struct audit *a, const struct report_options *o,
+    const struct finding *f)
 {
-	size_t	 k;
+	const char	*name = o->param;
+	size_t		 k;
 
-	if (o->param != NULL) {
+	for (k = 0; name != NULL && k < a->nparams; k++)
+		if (a->params[k].tied_with != NULL &&
+		    strcmp(a->params[k].tied_with, name) == 0)
+			name = a->params[k].name;
+	if (name != NULL) {
 		for (k = 0; k < f->nparams; k++)
-			if (strcmp(f->params[k], o->param) == 0)
+			if (strcmp(f->params[k], name) == 0)
 				break;
 		if (k == f->nparams && (f->param == NULL ||
-		    strcmp(f->param, o->param) != 0))
+		    strcmp(f->param, name) != 0))
 			return false;
 	}
 	if (o->select_rank) {
@@ -1466,7 +1476,7 @@ print_findings(struct text *t)
 
 	for (i = 0; i < t->audit->nfindings; i++) {
 		f = &t->audit->findings[i];
-		if (!finding_selected(t->opt, f))
+		if (!finding_selected(t->audit, t->opt, f))
 			continue;
 		shown++;
 		fprintf(t->fp, "%sfinding:%s ", paint(t, ANSI_BOLD),
