@@ -630,16 +630,11 @@ write_junit(const char *path, const struct sweep *sw)
 		cases[n].failure_text = pt->failure_text;
 		n++;
 	}
-	if ((fp = fopen(path, "w")) == NULL) {
-		fprintf(stderr, "%s: %s: cannot write JUnit report: %s\n",
-		    progname, path, strerror(errno));
+	if ((fp = output_open(path, "w", "JUnit report")) == NULL)
 		status = EXIT_RUNTIME;
-	} else {
+	else {
 		junit_write(fp, "gradaudit.sweep", cases, n);
-		if (ferror(fp) | (fclose(fp) != 0)) {
-			fprintf(stderr, "%s: %s: write error\n", progname, path);
-			status = EXIT_RUNTIME;
-		}
+		status = output_close(fp, path);
 	}
 	free(cases);
 	return status;

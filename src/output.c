@@ -312,30 +312,38 @@ output_junit_write(FILE *fp, const struct audited *v, size_t n,
 	cases_free(cases, n);
 }
 
-/*
- * Write a JUnit file: the given test cases, or (cases NULL) bytes already
- * rendered by the MPI job.  EXIT_OK or EXIT_RUNTIME.
- */
-static int
-write_junit_file(const char *path, const struct junit_case *cases, size_t n,
-    const char *suite, const char *bytes, size_t len)
+FILE *
+output_open(const char *path, const char *mode, const char *what)
 {
 	FILE	*fp;
 
-	if ((fp = fopen(path, "w")) == NULL) {
-		fprintf(stderr, "%s: %s: cannot write JUnit report: %s\n",
-		    progname, path, strerror(errno));
-		return EXIT_RUNTIME;
-	}
-	if (cases != NULL)
-		junit_write(fp, suite, cases, n);
-	else
-		fwrite(bytes, 1, len, fp);
+	if ((fp = fopen(path, mode)) == NULL)
+		fprintf(stderr, "%s: %s: cannot write %s: %s\n", progname,
+		    path, what, strerror(errno));
+	return fp;
+}
+
+int
+output_close(FILE *fp, const char *path)
+{
 	if (ferror(fp) | (fclose(fp) != 0)) {
 		fprintf(stderr, "%s: %s: write error\n", progname, path);
 		return EXIT_RUNTIME;
 	}
 	return EXIT_OK;
+}
+
+/* Write a JUnit file of the given test cases: EXIT_OK or EXIT_RUNTIME. */
+static int
+write_junit_file(const char *path, const struct junit_case *cases, size_t n,
+    const char *suite)
+{
+	FILE	*fp;
+
+	if ((fp = output_open(path, "w", "JUnit report")) == NULL)
+		return EXIT_RUNTIME;
+	junit_write(fp, suite, cases, n);
+	return output_close(fp, path);
 }
 
 int
@@ -348,7 +356,7 @@ output_junit(const char *path, const struct audited *v, size_t n,
 
 	for (i = 0; i < n; i++)
 		case_of(&v[i], &cases[i]);
-	status = write_junit_file(path, cases, n, suite, NULL, 0);
+	status = write_junit_file(path, cases, n, suite);
 	cases_free(cases, n);
 	return status;
 }
@@ -356,7 +364,13 @@ output_junit(const char *path, const struct audited *v, size_t n,
 int
 output_junit_bytes(const char *path, const char *xml, size_t len)
 {
-	return write_junit_file(path, NULL, 0, NULL, xml, len);
+	FILE	*fp;
+
+	/* Bytes the MPI job already rendered. */
+	if ((fp = output_open(path, "w", "JUnit report")) == NULL)
+		return EXIT_RUNTIME;
+	fwrite(xml, 1, len, fp);
+	return output_close(fp, path);
 }
 
 /* "gradaudit.run" is the summary's heading "gradaudit run". */
@@ -391,30 +405,26 @@ output_summary_write(FILE *fp, const struct audited *v, size_t n,
  */
 static int
 append_summary(const char *path, const struct summary_row *rows, size_t n,
-    const char *suite, const char *bytes, size_t len)
+    const char *suite)
 {
 	FILE	*fp;
 
-	if ((fp = fopen(path, "a")) == NULL) {
-		fprintf(stderr, "%s: %s: cannot write summary: %s\n",
-		    progname, path, strerror(errno));
+	if ((fp = output_open(path, "a", "summary")) == NULL)
 		return EXIT_RUNTIME;
-	}
-	if (rows != NULL)
-		summary_of(fp, rows, n, suite);
-	else
-		fwrite(bytes, 1, len, fp);
-	if (ferror(fp) | (fclose(fp) != 0)) {
-		fprintf(stderr, "%s: %s: write error\n", progname, path);
-		return EXIT_RUNTIME;
-	}
-	return EXIT_OK;
+	summary_of(fp, rows, n, suite);
+	return output_close(fp, path);
 }
 
 int
 output_summary_bytes(const char *path, const char *md, size_t len)
 {
-	return append_summary(path, NULL, 0, NULL, md, len);
+	FILE	*fp;
+
+	/* Bytes the MPI job already rendered, appended as above. */
+	if ((fp = output_open(path, "a", "summary")) == NULL)
+		return EXIT_RUNTIME;
+	fwrite(md, 1, len, fp);
+	return output_close(fp, path);
 }
 
 /* A config not audited, in a JSON array: which, and why. */
@@ -569,10 +579,10 @@ output_end(struct output_stream *s, const char *suite)
 	if (o->format == FORMAT_JSON && s->array)
 		json_end_array(&s->json);
 	if (o->junit != NULL && write_junit_file(o->junit, s->cases,
-	    s->ncases, suite, NULL, 0) != EXIT_OK)
+	    s->ncases, suite) != EXIT_OK)
 		status = EXIT_RUNTIME;
 	if (o->summary != NULL && append_summary(o->summary, s->rows,
-	    s->ncases, suite, NULL, 0) != EXIT_OK)
+	    s->ncases, suite) != EXIT_OK)
 		status = EXIT_RUNTIME;
 	if (o->junit != NULL)
 		cases_free(s->cases, s->ncases);

@@ -64,6 +64,14 @@ void	 batch_entry(const struct batch *, size_t i, struct audited *);
 int	 output_check_paths(const struct options *);
 
 /*
+ * A report file (JUnit, summary) opened with mode "w" or "a", or NULL after
+ * "cannot write WHAT" on stderr; closed with EXIT_OK, or EXIT_RUNTIME after
+ * "write error" on stderr.
+ */
+FILE	*output_open(const char *path, const char *mode, const char *what);
+int	 output_close(FILE *, const char *path);
+
+/*
  * A report written as the audits come, so that a command can free each
  * audit once it is printed: check held every audit of a list until the
  * end, and 100,000 small configs took 10 GB (issue 8).  Text is one report
