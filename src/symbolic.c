@@ -271,43 +271,36 @@ sym_context_free(struct sym_context *ctx)
  * atom: they differ only along tp sub-dimensions where the gradient is
  * Replicate.  Along Partial or Shard sub-dimensions each rank has its own.
  */
-uint32_t
-sym_atom_of(const struct sym_context *ctx, int param, int rank)
+static uint32_t
+atom_at(const struct mesh *mesh, struct placement g, const struct coord *c)
 {
-	const struct mesh	*mesh = &ctx->model.mesh;
-	struct placement	 g = ctx->grad_placement[param];
-	struct coord		 c;
-	int			 slice, etp_i;
+	int	 slice = c->tp / mesh->etp, etp_i = c->tp % mesh->etp;
 
-	mesh_coord_of(mesh, rank, &c);
-	slice = c.tp / mesh->etp;
-	etp_i = c.tp % mesh->etp;
 	if (g.slice == PLACE_REPLICATE)
 		slice = 0;
 	if (g.etp == PLACE_REPLICATE)
 		etp_i = 0;
-	return (uint32_t)mesh_rank_of(mesh, c.pp, c.dp, slice * mesh->etp +
+	return (uint32_t)mesh_rank_of(mesh, c->pp, c->dp, slice * mesh->etp +
 	    etp_i);
+}
+
+uint32_t
+sym_atom_of(const struct sym_context *ctx, int param, int rank)
+{
+	struct coord	 c;
+
+	mesh_coord_of(&ctx->model.mesh, rank, &c);
+	return atom_at(&ctx->model.mesh, ctx->grad_placement[param], &c);
 }
 
 /* sym_atom_of from the coordinate table. */
 static uint32_t
 run_atom_of(const struct sym_run *run, int param, int rank)
 {
-	const struct mesh	*mesh = &run->model->mesh;
-	struct placement	 g = run->ctx->grad_placement[param];
-	struct coord		 c;
-	int			 slice, etp_i;
+	struct coord	 c;
 
 	run_coord(run, rank, &c);
-	slice = c.tp / mesh->etp;
-	etp_i = c.tp % mesh->etp;
-	if (g.slice == PLACE_REPLICATE)
-		slice = 0;
-	if (g.etp == PLACE_REPLICATE)
-		etp_i = 0;
-	return (uint32_t)mesh_rank_of(mesh, c.pp, c.dp, slice * mesh->etp +
-	    etp_i);
+	return atom_at(&run->model->mesh, run->ctx->grad_placement[param], &c);
 }
 
 static struct arena *
