@@ -1736,6 +1736,23 @@ json_cell_numeric(struct json *j, const struct audit *a, const struct cell *c)
 	}
 }
 
+/* A cell's region and verdicts, per-rank and grouped cells alike. */
+static void
+json_cell_verdict(struct json *j, const struct audit *a, const struct cell *c)
+{
+	json_key(j, "region");
+	json_begin_array(j);
+	json_int(j, c->lo);
+	json_int(j, c->hi);
+	json_end_array(j);
+	json_key_bool(j, "used", c->used);
+	if (c->used)
+		json_key_bool(j, "ok", c->ok);
+	else
+		json_key_null(j, "ok");
+	json_cell_numeric(j, a, c);
+}
+
 static void
 json_cell(struct json *j, const struct audit *a, const struct cell *c,
     struct arena *scratch)
@@ -1748,17 +1765,7 @@ json_cell(struct json *j, const struct audit *a, const struct cell *c,
 	json_key_int(j, "ep", c->coord.ep);
 	json_key_int(j, "etp", c->coord.etp);
 	json_key_int(j, "edp", c->coord.edp);
-	json_key(j, "region");
-	json_begin_array(j);
-	json_int(j, c->lo);
-	json_int(j, c->hi);
-	json_end_array(j);
-	json_key_bool(j, "used", c->used);
-	if (c->used)
-		json_key_bool(j, "ok", c->ok);
-	else
-		json_key_null(j, "ok");
-	json_cell_numeric(j, a, c);
+	json_cell_verdict(j, a, c);
 	json_terms(j, "terms", c->value);
 	json_terms(j, "expected", c->expected);
 	json_expr(j, scratch, "expr", c->value);
@@ -1836,17 +1843,7 @@ json_cell_group(struct json *j, const struct audit *a,
 	json_begin_object(j);
 	json_key_ranges(j, "ranks", g->ranks, g->nranks);
 	json_key_int(j, "nranks", (int64_t)g->nranks);
-	json_key(j, "region");
-	json_begin_array(j);
-	json_int(j, c->lo);
-	json_int(j, c->hi);
-	json_end_array(j);
-	json_key_bool(j, "used", c->used);
-	if (c->used)
-		json_key_bool(j, "ok", c->ok);
-	else
-		json_key_null(j, "ok");
-	json_cell_numeric(j, a, c);
+	json_cell_verdict(j, a, c);
 	json_pieces(j, "terms", &a->mesh, g->key.v, g->key.self);
 	json_pieces(j, "expected", &a->mesh, g->key.e, g->key.self);
 	json_pieces_expr(j, scratch, "expr", &a->mesh, g->key.v, g->key.self);
