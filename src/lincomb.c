@@ -692,9 +692,8 @@ lc_proportional(const struct lincomb *x, const struct lincomb *y,
  * Formatting.
  */
 
-/* Compare by decreasing coefficient, then increasing atom. */
-static int
-cmp_format_order(const void *pa, const void *pb)
+int
+lc_cmp_format_order(const void *pa, const void *pb)
 {
 	const struct term	*a = pa, *b = pb;
 	__extension__ typedef __int128 wide;
@@ -782,7 +781,7 @@ lc_format(struct arena *a, const struct lincomb *x, const char *prefix)
 		if (!q_equal(t[i].coef, t[0].coef))
 			sorted = 0;
 	if (!sorted)
-		qsort(t, n, sizeof(*t), cmp_format_order);
+		qsort(t, n, sizeof(*t), lc_cmp_format_order);
 
 	/*
 	 * An upper bound on the length, so the string is built in one pass

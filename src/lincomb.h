@@ -108,4 +108,10 @@ bool		 lc_strict_part(const struct lincomb *a,
 const char	*lc_format(struct arena *, const struct lincomb *,
 		    const char *prefix);
 
+/*
+ * qsort order of struct term as lc_format prints them: decreasing
+ * coefficient, then increasing atom.
+ */
+int	 lc_cmp_format_order(const void *, const void *);
+
 #endif

@@ -123,21 +123,6 @@ fixed_key(const struct mesh *m, const struct coord *c, unsigned fixed)
 	return k;
 }
 
-/* Decreasing coefficient, then increasing atom (as lc_format prints). */
-static int
-cmp_term(const void *pa, const void *pb)
-{
-	const struct term	*a = pa, *b = pb;
-	__extension__ typedef __int128 wide;
-	wide			 l, r;
-
-	l = (wide)a->coef.num * b->coef.den;
-	r = (wide)b->coef.num * a->coef.den;
-	if (l != r)
-		return l > r ? -1 : 1;
-	return (a->atom > b->atom) - (a->atom < b->atom);
-}
-
 static int
 cmp_piece(const void *pa, const void *pb)
 {
@@ -218,7 +203,7 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	ncand = candidates_of(m, cand);
 	t = xreallocarray(NULL, nt, sizeof *t);
 	memcpy(t, x->terms, nt * sizeof *t);
-	qsort(t, nt, sizeof *t, cmp_term);
+	qsort(t, nt, sizeof *t, lc_cmp_format_order);
 	out = xreallocarray(NULL, nt, sizeof *out);
 	for (i = 0; i < nt; i = j) {
 		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
