@@ -19,6 +19,7 @@ static const char *const finding_kind_names[FINDING__COUNT] = {
 	[FINDING_WRONG_SCALE] = "wrong-scale",
 	[FINDING_WRONG_GROUP] = "wrong-group",
 	[FINDING_REPLICA_MISMATCH] = "replica-mismatch",
+	[FINDING_WRONG_WEIGHTS] = "wrong-weights",
 };
 
 const char *

@@ -24,6 +24,7 @@ enum finding_kind {
 	FINDING_WRONG_SCALE,		/* right atoms, wrong factor */
 	FINDING_WRONG_GROUP,		/* reduced over the wrong ranks */
 	FINDING_REPLICA_MISMATCH,	/* replicas disagree, no other cause */
+	FINDING_WRONG_WEIGHTS,		/* right atoms, unequal token weights */
 	FINDING__COUNT
 };
 

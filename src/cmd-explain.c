@@ -393,15 +393,14 @@ cmd_explain_exec(struct options *o)
 	} else {
 		/* As report_text() shows them: control characters visible. */
 		char *file = text_visible(list.v[0].file);
+		char meshline[128];
 		char *cname = text_visible(list.v[0].name);
 
 		printf("config: %s (%s)\n", file, cname);
 		free(file);
 		free(cname);
-		printf("mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d world=%d\n",
-		    ctx.model.mesh.dp, ctx.model.mesh.pp, ctx.model.mesh.tp,
-		    ctx.model.mesh.ep, ctx.model.mesh.etp, ctx.model.mesh.edp,
-		    ctx.model.mesh.world);
+		mesh_format(&ctx.model.mesh, meshline, sizeof meshline);
+		printf("mesh: %s\n", meshline);
 		report_framework(stdout, &list.v[0]);
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}

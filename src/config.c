@@ -118,6 +118,16 @@ static const char *const tied_bucket_words[] = {
 	"shared", "own", "own-if-distopt-pp", NULL
 };
 
+static const char *const normalize_words[] = {
+	"global", "global-without-cp", "global-cp-duplicated", "rank",
+	"micro-batch", "micro-batch-cp", "none", NULL
+};
+/* In enum data_size order, so that the default (dp-cp) comes first. */
+static const char *const data_size_words[] = {
+	"dp-cp", "dp", "cp", "none", NULL
+};
+static const char *const dp_group_words[] = { "dp-cp", "dp", NULL };
+
 #define F(member)	offsetof(struct config, member)
 #define SECTION(p, parent, presence) \
 	{ p, parent, TYPE_MAP, presence, 0, 0, 0, NULL }
@@ -263,6 +273,20 @@ static const struct key_def keys[KEY__COUNT] = {
 	    F(model.moe.pattern), 0, 0, 0, NULL },
 	[KEY_UNEVEN_PP_SUPPORTED] = { "limits.uneven_pp_supported",
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_pp), 0, 1, 1, NULL },
+	[KEY_CP] = INTEGER("mesh.cp", KEY_MESH, mesh.cp, 1, CFG_MAX_MESH_DIM, 1),
+	[KEY_MICRO_BATCHES] = INTEGER("training.micro_batches", KEY_TRAINING,
+	    training.micro_batches, 1, CFG_MAX_MICRO_BATCHES, 1),
+	[KEY_LOSS] = SECTION("loss", ROOT, NO_FIELD),
+	[KEY_VALID_TOKENS] = { "loss.valid_tokens", KEY_LOSS, TYPE_STRING,
+	    F(loss.valid_tokens), 0, 0, 0, NULL },
+	[KEY_NORMALIZE_BY] = WORD("loss.normalize_by", KEY_LOSS,
+	    loss.normalize_by, normalize_words),
+	[KEY_SCALE] = WORD("loss.scale", KEY_LOSS, loss.scale,
+	    data_size_words),
+	[KEY_DP_DIVISOR] = WORD("sync.dp_divisor", KEY_SYNC, sync.dp_divisor,
+	    data_size_words),
+	[KEY_DP_GROUP] = WORD("sync.dp_group", KEY_SYNC, sync.dp_group,
+	    dp_group_words),
 };
 
 /* The state of one cfg_load call. */
@@ -1322,11 +1346,12 @@ must_fit_param(char *buf, size_t size, const char *what, int64_t elems)
 static bool
 world_fits(const struct config *c, char *buf, size_t size)
 {
-	int64_t	 world = (int64_t)c->mesh.dp * c->mesh.pp * c->mesh.tp;
+	int64_t	 world = (int64_t)c->mesh.dp * c->mesh.cp * c->mesh.pp *
+	    c->mesh.tp;
 
 	if (world <= CFG_MAX_WORLD)
 		return true;
-	snprintf(buf, size, "world size dp*pp*tp (%" PRId64
+	snprintf(buf, size, "world size dp*cp*pp*tp (%" PRId64
 	    ") must be at most %d", world, CFG_MAX_WORLD);
 	return false;
 }
@@ -1340,6 +1365,10 @@ etp_divides_tp(const struct config *c, char *buf, size_t size)
 static bool
 expert_mesh_fits(const struct config *c, char *buf, size_t size)
 {
+	if (c->mesh.cp > 1)
+		return must_divide(buf, size, "ep*etp",
+		    (int64_t)c->mesh.ep * c->mesh.etp, "dp*cp*tp",
+		    (int64_t)c->mesh.dp * c->mesh.cp * c->mesh.tp);
 	return must_divide(buf, size, "ep*etp",
 	    (int64_t)c->mesh.ep * c->mesh.etp, "dp*tp",
 	    (int64_t)c->mesh.dp * c->mesh.tp);
@@ -1454,8 +1483,57 @@ ffn_split_over_tp(const struct config *c, char *buf, size_t size)
 static bool
 seq_split_over_tp(const struct config *c, char *buf, size_t size)
 {
+	if (c->mesh.cp > 1)
+		return must_be_divisible(buf, size, "seq", c->model.seq,
+		    "cp*tp", (int64_t)c->mesh.cp * c->mesh.tp);
 	return must_be_divisible(buf, size, "seq", c->model.seq, "tp",
 	    c->mesh.tp);
+}
+
+/*
+ * loss.valid_tokens: "uneven", "all", or one count per (micro-batch, dp
+ * rank, cp rank), in that order (the cp rank fastest), each between 1 and
+ * the tokens a cp rank holds (micro_batch * seq / cp).
+ */
+static bool
+valid_tokens_fit(const struct config *c, char *buf, size_t size)
+{
+	const char	*v = c->loss.valid_tokens, *p;
+	char		*end;
+	long		 n;
+	int64_t		 want, got = 0;
+	int64_t		 tokens = (int64_t)c->model.micro_batch * c->model.seq /
+	    c->mesh.cp;
+
+	if (v == NULL || strcmp(v, "uneven") == 0 || strcmp(v, "all") == 0)
+		return true;
+	want = (int64_t)c->training.micro_batches * c->mesh.dp * c->mesh.cp;
+	for (p = v; *p != '\0'; p = end) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		if (*p == '\0')
+			break;
+		if (*p < '0' || *p > '9') {
+			snprintf(buf, size, "valid_tokens is \"uneven\", "
+			    "\"all\" or a list of token counts");
+			return false;
+		}
+		n = strtol(p, &end, 10);
+		if (n < 1 || n > tokens) {
+			snprintf(buf, size, "valid token count %ld (item %"
+			    PRId64 ") must be between 1 and the tokens of "
+			    "a cp rank, micro_batch*seq/cp (%" PRId64 ")", n,
+			    got + 1, tokens);
+			return false;
+		}
+		got++;
+	}
+	if (got == want)
+		return true;
+	snprintf(buf, size, "valid_tokens lists %" PRId64 " counts; it needs "
+	    "one per micro-batch, dp rank and cp rank (micro_batches*dp*cp = %"
+	    PRId64 ")", got, want);
+	return false;
 }
 
 /*
@@ -1688,6 +1766,21 @@ framework_uneven_pp(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+/*
+ * sync.dp_group: dp models a DDP all-reduce (VeOmni #1115); the
+ * distributed optimizer shards its buffers over the whole dp_cp group.
+ */
+static bool
+dp_group_without_distopt(const struct config *c, char *buf, size_t size)
+{
+	if (c->sync.dp_group != DP_GROUP_DP ||
+	    !c->training.distributed_optimizer)
+		return true;
+	snprintf(buf, size, "dp_group dp models a DDP all-reduce over dp "
+	    "alone; the distributed optimizer shards over dp*cp");
+	return false;
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1697,6 +1790,8 @@ static const struct constraint constraints[] = {
 	{ KEY_HEAD_DIM, false, heads_split_over_tp },
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },
+	{ KEY_VALID_TOKENS, false, valid_tokens_fit },
+	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
 	{ KEY_EXPERTS, true, experts_split_over_ep },
@@ -2193,6 +2288,8 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->framework) : NULL;
 	dst->model.moe.pattern = src->model.moe.pattern != NULL ?
 	    xstrdup(src->model.moe.pattern) : NULL;
+	dst->loss.valid_tokens = src->loss.valid_tokens != NULL ?
+	    xstrdup(src->loss.valid_tokens) : NULL;
 }
 
 void
@@ -2202,6 +2299,8 @@ cfg_free(struct config *c)
 	free(c->name);
 	free(c->framework);
 	free(c->model.moe.pattern);
+	free(c->loss.valid_tokens);
+	c->loss.valid_tokens = NULL;
 	c->file = NULL;
 	c->name = NULL;
 	c->framework = NULL;

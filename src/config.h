@@ -16,7 +16,8 @@
 
 /* Upper bounds that make "absurd sizes" a configuration error, not a crash. */
 #define CFG_MAX_MESH_DIM	(1 << 20)	/* any one of dp, pp, tp, ep, etp */
-#define CFG_MAX_WORLD		(1 << 20)	/* dp * pp * tp */
+#define CFG_MAX_WORLD		(1 << 20)	/* dp * cp * pp * tp */
+#define CFG_MAX_MICRO_BATCHES	32		/* training.micro_batches */
 #define CFG_MAX_MODEL_DIM	(1 << 20)	/* vocab, hidden, ffn, seq, ... */
 #define CFG_MAX_LAYERS		4096
 #define CFG_MAX_EXPERTS		4096
@@ -97,6 +98,33 @@ enum tied_bucket {
 	TIED_BUCKET_OWN_DISTOPT_PP	/* "own-if-distopt-pp" */
 };
 
+/*
+ * loss.normalize_by: what divides the summed loss of a micro-batch's valid
+ * tokens on one rank (lossnorm.c computes it per micro-batch).
+ */
+enum loss_divisor {
+	LOSS_GLOBAL,		/* "global": valid tokens of the whole step */
+	LOSS_GLOBAL_WITHOUT_CP,	/* "global-without-cp": verl #5993 */
+	LOSS_GLOBAL_CP_DUPLICATED, /* "global-cp-duplicated": prime-rl #2562 */
+	LOSS_RANK,		/* "rank": the rank's own over its micro-batches */
+	LOSS_MICRO_BATCH,	/* "micro-batch": K times the micro-batch's own */
+	LOSS_MICRO_BATCH_CP,	/* "micro-batch-cp": K times its sum over cp */
+	LOSS_NONE		/* "none": a plain sum */
+};
+
+/* loss.scale and sync.dp_divisor: a size that multiplies or divides */
+enum data_size {
+	SIZE_DP_CP,		/* "dp-cp": dp * cp */
+	SIZE_DP,		/* "dp" */
+	SIZE_CP,		/* "cp" */
+	SIZE_ONE		/* "none": 1 */
+};
+
+enum dp_group_choice {		/* sync.dp_group */
+	DP_GROUP_DP_CP,		/* "dp-cp": Megatron's dp_cp group */
+	DP_GROUP_DP		/* "dp": VeOmni #1115 */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -133,6 +161,8 @@ enum cfg_key {
 	KEY_EP_TP_NEEDS_SP, KEY_EP_DISTOPT_SUPPORTED, KEY_MAX_TOP_K,
 	KEY_MOE_EVERY_SUPPORTED, KEY_FIRST_STAGE_LAYERS, KEY_LAST_STAGE_LAYERS,
 	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED,
+	KEY_CP, KEY_MICRO_BATCHES, KEY_LOSS, KEY_VALID_TOKENS,
+	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_DP_GROUP,
 	KEY__COUNT
 };
 
@@ -163,6 +193,7 @@ struct config {
 
 	struct {
 		int	dp, pp, tp, ep, etp;
+		int	cp;	/* context parallel: tokens split, weights not */
 	} mesh;
 
 	struct {
@@ -190,7 +221,15 @@ struct config {
 		bool	average_in_collective;
 		int64_t	bucket_elems;	/* 0 = one bucket per stage buffer */
 		bool	overlap_grad_reduce;
+		int	micro_batches;	/* gradient accumulation steps */
 	} training;
+
+	/* The per-token loss and its normalization (lossnorm.c). */
+	struct {
+		char			*valid_tokens;	/* NULL: "uneven" */
+		enum loss_divisor	 normalize_by;
+		enum data_size		 scale;
+	} loss;
 
 	struct {
 		enum embedding_sync	embedding_grad;
@@ -200,6 +239,8 @@ struct config {
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;
 		enum expert_avg_scale	expert_avg_scale;
+		enum data_size		dp_divisor;
+		enum dp_group_choice	dp_group;
 	} sync;
 
 	/*

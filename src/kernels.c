@@ -123,12 +123,17 @@ fwd_tokens(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
 	const struct op	*op = engine_op(eng, stage, opi);
 	struct tensor	*out = &rs->act[op->out].t;
-	int64_t		 t;
+	int64_t		 t, valid = eng->loss->valid[rs->batch];
 
+	/*
+	 * The valid tokens spread over the whole vocabulary on their own, so
+	 * that padding never leaves a vocab shard without a gradient (which
+	 * would hide a wrong combination of it from the numbers).
+	 */
 	tensor_alloc(out, eng->model->tokens, 1);
 	for (t = 0; t < out->rows; t++)
 		out->v[t].f = (uint64_t)token_id(eng->weights->seed, rs->batch,
-		    t, out->rows, eng->cfg->model.vocab);
+		    t, t < valid ? valid : out->rows, eng->cfg->model.vocab);
 }
 
 /* The vocab rows [lo, lo + rows) of a vocab-parallel weight on a rank. */
@@ -574,7 +579,13 @@ bwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	(void)eng;
 }
 
-/* Loss 1/2 sum (logit - target)^2: dlogits = logits - target, my vocab. */
+/*
+ * Loss 1/2 sum (logit - target)^2 over the valid tokens of the chunk, the
+ * first valid[batch] of its rows, divided by the chunk's token slots
+ * (lossnorm.h: the atoms' unit): dlogits = (logits - target) / tokens on
+ * my vocab, 0 on padding.  The framework's loss factor multiplies the
+ * result where the micro-batches accumulate, as the backward is linear.
+ */
 static void
 bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
@@ -582,13 +593,15 @@ bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	const struct tensor	*l = &act_in(rs, op, 0)->t;
 	struct tensor		*d = &rs->din[0];
 	int64_t			 t, c, lo = (int64_t)rs->coord.tp * l->cols;
+	int64_t			 valid = eng->loss->valid[rs->batch];
+	union num		 slot = num_from_rational(q_make(1, l->rows));
 
 	tensor_alloc(d, l->rows, l->cols);
-	for (t = 0; t < l->rows; t++)
+	for (t = 0; t < valid && t < l->rows; t++)
 		for (c = 0; c < l->cols; c++)
-			d->v[t * l->cols + c] = num_sub(l->v[t * l->cols + c],
-			    target_value(eng->weights->seed, rs->batch, t,
-			    lo + c));
+			d->v[t * l->cols + c] = num_mul(slot, num_sub(
+			    l->v[t * l->cols + c], target_value(
+			    eng->weights->seed, rs->batch, t, lo + c)));
 }
 
 static void
@@ -1011,6 +1024,7 @@ moe_serve(struct outbox *ob, const struct inbox *in, int me, int64_t width,
 }
 
 struct moe_serve_ctx {
+	const struct mesh	*mesh;
 	struct rank_state	*rs;
 	const struct op		*op;
 	struct moe_dims		 d;
@@ -1072,6 +1086,7 @@ moe_serve_backward(void *arg, int src, int token, int expert,
 	const union num		*w2 = c->rs->weight[c->op->param2] + le * H * F;
 	union num		*g1 = c->rs->pgrad[c->op->param] + le * F * H;
 	union num		*g2 = c->rs->pgrad[c->op->param2] + le * H * F;
+	union num		***sg = c->rs->src_grad;
 	const union num		*u, *h, *a;
 	union num		*dh;
 
@@ -1080,6 +1095,13 @@ moe_serve_backward(void *arg, int src, int token, int expert,
 	    st->work[index].expert != expert)
 		fatalx("numeric: expert backward pair (%d, %d) from rank %d "
 		    "does not match forward", token, expert, src);
+	/* Kept per source: the source's index in my ep group (lossnorm.h). */
+	if (sg != NULL && sg[c->op->param] != NULL) {
+		int j = mesh_group_index(c->mesh, GROUP_EP, src);
+
+		g1 = sg[c->op->param][j] + le * F * H;
+		g2 = sg[c->op->param2][j] + le * H * F;
+	}
 	u = st->u + index * H;
 	h = st->h + index * F;
 	a = st->a + index * F;
@@ -1256,6 +1278,7 @@ bwd_experts(struct engine *eng, int stage, int opi)
 		rs = &eng->ranks[i];
 		if (!rank_on_stage(rs, stage))
 			continue;
+		c.mesh = &eng->model->mesh;
 		c.rs = rs;
 		c.op = op;
 		c.d = d;

@@ -22,6 +22,7 @@
 
 #include "arena.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "xmalloc.h"
 
 const struct lincomb lincomb_zero = { 0 };
@@ -657,6 +658,19 @@ lc_strict_part(const struct lincomb *a, const struct lincomb *b)
 }
 
 bool
+lc_same_atoms(const struct lincomb *a, const struct lincomb *b)
+{
+	uint32_t	 i;
+
+	if (a->nterms != b->nterms)
+		return false;
+	for (i = 0; i < a->nterms; i++)
+		if (a->terms[i].atom != b->terms[i].atom)
+			return false;
+	return true;
+}
+
+bool
 lc_proportional(const struct lincomb *x, const struct lincomb *y,
     struct rational *c)
 {
@@ -723,6 +737,34 @@ put_u64(char *p, uint64_t v)
 	return n;
 }
 
+/*
+ * Write the atom t[*i] by name, or, when t[*i] starts the atoms of every
+ * micro-batch of one rank and source, all of them as one ("g3m*"), and
+ * leave *i on the last atom written.
+ */
+static size_t
+put_atoms(char *out, const struct term *t, size_t n, size_t *i,
+    const char *prefix)
+{
+	char		 name[ATOM_NAME_SIZE];
+	uint32_t	 a = t[*i].atom;
+	size_t		 k, K = (size_t)atom_space_micro_batches(), len;
+
+	atom_name(name, sizeof name, prefix, a);
+	len = strlen(name);
+	if (K > 1 && atom_micro_batch(a) == 0 && *i + K <= n) {
+		for (k = 1; k < K && t[*i + k].atom == a + k; k++)
+			continue;
+		if (k == K) {
+			/* "g3m0" becomes "g3m*". */
+			name[len - 1] = '*';
+			*i += K - 1;
+		}
+	}
+	memcpy(out, name, len);
+	return len;
+}
+
 /* Write one group of terms sharing coefficient q; return the length. */
 static size_t
 put_group(char *out, const struct term *t, size_t n, const char *prefix,
@@ -747,9 +789,13 @@ put_group(char *out, const struct term *t, size_t n, const char *prefix,
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			out[len++] = '+';
-		memcpy(out + len, prefix, plen);
-		len += plen;
-		len += put_u64(out + len, t[i].atom);
+		if (atom_space_trivial()) {
+			memcpy(out + len, prefix, plen);
+			len += plen;
+			len += put_u64(out + len, t[i].atom);
+			continue;
+		}
+		len += put_atoms(out + len, t, n, &i, prefix);
 	}
 	if (parens)
 		out[len++] = ')';
@@ -785,12 +831,12 @@ lc_format(struct arena *a, const struct lincomb *x, const char *prefix)
 
 	/*
 	 * An upper bound on the length, so the string is built in one pass
-	 * with no reallocation: per atom the prefix, 10 digits and a '+';
-	 * per group a sign, "p*", parentheses and "/q" of 20 digits each.
+	 * with no reallocation: per atom its name and a '+'; per group a
+	 * sign, "p*", parentheses and "/q" of 20 digits each.
 	 */
-	if (n > SIZE_MAX / 2 / (plen + 11 + 45))
+	if (n > SIZE_MAX / 2 / (plen + ATOM_NAME_SIZE + 45))
 		fatalx("lc_format: combination of %zu terms too long", n);
-	buf = xmalloc(n * (plen + 11 + 45) + 1);
+	buf = xmalloc(n * (plen + ATOM_NAME_SIZE + 45) + 1);
 	for (i = 0; i < n; i = j) {
 		for (j = i + 1; j < n && q_equal(t[j].coef, t[i].coef); j++)
 			continue;

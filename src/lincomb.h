@@ -96,6 +96,9 @@ bool		 lc_proportional(const struct lincomb *a,
  */
 bool		 lc_strict_part(const struct lincomb *a,
 		    const struct lincomb *b);
+/* True when a and b hold the same atoms, whatever their coefficients. */
+bool		 lc_same_atoms(const struct lincomb *a,
+		    const struct lincomb *b);
 
 /*
  * Print in the style of the Megatron report: terms with equal coefficients

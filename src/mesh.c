@@ -4,11 +4,13 @@
  * O(group size) per listed group, so that meshes of a million ranks cost
  * nothing to describe.
  *
- * Dense layout: rank = tp_i + tp * (dp_i + dp * pp_i) (Megatron's order).
+ * Dense layout: rank = tp_i + tp * (dp_i + dp * pp_i) (Megatron's order),
+ * where dp_i = cp_i + cp * pure_dp_i.
  * Expert layout within a stage: s = tp_i + tp * dp_i is split as
  * s = etp_i + etp * (ep_i + ep * edp_i).
  */
 #include <stddef.h>
+#include <stdio.h>
 
 #include "config.h"
 #include "mesh.h"
@@ -22,12 +24,19 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_ETP] = "etp",
 	[GROUP_EDP] = "edp",
 	[GROUP_EMBEDDING] = "embedding",
+	[GROUP_CP] = "cp",
+	[GROUP_PURE_DP] = "pure-dp",
 };
 
 void
-mesh_init(struct mesh *m, int dp, int pp, int tp, int ep, int etp)
+mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
+    int etp)
 {
+	int	dp = pure_dp * cp;
+
 	/* The configuration loader has checked every constraint already. */
+	m->pure_dp = pure_dp;
+	m->cp = cp;
 	m->dp = dp;
 	m->pp = pp;
 	m->tp = tp;
@@ -40,8 +49,8 @@ mesh_init(struct mesh *m, int dp, int pp, int tp, int ep, int etp)
 void
 mesh_from_config(struct mesh *m, const struct config *cfg)
 {
-	mesh_init(m, cfg->mesh.dp, cfg->mesh.pp, cfg->mesh.tp, cfg->mesh.ep,
-	    cfg->mesh.etp);
+	mesh_init(m, cfg->mesh.dp, cfg->mesh.cp, cfg->mesh.pp, cfg->mesh.tp,
+	    cfg->mesh.ep, cfg->mesh.etp);
 }
 
 int
@@ -62,6 +71,8 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 	c->pp = rank / stage_size;
 	c->dp = s / m->tp;
 	c->tp = s % m->tp;
+	c->cp = c->dp % m->cp;
+	c->pure_dp = c->dp / m->cp;
 	c->etp = s % m->etp;
 	c->ep = (s / m->etp) % m->ep;
 	c->edp = s / (m->etp * m->ep);
@@ -91,6 +102,10 @@ mesh_group_size(const struct mesh *m, enum group_kind kind)
 		return m->edp;
 	case GROUP_EMBEDDING:
 		return m->pp > 1 ? 2 : 1;
+	case GROUP_CP:
+		return m->cp;
+	case GROUP_PURE_DP:
+		return m->pure_dp;
 	default:
 		break;
 	}
@@ -121,6 +136,10 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
 	case GROUP_EMBEDDING:
 		/* Member 0 on the first stage, member 1 on the last. */
 		return mesh_rank_of(m, i == 0 ? 0 : m->pp - 1, c->dp, c->tp);
+	case GROUP_CP:
+		return mesh_rank_of(m, c->pp, i + m->cp * c->pure_dp, c->tp);
+	case GROUP_PURE_DP:
+		return mesh_rank_of(m, c->pp, c->cp + m->cp * i, c->tp);
 	default:
 		break;
 	}
@@ -151,6 +170,10 @@ index_in(const struct mesh *m, enum group_kind kind, const struct coord *c)
 		if (c->pp == 0)
 			return 0;
 		return c->pp == m->pp - 1 ? 1 : -1;
+	case GROUP_CP:
+		return c->cp;
+	case GROUP_PURE_DP:
+		return c->pure_dp;
 	default:
 		break;
 	}
@@ -192,6 +215,17 @@ mesh_group_id(const struct mesh *m, enum group_kind kind, int rank)
 	 */
 	mesh_coord_of(m, rank, &c);
 	return member(m, kind, &c, 0);
+}
+
+void
+mesh_format(const struct mesh *m, char *buf, size_t len)
+{
+	char	cp[32] = "";
+
+	if (m->cp > 1)
+		snprintf(cp, sizeof cp, " cp=%d", m->cp);
+	snprintf(buf, len, "dp=%d%s pp=%d tp=%d ep=%d etp=%d edp=%d world=%d",
+	    m->pure_dp, cp, m->pp, m->tp, m->ep, m->etp, m->edp, m->world);
 }
 
 const char *

@@ -1,7 +1,15 @@
 /*
- * The rank layout of SPEC section 5: Megatron's order (tp fastest, then dp,
- * then pp) for dense parameters, and within one stage the dp*tp ranks
- * regrouped as etp (fastest), ep, then edp for expert parameters.
+ * The rank layout of SPEC section 5: Megatron's order (tp fastest, then cp,
+ * then dp, then pp) for dense parameters, and within one stage the
+ * dp*cp*tp ranks regrouped as etp (fastest), ep, then edp for expert
+ * parameters.
+ *
+ * Context parallelism splits every sequence over cp ranks that hold the
+ * same weights: for the gradients a cp rank is one more data-parallel
+ * rank, and Megatron reduces them over its dp_cp group.  So the mesh keeps
+ * dp as the width of that group, dp * cp, and its coordinate dp as the
+ * index in it (cp fastest); pure_dp and cp are its two factors, for the
+ * token counts and the groups that see only one of them.
  *
  * Every group is returned in the order of its own coordinate, so that
  * "member i of the group" is the rank whose coordinate along that dimension
@@ -11,33 +19,39 @@
 #define GRADAUDIT_MESH_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct config;
 
 struct mesh {
 	int	dp, pp, tp, ep, etp;
+	int	pure_dp, cp;	/* dp = pure_dp * cp */
 	int	edp;		/* dp * tp / (ep * etp) */
 	int	world;		/* dp * pp * tp */
 };
 
 struct coord {
 	int	pp, dp, tp;	/* dense coordinates */
+	int	pure_dp, cp;	/* dp = cp + mesh.cp * pure_dp */
 	int	ep, etp, edp;	/* expert coordinates within the stage */
 };
 
 /* The communication groups a gradient collective can run over. */
 enum group_kind {
-	GROUP_DP,		/* same pp, tp; varying dp */
+	GROUP_DP,		/* same pp, tp; varying dp (dp_cp with cp) */
 	GROUP_TP,		/* same pp, dp; varying tp */
 	GROUP_PP,		/* same dp, tp; varying pp */
 	GROUP_EP,		/* same pp, etp, edp; varying ep */
 	GROUP_ETP,		/* same pp, ep, edp; varying etp */
 	GROUP_EDP,		/* same pp, ep, etp; varying edp */
 	GROUP_EMBEDDING,	/* first and last stage, same dp and tp (pp > 1) */
+	GROUP_CP,		/* same pp, pure_dp, tp; varying cp */
+	GROUP_PURE_DP,		/* same pp, cp, tp; varying pure_dp */
 	GROUP__COUNT
 };
 
-void	 mesh_init(struct mesh *, int dp, int pp, int tp, int ep, int etp);
+void	 mesh_init(struct mesh *, int pure_dp, int cp, int pp, int tp, int ep,
+	    int etp);
 void	 mesh_from_config(struct mesh *, const struct config *);
 
 int	 mesh_rank_of(const struct mesh *, int pp, int dp, int tp);
@@ -63,5 +77,7 @@ int	 mesh_group_index(const struct mesh *, enum group_kind, int rank);
 int	 mesh_group_id(const struct mesh *, enum group_kind, int rank);
 
 const char *mesh_group_name(enum group_kind);	/* "dp", "tp", ... */
+/* "dp=2 cp=2 pp=1 tp=2 ep=1 etp=1 edp=8 world=8" (cp only when > 1). */
+void	 mesh_format(const struct mesh *, char *buf, size_t len);
 
 #endif

@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "lossnorm.h"
 #include "meshsum.h"
 #include "xmalloc.h"
 
@@ -205,6 +206,21 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	memcpy(t, x->terms, nt * sizeof *t);
 	qsort(t, nt, sizeof *t, lc_cmp_format_order);
 	out = xreallocarray(NULL, nt, sizeof *out);
+	/*
+	 * Atoms of micro-batches or expert sources are not ranks
+	 * (lossnorm.h): each stays a piece of its own.
+	 */
+	if (!atom_space_trivial()) {
+		for (i = 0; i < nt; i++) {
+			out[i].coef = t[i].coef;
+			out[i].atom = t[i].atom;
+			out[i].n = 1;
+			out[i].varied = out[i].fixed = 0;
+		}
+		free(t);
+		*np = nt;
+		return out;
+	}
 	for (i = 0; i < nt; i = j) {
 		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
 			continue;
@@ -263,7 +279,7 @@ ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
 	if (rank < 0)
 		return false;
 	if (p->varied == 0)
-		return p->atom == (uint32_t)rank;
+		return atom_space_trivial() && p->atom == (uint32_t)rank;
 	mesh_coord_of(m, (int)p->atom, &a);
 	mesh_coord_of(m, rank, &r);
 	for (d = 0; d < MS__COUNT; d++) {
@@ -300,7 +316,7 @@ ms_piece_of(const struct mesh *m, const struct ms_piece *p, int rank,
 	if (ms_piece_is_self(m, p, rank))
 		snprintf(buf, len, "self");
 	else if (p->varied == 0)
-		snprintf(buf, len, "g%u", (unsigned)p->atom);
+		atom_name(buf, len, "g", p->atom);
 	else
 		put_fixed(m, p, buf, len, " ");
 }
@@ -316,7 +332,7 @@ ms_piece_name(const struct mesh *m, const struct ms_piece *p, int rank,
 		if (self)
 			snprintf(buf, len, "self");
 		else
-			snprintf(buf, len, "g%u", (unsigned)p->atom);
+			atom_name(buf, len, "g", p->atom);
 		return;
 	}
 	if (self)

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "lossnorm.h"
 #include "mesh.h"
 #include "model.h"
 #include "xmalloc.h"
@@ -310,7 +311,9 @@ model_build(struct model *m, const struct config *cfg)
 	b.model = m;
 	m->config = cfg;
 	mesh_from_config(&m->mesh, cfg);
-	m->tokens = cfg->model.micro_batch * cfg->model.seq;
+	/* A cp rank holds 1/cp of every sequence (Megatron's CP slicing). */
+	m->tokens = cfg->model.micro_batch * cfg->model.seq / m->mesh.cp;
+	lossnorm_build(&m->loss, cfg, &m->mesh);
 	m->stages = xcalloc(pp, sizeof *m->stages);
 
 	emb = -1;
@@ -391,6 +394,7 @@ model_free(struct model *m)
 {
 	int	i;
 
+	lossnorm_free(&m->loss);
 	for (i = 0; i < m->nparams; i++)
 		free(m->params[i].name);
 	free(m->params);
@@ -476,4 +480,17 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 		break;
 	}
 	return i;
+}
+
+bool
+model_per_source(const struct model *m, const struct param *p)
+{
+	return p->expert && m->loss.sources > 1;
+}
+
+int
+model_atoms_per_rank(const struct model *m, const struct param *p)
+{
+	return m->loss.micro_batches * (model_per_source(m, p) ?
+	    m->loss.sources - 1 : 1);
 }

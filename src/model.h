@@ -17,6 +17,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "lossnorm.h"
 #include "mesh.h"
 
 struct config;
@@ -108,7 +109,8 @@ struct stage_program {
 struct model {
 	const struct config	*config;
 	struct mesh		 mesh;
-	int			 tokens;	/* micro_batch * seq per dp rank */
+	int			 tokens;	/* micro_batch * seq / cp a rank */
+	struct loss_norm	 loss;		/* valid tokens and loss factors */
 	struct param		*params;	/* registration order */
 	int			 nparams;
 	struct logical_param	*logical;
@@ -134,6 +136,12 @@ int64_t	 model_global_index(const struct model *, const struct param *,
  * last), or -1 when it holds none.
  */
 int	 model_instance_on(const struct model *, int param, int rank);
+/*
+ * Are p's gradients kept per source (lossnorm.h)?  And how many atoms a
+ * rank holding p has: one per micro-batch, times the sources if so.
+ */
+bool	 model_per_source(const struct model *, const struct param *);
+int	 model_atoms_per_rank(const struct model *, const struct param *);
 /* True when `rank` holds an instance of param (it is on the param's stage). */
 bool	 model_rank_holds(const struct model *, const struct param *, int rank);
 

@@ -97,7 +97,7 @@ rank_init(struct engine *eng, struct rank_state *rs, int rank)
 	const struct stage_program	*sp;
 	const struct param		*p;
 	int64_t				 i;
-	int				 k;
+	int				 k, j;
 
 	memset(rs, 0, sizeof(*rs));
 	rs->rank = rank;
@@ -117,6 +117,16 @@ rank_init(struct engine *eng, struct rank_state *rs, int rank)
 		    sizeof(*rs->weight[k]));
 		rs->pgrad[k] = xcalloc((size_t)p->local_elems,
 		    sizeof(*rs->pgrad[k]));
+		if (model_per_source(m, p)) {
+			if (rs->src_grad == NULL)
+				rs->src_grad = xcalloc((size_t)m->nparams,
+				    sizeof(*rs->src_grad));
+			rs->src_grad[k] = xcalloc((size_t)m->mesh.ep,
+			    sizeof(**rs->src_grad));
+			for (j = 0; j < m->mesh.ep; j++)
+				rs->src_grad[k][j] = xcalloc(
+				    (size_t)p->local_elems, sizeof(union num));
+		}
 		for (i = 0; i < p->local_elems; i++)
 			rs->weight[k][i] = weight_value(eng->weights,
 			    eng->key[k], model_global_index(m, p, rank, i));
@@ -126,13 +136,19 @@ rank_init(struct engine *eng, struct rank_state *rs, int rank)
 static void
 rank_free(struct engine *eng, struct rank_state *rs)
 {
-	int	 k;
+	int	 k, j;
 
 	rank_clear(eng, rs);
 	for (k = 0; k < eng->model->nparams; k++) {
 		free(rs->weight[k]);
 		free(rs->pgrad[k]);
+		if (rs->src_grad != NULL && rs->src_grad[k] != NULL) {
+			for (j = 0; j < eng->model->mesh.ep; j++)
+				free(rs->src_grad[k][j]);
+			free(rs->src_grad[k]);
+		}
 	}
+	free(rs->src_grad);
 	free(rs->weight);
 	free(rs->pgrad);
 	free(rs->act);
@@ -155,6 +171,7 @@ engine_init(struct engine *eng, const struct model *m,
 	eng->comm.rank = ranks;
 	eng->comm.nranks = nranks;
 	eng->weights = ws;
+	eng->loss = &m->loss;
 	eng->key = key;
 	eng->nranks = nranks;
 	eng->ranks = xcalloc((size_t)nranks, sizeof(*eng->ranks));

@@ -21,6 +21,7 @@ struct config;
 struct model;
 struct op;
 struct weight_source;
+struct loss_norm;
 
 /* One (token, expert) pair a source rank routes, and its owner. */
 struct moe_item {
@@ -55,6 +56,11 @@ struct rank_state {
 	struct tensor	 din[2];	/* backward of the current op */
 	union num	**weight;	/* per model param, NULL if not held */
 	union num	**pgrad;	/* local gradients, per model param */
+	/*
+	 * Expert gradients kept per source (lossnorm.h): [param][j], j the
+	 * source's index in the ep group; NULL when not kept apart.
+	 */
+	union num	***src_grad;
 	struct moe_state *moe;		/* per op of the stage program */
 };
 
@@ -65,6 +71,8 @@ struct engine {
 	struct rank_state		*ranks;
 	int				 nranks;
 	const struct weight_source	*weights;
+	/* Valid tokens per chunk: the audited model's, for the reference too. */
+	const struct loss_norm		*loss;
 	int				*key;		/* per param */
 
 	/* Placements, the same on every rank: per stage, per slot. */

@@ -315,6 +315,101 @@ run_model(struct engine *eng, struct progress_count *pc)
 }
 
 /*
+ * Every micro-batch of the step on the hosted ranks, each from zero
+ * gradients: what it leaves is kept as the rank's atoms of that
+ * micro-batch (per source for experts kept apart), and added to the
+ * local gradient times the loss factor of the chunk it comes from
+ * (lossnorm.h).  Returns the atoms, [local rank][param].
+ */
+static union num ***
+run_step(struct engine *eng, struct progress_count *pc)
+{
+	const struct model	*m = eng->model;
+	const struct loss_norm	*ln = &m->loss;
+	struct rank_state	*rs;
+	union num		***atoms, **total, coef;
+	const union num		*g;
+	int64_t			 e, x;
+	int			 K = ln->micro_batches, mb, i, k, j, n, src;
+	struct coord		 c;
+
+	atoms = xcalloc((size_t)eng->nranks, sizeof(*atoms));
+	for (i = 0; i < eng->nranks; i++) {
+		rs = &eng->ranks[i];
+		atoms[i] = xcalloc((size_t)m->nparams, sizeof(**atoms));
+		for (k = 0; k < m->nparams; k++)
+			if (rs->pgrad[k] != NULL)
+				atoms[i][k] = xcalloc((size_t)(
+				    model_atoms_per_rank(m, &m->params[k]) *
+				    m->params[k].local_elems),
+				    sizeof(union num));
+	}
+	total = xcalloc((size_t)eng->nranks * m->nparams, sizeof(*total));
+	for (mb = 0; mb < K; mb++) {
+		for (i = 0; i < eng->nranks; i++) {
+			rs = &eng->ranks[i];
+			rank_clear(eng, rs);
+			rs->batch = lossnorm_chunk(&m->mesh, mb, rs->coord.dp);
+			for (k = 0; k < m->nparams; k++) {
+				if (rs->pgrad[k] == NULL)
+					continue;
+				e = m->params[k].local_elems;
+				memset(rs->pgrad[k], 0, (size_t)e *
+				    sizeof(union num));
+				if (rs->src_grad != NULL &&
+				    rs->src_grad[k] != NULL)
+					for (j = 0; j < m->mesh.ep; j++)
+						memset(rs->src_grad[k][j], 0,
+						    (size_t)e *
+						    sizeof(union num));
+			}
+		}
+		run_model(eng, pc);
+		for (i = 0; i < eng->nranks; i++) {
+			rs = &eng->ranks[i];
+			for (k = 0; k < m->nparams; k++) {
+				if (rs->pgrad[k] == NULL)
+					continue;
+				e = m->params[k].local_elems;
+				if (total[i * m->nparams + k] == NULL)
+					total[i * m->nparams + k] = xcalloc(
+					    (size_t)e, sizeof(union num));
+				n = model_per_source(m, &m->params[k]) ?
+				    m->mesh.ep : 1;
+				for (j = 0; j < n; j++) {
+					g = n > 1 ? rs->src_grad[k][j] :
+					    rs->pgrad[k];
+					src = n > 1 ? mesh_rank_of_expert(
+					    &m->mesh, rs->coord.pp, j,
+					    rs->coord.etp, rs->coord.edp) :
+					    rs->rank;
+					mesh_coord_of(&m->mesh, src, &c);
+					coef = num_from_rational(ln->coef[
+					    lossnorm_chunk(&m->mesh, mb,
+					    c.dp)]);
+					memcpy(atoms[i][k] + (j * K + mb) * e,
+					    g, (size_t)e * sizeof(union num));
+					for (x = 0; x < e; x++)
+						total[i * m->nparams + k][x] =
+						    num_add(total[i *
+						    m->nparams + k][x],
+						    num_mul(coef, g[x]));
+				}
+			}
+		}
+	}
+	for (i = 0; i < eng->nranks; i++)
+		for (k = 0; k < m->nparams; k++)
+			if (total[i * m->nparams + k] != NULL) {
+				free(eng->ranks[i].pgrad[k]);
+				eng->ranks[i].pgrad[k] =
+				    total[i * m->nparams + k];
+			}
+	free(total);
+	return atoms;
+}
+
+/*
  * The sync plan (syncplan.h), executed on the real local gradients.
  */
 
@@ -502,9 +597,12 @@ run_sync(struct engine *eng, const struct layout *layout,
 
 /*
  * The reference: the same interpreter on the single-rank model (mesh
- * 1x1x1), once per dp micro-batch with that batch's inputs, summed and
- * scaled by 1/dp.  The result is one global gradient per logical
- * parameter of the audited model, matched by name.
+ * 1x1x1, a cp rank's share of the sequence), once per chunk of the step
+ * (every micro-batch of every dp and cp rank) with that chunk's inputs and
+ * valid tokens, summed with the weight tokens/N of lossnorm.h: the
+ * gradient of the mean loss over every valid token of the step.  The
+ * result is one global gradient per logical parameter of the audited
+ * model, matched by name.
  */
 static int
 logical_by_name(const struct model *m, const char *name)
@@ -532,6 +630,9 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	cfg_copy(&cfg, audited->config);
 	cfg.mesh.dp = cfg.mesh.pp = cfg.mesh.tp = 1;
 	cfg.mesh.ep = cfg.mesh.etp = 1;
+	cfg.model.seq /= cfg.mesh.cp;
+	cfg.mesh.cp = 1;
+	cfg.training.micro_batches = 1;
 	model_build(&ref, &cfg);
 	key = xcalloc((size_t)ref.nparams, sizeof(*key));
 	for (k = 0; k < ref.nparams; k++) {
@@ -548,7 +649,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		out[k] = xcalloc((size_t)elems, sizeof(*out[k]));
 	}
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
-	for (d = 0; d < audited->mesh.dp; d++) {
+	eng.loss = &audited->loss;
+	for (d = 0; d < audited->loss.chunks; d++) {
 		rank_clear(&eng, &eng.ranks[0]);
 		eng.ranks[0].batch = d;
 		for (k = 0; k < ref.nparams; k++)
@@ -565,7 +667,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 			}
 		progress_tick(pc);
 	}
-	factor = num_from_rational(q_make(1, audited->mesh.dp));
+	factor = num_from_rational(audited->loss.expected);
 	for (k = 0; k < audited->nlogical; k++) {
 		p = &audited->params[audited->logical[k].instance[0]];
 		elems = p->elems;
@@ -598,7 +700,7 @@ gather_values(struct engine *eng, union num ***atoms, struct gathered *gv)
 	struct rank_state	*rs;
 	union num		*p;
 	const union num		*q;
-	int64_t			 n, off;
+	int64_t			 n, off, a;
 	size_t			 j;
 	int			 i, k, r, root = 0;
 	bool			 here;
@@ -609,16 +711,18 @@ gather_values(struct engine *eng, union num ***atoms, struct gathered *gv)
 		rs = &eng->ranks[i];
 		for (n = 0, k = 0; k < m->nparams; k++)
 			if (rs->pgrad[k] != NULL)
-				n += 2 * m->params[k].local_elems;
+				n += (model_atoms_per_rank(m, &m->params[k]) +
+				    1) * m->params[k].local_elems;
 		p = xcalloc((size_t)n, sizeof(*p));
 		for (off = 0, k = 0; k < m->nparams; k++) {
 			if (rs->pgrad[k] == NULL)
 				continue;
 			n = m->params[k].local_elems;
-			memcpy(p + off, atoms[i][k], (size_t)n * sizeof(*p));
-			memcpy(p + off + n, rs->pgrad[k], (size_t)n *
+			a = model_atoms_per_rank(m, &m->params[k]) * n;
+			memcpy(p + off, atoms[i][k], (size_t)a * sizeof(*p));
+			memcpy(p + off + a, rs->pgrad[k], (size_t)n *
 			    sizeof(*p));
-			off += 2 * n;
+			off += a + n;
 		}
 		outbox_add(&ob, rs->rank, root, TAG_COLLECT, p, (size_t)off *
 		    sizeof(*p));
@@ -646,13 +750,14 @@ gather_values(struct engine *eng, union num ***atoms, struct gathered *gv)
 		for (off = 0, k = 0; k < m->nparams; k++) {
 			if (!model_rank_holds(m, &m->params[k], r))
 				continue;
-			if (off + 2 * m->params[k].local_elems > n)
+			a = model_atoms_per_rank(m, &m->params[k]) *
+			    m->params[k].local_elems;
+			if (off + a + m->params[k].local_elems > n)
 				fatalx("numeric: short gradients from rank %d",
 				    r);
 			gv->atom[r][k] = (union num *)(q + off);
-			gv->synced[r][k] = (union num *)(q + off +
-			    m->params[k].local_elems);
-			off += 2 * m->params[k].local_elems;
+			gv->synced[r][k] = (union num *)(q + off + a);
+			off += a + m->params[k].local_elems;
 		}
 	}
 }
@@ -798,13 +903,18 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 	memset(out, 0, (size_t)(hi - lo) * sizeof(*out));
 	memset(magnitude, 0, (size_t)(hi - lo) * sizeof(*magnitude));
 	for (t = 0; t < lc->nterms; t++) {
-		a = (int)lc->terms[t].atom;
+		a = atom_rank(lc->terms[t].atom);
 		if (a < 0 || a >= m->mesh.world)
 			fatalx("numeric: atom g%d outside the mesh", a);
 		if ((p = instance_held(m, lp, a)) == NULL ||
 		    (atom = gv->atom[a][p->index]) == NULL)
 			fatalx("numeric: atom g%d of %s is on a rank without "
 			    "the parameter", a, m->logical[lp].name);
+		/* The rank's atoms: per (source,) micro-batch, lossnorm.h. */
+		atom += (int64_t)((model_per_source(m, p) ?
+		    atom_source(lc->terms[t].atom) - 1 : 0) *
+		    m->loss.micro_batches + atom_micro_batch(
+		    lc->terms[t].atom)) * p->local_elems;
 		if (hi > p->local_elems)
 			fatalx("numeric: region of %s beyond its shard",
 			    m->logical[lp].name);
@@ -1151,7 +1261,9 @@ stage_values(const struct model *m, int stage)
 
 	for (k = 0; k < m->nparams; k++)
 		if (m->params[k].stage == stage)
-			n += 3 * m->params[k].local_elems;
+			n += (3 + model_atoms_per_rank(m, &m->params[k]) +
+			    (model_per_source(m, &m->params[k]) ?
+			    m->mesh.ep : 0)) * m->params[k].local_elems;
 	width = cfg->model.hidden;
 	if (cfg->model.ffn > width)
 		width = cfg->model.ffn;
@@ -1277,29 +1389,17 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (root && options->progress) {
 		for (total = 0, k = 0; k < m->mesh.pp; k++)
 			total += 2 * m->stages[k].nops;
-		total += ctx->plan.nsteps + m->mesh.dp + (int64_t)audit->nparams;
+		total *= m->loss.micro_batches;
+		total += ctx->plan.nsteps + m->loss.chunks +
+		    (int64_t)audit->nparams;
 		progress_start("numeric audit", total);
 		pc.on = true;
 	}
 
 	engine_init(&eng, m, transport, transport->local, transport->nlocal,
 	    &ws, key);
-	run_model(&eng, &pc);
-
-	/* The atoms: every local gradient before synchronization. */
-	atoms = xcalloc((size_t)eng.nranks, sizeof(*atoms));
-	for (i = 0; i < eng.nranks; i++) {
-		atoms[i] = xcalloc((size_t)m->nparams, sizeof(**atoms));
-		for (k = 0; k < m->nparams; k++) {
-			if (eng.ranks[i].pgrad[k] == NULL)
-				continue;
-			atoms[i][k] = xcalloc((size_t)m->params[k].local_elems,
-			    sizeof(union num));
-			memcpy(atoms[i][k], eng.ranks[i].pgrad[k],
-			    (size_t)m->params[k].local_elems *
-			    sizeof(union num));
-		}
-	}
+	/* The atoms: every micro-batch's local gradient, before the sync. */
+	atoms = run_step(&eng, &pc);
 	run_sync(&eng, &ctx->layout, &ctx->plan, &pc);
 	test_corruption(&eng);
 

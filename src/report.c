@@ -896,6 +896,7 @@ print_header(struct text *t)
 {
 	const struct audit	*a = t->audit;
 	const struct mesh	*m = &a->mesh;
+	char			 meshline[128];
 
 	if (a->config != NULL) {
 		fputs("config: ", t->fp);
@@ -904,9 +905,8 @@ print_header(struct text *t)
 		put_visible(t->fp, a->config->name);
 		fputs(")\n", t->fp);
 	}
-	fprintf(t->fp, "mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d "
-	    "world=%d\n", m->dp, m->pp, m->tp, m->ep, m->etp, m->edp,
-	    m->world);
+	mesh_format(m, meshline, sizeof meshline);
+	fprintf(t->fp, "mesh: %s\n", meshline);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
 	if (!a->numeric) {
@@ -1629,7 +1629,8 @@ json_mesh(struct json *j, const struct mesh *m)
 {
 	json_key(j, "mesh");
 	json_begin_object(j);
-	json_key_int(j, "dp", m->dp);
+	json_key_int(j, "dp", m->pure_dp);
+	json_key_int(j, "cp", m->cp);
 	json_key_int(j, "pp", m->pp);
 	json_key_int(j, "tp", m->tp);
 	json_key_int(j, "ep", m->ep);

@@ -22,6 +22,7 @@
 #include "framework.h"
 #include "layout.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "symbolic.h"
 #include "xmalloc.h"
 
@@ -67,6 +68,14 @@ struct sym_run {
 	const struct lincomb	**atoms;
 	const struct lincomb	**scaled;
 	struct rational		 scaled_by;
+	size_t			 natoms;	/* world * sources * K */
+	/*
+	 * A rank's local gradient before the sync, the sum over its
+	 * micro-batches (and, for experts kept per source, its sources) of
+	 * the loss factor times the atom: one per atom base, [0] for own
+	 * chunks, [1] for experts per source.
+	 */
+	const struct lincomb	**local[2];
 	/*
 	 * Every value the run builds, by value: the dp sums of the 58
 	 * parameters of a stage hold the same atoms and were built 58 times
@@ -162,6 +171,7 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 	    &ctx->nreductions);
 	layout_build(&ctx->layout, &ctx->model);
 	syncplan_build(&ctx->plan, &ctx->model, ctx->grad_placement);
+	atom_space_set(&ctx->model.loss, &ctx->model.mesh);
 }
 
 /*
@@ -183,6 +193,16 @@ too_many_copies(const struct model *m, enum cfg_key *blame)
 	size_t	 len = sizeof unauditable_why;
 	int64_t	 copies, dp_max;
 
+	if ((int64_t)m->mesh.world * m->loss.sources *
+	    m->loss.micro_batches > (int64_t)UINT32_MAX) {
+		*blame = KEY_MICRO_BATCHES;
+		snprintf(why, len, "the audit would name %lld gradient atoms "
+		    "(ranks x micro-batches x expert sources); at most %lld "
+		    "are supported: audit fewer training.micro_batches",
+		    (long long)m->mesh.world * m->loss.sources *
+		    m->loss.micro_batches, (long long)UINT32_MAX);
+		return why;
+	}
 	copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
 	if (copies <= SYM_MAX_COPIES)
 		return NULL;
@@ -356,6 +376,71 @@ sym_run_arena(const struct sym_run *run)
 	return run->arena;
 }
 
+/*
+ * The atoms of rank `base` for parameter p, in increasing order: one per
+ * micro-batch of its own chunk, or per source and micro-batch.
+ */
+static size_t
+atoms_of(const struct model *m, const struct param *p, int base,
+    uint32_t *out)
+{
+	int	 K = m->loss.micro_batches, j, k;
+	size_t	 n = 0;
+
+	if (!model_per_source(m, p)) {
+		for (k = 0; k < K; k++)
+			out[n++] = atom_id(base, 0, k);
+		return n;
+	}
+	for (j = 1; j < m->loss.sources; j++)
+		for (k = 0; k < K; k++)
+			out[n++] = atom_id(base, j, k);
+	return n;
+}
+
+/*
+ * Rank `base`'s local gradient of p before the sync: each of its atoms
+ * times the loss factor of the chunk it comes from.  All parameters of a
+ * kind share it.
+ */
+static const struct lincomb *
+local_value(struct sym_run *run, const struct param *p, int base)
+{
+	const struct model *m = run->model;
+	const struct loss_norm *ln = &m->loss;
+	const struct lincomb **slot, **parts;
+	bool	 split = model_per_source(m, p);
+	int	 K = ln->micro_batches, j, k, n = 0, src, chunk;
+	struct coord c;
+
+	slot = &run->local[split][base];
+	if (*slot != NULL)
+		return *slot;
+	mesh_coord_of(&m->mesh, base, &c);
+	if (!split && K == 1 && q_equal(ln->coef[lossnorm_chunk(&m->mesh, 0,
+	    c.dp)], q_make(1, 1)))
+		return *slot = atom_value(run, atom_id(base, 0, 0));
+	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
+	for (j = split ? 1 : 0; j < (split ? ln->sources : 1); j++) {
+		struct coord sc = c;
+
+		if (split) {
+			src = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp,
+			    c.edp);
+			mesh_coord_of(&m->mesh, src, &sc);
+		}
+		for (k = 0; k < K; k++) {
+			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
+			parts[n++] = lc_scale(run->arena, atom_value(run,
+			    atom_id(base, j, k)), ln->coef[chunk]);
+		}
+	}
+	*slot = lc_intern(&run->table, run->arena, lc_sum(run->arena, parts,
+	    (size_t)n, q_make(1, 1)));
+	free(parts);
+	return *slot;
+}
+
 static void
 init_values(struct sym_run *run)
 {
@@ -365,8 +450,12 @@ init_values(struct sym_run *run)
 	run->coords = xcalloc(run->stage_ranks, sizeof *run->coords);
 	for (i = 0; i < run->stage_ranks; i++)
 		mesh_coord_of(&m->mesh, i, &run->coords[i]);
-	run->atoms = xcalloc(m->mesh.world, sizeof *run->atoms);
-	run->scaled = xcalloc(m->mesh.world, sizeof *run->scaled);
+	run->natoms = (size_t)m->mesh.world * m->loss.sources *
+	    m->loss.micro_batches;
+	run->atoms = xcalloc(run->natoms, sizeof *run->atoms);
+	run->scaled = xcalloc(run->natoms, sizeof *run->scaled);
+	run->local[0] = xcalloc(m->mesh.world, sizeof *run->local[0]);
+	run->local[1] = xcalloc(m->mesh.world, sizeof *run->local[1]);
 	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
 	for (p = 0; p < m->nlogical; p++)
 		arena_init(&run->seg_arenas[p]);
@@ -383,13 +472,14 @@ init_values(struct sym_run *run)
 			sl->n = 1;
 			sl->one.lo = 0;
 			sl->one.hi = m->params[p].local_elems;
-			sl->one.value = atom_value(run, run_atom_of(run, p,
-			    base + i));
+			sl->one.value = local_value(run, &m->params[p],
+			    run_atom_of(run, p, base + i));
 		}
 	}
 }
 
 /* ---- expected values ------------------------------------------------- */
+
 
 /*
  * Ranks that hold the same part of a logical parameter share a shard key:
@@ -430,9 +520,10 @@ cmp_u32(const void *a, const void *b)
 }
 
 /*
- * Expected: (1/dp) times the sum of the complete local gradients over all
+ * Expected: the gradient of the mean over all valid tokens of the step,
+ * tokens/N times the sum of the complete local gradients over all
  * micro-batches and both uses of a tied weight, which is the sum of the
- * distinct atoms of all ranks holding the same shard.  The holders' atoms
+ * distinct atoms of all ranks holding the same shard (lossnorm.h).  The holders' atoms
  * are bucketed by shard key in rank order, which leaves each bucket
  * sorted but where a Replicate tp sub-dimension folds atoms back (then it
  * is sorted), and each shard's sum is built from its bucket in one pass:
@@ -445,15 +536,17 @@ init_expected(struct sym_run *run)
 	const struct model *m = run->model;
 	int	 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ? m->mesh.tp :
 		    m->mesh.ep * m->mesh.etp;
-	size_t	 cap = 2 * (size_t)run->stage_ranks;
+	size_t	 per = (size_t)m->loss.sources * m->loss.micro_batches;
+	size_t	 cap = 2 * (size_t)run->stage_ranks * per;
 	int	*keys = xcalloc(cap, sizeof *keys);
 	uint32_t *atoms = xcalloc(cap, sizeof *atoms);
 	uint32_t *bucket = xcalloc(cap, sizeof *bucket);
 	size_t	*start = xcalloc(nkeys + 1, sizeof *start);
 	const struct lincomb **by_key = xcalloc(nkeys, sizeof *by_key);
-	struct rational inv_dp = q_make(1, m->mesh.dp);
+	struct rational weight = m->loss.expected;
 	int	 l, k, i, key;
-	size_t	 n, j, z;
+	size_t	 n, j, z, na, a;
+	uint32_t *mine = xcalloc(per, sizeof *mine);
 
 	run->expected = xcalloc(m->nparams, sizeof *run->expected);
 	for (l = 0; l < m->nlogical; l++) {
@@ -465,11 +558,15 @@ init_expected(struct sym_run *run)
 			int pi = lp->instance[k];
 			int base = m->params[pi].stage * run->stage_ranks;
 
-			for (i = 0; i < run->stage_ranks; i++, n++) {
-				keys[n] = shard_key(run, &m->params[pi],
-				    base + i);
-				atoms[n] = run_atom_of(run, pi, base + i);
-				start[keys[n] + 1]++;
+			for (i = 0; i < run->stage_ranks; i++) {
+				key = shard_key(run, &m->params[pi], base + i);
+				na = atoms_of(m, &m->params[pi],
+				    run_atom_of(run, pi, base + i), mine);
+				for (a = 0; a < na; a++, n++) {
+					keys[n] = key;
+					atoms[n] = mine[a];
+					start[key + 1]++;
+				}
 			}
 		}
 		for (key = 0; key < nkeys; key++)
@@ -488,7 +585,7 @@ init_expected(struct sym_run *run)
 			if (j < nb)
 				qsort(b, nb, sizeof *b, cmp_u32);
 			by_key[key] = share(run, lc_atoms(run->arena, b, nb,
-			    inv_dp));
+			    weight));
 		}
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
@@ -506,6 +603,7 @@ init_expected(struct sym_run *run)
 	free(bucket);
 	free(start);
 	free(by_key);
+	free(mine);
 }
 
 /* ---- segment arithmetic ---------------------------------------------- */
@@ -730,8 +828,7 @@ scale_value(struct sym_run *run, const struct lincomb *x, struct rational q)
 	if (x->nterms != 1 || run->atoms[atom = x->terms[0].atom] != x)
 		return share(run, lc_scale(run->arena, x, q));
 	if (!q_equal(run->scaled_by, q)) {
-		memset(run->scaled, 0, run->model->mesh.world *
-		    sizeof *run->scaled);
+		memset(run->scaled, 0, run->natoms * sizeof *run->scaled);
 		run->scaled_by = q;
 	}
 	if (run->scaled[atom] == NULL)
@@ -896,6 +993,10 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 		return c.etp;
 	case GROUP_EDP:
 		return c.edp;
+	case GROUP_CP:
+		return c.cp;
+	case GROUP_PURE_DP:
+		return c.pure_dp;
 	case GROUP_EMBEDDING:
 	case GROUP__COUNT:
 		break;
@@ -1351,6 +1452,29 @@ all_wrong_partial(const struct param_result *pr)
 	return have;
 }
 
+/*
+ * True when every wrong used cell holds exactly the expected atoms, not in
+ * proportion: every token of the step counts, but with unequal weights,
+ * as a loss divided by the wrong token counts makes them (lossnorm.h).
+ */
+static bool
+all_wrong_reweighted(const struct param_result *pr)
+{
+	size_t	i;
+	bool	have = false;
+
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!lc_same_atoms(ce->value, ce->expected))
+			return false;
+		have = true;
+	}
+	return have;
+}
+
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
     const struct param_result *pr)
@@ -1408,8 +1532,25 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    mesh_group_name(scale_step->group) : "dp",
 		    fmt(a, "the used values are %s times the expected "
 		    "gradient: the right contributions with the wrong "
-		    "factor", q), scale_step ? scale_step->fix :
-		    "scale the gradient by 1/dp");
+		    "factor (the data-parallel divisor, or the loss's own "
+		    "normalization and scale)", q), scale_step &&
+		    scale_step->fix ? scale_step->fix : "make the loss "
+		    "factor times the data-parallel divisor 1/N for every "
+		    "token (loss.normalize_by, loss.scale, sync.dp_divisor)");
+		return;
+	}
+	if (all_wrong_reweighted(pr)) {
+		add_finding(fl, FINDING_WRONG_WEIGHTS, pr, "loss "
+		    "normalization", "dp", fmt(a, "the used values hold "
+		    "every micro-batch's contribution, but weighted unequally: "
+		    "each micro-batch's loss is divided by a token count of "
+		    "its own rank or micro-batch, not by the valid tokens of "
+		    "the whole step (%lld), so tokens in short micro-batches "
+		    "weigh more", (long long)m->loss.total),
+		    "sum the token losses and divide by the valid tokens of "
+		    "the whole step, counted over dp, cp and the "
+		    "micro-batches (loss.normalize_by: global; HF #34191, "
+		    "torchtitan #2206)");
 		return;
 	}
 	if (all_wrong_partial(pr)) {
@@ -1492,6 +1633,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	free(run.coords);
 	free(run.atoms);
 	free(run.scaled);
+	free(run.local[0]);
+	free(run.local[1]);
 	lc_table_free(&run.table);
 	free(run.seg_arenas);
 }

@@ -187,7 +187,15 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	(void)grad;
 	for (k = 0; k < BUFFER__COUNT; k++) {
 		enum group_kind group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+		/*
+		 * VeOmni #1115: a DDP over the dp group alone leaves the cp
+		 * ranks' partial gradients apart (nothing at all with dp 1).
+		 */
+		bool	 pure = k != BUFFER_EXPERT &&
+		    cfg->sync.dp_group == DP_GROUP_DP;
 
+		if (pure)
+			group = GROUP_PURE_DP;
 		any = false;
 		for (i = 0; i < m->nparams; i++)
 			if (layout_buffer_of(m, i) == (enum buffer_kind)k)
@@ -195,7 +203,7 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		if (!any)
 			continue;
 		n = mesh_group_size(&m->mesh, group);
-		divisor = m->mesh.dp;
+		divisor = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
 		if (k == BUFFER_EXPERT &&
 		    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP)
 			divisor = m->mesh.edp;
@@ -214,8 +222,11 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			s->target = TARGET_BUFFER;
 			s->buffer = k;
 			s->scale = pre;
-			if (divisor != m->mesh.dp)
+			if (divisor != lossnorm_size(&m->mesh,
+			    cfg->sync.dp_divisor))
 				s->key = KEY_EXPERT_GRAD_DIVISOR;
+			else if (cfg->sync.dp_divisor != SIZE_DP_CP)
+				s->key = KEY_DP_DIVISOR;
 			else if (k == BUFFER_EXPERT &&
 			    cfg->training.average_in_collective) {
 				s->key = KEY_EXPERT_AVG_SCALE;
@@ -226,6 +237,8 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		}
 		s = new_step(plan, m, rule, buffer_is_sharded(m, k) ?
 		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
+		if (pure)
+			s->key = KEY_DP_GROUP;
 		if (k == BUFFER_EXPERT &&
 		    cfg->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE)
 			s->key = KEY_EXPERT_BUFFER;

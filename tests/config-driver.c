@@ -86,6 +86,14 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_LAST_STAGE_LAYERS] = "model.last_stage_layers",
 	[KEY_PATTERN] = "model.moe.pattern",
 	[KEY_UNEVEN_PP_SUPPORTED] = "limits.uneven_pp_supported",
+	[KEY_CP] = "mesh.cp",
+	[KEY_MICRO_BATCHES] = "training.micro_batches",
+	[KEY_LOSS] = "loss",
+	[KEY_VALID_TOKENS] = "loss.valid_tokens",
+	[KEY_NORMALIZE_BY] = "loss.normalize_by",
+	[KEY_SCALE] = "loss.scale",
+	[KEY_DP_DIVISOR] = "sync.dp_divisor",
+	[KEY_DP_GROUP] = "sync.dp_group",
 };
 
 static void

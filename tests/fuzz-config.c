@@ -417,7 +417,7 @@ static const struct agreement {
 	{ "mesh: {dp: 2, pp: 2, tp: 4, etp: 3}\nmodel: {layers: 4}\n",
 	    edit_etp, "etp (3) must divide tp (4)" },
 	{ "mesh: {dp: 1048576, pp: 2}\n", edit_world,
-	    "world size dp*pp*tp (2097152) must be at most 1048576" },
+	    "world size dp*cp*pp*tp (2097152) must be at most 1048576" },
 	{ "mesh: {dp: 2, pp: 8192}\n", edit_layers,
 	    "layers (8192) must be at most 4096" },
 	{ "mesh: {dp: 4, pp: 2, ep: 4}\nmodel: {layers: 4, moe: "

@@ -175,7 +175,7 @@ test_failure_text(void)
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
-	mesh_init(&a.mesh, 1, 1, 4, 1, 1);
+	mesh_init(&a.mesh, 1, 1, 1, 4, 1, 1);
 	p = a.params = arena_alloc(&a.arena, 2 * sizeof(*p));
 	a.nparams = 2;
 	p[0].name = params[0];

@@ -76,7 +76,7 @@ test_megatron_844(void)
 {
 	struct mesh	 m;
 
-	mesh_init(&m, 2, 2, 1, 1, 1);
+	mesh_init(&m, 2, 1, 2, 1, 1, 1);
 	tap_ok(m.world == 4 && m.edp == 2, "dp=2 pp=2 tp=1: world 4, edp 2");
 	tap_ok(coord_is(&m, 0, 0, 0, 0, 0, 0, 0) &&
 	    coord_is(&m, 1, 0, 1, 0, 0, 0, 1), "ranks 0 and 1 are stage 0");
@@ -105,7 +105,7 @@ test_moe_ep4(void)
 	struct mesh	 m;
 
 	/* dp=4 tp=2 ep=4 etp=1: s = rank, ep = s % 4, edp = s / 4. */
-	mesh_init(&m, 4, 1, 2, 4, 1);
+	mesh_init(&m, 4, 1, 1, 2, 4, 1);
 	tap_ok(m.world == 8 && m.edp == 2, "dp=4 tp=2 ep=4: world 8, edp 2");
 	tap_ok(coord_is(&m, 5, 0, 2, 1, 1, 0, 1),
 	    "rank 5: dp 2 tp 1 ep 1 edp 1");
@@ -137,7 +137,7 @@ test_moe_etp2(void)
 	 * dp=2 pp=2 tp=4 ep=2 etp=2: s = tp + 4 dp, etp = s % 2,
 	 * ep = (s / 2) % 2, edp = s / 4.
 	 */
-	mesh_init(&m, 2, 2, 4, 2, 2);
+	mesh_init(&m, 2, 1, 2, 4, 2, 2);
 	tap_ok(m.world == 16 && m.edp == 2, "dp=2 pp=2 tp=4 ep=2 etp=2");
 	tap_ok(coord_is(&m, 14, 1, 1, 2, 1, 0, 1),
 	    "rank 14: pp 1 dp 1 tp 2 ep 1 etp 0 edp 1");
@@ -338,7 +338,7 @@ test_all_meshes(void)
 	for (i = 0; i < sizeof(meshes) / sizeof(meshes[0]); i++) {
 		const int	*d = meshes[i];
 
-		mesh_init(&m, d[0], d[1], d[2], d[3], d[4]);
+		mesh_init(&m, d[0], 1, d[1], d[2], d[3], d[4]);
 		tap_ok(m.world == d[0] * d[1] * d[2] &&
 		    m.edp * d[3] * d[4] == d[0] * d[2],
 		    "mesh dp=%d pp=%d tp=%d ep=%d etp=%d: world and edp",
@@ -373,9 +373,38 @@ test_config_and_names(void)
 	cfg.mesh.tp = 4;
 	cfg.mesh.ep = 4;
 	cfg.mesh.etp = 2;
+	cfg.mesh.cp = 1;
 	mesh_from_config(&m, &cfg);
 	tap_ok(m.dp == 2 && m.pp == 3 && m.tp == 4 && m.ep == 4 && m.etp == 2 &&
 	    m.edp == 1 && m.world == 24, "mesh_from_config");
+
+	/*
+	 * Megatron's order with cp (parallel_state.py, RankGenerator
+	 * "tp-cp-ep-dp-pp"): tp fastest, then cp, then dp, then pp.  dp=2
+	 * cp=2 tp=2 pp=2: rank 13 = tp 1 + 2 * (cp 0 + 2 * (dp 1 + 2 * pp 1)).
+	 */
+	mesh_init(&m, 2, 2, 2, 2, 2, 1);
+	{
+		struct coord	 c;
+		int		 g[4];
+
+		mesh_coord_of(&m, 13, &c);
+		tap_ok(m.world == 16 && m.dp == 4 && m.edp == 4 &&
+		    c.pp == 1 && c.tp == 1 && c.cp == 0 && c.pure_dp == 1 &&
+		    c.dp == 2, "cp: rank 13 is pp 1 dp 1 cp 0 tp 1");
+		mesh_group(&m, GROUP_CP, 13, g);
+		tap_ok(mesh_group_size(&m, GROUP_CP) == 2 && g[0] == 13 &&
+		    g[1] == 15, "cp group of rank 13: 13 15");
+		mesh_group(&m, GROUP_PURE_DP, 13, g);
+		tap_ok(mesh_group_size(&m, GROUP_PURE_DP) == 2 && g[0] == 9 &&
+		    g[1] == 13, "pure dp group of rank 13: 9 13");
+		mesh_group(&m, GROUP_DP, 13, g);
+		tap_ok(g[0] == 9 && g[1] == 11 && g[2] == 13 && g[3] == 15,
+		    "dp_cp group of rank 13: 9 11 13 15");
+		mesh_group(&m, GROUP_EP, 13, g);
+		tap_ok(g[0] == 12 && g[1] == 13, "experts regroup dp*cp*tp: "
+		    "ep group of rank 13: 12 13");
+	}
 
 	tap_ok(strcmp(mesh_group_name(GROUP_DP), "dp") == 0 &&
 	    strcmp(mesh_group_name(GROUP_TP), "tp") == 0 &&
@@ -383,7 +412,9 @@ test_config_and_names(void)
 	    strcmp(mesh_group_name(GROUP_EP), "ep") == 0 &&
 	    strcmp(mesh_group_name(GROUP_ETP), "etp") == 0 &&
 	    strcmp(mesh_group_name(GROUP_EDP), "edp") == 0 &&
-	    strcmp(mesh_group_name(GROUP_EMBEDDING), "embedding") == 0,
+	    strcmp(mesh_group_name(GROUP_EMBEDDING), "embedding") == 0 &&
+	    strcmp(mesh_group_name(GROUP_CP), "cp") == 0 &&
+	    strcmp(mesh_group_name(GROUP_PURE_DP), "pure-dp") == 0,
 	    "group names");
 }
 

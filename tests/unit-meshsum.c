@@ -82,7 +82,7 @@ main(void)
 
 	arena_init(&ar);
 	/* dp=4 pp=2 tp=2, ep=2 etp=2: edp = 2, 16 ranks. */
-	mesh_init(&m, 4, 2, 2, 2, 2);
+	mesh_init(&m, 4, 1, 2, 2, 2, 2);
 
 	x = sum_of(&ar, &m, all, 0, q_make(1, 8));
 	tap_ok_str_eq(format(&ar, &m, x, -1, &n), "sum_all()/8",

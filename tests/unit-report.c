@@ -76,7 +76,7 @@ build_megatron(struct audit *a, bool numeric)
 	megatron_config.file = "testdata/megatron-844.yaml";
 	megatron_config.name = "megatron-844";
 	a->config = &megatron_config;
-	mesh_init(&a->mesh, 2, 2, 1, 1, 1);
+	mesh_init(&a->mesh, 2, 1, 2, 1, 1, 1);
 
 	expected = atoms_sum(ar, all, 4, h);
 	half = atoms_sum(ar, g23, 2, h);
@@ -408,7 +408,7 @@ test_long_expression(void)
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
-	mesh_init(&a.mesh, 64, 1, 1, 1, 1);
+	mesh_init(&a.mesh, 64, 1, 1, 1, 1, 1);
 	for (r = 0; r < 64; r++)
 		atoms[r] = (uint32_t)r;
 	expected = atoms_sum(&a.arena, atoms, 64, q_make(1, 64));
@@ -499,7 +499,7 @@ test_text_folding(void)
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
-	mesh_init(&a.mesh, 8, 4, 2, 1, 1);
+	mesh_init(&a.mesh, 8, 1, 4, 2, 1, 1);
 	p = a.params = arena_alloc(&a.arena, sizeof(*p));
 	a.nparams = 1;
 	p->name = "layers.0.fc1.weight";
@@ -583,7 +583,7 @@ test_text_missing(void)
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
-	mesh_init(&a.mesh, 64, 1, 1, 1, 1);
+	mesh_init(&a.mesh, 64, 1, 1, 1, 1, 1);
 	for (r = 0; r < 64; r++)
 		atoms[r] = (uint32_t)r;
 	expected = atoms_sum(&a.arena, atoms, 64, q_make(1, 64));
@@ -636,7 +636,7 @@ test_json_grouped(void)
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
-	mesh_init(&a.mesh, 4, 2, 2, 1, 1);
+	mesh_init(&a.mesh, 4, 1, 2, 2, 1, 1);
 	p = a.params = arena_alloc(&a.arena, sizeof(*p));
 	a.nparams = 1;
 	p->name = "layers.0.fc1.weight";
@@ -702,7 +702,7 @@ test_regions(void)
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
-	mesh_init(&a.mesh, 2, 1, 1, 1, 1);
+	mesh_init(&a.mesh, 2, 1, 1, 1, 1, 1);
 	g0 = lc_atom(&a.arena, 0);
 	g1 = lc_atom(&a.arena, 1);
 	avg = lc_scale(&a.arena, lc_add(&a.arena, g0, g1), q_make(1, 2));
@@ -801,7 +801,7 @@ test_positions(void)
 	memset(&expert, 0, sizeof(expert));
 	expert.is_expert = true;
 	/* dp=2 pp=2 tp=2 ep=2 etp=1: edp = 2. */
-	mesh_init(&a.mesh, 2, 2, 2, 2, 1);
+	mesh_init(&a.mesh, 2, 1, 2, 2, 2, 1);
 	rank = mesh_rank_of(&a.mesh, 1, 1, 0);
 	c.rank = rank;
 	mesh_coord_of(&a.mesh, rank, &c.coord);

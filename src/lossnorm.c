@@ -1,0 +1,264 @@
+/*
+ * Valid tokens, the reference objective and a framework's loss
+ * normalization as numbers per chunk (lossnorm.h).  Everything a knob
+ * changes here is a factor on a chunk's loss; the audit finds out what the
+ * factors do by running them through both engines.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config.h"
+#include "lossnorm.h"
+#include "xmalloc.h"
+
+/*
+ * The default valid-token counts, "uneven": chunk i keeps tokens -
+ * (7i + 1) mod (tokens/2 + 1) of its slots, between tokens/2 and all of
+ * them.  Neighbouring chunks (cp ranks, dp ranks, micro-batches) differ, so
+ * that every mean of means, every count taken over the wrong group, is a
+ * different number from the global token mean.  The counts depend on the
+ * chunk only, not on --seed: the symbolic audit, which has no seed, must
+ * see the numeric audit's counts.
+ */
+static int
+uneven_count(int64_t tokens, int chunk)
+{
+	int64_t	 span = tokens / 2 + 1;
+
+	return (int)(tokens - (7 * (int64_t)chunk + 1) % span);
+}
+
+static void
+read_counts(struct loss_norm *ln, const char *spec)
+{
+	const char	*p = spec;
+	char		*end;
+	int		 i;
+
+	for (i = 0; i < ln->chunks; i++) {
+		while (*p == ' ' || *p == ',')
+			p++;
+		/* The loader checked the list (valid_tokens_fit). */
+		ln->valid[i] = (int)strtol(p, &end, 10);
+		p = end;
+	}
+}
+
+/* The size loss.scale and sync.dp_divisor name. */
+int
+lossnorm_size(const struct mesh *mesh, enum data_size s)
+{
+	switch (s) {
+	case SIZE_DP_CP:
+		return mesh->dp;
+	case SIZE_DP:
+		return mesh->pure_dp;
+	case SIZE_CP:
+		return mesh->cp;
+	case SIZE_ONE:
+		break;
+	}
+	return 1;
+}
+
+/* What divides the summed loss of chunk (m, d): loss.normalize_by. */
+static int64_t
+divisor_of(const struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh, int m, int d)
+{
+	int	 K = ln->micro_batches, cp = mesh->cp, i, c;
+	int	 pure = d / cp, mine = d % cp;
+	int64_t	 n = 0;
+
+	switch (cfg->loss.normalize_by) {
+	case LOSS_GLOBAL:
+		return ln->total;
+	case LOSS_GLOBAL_WITHOUT_CP:
+		/* verl #5993: summed over dp only, so over one cp rank's. */
+		for (i = 0; i < K; i++)
+			for (c = 0; c < mesh->pure_dp; c++)
+				n += ln->valid[lossnorm_chunk(mesh, i,
+				    c * cp + mine)];
+		return n;
+	case LOSS_GLOBAL_CP_DUPLICATED:
+		/*
+		 * prime-rl #2562: every cp rank counts its micro-batch's
+		 * whole sequence, and the sum over dp_cp counts it cp times.
+		 */
+		return (int64_t)cp * ln->total;
+	case LOSS_RANK:
+		for (i = 0; i < K; i++)
+			n += ln->valid[lossnorm_chunk(mesh, i, d)];
+		return n;
+	case LOSS_MICRO_BATCH:
+		return (int64_t)K * ln->valid[lossnorm_chunk(mesh, m, d)];
+	case LOSS_MICRO_BATCH_CP:
+		/* Megatron's loss_func all-reduces [loss, count] over cp. */
+		for (c = 0; c < cp; c++)
+			n += ln->valid[lossnorm_chunk(mesh, m, pure * cp + c)];
+		return (int64_t)K * n;
+	case LOSS_NONE:
+		break;
+	}
+	return 1;
+}
+
+/*
+ * Do the ranks of some ep group scale the same micro-batch differently?
+ * Then one atom per expert owner and micro-batch cannot say what the
+ * owner holds, and expert atoms are kept per source.
+ */
+static bool
+sources_differ(const struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	int	*members, s, i, m, n = mesh->ep;
+	int	 stage = mesh->dp * mesh->tp;
+	struct coord c;
+	bool	 differ = false;
+
+	if (!cfg->model.has_moe || n == 1)
+		return false;
+	members = xcalloc((size_t)n, sizeof *members);
+	for (s = 0; s < stage && !differ; s++) {
+		mesh_group(mesh, GROUP_EP, s, members);
+		for (m = 0; m < ln->micro_batches && !differ; m++) {
+			struct rational first;
+
+			mesh_coord_of(mesh, members[0], &c);
+			first = ln->coef[lossnorm_chunk(mesh, m, c.dp)];
+			for (i = 1; i < n && !differ; i++) {
+				mesh_coord_of(mesh, members[i], &c);
+				differ = !q_equal(first, ln->coef[
+				    lossnorm_chunk(mesh, m, c.dp)]);
+			}
+		}
+	}
+	free(members);
+	return differ;
+}
+
+void
+lossnorm_build(struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	const char	*spec = cfg->loss.valid_tokens;
+	int		 i, m, d, scale;
+
+	memset(ln, 0, sizeof *ln);
+	ln->micro_batches = cfg->training.micro_batches;
+	ln->chunks = ln->micro_batches * mesh->dp;
+	ln->tokens = (int64_t)cfg->model.micro_batch * cfg->model.seq /
+	    mesh->cp;
+	ln->valid = xcalloc((size_t)ln->chunks, sizeof *ln->valid);
+	if (spec != NULL && strcmp(spec, "all") == 0)
+		for (i = 0; i < ln->chunks; i++)
+			ln->valid[i] = (int)ln->tokens;
+	else if (spec == NULL || strcmp(spec, "uneven") == 0)
+		for (i = 0; i < ln->chunks; i++)
+			ln->valid[i] = uneven_count(ln->tokens, i);
+	else
+		read_counts(ln, spec);
+	for (i = 0; i < ln->chunks; i++)
+		ln->total += ln->valid[i];
+	ln->expected = q_make(ln->tokens, ln->total);
+	scale = lossnorm_size(mesh, cfg->loss.scale);
+	ln->coef = xcalloc((size_t)ln->chunks, sizeof *ln->coef);
+	for (m = 0; m < ln->micro_batches; m++)
+		for (d = 0; d < mesh->dp; d++)
+			ln->coef[lossnorm_chunk(mesh, m, d)] =
+			    q_make(ln->tokens * scale, divisor_of(ln, cfg,
+			    mesh, m, d));
+	ln->sources = sources_differ(ln, cfg, mesh) ? 1 + mesh->ep : 1;
+}
+
+void
+lossnorm_free(struct loss_norm *ln)
+{
+	free(ln->valid);
+	free(ln->coef);
+	memset(ln, 0, sizeof *ln);
+}
+
+/* ---- atoms ------------------------------------------------------------ */
+
+static struct atom_space space = { 1, 1, { 0 } };
+
+void
+atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
+{
+	space.sources = ln->sources;
+	space.micro_batches = ln->micro_batches;
+	space.mesh = *mesh;
+}
+
+void
+atom_space_reset(void)
+{
+	space.sources = 1;
+	space.micro_batches = 1;
+}
+
+bool
+atom_space_trivial(void)
+{
+	return space.sources == 1 && space.micro_batches == 1;
+}
+
+int
+atom_space_micro_batches(void)
+{
+	return space.micro_batches;
+}
+
+int
+atom_space_sources(void)
+{
+	return space.sources;
+}
+
+uint32_t
+atom_id(int rank, int source, int m)
+{
+	return ((uint32_t)rank * (uint32_t)space.sources + (uint32_t)source) *
+	    (uint32_t)space.micro_batches + (uint32_t)m;
+}
+
+int
+atom_rank(uint32_t a)
+{
+	return (int)(a / ((uint32_t)space.micro_batches *
+	    (uint32_t)space.sources));
+}
+
+int
+atom_source(uint32_t a)
+{
+	return (int)((a / (uint32_t)space.micro_batches) %
+	    (uint32_t)space.sources);
+}
+
+int
+atom_micro_batch(uint32_t a)
+{
+	return (int)(a % (uint32_t)space.micro_batches);
+}
+
+void
+atom_name(char *buf, size_t size, const char *prefix, uint32_t a)
+{
+	int	 rank = atom_rank(a), j = atom_source(a);
+	int	 n;
+	struct coord c;
+
+	n = snprintf(buf, size, "%s%d", prefix, rank);
+	if (j > 0 && n >= 0 && (size_t)n < size) {
+		mesh_coord_of(&space.mesh, rank, &c);
+		n += snprintf(buf + n, size - n, "s%d",
+		    mesh_rank_of_expert(&space.mesh, c.pp, j - 1, c.etp,
+		    c.edp));
+	}
+	if (space.micro_batches > 1 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - n, "m%d", atom_micro_batch(a));
+}

@@ -1,0 +1,94 @@
+/*
+ * The loss of one optimizer step and how a framework normalizes it: the
+ * valid tokens of every micro-batch on every data-parallel rank, the
+ * reference objective, and the factor each rank's loss is multiplied by.
+ *
+ * The data of a step is a set of chunks, one per (micro-batch m, dp rank d
+ * of the dp_cp group): chunk m * dp + d holds `tokens` token slots (the
+ * cp rank's share of micro_batch * seq), of which `valid[chunk]` come
+ * first and carry a loss; the rest are padding and contribute nothing.
+ *
+ * The atoms of the symbolic audit are gradients of chunks: atom
+ * (rank r, source j, micro-batch m) is 1/tokens times the gradient, on
+ * rank r, of the summed loss of the valid tokens of micro-batch m of the
+ * source's chunk.  Source 0 is the rank's own chunk (every dense
+ * parameter); when the ranks of an expert-parallel group scale their
+ * losses differently, an expert's gradient is kept apart per source, j =
+ * 1 + the source's index in the ep group.  Then:
+ *
+ *   reference	sum of every atom times tokens / N, N the valid tokens of
+ *		the step: the gradient of the mean over all valid tokens;
+ *   framework	rank r's local gradient is the sum over m (and sources) of
+ *		coef[chunk] times the atom: what loss.normalize_by and
+ *		loss.scale make of the summed loss, in atom units.
+ */
+#ifndef GRADAUDIT_LOSSNORM_H
+#define GRADAUDIT_LOSSNORM_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "config.h"
+#include "lincomb.h"
+#include "mesh.h"
+
+struct loss_norm {
+	int		 micro_batches;	/* K */
+	int		 chunks;	/* K * mesh.dp */
+	int64_t		 tokens;	/* token slots of a chunk */
+	int		*valid;		/* per chunk */
+	int64_t		 total;		/* N: valid tokens of the step */
+	struct rational	*coef;		/* per chunk, in atom units */
+	struct rational	 expected;	/* tokens / N, every atom's weight */
+	/*
+	 * Atom ids per rank: 1, or 1 + ep when expert gradients are kept
+	 * per source (coefficients differ inside an ep group).
+	 */
+	int		 sources;
+};
+
+void	 lossnorm_build(struct loss_norm *, const struct config *,
+	    const struct mesh *);
+void	 lossnorm_free(struct loss_norm *);
+/* The size loss.scale or sync.dp_divisor names: dp*cp, dp, cp or 1. */
+int	 lossnorm_size(const struct mesh *, enum data_size);
+
+/* The chunk of micro-batch m on the rank with dp_cp index d. */
+static inline int
+lossnorm_chunk(const struct mesh *mesh, int m, int d)
+{
+	return m * mesh->dp + d;
+}
+
+/*
+ * Atom ids: (rank * sources + source) * K + m.  With one micro-batch and
+ * one source an atom is its rank, as in a config without either.
+ */
+struct atom_space {
+	int		sources;
+	int		micro_batches;
+	struct mesh	mesh;
+};
+
+/* Set the space atom names and ranks are read in (one audit at a time). */
+void		 atom_space_set(const struct loss_norm *, const struct mesh *);
+void		 atom_space_reset(void);
+/* Room for an atom's name with a short prefix. */
+#define ATOM_NAME_SIZE	48
+
+/* True when every atom is a rank (one source, one micro-batch). */
+bool		 atom_space_trivial(void);
+int		 atom_space_micro_batches(void);
+int		 atom_space_sources(void);
+uint32_t	 atom_id(int rank, int source, int m);
+int		 atom_rank(uint32_t);
+int		 atom_source(uint32_t);
+int		 atom_micro_batch(uint32_t);
+/*
+ * "g5", "g5m1" (micro-batch 1 of rank 5, with K > 1), "g5s3m1" (rank 5's
+ * expert gradient from the tokens of rank 3).
+ */
+void		 atom_name(char *buf, size_t size, const char *prefix,
+		    uint32_t atom);
+
+#endif
