@@ -1542,11 +1542,12 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (all_wrong_reweighted(pr)) {
 		add_finding(fl, FINDING_WRONG_WEIGHTS, pr, "loss "
 		    "normalization", "dp", fmt(a, "the used values hold "
-		    "every micro-batch's contribution, but weighted unequally: "
-		    "each micro-batch's loss is divided by a token count of "
-		    "its own rank or micro-batch, not by the valid tokens of "
-		    "the whole step (%lld), so tokens in short micro-batches "
-		    "weigh more", (long long)m->loss.total),
+		    "every chunk's contribution (a micro-batch of a dp or cp "
+		    "rank), but weighted unequally: the chunks' losses are "
+		    "divided by token counts of their own rank, micro-batch "
+		    "or cp share, not by the valid tokens of the whole step "
+		    "(%lld), so tokens in short chunks weigh more",
+		    (long long)m->loss.total),
 		    "sum the token losses and divide by the valid tokens of "
 		    "the whole step, counted over dp, cp and the "
 		    "micro-batches (loss.normalize_by: global; HF #34191, "
