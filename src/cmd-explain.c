@@ -13,6 +13,7 @@
 #include "json.h"
 #include "layout.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "output.h"
 #include "report.h"
 #include "suggest.h"
@@ -162,9 +163,9 @@ json_table(struct explain *ex, const struct sym_run *run, int p)
 			json_key(&ex->json, "terms");
 			json_begin_object(&ex->json);
 			for (t = 0; t < sv[i].value->nterms; t++) {
-				char atom[24];
+				char atom[ATOM_NAME_SIZE];
 
-				snprintf(atom, sizeof atom, "g%u",
+				atom_name(atom, sizeof atom, "g",
 				    sv[i].value->terms[t].atom);
 				q_format(sv[i].value->terms[t].coef, q, sizeof q);
 				json_key_string(&ex->json, atom, q);

@@ -69,7 +69,8 @@ enum mapped_arg {
 	MA_DIVISIBLE, MA_NO_PAD, MA_DISABLE_PAD, MA_UNTIE, MA_QK_LAYERNORM,
 	MA_EXPERTS, MA_TOPK, MA_MOE_FFN, MA_SHARED, MA_LAYER_FREQ, MA_SCORE,
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
-	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA__COUNT
+	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA_CP, MA_EOD_MASK,
+	MA_PER_TOKEN, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -112,14 +113,16 @@ static const struct arg_def args[] = {
 	    ARG_VALUE, "0.9.0"),
 	[MA_LAST_STAGE] = MAPPED("decoder-last-pipeline-num-layers",
 	    ARG_VALUE, "0.9.0"),
+	/* 796ac33d1e: context parallelism in megatron/core (0.4.0). */
+	[MA_CP] = MAPPED("context-parallel-size", ARG_VALUE, NULL),
+	[MA_EOD_MASK] = MAPPED("eod-mask-loss", ARG_FLAG, NULL),
+	/* 0.8.0's schedules.py is the first to read it. */
+	[MA_PER_TOKEN] = MAPPED("calculate-per-token-loss", ARG_FLAG, "0.8.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
 	 * when, or by how much, and gradaudit has no key for it yet.
 	 */
-	REFUSED("context-parallel-size", ARG_VALUE, "1",
-	    "context parallelism splits the sequence over cp ranks and reduces "
-	    "gradients over dp*cp; gradaudit has no cp dimension"),
 	REFUSED("hierarchical-context-parallel-sizes", ARG_LIST, NULL,
 	    "context parallelism: gradaudit has no cp dimension"),
 	REFUSED("num-layers-per-virtual-pipeline-stage", ARG_VALUE, NULL,
@@ -138,9 +141,6 @@ static const struct arg_def args[] = {
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("calculate-per-token-loss", ARG_FLAG, NULL,
-	    "gradients are divided by the number of tokens after the "
-	    "data-parallel reduction, where gradaudit averages by 1/dp"),
 	REFUSED("mtp-num-layers", ARG_VALUE, "0",
 	    "multi-token prediction adds layers and another use of the output "
 	    "layer on the last stage, which gradaudit does not model"),
@@ -437,7 +437,6 @@ static const struct arg_def args[] = {
 	HARMLESS("dataloader-type", ARG_VALUE),
 	HARMLESS("reset-position-ids", ARG_FLAG),
 	HARMLESS("reset-attention-mask", ARG_FLAG),
-	HARMLESS("eod-mask-loss", ARG_FLAG),
 	HARMLESS("num-dataset-builder-threads", ARG_VALUE),
 	HARMLESS("mid-level-dataset-surplus", ARG_VALUE),
 	HARMLESS("no-data-sharding", ARG_FLAG),
@@ -1353,6 +1352,8 @@ struct megatron_values {
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 shared_gate;
 	bool	 sp, average, pad;
+	long	 cp;
+	bool	 eod_mask, per_token;
 };
 
 static void
@@ -1363,6 +1364,9 @@ read_values(struct import_state *st, struct megatron_values *v)
 	bool		 no_pad, disable_pad;
 
 	v->tp = int_arg(st, MA_TP, 1, mesh, 1);
+	v->cp = int_arg(st, MA_CP, 1, mesh, 1);
+	v->eod_mask = flag_arg(st, MA_EOD_MASK);
+	v->per_token = flag_arg(st, MA_PER_TOKEN);
 	v->pp = int_arg(st, MA_PP, 1, mesh, 1);
 	v->layers = int_arg(st, MA_LAYERS, 1, CFG_MAX_LAYERS, 0);
 	v->first_stage = int_arg(st, MA_FIRST_STAGE, 1, CFG_MAX_LAYERS, 0);
@@ -1446,15 +1450,19 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 		    "reads it from WORLD_SIZE)");
 		return false;
 	}
-	if (world % (v->tp * v->pp) != 0) {
-		refuse(st, "the world size %ld is not a multiple of tp*pp = %ld "
-		    "(Megatron asserts it)", world, v->tp * v->pp);
+	if (world % (v->tp * v->pp * v->cp) != 0) {
+		refuse(st, "the world size %ld is not a multiple of tp*pp*cp = "
+		    "%ld (Megatron asserts it)", world, v->tp * v->pp * v->cp);
 		free(from);
 		return false;
 	}
-	c->mesh.dp = (int)(world / (v->tp * v->pp));
-	explain(st, KEY_DP, "%s / (tp %ld * pp %ld)", from, v->tp, v->pp);
+	c->mesh.dp = (int)(world / (v->tp * v->pp * v->cp));
+	explain(st, KEY_DP, "%s / (tp %ld * pp %ld * cp %ld)", from, v->tp,
+	    v->pp, v->cp);
 	free(from);
+	c->mesh.cp = (int)v->cp;
+	explain(st, KEY_CP, "%s", given_or(st, MA_CP,
+	    "--context-parallel-size", "Megatron's default"));
 	c->mesh.pp = (int)v->pp;
 	explain(st, KEY_PP, "%s", given_or(st, MA_PP,
 	    "--pipeline-model-parallel-size", "Megatron's default"));
@@ -1732,6 +1740,34 @@ import_moe(struct import_state *st, const struct megatron_values *v)
 }
 
 /*
+ * --calculate-per-token-loss: loss_func's sum is not divided in the
+ * schedule, DistributedDataParallel's gradient_scaling_factor is 1.0, and
+ * finalize_model_grads scales every gradient by 1/num_tokens all-reduced
+ * over the dp group: by linearity, the loss divided by that count, summed
+ * over dp*cp.  Before 5946e24b37 (0.12.0) loss_func multiplied the loss by
+ * cp and its count was the micro-batch's, summed over cp, reduced over dp
+ * only: the global count, with the loss cp times too large.
+ */
+static void
+import_per_token_loss(struct import_state *st)
+{
+	struct config	*c = &st->mi->cfg;
+
+	c->loss.normalize_by = LOSS_GLOBAL;
+	c->sync.dp_divisor = SIZE_ONE;
+	explain(st, KEY_NORMALIZE_BY, "--calculate-per-token-loss");
+	explain(st, KEY_DP_DIVISOR, "--calculate-per-token-loss");
+	if (older_than(st, "0.12.0")) {
+		c->loss.scale = SIZE_CP;
+		explain(st, KEY_SCALE, "--calculate-per-token-loss before "
+		    "5946e24b37: loss_func's loss times cp");
+	} else {
+		c->loss.scale = SIZE_ONE;
+		explain(st, KEY_SCALE, "--calculate-per-token-loss");
+	}
+}
+
+/*
  * The data-parallel synchronization.  megatron/core/distributed/
  * distributed_data_parallel.py: without --overlap-grad-reduce the bucket
  * size is None, one bucket per buffer; with it, --ddp-bucket-size or
@@ -1758,6 +1794,17 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	c->training.overlap_grad_reduce = v->overlap;
 	explain(st, KEY_OVERLAP_GRAD_REDUCE, "%s--overlap-grad-reduce",
 	    v->overlap ? "" : "no ");
+	/*
+	 * The loss mask of GPTDataset (megatron/core/datasets/gpt_dataset.py):
+	 * all ones, unless --eod-mask-loss zeroes the end-of-document tokens,
+	 * whose number differs between micro-batches.
+	 */
+	free(c->loss.valid_tokens);
+	c->loss.valid_tokens = xstrdup(v->eod_mask ? "uneven" : "all");
+	explain(st, KEY_VALID_TOKENS, "%s--eod-mask-loss", v->eod_mask ?
+	    "" : "no ");
+	if (v->per_token)
+		import_per_token_loss(st);
 	if (!v->overlap) {
 		c->training.bucket_elems = 0;
 		explain(st, KEY_BUCKET_ELEMS, "one bucket without "

@@ -26,6 +26,7 @@
 #include "hash.h"
 #include "json.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "meshsum.h"
 #include "report.h"
 #include "framework.h"
@@ -1629,7 +1630,12 @@ json_mesh(struct json *j, const struct mesh *m)
 {
 	json_key(j, "mesh");
 	json_begin_object(j);
-	json_key_int(j, "dp", m->pure_dp);
+	/*
+	 * dp is the data-parallel group the cells' "dp" coordinate and
+	 * "sum":"dp" terms run over: Megatron's dp_cp, cp of them the
+	 * context-parallel ranks of one sequence.
+	 */
+	json_key_int(j, "dp", m->dp);
 	json_key_int(j, "cp", m->cp);
 	json_key_int(j, "pp", m->pp);
 	json_key_int(j, "tp", m->tp);
@@ -1698,7 +1704,7 @@ json_settings(struct json *j, const struct config *c)
 static void
 json_terms(struct json *j, const char *key, const struct lincomb *x)
 {
-	char		 atom[16], coef[48];
+	char		 atom[ATOM_NAME_SIZE], coef[48];
 	uint32_t	 i;
 
 	json_key(j, key);
@@ -1708,7 +1714,7 @@ json_terms(struct json *j, const char *key, const struct lincomb *x)
 	}
 	json_begin_object(j);
 	for (i = 0; i < x->nterms; i++) {
-		snprintf(atom, sizeof(atom), "g%" PRIu32, x->terms[i].atom);
+		atom_name(atom, sizeof(atom), "g", x->terms[i].atom);
 		q_format(x->terms[i].coef, coef, sizeof(coef));
 		json_key_string(j, atom, coef);
 	}

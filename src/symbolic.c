@@ -1493,8 +1493,15 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 
 		if (!touches_logical(s, m, l))
 			continue;
-		if (s->op == SYNC_SCALE || s->op == SYNC_REDUCE_SCATTER ||
-		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER))
+		/*
+		 * A scaling with a fix of its own (not its rule's, which the
+		 * collective after it shares) says most about a factor.
+		 */
+		if ((s->op == SYNC_SCALE || s->op == SYNC_REDUCE_SCATTER ||
+		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER)) &&
+		    !(scale_step != NULL && scale_step->op == SYNC_SCALE &&
+		    s->op != SYNC_SCALE && scale_step->fix != NULL &&
+		    scale_step->fix != s->fix))
 			scale_step = s;
 		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
 		    explain_placement(fl, &m->mesh, s, pr))

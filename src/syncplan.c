@@ -179,6 +179,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	int	 k, i, n, divisor;
 	bool	 any;
 	struct sync_step *s;
+	static const char divisor_fix[] = "divide the gradients by the size "
+	    "of the group they are reduced over, dp*cp, or by nothing when "
+	    "the loss is divided by the valid tokens of the whole step "
+	    "(sync.dp_divisor; Megatron 3bdcbbbe5d for #906)";
 	static const char avg_fix[] = "pre-scale the expert buffers by "
 	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
 	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
@@ -225,8 +229,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			if (divisor != lossnorm_size(&m->mesh,
 			    cfg->sync.dp_divisor))
 				s->key = KEY_EXPERT_GRAD_DIVISOR;
-			else if (cfg->sync.dp_divisor != SIZE_DP_CP)
+			else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
 				s->key = KEY_DP_DIVISOR;
+				s->fix = divisor_fix;
+			}
 			else if (k == BUFFER_EXPERT &&
 			    cfg->training.average_in_collective) {
 				s->key = KEY_EXPERT_AVG_SCALE;

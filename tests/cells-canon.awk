@@ -28,7 +28,7 @@ function coord(r, d,    s) {
 function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
     f, fix, member, count) {
 	if (P[w, i, "sum"] == "") {
-		a = P[w, i, "of"] == "self" ? r : substr(P[w, i, "of"], 2) + 0
+		a = P[w, i, "of"] == "self" ? "g" r : P[w, i, "of"]
 		acc[a] = P[w, i, "coef"]
 		return
 	}
@@ -59,7 +59,7 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 				    ((d in want) ? want[d] : 0)
 		}
 		if (member) {
-			acc[a] = P[w, i, "coef"]
+			acc["g" a] = P[w, i, "coef"]
 			count++
 		}
 	}
@@ -68,13 +68,27 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 	delete want
 	delete fix
 }
-function canon(acc,    a, s) {
+# Atom names ("g5", "g5m1", "g5s3m1") in rank order, then by their
+# suffix: an insertion sort on a zero-padded key.
+function sortkey(a,    r) {
+	r = a; sub(/^g/, "", r); sub(/[^0-9].*$/, "", r)
+	return sprintf("%09d%s", r + 0, substr(a, length(r) + 2))
+}
+function canon(acc,    a, s, n, keys, i, j, t) {
 	s = ""
 	if (-1 in acc)
 		s = " BAD-N"
-	for (a = 0; a < M["world"]; a++)
-		if (a in acc)
-			s = s " " a ":" acc[a]
+	n = 0
+	for (a in acc)
+		if (a != -1)
+			keys[++n] = a
+	for (i = 2; i <= n; i++)
+		for (j = i; j > 1 && sortkey(keys[j - 1]) > sortkey(keys[j]);
+		    j--) {
+			t = keys[j]; keys[j] = keys[j - 1]; keys[j - 1] = t
+		}
+	for (i = 1; i <= n; i++)
+		s = s " " keys[i] ":" acc[keys[i]]
 	return s
 }
 function emit_rank(r,    w, i, accv, acce) {
@@ -85,12 +99,13 @@ function emit_rank(r,    w, i, accv, acce) {
 	printf "%s %d [%s,%s) used=%s ok=%s hash=%s |%s |%s\n", param, r,
 	    reg[0], reg[1], used, okv, hash, canon(accv), canon(acce)
 }
-function emit(    n, part, k, lo, hi, r, accv, acce, a) {
+function emit(    n, part, k, lo, hi, r, accv, acce, a, kw) {
 	if (rank != "") {
 		split("", accv); split("", acce)
-		for (a = 0; a < M["world"]; a++) {
-			if (("v", a) in EX) accv[a] = EX["v", a]
-			if (("e", a) in EX) acce[a] = EX["e", a]
+		for (a in EX) {
+			split(a, kw, SUBSEP)
+			if (kw[1] == "v") accv[kw[2]] = EX[a]
+			if (kw[1] == "e") acce[kw[2]] = EX[a]
 		}
 		printf "%s %d [%s,%s) used=%s ok=%s hash=%s |%s |%s\n", param,
 		    rank, reg[0], reg[1], used, okv, hash, canon(accv),
@@ -132,9 +147,9 @@ inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
 /^          "terms": /	{ w = "v"; inlist = $0 !~ /null,?$/; next }
 /^          "expected": /	{ w = "e"; inlist = $0 !~ /null,?$/; next }
 inlist && /^          [\]\}]/	{ inlist = 0; next }
-inlist && /^            "g[0-9]+": / {
-	a = $1; gsub(/[":g]/, "", a)
-	EX[w, a + 0] = unquote($0)
+inlist && /^            "g[0-9]+[sm0-9]*": / {
+	a = $1; gsub(/[":]/, "", a)
+	EX[w, a] = unquote($0)
 	next
 }
 inlist && /^            \{/	{ NP[w]++; next }
