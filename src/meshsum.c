@@ -24,12 +24,33 @@
 #include "xmalloc.h"
 
 static const char *const dim_name[MS__COUNT] = {
-	"pp", "dp", "tp", "ep", "etp", "edp"
+	"pp", "dp", "tp", "ep", "etp", "edp", "mb"
 };
 
-#define VIEW_DENSE	((1u << MS_PP) | (1u << MS_DP) | (1u << MS_TP))
+#define VIEW_DENSE	((1u << MS_PP) | (1u << MS_DP) | (1u << MS_TP) | \
+			    (1u << MS_MB))
 #define VIEW_EXPERT	((1u << MS_PP) | (1u << MS_EP) | (1u << MS_ETP) | \
-			    (1u << MS_EDP))
+			    (1u << MS_EDP) | (1u << MS_MB))
+
+/* An atom's rank coordinates and micro-batch (-1 for a rank). */
+struct acoord {
+	struct coord	 c;
+	int		 mb;
+};
+
+static void
+atom_coord(const struct mesh *m, uint32_t atom, struct acoord *a)
+{
+	mesh_coord_of(m, atom_rank(atom), &a->c);
+	a->mb = atom_micro_batch(atom);
+}
+
+static void
+rank_coord(const struct mesh *m, int rank, struct acoord *a)
+{
+	mesh_coord_of(m, rank, &a->c);
+	a->mb = -1;
+}
 
 struct candidate {
 	unsigned	 view, varied;
@@ -39,15 +60,17 @@ struct candidate {
 static int
 dim_size(const struct mesh *m, int d)
 {
-	const int v[MS__COUNT] = { m->pp, m->dp, m->tp, m->ep, m->etp, m->edp };
+	const int v[MS__COUNT] = { m->pp, m->dp, m->tp, m->ep, m->etp, m->edp,
+	    atom_space_micro_batches() };
 
 	return v[d] > 0 ? v[d] : 1;
 }
 
 static int
-dim_coord(const struct coord *c, int d)
+dim_coord(const struct acoord *a, int d)
 {
-	const int v[MS__COUNT] = { c->pp, c->dp, c->tp, c->ep, c->etp, c->edp };
+	const int v[MS__COUNT] = { a->c.pp, a->c.dp, a->c.tp, a->c.ep,
+	    a->c.etp, a->c.edp, a->mb };
 
 	return v[d];
 }
@@ -113,7 +136,7 @@ cmp_slot(const void *pa, const void *pb)
 }
 
 static int64_t
-fixed_key(const struct mesh *m, const struct coord *c, unsigned fixed)
+fixed_key(const struct mesh *m, const struct acoord *c, unsigned fixed)
 {
 	int64_t	 k = 0;
 	int	 d;
@@ -137,7 +160,7 @@ static size_t
 bucket_pieces(const struct mesh *m, const struct candidate *cand,
     size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
 {
-	struct coord	*co;
+	struct acoord	*co;
 	struct slot	*slot;
 	bool		*dead;
 	size_t		 i, j, k, x, nalive = nt, ns, n = 0;
@@ -146,7 +169,7 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
 	dead = xcalloc(nt, sizeof *dead);
 	slot = xcalloc(nt, sizeof *slot);
 	for (i = 0; i < nt; i++)
-		mesh_coord_of(m, (int)t[i].atom, &co[i]);
+		atom_coord(m, t[i].atom, &co[i]);
 	for (k = 0; k < ncand && nalive > 1; k++) {
 		unsigned fixed = cand[k].view & ~cand[k].varied;
 
@@ -207,10 +230,12 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	qsort(t, nt, sizeof *t, lc_cmp_format_order);
 	out = xreallocarray(NULL, nt, sizeof *out);
 	/*
-	 * Atoms of micro-batches or expert sources are not ranks
-	 * (lossnorm.h): each stays a piece of its own.
+	 * Expert atoms kept per source (lossnorm.h) have a coordinate no
+	 * group is written by: each stays a piece of its own.
 	 */
-	if (!atom_space_trivial()) {
+	for (i = 0; i < nt && atom_source(t[i].atom) == 0; i++)
+		continue;
+	if (i < nt) {
 		for (i = 0; i < nt; i++) {
 			out[i].coef = t[i].coef;
 			out[i].atom = t[i].atom;
@@ -256,13 +281,13 @@ static void
 put_fixed(const struct mesh *m, const struct ms_piece *p, char *buf,
     size_t len, const char *sep)
 {
-	struct coord	 c;
+	struct acoord	 c;
 	size_t		 off = 0;
 	int		 d;
 
 	if (len > 0)
 		buf[0] = '\0';
-	mesh_coord_of(m, (int)p->atom, &c);
+	atom_coord(m, p->atom, &c);
 	for (d = 0; d < MS__COUNT && off < len; d++)
 		if ((p->fixed >> d & 1) && dim_size(m, d) > 1)
 			off += (size_t)snprintf(buf + off, len - off,
@@ -273,15 +298,15 @@ put_fixed(const struct mesh *m, const struct ms_piece *p, char *buf,
 bool
 ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
 {
-	struct coord	 a, r;
+	struct acoord	 a, r;
 	int		 d, nfixed = 0;
 
 	if (rank < 0)
 		return false;
 	if (p->varied == 0)
 		return atom_space_trivial() && p->atom == (uint32_t)rank;
-	mesh_coord_of(m, (int)p->atom, &a);
-	mesh_coord_of(m, rank, &r);
+	atom_coord(m, p->atom, &a);
+	rank_coord(m, rank, &r);
 	for (d = 0; d < MS__COUNT; d++) {
 		if (!(p->fixed >> d & 1) || dim_size(m, d) == 1)
 			continue;
@@ -296,13 +321,13 @@ ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
 bool
 ms_piece_has(const struct mesh *m, const struct ms_piece *p, uint32_t atom)
 {
-	struct coord	 a, b;
+	struct acoord	 a, b;
 	int		 d;
 
 	if (p->varied == 0)
 		return p->atom == atom;
-	mesh_coord_of(m, (int)p->atom, &a);
-	mesh_coord_of(m, (int)atom, &b);
+	atom_coord(m, p->atom, &a);
+	atom_coord(m, atom, &b);
 	for (d = 0; d < MS__COUNT; d++)
 		if ((p->fixed >> d & 1) && dim_coord(&a, d) != dim_coord(&b, d))
 			return false;

@@ -18,12 +18,15 @@
 
 struct arena;
 
-/* The coordinates a piece can sum over, in the order they are printed. */
-enum ms_dim { MS_PP, MS_DP, MS_TP, MS_EP, MS_ETP, MS_EDP, MS__COUNT };
+/*
+ * The coordinates a piece can sum over, in the order they are printed: the
+ * mesh's, and the micro-batch of an atom (lossnorm.h), "mb".
+ */
+enum ms_dim { MS_PP, MS_DP, MS_TP, MS_EP, MS_ETP, MS_EDP, MS_MB, MS__COUNT };
 
 struct ms_piece {
 	struct rational	 coef;
-	uint32_t	 atom;		/* the lowest rank of the piece */
+	uint32_t	 atom;		/* the lowest atom of the piece */
 	uint32_t	 n;		/* its number of atoms */
 	/*
 	 * Bits (1 << enum ms_dim) of the coordinates summed over; 0 for a

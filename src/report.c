@@ -1637,6 +1637,8 @@ json_mesh(struct json *j, const struct mesh *m)
 	 */
 	json_key_int(j, "dp", m->dp);
 	json_key_int(j, "cp", m->cp);
+	/* The "mb" coordinate of the atoms (gradaudit.yaml(5), loss). */
+	json_key_int(j, "micro_batches", atom_space_micro_batches());
 	json_key_int(j, "pp", m->pp);
 	json_key_int(j, "tp", m->tp);
 	json_key_int(j, "ep", m->ep);

@@ -26,17 +26,17 @@ function coord(r, d,    s) {
 }
 # Add the atoms of piece i of list w, read for rank r, to acc[] as text.
 function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
-    f, fix, member, count) {
+    f, fix, member, count, mb) {
 	if (P[w, i, "sum"] == "") {
 		a = P[w, i, "of"] == "self" ? "g" r : P[w, i, "of"]
 		acc[a] = P[w, i, "coef"]
 		return
 	}
 	ns = split(P[w, i, "sum"], summed, " ")
-	nv = split("pp dp tp", view, " ")
+	nv = split("pp dp tp mb", view, " ")
 	for (k = 1; k <= ns; k++)
-		if (summed[k] !~ /^(pp|dp|tp)$/)
-			nv = split("pp ep etp edp", view, " ")
+		if (summed[k] !~ /^(pp|dp|tp|mb)$/)
+			nv = split("pp ep etp edp mb", view, " ")
 	for (k = 1; k <= nv; k++)
 		fix[view[k]] = 1
 	for (k = 1; k <= ns; k++)
@@ -52,15 +52,25 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 	for (a = 0; a < M["world"]; a++) {
 		member = 1
 		for (d in fix) {
+			if (d == "mb")
+				continue
 			if (P[w, i, "of"] == "self")
 				member = member && coord(a, d) == coord(r, d)
 			else
 				member = member && coord(a, d) == \
 				    ((d in want) ? want[d] : 0)
 		}
-		if (member) {
-			acc["g" a] = P[w, i, "coef"]
-			count++
+		if (!member)
+			continue
+		# The micro-batches: all of them when summed, else the one
+		# "of" names; atoms are "g5m1" only with several.
+		for (mb = 0; mb < M["micro_batches"]; mb++) {
+			if (!("mb" in fix) || mb == (("mb" in want) ? \
+			    want["mb"] : 0)) {
+				acc["g" a (M["micro_batches"] > 1 ? "m" mb : \
+				    "")] = P[w, i, "coef"]
+				count++
+			}
 		}
 	}
 	if (count != P[w, i, "n"])
