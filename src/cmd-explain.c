@@ -347,6 +347,77 @@ no_such_param(const struct model *m, const char *name, const char *file)
 	fputc('\n', stderr);
 }
 
+/*
+ * The chunks of the step (lossnorm.h): each micro-batch's valid tokens on
+ * every dp and cp rank, and the factor its loss gets, in atom units, so
+ * that a wrong weight in the tables can be traced to its count.  Up to
+ * EXPLAIN_MAX_CHUNKS of them; the totals always.
+ */
+#define EXPLAIN_MAX_CHUNKS	64
+
+static void
+print_loss(FILE *fp, const struct model *m, const struct config *cfg)
+{
+	const struct loss_norm *ln = &m->loss;
+	char	 q[48], by[32], scale[32], divisor[32];
+	int	 i, n = ln->chunks < EXPLAIN_MAX_CHUNKS ? ln->chunks :
+		    EXPLAIN_MAX_CHUNKS;
+
+	cfg_key_value(cfg, KEY_NORMALIZE_BY, by, sizeof by);
+	cfg_key_value(cfg, KEY_SCALE, scale, sizeof scale);
+	cfg_key_value(cfg, KEY_DP_DIVISOR, divisor, sizeof divisor);
+	fprintf(fp, "loss: %lld valid tokens of %lld in %d chunks "
+	    "(micro-batches %d x dp %d x cp %d); normalize_by %s, scale %s, "
+	    "dp_divisor %s\n", (long long)ln->total,
+	    (long long)ln->tokens * ln->chunks, ln->chunks,
+	    ln->micro_batches, m->mesh.pure_dp, m->mesh.cp, by, scale,
+	    divisor);
+	q_format(ln->expected, q, sizeof q);
+	fprintf(fp, "  every atom's expected weight, tokens/N: %s\n", q);
+	fprintf(fp, "  chunk           valid  loss factor (atom units)\n");
+	for (i = 0; i < n; i++) {
+		int d = i % m->mesh.dp;
+
+		q_format(ln->coef[i], q, sizeof q);
+		snprintf(by, sizeof by, "m%d dp%d cp%d", i / m->mesh.dp,
+		    d / m->mesh.cp, d % m->mesh.cp);
+		fprintf(fp, "  %-14s %6d  %s\n", by, ln->valid[i], q);
+	}
+	if (n < ln->chunks)
+		fprintf(fp, "  (%d more chunks)\n", ln->chunks - n);
+}
+
+static void
+json_loss(struct json *j, const struct model *m)
+{
+	const struct loss_norm *ln = &m->loss;
+	char	 q[48];
+	int	 i;
+
+	json_key(j, "loss");
+	json_begin_object(j);
+	json_key_int(j, "micro_batches", ln->micro_batches);
+	json_key_int(j, "tokens_per_chunk", ln->tokens);
+	json_key_int(j, "valid_tokens", ln->total);
+	q_format(ln->expected, q, sizeof q);
+	json_key_string(j, "expected_weight", q);
+	json_key(j, "chunks");
+	json_begin_array(j);
+	for (i = 0; i < ln->chunks; i++) {
+		json_begin_object(j);
+		json_key_int(j, "mb", i / m->mesh.dp);
+		/* dp as the cells have it: the index in dp_cp. */
+		json_key_int(j, "dp", i % m->mesh.dp);
+		json_key_int(j, "cp", i % m->mesh.dp % m->mesh.cp);
+		json_key_int(j, "valid", ln->valid[i]);
+		q_format(ln->coef[i], q, sizeof q);
+		json_key_string(j, "factor", q);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	json_end_object(j);
+}
+
 static int
 cmd_explain_exec(struct options *o)
 {
@@ -389,6 +460,7 @@ cmd_explain_exec(struct options *o)
 		json_begin_object(&ex.json);
 		json_key_string(&ex.json, "config", list.v[0].file);
 		json_key_string(&ex.json, "name", list.v[0].name);
+		json_loss(&ex.json, &ctx.model);
 		json_key(&ex.json, "steps");
 		json_begin_array(&ex.json);
 	} else {
@@ -403,6 +475,7 @@ cmd_explain_exec(struct options *o)
 		mesh_format(&ctx.model.mesh, meshline, sizeof meshline);
 		printf("mesh: %s\n", meshline);
 		report_framework(stdout, &list.v[0]);
+		print_loss(stdout, &ctx.model, &list.v[0]);
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}
 	sym_audit(&ctx, &a, hook, &ex);
