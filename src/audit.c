@@ -19,6 +19,9 @@ static const char *const finding_kind_names[FINDING__COUNT] = {
 	[FINDING_WRONG_SCALE] = "wrong-scale",
 	[FINDING_WRONG_GROUP] = "wrong-group",
 	[FINDING_REPLICA_MISMATCH] = "replica-mismatch",
+	[FINDING_OVER_COUNT] = "over-count",
+	[FINDING_UNDER_COUNT] = "under-count",
+	[FINDING_INCONSISTENT_CLIP] = "inconsistent-clip",
 };
 
 const char *

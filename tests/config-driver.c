@@ -86,6 +86,14 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_LAST_STAGE_LAYERS] = "model.last_stage_layers",
 	[KEY_PATTERN] = "model.moe.pattern",
 	[KEY_UNEVEN_PP_SUPPORTED] = "limits.uneven_pp_supported",
+	[KEY_GRAD_NORM] = "grad_norm",
+	[KEY_TP_DUPLICATES] = "grad_norm.tp_duplicates",
+	[KEY_TIED_COPIES] = "grad_norm.tied_copies",
+	[KEY_EXPERT_FILTER] = "grad_norm.expert_filter",
+	[KEY_EXPERT_NORM] = "grad_norm.expert_norm",
+	[KEY_SHARD_GROUP] = "grad_norm.shard_group",
+	[KEY_PP_REDUCE] = "grad_norm.pp_reduce",
+	[KEY_CLIP_RANKS] = "grad_norm.clip_ranks",
 };
 
 static void
