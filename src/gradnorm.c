@@ -185,7 +185,7 @@ gn_plan_build(struct gn_plan *plan, const struct sym_context *ctx)
 		    (enum group_kind)dense_by : GROUP_DP, false,
 		    KEY_SHARD_GROUP, "all-reduce of the dense norm squared "
 		    "over its shard group");
-	add_step(plan, GN_PART_DENSE, GROUP_TP, false, KEY_TP_DUPLICATES,
+	add_step(plan, GN_PART_DENSE, GROUP_TP, false, KEY_GRAD_NORM,
 	    "all-reduce of the dense norm squared over tp");
 	if (plan->expert_part) {
 		if (shard_step_runs(c, expert_by))
@@ -200,7 +200,7 @@ gn_plan_build(struct gn_plan *plan, const struct sym_context *ctx)
 			    KEY_EXPERT_NORM, "all-reduce of the expert norm "
 			    "squared over ep");
 		add_step(plan, GN_PART_EXPERT, GROUP_ETP, false,
-		    KEY_EXPERT_FILTER, "all-reduce of the expert norm squared "
+		    KEY_GRAD_NORM, "all-reduce of the expert norm squared "
 		    "over etp");
 	}
 	if (c->grad_norm.pp_reduce == GN_PP_ALL_REDUCE)

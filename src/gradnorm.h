@@ -41,7 +41,8 @@ struct gn_step {
 	enum gn_part	 part;
 	enum group_kind	 group;
 	bool		 average;	/* AVG instead of SUM */
-	enum cfg_key	 key;		/* the setting that decides it */
+	enum cfg_key	 key;		/* the setting that decides it, or
+					   KEY_GRAD_NORM: it always runs */
 	const char	*label;		/* "all-reduce of the dense norm over tp" */
 };
 
