@@ -362,7 +362,11 @@ pieces_merge(struct gn_piece *v, size_t n)
 {
 	size_t	 i, k = 0;
 
-	qsort(v, n, sizeof *v, piece_order);
+	/* A rank's own pieces come in order: no sort needed then. */
+	for (i = 1; i < n && piece_order(&v[i - 1], &v[i]) <= 0; i++)
+		;
+	if (i < n)
+		qsort(v, n, sizeof *v, piece_order);
 	for (i = 0; i < n; i++) {
 		if (k > 0 && same_place(&v[k - 1], &v[i]) &&
 		    value_order(v[k - 1].value, v[i].value) == 0) {
@@ -382,16 +386,23 @@ static struct plist *
 plist_sum(struct arena *a, struct plist *const *in, size_t n,
     struct rational q)
 {
-	struct plist	*out = arena_alloc(a, sizeof *out);
+	struct plist	*out;
 	size_t		 i, j, len = 0;
+	bool		 one = q_equal(q, q_make(1, 1));
 
+	/* Lists are kept sorted and merged: one of them is its own sum. */
+	if (n == 1 && one)
+		return in[0];
+	out = arena_alloc(a, sizeof *out);
 	for (i = 0; i < n; i++)
 		len += in[i]->n;
 	out->v = len > 0 ? arena_alloc(a, len * sizeof *out->v) : NULL;
 	for (i = 0; i < n; i++)
 		for (j = 0; j < in[i]->n; j++) {
 			out->v[out->n] = in[i]->v[j];
-			out->v[out->n].mult = q_mul(in[i]->v[j].mult, q);
+			if (!one)
+				out->v[out->n].mult = q_mul(in[i]->v[j].mult,
+				    q);
 			out->n++;
 		}
 	out->n = pieces_merge(out->v, out->n);
@@ -709,6 +720,8 @@ run_step(struct gn_run *run, const struct gn_step *s)
 	int			*members, n = mesh_group_size(&m->mesh, s->group);
 	int			 r, i;
 
+	if (n == 1)
+		return;		/* a group of one sums nothing */
 	out = xcalloc(m->mesh.world, sizeof *out);
 	in = xcalloc(n, sizeof *in);
 	members = xcalloc(n, sizeof *members);
@@ -758,7 +771,6 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 	const struct model	*m = run->m;
 	const struct audit	*a = run->audit;
 	struct plist		 pl = { NULL, 0 };
-	struct plist		*one = &pl, *sum;
 	size_t			 i, j, cap = 0;
 	int			 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ?
 				    m->mesh.tp : m->mesh.ep * m->mesh.etp;
@@ -795,10 +807,12 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 		}
 	}
 	free(seen);
-	sum = plist_sum(&run->arena, &one, 1, q_make(1, 1));
+	pl.n = pieces_merge(pl.v, pl.n);
+	*out = arena_alloc(&run->arena, (pl.n + 1) * sizeof **out);
+	if (pl.n > 0)
+		memcpy(*out, pl.v, pl.n * sizeof **out);
+	*nout = pl.n;
 	free(pl.v);
-	*out = sum->v;
-	*nout = sum->n;
 }
 
 static bool
