@@ -20,6 +20,9 @@ static const char *const finding_kind_names[FINDING__COUNT] = {
 	[FINDING_WRONG_GROUP] = "wrong-group",
 	[FINDING_REPLICA_MISMATCH] = "replica-mismatch",
 	[FINDING_WRONG_WEIGHTS] = "wrong-weights",
+	[FINDING_OVER_COUNT] = "over-count",
+	[FINDING_UNDER_COUNT] = "under-count",
+	[FINDING_INCONSISTENT_CLIP] = "inconsistent-clip",
 };
 
 const char *

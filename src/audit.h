@@ -12,6 +12,7 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "lincomb.h"
 #include "mesh.h"
 
 struct config;
@@ -25,6 +26,9 @@ enum finding_kind {
 	FINDING_WRONG_GROUP,		/* reduced over the wrong ranks */
 	FINDING_REPLICA_MISMATCH,	/* replicas disagree, no other cause */
 	FINDING_WRONG_WEIGHTS,		/* right atoms, unequal token weights */
+	FINDING_OVER_COUNT,		/* grad norm counts elements twice */
+	FINDING_UNDER_COUNT,		/* grad norm misses elements */
+	FINDING_INCONSISTENT_CLIP,	/* ranks clip by different norms */
 	FINDING__COUNT
 };
 
@@ -79,6 +83,65 @@ struct finding {
 	const char	*fix;		/* one sentence: what to change */
 };
 
+/*
+ * One term of a norm squared: `mult` times the sum of the squares of
+ * `value` over elements [lo, hi) of shard `shard` of logical parameter
+ * `param` (gradnorm.c).
+ */
+struct gn_piece {
+	int			 param;		/* logical index */
+	int			 shard;		/* shard key (tp or expert coords) */
+	int64_t			 lo, hi;
+	const struct lincomb	*value;
+	struct rational		 mult;
+};
+
+/* How one logical parameter enters a wrong norm. */
+struct gn_mult {
+	const char	*param;
+	struct rational	 min, max;	/* multiplicity of its elements */
+	bool		 values_ok;	/* with its expected gradient */
+};
+
+/* The ranks that compute one norm squared. */
+struct gn_class {
+	int		*ranks;		/* ascending */
+	size_t		 nranks;
+	bool		 correct;
+	struct gn_piece	*pieces;	/* canonical: sorted, coalesced */
+	size_t		 npieces;
+	struct gn_mult	*mults;		/* the parameters counted wrongly */
+	size_t		 nmults;
+};
+
+/* The gradient norm audit of one config (absent when `present` is false). */
+struct grad_norm_result {
+	bool		 present;
+	bool		 correct;	/* every clipping rank's norm is expected */
+	bool		 consistent;	/* every rank clips by one norm */
+	bool		 gradients_wrong; /* a wrong norm only holds wrong grads */
+	bool		 miscounted;	/* some norm counts elements wrongly */
+	int		*class_of;	/* per rank; -1: it never clips */
+	struct gn_class	*classes;
+	size_t		 nclasses;
+
+	/* Numeric audit (run), per rank. */
+	bool		 numeric;
+	bool		 numeric_correct;
+	uint64_t	*hash;		/* of the norm squared */
+	bool		*numeric_ok;	/* equals the reference's */
+	double		*norm;		/* float numerics: the norm */
+	double		*coefficient;	/* float numerics: the clip factor */
+	double		*ulps;		/* float numerics: coefficient's error */
+	uint64_t	 reference_hash;
+	double		 reference_norm;
+	double		 reference_coefficient;
+};
+
+/* The clip_grad every rank clips to (Megatron, NeMo, HF's default). */
+#define GN_CLIP_GRAD	1.0
+#define GN_CLIP_EPS	1e-6
+
 /* sweep: one mesh size or flag of the point an audit is for. */
 struct varied_value {
 	const char	*name;		/* "dp", "tie_embeddings" */
@@ -121,6 +184,8 @@ struct audit {
 	size_t			 nvaried;
 	enum arith		 arith;
 	int			 procs;
+
+	struct grad_norm_result	 grad_norm;	/* gradnorm.c, numeric.c */
 
 	struct arena		 arena;		/* owns everything above */
 };

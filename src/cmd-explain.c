@@ -10,6 +10,7 @@
 #include "arena.h"
 #include "commands.h"
 #include "exitcode.h"
+#include "gradnorm.h"
 #include "json.h"
 #include "layout.h"
 #include "lincomb.h"
@@ -302,6 +303,104 @@ hook(void *arg, const struct sym_run *run, int step)
 }
 
 /* Which params to show: the named one (both tied copies), else the wrong. */
+/* One setting of the gradient norm, its value and where it came from. */
+static void
+norm_setting(struct explain *ex, enum cfg_key k)
+{
+	char	 value[64], origin[512];
+
+	cfg_key_value(ex->config, k, value, sizeof value);
+	cfg_key_origin(ex->config, k, origin, sizeof origin);
+	if (ex->options->format == FORMAT_JSON) {
+		json_begin_object(&ex->json);
+		json_key_string(&ex->json, "key", cfg_key_path(k));
+		json_key_string(&ex->json, "value", value);
+		json_key_string(&ex->json, "from", origin);
+		json_end_object(&ex->json);
+	} else
+		printf("  (%s: %s, from %s)\n", cfg_key_path(k), value, origin);
+}
+
+/*
+ * The gradient norm's plan (gradnorm.h) after the synchronization: the
+ * filters that choose what each rank squares, then the all-reduces of the
+ * partial sums, each with the setting that decided it.
+ */
+static void
+explain_norm(struct explain *ex, const struct sym_context *ctx)
+{
+	static const enum cfg_key filters[] = {
+		KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER,
+		KEY_EXPERT_NORM, KEY_CLIP_RANKS
+	};
+	static const struct {
+		enum cfg_key	 key;
+		const char	*what;
+	} removable[] = {
+		{ KEY_SHARD_GROUP, "all-reduce over the dense shard group" },
+		{ KEY_PP_REDUCE, "all-reduce over pp" }
+	};
+	struct gn_plan	 plan;
+	char		 what[160];
+	size_t		 i;
+	int		 s;
+	bool		 json = ex->options->format == FORMAT_JSON;
+
+	gn_plan_build(&plan, ctx);
+	if (json) {
+		json_key(&ex->json, "grad_norm");
+		json_begin_object(&ex->json);
+		json_key(&ex->json, "filters");
+		json_begin_array(&ex->json);
+	} else
+		printf("\ngradient norm: each rank squares the elements its "
+		    "optimizer uses, filtered by\n");
+	for (i = 0; i < sizeof filters / sizeof filters[0]; i++)
+		norm_setting(ex, filters[i]);
+	if (json) {
+		json_end_array(&ex->json);
+		json_key(&ex->json, "steps");
+		json_begin_array(&ex->json);
+	}
+	for (s = 0; s < plan.nsteps; s++) {
+		gn_step_describe(&plan.steps[s], what, sizeof what);
+		if (json) {
+			json_begin_object(&ex->json);
+			json_key_int(&ex->json, "step", s + 1);
+			json_key_string(&ex->json, "does", what);
+			if (plan.steps[s].key != KEY_GRAD_NORM) {
+				json_key(&ex->json, "setting");
+				norm_setting(ex, plan.steps[s].key);
+			}
+			json_end_object(&ex->json);
+		} else {
+			printf("norm step %d: %s\n", s + 1, what);
+			if (plan.steps[s].key != KEY_GRAD_NORM)
+				norm_setting(ex, plan.steps[s].key);
+		}
+	}
+	/* The settings that took a step away say so too. */
+	if (json) {
+		json_end_array(&ex->json);
+		json_key(&ex->json, "skipped");
+		json_begin_array(&ex->json);
+	}
+	for (i = 0; i < sizeof removable / sizeof removable[0]; i++) {
+		for (s = 0; s < plan.nsteps; s++)
+			if (plan.steps[s].key == removable[i].key)
+				break;
+		if (s < plan.nsteps)
+			continue;
+		if (!json)
+			printf("no %s\n", removable[i].what);
+		norm_setting(ex, removable[i].key);
+	}
+	if (json) {
+		json_end_array(&ex->json);
+		json_end_object(&ex->json);
+	}
+}
+
 static int
 select_params(struct explain *ex, const struct sym_context *ctx,
     const struct audit *a, const char *name)
@@ -427,6 +526,7 @@ cmd_explain_exec(struct options *o)
 	struct explain		 ex;
 	const char		*name = o->nargs > 1 ? o->args[1] : NULL;
 	int			 status;
+	bool			 show_norm;
 	char			**args = o->args;
 
 	o->nargs = 1;
@@ -453,6 +553,9 @@ cmd_explain_exec(struct options *o)
 		goto out;
 	}
 	status = a.consistent && a.correct ? EXIT_OK : EXIT_WRONG;
+	/* The text shows the norm's plan where it is at fault, or with -v. */
+	show_norm = a.grad_norm.miscounted || !a.grad_norm.consistent ||
+	    o->verbose;
 	collect_faulty(&ex, &a);
 	audit_free(&a);
 	if (o->format == FORMAT_JSON) {
@@ -481,6 +584,7 @@ cmd_explain_exec(struct options *o)
 	sym_audit(&ctx, &a, hook, &ex);
 	if (o->format == FORMAT_JSON) {
 		json_end_array(&ex.json);
+		explain_norm(&ex, &ctx);
 		/*
 		 * The verdicts and findings: the steps above already show the
 		 * selected parameters' values, and the whole audit of a large
@@ -493,6 +597,8 @@ cmd_explain_exec(struct options *o)
 		struct report_options ro = { .verbose = o->verbose,
 		    .quiet = o->quiet, .color = options_use_color(o, stdout) };
 
+		if (show_norm)
+			explain_norm(&ex, &ctx);
 		printf("\n");
 		report_text(stdout, &a, &ro);
 	}

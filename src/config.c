@@ -41,6 +41,13 @@ _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_avg_scale) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_tp_duplicates) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_tied_copies) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_expert_filter) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_expert_norm) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_shard_group) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
@@ -117,6 +124,21 @@ static const char *const tied_start_words[] = {
 static const char *const tied_bucket_words[] = {
 	"shared", "own", "own-if-distopt-pp", NULL
 };
+static const char *const gn_tp_dup_words[] = {
+	"once", "every-tp-rank", NULL
+};
+static const char *const gn_tied_words[] = { "once", "both", NULL };
+static const char *const gn_expert_filter_words[] = {
+	"expert-tp", "dense-tp", NULL
+};
+static const char *const gn_expert_norm_words[] = {
+	"sum", "average", "local", "omit", NULL
+};
+static const char *const gn_shard_words[] = {
+	"if-sharded", "always", "never", NULL
+};
+static const char *const gn_pp_words[] = { "all-reduce", "none", NULL };
+static const char *const gn_clip_words[] = { "all", "tp-rank-0", NULL };
 
 static const char *const normalize_words[] = {
 	"global", "global-without-cp", "global-cp-duplicated", "rank",
@@ -287,6 +309,21 @@ static const struct key_def keys[KEY__COUNT] = {
 	    data_size_words),
 	[KEY_DP_GROUP] = WORD("sync.dp_group", KEY_SYNC, sync.dp_group,
 	    dp_group_words),
+	[KEY_GRAD_NORM] = SECTION("grad_norm", ROOT, NO_FIELD),
+	[KEY_TP_DUPLICATES] = WORD("grad_norm.tp_duplicates", KEY_GRAD_NORM,
+	    grad_norm.tp_duplicates, gn_tp_dup_words),
+	[KEY_TIED_COPIES] = WORD("grad_norm.tied_copies", KEY_GRAD_NORM,
+	    grad_norm.tied_copies, gn_tied_words),
+	[KEY_EXPERT_FILTER] = WORD("grad_norm.expert_filter", KEY_GRAD_NORM,
+	    grad_norm.expert_filter, gn_expert_filter_words),
+	[KEY_EXPERT_NORM] = WORD("grad_norm.expert_norm", KEY_GRAD_NORM,
+	    grad_norm.expert_norm, gn_expert_norm_words),
+	[KEY_SHARD_GROUP] = WORD("grad_norm.shard_group", KEY_GRAD_NORM,
+	    grad_norm.shard_group, gn_shard_words),
+	[KEY_PP_REDUCE] = WORD("grad_norm.pp_reduce", KEY_GRAD_NORM,
+	    grad_norm.pp_reduce, gn_pp_words),
+	[KEY_CLIP_RANKS] = WORD("grad_norm.clip_ranks", KEY_GRAD_NORM,
+	    grad_norm.clip_ranks, gn_clip_words),
 };
 
 /* The state of one cfg_load call. */

@@ -63,6 +63,49 @@ enum expert_divisor {		/* sync.expert_grad_divisor */
 	EXPERT_DIVISOR_EDP	/* "edp" */
 };
 
+/*
+ * grad_norm: which elements each rank puts into its gradient norm and over
+ * which groups the partial sums are all-reduced (gradnorm.h).  The first
+ * spelling of each is correct; the others model real bugs.
+ */
+enum gn_tp_duplicates {		/* grad_norm.tp_duplicates */
+	GN_TP_DUP_ONCE,		/* "once": tp rank 0 only (Megatron's filter) */
+	GN_TP_DUP_EVERY_RANK	/* "every-tp-rank": TE PR #715, NeMo-RL #3788 */
+};
+
+enum gn_tied_copies {		/* grad_norm.tied_copies */
+	GN_TIED_ONCE,		/* "once": the first stage's copy */
+	GN_TIED_BOTH		/* "both": Megatron PR #7227 */
+};
+
+enum gn_expert_filter {		/* grad_norm.expert_filter */
+	GN_EXPERT_FILTER_EXPERT_TP,	/* "expert-tp" */
+	GN_EXPERT_FILTER_DENSE_TP	/* "dense-tp": Megatron PR #5916 */
+};
+
+enum gn_expert_norm {		/* grad_norm.expert_norm */
+	GN_EXPERT_SUM,		/* "sum": summed over ep */
+	GN_EXPERT_AVERAGE,	/* "average": DeepSpeed #8469, #5259 */
+	GN_EXPERT_LOCAL,	/* "local": Colossal-AI #2192 */
+	GN_EXPERT_OMIT		/* "omit": DeepSpeed PR #8613 */
+};
+
+enum gn_shard_group {		/* grad_norm.shard_group */
+	GN_SHARD_IF_SHARDED,	/* "if-sharded" */
+	GN_SHARD_ALWAYS,	/* "always": VeOmni PR #862 */
+	GN_SHARD_NEVER		/* "never": SpecForge PR #663 */
+};
+
+enum gn_pp_reduce {		/* grad_norm.pp_reduce */
+	GN_PP_ALL_REDUCE,	/* "all-reduce" */
+	GN_PP_NONE		/* "none": torchtitan #596 */
+};
+
+enum gn_clip_ranks {		/* grad_norm.clip_ranks */
+	GN_CLIP_ALL,		/* "all" */
+	GN_CLIP_TP_RANK_0	/* "tp-rank-0": BLOOM-176B */
+};
+
 /* layout.bucket_stages: which pipeline stages split a buffer into buckets */
 enum bucket_stages {
 	BUCKET_STAGES_ALL,	/* "all" */
@@ -163,6 +206,8 @@ enum cfg_key {
 	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED,
 	KEY_CP, KEY_MICRO_BATCHES, KEY_LOSS, KEY_VALID_TOKENS,
 	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_DP_GROUP,
+	KEY_GRAD_NORM, KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER,
+	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
 	KEY__COUNT
 };
 
@@ -242,6 +287,17 @@ struct config {
 		enum data_size		dp_divisor;
 		enum dp_group_choice	dp_group;
 	} sync;
+
+	/* How the gradient norm for clipping is computed (gradnorm.h). */
+	struct {
+		enum gn_tp_duplicates	tp_duplicates;
+		enum gn_tied_copies	tied_copies;
+		enum gn_expert_filter	expert_filter;
+		enum gn_expert_norm	expert_norm;
+		enum gn_shard_group	shard_group;
+		enum gn_pp_reduce	pp_reduce;
+		enum gn_clip_ranks	clip_ranks;
+	} grad_norm;
 
 	/*
 	 * What the framework can run at all: a config that needs more is a

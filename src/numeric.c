@@ -52,6 +52,7 @@
 #include "collective.h"
 #include "config.h"
 #include "exitcode.h"
+#include "gradnorm.h"
 #include "hash.h"
 #include "kernels.h"
 #include "layout.h"
@@ -1220,6 +1221,242 @@ compare_all(const struct model *m, const struct gathered *gv,
 }
 
 /*
+ * The gradient norm (gradnorm.h) on the real gradients: every hosted rank
+ * squares the used elements its filters keep into a dense and an expert
+ * partial sum, in the audit's numerics, the plan's all-reduces run as real
+ * collectives, and process 0 gathers every rank's norm squared.  Returns
+ * the world's norms squared on process 0, NULL elsewhere.
+ */
+static union num *
+norm_on_ranks(struct engine *eng, const struct sym_context *ctx)
+{
+	const struct model	*m = eng->model;
+	struct gn_plan		 plan;
+	struct outbox		 ob = { 0 };
+	struct inbox		 in;
+	union num		*val, **vec, *all = NULL, *p;
+	int64_t			*len, used[16][2], k;
+	size_t			 j;
+	int			 i, q, n, r, s, part, root = 0;
+	bool			 added = false;
+
+	gn_plan_build(&plan, ctx);
+	val = xcalloc((size_t)eng->nranks * GN_PART__COUNT, sizeof(*val));
+	vec = xcalloc((size_t)eng->nranks, sizeof(*vec));
+	len = xcalloc((size_t)eng->nranks, sizeof(*len));
+	for (i = 0; i < eng->nranks; i++) {
+		struct rank_state *rs = &eng->ranks[i];
+
+		len[i] = 1;
+		for (q = 0; q < m->nparams; q++) {
+			if (rs->pgrad[q] == NULL || (part = gn_part_of(&plan,
+			    m, q, &rs->coord)) < 0)
+				continue;
+			n = syncplan_used_ranges(m, &ctx->layout, q, rs->rank,
+			    used, 16);
+			for (r = 0; r < n; r++)
+				for (k = used[r][0]; k < used[r][1]; k++)
+					val[i * GN_PART__COUNT + part] =
+					    num_add(val[i * GN_PART__COUNT +
+					    part], num_mul(rs->pgrad[q][k],
+					    rs->pgrad[q][k]));
+		}
+	}
+	for (s = 0; s <= plan.nsteps; s++) {
+		if (!added && (s == plan.nsteps ||
+		    plan.steps[s].part == GN_PART_TOTAL)) {
+			/* ChainedOptimizer: the parts' squares add up. */
+			for (i = 0; i < eng->nranks; i++)
+				val[i * GN_PART__COUNT + GN_PART_TOTAL] =
+				    num_add(val[i * GN_PART__COUNT +
+				    GN_PART_DENSE], val[i * GN_PART__COUNT +
+				    GN_PART_EXPERT]);
+			added = true;
+		}
+		if (s == plan.nsteps)
+			break;
+		for (i = 0; i < eng->nranks; i++)
+			vec[i] = &val[i * GN_PART__COUNT + plan.steps[s].part];
+		coll_all_reduce(&eng->comm, plan.steps[s].group, vec, len,
+		    plan.steps[s].average);
+	}
+	for (i = 0; i < eng->nranks; i++) {
+		p = xcalloc(1, sizeof(*p));
+		*p = val[i * GN_PART__COUNT + GN_PART_TOTAL];
+		outbox_add(&ob, eng->ranks[i].rank, root, TAG_COLLECT, p,
+		    sizeof(*p));
+	}
+	coll_exchange(&eng->comm, &ob, &in);
+	if (eng->comm.transport->proc == transport_host_of(eng->comm.transport,
+	    root)) {
+		all = xcalloc((size_t)m->mesh.world, sizeof(*all));
+		for (j = 0; j < in.n; j++) {
+			if (in.v[j].len != sizeof(*all) || in.v[j].src < 0 ||
+			    in.v[j].src >= m->mesh.world)
+				fatalx("numeric: bad norm from rank %d",
+				    in.v[j].src);
+			memcpy(&all[in.v[j].src], in.v[j].data, sizeof(*all));
+		}
+	}
+	coll_release(&eng->comm, &in);
+	free(val);
+	free(vec);
+	free(len);
+	return all;
+}
+
+/* The norm squared of the reference: every logical element once. */
+static union num
+reference_norm(const struct model *m, union num **ref)
+{
+	union num	 sum;
+	int64_t		 e;
+	int		 l;
+
+	memset(&sum, 0, sizeof(sum));
+	for (l = 0; l < m->nlogical; l++)
+		for (e = 0; e < m->params[m->logical[l].instance[0]].elems;
+		    e++)
+			sum = num_add(sum, num_mul(ref[l][e], ref[l][e]));
+	return sum;
+}
+
+/* The symbolic norm squared of a class evaluated on the numeric atoms. */
+static union num
+class_norm(const struct model *m, const struct gathered *gv,
+    const struct audit *audit, const struct gn_class *cl, int64_t *nelems)
+{
+	union num	 sum, part, *v;
+	double		*mag;
+	size_t		 i;
+	int64_t		 e, n;
+	int		 lp;
+
+	memset(&sum, 0, sizeof(sum));
+	*nelems = 0;
+	for (i = 0; i < cl->npieces; i++) {
+		const struct gn_piece *pc = &cl->pieces[i];
+
+		if ((lp = logical_by_name(m, audit->params[pc->param].name)) <
+		    0)
+			fatalx("numeric: norm of an unknown parameter");
+		n = pc->hi - pc->lo;
+		v = xcalloc((size_t)n, sizeof(*v));
+		mag = xcalloc((size_t)n, sizeof(*mag));
+		eval_expression(m, gv, lp, pc->value, pc->lo, pc->hi, v, mag);
+		memset(&part, 0, sizeof(part));
+		for (e = 0; e < n; e++)
+			part = num_add(part, num_mul(v[e], v[e]));
+		sum = num_add(sum, num_mul(num_from_rational(pc->mult), part));
+		*nelems += n;
+		free(v);
+		free(mag);
+	}
+	return sum;
+}
+
+static double
+clip_coefficient(double norm2)
+{
+	double	c = GN_CLIP_GRAD / (sqrt(norm2) + GN_CLIP_EPS);
+
+	return num_round(c < 1 ? c : 1);
+}
+
+/*
+ * Process 0: every rank's norm squared against the reference's (the
+ * verdict) and against its symbolic value evaluated on the atoms (the
+ * self-check).  In floats, the clip coefficient min(1, clip / (norm +
+ * eps)) is reported with its distance in ulps; the verdict compares the
+ * norms squared within the reference tolerance, since a coefficient of 1
+ * hides a wrong norm below the clip value.
+ */
+static bool
+compare_norms(const struct model *m, const struct gathered *gv,
+    union num **ref, const union num *norm2, struct audit *audit,
+    struct self_check *sc)
+{
+	struct grad_norm_result	*g = &audit->grad_norm;
+	union num		 rn = reference_norm(m, ref), *sym;
+	bool			*have, all_ok = true;
+	int64_t			*nel;
+	double			 tol;
+	int			 r, c, world = m->mesh.world;
+
+	g->hash = arena_alloc(&audit->arena, world * sizeof(*g->hash));
+	g->numeric_ok = arena_alloc(&audit->arena, world *
+	    sizeof(*g->numeric_ok));
+	g->norm = arena_alloc(&audit->arena, world * sizeof(*g->norm));
+	g->coefficient = arena_alloc(&audit->arena, world *
+	    sizeof(*g->coefficient));
+	g->ulps = arena_alloc(&audit->arena, world * sizeof(*g->ulps));
+	g->reference_hash = hash_nums(&rn, 1);
+	if (num_arith != ARITH_EXACT) {
+		g->reference_norm = sqrt(rn.d);
+		g->reference_coefficient = clip_coefficient(rn.d);
+	}
+	sym = xcalloc(g->nclasses + 1, sizeof(*sym));
+	have = xcalloc(g->nclasses + 1, sizeof(*have));
+	nel = xcalloc(g->nclasses + 1, sizeof(*nel));
+	for (r = 0; r < world; r++) {
+		/* A rank that never clips acts as if its norm were 0. */
+		if (!gn_clips(m, r)) {
+			union num zero;
+
+			memset(&zero, 0, sizeof(zero));
+			g->hash[r] = hash_nums(&zero, 1);
+			g->numeric_ok[r] = false;
+			g->coefficient[r] = 1;
+			g->ulps[r] = num_arith == ARITH_EXACT ? 0 :
+			    ulp_distance(1, g->reference_coefficient);
+			all_ok = false;
+			continue;
+		}
+		g->hash[r] = hash_nums(&norm2[r], 1);
+		if (num_arith == ARITH_EXACT)
+			g->numeric_ok[r] = norm2[r].f == rn.f;
+		else {
+			g->norm[r] = sqrt(norm2[r].d);
+			g->coefficient[r] = clip_coefficient(norm2[r].d);
+			g->ulps[r] = ulp_distance(g->coefficient[r],
+			    g->reference_coefficient);
+			g->numeric_ok[r] = fabs(norm2[r].d - rn.d) <=
+			    reference_tolerance() * fabs(rn.d);
+		}
+		all_ok = all_ok && g->numeric_ok[r];
+		if ((c = g->class_of[r]) < 0)
+			continue;
+		if (!have[c]) {
+			sym[c] = class_norm(m, gv, audit, &g->classes[c],
+			    &nel[c]);
+			have[c] = true;
+		}
+		tol = expression_tolerance() * (double)(nel[c] + 1) *
+		    fabs(sym[c].d);
+		if (num_arith == ARITH_EXACT ? sym[c].f != norm2[r].f :
+		    fabs(sym[c].d - norm2[r].d) > tol) {
+			if (sc->failures++ < NUM_MAX_MESSAGES)
+				fprintf(stderr, "%s: self-check failed: the "
+				    "gradient norm of rank %d differs from "
+				    "its symbolic value\n", progname, r);
+		}
+		/* Exact, symbolically right: numerically right too. */
+		if (num_arith == ARITH_EXACT && g->classes[c].correct &&
+		    !g->numeric_ok[r] && sc->failures++ < NUM_MAX_MESSAGES)
+			fprintf(stderr, "%s: self-check failed: the gradient "
+			    "norm of rank %d differs from the reference's "
+			    "although it counts every element once\n",
+			    progname, r);
+	}
+	free(sym);
+	free(have);
+	free(nel);
+	g->numeric = true;
+	g->numeric_correct = all_ok;
+	return all_ok;
+}
+
+/*
  * The numeric verdict of the audit: correct iff every used cell holds its
  * region of the reference.  It reads only what compare_region measured
  * (numeric_ok), never the symbolic ok, so that the tests can hold the two
@@ -1367,7 +1604,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	struct gathered			 gv;
 	struct self_check		 sc;
 	struct progress_count		 pc = { false, 0 };
-	union num			***atoms, **ref = NULL;
+	union num			***atoms, **ref = NULL, *norm2;
 	int				*key, k, i, status = EXIT_OK;
 	int64_t				 total;
 	bool				 root;
@@ -1402,6 +1639,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	atoms = run_step(&eng, &pc);
 	run_sync(&eng, &ctx->layout, &ctx->plan, &pc);
 	test_corruption(&eng);
+	norm2 = norm_on_ranks(&eng, ctx);
 
 	memset(&gv, 0, sizeof(gv));
 	gather_values(&eng, atoms, &gv);
@@ -1410,6 +1648,8 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		memset(&sc, 0, sizeof(sc));
 		arena_init(&sc.arena);
 		compare_all(m, &gv, ref, audit, &sc, &pc);
+		if (audit->grad_norm.present)
+			compare_norms(m, &gv, ref, norm2, audit, &sc);
 		if (sc.failures > NUM_MAX_MESSAGES)
 			fprintf(stderr, "%s: self-check failed on %d more "
 			    "regions\n", progname, sc.failures -
@@ -1420,7 +1660,9 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		evaluated_free(&sc.value);
 		evaluated_free(&sc.expected);
 		audit->numeric = true;
-		audit->numeric_correct = numeric_verdict(audit);
+		audit->numeric_correct = numeric_verdict(audit) &&
+		    (!audit->grad_norm.present ||
+		    audit->grad_norm.numeric_correct);
 		audit->arith = options->arith;
 		audit->procs = transport->nprocs;
 		for (k = 0; k < m->nlogical; k++)
@@ -1430,6 +1672,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (pc.on)
 		progress_end();
 
+	free(norm2);
 	gathered_free(&eng, &gv, m->mesh.world);
 	for (i = 0; i < eng.nranks; i++) {
 		for (k = 0; k < m->nparams; k++)

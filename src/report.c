@@ -511,6 +511,8 @@ plural(int64_t n)
 	return n == 1 ? "" : "s";
 }
 
+static int	grad_norm_wrong_ranks(const struct grad_norm_result *, int);
+
 /*
  * "N of M" takes the noun of M: "1 of 1 parameter wrong on 1 of 4
  * ranks".  A single correct parameter is not "all 1".
@@ -531,6 +533,22 @@ report_summary(const struct audit *a)
 		xasprintf(&s, "%d of %zu parameter%s wrong on %d of %d rank%s",
 		    wrong, a->nparams, plural((int64_t)a->nparams),
 		    audit_wrong_ranks(a), world, plural(world));
+	if (a->grad_norm.present && !a->grad_norm.consistent) {
+		char *t;
+
+		xasprintf(&t, "%s; the ranks clip by different gradient norms",
+		    s);
+		free(s);
+		s = t;
+	} else if (a->grad_norm.present && a->grad_norm.miscounted) {
+		char *t;
+
+		xasprintf(&t, "%s; gradient norm wrong on %d of %d rank%s", s,
+		    grad_norm_wrong_ranks(&a->grad_norm, world), world,
+		    plural(world));
+		free(s);
+		s = t;
+	}
 	return s;
 }
 
@@ -1491,6 +1509,125 @@ print_findings(struct text *t)
 		putc('\n', t->fp);
 }
 
+/* Ranks whose norm is wrong: in a wrong class, or never clipping. */
+static int
+grad_norm_wrong_ranks(const struct grad_norm_result *g, int world)
+{
+	int	r, n = 0;
+
+	for (r = 0; r < world; r++)
+		if (g->class_of[r] < 0 || !g->classes[g->class_of[r]].correct)
+			n++;
+	return n;
+}
+
+/* "2", "0..1": how many times a parameter's elements enter a norm. */
+static void
+put_multiplicity(FILE *fp, const struct gn_mult *m)
+{
+	char	lo[48], hi[48];
+
+	q_format(m->min, lo, sizeof lo);
+	q_format(m->max, hi, sizeof hi);
+	if (q_equal(m->min, m->max))
+		fputs(lo, fp);
+	else
+		fprintf(fp, "%s..%s", lo, hi);
+}
+
+/* One set of ranks and the norm they compute. */
+static void
+put_norm_row(struct text *t, const int *ranks, size_t n, int c)
+{
+	const struct grad_norm_result *g = &t->audit->grad_norm;
+	const struct gn_class *cl = c >= 0 ? &g->classes[c] : NULL;
+	bool	 ok = cl != NULL && cl->correct;
+	char	 hex[17];
+
+	fputs("  ", t->fp);
+	put_rank_list(t->fp, ranks, n);
+	fputs(": ", t->fp);
+	if (g->numeric && c >= 0 && t->audit->arith == ARITH_EXACT) {
+		hash_hex(g->hash[ranks[0]], hex);
+		fprintf(t->fp, "norm^2 %.8s ", hex);
+	} else if (g->numeric && c >= 0)
+		fprintf(t->fp, "norm %.9g, clip coefficient %.9g (%.0f ulps) ",
+		    g->norm[ranks[0]], g->coefficient[ranks[0]],
+		    g->ulps[ranks[0]]);
+	if (g->numeric)
+		ok = ok && g->numeric_ok[ranks[0]];
+	fprintf(t->fp, "%s%s%s", paint(t, ok ? ANSI_GREEN : ANSI_RED),
+	    ok ? "ok" : "DIFF", paint(t, ANSI_RESET));
+	if (cl == NULL)
+		fputs(" (never clips)", t->fp);
+	else if (!cl->correct && cl->nmults == 0)
+		fputs(" (counts other elements)", t->fp);
+	putc('\n', t->fp);
+}
+
+/*
+ * The gradient norm clipping divides by (gradnorm.h): a line per set of
+ * ranks computing one norm, its numeric value against the reference's with
+ * ok or DIFF, then how many times each wrongly counted parameter enters a
+ * wrong norm.  Shown when a norm is wrong or the ranks disagree, or -v.
+ */
+static void
+print_grad_norm(struct text *t)
+{
+	const struct audit		*a = t->audit;
+	const struct grad_norm_result	*g = &a->grad_norm;
+	int				*ranks;
+	size_t				 c, n, i;
+	int				 r;
+	char				 hex[17];
+
+	/* A norm wrong only by wrong gradients says nothing new. */
+	if (!g->present || (!g->miscounted && g->consistent &&
+	    !t->opt->verbose))
+		return;
+	fprintf(t->fp, "%sgradient norm%s: %s\n", paint(t, ANSI_BOLD),
+	    paint(t, ANSI_RESET), g->correct && g->consistent ? "every rank "
+	    "counts every element once" : !g->consistent ? "the ranks clip "
+	    "by different norms" : "wrong");
+	ranks = xcalloc((size_t)a->mesh.world + 1, sizeof(*ranks));
+	for (c = 0; c < g->nclasses; c++)
+		put_norm_row(t, g->classes[c].ranks, g->classes[c].nranks,
+		    (int)c);
+	for (n = 0, r = 0; r < a->mesh.world; r++)
+		if (g->class_of[r] < 0)
+			ranks[n++] = r;
+	if (n > 0)
+		put_norm_row(t, ranks, n, -1);
+	free(ranks);
+	if (g->numeric && a->arith == ARITH_EXACT) {
+		hash_hex(g->reference_hash, hex);
+		fprintf(t->fp, "  reference: norm^2 %.8s\n", hex);
+	} else if (g->numeric)
+		fprintf(t->fp, "  reference: norm %.9g, clip coefficient %.9g\n",
+		    g->reference_norm, g->reference_coefficient);
+	for (c = 0; c < g->nclasses; c++) {
+		const struct gn_class *cl = &g->classes[c];
+
+		if (cl->correct || cl->nmults == 0)
+			continue;
+		fputs("  times each element enters the norm of ", t->fp);
+		put_rank_list(t->fp, cl->ranks, cl->nranks);
+		fputs(" (expected 1):\n", t->fp);
+		for (i = 0; i < cl->nmults; i++) {
+			fprintf(t->fp, "    %-32s ", cl->mults[i].param);
+			put_multiplicity(t->fp, &cl->mults[i]);
+			if (!cl->mults[i].values_ok)
+				fputs(", with wrong gradients", t->fp);
+			putc('\n', t->fp);
+		}
+	}
+	if (g->gradients_wrong)
+		fputs("  (a norm that counts every element once is still "
+		    "wrong where the gradients are: see the parameters "
+		    "above)\n", t->fp);
+	putc('\n', t->fp);
+}
+
 static void
 print_consistent(struct text *t)
 {
@@ -1582,6 +1719,7 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 			fprintf(fp, "(%zu more table%s: -v shows them all, "
 			    "--param NAME one)\n\n", titles,
 			    plural((int64_t)titles));
+		print_grad_norm(&t);
 		print_consistent(&t);
 	}
 	print_summary(&t);
@@ -1992,6 +2130,84 @@ json_counts(struct json *j, const struct audit *a)
 	json_end_object(j);
 }
 
+/*
+ * "grad_norm": the norms the ranks clip by (gradnorm.h): one class per
+ * distinct norm with its ranks and, when wrong, the multiplicity of each
+ * wrongly counted parameter; after a numeric audit, every rank's norm
+ * squared against the reference's.
+ */
+static void
+json_grad_norm(struct json *j, const struct audit *a)
+{
+	const struct grad_norm_result	*g = &a->grad_norm;
+	size_t				 c, i;
+	int				 r;
+	char				 q[48];
+
+	if (!g->present)
+		return;
+	json_key(j, "grad_norm");
+	json_begin_object(j);
+	json_key_bool(j, "correct", g->correct);
+	json_key_bool(j, "consistent", g->consistent);
+	json_key_bool(j, "gradients_wrong", g->gradients_wrong);
+	json_key_double(j, "clip_grad", GN_CLIP_GRAD);
+	json_key(j, "classes");
+	json_begin_array(j);
+	for (c = 0; c < g->nclasses; c++) {
+		const struct gn_class *cl = &g->classes[c];
+
+		json_begin_object(j);
+		json_key_ranges(j, "ranks", cl->ranks, cl->nranks);
+		json_key_bool(j, "correct", cl->correct);
+		json_key(j, "multiplicities");
+		json_begin_array(j);
+		for (i = 0; i < cl->nmults; i++) {
+			json_begin_object(j);
+			json_key_string(j, "param", cl->mults[i].param);
+			q_format(cl->mults[i].min, q, sizeof q);
+			json_key_string(j, "min", q);
+			q_format(cl->mults[i].max, q, sizeof q);
+			json_key_string(j, "max", q);
+			json_key_bool(j, "values_ok", cl->mults[i].values_ok);
+			json_end_object(j);
+		}
+		json_end_array(j);
+		json_end_object(j);
+	}
+	json_end_array(j);
+	if (g->numeric) {
+		json_key_hash(j, "reference_hash", g->reference_hash);
+		if (a->arith != ARITH_EXACT) {
+			json_key_double(j, "reference_norm", g->reference_norm);
+			json_key_double(j, "reference_coefficient",
+			    g->reference_coefficient);
+		}
+		json_key_bool(j, "numeric_correct", g->numeric_correct);
+		json_key(j, "ranks");
+		json_begin_array(j);
+		for (r = 0; r < a->mesh.world; r++) {
+			int k = g->class_of[r];
+
+			json_begin_object(j);
+			json_key_int(j, "rank", r);
+			json_key_bool(j, "clips", k >= 0);
+			json_key_bool(j, "ok", k >= 0 && g->classes[k].correct);
+			json_key_hash(j, "hash", g->hash[r]);
+			json_key_bool(j, "numeric_ok", g->numeric_ok[r]);
+			if (a->arith != ARITH_EXACT) {
+				json_key_double(j, "norm", g->norm[r]);
+				json_key_double(j, "coefficient",
+				    g->coefficient[r]);
+				json_key_double(j, "ulps", g->ulps[r]);
+			}
+			json_end_object(j);
+		}
+		json_end_array(j);
+	}
+	json_end_object(j);
+}
+
 /* Everything of the object but params and findings, and its opening. */
 static void
 json_head(struct json *j, const struct audit *a)
@@ -2040,6 +2256,7 @@ report_json(struct json *j, const struct audit *a,
 		json_param(j, a, &a->params[i], opt != NULL && opt->expand);
 	json_end_array(j);
 	json_findings(j, a);
+	json_grad_norm(j, a);
 	json_end_object(j);
 }
 
@@ -2048,5 +2265,6 @@ report_json_summary(struct json *j, const struct audit *a)
 {
 	json_head(j, a);
 	json_findings(j, a);
+	json_grad_norm(j, a);
 	json_end_object(j);
 }

@@ -20,6 +20,7 @@
 #include "arena.h"
 #include "config.h"
 #include "framework.h"
+#include "gradnorm.h"
 #include "layout.h"
 #include "lincomb.h"
 #include "lossnorm.h"
@@ -480,28 +481,19 @@ init_values(struct sym_run *run)
 
 /* ---- expected values ------------------------------------------------- */
 
-
-/*
- * Ranks that hold the same part of a logical parameter share a shard key:
- * the tp coordinate for tp-sharded weights, the expert coordinates for
- * expert weights, nothing for replicated ones.
- */
-static int
-shard_key(const struct sym_run *run, const struct param *p, int rank)
+int
+sym_shard_key(const struct model *m, const struct param *p,
+    const struct coord *c)
 {
-	const struct model *m = run->model;
-	struct coord	c;
-
-	run_coord(run, rank, &c);
 	switch (p->role) {
 	case ROLE_EMBEDDING:
 	case ROLE_OUTPUT:
 	case ROLE_COLUMN:
 	case ROLE_ROW:
-		return c.tp;
+		return c->tp;
 	case ROLE_EXPERT_FC1:
 	case ROLE_EXPERT_FC2:
-		return c.ep * m->mesh.etp + c.etp;
+		return c->ep * m->mesh.etp + c->etp;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
 	case ROLE_ROUTER:
@@ -509,6 +501,15 @@ shard_key(const struct sym_run *run, const struct param *p, int rank)
 		break;
 	}
 	return 0;
+}
+
+static int
+shard_key(const struct sym_run *run, const struct param *p, int rank)
+{
+	struct coord	c;
+
+	run_coord(run, rank, &c);
+	return sym_shard_key(run->model, p, &c);
 }
 
 static int
@@ -1635,6 +1636,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	for (l = 0; l < m->nlogical; l++)
 		if (!a->params[l].correct || !a->params[l].consistent)
 			explain_param(&fl, &run, l, &a->params[l]);
+	/* The norm clipping divides by, from the cells just made. */
+	gn_audit(ctx, a);
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);

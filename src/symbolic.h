@@ -62,6 +62,14 @@ void	 sym_context_free(struct sym_context *);
  */
 uint32_t sym_atom_of(const struct sym_context *, int param, int rank);
 
+/*
+ * Ranks that hold the same part of a logical parameter share a shard key:
+ * the tp coordinate for tp-sharded weights, the expert coordinates for
+ * expert weights, 0 for replicated ones.
+ */
+int	 sym_shard_key(const struct model *, const struct param *,
+	    const struct coord *);
+
 /* The state of an audit while its sync plan runs (for explain). */
 struct sym_run;
 

@@ -6,12 +6,42 @@
 # and after a numeric audit "numeric correct=C", so that testdata
 # expectations can be matched line by line with grep -Fx.  It relies only
 # on the emitter's layout: one key per line, arrays of numbers one element
-# per line.
+# per line.  The gradient norm gives "grad_norm ranks=R correct=C" per
+# distinct norm, "grad_norm ranks=R PARAM min=A max=B values_ok=V" per
+# wrongly counted parameter, and after a numeric audit a line per rank in
+# the cells' form, "grad_norm rank=R used=true ok=O norm numeric_ok=N
+# hash_matches=H", so that the engines' norms are held against each other
+# as the cells are.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
 	gsub(/^"|"$/, "", s)
 	return s
 }
+/^  "grad_norm": \{/	{ ingn = 1; next }
+ingn && /^  \}/	{ ingn = 0; next }
+ingn && /^        "ranks": /	{ gnclass = unquote($0); next }
+ingn && /^        "correct": /	{
+	printf "grad_norm ranks=%s correct=%s\n", gnclass, unquote($0)
+	next
+}
+ingn && /^            "param": /	{ gnparam = unquote($0); next }
+ingn && /^            "min": /	{ gnmin = unquote($0); next }
+ingn && /^            "max": /	{ gnmax = unquote($0); next }
+ingn && /^            "values_ok": /	{
+	printf "grad_norm ranks=%s %s min=%s max=%s values_ok=%s\n", gnclass,
+	    gnparam, gnmin, gnmax, unquote($0)
+	next
+}
+ingn && /^    "reference_hash": /	{ gnref = unquote($0); next }
+ingn && /^        "rank": /	{ gnrank = unquote($0); next }
+ingn && /^        "ok": /	{ gnok = unquote($0); next }
+ingn && /^        "hash": /	{ gnhash = unquote($0); next }
+ingn && /^        "numeric_ok": /	{
+	printf "grad_norm rank=%s used=true ok=%s norm numeric_ok=%s hash_matches=%s\n",
+	    gnrank, gnok, unquote($0), gnhash == gnref ? "true" : "false"
+	next
+}
+ingn			{ next }
 /^  "numerics": \{/	{ innumerics = 1; next }
 innumerics && /^  \}/	{ innumerics = 0; next }
 innumerics && /^    "correct": /	{ print "numeric correct=" unquote($0); next }

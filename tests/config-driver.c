@@ -94,6 +94,14 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_SCALE] = "loss.scale",
 	[KEY_DP_DIVISOR] = "sync.dp_divisor",
 	[KEY_DP_GROUP] = "sync.dp_group",
+	[KEY_GRAD_NORM] = "grad_norm",
+	[KEY_TP_DUPLICATES] = "grad_norm.tp_duplicates",
+	[KEY_TIED_COPIES] = "grad_norm.tied_copies",
+	[KEY_EXPERT_FILTER] = "grad_norm.expert_filter",
+	[KEY_EXPERT_NORM] = "grad_norm.expert_norm",
+	[KEY_SHARD_GROUP] = "grad_norm.shard_group",
+	[KEY_PP_REDUCE] = "grad_norm.pp_reduce",
+	[KEY_CLIP_RANKS] = "grad_norm.clip_ranks",
 };
 
 static void
