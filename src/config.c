@@ -263,6 +263,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    F(model.moe.pattern), 0, 0, 0, NULL },
 	[KEY_UNEVEN_PP_SUPPORTED] = { "limits.uneven_pp_supported",
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_pp), 0, 1, 1, NULL },
+	[KEY_VOCAB_DIVISIBLE_BY] = INTEGER("model.vocab_divisible_by",
+	    KEY_MODEL, model.vocab_divisible_by, 1, CFG_MAX_MODEL_DIM, 1),
 };
 
 /* The state of one cfg_load call. */
@@ -1437,11 +1439,33 @@ pattern_fits(const struct config *c, char *buf, size_t size)
 	return true;
 }
 
-static bool
-vocab_split_over_tp(const struct config *c, char *buf, size_t size)
+/*
+ * Megatron pads the vocabulary (_vocab_size_with_padding, the same rule
+ * from megatron/tokenizer/tokenizer.py in 0.4 to vocab_utils.py in 0.19):
+ * up to a multiple of --make-vocab-size-divisible-by times tp, so that
+ * any vocabulary splits over tp.  Both factors are at most 2^20, and
+ * vocab too, so the product fits.
+ */
+int64_t
+cfg_padded_vocab(const struct config *c)
 {
-	return must_be_divisible(buf, size, "vocab", c->model.vocab, "tp",
-	    c->mesh.tp);
+	int64_t	 multiple = (int64_t)c->model.vocab_divisible_by * c->mesh.tp;
+
+	return (c->model.vocab + multiple - 1) / multiple * multiple;
+}
+
+static bool
+padded_vocab_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 padded = cfg_padded_vocab(c);
+
+	if (padded <= CFG_MAX_MODEL_DIM)
+		return true;
+	snprintf(buf, size, "vocab (%d) padded to a multiple of "
+	    "vocab_divisible_by*tp (%" PRId64 ") is %" PRId64 ", more than "
+	    "%d", c->model.vocab, (int64_t)c->model.vocab_divisible_by *
+	    c->mesh.tp, padded, CFG_MAX_MODEL_DIM);
+	return false;
 }
 
 static bool
@@ -1487,8 +1511,8 @@ tokens_fit(const struct config *c, char *buf, size_t size)
 static bool
 embedding_fits(const struct config *c, char *buf, size_t size)
 {
-	return must_fit_param(buf, size, "vocab*hidden",
-	    (int64_t)c->model.vocab * c->model.hidden);
+	return must_fit_param(buf, size, "padded vocab*hidden",
+	    cfg_padded_vocab(c) * c->model.hidden);
 }
 
 static bool
@@ -1692,7 +1716,7 @@ static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
 	{ KEY_LAYERS, false, layers_split_over_pp },
-	{ KEY_VOCAB, false, vocab_split_over_tp },
+	{ KEY_VOCAB, false, padded_vocab_fits },
 	{ KEY_FFN, false, ffn_split_over_tp },
 	{ KEY_HEAD_DIM, false, heads_split_over_tp },
 	{ KEY_SEQ, false, seq_split_over_tp },

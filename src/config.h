@@ -132,7 +132,7 @@ enum cfg_key {
 	KEY_SHARED_EXPERT_GATE, KEY_SHARED_EXPERTS_SUPPORTED,
 	KEY_EP_TP_NEEDS_SP, KEY_EP_DISTOPT_SUPPORTED, KEY_MAX_TOP_K,
 	KEY_MOE_EVERY_SUPPORTED, KEY_FIRST_STAGE_LAYERS, KEY_LAST_STAGE_LAYERS,
-	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED,
+	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED, KEY_VOCAB_DIVISIBLE_BY,
 	KEY__COUNT
 };
 
@@ -169,6 +169,8 @@ struct config {
 		int	vocab, hidden, ffn, layers, seq, micro_batch;
 		/* Megatron's uneven pipeline split (fa8bb5921b); 0: even. */
 		int	first_stage_layers, last_stage_layers;
+		/* vocab is padded to a multiple of this times tp. */
+		int	vocab_divisible_by;
 		bool	tie_embeddings;
 		bool	qk_norm;	/* a norm shared by the heads */
 		int	head_dim;
@@ -382,5 +384,11 @@ bool	 cfg_is_stdin_copy(const char *path);
  */
 void	 cfg_stage_layers(const struct config *, int stage, int *first,
 	    int *count);
+/*
+ * The rows of the word embedding and of the output layer: model.vocab
+ * padded up to a multiple of vocab_divisible_by * tp, as Megatron's
+ * _vocab_size_with_padding does.  Rows from model.vocab on are padding.
+ */
+int64_t	 cfg_padded_vocab(const struct config *);
 
 #endif

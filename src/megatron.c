@@ -1474,9 +1474,9 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 }
 
 /*
- * The vocabulary as the model has it: --padded-vocab-size, or the
- * tokenizer's size padded up to a multiple of --make-vocab-size-divisible-by
- * times tp (vocab_size_with_padding in
+ * The vocabulary: --padded-vocab-size as it is, or the tokenizer's size
+ * with the divisor gradaudit pads it by, as Megatron does, to a multiple
+ * of --make-vocab-size-divisible-by times tp (vocab_size_with_padding in
  * megatron/core/tokenizers/utils/build_tokenizer.py).  For the tokenizers
  * that read --vocab-size (NullTokenizer, TikTokenizer) it is that size;
  * for the others it is the tokenizer's, which only --vocab-size can tell.
@@ -1490,6 +1490,9 @@ import_vocab(struct import_state *st, const struct megatron_values *v)
 	if (v->padded > 0) {
 		c->model.vocab = (int)v->padded;
 		explain(st, KEY_VOCAB, "--padded-vocab-size");
+		c->model.vocab_divisible_by = 1;
+		explain(st, KEY_VOCAB_DIVISIBLE_BY, "--padded-vocab-size is "
+		    "not padded again");
 		st->use[MA_VOCAB].used = st->use[MA_DIVISIBLE].used = false;
 		st->use[MA_NO_PAD].used = st->use[MA_DISABLE_PAD].used = false;
 		return;
@@ -1501,9 +1504,11 @@ import_vocab(struct import_state *st, const struct megatron_values *v)
 		st->use[MA_NO_PAD].used = st->use[MA_DISABLE_PAD].used = false;
 		return;
 	}
+	c->model.vocab = (int)v->vocab;
 	if (!v->pad) {
-		c->model.vocab = (int)v->vocab;
-		explain(st, KEY_VOCAB, "--vocab-size, not padded");
+		explain(st, KEY_VOCAB, "--vocab-size");
+		c->model.vocab_divisible_by = 1;
+		explain(st, KEY_VOCAB_DIVISIBLE_BY, "not padded");
 		st->use[MA_DIVISIBLE].used = false;
 		return;
 	}
@@ -1514,9 +1519,11 @@ import_vocab(struct import_state *st, const struct megatron_values *v)
 		    CFG_MAX_MODEL_DIM);
 		return;
 	}
-	c->model.vocab = (int)padded;
-	explain(st, KEY_VOCAB, "--vocab-size %ld padded to a multiple of %ld",
-	    v->vocab, multiple);
+	explain(st, KEY_VOCAB, "--vocab-size; padded to %ld, a multiple of "
+	    "%ld", padded, multiple);
+	c->model.vocab_divisible_by = (int)v->divisible;
+	explain(st, KEY_VOCAB_DIVISIBLE_BY, "%s", given_or(st, MA_DIVISIBLE,
+	    "--make-vocab-size-divisible-by", "Megatron's default"));
 	st->use[MA_DIVISIBLE].used = true;
 }
 

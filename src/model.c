@@ -304,6 +304,15 @@ model_build(struct model *m, const struct config *cfg)
 	int		 pp = cfg->mesh.pp, first, count, stage, layer, h, emb;
 	int		 out_param, fn, i;
 	bool		 tied = cfg->model.tie_embeddings;
+	/*
+	 * The embedding and the output layer have the padded vocabulary's
+	 * rows.  Token ids stay below model.vocab (numdata.c), so the
+	 * padded embedding rows are never looked up and get no gradient;
+	 * the padded logits are in the loss, as in Megatron's
+	 * vocab_parallel_cross_entropy (a softmax over the whole padded
+	 * vocabulary), so the padded output rows do get one.
+	 */
+	int64_t		 vocab = cfg_padded_vocab(cfg);
 
 	memset(m, 0, sizeof *m);
 	memset(&b, 0, sizeof b);
@@ -319,8 +328,7 @@ model_build(struct model *m, const struct config *cfg)
 		b.cap_ops = 0;
 		if (stage == 0) {
 			emb = add_param(&b, "embedding.weight", 0, -1,
-			    ROLE_EMBEDDING, 2, cfg->model.vocab,
-			    cfg->model.hidden, 0);
+			    ROLE_EMBEDDING, 2, vocab, cfg->model.hidden, 0);
 			h = emit(&b, OP_TOKENS, -1, -1, -1, "tokens");
 			h = emit(&b, OP_EMBED, emb, h, -1, "embedding");
 			h = emit(&b, OP_TP_REDUCE, -1, h, -1, "embedding");
@@ -344,8 +352,7 @@ model_build(struct model *m, const struct config *cfg)
 			out_param = emb;
 		else
 			out_param = add_param(&b, "output.weight", stage, -1,
-			    ROLE_OUTPUT, 2, cfg->model.vocab,
-			    cfg->model.hidden, 0);
+			    ROLE_OUTPUT, 2, vocab, cfg->model.hidden, 0);
 		h = emit(&b, OP_NORM, fn, h, -1, "final_norm.weight");
 		h = emit(&b, OP_TP_GATHER, -1, h, -1, "output");
 		h = emit(&b, OP_OUTPUT, out_param, h, -1, "output");

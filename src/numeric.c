@@ -530,6 +530,11 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	int			*key, k, d, rank0 = 0;
 
 	cfg_copy(&cfg, audited->config);
+	/*
+	 * The same model on one rank: Megatron pads the vocabulary with the
+	 * audited tp, and so must the reference, or its padded rows differ.
+	 */
+	cfg.model.vocab_divisible_by *= cfg.mesh.tp;
 	cfg.mesh.dp = cfg.mesh.pp = cfg.mesh.tp = 1;
 	cfg.mesh.ep = cfg.mesh.etp = 1;
 	model_build(&ref, &cfg);
@@ -1136,7 +1141,8 @@ numeric_verdict(const struct audit *audit)
  * The size limit.  A rank of stage s holds, for every parameter of s, its
  * weights, its local gradient and a copy of it (the atoms), and for every
  * slot of the stage program a value and its gradient, tokens rows of at
- * most the widest dimension; an expert op also keeps the items it routes
+ * most the widest dimension but the vocabulary, which only the logits
+ * have; an expert op also keeps the items it routes
  * and those it receives from its ep group, each a row of hidden plus two
  * of expert_ffn.  An estimate from above, in int64 without overflow: a
  * valid config has at most 2^40 elements a parameter and 2^20 tokens.
@@ -1155,11 +1161,17 @@ stage_values(const struct model *m, int stage)
 	width = cfg->model.hidden;
 	if (cfg->model.ffn > width)
 		width = cfg->model.ffn;
-	if (cfg->model.vocab > width)
-		width = cfg->model.vocab;
 	if (cfg->model.has_moe && cfg->model.moe.experts > width)
 		width = cfg->model.moe.experts;
 	n += 2 * (int64_t)sp->nslots * m->tokens * width;
+	/*
+	 * Only the logits are as wide as the vocabulary: a 50257-token
+	 * vocabulary counted in every slot put GPT-3's shape past the limit.
+	 */
+	for (k = 0; k < sp->nops; k++)
+		if (sp->ops[k].kind == OP_OUTPUT)
+			n += 2 * (int64_t)m->tokens * (cfg_padded_vocab(cfg) /
+			    m->mesh.tp);
 	if (!cfg->model.has_moe)
 		return n;
 	routed = (int64_t)m->tokens * cfg->model.moe.top_k;

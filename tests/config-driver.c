@@ -86,6 +86,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_LAST_STAGE_LAYERS] = "model.last_stage_layers",
 	[KEY_PATTERN] = "model.moe.pattern",
 	[KEY_UNEVEN_PP_SUPPORTED] = "limits.uneven_pp_supported",
+	[KEY_VOCAB_DIVISIBLE_BY] = "model.vocab_divisible_by",
 };
 
 static void
@@ -180,6 +181,7 @@ dump(const struct config *c)
 		printf("%s=%s\n", key_names[k], value);
 	}
 	dump_moe_layers(c);
+	printf("padded_vocab=%lld\n", (long long)cfg_padded_vocab(c));
 	/* Written keys: their position, or "set" for a --set. */
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!keyset_has(&c->given, k)) {
