@@ -105,6 +105,7 @@ static const char *const bucket_stages_words[] = {
 static const char *const expert_avg_words[] = {
 	"edp-over-dp", "one-over-ep", NULL
 };
+static const char *const bucket_chunks_words[] = { "all", "first", NULL };
 static const char *const bucket_padding_words[] = {
 	"group", "lcm-128", NULL
 };
@@ -265,6 +266,14 @@ static const struct key_def keys[KEY__COUNT] = {
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_pp), 0, 1, 1, NULL },
 	[KEY_VOCAB_DIVISIBLE_BY] = INTEGER("model.vocab_divisible_by",
 	    KEY_MODEL, model.vocab_divisible_by, 1, CFG_MAX_MODEL_DIM, 1),
+	[KEY_VPP] = INTEGER("mesh.vpp", KEY_MESH, mesh.vpp, 1, CFG_MAX_LAYERS,
+	    1),
+	[KEY_BUCKET_CHUNKS] = WORD("layout.bucket_chunks", KEY_LAYOUT,
+	    layout.bucket_chunks, bucket_chunks_words),
+	[KEY_VPP_MIN_PP] = INTEGER("limits.vpp_min_pp", KEY_LIMITS,
+	    limits.vpp_min_pp, 2, CFG_MAX_MESH_DIM, 2),
+	[KEY_UNEVEN_VPP_SUPPORTED] = { "limits.uneven_vpp_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_vpp), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1405,6 +1414,49 @@ cfg_stage_layers(const struct config *c, int stage, int *first, int *count)
 	}
 }
 
+void
+cfg_chunk_layers(const struct config *c, int stage, int chunk, int *first,
+    int *count)
+{
+	int	 vpp = c->mesh.vpp > 0 ? c->mesh.vpp : 1, s, f, n;
+
+	cfg_stage_layers(c, stage, &f, &n);
+	*count = n / vpp;
+	*first = chunk * (c->model.layers / vpp);
+	for (s = 0; s < stage; s++) {
+		cfg_stage_layers(c, s, &f, &n);
+		*first += n / vpp;
+	}
+}
+
+/*
+ * A virtual pipeline: every stage's layers split evenly over its chunks
+ * (get_num_layers_to_build asserts num_layers_per_pipeline_rank %
+ * vp_size == 0).
+ */
+static bool
+vpp_fits(const struct config *c, char *buf, size_t size)
+{
+	int	 s, first, count;
+
+	if (c->mesh.vpp == 1)
+		return true;
+	if (c->mesh.pp < 2) {
+		snprintf(buf, size, "a virtual pipeline (vpp %d) needs pp > 1",
+		    c->mesh.vpp);
+		return false;
+	}
+	for (s = 0; s < c->mesh.pp; s++) {
+		cfg_stage_layers(c, s, &first, &count);
+		if (count % c->mesh.vpp != 0) {
+			snprintf(buf, size, "the layers of stage %d (%d) must "
+			    "be divisible by vpp (%d)", s, count, c->mesh.vpp);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* model.moe.pattern: one '0' or '1' per layer. */
 static bool
 pattern_fits(const struct config *c, char *buf, size_t size)
@@ -1712,6 +1764,27 @@ framework_uneven_pp(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+static bool
+framework_vpp_pp(const struct config *c, char *buf, size_t size)
+{
+	char	 what[96];
+
+	snprintf(what, sizeof what, "needs pp >= %d with an interleaved "
+	    "pipeline (vpp > 1)", c->limits.vpp_min_pp);
+	return framework_runs(c, c->mesh.vpp == 1 ||
+	    c->mesh.pp >= c->limits.vpp_min_pp, what, buf, size);
+}
+
+static bool
+framework_uneven_vpp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.uneven_vpp || c->mesh.vpp == 1 ||
+	    (c->model.first_stage_layers == 0 &&
+	    c->model.last_stage_layers == 0), "refuses an uneven pipeline "
+	    "with an interleaved one (get_num_layers_to_build asserts it "
+	    "until 0.11.0)", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1742,6 +1815,9 @@ static const struct constraint constraints[] = {
 	{ KEY_PATTERN, true, pattern_fits },
 	{ KEY_PATTERN, true, framework_moe_pattern },
 	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },
+	{ KEY_VPP, false, vpp_fits },
+	{ KEY_VPP, false, framework_vpp_pp },
+	{ KEY_VPP, false, framework_uneven_vpp },
 };
 
 /*

@@ -133,6 +133,7 @@ enum cfg_key {
 	KEY_EP_TP_NEEDS_SP, KEY_EP_DISTOPT_SUPPORTED, KEY_MAX_TOP_K,
 	KEY_MOE_EVERY_SUPPORTED, KEY_FIRST_STAGE_LAYERS, KEY_LAST_STAGE_LAYERS,
 	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED, KEY_VOCAB_DIVISIBLE_BY,
+	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -163,6 +164,7 @@ struct config {
 
 	struct {
 		int	dp, pp, tp, ep, etp;
+		int	vpp;	/* model chunks per pipeline stage */
 	} mesh;
 
 	struct {
@@ -222,11 +224,14 @@ struct config {
 		int	max_top_k;	/* 0: any */
 		bool	moe_every;	/* MoE in some layers only */
 		bool	uneven_pp;	/* first/last stage layer counts */
+		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
+		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
 	struct {
 		enum bucket_stages	bucket_stages;
+		enum bucket_stages	bucket_chunks;	/* all or first */
 		bool			bucket_needs_overlap;
 		int			bucket_min_params;
 		enum bucket_padding	bucket_padding;
@@ -390,5 +395,13 @@ void	 cfg_stage_layers(const struct config *, int stage, int *first,
  * _vocab_size_with_padding does.  Rows from model.vocab on are padding.
  */
 int64_t	 cfg_padded_vocab(const struct config *);
+/*
+ * The layers model chunk `chunk` of pipeline stage `stage` builds, with
+ * mesh.vpp chunks a stage: Megatron's interleaved assignment
+ * (get_transformer_layer_offset), a stage's layers split evenly over its
+ * chunks and the chunks taken in the order chunk * pp + stage.
+ */
+void	 cfg_chunk_layers(const struct config *, int stage, int chunk,
+	    int *first, int *count);
 
 #endif

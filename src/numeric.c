@@ -296,18 +296,26 @@ static void
 run_model(struct engine *eng, struct progress_count *pc)
 {
 	const struct model	*m = eng->model;
-	int			 s, k;
+	const int		*start;
+	int			 pp = m->mesh.pp, nv = pp * m->chunks, s, k, v;
 
-	for (s = 0; s < m->mesh.pp; s++)
-		for (k = 0; k < m->stages[s].nops; k++) {
+	/* Chunks in the model's layer order (model.h), backward reversed. */
+	for (v = 0; v < nv; v++) {
+		s = v % pp;
+		start = m->stages[s].chunk_start;
+		for (k = start[v / pp]; k < start[v / pp + 1]; k++) {
 			forward_op(eng, s, k);
 			progress_tick(pc);
 		}
+	}
 	test_faults(eng);
-	for (s = m->mesh.pp - 1; s >= 0; s--) {
+	for (s = 0; s < pp; s++)
 		memset(eng->grad_set[s], 0, (size_t)m->stages[s].nslots *
 		    sizeof(bool));
-		for (k = m->stages[s].nops - 1; k >= 0; k--) {
+	for (v = nv - 1; v >= 0; v--) {
+		s = v % pp;
+		start = m->stages[s].chunk_start;
+		for (k = start[v / pp + 1] - 1; k >= start[v / pp]; k--) {
 			backward_op(eng, s, k);
 			progress_tick(pc);
 		}
@@ -330,13 +338,17 @@ mask_keeps(const struct engine *eng, const struct sync_step *st,
 	    pl_uniform(PLACE_PARTIAL));
 }
 
-/* The stage buffer of `kind` on a rank, gathered from its parameters. */
+/*
+ * The buffer of `kind` of a rank's model chunk, gathered from its
+ * parameters: each chunk has buffers of its own (one DDP a chunk).
+ */
 static union num *
 buffer_pack(const struct engine *eng, const struct layout *layout,
-    const struct rank_state *rs, enum buffer_kind kind)
+    const struct rank_state *rs, enum buffer_kind kind, int chunk)
 {
-	const struct stage_layout	*sl = &layout->stages[rs->coord.pp];
 	const struct model		*m = eng->model;
+	const struct stage_layout	*sl = &layout->stages[rs->coord.pp *
+					    m->chunks + chunk];
 	union num			*buf;
 	int				 p;
 
@@ -344,7 +356,8 @@ buffer_pack(const struct engine *eng, const struct layout *layout,
 		return NULL;
 	buf = xcalloc((size_t)sl->buffer[kind].size, sizeof(*buf));
 	for (p = 0; p < m->nparams; p++)
-		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind)
+		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind &&
+		    m->params[p].chunk == chunk)
 			memcpy(buf + layout->offset[p], rs->pgrad[p],
 			    (size_t)m->params[p].local_elems * sizeof(*buf));
 	return buf;
@@ -352,13 +365,15 @@ buffer_pack(const struct engine *eng, const struct layout *layout,
 
 static void
 buffer_unpack(const struct engine *eng, const struct layout *layout,
-    struct rank_state *rs, enum buffer_kind kind, const union num *buf)
+    struct rank_state *rs, enum buffer_kind kind, int chunk,
+    const union num *buf)
 {
 	const struct model		*m = eng->model;
 	int				 p;
 
 	for (p = 0; p < m->nparams; p++)
-		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind)
+		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind &&
+		    m->params[p].chunk == chunk)
 			memcpy(rs->pgrad[p], buf + layout->offset[p],
 			    (size_t)m->params[p].local_elems * sizeof(*buf));
 }
@@ -435,7 +450,7 @@ sync_local(struct engine *eng, const struct sync_step *st)
 
 static void
 sync_collective(struct engine *eng, const struct layout *layout,
-    const struct sync_step *st)
+    const struct sync_step *st, int chunk)
 {
 	const struct buffer_layout	**bl;
 	struct rank_state		*rs;
@@ -449,8 +464,10 @@ sync_collective(struct engine *eng, const struct layout *layout,
 	for (i = 0; i < eng->nranks; i++) {
 		rs = &eng->ranks[i];
 		if (st->target == TARGET_BUFFER) {
-			vec[i] = buffer_pack(eng, layout, rs, st->buffer);
-			bl[i] = &layout->stages[rs->coord.pp].buffer[st->buffer];
+			vec[i] = buffer_pack(eng, layout, rs, st->buffer,
+			    chunk);
+			bl[i] = &layout->stages[rs->coord.pp *
+			    eng->model->chunks + chunk].buffer[st->buffer];
 			len[i] = bl[i]->size;
 		} else
 			vec[i] = params_pack(eng, st, rs, &len[i]);
@@ -467,7 +484,7 @@ sync_collective(struct engine *eng, const struct layout *layout,
 			continue;
 		if (st->target == TARGET_BUFFER)
 			buffer_unpack(eng, layout, &eng->ranks[i], st->buffer,
-			    vec[i]);
+			    chunk, vec[i]);
 		else
 			params_unpack(eng, st, &eng->ranks[i], vec[i]);
 		free(vec[i]);
@@ -482,7 +499,7 @@ run_sync(struct engine *eng, const struct layout *layout,
     const struct sync_plan *plan, struct progress_count *pc)
 {
 	const struct sync_step	*st;
-	int			 s;
+	int			 s, c;
 
 	for (s = 0; s < plan->nsteps; s++) {
 		st = &plan->steps[s];
@@ -493,7 +510,10 @@ run_sync(struct engine *eng, const struct layout *layout,
 			break;
 		case SYNC_ALL_REDUCE:
 		case SYNC_REDUCE_SCATTER:
-			sync_collective(eng, layout, st);
+			/* A buffer step runs in every chunk's DDP. */
+			for (c = 0; c < (st->target == TARGET_BUFFER ?
+			    eng->model->chunks : 1); c++)
+				sync_collective(eng, layout, st, c);
 			break;
 		}
 		progress_tick(pc);
@@ -536,7 +556,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	 */
 	cfg.model.vocab_divisible_by *= cfg.mesh.tp;
 	cfg.mesh.dp = cfg.mesh.pp = cfg.mesh.tp = 1;
-	cfg.mesh.ep = cfg.mesh.etp = 1;
+	cfg.mesh.ep = cfg.mesh.etp = cfg.mesh.vpp = 1;
 	model_build(&ref, &cfg);
 	key = xcalloc((size_t)ref.nparams, sizeof(*key));
 	for (k = 0; k < ref.nparams; k++) {

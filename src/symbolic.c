@@ -1138,6 +1138,10 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	pr->name = arena_strdup(&a->arena, lp->name);
 	pr->tied_with = lp->tied_with ? arena_strdup(&a->arena, lp->tied_with) :
 	    NULL;
+	pr->has_chunk = m->chunks > 1;
+	pr->chunk = pr->tied_chunk = first->chunk;
+	if (lp->ninstances == 2)
+		pr->tied_chunk = m->params[lp->instance[1]].chunk;
 	pr->elems = first->elems;
 	pr->is_expert = first->expert;
 	/* Instances are in stage order, so cells come out sorted by rank. */

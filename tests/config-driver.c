@@ -87,6 +87,10 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_PATTERN] = "model.moe.pattern",
 	[KEY_UNEVEN_PP_SUPPORTED] = "limits.uneven_pp_supported",
 	[KEY_VOCAB_DIVISIBLE_BY] = "model.vocab_divisible_by",
+	[KEY_VPP] = "mesh.vpp",
+	[KEY_BUCKET_CHUNKS] = "layout.bucket_chunks",
+	[KEY_VPP_MIN_PP] = "limits.vpp_min_pp",
+	[KEY_UNEVEN_VPP_SUPPORTED] = "limits.uneven_vpp_supported",
 };
 
 static void
