@@ -1418,15 +1418,15 @@ void
 cfg_chunk_layers(const struct config *c, int stage, int chunk, int *first,
     int *count)
 {
-	int	 vpp = c->mesh.vpp > 0 ? c->mesh.vpp : 1, s, f, n;
+	int	 vpp = c->mesh.vpp > 0 ? c->mesh.vpp : 1, f, n;
 
+	/*
+	 * vpp divides every stage's layers, so the stages before this one
+	 * hold f / vpp layers in each pass over the chunks.
+	 */
 	cfg_stage_layers(c, stage, &f, &n);
 	*count = n / vpp;
-	*first = chunk * (c->model.layers / vpp);
-	for (s = 0; s < stage; s++) {
-		cfg_stage_layers(c, s, &f, &n);
-		*first += n / vpp;
-	}
+	*first = chunk * (c->model.layers / vpp) + f / vpp;
 }
 
 /*

@@ -907,6 +907,9 @@ print_header(struct text *t)
 	fprintf(t->fp, "mesh: dp=%d pp=%d tp=%d ep=%d etp=%d edp=%d "
 	    "world=%d\n", m->dp, m->pp, m->tp, m->ep, m->etp, m->edp,
 	    m->world);
+	if (a->config != NULL && a->config->mesh.vpp > 1)
+		fprintf(t->fp, "virtual pipeline: %d model chunks a stage\n",
+		    a->config->mesh.vpp);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
 	if (!a->numeric) {

@@ -122,6 +122,24 @@ dump_moe_layers(const struct config *c)
 	printf("%s\n", any ? "" : "none");
 }
 
+/* With a virtual pipeline, every chunk's layers: "s0c0=0-1 s0c1=4-5 ...". */
+static void
+dump_chunk_layers(const struct config *c)
+{
+	int	 s, k, first, count;
+
+	if (c->mesh.vpp == 1)
+		return;
+	printf("chunk_layers=");
+	for (s = 0; s < c->mesh.pp; s++)
+		for (k = 0; k < c->mesh.vpp; k++) {
+			cfg_chunk_layers(c, s, k, &first, &count);
+			printf("%ss%dc%d=%d-%d", s + k > 0 ? " " : "", s, k,
+			    first, first + count - 1);
+		}
+	printf("\n");
+}
+
 static void
 dump(const struct config *c)
 {
@@ -186,6 +204,7 @@ dump(const struct config *c)
 	}
 	dump_moe_layers(c);
 	printf("padded_vocab=%lld\n", (long long)cfg_padded_vocab(c));
+	dump_chunk_layers(c);
 	/* Written keys: their position, or "set" for a --set. */
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!keyset_has(&c->given, k)) {
