@@ -60,6 +60,12 @@ struct cell {
 struct param_result {
 	const char	*name;		/* "embedding.weight" */
 	const char	*tied_with;	/* "output.weight" or NULL */
+	/*
+	 * With a virtual pipeline (has_chunk): the model chunk of the stage
+	 * holding it (mesh.vpp), and of its tied copy.
+	 */
+	bool		 has_chunk;
+	int		 chunk, tied_chunk;
 	int64_t		 elems;		/* logical element count */
 	bool		 is_expert;	/* columns of its table are edp, not dp */
 	bool		 consistent;	/* all replicas that must agree do */

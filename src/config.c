@@ -112,6 +112,7 @@ static const char *const bucket_stages_words[] = {
 static const char *const expert_avg_words[] = {
 	"edp-over-dp", "one-over-ep", NULL
 };
+static const char *const bucket_chunks_words[] = { "all", "first", NULL };
 static const char *const bucket_padding_words[] = {
 	"group", "lcm-128", NULL
 };
@@ -324,6 +325,16 @@ static const struct key_def keys[KEY__COUNT] = {
 	    grad_norm.pp_reduce, gn_pp_words),
 	[KEY_CLIP_RANKS] = WORD("grad_norm.clip_ranks", KEY_GRAD_NORM,
 	    grad_norm.clip_ranks, gn_clip_words),
+	[KEY_VOCAB_DIVISIBLE_BY] = INTEGER("model.vocab_divisible_by",
+	    KEY_MODEL, model.vocab_divisible_by, 1, CFG_MAX_MODEL_DIM, 1),
+	[KEY_VPP] = INTEGER("mesh.vpp", KEY_MESH, mesh.vpp, 1, CFG_MAX_LAYERS,
+	    1),
+	[KEY_BUCKET_CHUNKS] = WORD("layout.bucket_chunks", KEY_LAYOUT,
+	    layout.bucket_chunks, bucket_chunks_words),
+	[KEY_VPP_MIN_PP] = INTEGER("limits.vpp_min_pp", KEY_LIMITS,
+	    limits.vpp_min_pp, 2, CFG_MAX_MESH_DIM, 2),
+	[KEY_UNEVEN_VPP_SUPPORTED] = { "limits.uneven_vpp_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_vpp), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1469,6 +1480,49 @@ cfg_stage_layers(const struct config *c, int stage, int *first, int *count)
 	}
 }
 
+void
+cfg_chunk_layers(const struct config *c, int stage, int chunk, int *first,
+    int *count)
+{
+	int	 vpp = c->mesh.vpp > 0 ? c->mesh.vpp : 1, f, n;
+
+	/*
+	 * vpp divides every stage's layers, so the stages before this one
+	 * hold f / vpp layers in each pass over the chunks.
+	 */
+	cfg_stage_layers(c, stage, &f, &n);
+	*count = n / vpp;
+	*first = chunk * (c->model.layers / vpp) + f / vpp;
+}
+
+/*
+ * A virtual pipeline: every stage's layers split evenly over its chunks
+ * (get_num_layers_to_build asserts num_layers_per_pipeline_rank %
+ * vp_size == 0).
+ */
+static bool
+vpp_fits(const struct config *c, char *buf, size_t size)
+{
+	int	 s, first, count;
+
+	if (c->mesh.vpp == 1)
+		return true;
+	if (c->mesh.pp < 2) {
+		snprintf(buf, size, "a virtual pipeline (vpp %d) needs pp > 1",
+		    c->mesh.vpp);
+		return false;
+	}
+	for (s = 0; s < c->mesh.pp; s++) {
+		cfg_stage_layers(c, s, &first, &count);
+		if (count % c->mesh.vpp != 0) {
+			snprintf(buf, size, "the layers of stage %d (%d) must "
+			    "be divisible by vpp (%d)", s, count, c->mesh.vpp);
+			return false;
+		}
+	}
+	return true;
+}
+
 /* model.moe.pattern: one '0' or '1' per layer. */
 static bool
 pattern_fits(const struct config *c, char *buf, size_t size)
@@ -1503,11 +1557,33 @@ pattern_fits(const struct config *c, char *buf, size_t size)
 	return true;
 }
 
-static bool
-vocab_split_over_tp(const struct config *c, char *buf, size_t size)
+/*
+ * Megatron pads the vocabulary (_vocab_size_with_padding, the same rule
+ * from megatron/tokenizer/tokenizer.py in 0.4 to vocab_utils.py in 0.19):
+ * up to a multiple of --make-vocab-size-divisible-by times tp, so that
+ * any vocabulary splits over tp.  Both factors are at most 2^20, and
+ * vocab too, so the product fits.
+ */
+int64_t
+cfg_padded_vocab(const struct config *c)
 {
-	return must_be_divisible(buf, size, "vocab", c->model.vocab, "tp",
-	    c->mesh.tp);
+	int64_t	 multiple = (int64_t)c->model.vocab_divisible_by * c->mesh.tp;
+
+	return (c->model.vocab + multiple - 1) / multiple * multiple;
+}
+
+static bool
+padded_vocab_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 padded = cfg_padded_vocab(c);
+
+	if (padded <= CFG_MAX_MODEL_DIM)
+		return true;
+	snprintf(buf, size, "vocab (%d) padded to a multiple of "
+	    "vocab_divisible_by*tp (%" PRId64 ") is %" PRId64 ", more than "
+	    "%d", c->model.vocab, (int64_t)c->model.vocab_divisible_by *
+	    c->mesh.tp, padded, CFG_MAX_MODEL_DIM);
+	return false;
 }
 
 static bool
@@ -1602,8 +1678,8 @@ tokens_fit(const struct config *c, char *buf, size_t size)
 static bool
 embedding_fits(const struct config *c, char *buf, size_t size)
 {
-	return must_fit_param(buf, size, "vocab*hidden",
-	    (int64_t)c->model.vocab * c->model.hidden);
+	return must_fit_param(buf, size, "padded vocab*hidden",
+	    cfg_padded_vocab(c) * c->model.hidden);
 }
 
 static bool
@@ -1818,11 +1894,32 @@ dp_group_without_distopt(const struct config *c, char *buf, size_t size)
 	return false;
 }
 
+static bool
+framework_vpp_pp(const struct config *c, char *buf, size_t size)
+{
+	char	 what[96];
+
+	snprintf(what, sizeof what, "needs pp >= %d with an interleaved "
+	    "pipeline (vpp > 1)", c->limits.vpp_min_pp);
+	return framework_runs(c, c->mesh.vpp == 1 ||
+	    c->mesh.pp >= c->limits.vpp_min_pp, what, buf, size);
+}
+
+static bool
+framework_uneven_vpp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.uneven_vpp || c->mesh.vpp == 1 ||
+	    (c->model.first_stage_layers == 0 &&
+	    c->model.last_stage_layers == 0), "refuses an uneven pipeline "
+	    "with an interleaved one (get_num_layers_to_build asserts it "
+	    "until 0.11.0)", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
 	{ KEY_LAYERS, false, layers_split_over_pp },
-	{ KEY_VOCAB, false, vocab_split_over_tp },
+	{ KEY_VOCAB, false, padded_vocab_fits },
 	{ KEY_FFN, false, ffn_split_over_tp },
 	{ KEY_HEAD_DIM, false, heads_split_over_tp },
 	{ KEY_SEQ, false, seq_split_over_tp },
@@ -1850,6 +1947,9 @@ static const struct constraint constraints[] = {
 	{ KEY_PATTERN, true, pattern_fits },
 	{ KEY_PATTERN, true, framework_moe_pattern },
 	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },
+	{ KEY_VPP, false, vpp_fits },
+	{ KEY_VPP, false, framework_vpp_pp },
+	{ KEY_VPP, false, framework_uneven_vpp },
 };
 
 /*

@@ -208,6 +208,8 @@ enum cfg_key {
 	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_DP_GROUP,
 	KEY_GRAD_NORM, KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER,
 	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
+	KEY_VOCAB_DIVISIBLE_BY,
+	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -239,12 +241,15 @@ struct config {
 	struct {
 		int	dp, pp, tp, ep, etp;
 		int	cp;	/* context parallel: tokens split, weights not */
+		int	vpp;	/* model chunks per pipeline stage */
 	} mesh;
 
 	struct {
 		int	vocab, hidden, ffn, layers, seq, micro_batch;
 		/* Megatron's uneven pipeline split (fa8bb5921b); 0: even. */
 		int	first_stage_layers, last_stage_layers;
+		/* vocab is padded to a multiple of this times tp. */
+		int	vocab_divisible_by;
 		bool	tie_embeddings;
 		bool	qk_norm;	/* a norm shared by the heads */
 		int	head_dim;
@@ -317,11 +322,14 @@ struct config {
 		int	max_top_k;	/* 0: any */
 		bool	moe_every;	/* MoE in some layers only */
 		bool	uneven_pp;	/* first/last stage layer counts */
+		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
+		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
 	struct {
 		enum bucket_stages	bucket_stages;
+		enum bucket_stages	bucket_chunks;	/* all or first */
 		bool			bucket_needs_overlap;
 		int			bucket_min_params;
 		enum bucket_padding	bucket_padding;
@@ -479,5 +487,19 @@ bool	 cfg_is_stdin_copy(const char *path);
  */
 void	 cfg_stage_layers(const struct config *, int stage, int *first,
 	    int *count);
+/*
+ * The rows of the word embedding and of the output layer: model.vocab
+ * padded up to a multiple of vocab_divisible_by * tp, as Megatron's
+ * _vocab_size_with_padding does.  Rows from model.vocab on are padding.
+ */
+int64_t	 cfg_padded_vocab(const struct config *);
+/*
+ * The layers model chunk `chunk` of pipeline stage `stage` builds, with
+ * mesh.vpp chunks a stage: Megatron's interleaved assignment
+ * (get_transformer_layer_offset), a stage's layers split evenly over its
+ * chunks and the chunks taken in the order chunk * pp + stage.
+ */
+void	 cfg_chunk_layers(const struct config *, int stage, int chunk,
+	    int *first, int *count);
 
 #endif

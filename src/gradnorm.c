@@ -774,12 +774,14 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 	size_t			 i, j, cap = 0;
 	int			 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ?
 				    m->mesh.tp : m->mesh.ep * m->mesh.etp;
-	bool			*seen = xcalloc(nkeys, sizeof *seen);
+	int			*first = xcalloc(nkeys, sizeof *first);
 
 	for (i = 0; i < a->nparams; i++) {
 		const struct param_result *pr = &a->params[i];
+		int k;
 
-		memset(seen, 0, nkeys * sizeof *seen);
+		for (k = 0; k < nkeys; k++)
+			first[k] = -1;
 		for (j = 0; j < pr->ncells; j++) {
 			const struct cell *c = &pr->cells[j];
 			int inst = model_instance_on(m,
@@ -789,9 +791,17 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 			if (inst < 0)
 				continue;
 			key = sym_shard_key(m, &m->params[inst], &c->coord);
-			if (key < 0 || key >= nkeys || seen[key])
+			if (key < 0 || key >= nkeys)
 				continue;
-			seen[key] = true;
+			/*
+			 * Every region of the first rank holding the shard:
+			 * the regions differ (a padded vocabulary's rows have
+			 * no lookup atoms), so one value would not do.
+			 */
+			if (first[key] < 0)
+				first[key] = c->rank;
+			if (first[key] != c->rank)
+				continue;
 			if (pl.n == cap) {
 				cap = cap ? 2 * cap : 64;
 				pl.v = xreallocarray(pl.v, cap, sizeof *pl.v);
@@ -799,19 +809,16 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 			memset(&pl.v[pl.n], 0, sizeof pl.v[pl.n]);
 			pl.v[pl.n].param = (int)i;
 			pl.v[pl.n].shard = key;
-			pl.v[pl.n].lo = 0;
-			pl.v[pl.n].hi = m->params[inst].local_elems;
+			pl.v[pl.n].lo = c->lo;
+			pl.v[pl.n].hi = c->hi;
 			pl.v[pl.n].value = c->expected;
 			pl.v[pl.n].mult = q_make(1, 1);
 			pl.n++;
 		}
 	}
-	free(seen);
-	pl.n = pieces_merge(pl.v, pl.n);
-	*out = arena_alloc(&run->arena, (pl.n + 1) * sizeof **out);
-	if (pl.n > 0)
-		memcpy(*out, pl.v, pl.n * sizeof **out);
-	*nout = pl.n;
+	free(first);
+	/* Cut where the regions' values change and joined where they agree. */
+	canonical(&run->arena, &pl, out, nout);
 	free(pl.v);
 }
 
@@ -857,13 +864,19 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 			cur->values_ok = true;
 			fresh = true;
 		}
-		/* Skip the class's pieces before this shard. */
+		/*
+		 * Skip the class's pieces before this expected piece: a shard
+		 * can have several (a padded vocabulary's rows differ).
+		 */
 		while (i < cl->npieces && (cl->pieces[i].param < x->param ||
 		    (cl->pieces[i].param == x->param &&
-		    cl->pieces[i].shard < x->shard)))
+		    (cl->pieces[i].shard < x->shard ||
+		    (cl->pieces[i].shard == x->shard &&
+		    cl->pieces[i].hi <= x->lo)))))
 			i++;
 		while (i < cl->npieces && cl->pieces[i].param == x->param &&
-		    cl->pieces[i].shard == x->shard) {
+		    cl->pieces[i].shard == x->shard &&
+		    cl->pieces[i].lo < x->hi) {
 			struct rational sum = q_make(0, 1);
 
 			if (cl->pieces[i].lo > pos) {

@@ -823,17 +823,33 @@ pipe_receive(struct engine *eng, int stage, int from_stage, bool grad,
 	eng->pipe_full = false;
 }
 
+/*
+ * The neighbouring stages, cyclic: with a virtual pipeline the last
+ * stage's chunk sends to the first stage's next chunk.
+ */
+static int
+next_stage(const struct engine *eng, int stage)
+{
+	return (stage + 1) % eng->model->mesh.pp;
+}
+
+static int
+prev_stage(const struct engine *eng, int stage)
+{
+	return (stage + eng->model->mesh.pp - 1) % eng->model->mesh.pp;
+}
+
 static void
 fwd_send(struct engine *eng, int stage, int opi)
 {
 	pipe_send(eng, stage, engine_op(eng, stage, opi)->in[0], false,
-	    stage + 1);
+	    next_stage(eng, stage));
 }
 
 static void
 fwd_recv(struct engine *eng, int stage, int opi)
 {
-	pipe_receive(eng, stage, stage - 1, false,
+	pipe_receive(eng, stage, prev_stage(eng, stage), false,
 	    engine_op(eng, stage, opi)->out);
 }
 
@@ -842,7 +858,7 @@ bwd_recv(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = engine_op(eng, stage, opi);
 
-	pipe_send(eng, stage, op->out, true, stage - 1);
+	pipe_send(eng, stage, op->out, true, prev_stage(eng, stage));
 	eng->pipe_place = eng->grad_place[stage][op->out];
 }
 
@@ -850,7 +866,7 @@ static void
 bwd_send(struct engine *eng, int stage, int opi)
 {
 	(void)opi;
-	pipe_receive(eng, stage, stage + 1, true, -1);
+	pipe_receive(eng, stage, next_stage(eng, stage), true, -1);
 }
 
 /*

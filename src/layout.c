@@ -16,7 +16,7 @@ const enum cfg_key layout_setting_keys[] = {
 	KEY_OVERLAP_GRAD_REDUCE, KEY_BUCKET_ELEMS, KEY_BUCKET_ELEMS_PER_DP,
 	KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP, KEY_BUCKET_MIN_PARAMS,
 	KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT, KEY_EXPERT_BUFFER,
-	KEY_TIED_EMBEDDING_BUCKET, KEY_TIED_BUCKET_START,
+	KEY_TIED_EMBEDDING_BUCKET, KEY_TIED_BUCKET_START, KEY_BUCKET_CHUNKS,
 };
 const size_t layout_nsetting_keys = sizeof layout_setting_keys /
     sizeof layout_setting_keys[0];
@@ -105,7 +105,7 @@ bucket_quantum(const struct model *m, int n)
  * critical path (distributed_data_parallel.py since 0203a13).
  */
 static int64_t
-bucket_limit(const struct model *m, int stage)
+bucket_limit(const struct model *m, int stage, int chunk)
 {
 	const struct config *c = m->config;
 
@@ -113,6 +113,13 @@ bucket_limit(const struct model *m, int stage)
 		return 0;
 	if (c->layout.bucket_stages == BUCKET_STAGES_NONE ||
 	    (c->layout.bucket_stages == BUCKET_STAGES_FIRST && stage > 0))
+		return 0;
+	/*
+	 * With a virtual pipeline, Megatron's training.py builds the DDP of
+	 * every model chunk but the first with disable_bucketing (since
+	 * core_v0.4.0): their reduction overlaps compute anyway.
+	 */
+	if (c->layout.bucket_chunks == BUCKET_STAGES_FIRST && chunk > 0)
 		return 0;
 	/*
 	 * A bucket size the config leaves to the framework grows with dp:
@@ -232,18 +239,20 @@ open_own_bucket(const struct model *m, struct bucketer *bk, int64_t pos,
 }
 
 static void
-build_buffer(struct layout *lay, const struct model *m, int stage,
+build_buffer(struct layout *lay, const struct model *m, int unit,
     enum buffer_kind kind)
 {
 	const struct config *c = m->config;
 	struct bucketer	 bk;
-	int64_t		 pos = 0, limit = bucket_limit(m, stage);
+	int64_t		 pos = 0;
+	int64_t		 limit = bucket_limit(m, unit / m->chunks,
+			    unit % m->chunks);
 	int64_t		 align = c->training.distributed_optimizer ?
 			    c->layout.param_alignment : 1;
 	int		 i;
 
 	memset(&bk, 0, sizeof bk);
-	bk.buf = &lay->stages[stage].buffer[kind];
+	bk.buf = &lay->stages[unit].buffer[kind];
 	bk.n = kind == BUFFER_EXPERT ? m->mesh.edp : m->mesh.dp;
 	bk.quantum = bucket_quantum(m, bk.n);
 	/* Reverse registration order: backward produces gradients that way. */
@@ -251,7 +260,7 @@ build_buffer(struct layout *lay, const struct model *m, int stage,
 		const struct param *p = &m->params[i];
 		bool own;
 
-		if (p->stage != stage || layout_buffer_of(m, i) != kind)
+		if (model_unit(m, p) != unit || layout_buffer_of(m, i) != kind)
 			continue;
 		own = wants_own_bucket(m, p);
 		pos = round_up(pos, align);
@@ -295,7 +304,8 @@ check_single_bucket(struct layout *lay, const struct model *m)
 		return;
 	for (i = 0; i < m->nparams; i++) {
 		p = &m->params[i];
-		buf = &lay->stages[p->stage].buffer[layout_buffer_of(m, i)];
+		buf = &lay->stages[model_unit(m, p)].buffer[
+		    layout_buffer_of(m, i)];
 		off = lay->offset[i];
 		end = off + p->local_elems;
 		n = buf->nbuckets > 0 ? buf->buckets[0].group_size : 1;
@@ -325,11 +335,11 @@ layout_build(struct layout *lay, const struct model *m)
 {
 	int	s, k;
 
-	lay->nstages = m->mesh.pp;
+	lay->nstages = m->mesh.pp * m->chunks;
 	lay->refusal = NULL;
-	lay->stages = xcalloc(m->mesh.pp, sizeof *lay->stages);
+	lay->stages = xcalloc(lay->nstages, sizeof *lay->stages);
 	lay->offset = xcalloc(m->nparams, sizeof *lay->offset);
-	for (s = 0; s < m->mesh.pp; s++)
+	for (s = 0; s < lay->nstages; s++)
 		for (k = 0; k < BUFFER__COUNT; k++)
 			build_buffer(lay, m, s, k);
 	check_single_bucket(lay, m);
@@ -366,7 +376,7 @@ layout_owned_ranges(const struct layout *lay, const struct model *m,
     int param, int member, int64_t (*ranges)[2], int max)
 {
 	const struct param	*p = &m->params[param];
-	const struct stage_layout *sl = &lay->stages[p->stage];
+	const struct stage_layout *sl = &lay->stages[model_unit(m, p)];
 	const struct buffer_layout *buf = &sl->buffer[layout_buffer_of(m, param)];
 	int64_t			 off = lay->offset[param];
 	int64_t			 end = off + p->local_elems, lo, hi;

@@ -49,7 +49,11 @@ struct stage_layout {
 };
 
 struct layout {
-	struct stage_layout	*stages;	/* pp entries */
+	/*
+	 * One per model chunk of every stage, pp * vpp entries, stage-major
+	 * (model_unit): each chunk has a DDP and buffers of its own.
+	 */
+	struct stage_layout	*stages;
 	int			 nstages;
 	/*
 	 * Per model parameter: its offset in its buffer on its own stage

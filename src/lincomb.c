@@ -342,6 +342,23 @@ lc_scale(struct arena *a, const struct lincomb *x, struct rational s)
 	return y;
 }
 
+const struct lincomb *
+lc_from_atom(struct arena *a, const struct lincomb *x, uint32_t first)
+{
+	struct lincomb	*y;
+	uint32_t	 i = 0;
+
+	while (i < x->nterms && x->terms[i].atom < first)
+		i++;
+	if (i == 0)
+		return x;
+	if (i == x->nterms)
+		return &lincomb_zero;
+	y = lc_alloc(a, x->nterms - i);
+	memcpy(y->terms, x->terms + i, y->nterms * sizeof(struct term));
+	return y;
+}
+
 /*
  * Merge two sorted term arrays into out (room for na + nb terms),
  * combining equal atoms and dropping the zeros that cancellation leaves.

@@ -62,6 +62,12 @@ const struct lincomb *lc_sum(struct arena *, const struct lincomb *const *,
 const struct lincomb *lc_atoms(struct arena *, const uint32_t *atoms,
 		    size_t n, struct rational coef);
 bool		 lc_equal(const struct lincomb *, const struct lincomb *);
+/*
+ * x without its terms of atoms below `first`: x where those atoms are
+ * known to be zero (the padded rows of a word embedding's lookups).
+ */
+const struct lincomb *lc_from_atom(struct arena *, const struct lincomb *x,
+		    uint32_t first);
 
 /*
  * Combinations by value (hash-consing): equal combinations built apart,

@@ -70,7 +70,7 @@ enum mapped_arg {
 	MA_EXPERTS, MA_TOPK, MA_MOE_FFN, MA_SHARED, MA_LAYER_FREQ, MA_SCORE,
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
 	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA_CP, MA_EOD_MASK,
-	MA_PER_TOKEN, MA__COUNT
+	MA_PER_TOKEN, MA_VPP_LAYERS, MA_VPP_STAGES, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -118,6 +118,10 @@ static const struct arg_def args[] = {
 	[MA_EOD_MASK] = MAPPED("eod-mask-loss", ARG_FLAG, NULL),
 	/* 0.8.0's schedules.py is the first to read it. */
 	[MA_PER_TOKEN] = MAPPED("calculate-per-token-loss", ARG_FLAG, "0.8.0"),
+	[MA_VPP_LAYERS] = MAPPED("num-layers-per-virtual-pipeline-stage",
+	    ARG_VALUE, NULL),
+	[MA_VPP_STAGES] = MAPPED("num-virtual-stages-per-pipeline-rank",
+	    ARG_VALUE, "0.11.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -125,15 +129,10 @@ static const struct arg_def args[] = {
 	 */
 	REFUSED("hierarchical-context-parallel-sizes", ARG_LIST, NULL,
 	    "context parallelism: gradaudit has no cp dimension"),
-	REFUSED("num-layers-per-virtual-pipeline-stage", ARG_VALUE, NULL,
-	    "a virtual pipeline gives each stage several model chunks, each "
-	    "with its own gradient buffer; gradaudit models one per stage"),
-	REFUSED("num-virtual-stages-per-pipeline-rank", ARG_VALUE, NULL,
-	    "a virtual pipeline gives each stage several model chunks, each "
-	    "with its own gradient buffer; gradaudit models one per stage"),
 	REFUSED("virtual-pipeline-model-parallel-size", ARG_VALUE, NULL,
-	    "a virtual pipeline gives each stage several model chunks, each "
-	    "with its own gradient buffer; gradaudit models one per stage"),
+	    "Megatron-LM's launch gives the model chunks as "
+	    "--num-virtual-stages-per-pipeline-rank or "
+	    "--num-layers-per-virtual-pipeline-stage; give one of those"),
 	REFUSED("pipeline-model-parallel-layout", ARG_VALUE, NULL,
 	    "a custom pipeline layout; gradaudit splits the layers evenly or "
 	    "as --decoder-first/last-pipeline-num-layers do"),
@@ -1349,6 +1348,7 @@ struct megatron_values {
 	long	 tp, pp, ep, etp, layers, hidden, ffn, heads, kv_channels;
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
+	long	 vpp_layers, vpp_stages;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 shared_gate;
 	bool	 sp, average, pad;
@@ -1371,6 +1371,8 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->layers = int_arg(st, MA_LAYERS, 1, CFG_MAX_LAYERS, 0);
 	v->first_stage = int_arg(st, MA_FIRST_STAGE, 1, CFG_MAX_LAYERS, 0);
 	v->last_stage = int_arg(st, MA_LAST_STAGE, 1, CFG_MAX_LAYERS, 0);
+	v->vpp_layers = int_arg(st, MA_VPP_LAYERS, 1, CFG_MAX_LAYERS, 0);
+	v->vpp_stages = int_arg(st, MA_VPP_STAGES, 1, CFG_MAX_LAYERS, 0);
 	v->hidden = int_arg(st, MA_HIDDEN, 1, dim, 0);
 	v->ffn = int_arg(st, MA_FFN, 1, dim, 0);
 	v->seq = int_arg(st, MA_SEQ, 1, dim, 0);
@@ -1482,9 +1484,9 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 }
 
 /*
- * The vocabulary as the model has it: --padded-vocab-size, or the
- * tokenizer's size padded up to a multiple of --make-vocab-size-divisible-by
- * times tp (vocab_size_with_padding in
+ * The vocabulary: --padded-vocab-size as it is, or the tokenizer's size
+ * with the divisor gradaudit pads it by, as Megatron does, to a multiple
+ * of --make-vocab-size-divisible-by times tp (vocab_size_with_padding in
  * megatron/core/tokenizers/utils/build_tokenizer.py).  For the tokenizers
  * that read --vocab-size (NullTokenizer, TikTokenizer) it is that size;
  * for the others it is the tokenizer's, which only --vocab-size can tell.
@@ -1498,6 +1500,9 @@ import_vocab(struct import_state *st, const struct megatron_values *v)
 	if (v->padded > 0) {
 		c->model.vocab = (int)v->padded;
 		explain(st, KEY_VOCAB, "--padded-vocab-size");
+		c->model.vocab_divisible_by = 1;
+		explain(st, KEY_VOCAB_DIVISIBLE_BY, "--padded-vocab-size is "
+		    "not padded again");
 		st->use[MA_VOCAB].used = st->use[MA_DIVISIBLE].used = false;
 		st->use[MA_NO_PAD].used = st->use[MA_DISABLE_PAD].used = false;
 		return;
@@ -1509,9 +1514,11 @@ import_vocab(struct import_state *st, const struct megatron_values *v)
 		st->use[MA_NO_PAD].used = st->use[MA_DISABLE_PAD].used = false;
 		return;
 	}
+	c->model.vocab = (int)v->vocab;
 	if (!v->pad) {
-		c->model.vocab = (int)v->vocab;
-		explain(st, KEY_VOCAB, "--vocab-size, not padded");
+		explain(st, KEY_VOCAB, "--vocab-size");
+		c->model.vocab_divisible_by = 1;
+		explain(st, KEY_VOCAB_DIVISIBLE_BY, "not padded");
 		st->use[MA_DIVISIBLE].used = false;
 		return;
 	}
@@ -1522,10 +1529,55 @@ import_vocab(struct import_state *st, const struct megatron_values *v)
 		    CFG_MAX_MODEL_DIM);
 		return;
 	}
-	c->model.vocab = (int)padded;
-	explain(st, KEY_VOCAB, "--vocab-size %ld padded to a multiple of %ld",
-	    v->vocab, multiple);
+	explain(st, KEY_VOCAB, "--vocab-size; padded to %ld, a multiple of "
+	    "%ld", padded, multiple);
+	c->model.vocab_divisible_by = (int)v->divisible;
+	explain(st, KEY_VOCAB_DIVISIBLE_BY, "%s", given_or(st, MA_DIVISIBLE,
+	    "--make-vocab-size-divisible-by", "Megatron's default"));
 	st->use[MA_DIVISIBLE].used = true;
+}
+
+/*
+ * The model chunks a stage (validate_args, core_v0.13.0): given, or the
+ * layers of a stage divided by --num-layers-per-virtual-pipeline-stage,
+ * which Megatron takes only for an even split.
+ */
+static void
+import_vpp(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	long		 per_stage;
+
+	if (v->vpp_stages > 0 && v->vpp_layers > 0) {
+		refuse(st, "--num-layers-per-virtual-pipeline-stage and "
+		    "--num-virtual-stages-per-pipeline-rank cannot be set at "
+		    "the same time (Megatron's validate_args asserts it)");
+		return;
+	}
+	if (v->vpp_stages > 0) {
+		c->mesh.vpp = (int)v->vpp_stages;
+		explain(st, KEY_VPP, "--num-virtual-stages-per-pipeline-rank");
+		return;
+	}
+	if (v->vpp_layers == 0)
+		return;
+	if (v->first_stage > 0 || v->last_stage > 0) {
+		refuse(st, "--num-layers-per-virtual-pipeline-stage with an "
+		    "uneven pipeline: Megatron asserts it and asks for "
+		    "--num-virtual-stages-per-pipeline-rank");
+		return;
+	}
+	per_stage = v->layers / v->pp;
+	if (v->layers % v->pp != 0 || per_stage % v->vpp_layers != 0) {
+		refuse(st, "--num-layers-per-virtual-pipeline-stage %ld does "
+		    "not divide the %ld layers of a stage evenly (Megatron "
+		    "asserts it)", v->vpp_layers, v->layers / v->pp);
+		return;
+	}
+	c->mesh.vpp = (int)(per_stage / v->vpp_layers);
+	explain(st, KEY_VPP, "%ld layers a stage / "
+	    "--num-layers-per-virtual-pipeline-stage %ld", per_stage,
+	    v->vpp_layers);
 }
 
 static void
@@ -1564,6 +1616,7 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 		explain(st, KEY_LAST_STAGE_LAYERS,
 		    "--decoder-last-pipeline-num-layers");
 	}
+	import_vpp(st, v);
 	if (v->seq > 0) {
 		c->model.seq = (int)v->seq;
 		explain(st, KEY_SEQ, "--seq-length");

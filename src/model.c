@@ -18,9 +18,10 @@ struct builder {
 	struct model	*model;
 	int		 cap_params;
 	int		 cap_logical;
-	/* The program being built for one stage. */
+	/* The program being built for one stage, and every stage's room. */
 	struct stage_program *program;
-	int		 cap_ops;
+	int		*cap_ops;
+	int		 stage, chunk;	/* where parameters go */
 };
 
 static int
@@ -40,6 +41,7 @@ add_param(struct builder *b, const char *name, int stage, int layer,
 	p->name = xstrdup(name);
 	p->index = m->nparams;
 	p->stage = stage;
+	p->chunk = b->chunk;
 	p->layer = layer;
 	p->role = role;
 	p->ndims = ndims;
@@ -120,10 +122,11 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 {
 	struct stage_program	*sp = b->program;
 	struct op		*op;
+	int			*cap = &b->cap_ops[b->stage];
 
-	if (sp->nops == b->cap_ops) {
-		b->cap_ops = b->cap_ops ? 2 * b->cap_ops : 64;
-		sp->ops = xreallocarray(sp->ops, b->cap_ops, sizeof *sp->ops);
+	if (sp->nops == *cap) {
+		*cap = *cap ? 2 * *cap : 64;
+		sp->ops = xreallocarray(sp->ops, *cap, sizeof *sp->ops);
 	}
 	op = &sp->ops[sp->nops++];
 	op->kind = kind;
@@ -303,8 +306,17 @@ model_build(struct model *m, const struct config *cfg)
 {
 	struct builder	 b;
 	int		 pp = cfg->mesh.pp, first, count, stage, layer, h, emb;
-	int		 out_param, fn, i;
+	int		 out_param, fn, i, v, nv;
 	bool		 tied = cfg->model.tie_embeddings;
+	/*
+	 * The embedding and the output layer have the padded vocabulary's
+	 * rows.  Token ids stay below model.vocab (numdata.c), so the
+	 * padded embedding rows are never looked up and get no gradient;
+	 * the padded logits are in the loss, as in Megatron's
+	 * vocab_parallel_cross_entropy (a softmax over the whole padded
+	 * vocabulary), so the padded output rows do get one.
+	 */
+	int64_t		 vocab = cfg_padded_vocab(cfg);
 
 	memset(m, 0, sizeof *m);
 	memset(&b, 0, sizeof b);
@@ -315,25 +327,38 @@ model_build(struct model *m, const struct config *cfg)
 	m->tokens = cfg->model.micro_batch * cfg->model.seq / m->mesh.cp;
 	lossnorm_build(&m->loss, cfg, &m->mesh);
 	m->stages = xcalloc(pp, sizeof *m->stages);
+	m->chunks = cfg->mesh.vpp > 0 ? cfg->mesh.vpp : 1;
+	b.cap_ops = xcalloc(pp, sizeof *b.cap_ops);
+	for (stage = 0; stage < pp; stage++)
+		m->stages[stage].chunk_start = xcalloc(m->chunks + 1,
+		    sizeof *m->stages[stage].chunk_start);
 
+	/*
+	 * Virtual stage v is chunk v / pp of stage v % pp (Megatron's
+	 * interleaved schedule): the embedding on the first chunk of the
+	 * first stage, the output layer on the last chunk of the last.
+	 */
 	emb = -1;
-	for (stage = 0; stage < pp; stage++) {
+	nv = pp * m->chunks;
+	for (v = 0; v < nv; v++) {
+		stage = b.stage = v % pp;
+		b.chunk = v / pp;
 		b.program = &m->stages[stage];
-		b.cap_ops = 0;
-		if (stage == 0) {
+		b.program->chunk_start[b.chunk] = b.program->nops;
+		if (v == 0) {
 			emb = add_param(&b, "embedding.weight", 0, -1,
-			    ROLE_EMBEDDING, 2, cfg->model.vocab,
-			    cfg->model.hidden, 0);
+			    ROLE_EMBEDDING, 2, vocab, cfg->model.hidden, 0);
 			h = emit(&b, OP_TOKENS, -1, -1, -1, "tokens");
 			h = emit(&b, OP_EMBED, emb, h, -1, "embedding");
 			h = emit(&b, OP_TP_REDUCE, -1, h, -1, "embedding");
 		} else
 			h = emit(&b, OP_RECV, -1, -1, -1, "pipeline recv");
-		cfg_stage_layers(cfg, stage, &first, &count);
+		cfg_chunk_layers(cfg, stage, b.chunk, &first, &count);
 		for (layer = first; layer < first + count; layer++)
 			h = emit_layer(&b, cfg, stage, layer, h);
-		if (stage < pp - 1) {
+		if (v < nv - 1) {
 			emit(&b, OP_SEND, -1, h, -1, "pipeline send");
+			b.program->chunk_start[b.chunk + 1] = b.program->nops;
 			continue;
 		}
 		fn = add_param(&b, "final_norm.weight", stage, -1, ROLE_NORM, 1,
@@ -347,13 +372,14 @@ model_build(struct model *m, const struct config *cfg)
 			out_param = emb;
 		else
 			out_param = add_param(&b, "output.weight", stage, -1,
-			    ROLE_OUTPUT, 2, cfg->model.vocab,
-			    cfg->model.hidden, 0);
+			    ROLE_OUTPUT, 2, vocab, cfg->model.hidden, 0);
 		h = emit(&b, OP_NORM, fn, h, -1, "final_norm.weight");
 		h = emit(&b, OP_TP_GATHER, -1, h, -1, "output");
 		h = emit(&b, OP_OUTPUT, out_param, h, -1, "output");
 		emit(&b, OP_LOSS, -1, h, -1, "loss");
+		b.program->chunk_start[b.chunk + 1] = b.program->nops;
 	}
+	free(b.cap_ops);
 
 	for (i = 0; i < m->nparams; i++) {
 		struct param *p = &m->params[i];
@@ -399,8 +425,10 @@ model_free(struct model *m)
 		free(m->params[i].name);
 	free(m->params);
 	free(m->logical);
-	for (i = 0; i < m->mesh.pp; i++)
+	for (i = 0; i < m->mesh.pp; i++) {
 		free(m->stages[i].ops);
+		free(m->stages[i].chunk_start);
+	}
 	free(m->stages);
 	memset(m, 0, sizeof *m);
 }

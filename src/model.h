@@ -41,6 +41,7 @@ struct param {
 	int		 index;		/* position in model.params (registration order) */
 	int		 logical;	/* index in model.logical */
 	int		 stage;		/* pipeline stage holding it */
+	int		 chunk;		/* model chunk of the stage (mesh.vpp) */
 	int		 layer;		/* layer number, -1 outside the layers */
 	enum param_role	 role;
 	int		 ndims;
@@ -100,10 +101,19 @@ struct op {
 	const char	*label;		/* "layers.1.moe.experts", for explain */
 };
 
+/*
+ * A stage's ops.  With a virtual pipeline (mesh.vpp chunks a stage) they
+ * are its chunks' programs one after the other: chunk c is the ops from
+ * chunk_start[c] to chunk_start[c + 1], each begun by a RECV (or the
+ * tokens) and ended by a SEND (or the loss).  The forward pass runs the
+ * chunks in the model's layer order, chunk-major: (chunk 0, stage 0),
+ * (chunk 0, stage 1), ..., (chunk 1, stage 0), ...; backward reversed.
+ */
 struct stage_program {
 	struct op	*ops;
 	int		 nops;
 	int		 nslots;
+	int		*chunk_start;	/* chunks + 1 entries */
 };
 
 struct model {
@@ -116,7 +126,15 @@ struct model {
 	struct logical_param	*logical;
 	int			 nlogical;
 	struct stage_program	*stages;	/* pp entries */
+	int			 chunks;	/* model chunks a stage */
 };
+
+/* The gradient buffer unit of a parameter: its stage's chunk. */
+static inline int
+model_unit(const struct model *m, const struct param *p)
+{
+	return p->stage * m->chunks + p->chunk;
+}
 
 void	 model_build(struct model *, const struct config *);
 void	 model_free(struct model *);

@@ -297,18 +297,26 @@ static void
 run_model(struct engine *eng, struct progress_count *pc)
 {
 	const struct model	*m = eng->model;
-	int			 s, k;
+	const int		*start;
+	int			 pp = m->mesh.pp, nv = pp * m->chunks, s, k, v;
 
-	for (s = 0; s < m->mesh.pp; s++)
-		for (k = 0; k < m->stages[s].nops; k++) {
+	/* Chunks in the model's layer order (model.h), backward reversed. */
+	for (v = 0; v < nv; v++) {
+		s = v % pp;
+		start = m->stages[s].chunk_start;
+		for (k = start[v / pp]; k < start[v / pp + 1]; k++) {
 			forward_op(eng, s, k);
 			progress_tick(pc);
 		}
+	}
 	test_faults(eng);
-	for (s = m->mesh.pp - 1; s >= 0; s--) {
+	for (s = 0; s < pp; s++)
 		memset(eng->grad_set[s], 0, (size_t)m->stages[s].nslots *
 		    sizeof(bool));
-		for (k = m->stages[s].nops - 1; k >= 0; k--) {
+	for (v = nv - 1; v >= 0; v--) {
+		s = v % pp;
+		start = m->stages[s].chunk_start;
+		for (k = start[v / pp + 1] - 1; k >= start[v / pp]; k--) {
 			backward_op(eng, s, k);
 			progress_tick(pc);
 		}
@@ -426,13 +434,17 @@ mask_keeps(const struct engine *eng, const struct sync_step *st,
 	    pl_uniform(PLACE_PARTIAL));
 }
 
-/* The stage buffer of `kind` on a rank, gathered from its parameters. */
+/*
+ * The buffer of `kind` of a rank's model chunk, gathered from its
+ * parameters: each chunk has buffers of its own (one DDP a chunk).
+ */
 static union num *
 buffer_pack(const struct engine *eng, const struct layout *layout,
-    const struct rank_state *rs, enum buffer_kind kind)
+    const struct rank_state *rs, enum buffer_kind kind, int chunk)
 {
-	const struct stage_layout	*sl = &layout->stages[rs->coord.pp];
 	const struct model		*m = eng->model;
+	const struct stage_layout	*sl = &layout->stages[rs->coord.pp *
+					    m->chunks + chunk];
 	union num			*buf;
 	int				 p;
 
@@ -440,7 +452,8 @@ buffer_pack(const struct engine *eng, const struct layout *layout,
 		return NULL;
 	buf = xcalloc((size_t)sl->buffer[kind].size, sizeof(*buf));
 	for (p = 0; p < m->nparams; p++)
-		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind)
+		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind &&
+		    m->params[p].chunk == chunk)
 			memcpy(buf + layout->offset[p], rs->pgrad[p],
 			    (size_t)m->params[p].local_elems * sizeof(*buf));
 	return buf;
@@ -448,13 +461,15 @@ buffer_pack(const struct engine *eng, const struct layout *layout,
 
 static void
 buffer_unpack(const struct engine *eng, const struct layout *layout,
-    struct rank_state *rs, enum buffer_kind kind, const union num *buf)
+    struct rank_state *rs, enum buffer_kind kind, int chunk,
+    const union num *buf)
 {
 	const struct model		*m = eng->model;
 	int				 p;
 
 	for (p = 0; p < m->nparams; p++)
-		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind)
+		if (rs->pgrad[p] != NULL && layout_buffer_of(m, p) == kind &&
+		    m->params[p].chunk == chunk)
 			memcpy(rs->pgrad[p], buf + layout->offset[p],
 			    (size_t)m->params[p].local_elems * sizeof(*buf));
 }
@@ -531,7 +546,7 @@ sync_local(struct engine *eng, const struct sync_step *st)
 
 static void
 sync_collective(struct engine *eng, const struct layout *layout,
-    const struct sync_step *st)
+    const struct sync_step *st, int chunk)
 {
 	const struct buffer_layout	**bl;
 	struct rank_state		*rs;
@@ -545,8 +560,10 @@ sync_collective(struct engine *eng, const struct layout *layout,
 	for (i = 0; i < eng->nranks; i++) {
 		rs = &eng->ranks[i];
 		if (st->target == TARGET_BUFFER) {
-			vec[i] = buffer_pack(eng, layout, rs, st->buffer);
-			bl[i] = &layout->stages[rs->coord.pp].buffer[st->buffer];
+			vec[i] = buffer_pack(eng, layout, rs, st->buffer,
+			    chunk);
+			bl[i] = &layout->stages[rs->coord.pp *
+			    eng->model->chunks + chunk].buffer[st->buffer];
 			len[i] = bl[i]->size;
 		} else
 			vec[i] = params_pack(eng, st, rs, &len[i]);
@@ -563,7 +580,7 @@ sync_collective(struct engine *eng, const struct layout *layout,
 			continue;
 		if (st->target == TARGET_BUFFER)
 			buffer_unpack(eng, layout, &eng->ranks[i], st->buffer,
-			    vec[i]);
+			    chunk, vec[i]);
 		else
 			params_unpack(eng, st, &eng->ranks[i], vec[i]);
 		free(vec[i]);
@@ -578,7 +595,7 @@ run_sync(struct engine *eng, const struct layout *layout,
     const struct sync_plan *plan, struct progress_count *pc)
 {
 	const struct sync_step	*st;
-	int			 s;
+	int			 s, c;
 
 	for (s = 0; s < plan->nsteps; s++) {
 		st = &plan->steps[s];
@@ -589,7 +606,10 @@ run_sync(struct engine *eng, const struct layout *layout,
 			break;
 		case SYNC_ALL_REDUCE:
 		case SYNC_REDUCE_SCATTER:
-			sync_collective(eng, layout, st);
+			/* A buffer step runs in every chunk's DDP. */
+			for (c = 0; c < (st->target == TARGET_BUFFER ?
+			    eng->model->chunks : 1); c++)
+				sync_collective(eng, layout, st, c);
 			break;
 		}
 		progress_tick(pc);
@@ -629,8 +649,13 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	int			*key, k, d, rank0 = 0;
 
 	cfg_copy(&cfg, audited->config);
+	/*
+	 * The same model on one rank: Megatron pads the vocabulary with the
+	 * audited tp, and so must the reference, or its padded rows differ.
+	 */
+	cfg.model.vocab_divisible_by *= cfg.mesh.tp;
 	cfg.mesh.dp = cfg.mesh.pp = cfg.mesh.tp = 1;
-	cfg.mesh.ep = cfg.mesh.etp = 1;
+	cfg.mesh.ep = cfg.mesh.etp = cfg.mesh.vpp = 1;
 	cfg.model.seq /= cfg.mesh.cp;
 	cfg.mesh.cp = 1;
 	cfg.training.micro_batches = 1;
@@ -1483,7 +1508,8 @@ numeric_verdict(const struct audit *audit)
  * The size limit.  A rank of stage s holds, for every parameter of s, its
  * weights, its local gradient and a copy of it (the atoms), and for every
  * slot of the stage program a value and its gradient, tokens rows of at
- * most the widest dimension; an expert op also keeps the items it routes
+ * most the widest dimension but the vocabulary, which only the logits
+ * have; an expert op also keeps the items it routes
  * and those it receives from its ep group, each a row of hidden plus two
  * of expert_ffn.  An estimate from above, in int64 without overflow: a
  * valid config has at most 2^40 elements a parameter and 2^20 tokens.
@@ -1504,11 +1530,17 @@ stage_values(const struct model *m, int stage)
 	width = cfg->model.hidden;
 	if (cfg->model.ffn > width)
 		width = cfg->model.ffn;
-	if (cfg->model.vocab > width)
-		width = cfg->model.vocab;
 	if (cfg->model.has_moe && cfg->model.moe.experts > width)
 		width = cfg->model.moe.experts;
 	n += 2 * (int64_t)sp->nslots * m->tokens * width;
+	/*
+	 * Only the logits are as wide as the vocabulary: a 50257-token
+	 * vocabulary counted in every slot put GPT-3's shape past the limit.
+	 */
+	for (k = 0; k < sp->nops; k++)
+		if (sp->ops[k].kind == OP_OUTPUT)
+			n += 2 * (int64_t)m->tokens * (cfg_padded_vocab(cfg) /
+			    m->mesh.tp);
 	if (!cfg->model.has_moe)
 		return n;
 	routed = (int64_t)m->tokens * cfg->model.moe.top_k;

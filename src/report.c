@@ -926,6 +926,9 @@ print_header(struct text *t)
 	}
 	mesh_format(m, meshline, sizeof meshline);
 	fprintf(t->fp, "mesh: %s\n", meshline);
+	if (a->config != NULL && a->config->mesh.vpp > 1)
+		fprintf(t->fp, "virtual pipeline: %d model chunks a stage\n",
+		    a->config->mesh.vpp);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
 	if (!a->numeric) {
@@ -967,8 +970,14 @@ print_title(struct text *t, const struct param_result *p)
 
 	fprintf(t->fp, "%s%s%s", paint(t, ANSI_BOLD), p->name,
 	    paint(t, ANSI_RESET));
+	if (p->has_chunk)
+		fprintf(t->fp, " (chunk %d)", p->chunk);
 	if (p->tied_with != NULL)
-		fprintf(t->fp, " (tied with %s)", p->tied_with);
+		fprintf(t->fp, " (tied with %s", p->tied_with);
+	if (p->tied_with != NULL && p->has_chunk)
+		fprintf(t->fp, ", chunk %d", p->tied_chunk);
+	if (p->tied_with != NULL)
+		putc(')', t->fp);
 	fputs(p->consistent ? ": consistent but wrong" : ": inconsistent",
 	    t->fp);
 	ranks = param_wrong_ranks(p, &n);
@@ -2012,6 +2021,11 @@ json_param(struct json *j, const struct audit *a,
 	json_begin_object(j);
 	json_key_string(j, "name", p->name);
 	json_key_string_or_null(j, "tied_with", p->tied_with);
+	/* Only with a virtual pipeline: other reports keep their shape. */
+	if (p->has_chunk)
+		json_key_int(j, "chunk", p->chunk);
+	if (p->has_chunk && p->tied_with != NULL)
+		json_key_int(j, "tied_chunk", p->tied_chunk);
 	json_key_bool(j, "consistent", p->consistent);
 	json_key_bool(j, "correct", p->correct);
 	if (p->has_hash)

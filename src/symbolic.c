@@ -1078,14 +1078,46 @@ cell_add(struct cell_list *cl)
 	return &cl->v[cl->n++];
 }
 
-/* Split a rank's segments at the boundaries of the ranges it uses. */
+/*
+ * Where the padded rows of a word embedding begin in a rank's shard of
+ * param (an instance of it, or the tied output layer), when their lookup
+ * gradients are known to be zero: token ids stay below model.vocab, so
+ * the local gradients of the embedding's own ranks (stage 0, atoms below
+ * dp * tp) are zero on the padded rows.  Where one instance serves both
+ * lookup and output (tied, one stage), its atoms are not: local_elems.
+ */
+static int64_t
+lookup_zero_from(const struct sym_run *run, int param, int rank)
+{
+	const struct model		*m = run->model;
+	const struct param		*p = &m->params[param];
+	const struct logical_param	*l = &m->logical[p->logical];
+	int64_t				 rows = p->local_shape[0], real;
+	struct coord			 c;
+
+	if (m->params[l->instance[0]].role != ROLE_EMBEDDING ||
+	    (l->tied_with != NULL && l->ninstances == 1))
+		return p->local_elems;
+	run_coord(run, rank, &c);
+	real = m->config->model.vocab - (int64_t)c.tp * rows;
+	if (real < 0)
+		real = 0;
+	if (real > rows)
+		real = rows;
+	return real * p->local_shape[1];
+}
+
+/*
+ * Split a rank's segments at the boundaries of the ranges it uses, and
+ * where a word embedding's padded rows begin.
+ */
 static void
 emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 {
 	const struct model *m = run->model;
 	const struct seglist *sl = values_of(run, param, rank);
 	const struct lincomb *expected = sym_expected(run, param, rank);
-	int64_t	 used[16][2];
+	int64_t	 used[16][2], padded = lookup_zero_from(run, param, rank);
 	int	 nused, i, r, key = shard_key(run, &m->params[param], rank);
 	struct coord c;
 
@@ -1107,6 +1139,8 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 				} else if (used[r][0] > lo && used[r][0] < end)
 					end = used[r][0];
 			}
+			if (lo < padded && padded < end)
+				end = padded;
 			struct cell *ce = cell_add(cl);
 
 			cl->key[cl->n - 1] = key;
@@ -1117,7 +1151,17 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 			ce->used = inside;
 			ce->value = sl->v[i].value;
 			ce->expected = expected;
-			ce->ok = inside && same_value(run, ce->value, expected);
+			if (lo >= padded) {
+				/* The atoms of ranks past the first stage. */
+				uint32_t from = atom_id(run->stage_ranks, 0, 0);
+
+				ce->value = lc_from_atom(run->arena, ce->value,
+				    from);
+				ce->expected = lc_from_atom(run->arena,
+				    expected, from);
+			}
+			ce->ok = inside && same_value(run, ce->value,
+			    ce->expected);
 			lo = end;
 		}
 	}
@@ -1199,6 +1243,10 @@ fill_param(struct sym_run *run, struct audit *a, int l,
 	pr->name = arena_strdup(&a->arena, lp->name);
 	pr->tied_with = lp->tied_with ? arena_strdup(&a->arena, lp->tied_with) :
 	    NULL;
+	pr->has_chunk = m->chunks > 1;
+	pr->chunk = pr->tied_chunk = first->chunk;
+	if (lp->ninstances == 2)
+		pr->tied_chunk = m->params[lp->instance[1]].chunk;
 	pr->elems = first->elems;
 	pr->is_expert = first->expert;
 	/* Instances are in stage order, so cells come out sorted by rank. */

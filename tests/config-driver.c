@@ -102,6 +102,11 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_SHARD_GROUP] = "grad_norm.shard_group",
 	[KEY_PP_REDUCE] = "grad_norm.pp_reduce",
 	[KEY_CLIP_RANKS] = "grad_norm.clip_ranks",
+	[KEY_VOCAB_DIVISIBLE_BY] = "model.vocab_divisible_by",
+	[KEY_VPP] = "mesh.vpp",
+	[KEY_BUCKET_CHUNKS] = "layout.bucket_chunks",
+	[KEY_VPP_MIN_PP] = "limits.vpp_min_pp",
+	[KEY_UNEVEN_VPP_SUPPORTED] = "limits.uneven_vpp_supported",
 };
 
 static void
@@ -131,6 +136,24 @@ dump_moe_layers(const struct config *c)
 		any = true;
 	}
 	printf("%s\n", any ? "" : "none");
+}
+
+/* With a virtual pipeline, every chunk's layers: "s0c0=0-1 s0c1=4-5 ...". */
+static void
+dump_chunk_layers(const struct config *c)
+{
+	int	 s, k, first, count;
+
+	if (c->mesh.vpp == 1)
+		return;
+	printf("chunk_layers=");
+	for (s = 0; s < c->mesh.pp; s++)
+		for (k = 0; k < c->mesh.vpp; k++) {
+			cfg_chunk_layers(c, s, k, &first, &count);
+			printf("%ss%dc%d=%d-%d", s + k > 0 ? " " : "", s, k,
+			    first, first + count - 1);
+		}
+	printf("\n");
 }
 
 static void
@@ -196,6 +219,8 @@ dump(const struct config *c)
 		printf("%s=%s\n", key_names[k], value);
 	}
 	dump_moe_layers(c);
+	printf("padded_vocab=%lld\n", (long long)cfg_padded_vocab(c));
+	dump_chunk_layers(c);
 	/* Written keys: their position, or "set" for a --set. */
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!keyset_has(&c->given, k)) {
