@@ -633,8 +633,8 @@ list_intern(struct list_table *t, struct arena *a, struct gn_piece *v,
 		*t = b;
 	}
 	for (i = h & (t->cap - 1); t->v[i] != NULL; i = (i + 1) & (t->cap - 1))
-		if (t->hash[i] == h && t->v[i]->n == n &&
-		    memcmp(t->v[i]->v, v, n * sizeof *v) == 0)
+		if (t->hash[i] == h && t->v[i]->n == n && (n == 0 ||
+		    memcmp(t->v[i]->v, v, n * sizeof *v) == 0))
 			return t->v[i];
 	pl = arena_alloc(a, sizeof *pl);
 	pl->v = n > 0 ? arena_alloc(a, n * sizeof *v) : NULL;
