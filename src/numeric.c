@@ -40,6 +40,7 @@
  *				 that only the bit-for-bit comparison of
  *				 replicas must report (exit 3).
  */
+#include <float.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -1389,12 +1390,24 @@ clip_coefficient(double norm2)
 }
 
 /*
+ * The clip coefficient's tolerance in ulps: the reference tolerance of a
+ * norm squared, relative, in units of the float type's epsilon (the
+ * coefficient's relative error is at most half the norm squared's).
+ */
+static double
+clip_ulps_tolerance(void)
+{
+	return ceil(reference_tolerance() / (num_arith == ARITH_FLOAT32 ?
+	    (double)FLT_EPSILON : DBL_EPSILON));
+}
+
+/*
  * Process 0: every rank's norm squared against the reference's (the
  * verdict) and against its symbolic value evaluated on the atoms (the
- * self-check).  In floats, the clip coefficient min(1, clip / (norm +
- * eps)) is reported with its distance in ulps; the verdict compares the
- * norms squared within the reference tolerance, since a coefficient of 1
- * hides a wrong norm below the clip value.
+ * self-check).  In floats the verdict needs both the norms squared within
+ * the reference tolerance and the clip coefficients min(1, clip / (norm +
+ * eps)) within clip_ulps_tolerance() ulps: the coefficient alone would
+ * pass a wrong norm below the clip value, where it is 1 either way.
  */
 static bool
 compare_norms(const struct model *m, const struct gathered *gv,
@@ -1446,7 +1459,8 @@ compare_norms(const struct model *m, const struct gathered *gv,
 			g->ulps[r] = ulp_distance(g->coefficient[r],
 			    g->reference_coefficient);
 			g->numeric_ok[r] = fabs(norm2[r].d - rn.d) <=
-			    reference_tolerance() * fabs(rn.d);
+			    reference_tolerance() * fabs(rn.d) &&
+			    g->ulps[r] <= clip_ulps_tolerance();
 		}
 		all_ok = all_ok && g->numeric_ok[r];
 		if ((c = g->class_of[r]) < 0)
