@@ -1621,14 +1621,18 @@ valid_tokens_fit(const struct config *c, char *buf, size_t size)
 	if (v == NULL || strcmp(v, "uneven") == 0 || strcmp(v, "all") == 0)
 		return true;
 	want = (int64_t)c->training.micro_batches * c->mesh.dp * c->mesh.cp;
-	for (p = v; *p != '\0'; p = end) {
-		while (*p == ' ' || *p == ',')
-			p++;
-		if (*p == '\0')
-			break;
-		if (*p < '0' || *p > '9') {
-			snprintf(buf, size, "valid_tokens is \"uneven\", "
-			    "\"all\" or a list of token counts");
+	/* Counts separated by spaces, or by one comma and spaces. */
+	for (p = v; *p == ' '; p++)
+		continue;
+	while (*p != '\0') {
+		size_t	 digits = strspn(p, "0123456789");
+
+		if (digits == 0 || digits > 9) {
+			snprintf(buf, size, digits == 0 ? "valid_tokens is "
+			    "\"uneven\", \"all\" or a list of token counts "
+			    "separated by spaces or commas" : "valid token count "
+			    "%.*s (item %" PRId64 ") is too large", (int)digits,
+			    p, got + 1);
 			return false;
 		}
 		n = strtol(p, &end, 10);
@@ -1640,6 +1644,18 @@ valid_tokens_fit(const struct config *c, char *buf, size_t size)
 			return false;
 		}
 		got++;
+		for (p = end; *p == ' '; p++)
+			continue;
+		if (*p == ',') {
+			for (p++; *p == ' '; p++)
+				continue;
+			if (*p == '\0' || *p == ',') {
+				snprintf(buf, size, "a comma "
+				    "without a count after it (item %" PRId64
+				    ")", got + 1);
+				return false;
+			}
+		}
 	}
 	if (got == want)
 		return true;

@@ -14,19 +14,30 @@
 
 /*
  * The default valid-token counts, "uneven": chunk i keeps tokens -
- * (7i + 1) mod (tokens/2 + 1) of its slots, between tokens/2 and all of
- * them.  Neighbouring chunks (cp ranks, dp ranks, micro-batches) differ, so
- * that every mean of means, every count taken over the wrong group, is a
- * different number from the global token mean.  The counts depend on the
+ * (s i + 1) mod (tokens/2 + 1) of its slots, between tokens/2 and all of
+ * them, s the first of 7, 5, 3, 2 prime to tokens/2 + 1 (else 1), so that
+ * the counts run through every value of the span and neighbouring chunks
+ * (cp ranks, dp ranks, micro-batches) differ: every mean of means, every
+ * count taken over the wrong group, is a different number from the global
+ * token mean.  (With a step sharing a factor with the span, 7 with
+ * tokens = 12, every count was the same and the audit passed real bugs.)
+ * Only a chunk of one token has nothing to vary.  The counts depend on the
  * chunk only, not on --seed: the symbolic audit, which has no seed, must
  * see the numeric audit's counts.
  */
-static int
-uneven_count(int64_t tokens, int chunk)
+int
+lossnorm_uneven_count(int64_t tokens, int chunk)
 {
-	int64_t	 span = tokens / 2 + 1;
+	static const int64_t steps[] = { 7, 5, 3, 2 };
+	int64_t	 span = tokens / 2 + 1, step = 1;
+	size_t	 i;
 
-	return (int)(tokens - (7 * (int64_t)chunk + 1) % span);
+	for (i = 0; i < sizeof steps / sizeof steps[0]; i++)
+		if (span % steps[i] != 0) {
+			step = steps[i];
+			break;
+		}
+	return (int)(tokens - (step * (int64_t)chunk + 1) % span);
 }
 
 static void
@@ -157,7 +168,7 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 			ln->valid[i] = (int)ln->tokens;
 	else if (spec == NULL || strcmp(spec, "uneven") == 0)
 		for (i = 0; i < ln->chunks; i++)
-			ln->valid[i] = uneven_count(ln->tokens, i);
+			ln->valid[i] = lossnorm_uneven_count(ln->tokens, i);
 	else
 		read_counts(ln, spec);
 	for (i = 0; i < ln->chunks; i++)

@@ -50,6 +50,8 @@ struct loss_norm {
 void	 lossnorm_build(struct loss_norm *, const struct config *,
 	    const struct mesh *);
 void	 lossnorm_free(struct loss_norm *);
+/* The default ("uneven") valid tokens of a chunk of `tokens` slots. */
+int	 lossnorm_uneven_count(int64_t tokens, int chunk);
 /* The size loss.scale or sync.dp_divisor names: dp*cp, dp, cp or 1. */
 int	 lossnorm_size(const struct mesh *, enum data_size);
 

@@ -128,7 +128,8 @@ static const struct arg_def args[] = {
 	 * when, or by how much, and gradaudit has no key for it yet.
 	 */
 	REFUSED("hierarchical-context-parallel-sizes", ARG_LIST, NULL,
-	    "context parallelism: gradaudit has no cp dimension"),
+	    "hierarchical context parallelism splits the cp group in levels; "
+	    "gradaudit's cp is one group"),
 	REFUSED("virtual-pipeline-model-parallel-size", ARG_VALUE, NULL,
 	    "Megatron-LM's launch gives the model chunks as "
 	    "--num-virtual-stages-per-pipeline-rank or "
@@ -570,8 +571,9 @@ static const struct arg_def args[] = {
 	HARMLESS("overlap-p2p-communication-warmup-flush", ARG_FLAG),
 	HARMLESS("use-ring-exchange-p2p", ARG_FLAG),
 	/*
-	 * Options of FSDP and context parallelism, which do nothing without
-	 * them (and both are refused).
+	 * Options of FSDP, which does nothing without them (and is refused),
+	 * and how context parallelism exchanges keys and values, which
+	 * changes no gradient's synchronization (cp-comm-type).
 	 */
 	HARMLESS("data-parallel-sharding-strategy", ARG_VALUE),
 	HARMLESS("outer-dp-sharding-strategy", ARG_VALUE),

@@ -35,6 +35,9 @@
  *   GRADAUDIT_TEST_CORRUPT_RANK=r add 1 to the first element of the rank's
  *				 first synced gradient, which the self-check
  *				 must report (exit 3);
+ *   GRADAUDIT_TEST_SHIFT_PADDING=1 shift the token ids of every padded
+ *				 token by one (kernels.c): a padded token
+ *				 contributes nothing, so no value may change;
  *   GRADAUDIT_TEST_NUDGE_RANK=r move that element to the next float (in
  *				 float numerics), a difference within rounding
  *				 that only the bit-for-bit comparison of
