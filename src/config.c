@@ -335,6 +335,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    limits.vpp_min_pp, 2, CFG_MAX_MESH_DIM, 2),
 	[KEY_UNEVEN_VPP_SUPPORTED] = { "limits.uneven_vpp_supported",
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_vpp), 0, 1, 1, NULL },
+	[KEY_AVG_CP_SUPPORTED] = { "limits.avg_cp_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.avg_cp), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1931,6 +1933,21 @@ framework_uneven_vpp(const struct config *c, char *buf, size_t size)
 	    "until 0.11.0)", buf, size);
 }
 
+/*
+ * Megatron core 0.8.0 asserts under average_in_collective that the
+ * scaling factor over the dp group is 1/dp_cp, which fails with cp > 1
+ * (distributed_data_parallel.py, fixed by 3bdcbbbe5d in 0.9.0).
+ */
+static bool
+framework_avg_cp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.avg_cp ||
+	    !c->training.average_in_collective || c->mesh.cp == 1,
+	    "stops at start-up with average_in_collective and cp > 1: "
+	    "DistributedDataParallel asserts its scaling factor",
+	    buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -1966,6 +1983,7 @@ static const struct constraint constraints[] = {
 	{ KEY_VPP, false, vpp_fits },
 	{ KEY_VPP, false, framework_vpp_pp },
 	{ KEY_VPP, false, framework_uneven_vpp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_cp },
 };
 
 /*

@@ -210,6 +210,7 @@ enum cfg_key {
 	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
 	KEY_VOCAB_DIVISIBLE_BY,
 	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
+	KEY_AVG_CP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -324,6 +325,7 @@ struct config {
 		bool	uneven_pp;	/* first/last stage layer counts */
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
+		bool	avg_cp;		/* average_in_collective with cp > 1 */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

@@ -107,6 +107,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_BUCKET_CHUNKS] = "layout.bucket_chunks",
 	[KEY_VPP_MIN_PP] = "limits.vpp_min_pp",
 	[KEY_UNEVEN_VPP_SUPPORTED] = "limits.uneven_vpp_supported",
+	[KEY_AVG_CP_SUPPORTED] = "limits.avg_cp_supported",
 };
 
 static void
