@@ -180,6 +180,18 @@ json_table(struct explain *ex, const struct sym_run *run, int p)
 	json_end_array(&ex->json);
 }
 
+/* A setting as explain's JSON writes it: {"key", "value", "from"}. */
+static void
+json_setting(struct json *j, enum cfg_key k, const char *value,
+    const char *origin)
+{
+	json_begin_object(j);
+	json_key_string(j, "key", cfg_key_path(k));
+	json_key_string(j, "value", value);
+	json_key_string(j, "from", origin);
+	json_end_object(j);
+}
+
 /*
  * A reduce-scatter's result depends on where the buffer's shards fall, so
  * explain names the layout settings that a config or profile chose (the
@@ -210,11 +222,7 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 				json_begin_array(&ex->json);
 			}
 			cfg_key_origin(c, k, origin, sizeof origin);
-			json_begin_object(&ex->json);
-			json_key_string(&ex->json, "key", cfg_key_path(k));
-			json_key_string(&ex->json, "value", value);
-			json_key_string(&ex->json, "from", origin);
-			json_end_object(&ex->json);
+			json_setting(&ex->json, k, value, origin);
 		} else
 			printf("%s%s: %s (%s)", n == 0 ? "  (shards cut by " :
 			    ", ", cfg_key_path(k), value, !given ? "profile" :
@@ -302,7 +310,6 @@ hook(void *arg, const struct sym_run *run, int step)
 	}
 }
 
-/* Which params to show: the named one (both tied copies), else the wrong. */
 /* One setting of the gradient norm, its value and where it came from. */
 static void
 norm_setting(struct explain *ex, enum cfg_key k)
@@ -311,13 +318,9 @@ norm_setting(struct explain *ex, enum cfg_key k)
 
 	cfg_key_value(ex->config, k, value, sizeof value);
 	cfg_key_origin(ex->config, k, origin, sizeof origin);
-	if (ex->options->format == FORMAT_JSON) {
-		json_begin_object(&ex->json);
-		json_key_string(&ex->json, "key", cfg_key_path(k));
-		json_key_string(&ex->json, "value", value);
-		json_key_string(&ex->json, "from", origin);
-		json_end_object(&ex->json);
-	} else
+	if (ex->options->format == FORMAT_JSON)
+		json_setting(&ex->json, k, value, origin);
+	else
 		printf("  (%s: %s, from %s)\n", cfg_key_path(k), value, origin);
 }
 
@@ -401,6 +404,7 @@ explain_norm(struct explain *ex, const struct sym_context *ctx)
 	}
 }
 
+/* Which params to show: the named one (both tied copies), else the wrong. */
 static int
 select_params(struct explain *ex, const struct sym_context *ctx,
     const struct audit *a, const char *name)

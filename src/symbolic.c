@@ -1479,12 +1479,12 @@ all_wrong_proportional(const struct param_result *pr, struct rational *c)
 }
 
 /*
- * True when every wrong used cell holds part of its expected sum with the
- * right coefficients: some contributing ranks never reached it, so the
- * reduction ran over too small a group.
+ * True when every wrong used cell's value stands in relation `rel` to its
+ * expected value, and there is one.
  */
 static bool
-all_wrong_partial(const struct param_result *pr)
+all_wrong(const struct param_result *pr,
+    bool (*rel)(const struct lincomb *, const struct lincomb *))
 {
 	size_t	i;
 	bool	have = false;
@@ -1494,30 +1494,7 @@ all_wrong_partial(const struct param_result *pr)
 
 		if (!ce->used || ce->ok)
 			continue;
-		if (!lc_strict_part(ce->value, ce->expected))
-			return false;
-		have = true;
-	}
-	return have;
-}
-
-/*
- * True when every wrong used cell holds exactly the expected atoms, not in
- * proportion: every token of the step counts, but with unequal weights,
- * as a loss divided by the wrong token counts makes them (lossnorm.h).
- */
-static bool
-all_wrong_reweighted(const struct param_result *pr)
-{
-	size_t	i;
-	bool	have = false;
-
-	for (i = 0; i < pr->ncells; i++) {
-		const struct cell *ce = &pr->cells[i];
-
-		if (!ce->used || ce->ok)
-			continue;
-		if (!lc_same_atoms(ce->value, ce->expected))
+		if (!rel(ce->value, ce->expected))
 			return false;
 		have = true;
 	}
@@ -1595,7 +1572,12 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    "token (loss.normalize_by, loss.scale, sync.dp_divisor)");
 		return;
 	}
-	if (all_wrong_reweighted(pr)) {
+	/*
+	 * Exactly the expected atoms, not in proportion: every token counts,
+	 * with unequal weights, as a loss divided by the wrong token counts
+	 * makes them (lossnorm.h).
+	 */
+	if (all_wrong(pr, lc_same_atoms)) {
 		add_finding(fl, FINDING_WRONG_WEIGHTS, pr, "loss "
 		    "normalization", "dp", fmt(a, "the used values hold "
 		    "every chunk's contribution (a micro-batch of a dp or cp "
@@ -1610,7 +1592,12 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    "torchtitan #2206)");
 		return;
 	}
-	if (all_wrong_partial(pr)) {
+	/*
+	 * Part of the expected sum with the right coefficients: some
+	 * contributing ranks never reached it, so the reduction ran over too
+	 * small a group.
+	 */
+	if (all_wrong(pr, lc_strict_part)) {
 		int p = m->logical[l].instance[0];
 		bool dense_expert = m->params[p].expert &&
 		    layout_buffer_of(m, p) == BUFFER_DENSE;
