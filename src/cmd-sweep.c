@@ -141,7 +141,7 @@ adjust_defaults(struct config *c)
 	if (DEFAULTED(KEY_FFN))
 		c->model.ffn = round_up(c->model.ffn, tp);
 	if (DEFAULTED(KEY_SEQ))
-		c->model.seq = round_up(c->model.seq, tp);
+		c->model.seq = round_up(c->model.seq, c->mesh.cp * tp);
 	if (c->model.has_moe && DEFAULTED(KEY_EXPERTS))
 		c->model.moe.experts = round_up(c->model.moe.experts,
 		    c->mesh.ep);
@@ -199,8 +199,13 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 		cfg_free(c);
 		return why;
 	}
-	off = (size_t)snprintf(buf, sizeof buf, "%s[dp=%d,pp=%d,tp=%d,ep=%d,"
-	    "etp=%d", sw->base->name, pt->dp, pt->pp, pt->tp, pt->ep, pt->etp);
+	off = (size_t)snprintf(buf, sizeof buf, "%s[dp=%d,", sw->base->name,
+	    pt->dp);
+	if (c->mesh.cp > 1)
+		off += (size_t)snprintf(buf + off, sizeof buf - off, "cp=%d,",
+		    c->mesh.cp);
+	off += (size_t)snprintf(buf + off, sizeof buf - off, "pp=%d,tp=%d,"
+	    "ep=%d,etp=%d", pt->pp, pt->tp, pt->ep, pt->etp);
 	for (k = 0; k < sw->nvary && off < sizeof buf; k++)
 		off += (size_t)snprintf(buf + off, sizeof buf - off, ",%s=%d",
 		    sw->vary[k]->name, pt->flags >> k & 1);
@@ -219,16 +224,19 @@ within(const struct sweep *sw, enum sweep_dim d, int v)
 }
 
 /*
- * Every (dp, pp, tp, ep, etp) with dp*pp*tp = world within the bounds,
- * times every flag set.
+ * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
+ * times every flag set; cp is the config's.  Experts regroup the dp*cp*tp
+ * ranks of a stage.
  */
 static void
 enumerate(struct sweep *sw, int world)
 {
+	int		 cp = sw->base->mesh.cp;
 	int		 pp, tp, dp, ep, etp;
 	unsigned	 flags, nflags = 1u << sw->nvary;
 	bool		 moe = sw->base->model.has_moe;
 
+	world /= cp;
 	for (pp = 1; pp <= world; pp++) {
 		if (world % pp || !within(sw, DIM_PP, pp))
 			continue;
@@ -241,9 +249,9 @@ enumerate(struct sweep *sw, int world)
 			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
 				if (tp % etp || !within(sw, DIM_ETP, etp))
 					continue;
-				for (ep = 1; ep <= (moe ? dp * tp / etp : 1);
-				    ep++) {
-					if ((dp * tp) % (ep * etp) ||
+				for (ep = 1; ep <= (moe ? dp * cp * tp / etp :
+				    1); ep++) {
+					if ((dp * cp * tp) % (ep * etp) ||
 					    !within(sw, DIM_EP, ep))
 						continue;
 					for (flags = 0; flags < nflags; flags++)
@@ -343,7 +351,10 @@ arg_add(struct arglist *al, const char *fmt, ...)
 	al->v[al->n] = NULL;
 }
 
-/* "dp=4 pp=2 tp=1", with ep and etp for a MoE model, and the flags. */
+/*
+ * "dp=4 pp=2 tp=1", with the config's cp, ep and etp for a MoE model, and
+ * the flags.
+ */
 static void
 point_label(const struct sweep *sw, const struct sweep_point *pt,
     char *label, size_t len)
@@ -351,8 +362,13 @@ point_label(const struct sweep *sw, const struct sweep_point *pt,
 	size_t	 off;
 	int	 k;
 
-	off = (size_t)snprintf(label, len, "dp=%d pp=%d tp=%d", pt->dp, pt->pp,
-	    pt->tp);
+	off = (size_t)snprintf(label, len, "dp=%d", pt->dp);
+	if (sw->base->mesh.cp > 1 && off < len)
+		off += (size_t)snprintf(label + off, len - off, " cp=%d",
+		    sw->base->mesh.cp);
+	if (off < len)
+		off += (size_t)snprintf(label + off, len - off, " pp=%d tp=%d",
+		    pt->pp, pt->tp);
 	if (sw->base->model.has_moe && off < len)
 		off += (size_t)snprintf(label + off, len - off, " ep=%d etp=%d",
 		    pt->ep, pt->etp);
@@ -1150,6 +1166,18 @@ cmd_sweep_exec(struct options *o)
 	sw.base = &list.v[0];
 	if (parse_bounds(&sw, o) < 0) {
 		command_usage(stderr, &cmd_sweep_entry);
+		sweep_free(&sw, &list);
+		return EXIT_USAGE;
+	}
+	/*
+	 * Context parallelism is the config's own: it splits the sequence,
+	 * which the model sizes were chosen for, so sweep keeps it and
+	 * spreads the rest of the world over dp, pp and tp.
+	 */
+	if (o->world % sw.base->mesh.cp != 0) {
+		fprintf(stderr, "%s: sweep: --world %d is not a multiple of "
+		    "the config's mesh.cp (%d)\n", progname, o->world,
+		    sw.base->mesh.cp);
 		sweep_free(&sw, &list);
 		return EXIT_USAGE;
 	}
