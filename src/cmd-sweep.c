@@ -113,6 +113,7 @@ struct sweep {
 	const struct options	*options;
 	bool			 rows;		/* print a row per mesh */
 	int			 label_width;
+	bool			 color;		/* --color: the verdicts */
 	char			**seen;		/* findings printed in full */
 	int			 nseen;
 };
@@ -561,12 +562,15 @@ print_row(struct sweep *sw, const struct sweep_point *pt,
 	point_label(sw, pt, label, sizeof label);
 	snprintf(verdict, sizeof verdict, "%s%s%s", pt->failed ? "FAIL" : "ok",
 	    pt->numeric ? " numeric " : "", pt->numeric ? pt->numeric : "");
+	/* The escapes go around the padded verdict, not into its width. */
+	printf("%-*s  %s", sw->label_width, label, sw->color ?
+	    (pt->failed ? ANSI_RED : ANSI_GREEN) : "");
 	if (pt->nfamilies == 0) {
-		printf("%-*s  %s\n", sw->label_width, label, verdict);
+		printf("%s%s\n", verdict, sw->color ? ANSI_RESET : "");
 		return;
 	}
-	printf("%-*s  %-*s  ", sw->label_width, label, verdict_width(sw),
-	    verdict);
+	printf("%-*s%s  ", verdict_width(sw), verdict,
+	    sw->color ? ANSI_RESET : "");
 	for (k = 0; k < pt->nfamilies; k++)
 		printf("%s%s", k > 0 ? ", " : "", sw->families[pt->families[k]]);
 	printf("\n");
@@ -1190,6 +1194,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	sw.rows = o->format == FORMAT_TEXT && !o->quiet;
+	sw.color = sw.rows && options_use_color(o, stdout);
 	if (o->numeric && o->world > o->numeric_max)
 		fprintf(stderr, "%s: sweep: world %d is above --numeric-max %d: "
 		    "no numeric audit\n", progname, o->world, o->numeric_max);

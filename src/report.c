@@ -43,11 +43,6 @@
 /* Parameter names listed in one finding line before "and N more". */
 #define FINDING_PARAMS_MAX	3
 
-#define ANSI_RED	"\033[31m"
-#define ANSI_GREEN	"\033[32m"
-#define ANSI_BOLD	"\033[1m"
-#define ANSI_RESET	"\033[0m"
-
 /*
  * The grid.
  */

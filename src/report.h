@@ -23,6 +23,12 @@ struct param_result;
 #define REPORT_VERSION	"0.1.0"
 #endif
 
+/* The colours of a text report (--color), each reset on its own line. */
+#define ANSI_RED	"\033[31m"
+#define ANSI_GREEN	"\033[32m"
+#define ANSI_BOLD	"\033[1m"
+#define ANSI_RESET	"\033[0m"
+
 struct report_options {
 	bool	verbose;	/* -v: one line per consistent parameter */
 	bool	quiet;		/* -q: the summary line only */
