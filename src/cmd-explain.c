@@ -15,12 +15,16 @@
 #include "layout.h"
 #include "lincomb.h"
 #include "lossnorm.h"
+#include "meshsum.h"
 #include "output.h"
 #include "report.h"
 #include "suggest.h"
 #include "symbolic.h"
 #include "text.h"
 #include "xmalloc.h"
+
+/* The largest world whose tables name every atom without -v. */
+#define EXPLAIN_ATOMS_WORLD	64
 
 struct explain {
 	const struct options	*options;
@@ -37,17 +41,29 @@ struct explain {
 	struct audit		 layout_audit;	/* mesh only, for the grids */
 };
 
-/* "g0+g2" for one segment, "[0,128) g3+(g0+g1)/2; [128,256) g3" for more. */
+/*
+ * "g0+g2" for one segment, "[0,128) g3+(g0+g1)/2; [128,256) g3" for more.
+ * Relative to the rank (relative), in the check report's mesh-group
+ * notation: "sum_dp(self)/64", the same text on every rank that holds the
+ * same kind of value, so that the table can fold.
+ */
 static const char *
-segments_text(struct arena *ar, const struct segment *sv, int n)
+segments_text(struct arena *ar, const struct mesh *mesh, int rank,
+    const struct segment *sv, int n, bool relative)
 {
-	size_t	 len = 1, off = 0;
-	const char **exprs = xcalloc(n, sizeof *exprs);
-	char	*out;
-	int	 i;
+	struct ms_piece	*pieces;
+	size_t		 len = 1, off = 0, np;
+	const char	**exprs = xcalloc(n, sizeof *exprs);
+	char		*out;
+	int		 i;
 
 	for (i = 0; i < n; i++) {
-		exprs[i] = lc_format(ar, sv[i].value, "g");
+		if (relative) {
+			pieces = ms_pieces(mesh, sv[i].value, &np);
+			exprs[i] = ms_format(ar, mesh, pieces, np, rank);
+			free(pieces);
+		} else
+			exprs[i] = lc_format(ar, sv[i].value, "g");
 		len += strlen(exprs[i]) + 48;
 	}
 	out = arena_alloc(ar, len);
@@ -106,18 +122,26 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
 	pr->is_expert = m->params[p].expert;
 }
 
+/*
+ * Every rank's value, atom by atom as in the Megatron-LM #844 report up to
+ * EXPLAIN_ATOMS_WORLD ranks (and with -v); above, a 4,096-rank table was
+ * 64 columns of distinct atoms, so the values are written relative to
+ * their rank and identical neighbours fold as in the check report.
+ */
 static void
 print_table(struct explain *ex, const struct sym_run *run, int p)
 {
 	const struct sym_context *ctx = sym_run_context(run);
 	const struct model *m = &ctx->model;
 	struct param_result pr;
-	struct grid	*g;
 	struct cell	 cell;
+	char		**cells;
+	bool		 fold;
 	int		 rank, n, row, col, nrows, ncols;
 
+	fold = !ex->options->verbose && m->mesh.world > EXPLAIN_ATOMS_WORLD;
 	param_result_for(m, p, &pr);
-	g = report_param_grid(&ex->layout_audit, &pr);
+	cells = report_table_cells(&ex->layout_audit, &pr, &nrows, &ncols);
 	for (rank = 0; rank < m->mesh.world; rank++) {
 		const struct segment *sv = sym_segments(run,
 		    instance_held(m, p, rank), rank, &n);
@@ -129,11 +153,10 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 		mesh_coord_of(&m->mesh, rank, &cell.coord);
 		report_cell_position(&ex->layout_audit, &pr, &cell, &row, &col,
 		    &nrows, &ncols, NULL, 0);
-		grid_set(g, row, col, segments_text(sym_run_arena(run), sv, n));
+		cells[(size_t)row * ncols + col] = xstrdup(segments_text(
+		    sym_run_arena(run), &m->mesh, rank, sv, n, fold));
 	}
-	grid_drop_empty_rows(g);
-	grid_print(stdout, g);
-	grid_free(g);
+	report_print_table(stdout, &ex->layout_audit, &pr, cells, fold);
 }
 
 static void

@@ -1109,21 +1109,26 @@ same_text(const char *x, const char *y)
 	return strcmp(x, y) == 0;
 }
 
+char **
+report_table_cells(const struct audit *a, const struct param_result *p,
+    int *nrows, int *ncols)
+{
+	struct row_axes	 ax;
+
+	row_axes_of(a, p, &ax);
+	*nrows = row_count(&ax);
+	*ncols = ax.ncols;
+	return xcalloc((size_t)*nrows * (size_t)*ncols, sizeof(char *));
+}
+
 static void
 print_param_table(struct text *t, const struct param_result *p)
 {
-	struct row_axes	 ax;
-	struct grid	*g, *full;
 	char		 buf[160], **cell;
 	size_t		 i, j;
-	int		 row, col, nrows, ncols, r, c, k, nr, nc;
-	int		*cfirst, *clast, *rfirst, *rlast;
-	bool		 fold = !t->opt->verbose;
+	int		 row, col, nrows, ncols;
 
-	row_axes_of(t->audit, p, &ax);
-	nrows = row_count(&ax);
-	ncols = ax.ncols;
-	cell = xcalloc((size_t)nrows * (size_t)ncols, sizeof *cell);
+	cell = report_table_cells(t->audit, p, &nrows, &ncols);
 	for (i = 0; i < p->ncells; i = j) {
 		for (j = i + 1; j < p->ncells &&
 		    p->cells[j].rank == p->cells[i].rank; j++)
@@ -1134,6 +1139,23 @@ print_param_table(struct text *t, const struct param_result *p)
 		free(cell[(size_t)row * ncols + col]);
 		cell[(size_t)row * ncols + col] = xstrdup(buf);
 	}
+	report_print_table(t->fp, t->audit, p, cell, !t->opt->verbose);
+}
+
+void
+report_print_table(FILE *fp, const struct audit *a,
+    const struct param_result *p, char **cell, bool fold)
+{
+	struct row_axes	 ax;
+	struct grid	*g, *full;
+	char		 buf[160];
+	size_t		 i;
+	int		 nrows, ncols, r, c, k, nr, nc;
+	int		*cfirst, *clast, *rfirst, *rlast;
+
+	row_axes_of(a, p, &ax);
+	nrows = row_count(&ax);
+	ncols = ax.ncols;
 	/* Column runs: [cfirst[k], clast[k]]. */
 	cfirst = xcalloc((size_t)ncols, sizeof *cfirst);
 	clast = xcalloc((size_t)ncols, sizeof *clast);
@@ -1168,7 +1190,7 @@ print_param_table(struct text *t, const struct param_result *p)
 			rlast[nr]++;
 		}
 	}
-	full = report_param_grid(t->audit, p);
+	full = report_param_grid(a, p);
 	g = grid_new(nr, nc, full->corner);
 	grid_free(full);
 	for (c = 0; c < nc; c++) {
@@ -1187,7 +1209,7 @@ print_param_table(struct text *t, const struct param_result *p)
 			grid_set(g, k, c, cell[(size_t)rfirst[k] * ncols +
 			    cfirst[c]]);
 	}
-	grid_print(t->fp, g);
+	grid_print(fp, g);
 	grid_free(g);
 	for (i = 0; i < (size_t)nrows * (size_t)ncols; i++)
 		free(cell[i]);

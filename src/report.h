@@ -118,5 +118,15 @@ void	 report_cell_position(const struct audit *,
  */
 struct grid	*report_param_grid(const struct audit *,
 		    const struct param_result *);
+/*
+ * The cells of param's table, nrows x ncols, all NULL: put xmalloc'd texts
+ * at the positions of report_cell_position, and report_print_table prints
+ * the table (without the stages that lack the param), folding identical
+ * neighbours when fold is set (see report.c), and frees the cells.
+ */
+char		**report_table_cells(const struct audit *,
+		    const struct param_result *, int *nrows, int *ncols);
+void		 report_print_table(FILE *, const struct audit *,
+		    const struct param_result *, char **cell, bool fold);
 
 #endif
