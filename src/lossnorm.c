@@ -194,21 +194,73 @@ lossnorm_free(struct loss_norm *ln)
 
 /* ---- atoms ------------------------------------------------------------ */
 
-static struct atom_space space = { 1, 1, { 0 } };
+static struct atom_space space = { 1, 1, { 0 }, NULL, 0, false };
 
 void
 atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
 {
+	int	 c;
+
+	atom_space_reset();
 	space.sources = ln->sources;
 	space.micro_batches = ln->micro_batches;
 	space.mesh = *mesh;
+	space.nfactors = ln->chunks;
+	space.factor = xreallocarray(NULL, ln->chunks, sizeof *space.factor);
+	memcpy(space.factor, ln->coef, ln->chunks * sizeof *space.factor);
+	/*
+	 * Weighted pieces only make sense when the factors differ and none
+	 * is zero; per-source expert atoms stay single terms anyway.
+	 */
+	for (c = 0; c < ln->chunks; c++) {
+		if (q_is_zero(ln->coef[c])) {
+			space.weighted = false;
+			break;
+		}
+		if (!q_equal(ln->coef[c], ln->coef[0]))
+			space.weighted = true;
+	}
+	if (ln->sources > 1)
+		space.weighted = false;
 }
 
 void
 atom_space_reset(void)
 {
+	free(space.factor);
+	space.factor = NULL;
+	space.nfactors = 0;
+	space.weighted = false;
 	space.sources = 1;
 	space.micro_batches = 1;
+}
+
+bool
+atom_space_weighted(void)
+{
+	return space.weighted;
+}
+
+int
+atom_space_chunks(void)
+{
+	return space.nfactors;
+}
+
+struct rational
+atom_chunk_factor(int chunk)
+{
+	return space.factor[chunk];
+}
+
+struct rational
+atom_loss_factor(uint32_t a)
+{
+	struct coord	 c;
+
+	mesh_coord_of(&space.mesh, atom_rank(a), &c);
+	return space.factor[lossnorm_chunk(&space.mesh, atom_micro_batch(a),
+	    c.dp)];
 }
 
 bool

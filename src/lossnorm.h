@@ -67,9 +67,12 @@ lossnorm_chunk(const struct mesh *mesh, int m, int d)
  * one source an atom is its rank, as in a config without either.
  */
 struct atom_space {
-	int		sources;
-	int		micro_batches;
-	struct mesh	mesh;
+	int		 sources;
+	int		 micro_batches;
+	struct mesh	 mesh;
+	struct rational	*factor;	/* loss_norm.coef, per chunk */
+	int		 nfactors;
+	bool		 weighted;	/* factors differ (atom_space_weighted) */
 };
 
 /* Set the space atom names and ranks are read in (one audit at a time). */
@@ -82,6 +85,16 @@ void		 atom_space_reset(void);
 bool		 atom_space_trivial(void);
 int		 atom_space_micro_batches(void);
 int		 atom_space_sources(void);
+/*
+ * True when the chunks' loss factors differ (none zero, one source): a
+ * value may then be written as a sum weighted by them (meshsum.h).
+ */
+bool		 atom_space_weighted(void);
+/* The loss factor of the atom's chunk, in atom units (loss_norm.coef). */
+struct rational	 atom_loss_factor(uint32_t);
+/* The chunks (lossnorm_chunk numbers them) and each one's loss factor. */
+int		 atom_space_chunks(void);
+struct rational	 atom_chunk_factor(int chunk);
 uint32_t	 atom_id(int rank, int source, int m);
 int		 atom_rank(uint32_t);
 int		 atom_source(uint32_t);

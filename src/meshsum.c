@@ -213,13 +213,58 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
 	return n;
 }
 
+/* The pieces of the nt terms t[], sorted by lc_cmp_format_order. */
+static size_t
+group_terms(const struct mesh *m, const struct candidate *cand, size_t ncand,
+    const struct term *t, size_t nt, struct ms_piece *out)
+{
+	size_t	 i, j, n = 0;
+
+	for (i = 0; i < nt; i = j) {
+		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
+			continue;
+		n += bucket_pieces(m, cand, ncand, t + i, j - i, out + n);
+	}
+	return n;
+}
+
+/*
+ * The pieces of t[] with every coefficient divided by its atom's loss
+ * factor, into out; a group so found is a weighted piece, and a single
+ * atom gets its own coefficient back.  Returns their number.
+ */
+static size_t
+weighted_pieces(const struct mesh *m, const struct candidate *cand,
+    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+{
+	struct term	*w;
+	size_t		 i, n;
+
+	w = xreallocarray(NULL, nt, sizeof *w);
+	for (i = 0; i < nt; i++) {
+		w[i].atom = t[i].atom;
+		w[i].coef = q_div(t[i].coef, atom_loss_factor(t[i].atom));
+	}
+	qsort(w, nt, sizeof *w, lc_cmp_format_order);
+	n = group_terms(m, cand, ncand, w, nt, out);
+	free(w);
+	for (i = 0; i < n; i++) {
+		if (out[i].n > 1)
+			out[i].weighted = true;
+		else
+			out[i].coef = q_mul(out[i].coef,
+			    atom_loss_factor(out[i].atom));
+	}
+	return n;
+}
+
 struct ms_piece *
 ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 {
 	struct candidate cand[32];
-	struct ms_piece	*out;
+	struct ms_piece	*out, *wout;
 	struct term	*t;
-	size_t		 nt = x->nterms, ncand, i, j, n = 0;
+	size_t		 nt = x->nterms, ncand, i, n, nw;
 
 	*np = 0;
 	if (nt == 0)
@@ -228,7 +273,7 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	t = xreallocarray(NULL, nt, sizeof *t);
 	memcpy(t, x->terms, nt * sizeof *t);
 	qsort(t, nt, sizeof *t, lc_cmp_format_order);
-	out = xreallocarray(NULL, nt, sizeof *out);
+	out = xcalloc(nt, sizeof *out);
 	/*
 	 * Expert atoms kept per source (lossnorm.h) have a coordinate no
 	 * group is written by: each stays a piece of its own.
@@ -246,10 +291,16 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 		*np = nt;
 		return out;
 	}
-	for (i = 0; i < nt; i = j) {
-		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
-			continue;
-		n += bucket_pieces(m, cand, ncand, t + i, j - i, out + n);
+	n = group_terms(m, cand, ncand, t, nt, out);
+	if (n > 1 && atom_space_weighted()) {
+		wout = xcalloc(nt, sizeof *wout);
+		nw = weighted_pieces(m, cand, ncand, t, nt, wout);
+		if (nw < n) {
+			free(out);
+			out = wout;
+			n = nw;
+		} else
+			free(wout);
 	}
 	free(t);
 	*np = n;
@@ -365,11 +416,11 @@ ms_piece_name(const struct mesh *m, const struct ms_piece *p, int rank,
 	else
 		put_fixed(m, p, of, sizeof of, ",");
 	if (of[0] == '\0') {
-		snprintf(buf, len, "sum_all()");
+		snprintf(buf, len, "%ssum_all()", p->weighted ? "w" : "");
 		return;
 	}
 	put_dims(sum, sizeof sum, p->varied, "_");
-	snprintf(buf, len, "sum_%s(%s)", sum, of);
+	snprintf(buf, len, "%ssum_%s(%s)", p->weighted ? "w" : "", sum, of);
 }
 
 const char *

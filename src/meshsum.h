@@ -35,12 +35,22 @@ struct ms_piece {
 	 */
 	unsigned	 varied;
 	unsigned	 fixed;		/* bits of the coordinates held fixed */
+	/*
+	 * Each atom of the group weighted by its chunk's loss factor
+	 * (atom_loss_factor): "wsum_dp_mb(self)".  A framework that divides
+	 * each chunk by a count of its own (a mean of means) gives every atom
+	 * another coefficient; written atom by atom a 4,096-rank JSON report
+	 * was 418 MB, and weighted it is a group again.
+	 */
+	bool		 weighted;
 };
 
 /*
  * The pieces of x, xmalloc'd, in decreasing coefficient order and by
  * lowest atom within a coefficient; *n gets their number.  Larger groups
- * are preferred, so the whole world is one piece when it can be.
+ * are preferred, so the whole world is one piece when it can be.  When the
+ * chunks' loss factors differ (atom_space_weighted), the pieces are also
+ * tried weighted by them, and the fewer pieces win.
  */
 struct ms_piece	*ms_pieces(const struct mesh *, const struct lincomb *x,
 		    size_t *n);
@@ -56,7 +66,11 @@ bool		 ms_piece_is_self(const struct mesh *, const struct ms_piece *,
 /* Whether atom is one of the piece's. */
 bool		 ms_piece_has(const struct mesh *, const struct ms_piece *,
 		    uint32_t atom);
-/* "dp" or "dp tp": the summed coordinates; "" for an atom. */
+/*
+ * "dp" or "dp tp": the summed coordinates; "" for an atom.  A weighted
+ * piece is named by the same sum ("wsum" in ms_piece_name, a "weight" in
+ * JSON).
+ */
 void		 ms_piece_sum(const struct ms_piece *, char *, size_t);
 /*
  * "pp7 tp0": the fixed coordinates of size > 1 with their values; "" for
@@ -68,7 +82,8 @@ void		 ms_piece_of(const struct mesh *, const struct ms_piece *,
  * The pieces in report notation, coefficients grouped as lc_format does:
  * "(sum_dp(pp0,tp0)+sum_dp(pp7,tp0))/64", "g3+sum_tp(pp0,dp1)/2",
  * "sum_all()" for the whole world, and relative to rank, "self/64" or
- * "sum_dp(self)/64".  Allocated in the arena.
+ * "sum_dp(self)/64"; a weighted piece "wsum_dp_mb(self)/4".  Allocated in
+ * the arena.
  */
 const char	*ms_format(struct arena *, const struct mesh *,
 		    const struct ms_piece *, size_t n, int rank);

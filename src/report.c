@@ -40,6 +40,8 @@
 #define REGION_LINES_MAX	6
 /* Parameters shown with their table without -v; the others by title. */
 #define TABLES_MAX		4
+/* Chunks whose loss factor the header lists before "and N more". */
+#define LOSS_FACTORS_MAX	8
 /* Parameter names listed in one finding line before "and N more". */
 #define FINDING_PARAMS_MAX	3
 
@@ -658,7 +660,8 @@ relative_hash(const struct mesh *m, const struct piece_memo *pm, int rank)
 		p = &pm->p[i];
 		h = mix(h, (uint64_t)p->coef.num);
 		h = mix(h, (uint64_t)p->coef.den);
-		h = mix(h, (uint64_t)p->varied << 16 | p->fixed);
+		h = mix(h, (uint64_t)p->weighted << 32 |
+		    (uint64_t)p->varied << 16 | p->fixed);
 		h = mix(h, ms_piece_is_self(m, p, rank) ? UINT64_MAX :
 		    p->atom);
 	}
@@ -683,7 +686,8 @@ same_relative(const struct mesh *m, const struct piece_memo *x, int rx,
 		p = &x->p[i];
 		q = &y->p[i];
 		if (!q_equal(p->coef, q->coef) || p->varied != q->varied ||
-		    p->fixed != q->fixed || p->n != q->n)
+		    p->fixed != q->fixed || p->n != q->n ||
+		    p->weighted != q->weighted)
 			return false;
 		sp = ms_piece_is_self(m, p, rx);
 		sq = ms_piece_is_self(m, q, ry);
@@ -851,6 +855,32 @@ struct text {
 	struct arena			 scratch; /* one param's strings */
 };
 
+/*
+ * What "wsum" weights each atom by: the chunks' loss factors, the first
+ * few, then how many more (explain lists them all).
+ */
+static void
+put_loss_factors(FILE *fp, const struct mesh *m)
+{
+	char	 q[48];
+	int	 c, n = atom_space_chunks();
+
+	fputs("loss factors (wsum weights):", fp);
+	for (c = 0; c < n && c < LOSS_FACTORS_MAX; c++) {
+		q_format(atom_chunk_factor(c), q, sizeof q);
+		/* Labelled as explain labels them: dp without cp, then cp. */
+		fprintf(fp, "%s m%d dp%d", c > 0 ? "," : "", c / m->dp,
+		    c % m->dp / m->cp);
+		if (m->cp > 1)
+			fprintf(fp, " cp%d", c % m->dp % m->cp);
+		fprintf(fp, " %s", q);
+	}
+	if (n > LOSS_FACTORS_MAX)
+		fprintf(fp, " and %d more (gradaudit explain lists every "
+		    "chunk)", n - LOSS_FACTORS_MAX);
+	putc('\n', fp);
+}
+
 static const char *
 paint(const struct text *t, const char *ansi)
 {
@@ -926,6 +956,8 @@ print_header(struct text *t)
 		    a->config->mesh.vpp);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
+	if (atom_space_weighted())
+		put_loss_factors(t->fp, m);
 	if (!a->numeric) {
 		fputs("arithmetic: symbolic only\n", t->fp);
 		if (a->numeric_skipped != NULL)
@@ -1789,6 +1821,27 @@ json_key_double(struct json *j, const char *key, double v)
 	json_raw_number(j, buf);
 }
 
+/*
+ * "loss_factors": every chunk's loss factor (micro-batch mb, dp_cp index
+ * dp: chunk mb * dp + dp), which a piece with "weight": "loss" multiplies
+ * each of its atoms by.  Only when the factors differ, as only then can
+ * such a piece appear.
+ */
+static void
+json_loss_factors(struct json *j)
+{
+	char	 q[48];
+	int	 c;
+
+	json_key(j, "loss_factors");
+	json_begin_array(j);
+	for (c = 0; c < atom_space_chunks(); c++) {
+		q_format(atom_chunk_factor(c), q, sizeof q);
+		json_string(j, q);
+	}
+	json_end_array(j);
+}
+
 static void
 json_mesh(struct json *j, const struct mesh *m)
 {
@@ -1803,6 +1856,8 @@ json_mesh(struct json *j, const struct mesh *m)
 	json_key_int(j, "cp", m->cp);
 	/* The "mb" coordinate of the atoms (gradaudit.yaml(5), loss). */
 	json_key_int(j, "micro_batches", atom_space_micro_batches());
+	if (atom_space_weighted())
+		json_loss_factors(j);
 	json_key_int(j, "pp", m->pp);
 	json_key_int(j, "tp", m->tp);
 	json_key_int(j, "ep", m->ep);
@@ -1993,6 +2048,8 @@ json_pieces(struct json *j, const char *key, const struct mesh *m,
 		json_key_string(j, "sum", buf);
 		ms_piece_of(m, &pm->p[i], rank, buf, sizeof buf);
 		json_key_string(j, "of", buf);
+		if (pm->p[i].weighted)
+			json_key_string(j, "weight", "loss");
 		json_key_int(j, "n", pm->p[i].n);
 		json_end_object(j);
 	}

@@ -8,7 +8,8 @@
 # over coordinates "of" a group, "self" or an atom) as the gradaudit(1) man
 # page tells a script to, with no other knowledge of gradaudit: the two
 # readings of one audit must print the same lines (tests/json-shape.test).
-# A term whose group has not "n" members prints "BAD-N".  It relies only on
+# A term whose group has not "n" members prints "BAD-N"; a weighted one
+# ("weight": "loss") multiplies each atom by its chunk's "loss_factors".  It relies only on
 # the emitter's layout: one key per line, two spaces per level.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
@@ -25,6 +26,29 @@ function coord(r, d,    s) {
 	return int(s / (M["etp"] * M["ep"]))
 }
 # Add the atoms of piece i of list w, read for rank r, to acc[] as text.
+# Exact products of coefficients "n" or "n/d", reduced as gradaudit
+# writes them: a piece weighted by the loss ("weight": "loss") multiplies
+# each atom's coefficient by its chunk's factor (mesh "loss_factors").
+function gcd(a, b,    t) {
+	if (a < 0) a = -a
+	if (b < 0) b = -b
+	while (b) { t = a % b; a = b; b = t }
+	return a
+}
+function qmul(x, y,    xn, xd, yn, yd, n, d, g) {
+	xd = 1; yd = 1
+	if (index(x, "/")) { xd = substr(x, index(x, "/") + 1); x = substr(x, 1, index(x, "/") - 1) }
+	if (index(y, "/")) { yd = substr(y, index(y, "/") + 1); y = substr(y, 1, index(y, "/") - 1) }
+	n = x * y; d = xd * yd
+	g = gcd(n, d)
+	n /= g; d /= g
+	return d == 1 ? sprintf("%d", n) : sprintf("%d/%d", n, d)
+}
+function atom_coef(w, i, a, mb) {
+	if (P[w, i, "weight"] != "loss")
+		return P[w, i, "coef"]
+	return qmul(P[w, i, "coef"], F[mb * M["dp"] + coord(a, "dp")])
+}
 function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
     f, fix, member, count, mb) {
 	if (P[w, i, "sum"] == "") {
@@ -68,7 +92,7 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 			if (!("mb" in fix) || mb == (("mb" in want) ? \
 			    want["mb"] : 0)) {
 				acc["g" a (M["micro_batches"] > 1 ? "m" mb : \
-				    "")] = P[w, i, "coef"]
+				    "")] = atom_coef(w, i, a, mb)
 				count++
 			}
 		}
@@ -135,6 +159,9 @@ function emit(    n, part, k, lo, hi, r, accv, acce, a, kw) {
 }
 /^  "mesh": \{/		{ inmesh = 1; next }
 inmesh && /^  \}/	{ inmesh = 0; next }
+inmesh && /^    "loss_factors": \[/	{ infac = 1; nfac = 0; next }
+infac && /^    \]/	{ infac = 0; next }
+infac			{ v = $1; gsub(/[",]/, "", v); F[nfac++] = v; next }
 inmesh {
 	k = $1; gsub(/[":]/, "", k); v = $2; gsub(/,/, "", v)
 	M[k] = v + 0
