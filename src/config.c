@@ -54,6 +54,8 @@ _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum tied_bucket) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum tied_bucket_start) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum dp_engine) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum fsdp_one_member) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -150,6 +152,12 @@ static const char *const data_size_words[] = {
 	"dp-cp", "dp", "cp", "none", NULL
 };
 static const char *const dp_group_words[] = { "dp-cp", "dp", NULL };
+static const char *const dp_engine_words[] = {
+	"megatron", "fsdp2", "fsdp1", NULL
+};
+static const char *const fsdp_one_member_words[] = {
+	"full", "drop-factor", "drop-replicate", NULL
+};
 
 #define F(member)	offsetof(struct config, member)
 #define SECTION(p, parent, presence) \
@@ -337,6 +345,12 @@ static const struct key_def keys[KEY__COUNT] = {
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_vpp), 0, 1, 1, NULL },
 	[KEY_AVG_CP_SUPPORTED] = { "limits.avg_cp_supported", KEY_LIMITS,
 	    TYPE_BOOL, F(limits.avg_cp), 0, 1, 1, NULL },
+	[KEY_DP_REPLICATE] = INTEGER("mesh.dp_replicate", KEY_MESH,
+	    mesh.dp_replicate, 1, CFG_MAX_MESH_DIM, 1),
+	[KEY_DP_ENGINE] = WORD("layout.dp_engine", KEY_LAYOUT,
+	    layout.dp_engine, dp_engine_words),
+	[KEY_FSDP_ONE_MEMBER] = WORD("sync.fsdp_one_member", KEY_SYNC, sync.fsdp_one_member,
+	    fsdp_one_member_words),
 };
 
 /* The state of one cfg_load call. */
@@ -1938,6 +1952,39 @@ framework_uneven_vpp(const struct config *c, char *buf, size_t size)
  * scaling factor over the dp group is 1/dp_cp, which fails with cp > 1
  * (distributed_data_parallel.py, fixed by 3bdcbbbe5d in 0.9.0).
  */
+/*
+ * HSDP splits the data-parallel ranks into dp_replicate groups of
+ * dp_shard (torchtitan's ParallelDims asserts dp_replicate * dp_shard *
+ * cp * tp * pp == world); only the FSDP engines have a replicate dimension.
+ */
+static bool
+replicate_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.dp_replicate > 1 &&
+	    c->layout.dp_engine == DP_ENGINE_MEGATRON) {
+		snprintf(buf, size, "dp_replicate (%d) needs layout.dp_engine "
+		    "fsdp2 or fsdp1: Megatron's buffers have no replicate "
+		    "dimension", c->mesh.dp_replicate);
+		return false;
+	}
+	return must_divide(buf, size, "dp_replicate", c->mesh.dp_replicate,
+	    "dp", c->mesh.dp);
+}
+
+/*
+ * Experts shard over what ep leaves of a replica, dp_shard*cp*tp/(ep*etp)
+ * (torchtitan's dp_shard_mod_ep): ep*etp must divide it.
+ */
+static bool
+expert_shard_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.dp_replicate == 1)
+		return true;
+	return must_divide(buf, size, "ep*etp", (int64_t)c->mesh.ep *
+	    c->mesh.etp, "dp_shard*cp*tp", (int64_t)c->mesh.dp /
+	    c->mesh.dp_replicate * c->mesh.cp * c->mesh.tp);
+}
+
 static bool
 framework_avg_cp(const struct config *c, char *buf, size_t size)
 {
@@ -1984,6 +2031,8 @@ static const struct constraint constraints[] = {
 	{ KEY_VPP, false, framework_vpp_pp },
 	{ KEY_VPP, false, framework_uneven_vpp },
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_cp },
+	{ KEY_DP_REPLICATE, false, replicate_fits },
+	{ KEY_DP_REPLICATE, true, expert_shard_fits },
 };
 
 /*

@@ -168,6 +168,23 @@ enum dp_group_choice {		/* sync.dp_group */
 	DP_GROUP_DP		/* "dp": VeOmni #1115 */
 };
 
+/* layout.dp_engine: who shards and reduces the data-parallel gradients */
+enum dp_engine {
+	DP_ENGINE_MEGATRON,	/* "megatron": bucketed flat buffers */
+	DP_ENGINE_FSDP2,	/* "fsdp2": fully_shard, per-parameter dim-0 */
+	DP_ENGINE_FSDP1		/* "fsdp1": FlatParameter per parameter */
+};
+
+/*
+ * sync.fsdp_one_member: what the FSDP engine does when a parameter's
+ * reduce-scatter group has one member.
+ */
+enum fsdp_one_member {
+	FSDP_ONE_MEMBER_FULL,	/* "full": factor applied, replicas reduced */
+	FSDP_ONE_MEMBER_DROP_FACTOR,	/* "drop-factor": pytorch before #167178 */
+	FSDP_ONE_MEMBER_DROP_REPLICATE /* "drop-replicate": FSDP1, verl #7493 */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -211,6 +228,7 @@ enum cfg_key {
 	KEY_VOCAB_DIVISIBLE_BY,
 	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
 	KEY_AVG_CP_SUPPORTED,
+	KEY_DP_REPLICATE, KEY_DP_ENGINE, KEY_FSDP_ONE_MEMBER,
 	KEY__COUNT
 };
 
@@ -243,6 +261,7 @@ struct config {
 		int	dp, pp, tp, ep, etp;
 		int	cp;	/* context parallel: tokens split, weights not */
 		int	vpp;	/* model chunks per pipeline stage */
+		int	dp_replicate;	/* HSDP replicas; dp_shard = dp / it */
 	} mesh;
 
 	struct {
@@ -292,6 +311,7 @@ struct config {
 		enum expert_avg_scale	expert_avg_scale;
 		enum data_size		dp_divisor;
 		enum dp_group_choice	dp_group;
+		enum fsdp_one_member		fsdp_one_member;
 	} sync;
 
 	/* How the gradient norm for clipping is computed (gradnorm.h). */
@@ -341,6 +361,7 @@ struct config {
 		enum tied_bucket_start	tied_bucket_start;
 		bool			tied_start_asserted;
 		int64_t			bucket_elems_per_dp;
+		enum dp_engine		dp_engine;
 	} layout;
 
 	/*

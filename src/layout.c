@@ -34,6 +34,16 @@ layout_buffer_of(const struct model *m, int param)
 
 	if (!m->params[param].expert)
 		return BUFFER_DENSE;
+	/*
+	 * torchtitan wraps the routed experts in a fully_shard of their own,
+	 * over the mesh ep leaves (dp_shard_mod_ep), with ep > 1; otherwise
+	 * they shard with their transformer block.  An expert mesh with ep 1
+	 * and etp != tp, which torchtitan refuses, needs the same: its
+	 * gradients are partial over the tp slices.
+	 */
+	if (c->layout.dp_engine != DP_ENGINE_MEGATRON)
+		return m->mesh.ep > 1 || m->mesh.etp != m->mesh.tp ?
+		    BUFFER_EXPERT : BUFFER_DENSE;
 	switch (c->layout.expert_buffer) {
 	case EXPERT_BUFFER_IF_EXPERT_MESH:
 		/* Megatron cd4afffa64 (core 0.19): ep > 1 or etp != tp. */
@@ -286,6 +296,96 @@ build_buffer(struct layout *lay, const struct model *m, int unit,
 }
 
 /*
+ * The FSDP engines shard every parameter on its own (layout.dp_engine), so
+ * each parameter is a "bucket" of its own, or several, and the rest of
+ * gradaudit (owned ranges, the bucketed reduce-scatter of both engines)
+ * works on them unchanged.
+ */
+static void
+add_bucket(struct buffer_layout *buf, int64_t lo, int64_t hi, int64_t shard,
+    int n)
+{
+	struct bucket	*b;
+
+	buf->buckets = xreallocarray(buf->buckets, buf->nbuckets + 1,
+	    sizeof *buf->buckets);
+	b = &buf->buckets[buf->nbuckets++];
+	b->lo = lo;
+	b->hi = hi;
+	b->shard = shard;
+	b->group_size = n;
+}
+
+/* The size of the group the FSDP engine shards a buffer over. */
+int
+layout_shard_group_size(const struct model *m, enum buffer_kind kind)
+{
+	return mesh_group_size(&m->mesh, kind == BUFFER_EXPERT ? GROUP_EFSDP :
+	    GROUP_DP_SHARD);
+}
+
+/*
+ * FSDP2's fully_shard (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+ * at pytorch 8fc2039dec): torch.chunk on dim 0 gives every member
+ * ceil(rows / n) rows, the trailing members fewer or none, and each
+ * shard is padded to that size, so member k owns rows [k*c, (k+1)*c).
+ * torchtitan shards routed experts on dim 1 when efsdp * ep > experts
+ * (llama4 parallelize.py apply_fsdp at v0.2.0, 29624e37fa): each local
+ * expert's slab is then cut evenly, and FSDP2's foreach_reduce asserts
+ * that n divides dim 1.  FSDP1 flattens a wrapped module's parameters into
+ * one FlatParameter padded to a multiple of n; here every parameter is a
+ * unit of its own, cut in n equal flat shards.
+ */
+static void
+build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
+    enum buffer_kind kind)
+{
+	const struct config	*c = m->config;
+	struct buffer_layout	*buf = &lay->stages[unit].buffer[kind];
+	int64_t			 pos = 0, rows, row, per, e;
+	int			 i, n = layout_shard_group_size(m, kind);
+
+	for (i = 0; i < m->nparams; i++) {
+		const struct param *p = &m->params[i];
+
+		if (model_unit(m, p) != unit || layout_buffer_of(m, i) != kind)
+			continue;
+		lay->offset[i] = pos;
+		if (c->layout.dp_engine == DP_ENGINE_FSDP1) {
+			per = (p->local_elems + n - 1) / n;
+			add_bucket(buf, pos, pos + p->local_elems, per, n);
+			pos += per * n;
+			continue;
+		}
+		if (kind == BUFFER_EXPERT && p->ndims == 3 &&
+		    (int64_t)m->mesh.efsdp * m->mesh.ep >
+		    c->model.moe.experts) {
+			rows = p->local_shape[1];
+			row = p->local_shape[2];
+			if (rows % n != 0 && lay->refusal == NULL)
+				xasprintf(&lay->refusal, "FSDP2 shards %s on "
+				    "dim 1 (efsdp*ep %d > %d experts) and "
+				    "asserts that efsdp %d divides that "
+				    "dimension, %lld", p->name, m->mesh.efsdp *
+				    m->mesh.ep, c->model.moe.experts, n,
+				    (long long)rows);
+			per = rows * row;
+			for (e = 0; e < p->local_shape[0]; e++)
+				add_bucket(buf, pos + e * per, pos + (e + 1) *
+				    per, (rows + n - 1) / n * row, n);
+			pos += p->local_shape[0] * per;
+			continue;
+		}
+		rows = p->local_shape[0];
+		row = p->local_elems / rows;
+		per = (rows + n - 1) / n * row;
+		add_bucket(buf, pos, pos + p->local_elems, per, n);
+		pos += per * n;
+	}
+	buf->size = pos;
+}
+
+/*
  * Megatron's DistributedOptimizer maps every parameter to one bucket and
  * asserts that no rank owns a parameter in two ("each param only belongs
  * to a single bucket"): a tied weight whose head lies in the padding of
@@ -340,9 +440,14 @@ layout_build(struct layout *lay, const struct model *m)
 	lay->stages = xcalloc(lay->nstages, sizeof *lay->stages);
 	lay->offset = xcalloc(m->nparams, sizeof *lay->offset);
 	for (s = 0; s < lay->nstages; s++)
-		for (k = 0; k < BUFFER__COUNT; k++)
-			build_buffer(lay, m, s, k);
-	check_single_bucket(lay, m);
+		for (k = 0; k < BUFFER__COUNT; k++) {
+			if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+				build_fsdp_buffer(lay, m, s, k);
+			else
+				build_buffer(lay, m, s, k);
+		}
+	if (m->config->layout.dp_engine == DP_ENGINE_MEGATRON)
+		check_single_bucket(lay, m);
 }
 
 void

@@ -71,6 +71,8 @@ void	 layout_build(struct layout *, const struct model *);
 void	 layout_free(struct layout *);
 
 enum buffer_kind layout_buffer_of(const struct model *, int param);
+/* The FSDP engines' shard group size for a buffer (dp_shard*cp, efsdp). */
+int	 layout_shard_group_size(const struct model *, enum buffer_kind);
 
 /*
  * Shard k of a bucket, in buffer elements, clipped to the bucket's real

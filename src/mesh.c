@@ -26,6 +26,10 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_EMBEDDING] = "embedding",
 	[GROUP_CP] = "cp",
 	[GROUP_PURE_DP] = "pure-dp",
+	[GROUP_DP_SHARD] = "dp_shard",
+	[GROUP_DP_REPLICATE] = "dp_replicate",
+	[GROUP_EFSDP] = "efsdp",
+	[GROUP_EDP_REPLICATE] = "edp_replicate",
 };
 
 void
@@ -44,6 +48,16 @@ mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
 	m->etp = etp;
 	m->edp = dp * tp / (ep * etp);
 	m->world = dp * pp * tp;
+	mesh_set_replicate(m, 1);
+}
+
+void
+mesh_set_replicate(struct mesh *m, int dp_replicate)
+{
+	/* The configuration loader has checked that it divides both. */
+	m->dp_replicate = dp_replicate;
+	m->dp_shard = m->pure_dp / dp_replicate;
+	m->efsdp = m->edp / dp_replicate;
 }
 
 void
@@ -51,6 +65,7 @@ mesh_from_config(struct mesh *m, const struct config *cfg)
 {
 	mesh_init(m, cfg->mesh.dp, cfg->mesh.cp, cfg->mesh.pp, cfg->mesh.tp,
 	    cfg->mesh.ep, cfg->mesh.etp);
+	mesh_set_replicate(m, cfg->mesh.dp_replicate);
 }
 
 int
@@ -106,6 +121,13 @@ mesh_group_size(const struct mesh *m, enum group_kind kind)
 		return m->cp;
 	case GROUP_PURE_DP:
 		return m->pure_dp;
+	case GROUP_DP_SHARD:
+		return m->dp / m->dp_replicate;
+	case GROUP_DP_REPLICATE:
+	case GROUP_EDP_REPLICATE:
+		return m->dp_replicate;
+	case GROUP_EFSDP:
+		return m->efsdp;
 	default:
 		break;
 	}
@@ -140,6 +162,22 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
 		return mesh_rank_of(m, c->pp, i + m->cp * c->pure_dp, c->tp);
 	case GROUP_PURE_DP:
 		return mesh_rank_of(m, c->pp, c->cp + m->cp * i, c->tp);
+	/*
+	 * The dp coordinate is shard_cp + (dp_shard * cp) * replicate, and
+	 * the edp coordinate efsdp_i + efsdp * replicate (see mesh.h).
+	 */
+	case GROUP_DP_SHARD:
+		return mesh_rank_of(m, c->pp, i + m->dp / m->dp_replicate *
+		    (c->dp / (m->dp / m->dp_replicate)), c->tp);
+	case GROUP_DP_REPLICATE:
+		return mesh_rank_of(m, c->pp, c->dp % (m->dp / m->dp_replicate) +
+		    m->dp / m->dp_replicate * i, c->tp);
+	case GROUP_EFSDP:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp, i +
+		    m->efsdp * (c->edp / m->efsdp));
+	case GROUP_EDP_REPLICATE:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
+		    c->edp % m->efsdp + m->efsdp * i);
 	default:
 		break;
 	}
@@ -174,6 +212,14 @@ index_in(const struct mesh *m, enum group_kind kind, const struct coord *c)
 		return c->cp;
 	case GROUP_PURE_DP:
 		return c->pure_dp;
+	case GROUP_DP_SHARD:
+		return c->dp % (m->dp / m->dp_replicate);
+	case GROUP_DP_REPLICATE:
+		return c->dp / (m->dp / m->dp_replicate);
+	case GROUP_EFSDP:
+		return c->edp % m->efsdp;
+	case GROUP_EDP_REPLICATE:
+		return c->edp / m->efsdp;
 	default:
 		break;
 	}
@@ -220,12 +266,18 @@ mesh_group_id(const struct mesh *m, enum group_kind kind, int rank)
 void
 mesh_format(const struct mesh *m, char *buf, size_t len)
 {
-	char	cp[32] = "";
+	char	cp[32] = "", dp[64];
 
 	if (m->cp > 1)
 		snprintf(cp, sizeof cp, " cp=%d", m->cp);
-	snprintf(buf, len, "dp=%d%s pp=%d tp=%d ep=%d etp=%d edp=%d world=%d",
-	    m->pure_dp, cp, m->pp, m->tp, m->ep, m->etp, m->edp, m->world);
+	/* HSDP names the two factors of dp as torchtitan does. */
+	if (m->dp_replicate > 1)
+		snprintf(dp, sizeof dp, "dp_replicate=%d dp_shard=%d",
+		    m->dp_replicate, m->dp_shard);
+	else
+		snprintf(dp, sizeof dp, "dp=%d", m->pure_dp);
+	snprintf(buf, len, "%s%s pp=%d tp=%d ep=%d etp=%d edp=%d world=%d",
+	    dp, cp, m->pp, m->tp, m->ep, m->etp, m->edp, m->world);
 }
 
 const char *

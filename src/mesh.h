@@ -27,6 +27,16 @@ struct mesh {
 	int	dp, pp, tp, ep, etp;
 	int	pure_dp, cp;	/* dp = pure_dp * cp */
 	int	edp;		/* dp * tp / (ep * etp) */
+	/*
+	 * FSDP2/HSDP (layout.dp_engine fsdp2, fsdp1): pure_dp is
+	 * dp_replicate * dp_shard, replicate slowest as in torchtitan's
+	 * ParallelDims (pp, dp_replicate, dp_shard, cp, tp), which is
+	 * Megatron's order with dp split in two.  Parameters are sharded
+	 * over dp_shard * cp (torchtitan's dp_shard_cp), experts over efsdp
+	 * (its dp_shard_mod_ep), and both are replicated over dp_replicate.
+	 */
+	int	dp_replicate, dp_shard;
+	int	efsdp;		/* edp / dp_replicate */
 	int	world;		/* dp * pp * tp */
 };
 
@@ -47,12 +57,18 @@ enum group_kind {
 	GROUP_EMBEDDING,	/* first and last stage, same dp and tp (pp > 1) */
 	GROUP_CP,		/* same pp, pure_dp, tp; varying cp */
 	GROUP_PURE_DP,		/* same pp, cp, tp; varying pure_dp */
+	GROUP_DP_SHARD,		/* same pp, tp, dp_replicate; varying dp_shard*cp */
+	GROUP_DP_REPLICATE,	/* same pp, tp, dp_shard*cp; varying dp_replicate */
+	GROUP_EFSDP,		/* same pp, ep, etp, dp_replicate; varying efsdp */
+	GROUP_EDP_REPLICATE,	/* same pp, ep, etp, efsdp; varying dp_replicate */
 	GROUP__COUNT
 };
 
 void	 mesh_init(struct mesh *, int pure_dp, int cp, int pp, int tp, int ep,
 	    int etp);
 void	 mesh_from_config(struct mesh *, const struct config *);
+/* Split pure_dp into dp_replicate * dp_shard (1 after mesh_init). */
+void	 mesh_set_replicate(struct mesh *, int dp_replicate);
 
 int	 mesh_rank_of(const struct mesh *, int pp, int dp, int tp);
 void	 mesh_coord_of(const struct mesh *, int rank, struct coord *);

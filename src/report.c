@@ -281,10 +281,11 @@ grid_print(FILE *fp, const struct grid *g)
 
 struct row_axes {
 	int		 naxes;
-	const char	*name[3];
-	int		 size[3];
+	const char	*name[4];
+	int		 size[4];
 	const char	*col_name;
 	int		 ncols;
+	int		 col_div;	/* the column is the dp (edp) index % it */
 };
 
 static void
@@ -313,13 +314,27 @@ row_axes_of(const struct audit *a, const struct param_result *p,
 		ax->col_name = "dp";
 		ax->ncols = a->mesh.dp;
 	}
+	/*
+	 * HSDP: the replicas are rows and the columns the shard group
+	 * (dp_shard*cp, or efsdp for experts), in torchtitan's names.
+	 */
+	ax->col_div = ax->ncols;
+	if (a->mesh.dp_replicate > 1 && ax->ncols >= a->mesh.dp_replicate) {
+		add_axis(ax, "dp_replicate", a->mesh.dp_replicate, true);
+		ax->ncols /= a->mesh.dp_replicate;
+		ax->col_div = ax->ncols;
+		ax->col_name = p->is_expert ? "efsdp" : "dp_shard";
+	}
 	if (ax->ncols < 1)
 		ax->ncols = 1;
 }
 
 static int
-coord_on_axis(const struct coord *c, const char *name)
+coord_on_axis(const struct row_axes *ax, const struct param_result *p,
+    const struct coord *c, const char *name)
 {
+	if (strcmp(name, "dp_replicate") == 0)
+		return (p->is_expert ? c->edp : c->dp) / ax->col_div;
 	if (strcmp(name, "pp") == 0)
 		return c->pp;
 	if (strcmp(name, "tp") == 0)
@@ -343,7 +358,7 @@ row_count(const struct row_axes *ax)
 static void
 row_label(const struct row_axes *ax, int row, char *buf, size_t len)
 {
-	int	 digit[3], i;
+	int	 digit[4], i;
 	size_t	 off = 0;
 
 	for (i = ax->naxes - 1; i >= 0; i--) {
@@ -367,14 +382,14 @@ report_cell_position(const struct audit *a, const struct param_result *p,
 
 	row_axes_of(a, p, &ax);
 	for (i = 0; i < ax.naxes; i++) {
-		v = coord_on_axis(&c->coord, ax.name[i]);
+		v = coord_on_axis(&ax, p, &c->coord, ax.name[i]);
 		if (v < 0 || v >= ax.size[i])
 			fatalx("report_cell_position: rank %d has %s %d of %d",
 			    c->rank, ax.name[i], v, ax.size[i]);
 		r = r * ax.size[i] + v;
 	}
 	*row = r;
-	*col = p->is_expert ? c->coord.edp : c->coord.dp;
+	*col = (p->is_expert ? c->coord.edp : c->coord.dp) % ax.col_div;
 	if (*col < 0 || *col >= ax.ncols)
 		fatalx("report_cell_position: rank %d has %s %d of %d",
 		    c->rank, ax.col_name, *col, ax.ncols);
@@ -1081,7 +1096,7 @@ static void
 fold_row_label(const struct row_axes *ax, int first, int last, char *buf,
     size_t len)
 {
-	int	 lo[3], hi[3], d[3], r, i, x, box = 1;
+	int	 lo[4], hi[4], d[4], r, i, x, box = 1;
 	char	 a[64], b[64];
 
 	if (len > 0)

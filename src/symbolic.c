@@ -999,6 +999,10 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 	case GROUP_PURE_DP:
 		return c.pure_dp;
 	case GROUP_EMBEDDING:
+	case GROUP_DP_SHARD:
+	case GROUP_DP_REPLICATE:
+	case GROUP_EFSDP:
+	case GROUP_EDP_REPLICATE:
 	case GROUP__COUNT:
 		break;
 	}

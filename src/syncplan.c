@@ -157,9 +157,128 @@ emit_router(struct sync_plan *plan, const struct model *m,
 static bool
 buffer_is_sharded(const struct model *m, enum buffer_kind k)
 {
+	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+		return true;
 	return m->config->training.distributed_optimizer &&
 	    !(k == BUFFER_EXPERT &&
 	    m->config->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE);
+}
+
+/*
+ * The FSDP engines (layout.dp_engine fsdp2, fsdp1): a reduce-scatter of
+ * every parameter over its shard group, then with HSDP an all-reduce of
+ * the shards over the replicate group.  FSDP2's divide factor
+ * (_get_gradient_divide_factors in _fsdp_collectives.py, pytorch
+ * 8fc2039dec and, after PR #167178, 010ae4a895): without a custom factor,
+ * or one equal to the product of both group sizes, AVG in both
+ * collectives; a custom factor f is PREMUL_SUM(1/f) in the reduce-scatter
+ * and SUM in the all-reduce.  torchtitan sets f to the dense data-parallel
+ * size on the routed experts since #1551 (before, they averaged over
+ * efsdp * dp_replicate alone: sync.expert_grad_divisor edp), and to 1 on
+ * every module with its global-token loss (#2206: sync.dp_divisor none).
+ *
+ * A reduce-scatter group of one member runs no collective, so whatever it
+ * carries depends on the version (sync.fsdp_one_member): before PR #167178 FSDP2
+ * copied the input and so dropped a custom factor (torchtitan with ep =
+ * world: expert gradients times the world size); FSDP1 divides by the
+ * whole data-parallel size (_init_process_group_state in _init_utils.py),
+ * clamps HYBRID_SHARD with one shard member to NO_SHARD, and all-reduces
+ * over that one-member group, so the replicas never meet (verl #7493).
+ */
+/* One step of the FSDP reduction of buffer k, with its setting and fix. */
+static struct sync_step *
+fsdp_step(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, enum sync_op op, enum group_kind group,
+    enum buffer_kind k, enum cfg_key key, const char *fix)
+{
+	struct sync_step *s = new_step(plan, m, rule, op, group);
+
+	s->target = TARGET_BUFFER;
+	s->buffer = k;
+	s->key = key;
+	s->fix = fix;
+	return s;
+}
+
+static void
+emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, enum buffer_kind k)
+{
+	const struct config *cfg = m->config;
+	static const char divisor_fix[] = "divide by the data-parallel size "
+	    "(FSDP2's default average), or by nothing when the loss is "
+	    "divided by the valid tokens of the whole step (sync.dp_divisor; "
+	    "torchtitan PR #2206)";
+	static const char factor_fix[] = "apply the gradient divide factor "
+	    "when the reduce-scatter group has one member (pytorch PR "
+	    "#167178; sync.fsdp_one_member: full)";
+	static const char replicate_fix[] = "all-reduce over the replicate "
+	    "dimension when the shard group has one member, or use a 1-D "
+	    "mesh (verl PR #7494; sync.fsdp_one_member: full)";
+	enum group_kind	 shard = k == BUFFER_EXPERT ? GROUP_EFSDP :
+			    GROUP_DP_SHARD;
+	enum group_kind	 replicate = k == BUFFER_EXPERT ?
+			    GROUP_EDP_REPLICATE : GROUP_DP_REPLICATE;
+	int		 ns = mesh_group_size(&m->mesh, shard);
+	int		 nr = mesh_group_size(&m->mesh, replicate);
+	int		 f = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
+	enum fsdp_one_member one = cfg->sync.fsdp_one_member;
+	enum cfg_key	 key = KEY_DP_ENGINE;
+	const char	*fix = rule->fix;
+	bool		 avg;
+	struct sync_step *s;
+
+	if (k == BUFFER_EXPERT &&
+	    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP) {
+		f = ns * nr;
+		key = KEY_EXPERT_GRAD_DIVISOR;
+	} else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
+		key = KEY_DP_DIVISOR;
+		fix = divisor_fix;
+	}
+	/* FSDP1 always pre- and post-divides and sums. */
+	avg = cfg->layout.dp_engine == DP_ENGINE_FSDP2 && f == ns * nr;
+	if (ns == 1 && nr > 1 && one == FSDP_ONE_MEMBER_DROP_REPLICATE) {
+		/* NO_SHARD's all-reduce over the one-member shard group. */
+		if (f != 1)
+			fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
+			    fix)->scale = q_make(1, f);
+		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, shard, k,
+		    KEY_FSDP_ONE_MEMBER, replicate_fix);
+		s->cite = "verl #7493";
+		return;
+	}
+	if (ns == 1 && !avg && f != 1 &&
+	    one == FSDP_ONE_MEMBER_DROP_FACTOR) {
+		/* The copy on the one-member path: the factor is lost. */
+		key = KEY_FSDP_ONE_MEMBER;
+		fix = factor_fix;
+	} else if (!avg && f != 1)
+		fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
+		    fix)->scale = q_make(1, f);
+	s = fsdp_step(plan, m, rule, SYNC_REDUCE_SCATTER, shard, k, key, fix);
+	s->average = avg;
+	if (key == KEY_FSDP_ONE_MEMBER)
+		s->cite = "pytorch PR #167178";
+	if (nr == 1)
+		return;
+	s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k, key, fix);
+	s->average = avg;
+	s->cite = plan->steps[plan->nsteps - 2].cite;
+}
+
+static void
+emit_fsdp(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule)
+{
+	int	 k, i;
+
+	for (k = 0; k < BUFFER__COUNT; k++)
+		for (i = 0; i < m->nparams; i++)
+			if (layout_buffer_of(m, i) == (enum buffer_kind)k) {
+				emit_fsdp_buffer(plan, m, rule, k);
+				break;
+			}
 }
 
 /*
@@ -189,6 +308,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	    "4f8974a400)";
 
 	(void)grad;
+	if (cfg->layout.dp_engine != DP_ENGINE_MEGATRON) {
+		emit_fsdp(plan, m, rule);
+		return;
+	}
 	for (k = 0; k < BUFFER__COUNT; k++) {
 		enum group_kind group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
 		/*
@@ -511,6 +634,8 @@ syncplan_used_ranges(const struct model *m, const struct layout *lay,
 		return 1;
 	}
 	group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+		group = k == BUFFER_EXPERT ? GROUP_EFSDP : GROUP_DP_SHARD;
 	return layout_owned_ranges(lay, m, param,
 	    mesh_group_index(&m->mesh, group, rank), ranges, max);
 }

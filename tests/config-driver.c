@@ -108,6 +108,9 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_VPP_MIN_PP] = "limits.vpp_min_pp",
 	[KEY_UNEVEN_VPP_SUPPORTED] = "limits.uneven_vpp_supported",
 	[KEY_AVG_CP_SUPPORTED] = "limits.avg_cp_supported",
+	[KEY_DP_REPLICATE] = "mesh.dp_replicate",
+	[KEY_DP_ENGINE] = "layout.dp_engine",
+	[KEY_FSDP_ONE_MEMBER] = "sync.fsdp_one_member",
 };
 
 static void

@@ -374,6 +374,7 @@ test_config_and_names(void)
 	cfg.mesh.ep = 4;
 	cfg.mesh.etp = 2;
 	cfg.mesh.cp = 1;
+	cfg.mesh.dp_replicate = 1;
 	mesh_from_config(&m, &cfg);
 	tap_ok(m.dp == 2 && m.pp == 3 && m.tp == 4 && m.ep == 4 && m.etp == 2 &&
 	    m.edp == 1 && m.world == 24, "mesh_from_config");
@@ -418,9 +419,44 @@ test_config_and_names(void)
 	    "group names");
 }
 
+/*
+ * torchtitan's ParallelDims order pp, dp_replicate, dp_shard, cp, tp is
+ * Megatron's with dp split as shard*cp fastest and replicate slowest:
+ * dp 4 = dp_replicate 2 * dp_shard 2, cp 2, tp 2, rank 13 = tp 1 +
+ * 2 * (cp 0 + 2 * (dp_shard 1 + 2 * dp_replicate 1)).  With ep 2, etp 2
+ * the experts regroup the 16 ranks as edp 4 = dp_replicate 2 * efsdp 2.
+ */
+static void
+test_hsdp(void)
+{
+	struct mesh	 m;
+	int		 g[4];
+
+	mesh_init(&m, 4, 2, 1, 2, 2, 2);
+	mesh_set_replicate(&m, 2);
+	tap_ok(m.dp_shard == 2 && m.efsdp == 2 &&
+	    mesh_group_size(&m, GROUP_DP_SHARD) == 4 &&
+	    mesh_group_size(&m, GROUP_DP_REPLICATE) == 2 &&
+	    mesh_group_size(&m, GROUP_EFSDP) == 2 &&
+	    mesh_group_size(&m, GROUP_EDP_REPLICATE) == 2,
+	    "hsdp: group sizes dp_shard*cp 4, replicate 2, efsdp 2");
+	tap_ok(mesh_group(&m, GROUP_DP_SHARD, 13, g) == 2 && g[0] == 9 &&
+	    g[1] == 11 && g[2] == 13 && g[3] == 15,
+	    "hsdp: dp_shard_cp group of rank 13: 9 11 13 15, index 2");
+	tap_ok(mesh_group(&m, GROUP_DP_REPLICATE, 13, g) == 1 && g[0] == 5 &&
+	    g[1] == 13, "hsdp: dp_replicate group of rank 13: 5 13");
+	tap_ok(mesh_group(&m, GROUP_EFSDP, 13, g) == 1 && g[0] == 9 &&
+	    g[1] == 13, "hsdp: efsdp group of rank 13: 9 13");
+	tap_ok(mesh_group(&m, GROUP_EDP_REPLICATE, 13, g) == 1 &&
+	    g[0] == 5 && g[1] == 13 &&
+	    mesh_group_id(&m, GROUP_EDP_REPLICATE, 13) == 5,
+	    "hsdp: expert replicate group of rank 13: 5 13");
+}
+
 int
 main(void)
 {
+	test_hsdp();
 	test_megatron_844();
 	test_moe_ep4();
 	test_moe_etp2();
