@@ -806,7 +806,7 @@ put_group(char *out, const struct term *t, size_t n, const char *prefix,
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			out[len++] = '+';
-		if (atom_space_trivial()) {
+		if (atom_space_trivial() && !atom_is_held(t[i].atom)) {
 			memcpy(out + len, prefix, plen);
 			len += plen;
 			len += put_u64(out + len, t[i].atom);

@@ -108,6 +108,9 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_VPP_MIN_PP] = "limits.vpp_min_pp",
 	[KEY_UNEVEN_VPP_SUPPORTED] = "limits.uneven_vpp_supported",
 	[KEY_AVG_CP_SUPPORTED] = "limits.avg_cp_supported",
+	[KEY_MOE_INPUT_GRAD] = "sync.moe_input_grad",
+	[KEY_EP_SUPPORTED] = "limits.ep_supported",
+	[KEY_ETP_ONE_OR_TP] = "limits.etp_one_or_tp",
 };
 
 static void
