@@ -529,8 +529,6 @@ pl_mark_boundaries(struct model *m, const struct backward_reduction *red,
 				if (op->in[k] >= 0 && taint[op->in[k]] < 0)
 					taint[op->in[k]] = t;
 		}
-		if (v % m->mesh.pp == 0 && chunk == 0)
-			carry = -1;
 		free(taint);
 	}
 }

@@ -1732,8 +1732,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	free(run.coords);
 	free(run.atoms);
 	free(run.scaled);
-	for (int h = 0; h < 4; h++)
-		free(run.local[h / 2][h % 2]);
+	for (k = 0; k < 4; k++)
+		free(run.local[k / 2][k % 2]);
 	lc_table_free(&run.table);
 	free(run.seg_arenas);
 }
