@@ -276,9 +276,19 @@ hook(void *arg, const struct sym_run *run, int step)
 		syncplan_describe(s, m, what, sizeof what);
 		cfg_key_value(ex->config, s->key, value, sizeof value);
 		cfg_key_origin(ex->config, s->key, origin, sizeof origin);
-	} else
+	} else {
 		snprintf(what, sizeof what, "local gradients before "
 		    "synchronization (atom gR: rank R's own)");
+		/* Held atoms (lossnorm.h) say where they come from. */
+		for (l = 0; l < m->nparams; l++)
+			if (m->params[l].boundary >= 0) {
+				snprintf(what, sizeof what, "local gradients "
+				    "before synchronization (atom gR: rank R's "
+				    "own; hR: rank R's with the MoE block input "
+				    "as sync.moe_input_grad declares it)");
+				break;
+			}
+	}
 	if (json) {
 		json_begin_object(&ex->json);
 		json_key_int(&ex->json, "step", step + 1);

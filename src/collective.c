@@ -417,6 +417,33 @@ coll_all_gather_tokens(struct coll_comm *comm, int64_t seq,
 	free(members);
 }
 
+/*
+ * What a rank keeps of a gradient declared Replicate over tp under
+ * sequence parallelism: the rows of its own sequence shard, summed with
+ * nothing (DTensor's Replicate -> Shard(1), a local slice).
+ */
+void
+coll_keep_tokens(struct coll_comm *comm, int64_t seq, struct tensor **in,
+    struct tensor *out)
+{
+	const struct mesh	*m = comm->mesh;
+	const struct tensor	*x;
+	int64_t			 rows, j;
+	int			 i, me;
+
+	for (i = 0; i < comm->nranks; i++) {
+		if ((x = in[i]) == NULL)
+			continue;
+		rows = x->rows / m->tp;
+		me = mesh_group_index(m, GROUP_TP, comm->rank[i]);
+		tensor_alloc(&out[i], rows, x->cols);
+		for (j = 0; j < rows; j++)
+			memcpy(out[i].v + j * x->cols, x->v + sp_row(comm, seq,
+			    me, j) * x->cols, (size_t)x->cols *
+			    sizeof(*x->v));
+	}
+}
+
 void
 coll_reduce_scatter_tokens(struct coll_comm *comm, int64_t seq,
     struct tensor **in, struct tensor *out)

@@ -84,6 +84,8 @@ void		 coll_reduce_scatter(struct coll_comm *, enum group_kind,
  */
 void		 coll_all_gather_tokens(struct coll_comm *, int64_t seq,
 		    struct tensor **in, struct tensor *out);
+void		 coll_keep_tokens(struct coll_comm *, int64_t seq,
+		    struct tensor **in, struct tensor *out);
 void		 coll_reduce_scatter_tokens(struct coll_comm *, int64_t seq,
 		    struct tensor **in, struct tensor *out);
 /* In-place all-reduce (sum) of tensors over tp. */

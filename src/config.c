@@ -37,6 +37,7 @@
 _Static_assert(sizeof(enum embedding_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum router_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum moe_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
@@ -99,6 +100,9 @@ static const char *const router_words[] = {
 };
 static const char *const expert_input_words[] = {
 	"etp-all-reduce", "none", NULL
+};
+static const char *const moe_input_words[] = {
+	"auto", "replicate", NULL
 };
 static const char *const sp_param_words[] = {
 	"tp-all-reduce", "none", "skip-standalone", NULL
@@ -234,6 +238,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    sync.router_grad, router_words),
 	[KEY_EXPERT_INPUT_GRAD] = WORD("sync.expert_input_grad", KEY_SYNC,
 	    sync.expert_input_grad, expert_input_words),
+	[KEY_MOE_INPUT_GRAD] = WORD("sync.moe_input_grad", KEY_SYNC,
+	    sync.moe_input_grad, moe_input_words),
 	[KEY_SP_PARAM_GRAD] = WORD("sync.sp_param_grad", KEY_SYNC,
 	    sync.sp_param_grad, sp_param_words),
 	[KEY_EXPERT_GRAD_DIVISOR] = WORD("sync.expert_grad_divisor", KEY_SYNC,
@@ -290,6 +296,10 @@ static const struct key_def keys[KEY__COUNT] = {
 	    KEY_LIMITS, TYPE_BOOL, F(limits.shared_experts), 0, 1, 1, NULL },
 	[KEY_EP_TP_NEEDS_SP] = FLAG("limits.ep_tp_needs_sp", KEY_LIMITS,
 	    limits.ep_tp_needs_sp),
+	[KEY_EP_SUPPORTED] = { "limits.ep_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.ep), 0, 1, 1, NULL },
+	[KEY_ETP_ONE_OR_TP] = FLAG("limits.etp_one_or_tp", KEY_LIMITS,
+	    limits.etp_one_or_tp),
 	[KEY_EP_DISTOPT_SUPPORTED] = { "limits.ep_distopt_supported",
 	    KEY_LIMITS, TYPE_BOOL, F(limits.ep_distopt), 0, 1, 1, NULL },
 	[KEY_MAX_TOP_K] = INTEGER("limits.max_top_k", KEY_LIMITS,
@@ -1872,6 +1882,38 @@ framework_ep_distopt(const struct config *c, char *buf, size_t size)
 }
 
 static bool
+framework_has_ep(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.ep || c->mesh.ep == 1,
+	    "has no expert parallelism: ep must be 1", buf, size);
+}
+
+/*
+ * torchtitan's ParallelDims (v0.2.0 on): with ep > 1, etp is 1 (ep
+ * borrows tp, which needs ep % (cp * tp) == 0) or tp; with ep = 1 the
+ * experts are sharded over tp by TensorParallel like dense layers.
+ */
+static bool
+framework_etp_one_or_tp(const struct config *c, char *buf, size_t size)
+{
+	int	 ep = c->mesh.ep, etp = c->mesh.etp, tp = c->mesh.tp;
+
+	if (!c->limits.etp_one_or_tp)
+		return true;
+	if (ep == 1)
+		return framework_runs(c, etp == tp, "shards the experts "
+		    "over tp like dense layers when ep is 1: etp must equal tp",
+		    buf, size);
+	if (etp != 1 && etp != tp)
+		return framework_runs(c, false, "supports only etp = 1 or etp "
+		    "= tp with ep > 1 (ParallelDims: \"Currently we only "
+		    "support ETP=TP or ETP=1\")", buf, size);
+	return framework_runs(c, etp == tp || ep % (c->mesh.cp * tp) == 0,
+	    "borrows tp for ep with etp = 1: ep must be a multiple of "
+	    "cp*tp", buf, size);
+}
+
+static bool
 framework_top_k(const struct config *c, char *buf, size_t size)
 {
 	char	what[64];
@@ -2022,6 +2064,8 @@ static const struct constraint constraints[] = {
 	{ KEY_SHARED_EXPERTS, true, framework_has_shared_experts },
 	{ KEY_SEQUENCE_PARALLEL, true, framework_ep_tp_sp },
 	{ KEY_DISTRIBUTED_OPTIMIZER, true, framework_ep_distopt },
+	{ KEY_EP, true, framework_has_ep },
+	{ KEY_ETP, true, framework_etp_one_or_tp },
 	{ KEY_TOP_K, true, framework_top_k },
 	{ KEY_EVERY, true, framework_moe_every },
 	{ KEY_PATTERN, true, pattern_fits },
@@ -2720,6 +2764,7 @@ cfg_expert_input_sync_name(enum expert_input_sync v)
 {
 	return spelling(expert_input_words, (int)v);
 }
+
 
 const char *
 cfg_sp_param_sync_name(enum sp_param_sync v)

@@ -41,6 +41,18 @@ enum expert_input_sync {	/* sync.expert_input_grad */
 	EXPERT_INPUT_NONE		/* "none" */
 };
 
+/*
+ * sync.moe_input_grad: how the framework declares the gradient of the MoE
+ * block's input at the block boundary.  "auto" reduces it over tp as its
+ * true placement says (torchtitan from #2416, Megatron's "f");
+ * "replicate" declares it Replicate, so each tp rank keeps its own share
+ * (torchtitan before #2416: PrepareModuleInputOutput(use_local_input=True)).
+ */
+enum moe_input_sync {
+	MOE_INPUT_AUTO,		/* "auto" */
+	MOE_INPUT_REPLICATE	/* "replicate" */
+};
+
 enum sp_param_sync {		/* sync.sp_param_grad */
 	SP_PARAM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
 	SP_PARAM_NONE,		/* "none" */
@@ -229,6 +241,8 @@ enum cfg_key {
 	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
 	KEY_AVG_CP_SUPPORTED,
 	KEY_DP_REPLICATE, KEY_DP_ENGINE, KEY_FSDP_ONE_MEMBER,
+	KEY_MOE_INPUT_GRAD, KEY_EP_SUPPORTED,
+	KEY_ETP_ONE_OR_TP,
 	KEY__COUNT
 };
 
@@ -305,6 +319,7 @@ struct config {
 		enum embedding_sync	embedding_grad;
 		enum router_sync	router_grad;
 		enum expert_input_sync	expert_input_grad;
+		enum moe_input_sync	moe_input_grad;
 		enum sp_param_sync	sp_param_grad;
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;
@@ -346,6 +361,8 @@ struct config {
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 		bool	avg_cp;		/* average_in_collective with cp > 1 */
+		bool	ep;		/* expert parallelism exists */
+		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

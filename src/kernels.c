@@ -643,6 +643,7 @@ stage_tensors(struct engine *eng, int stage, int slot, bool grad)
  */
 enum tp_collective {
 	TP_IDENTITY,
+	TP_KEEP_SHARD,
 	TP_ALL_REDUCE,
 	TP_REDUCE_SCATTER,
 	TP_ALL_GATHER
@@ -667,6 +668,9 @@ tp_collective(struct engine *eng, enum tp_collective kind,
 		return;
 	case TP_ALL_GATHER:
 		coll_all_gather_tokens(&eng->comm, seq, src, dst);
+		return;
+	case TP_KEEP_SHARD:
+		coll_keep_tokens(&eng->comm, seq, src, dst);
 		return;
 	case TP_IDENTITY:
 	case TP_ALL_REDUCE:
@@ -765,8 +769,21 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	const struct op		*op = engine_op(eng, stage, opi);
 	struct placement	 from = eng->grad_place[stage][op->out];
 	struct rank_state	*rs;
+	bool			 sp = eng->cfg->training.sequence_parallel;
 	int			 i;
 
+	/*
+	 * An MoE block input declared Replicate (torchtitan before PR
+	 * #2416, use_local_input=True): each rank keeps its own local
+	 * gradient, its own sequence shard of it under SP, summed with
+	 * nothing.
+	 */
+	if (op->moe_input && !eng->boundary_reduced &&
+	    eng->cfg->sync.moe_input_grad == MOE_INPUT_REPLICATE) {
+		stage_tp_apply(eng, stage, op->out, true, sp ? TP_KEEP_SHARD :
+		    TP_IDENTITY, -1);
+		return;
+	}
 	for (i = 0; i < eng->nranks; i++) {
 		rs = &eng->ranks[i];
 		if (rank_on_stage(rs, stage))

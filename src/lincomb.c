@@ -346,16 +346,20 @@ const struct lincomb *
 lc_from_atom(struct arena *a, const struct lincomb *x, uint32_t first)
 {
 	struct lincomb	*y;
-	uint32_t	 i = 0;
+	uint32_t	 i, n = 0;
 
-	while (i < x->nterms && x->terms[i].atom < first)
-		i++;
-	if (i == 0)
+	/* Held atoms (lossnorm.h) come after every plain one. */
+	for (i = 0; i < x->nterms; i++)
+		if (atom_plain(x->terms[i].atom) >= first)
+			n++;
+	if (n == x->nterms)
 		return x;
-	if (i == x->nterms)
+	if (n == 0)
 		return &lincomb_zero;
-	y = lc_alloc(a, x->nterms - i);
-	memcpy(y->terms, x->terms + i, y->nterms * sizeof(struct term));
+	y = lc_alloc(a, n);
+	for (i = 0, n = 0; i < x->nterms; i++)
+		if (atom_plain(x->terms[i].atom) >= first)
+			y->terms[n++] = x->terms[i];
 	return y;
 }
 
@@ -806,7 +810,7 @@ put_group(char *out, const struct term *t, size_t n, const char *prefix,
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			out[len++] = '+';
-		if (atom_space_trivial()) {
+		if (atom_space_trivial() && !atom_is_held(t[i].atom)) {
 			memcpy(out + len, prefix, plen);
 			len += plen;
 			len += put_u64(out + len, t[i].atom);

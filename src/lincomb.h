@@ -63,8 +63,9 @@ const struct lincomb *lc_atoms(struct arena *, const uint32_t *atoms,
 		    size_t n, struct rational coef);
 bool		 lc_equal(const struct lincomb *, const struct lincomb *);
 /*
- * x without its terms of atoms below `first`: x where those atoms are
- * known to be zero (the padded rows of a word embedding's lookups).
+ * x without its terms of atoms below `first`, and of the held atoms of
+ * those (lossnorm.h): x where those atoms are known to be zero (the padded
+ * rows of a word embedding's lookups).
  */
 const struct lincomb *lc_from_atom(struct arena *, const struct lincomb *x,
 		    uint32_t first);

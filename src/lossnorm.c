@@ -233,6 +233,7 @@ atom_space_reset(void)
 	space.weighted = false;
 	space.sources = 1;
 	space.micro_batches = 1;
+	memset(&space.mesh, 0, sizeof space.mesh);
 }
 
 bool
@@ -288,9 +289,35 @@ atom_id(int rank, int source, int m)
 	    (uint32_t)space.micro_batches + (uint32_t)m;
 }
 
+static uint32_t
+held_base(void)
+{
+	return (uint32_t)space.mesh.world * (uint32_t)space.sources *
+	    (uint32_t)space.micro_batches;
+}
+
+uint32_t
+atom_held(uint32_t a)
+{
+	return a + held_base();
+}
+
+bool
+atom_is_held(uint32_t a)
+{
+	return space.mesh.world > 0 && a >= held_base();
+}
+
+uint32_t
+atom_plain(uint32_t a)
+{
+	return atom_is_held(a) ? a - held_base() : a;
+}
+
 int
 atom_rank(uint32_t a)
 {
+	a = atom_plain(a);
 	return (int)(a / ((uint32_t)space.micro_batches *
 	    (uint32_t)space.sources));
 }
@@ -298,6 +325,7 @@ atom_rank(uint32_t a)
 int
 atom_source(uint32_t a)
 {
+	a = atom_plain(a);
 	return (int)((a / (uint32_t)space.micro_batches) %
 	    (uint32_t)space.sources);
 }
@@ -305,6 +333,7 @@ atom_source(uint32_t a)
 int
 atom_micro_batch(uint32_t a)
 {
+	a = atom_plain(a);
 	return (int)(a % (uint32_t)space.micro_batches);
 }
 
@@ -315,6 +344,8 @@ atom_name(char *buf, size_t size, const char *prefix, uint32_t a)
 	int	 n;
 	struct coord c;
 
+	if (atom_is_held(a))
+		prefix = "h";
 	n = snprintf(buf, size, "%s%d", prefix, rank);
 	if (j > 0 && n >= 0 && (size_t)n < size) {
 		mesh_coord_of(&space.mesh, rank, &c);

@@ -75,6 +75,18 @@ struct atom_space {
 	bool		 weighted;	/* factors differ (atom_space_weighted) */
 };
 
+/*
+ * A parameter past a lossy MoE block boundary (model.h, param.boundary)
+ * has a second atom per chunk: "h5" is what rank 5 accumulates with the
+ * boundary as declared, "g5" what it would with the boundary reduced as
+ * the placement rules say.  Held atoms follow every plain one:
+ * atom_held(a) = a + world * sources * K.
+ */
+uint32_t	 atom_held(uint32_t);
+bool		 atom_is_held(uint32_t);
+/* The plain atom of a held one (a itself if plain). */
+uint32_t	 atom_plain(uint32_t);
+
 /* Set the space atom names and ranks are read in (one audit at a time). */
 void		 atom_space_set(const struct loss_norm *, const struct mesh *);
 void		 atom_space_reset(void);
@@ -101,7 +113,7 @@ int		 atom_source(uint32_t);
 int		 atom_micro_batch(uint32_t);
 /*
  * "g5", "g5m1" (micro-batch 1 of rank 5, with K > 1), "g5s3m1" (rank 5's
- * expert gradient from the tokens of rank 3).
+ * expert gradient from the tokens of rank 3); a held atom is named "h5".
  */
 void		 atom_name(char *buf, size_t size, const char *prefix,
 		    uint32_t atom);

@@ -276,9 +276,11 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	out = xcalloc(nt, sizeof *out);
 	/*
 	 * Expert atoms kept per source (lossnorm.h) have a coordinate no
-	 * group is written by: each stays a piece of its own.
+	 * group is written by: each stays a piece of its own, as do held
+	 * atoms, which no group of plain ones can stand for.
 	 */
-	for (i = 0; i < nt && atom_source(t[i].atom) == 0; i++)
+	for (i = 0; i < nt && atom_source(t[i].atom) == 0 &&
+	    !atom_is_held(t[i].atom); i++)
 		continue;
 	if (i < nt) {
 		for (i = 0; i < nt; i++) {

@@ -49,6 +49,7 @@ add_param(struct builder *b, const char *name, int stage, int layer,
 	p->shape[1] = d1;
 	p->shape[2] = d2;
 	p->logical = -1;
+	p->boundary = -1;
 	return m->nparams++;
 }
 
@@ -135,6 +136,7 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	op->in[0] = in0;
 	op->in[1] = in1;
 	op->label = label;
+	op->moe_input = false;
 	if (kind == OP_LOSS || kind == OP_SEND)
 		op->out = -1;
 	else
@@ -261,6 +263,8 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 
 	xl = emit(b, OP_NORM, n2, h, -1, m->params[n2].name);
 	x = emit(b, OP_TP_GATHER, -1, xl, -1, m->params[n2].name);
+	/* The gradient of x is what the MoE block boundary declares. */
+	b->program->ops[b->program->nops - 1].moe_input = moe;
 	gated = NULL;
 	ngated = 0;
 	if (moe) {
@@ -520,5 +524,5 @@ int
 model_atoms_per_rank(const struct model *m, const struct param *p)
 {
 	return m->loss.micro_batches * (model_per_source(m, p) ?
-	    m->loss.sources - 1 : 1);
+	    m->loss.sources - 1 : 1) * (p->boundary >= 0 ? 2 : 1);
 }

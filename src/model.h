@@ -62,6 +62,14 @@ struct param {
 	 * #1446 is a sequence-parallel reduction that missed exactly these.
 	 */
 	bool		 standalone;
+	/*
+	 * The MoE block boundary (a backward_reduction of placement.h, by
+	 * index) whose unreduced input gradient reaches this parameter's
+	 * gradient, or -1 (torchtitan #2387 / PR #2416).  Such a parameter
+	 * has two atoms per chunk: its gradient with the boundary reduced as
+	 * the placement rules say, and the one its rank accumulates.
+	 */
+	int		 boundary;
 };
 
 /* A logical parameter: the unit of the report (a tied pair is one). */
@@ -99,6 +107,7 @@ struct op {
 	int		 in[2];		/* input slots, -1 when unused */
 	int		 out;		/* output slot, -1 for OP_LOSS and OP_SEND */
 	const char	*label;		/* "layers.1.moe.experts", for explain */
+	bool		 moe_input;	/* OP_TP_GATHER of an MoE block's input */
 };
 
 /*

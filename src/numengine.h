@@ -84,6 +84,12 @@ struct engine {
 	struct inbox			 pipe;
 	bool				 pipe_full;
 	struct placement		 pipe_place;
+	/*
+	 * Reduce every MoE block input's gradient as its placement says,
+	 * whatever sync.moe_input_grad declares: the pass that gives the
+	 * plain atoms of the parameters before a lossy boundary (lossnorm.h).
+	 */
+	bool				 boundary_reduced;
 };
 
 /*

@@ -332,32 +332,22 @@ run_model(struct engine *eng, struct progress_count *pc)
  * gradients: what it leaves is kept as the rank's atoms of that
  * micro-batch (per source for experts kept apart), and added to the
  * local gradient times the loss factor of the chunk it comes from
- * (lossnorm.h).  Returns the atoms, [local rank][param].
+ * (lossnorm.h), total[local rank * nparams + param].  With `held`, the
+ * atoms of parameters before a lossy MoE boundary go to their held half.
  */
-static union num ***
-run_step(struct engine *eng, struct progress_count *pc)
+static void
+run_micro_batches(struct engine *eng, struct progress_count *pc,
+    union num ***atoms, union num **total, bool held)
 {
 	const struct model	*m = eng->model;
 	const struct loss_norm	*ln = &m->loss;
 	struct rank_state	*rs;
-	union num		***atoms, **total, coef;
+	union num		 coef;
 	const union num		*g;
-	int64_t			 e, x;
+	int64_t			 e, x, off;
 	int			 K = ln->micro_batches, mb, i, k, j, n, src;
 	struct coord		 c;
 
-	atoms = xcalloc((size_t)eng->nranks, sizeof(*atoms));
-	for (i = 0; i < eng->nranks; i++) {
-		rs = &eng->ranks[i];
-		atoms[i] = xcalloc((size_t)m->nparams, sizeof(**atoms));
-		for (k = 0; k < m->nparams; k++)
-			if (rs->pgrad[k] != NULL)
-				atoms[i][k] = xcalloc((size_t)(
-				    model_atoms_per_rank(m, &m->params[k]) *
-				    m->params[k].local_elems),
-				    sizeof(union num));
-	}
-	total = xcalloc((size_t)eng->nranks * m->nparams, sizeof(*total));
 	for (mb = 0; mb < K; mb++) {
 		for (i = 0; i < eng->nranks; i++) {
 			rs = &eng->ranks[i];
@@ -387,6 +377,9 @@ run_step(struct engine *eng, struct progress_count *pc)
 				if (total[i * m->nparams + k] == NULL)
 					total[i * m->nparams + k] = xcalloc(
 					    (size_t)e, sizeof(union num));
+				off = held && m->params[k].boundary >= 0 ?
+				    (int64_t)model_atoms_per_rank(m,
+				    &m->params[k]) / 2 * e : 0;
 				n = model_per_source(m, &m->params[k]) ?
 				    m->mesh.ep : 1;
 				for (j = 0; j < n; j++) {
@@ -400,8 +393,9 @@ run_step(struct engine *eng, struct progress_count *pc)
 					coef = num_from_rational(ln->coef[
 					    lossnorm_chunk(&m->mesh, mb,
 					    c.dp)]);
-					memcpy(atoms[i][k] + (j * K + mb) * e,
-					    g, (size_t)e * sizeof(union num));
+					memcpy(atoms[i][k] + off +
+					    (j * K + mb) * e, g, (size_t)e *
+					    sizeof(union num));
 					for (x = 0; x < e; x++)
 						total[i * m->nparams + k][x] =
 						    num_add(total[i *
@@ -411,6 +405,48 @@ run_step(struct engine *eng, struct progress_count *pc)
 			}
 		}
 	}
+}
+
+/*
+ * The step: the atoms, [local rank][param], and each rank's local
+ * gradients.  Parameters before a lossy MoE boundary keep two atoms a
+ * chunk (lossnorm.h): a first pass with every boundary reduced as its
+ * placement says gives their plain atoms, the step as configured their
+ * held ones and the local gradients.
+ */
+static union num ***
+run_step(struct engine *eng, struct progress_count *pc)
+{
+	const struct model	*m = eng->model;
+	struct rank_state	*rs;
+	union num		***atoms, **total;
+	int			 i, k;
+	bool			 held = false;
+
+	atoms = xcalloc((size_t)eng->nranks, sizeof(*atoms));
+	for (i = 0; i < eng->nranks; i++) {
+		rs = &eng->ranks[i];
+		atoms[i] = xcalloc((size_t)m->nparams, sizeof(**atoms));
+		for (k = 0; k < m->nparams; k++)
+			if (rs->pgrad[k] != NULL)
+				atoms[i][k] = xcalloc((size_t)(
+				    model_atoms_per_rank(m, &m->params[k]) *
+				    m->params[k].local_elems),
+				    sizeof(union num));
+	}
+	for (k = 0; k < m->nparams; k++)
+		held = held || m->params[k].boundary >= 0;
+	total = xcalloc((size_t)eng->nranks * m->nparams, sizeof(*total));
+	if (held) {
+		eng->boundary_reduced = true;
+		run_micro_batches(eng, pc, atoms, total, false);
+		eng->boundary_reduced = false;
+		for (i = 0; i < eng->nranks * m->nparams; i++) {
+			free(total[i]);
+			total[i] = NULL;
+		}
+	}
+	run_micro_batches(eng, pc, atoms, total, held);
 	for (i = 0; i < eng->nranks; i++)
 		for (k = 0; k < m->nparams; k++)
 			if (total[i * m->nparams + k] != NULL) {
@@ -945,6 +981,10 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 		    atom_source(lc->terms[t].atom) - 1 : 0) *
 		    m->loss.micro_batches + atom_micro_batch(
 		    lc->terms[t].atom)) * p->local_elems;
+		/* Held atoms follow the plain ones (run_step). */
+		if (atom_is_held(lc->terms[t].atom))
+			atom += (int64_t)model_atoms_per_rank(m, p) / 2 *
+			    p->local_elems;
 		if (hi > p->local_elems)
 			fatalx("numeric: region of %s beyond its shard",
 			    m->logical[lp].name);

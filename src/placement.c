@@ -335,6 +335,70 @@ pl_backward(const struct model *m, const struct op *op,
 	return false;
 }
 
+/*
+ * Does a rank that keeps only its own share of the block input's gradient
+ * (declared Replicate: nothing summed, and under sequence parallelism the
+ * rank's sequence shard of its own local gradient) lose contributions?
+ * Follow the rows: a Partial over etp is a true sum and always loses; a
+ * Partial over the token slices is non-zero only on the rows of the
+ * rank's own slice (moe_items in kernels.c: slice tp_i / etp holds the
+ * contiguous rows [slice * per, (slice + 1) * per) of the rank's tokens),
+ * so it loses exactly where some row the rank keeps belongs to another
+ * slice: always without sequence parallelism, and with it where the
+ * slices (cut along batch * sequence, ReordererSequenceParallel) are not
+ * the sequence shards (cut along each sequence).
+ */
+static bool
+boundary_loses(const struct model *m, struct placement truth)
+{
+	const struct mesh *mesh = &m->mesh;
+	int	 slices = mesh->tp / mesh->etp, tp_i, b, pos;
+	int	 seq = m->config->model.seq / mesh->cp;
+	int	 batch = m->tokens / seq, shard = seq / mesh->tp;
+	int	 per = m->tokens / slices;
+
+	if (truth.etp == PLACE_PARTIAL)
+		return true;
+	if (truth.slice != PLACE_PARTIAL)
+		return false;
+	if (!m->config->training.sequence_parallel)
+		return true;
+	for (tp_i = 0; tp_i < mesh->tp; tp_i++)
+		for (b = 0; b < batch; b++)
+			for (pos = tp_i * shard; pos < (tp_i + 1) * shard;
+			    pos++)
+				if ((b * seq + pos) / per != tp_i / mesh->etp)
+					return true;
+	return false;
+}
+
+/*
+ * Backward through the gather of an MoE block's input: what reaches it is
+ * the sum of the router's, the routed and the shared experts' input
+ * gradients, whatever their placements; the framework declares it as
+ * sync.moe_input_grad says.
+ */
+static void
+moe_boundary(const struct model *m, const struct op *op, int stage,
+    struct placement dout, struct backward_reduction *r)
+{
+	memset(r, 0, sizeof *r);
+	r->op = (int)(op - m->stages[stage].ops);
+	r->stage = stage;
+	r->what = "MoE block input gradient";
+	r->dim = "tp";
+	r->cite = "torchtitan #2387 / PR #2416";
+	r->boundary = true;
+	/* The router reads the gathered input first (model.c). */
+	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
+	r->truth = pl_normalize(&m->mesh, dout);
+	r->declared = r->truth;
+	if (m->config->sync.moe_input_grad == MOE_INPUT_REPLICATE)
+		r->declared = pl_uniform(PLACE_REPLICATE);
+	r->lost = !pl_equal(r->truth, r->declared) &&
+	    boundary_loses(m, r->truth);
+}
+
 static void
 accumulate(struct placement *slot, bool *set, struct placement g)
 {
@@ -388,6 +452,11 @@ pl_walk(const struct model *m, struct placement *grad,
 				    pl_normalize(&m->mesh, dout));
 				continue;
 			}
+			if (op->moe_input && m->mesh.tp > 1) {
+				moe_boundary(m, op, s, dout, &r);
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
 			if (pl_backward(m, op, in, dout, din, dparam, &r)) {
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
@@ -410,4 +479,56 @@ pl_walk(const struct model *m, struct placement *grad,
 	free(param_set);
 	*reductions = red;
 	*nreductions = n;
+}
+
+/*
+ * The taint of an unreduced boundary follows the gradient: through every
+ * op's input and parameter gradients, and back over the pipeline from a
+ * chunk's RECV to the previous chunk's SEND.  Virtual stages run backward
+ * in reverse order (model.h), so one pass in that order sees every RECV
+ * before the SEND it feeds.
+ */
+void
+pl_mark_boundaries(struct model *m, const struct backward_reduction *red,
+    int n)
+{
+	int	 nv = m->mesh.pp * m->chunks, v, i, k, j, carry = -1;
+
+	for (v = nv - 1; v >= 0; v--) {
+		int	 stage = v % m->mesh.pp, chunk = v / m->mesh.pp;
+		const struct stage_program *sp = &m->stages[stage];
+		int	*taint = xcalloc(sp->nslots + 1, sizeof *taint);
+		int	 lo = sp->chunk_start[chunk], hi = sp->chunk_start[chunk + 1];
+
+		for (k = 0; k <= sp->nslots; k++)
+			taint[k] = -1;
+		for (i = hi - 1; i >= lo; i--) {
+			const struct op *op = &sp->ops[i];
+			int t;
+
+			if (op->kind == OP_LOSS)
+				continue;
+			t = op->kind == OP_SEND ? carry : taint[op->out];
+			if (op->kind == OP_RECV) {
+				carry = t;
+				continue;
+			}
+			for (j = 0; j < n; j++)
+				if (red[j].boundary && red[j].lost &&
+				    red[j].stage == stage && red[j].op == i &&
+				    t < 0)
+					t = j;
+			if (t < 0)
+				continue;
+			if (op->param >= 0 && m->params[op->param].boundary < 0)
+				m->params[op->param].boundary = t;
+			if (op->param2 >= 0 &&
+			    m->params[op->param2].boundary < 0)
+				m->params[op->param2].boundary = t;
+			for (k = 0; k < 2; k++)
+				if (op->in[k] >= 0 && taint[op->in[k]] < 0)
+					taint[op->in[k]] = t;
+		}
+		free(taint);
+	}
 }

@@ -63,6 +63,15 @@ struct backward_reduction {
 	const char		*cite;		/* "torchtitan #1878" */
 	struct placement	 truth;
 	struct placement	 declared;
+	/*
+	 * The MoE block boundary (sync.moe_input_grad), and whether what it
+	 * declares loses contributions: each rank keeps only its own share,
+	 * and some of the gradient of the rows it keeps was computed on other
+	 * tp ranks (torchtitan #2387 / PR #2416).
+	 */
+	bool			 boundary;
+	bool			 lost;
+	int			 layer;		/* the boundary's MoE layer */
 };
 
 /* The rules: forward placement of an op's output from its inputs. */
@@ -89,5 +98,13 @@ bool		 pl_backward(const struct model *, const struct op *,
  */
 void		 pl_walk(const struct model *, struct placement *grad,
 		    struct backward_reduction **reductions, int *nreductions);
+
+/*
+ * Mark every parameter whose gradient the unreduced input gradient of a
+ * lossy MoE block boundary reaches (param.boundary): everything the
+ * backward walk meets after it, on its stage and on the stages before.
+ */
+void		 pl_mark_boundaries(struct model *,
+		    const struct backward_reduction *, int nreductions);
 
 #endif

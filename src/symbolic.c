@@ -76,7 +76,7 @@ struct sym_run {
 	 * the loss factor times the atom: one per atom base, [0] for own
 	 * chunks, [1] for experts per source.
 	 */
-	const struct lincomb	**local[2];
+	const struct lincomb	**local[2][2];	/* [held][per source] */
 	/*
 	 * Every value the run builds, by value: the dp sums of the 58
 	 * parameters of a stage hold the same atoms and were built 58 times
@@ -170,6 +170,7 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 	    sizeof *ctx->grad_placement);
 	pl_walk(&ctx->model, ctx->grad_placement, &ctx->reductions,
 	    &ctx->nreductions);
+	pl_mark_boundaries(&ctx->model, ctx->reductions, ctx->nreductions);
 	layout_build(&ctx->layout, &ctx->model);
 	syncplan_build(&ctx->plan, &ctx->model, ctx->grad_placement);
 	atom_space_set(&ctx->model.loss, &ctx->model.mesh);
@@ -405,7 +406,7 @@ atoms_of(const struct model *m, const struct param *p, int base,
  * kind share it.
  */
 static const struct lincomb *
-local_value(struct sym_run *run, const struct param *p, int base)
+local_value(struct sym_run *run, const struct param *p, int base, bool held)
 {
 	const struct model *m = run->model;
 	const struct loss_norm *ln = &m->loss;
@@ -414,13 +415,14 @@ local_value(struct sym_run *run, const struct param *p, int base)
 	int	 K = ln->micro_batches, j, k, n = 0, src, chunk;
 	struct coord c;
 
-	slot = &run->local[split][base];
+	slot = &run->local[held][split][base];
 	if (*slot != NULL)
 		return *slot;
 	mesh_coord_of(&m->mesh, base, &c);
 	if (!split && K == 1 && q_equal(ln->coef[lossnorm_chunk(&m->mesh, 0,
 	    c.dp)], q_make(1, 1)))
-		return *slot = atom_value(run, atom_id(base, 0, 0));
+		return *slot = atom_value(run, held ?
+		    atom_held(atom_id(base, 0, 0)) : atom_id(base, 0, 0));
 	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
 	for (j = split ? 1 : 0; j < (split ? ln->sources : 1); j++) {
 		struct coord sc = c;
@@ -433,6 +435,7 @@ local_value(struct sym_run *run, const struct param *p, int base)
 		for (k = 0; k < K; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
 			parts[n++] = lc_scale(run->arena, atom_value(run,
+			    held ? atom_held(atom_id(base, j, k)) :
 			    atom_id(base, j, k)), ln->coef[chunk]);
 		}
 	}
@@ -453,10 +456,17 @@ init_values(struct sym_run *run)
 		mesh_coord_of(&m->mesh, i, &run->coords[i]);
 	run->natoms = (size_t)m->mesh.world * m->loss.sources *
 	    m->loss.micro_batches;
+	/* Room for the held atoms too (lossnorm.h): a plain one each. */
+	for (p = 0; p < m->nparams; p++)
+		if (m->params[p].boundary >= 0) {
+			run->natoms *= 2;
+			break;
+		}
 	run->atoms = xcalloc(run->natoms, sizeof *run->atoms);
 	run->scaled = xcalloc(run->natoms, sizeof *run->scaled);
-	run->local[0] = xcalloc(m->mesh.world, sizeof *run->local[0]);
-	run->local[1] = xcalloc(m->mesh.world, sizeof *run->local[1]);
+	for (i = 0; i < 4; i++)
+		run->local[i / 2][i % 2] = xcalloc(m->mesh.world,
+		    sizeof *run->local[0][0]);
 	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
 	for (p = 0; p < m->nlogical; p++)
 		arena_init(&run->seg_arenas[p]);
@@ -473,8 +483,17 @@ init_values(struct sym_run *run)
 			sl->n = 1;
 			sl->one.lo = 0;
 			sl->one.hi = m->params[p].local_elems;
-			sl->one.value = local_value(run, &m->params[p],
-			    run_atom_of(run, p, base + i));
+			/*
+			 * Past a lossy MoE boundary every rank holds a
+			 * value of its own: its own share of the block
+			 * input's gradient went into it.
+			 */
+			if (m->params[p].boundary >= 0)
+				sl->one.value = local_value(run, &m->params[p],
+				    base + i, true);
+			else
+				sl->one.value = local_value(run, &m->params[p],
+				    run_atom_of(run, p, base + i), false);
 		}
 	}
 }
@@ -1447,7 +1466,8 @@ explain_backward_reductions(struct finding_list *fl, const struct model *m,
 	for (i = 0; i < ctx->nreductions; i++) {
 		const struct backward_reduction *r = &ctx->reductions[i];
 
-		if (r->stage != stage || pl_equal(r->truth, r->declared))
+		if (r->stage != stage || r->boundary ||
+		    pl_equal(r->truth, r->declared))
 			continue;
 		add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
 		    fmt(fl->audit, "the %s is %s over %s but declared %s, so "
@@ -1505,6 +1525,35 @@ all_wrong(const struct param_result *pr,
 	return have;
 }
 
+/*
+ * A parameter before a lossy MoE block boundary: name the boundary, as
+ * its gradient went wrong there and not in any step of the plan.
+ */
+static bool
+explain_boundary(struct finding_list *fl, const struct model *m,
+    const struct sym_context *ctx, const struct param_result *pr, int p)
+{
+	const struct backward_reduction *r;
+	char	 truth[96], declared[96];
+
+	if (m->params[p].boundary < 0 || pr->correct)
+		return false;
+	r = &ctx->reductions[m->params[p].boundary];
+	add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
+	    fmt(fl->audit, "at the boundary of the MoE block of layer %d the "
+	    "block input's gradient is %s over tp but declared %s, so it is "
+	    "never summed over tp: each tp rank keeps its own share, and "
+	    "every gradient computed before the block (norms, mixer, "
+	    "embedding, earlier layers) misses the other tp ranks' "
+	    "contributions (%s)", r->layer, pl_format(&m->mesh, r->truth,
+	    truth, sizeof truth), pl_format(&m->mesh, r->declared, declared,
+	    sizeof declared), r->cite),
+	    "declare the MoE block input's gradient Partial and reduce it "
+	    "over tp at the block boundary (sync.moe_input_grad: auto; "
+	    "torchtitan PR #2416, to_local(grad_placements=(Partial(),)))");
+	return true;
+}
+
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
     const struct param_result *pr)
@@ -1546,6 +1595,10 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	    ROLE_ROUTER)
 		explain_backward_reductions(fl, m, ctx, pr,
 		    m->params[m->logical[l].instance[0]].stage);
+	if (explain_boundary(fl, m, ctx, pr, m->logical[l].instance[0]) ||
+	    (m->logical[l].ninstances > 1 && explain_boundary(fl, m, ctx, pr,
+	    m->logical[l].instance[1])))
+		explained = true;
 	for (i = 0; i < run->nissues; i++) {
 		const struct sync_step *s = &ctx->plan.steps[run->issues[i].step];
 
@@ -1683,8 +1736,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	free(run.coords);
 	free(run.atoms);
 	free(run.scaled);
-	free(run.local[0]);
-	free(run.local[1]);
+	for (k = 0; k < 4; k++)
+		free(run.local[k / 2][k % 2]);
 	lc_table_free(&run.table);
 	free(run.seg_arenas);
 }

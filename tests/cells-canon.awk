@@ -102,11 +102,13 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 	delete want
 	delete fix
 }
-# Atom names ("g5", "g5m1", "g5s3m1") in rank order, then by their
-# suffix: an insertion sort on a zero-padded key.
+# Atom names ("g5", "g5m1", "g5s3m1", held ones "h5") plain before held,
+# in rank order, then by their suffix: an insertion sort on a zero-padded
+# key.
 function sortkey(a,    r) {
-	r = a; sub(/^g/, "", r); sub(/[^0-9].*$/, "", r)
-	return sprintf("%09d%s", r + 0, substr(a, length(r) + 2))
+	r = a; sub(/^[gh]/, "", r); sub(/[^0-9].*$/, "", r)
+	return sprintf("%s%09d%s", substr(a, 1, 1), r + 0,
+	    substr(a, length(r) + 2))
 }
 function canon(acc,    a, s, n, keys, i, j, t) {
 	s = ""
@@ -184,7 +186,7 @@ inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
 /^          "terms": /	{ w = "v"; inlist = $0 !~ /null,?$/; next }
 /^          "expected": /	{ w = "e"; inlist = $0 !~ /null,?$/; next }
 inlist && /^          [\]\}]/	{ inlist = 0; next }
-inlist && /^            "g[0-9]+[sm0-9]*": / {
+inlist && /^            "[gh][0-9]+[sm0-9]*": / {
 	a = $1; gsub(/[":]/, "", a)
 	EX[w, a] = unquote($0)
 	next
