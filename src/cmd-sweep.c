@@ -182,8 +182,9 @@ static const char *
 point_config(const struct sweep *sw, struct sweep_point *pt,
     struct config *c)
 {
-	char		 buf[512];
-	size_t		 off;
+	char		*label = NULL;
+	size_t		 len = 0;
+	FILE		*fp;
 	const char	*why;
 	int		 k;
 
@@ -200,21 +201,22 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 		cfg_free(c);
 		return why;
 	}
-	off = (size_t)snprintf(buf, sizeof buf, "%s[dp=%d,", sw->base->name,
-	    pt->dp);
+	/* A stream, not a fixed buffer: the config's name has any length. */
+	if ((fp = open_memstream(&label, &len)) == NULL)
+		fatal("open_memstream");
+	fprintf(fp, "%s[dp=%d,", sw->base->name, pt->dp);
 	if (c->mesh.cp > 1)
-		off += (size_t)snprintf(buf + off, sizeof buf - off, "cp=%d,",
-		    c->mesh.cp);
-	off += (size_t)snprintf(buf + off, sizeof buf - off, "pp=%d,tp=%d,"
-	    "ep=%d,etp=%d", pt->pp, pt->tp, pt->ep, pt->etp);
-	for (k = 0; k < sw->nvary && off < sizeof buf; k++)
-		off += (size_t)snprintf(buf + off, sizeof buf - off, ",%s=%d",
-		    sw->vary[k]->name, pt->flags >> k & 1);
-	if (off < sizeof buf - 1)
-		snprintf(buf + off, sizeof buf - off, "]");
-	pt->label = xstrdup(buf);
+		fprintf(fp, "cp=%d,", c->mesh.cp);
+	fprintf(fp, "pp=%d,tp=%d,ep=%d,etp=%d", pt->pp, pt->tp, pt->ep,
+	    pt->etp);
+	for (k = 0; k < sw->nvary; k++)
+		fprintf(fp, ",%s=%d", sw->vary[k]->name, pt->flags >> k & 1);
+	putc(']', fp);
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	pt->label = label;
 	free(c->name);
-	c->name = xstrdup(buf);
+	c->name = xstrdup(label);
 	return NULL;
 }
 
@@ -551,6 +553,16 @@ print_findings(struct sweep *sw, const struct audit *a)
 	}
 }
 
+/* Red in the table: a wrong mesh, or a numeric audit that did not agree. */
+static bool
+row_is_bad(const struct sweep_point *pt)
+{
+	return pt->failed || (pt->numeric != NULL &&
+	    (strcmp(pt->numeric, "DISAGREES") == 0 ||
+	    strcmp(pt->numeric, "error") == 0 ||
+	    strcmp(pt->numeric, "interrupted") == 0));
+}
+
 /* The row of an audited mesh, and for a failing one how to see it again. */
 static void
 print_row(struct sweep *sw, const struct sweep_point *pt,
@@ -564,7 +576,7 @@ print_row(struct sweep *sw, const struct sweep_point *pt,
 	    pt->numeric ? " numeric " : "", pt->numeric ? pt->numeric : "");
 	/* The escapes go around the padded verdict, not into its width. */
 	printf("%-*s  %s", sw->label_width, label, sw->color ?
-	    (pt->failed ? ANSI_RED : ANSI_GREEN) : "");
+	    (row_is_bad(pt) ? ANSI_RED : ANSI_GREEN) : "");
 	if (pt->nfamilies == 0) {
 		printf("%s%s\n", verdict, sw->color ? ANSI_RESET : "");
 		return;
@@ -590,24 +602,34 @@ print_skipped(const struct sweep *sw, const struct sweep_point *pt,
 	    "skipped", why);
 }
 
-/* The JSON fields of a point: its mesh sizes and flags, by name. */
-static void
+/*
+ * The JSON fields of a point: its mesh sizes (with the config's cp) and
+ * flags, by name; returns their number.
+ */
+static int
 point_varied(const struct sweep *sw, const struct sweep_point *pt,
     struct varied_value *v)
 {
 	const int	 dims[NDIMS] = { pt->dp, pt->pp, pt->tp, pt->ep, pt->etp };
-	int		 d, k;
+	int		 d, k, n = 0;
 
 	for (d = 0; d < NDIMS; d++) {
-		v[d].name = dim_names[d];
-		v[d].value = dims[d];
-		v[d].flag = false;
+		v[n].name = dim_names[d];
+		v[n].value = dims[d];
+		v[n++].flag = false;
+		/* The config's cp, so that dp*cp*pp*tp is the world. */
+		if (d == DIM_DP && sw->base->mesh.cp > 1) {
+			v[n].name = "cp";
+			v[n].value = sw->base->mesh.cp;
+			v[n++].flag = false;
+		}
 	}
 	for (k = 0; k < sw->nvary; k++) {
-		v[NDIMS + k].name = sw->vary[k]->name;
-		v[NDIMS + k].value = pt->flags >> k & 1;
-		v[NDIMS + k].flag = true;
+		v[n].name = sw->vary[k]->name;
+		v[n].value = pt->flags >> k & 1;
+		v[n++].flag = true;
 	}
+	return n;
 }
 
 /* The summary line; EXIT_OK or EXIT_WRONG. */
@@ -1138,7 +1160,7 @@ cmd_sweep_exec(struct options *o)
 	struct config		 c;
 	struct audit		 a;
 	struct json		 js;
-	struct varied_value	 varied[NDIMS + NVARY_FLAGS];
+	struct varied_value	 varied[NDIMS + 1 + NVARY_FLAGS];
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
 	enum cfg_key		 blame;
@@ -1261,9 +1283,8 @@ cmd_sweep_exec(struct options *o)
 			break;
 		}
 		if (json || o->format == FORMAT_JSONL) {
-			point_varied(&sw, pt, varied);
+			a.nvaried = point_varied(&sw, pt, varied);
 			a.varied = varied;
-			a.nvaried = NDIMS + sw.nvary;
 		}
 		if (json)
 			report_json(&js, &a, &(struct report_options){

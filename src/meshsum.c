@@ -57,6 +57,13 @@ struct candidate {
 	int64_t		 size;
 };
 
+/*
+ * The nonempty subsets of each view's coordinates: 15 of the dense view's
+ * four and 31 of the expert view's five.  32 overflowed once the
+ * micro-batch became a coordinate of both.
+ */
+#define MAX_CANDIDATES	((1 << 4) - 1 + (1 << 5) - 1)
+
 static int
 dim_size(const struct mesh *m, int d)
 {
@@ -107,6 +114,9 @@ candidates_of(const struct mesh *m, struct candidate *out)
 				big |= 1u << d;
 		/* The subsets of big, as in the usual (s - 1) & big walk. */
 		for (s = big; s != 0; s = (s - 1) & big) {
+			if (n == MAX_CANDIDATES)
+				fatalx("meshsum: more group candidates than "
+				    "the views have subsets");
 			out[n].view = views[v];
 			out[n].varied = s;
 			out[n].size = 1;
@@ -213,6 +223,34 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
 	return n;
 }
 
+/*
+ * On a small mesh, weighted pieces are tried only when the plain ones are
+ * long: a few terms read best as they are, the unequal weights being the
+ * bug's evidence ("8*(g1+g3)/11+8*(g0+g2)/15", verl #5993).  Short is
+ * what the text report prints whole (its EXPR_MAX); above
+ * PLAIN_MAX_PIECES pieces the form cannot be short and is not formatted
+ * to find out.  Above PLAIN_WORLD ranks they are always tried: a rank's
+ * own micro-batches, "g0m5/512+g0m3/576+...", are short but differ from
+ * rank to rank, and written so the 4,096-rank JSON report was 61 MB.
+ */
+#define PLAIN_SHORT		100
+#define PLAIN_MAX_PIECES	16
+#define PLAIN_WORLD		64
+
+static bool
+plain_is_short(const struct mesh *m, const struct ms_piece *p, size_t n)
+{
+	struct arena	 ar;
+	bool		 is_short;
+
+	if (n > PLAIN_MAX_PIECES || m->world > PLAIN_WORLD)
+		return false;
+	arena_init(&ar);
+	is_short = strlen(ms_format(&ar, m, p, n, -1)) <= PLAIN_SHORT;
+	arena_free(&ar);
+	return is_short;
+}
+
 /* The pieces of the nt terms t[], sorted by lc_cmp_format_order. */
 static size_t
 group_terms(const struct mesh *m, const struct candidate *cand, size_t ncand,
@@ -261,7 +299,7 @@ weighted_pieces(const struct mesh *m, const struct candidate *cand,
 struct ms_piece *
 ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 {
-	struct candidate cand[32];
+	struct candidate cand[MAX_CANDIDATES];
 	struct ms_piece	*out, *wout;
 	struct term	*t;
 	size_t		 nt = x->nterms, ncand, i, n, nw;
@@ -294,7 +332,7 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 		return out;
 	}
 	n = group_terms(m, cand, ncand, t, nt, out);
-	if (n > 1 && atom_space_weighted()) {
+	if (n > 1 && atom_space_weighted() && !plain_is_short(m, out, n)) {
 		wout = xcalloc(nt, sizeof *wout);
 		nw = weighted_pieces(m, cand, ncand, t, nt, wout);
 		if (nw < n) {

@@ -49,8 +49,9 @@ struct ms_piece {
  * The pieces of x, xmalloc'd, in decreasing coefficient order and by
  * lowest atom within a coefficient; *n gets their number.  Larger groups
  * are preferred, so the whole world is one piece when it can be.  When the
- * chunks' loss factors differ (atom_space_weighted), the pieces are also
- * tried weighted by them, and the fewer pieces win.
+ * chunks' loss factors differ (atom_space_weighted) and the plain pieces
+ * are long to write, the pieces are also tried weighted by them, and the
+ * fewer pieces win.
  */
 struct ms_piece	*ms_pieces(const struct mesh *, const struct lincomb *x,
 		    size_t *n);
@@ -68,8 +69,8 @@ bool		 ms_piece_has(const struct mesh *, const struct ms_piece *,
 		    uint32_t atom);
 /*
  * "dp" or "dp tp": the summed coordinates; "" for an atom.  A weighted
- * piece is named by the same sum ("wsum" in ms_piece_name, a "weight" in
- * JSON).
+ * piece is named by the same sum ("wsum" in ms_piece_name, its coefficient
+ * "wcoef" in JSON).
  */
 void		 ms_piece_sum(const struct ms_piece *, char *, size_t);
 /*

@@ -880,15 +880,12 @@ put_loss_factors(FILE *fp, const struct mesh *m)
 	char	 q[48];
 	int	 c, n = atom_space_chunks();
 
+	/* By the tables' dp column, which counts the cp ranks too. */
 	fputs("loss factors (wsum weights):", fp);
 	for (c = 0; c < n && c < LOSS_FACTORS_MAX; c++) {
 		q_format(atom_chunk_factor(c), q, sizeof q);
-		/* Labelled as explain labels them: dp without cp, then cp. */
-		fprintf(fp, "%s m%d dp%d", c > 0 ? "," : "", c / m->dp,
-		    c % m->dp / m->cp);
-		if (m->cp > 1)
-			fprintf(fp, " cp%d", c % m->dp % m->cp);
-		fprintf(fp, " %s", q);
+		fprintf(fp, "%s m%d dp%d %s", c > 0 ? "," : "", c / m->dp,
+		    c % m->dp, q);
 	}
 	if (n > LOSS_FACTORS_MAX)
 		fprintf(fp, " and %d more (gradaudit explain lists every "
@@ -1838,9 +1835,8 @@ json_key_double(struct json *j, const char *key, double v)
 
 /*
  * "loss_factors": every chunk's loss factor (micro-batch mb, dp_cp index
- * dp: chunk mb * dp + dp), which a piece with "weight": "loss" multiplies
- * each of its atoms by.  Only when the factors differ, as only then can
- * such a piece appear.
+ * dp: chunk mb * dp + dp), which a piece with a "wcoef" multiplies each of
+ * its atoms by.  Only when such a piece can appear (atom_space_weighted).
  */
 static void
 json_loss_factors(struct json *j)
@@ -2058,13 +2054,15 @@ json_pieces(struct json *j, const char *key, const struct mesh *m,
 	for (i = 0; i < pm->n; i++) {
 		json_begin_object(j);
 		q_format(pm->p[i].coef, buf, sizeof buf);
-		json_key_string(j, "coef", buf);
+		/*
+		 * Not "coef": a script that knows no weights must not read
+		 * this one as every atom's coefficient.
+		 */
+		json_key_string(j, pm->p[i].weighted ? "wcoef" : "coef", buf);
 		ms_piece_sum(&pm->p[i], buf, sizeof buf);
 		json_key_string(j, "sum", buf);
 		ms_piece_of(m, &pm->p[i], rank, buf, sizeof buf);
 		json_key_string(j, "of", buf);
-		if (pm->p[i].weighted)
-			json_key_string(j, "weight", "loss");
 		json_key_int(j, "n", pm->p[i].n);
 		json_end_object(j);
 	}

@@ -9,7 +9,7 @@
 # page tells a script to, with no other knowledge of gradaudit: the two
 # readings of one audit must print the same lines (tests/json-shape.test).
 # A term whose group has not "n" members prints "BAD-N"; a weighted one
-# ("weight": "loss") multiplies each atom by its chunk's "loss_factors".  It relies only on
+# ("wcoef") multiplies each atom by its chunk's "loss_factors".  It relies only on
 # the emitter's layout: one key per line, two spaces per level.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
@@ -27,27 +27,28 @@ function coord(r, d,    s) {
 }
 # Add the atoms of piece i of list w, read for rank r, to acc[] as text.
 # Exact products of coefficients "n" or "n/d", reduced as gradaudit
-# writes them: a piece weighted by the loss ("weight": "loss") multiplies
-# each atom's coefficient by its chunk's factor (mesh "loss_factors").
+# writes them: a piece weighted by the loss (its "wcoef") multiplies it by
+# each atom's chunk's factor (mesh "loss_factors").
 function gcd(a, b,    t) {
 	if (a < 0) a = -a
 	if (b < 0) b = -b
 	while (b) { t = a % b; a = b; b = t }
 	return a
 }
-function qmul(x, y,    xn, xd, yn, yd, n, d, g) {
+function qmul(x, y,    xd, yd, g) {
 	xd = 1; yd = 1
 	if (index(x, "/")) { xd = substr(x, index(x, "/") + 1); x = substr(x, 1, index(x, "/") - 1) }
 	if (index(y, "/")) { yd = substr(y, index(y, "/") + 1); y = substr(y, 1, index(y, "/") - 1) }
-	n = x * y; d = xd * yd
-	g = gcd(n, d)
-	n /= g; d /= g
-	return d == 1 ? sprintf("%d", n) : sprintf("%d/%d", n, d)
+	# Cancel across first, so that the products stay exact (below 2^53).
+	g = gcd(x, yd); x /= g; yd /= g
+	g = gcd(y, xd); y /= g; xd /= g
+	x *= y; xd *= yd
+	return xd == 1 ? sprintf("%.0f", x) : sprintf("%.0f/%.0f", x, xd)
 }
 function atom_coef(w, i, a, mb) {
-	if (P[w, i, "weight"] != "loss")
+	if (P[w, i, "wcoef"] == "")
 		return P[w, i, "coef"]
-	return qmul(P[w, i, "coef"], F[mb * M["dp"] + coord(a, "dp")])
+	return qmul(P[w, i, "wcoef"], F[mb * M["dp"] + coord(a, "dp")])
 }
 function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
     f, fix, member, count, mb) {
