@@ -1799,6 +1799,8 @@ json_mesh(struct json *j, const struct mesh *m)
 	 */
 	json_key_int(j, "dp", m->dp);
 	json_key_int(j, "cp", m->cp);
+	/* HSDP: dp is dp_replicate * dp_shard * cp, replicate slowest. */
+	json_key_int(j, "dp_replicate", m->dp_replicate);
 	/* The "mb" coordinate of the atoms (gradaudit.yaml(5), loss). */
 	json_key_int(j, "micro_batches", atom_space_micro_batches());
 	json_key_int(j, "pp", m->pp);
