@@ -288,7 +288,7 @@ struct row_axes {
 	int		 size[4];
 	const char	*col_name;
 	int		 ncols;
-	int		 col_div;	/* the column is the dp (edp) index % it */
+	int		 col_div;	/* column: the dp (edp) index % it */
 };
 
 static void
