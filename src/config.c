@@ -359,8 +359,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    mesh.dp_replicate, 1, CFG_MAX_MESH_DIM, 1),
 	[KEY_DP_ENGINE] = WORD("layout.dp_engine", KEY_LAYOUT,
 	    layout.dp_engine, dp_engine_words),
-	[KEY_FSDP_ONE_MEMBER] = WORD("sync.fsdp_one_member", KEY_SYNC, sync.fsdp_one_member,
-	    fsdp_one_member_words),
+	[KEY_FSDP_ONE_MEMBER] = WORD("sync.fsdp_one_member", KEY_SYNC,
+	    sync.fsdp_one_member, fsdp_one_member_words),
 };
 
 /* The state of one cfg_load call. */

@@ -192,9 +192,12 @@ enum dp_engine {
  * reduce-scatter group has one member.
  */
 enum fsdp_one_member {
-	FSDP_ONE_MEMBER_FULL,	/* "full": factor applied, replicas reduced */
-	FSDP_ONE_MEMBER_DROP_FACTOR,	/* "drop-factor": pytorch before #167178 */
-	FSDP_ONE_MEMBER_DROP_REPLICATE /* "drop-replicate": FSDP1, verl #7493 */
+	/* "full": the factor applied, the replicas reduced */
+	FSDP_ONE_MEMBER_FULL,
+	/* "drop-factor": pytorch before PR #167178 */
+	FSDP_ONE_MEMBER_DROP_FACTOR,
+	/* "drop-replicate": FSDP1's clamped HYBRID_SHARD, verl #7493 */
+	FSDP_ONE_MEMBER_DROP_REPLICATE
 };
 
 enum score_func {		/* model.moe.score_func */

@@ -142,6 +142,8 @@ static int
 member(const struct mesh *m, enum group_kind kind, const struct coord *c,
     int i)
 {
+	int	shard_cp = m->dp / m->dp_replicate;
+
 	switch (kind) {
 	case GROUP_DP:
 		return mesh_rank_of(m, c->pp, i, c->tp);
@@ -167,11 +169,11 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
 	 * the edp coordinate efsdp_i + efsdp * replicate (see mesh.h).
 	 */
 	case GROUP_DP_SHARD:
-		return mesh_rank_of(m, c->pp, i + m->dp / m->dp_replicate *
-		    (c->dp / (m->dp / m->dp_replicate)), c->tp);
+		return mesh_rank_of(m, c->pp, i + shard_cp * (c->dp / shard_cp),
+		    c->tp);
 	case GROUP_DP_REPLICATE:
-		return mesh_rank_of(m, c->pp, c->dp % (m->dp / m->dp_replicate) +
-		    m->dp / m->dp_replicate * i, c->tp);
+		return mesh_rank_of(m, c->pp, c->dp % shard_cp + shard_cp * i,
+		    c->tp);
 	case GROUP_EFSDP:
 		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp, i +
 		    m->efsdp * (c->edp / m->efsdp));

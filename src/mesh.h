@@ -57,10 +57,10 @@ enum group_kind {
 	GROUP_EMBEDDING,	/* first and last stage, same dp and tp (pp > 1) */
 	GROUP_CP,		/* same pp, pure_dp, tp; varying cp */
 	GROUP_PURE_DP,		/* same pp, cp, tp; varying pure_dp */
-	GROUP_DP_SHARD,		/* same pp, tp, dp_replicate; varying dp_shard*cp */
-	GROUP_DP_REPLICATE,	/* same pp, tp, dp_shard*cp; varying dp_replicate */
-	GROUP_EFSDP,		/* same pp, ep, etp, dp_replicate; varying efsdp */
-	GROUP_EDP_REPLICATE,	/* same pp, ep, etp, efsdp; varying dp_replicate */
+	GROUP_DP_SHARD,		/* same pp, tp, replica; varying dp_shard*cp */
+	GROUP_DP_REPLICATE,	/* same pp, tp, dp_shard*cp; varying replica */
+	GROUP_EFSDP,		/* same pp, ep, etp, replica; varying efsdp */
+	GROUP_EDP_REPLICATE,	/* same pp, ep, etp, efsdp; varying replica */
 	GROUP__COUNT
 };
 

@@ -285,7 +285,7 @@ struct row_axes {
 	int		 size[4];
 	const char	*col_name;
 	int		 ncols;
-	int		 col_div;	/* the column is the dp (edp) index % it */
+	int		 col_div;	/* column: the dp (edp) index % it */
 };
 
 static void
@@ -1865,6 +1865,8 @@ json_mesh(struct json *j, const struct mesh *m)
 	 */
 	json_key_int(j, "dp", m->dp);
 	json_key_int(j, "cp", m->cp);
+	/* HSDP: dp is dp_replicate * dp_shard * cp, replicate slowest. */
+	json_key_int(j, "dp_replicate", m->dp_replicate);
 	/* The "mb" coordinate of the atoms (gradaudit.yaml(5), loss). */
 	json_key_int(j, "micro_batches", atom_space_micro_batches());
 	if (atom_space_weighted())

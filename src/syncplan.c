@@ -164,27 +164,6 @@ buffer_is_sharded(const struct model *m, enum buffer_kind k)
 	    m->config->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE);
 }
 
-/*
- * The FSDP engines (layout.dp_engine fsdp2, fsdp1): a reduce-scatter of
- * every parameter over its shard group, then with HSDP an all-reduce of
- * the shards over the replicate group.  FSDP2's divide factor
- * (_get_gradient_divide_factors in _fsdp_collectives.py, pytorch
- * 8fc2039dec and, after PR #167178, 010ae4a895): without a custom factor,
- * or one equal to the product of both group sizes, AVG in both
- * collectives; a custom factor f is PREMUL_SUM(1/f) in the reduce-scatter
- * and SUM in the all-reduce.  torchtitan sets f to the dense data-parallel
- * size on the routed experts since #1551 (before, they averaged over
- * efsdp * dp_replicate alone: sync.expert_grad_divisor edp), and to 1 on
- * every module with its global-token loss (#2206: sync.dp_divisor none).
- *
- * A reduce-scatter group of one member runs no collective, so whatever it
- * carries depends on the version (sync.fsdp_one_member): before PR #167178 FSDP2
- * copied the input and so dropped a custom factor (torchtitan with ep =
- * world: expert gradients times the world size); FSDP1 divides by the
- * whole data-parallel size (_init_process_group_state in _init_utils.py),
- * clamps HYBRID_SHARD with one shard member to NO_SHARD, and all-reduces
- * over that one-member group, so the replicas never meet (verl #7493).
- */
 /* One step of the FSDP reduction of buffer k, with its setting and fix. */
 static struct sync_step *
 fsdp_step(struct sync_plan *plan, const struct model *m,
@@ -200,6 +179,28 @@ fsdp_step(struct sync_plan *plan, const struct model *m,
 	return s;
 }
 
+/*
+ * The FSDP engines (layout.dp_engine fsdp2, fsdp1): a reduce-scatter of
+ * every parameter over its shard group, then with HSDP an all-reduce of
+ * the shards over the replicate group.  FSDP2's divide factor
+ * (_get_gradient_divide_factors in _fsdp_collectives.py, pytorch
+ * 8fc2039dec and, after PR #167178, 010ae4a895): without a custom factor,
+ * or one equal to the product of both group sizes, AVG in both
+ * collectives; a custom factor f is PREMUL_SUM(1/f) in the reduce-scatter
+ * and SUM in the all-reduce.  torchtitan sets f to the dense data-parallel
+ * size on the routed experts since #1551 (before, they averaged over
+ * efsdp * dp_replicate alone: sync.expert_grad_divisor edp), and to 1 on
+ * every module with its global-token loss (#2206: sync.dp_divisor none).
+ *
+ * A reduce-scatter group of one member runs no collective, so whatever it
+ * carries depends on the version (sync.fsdp_one_member): before PR
+ * #167178 FSDP2 copied the input and so dropped a custom factor
+ * (torchtitan with ep = world: expert gradients times the world size);
+ * FSDP1 divides by the whole data-parallel size
+ * (_init_process_group_state in _init_utils.py), clamps HYBRID_SHARD with
+ * one shard member to NO_SHARD, and all-reduces over that one-member
+ * group, so the replicas never meet (verl #7493).
+ */
 static void
 emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule, enum buffer_kind k)
