@@ -49,6 +49,7 @@ _Static_assert(sizeof(enum gn_shard_group) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum aux_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
@@ -150,6 +151,11 @@ static const char *const data_size_words[] = {
 	"dp-cp", "dp", "cp", "none", NULL
 };
 static const char *const dp_group_words[] = { "dp-cp", "dp", NULL };
+/* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
+static const char *const aux_scale_words[] = {
+	"micro-batches-cp", "micro-batches", "tokens-tp-cp", "tokens-local",
+	"none", NULL
+};
 
 #define F(member)	offsetof(struct config, member)
 #define SECTION(p, parent, presence) \
@@ -337,6 +343,12 @@ static const struct key_def keys[KEY__COUNT] = {
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_vpp), 0, 1, 1, NULL },
 	[KEY_AVG_CP_SUPPORTED] = { "limits.avg_cp_supported", KEY_LIMITS,
 	    TYPE_BOOL, F(limits.avg_cp), 0, 1, 1, NULL },
+	[KEY_AUX_LOSS_COEFF] = { "model.moe.aux_loss_coeff", KEY_MOE,
+	    TYPE_STRING, F(model.moe.aux_loss_coeff), 0, 0, 0, NULL },
+	[KEY_Z_LOSS_COEFF] = { "model.moe.z_loss_coeff", KEY_MOE,
+	    TYPE_STRING, F(model.moe.z_loss_coeff), 0, 0, 0, NULL },
+	[KEY_AUX_SCALE] = WORD("loss.aux_scale", KEY_LOSS, loss.aux_scale,
+	    aux_scale_words),
 };
 
 /* The state of one cfg_load call. */
@@ -1525,6 +1537,75 @@ vpp_fits(const struct config *c, char *buf, size_t size)
 	return true;
 }
 
+/*
+ * Coefficients are exact rationals in both engines: a decimal of at most
+ * nine places after the point and nine before, or p/q, both at most 10^9.
+ */
+bool
+cfg_decimal(const char *s, int64_t *num, int64_t *den)
+{
+	size_t	 a, b;
+	int64_t	 n = 0, d = 1;
+
+	*num = 0;
+	*den = 1;
+	if (s == NULL)
+		return true;
+	a = strspn(s, "0123456789");
+	if (a == 0 || a > 9)
+		return false;
+	n = strtoll(s, NULL, 10);
+	s += a;
+	if (*s == '.') {
+		b = strspn(++s, "0123456789");
+		if (b == 0 || b > 9)
+			return false;
+		for (; b > 0; b--, s++) {
+			n = 10 * n + (*s - '0');
+			d *= 10;
+		}
+	} else if (*s == '/') {
+		b = strspn(++s, "0123456789");
+		if (b == 0 || b > 9)
+			return false;
+		d = strtoll(s, NULL, 10);
+		s += b;
+		if (d == 0)
+			return false;
+	}
+	if (*s != '\0')
+		return false;
+	*num = n;
+	*den = d;
+	return true;
+}
+
+static bool
+coeff_fits(const char *what, const char *v, char *buf, size_t size)
+{
+	int64_t	 n, d;
+
+	if (cfg_decimal(v, &n, &d))
+		return true;
+	snprintf(buf, size, "%s is a decimal like 0.01 or a fraction like "
+	    "1/100, not \"%s\"", what, v);
+	return false;
+}
+
+static bool
+aux_coeff_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("aux_loss_coeff", c->model.moe.aux_loss_coeff, buf,
+	    size);
+}
+
+static bool
+z_coeff_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("z_loss_coeff", c->model.moe.z_loss_coeff, buf,
+	    size);
+}
+
 /* model.moe.pattern: one '0' or '1' per layer. */
 static bool
 pattern_fits(const struct config *c, char *buf, size_t size)
@@ -1958,6 +2039,8 @@ static const struct constraint constraints[] = {
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VALID_TOKENS, false, valid_tokens_fit },
+	{ KEY_AUX_LOSS_COEFF, true, aux_coeff_fits },
+	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
@@ -2461,6 +2544,10 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.pattern) : NULL;
 	dst->loss.valid_tokens = src->loss.valid_tokens != NULL ?
 	    xstrdup(src->loss.valid_tokens) : NULL;
+	dst->model.moe.aux_loss_coeff = src->model.moe.aux_loss_coeff != NULL ?
+	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
+	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
+	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
 }
 
 void
@@ -2471,6 +2558,9 @@ cfg_free(struct config *c)
 	free(c->framework);
 	free(c->model.moe.pattern);
 	free(c->loss.valid_tokens);
+	free(c->model.moe.aux_loss_coeff);
+	free(c->model.moe.z_loss_coeff);
+	c->model.moe.aux_loss_coeff = c->model.moe.z_loss_coeff = NULL;
 	c->loss.valid_tokens = NULL;
 	c->file = NULL;
 	c->name = NULL;

@@ -168,6 +168,19 @@ enum dp_group_choice {		/* sync.dp_group */
 	DP_GROUP_DP		/* "dp": VeOmni #1115 */
 };
 
+/*
+ * loss.aux_scale: what multiplies the gradient of a micro-batch's MoE
+ * auxiliary losses (load balancing and z-loss) on one rank, besides their
+ * coefficients (lossnorm.c has the table).
+ */
+enum aux_scale {
+	AUX_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp / K */
+	AUX_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / K */
+	AUX_SCALE_TOKENS_TP_CP,		/* "tokens-tp-cp": T_r tp cp / N */
+	AUX_SCALE_TOKENS_LOCAL,		/* "tokens-local": T_r / N */
+	AUX_SCALE_NONE			/* "none": no gradient at all */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -210,7 +223,8 @@ enum cfg_key {
 	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
 	KEY_VOCAB_DIVISIBLE_BY,
 	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
-	KEY_AVG_CP_SUPPORTED,
+	KEY_AVG_CP_SUPPORTED, KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
+	KEY_AUX_SCALE,
 	KEY__COUNT
 };
 
@@ -263,6 +277,12 @@ struct config {
 			enum score_func	score_func;
 			int		every;
 			char		*pattern;	/* "0011...": MoE where '1' */
+			/*
+			 * Megatron's --moe-aux-loss-coeff and
+			 * --moe-z-loss-coeff as decimals ("0.01"); NULL: 0.
+			 */
+			char		*aux_loss_coeff;
+			char		*z_loss_coeff;
 		} moe;
 	} model;
 
@@ -280,6 +300,7 @@ struct config {
 		char			*valid_tokens;	/* NULL: "uneven" */
 		enum loss_divisor	 normalize_by;
 		enum data_size		 scale;
+		enum aux_scale		 aux_scale;
 	} loss;
 
 	struct {
@@ -495,6 +516,12 @@ void	 cfg_stage_layers(const struct config *, int stage, int *first,
  * _vocab_size_with_padding does.  Rows from model.vocab on are padding.
  */
 int64_t	 cfg_padded_vocab(const struct config *);
+/*
+ * A coefficient written as a decimal ("0.01", "1e-3" is not one) or a
+ * fraction ("1/100") as num/den, den > 0; NULL reads as 0.  False when s
+ * is neither or does not fit.
+ */
+bool	 cfg_decimal(const char *s, int64_t *num, int64_t *den);
 /*
  * The layers model chunk `chunk` of pipeline stage `stage` builds, with
  * mesh.vpp chunks a stage: Megatron's interleaved assignment

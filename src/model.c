@@ -513,12 +513,26 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 bool
 model_per_source(const struct model *m, const struct param *p)
 {
-	return p->expert && m->loss.sources > 1;
+	return p->expert && m->loss.split;
+}
+
+bool
+model_has_aux(const struct model *m, const struct param *p)
+{
+	return p->role == ROLE_ROUTER && m->loss.aux_source >= 0;
+}
+
+int
+model_atom_slot(const struct model *m, const struct param *p, int source)
+{
+	if (model_per_source(m, p))
+		return source - 1;
+	return model_has_aux(m, p) && source == m->loss.aux_source;
 }
 
 int
 model_atoms_per_rank(const struct model *m, const struct param *p)
 {
-	return m->loss.micro_batches * (model_per_source(m, p) ?
-	    m->loss.sources - 1 : 1);
+	return m->loss.micro_batches * (model_per_source(m, p) ? m->mesh.ep :
+	    model_has_aux(m, p) ? 2 : 1);
 }

@@ -157,7 +157,7 @@ inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
 /^          "terms": /	{ w = "v"; inlist = $0 !~ /null,?$/; next }
 /^          "expected": /	{ w = "e"; inlist = $0 !~ /null,?$/; next }
 inlist && /^          [\]\}]/	{ inlist = 0; next }
-inlist && /^            "g[0-9]+[sm0-9]*": / {
+inlist && /^            "g[0-9]+[asm0-9]*": / {
 	a = $1; gsub(/[":]/, "", a)
 	EX[w, a] = unquote($0)
 	next

@@ -108,6 +108,9 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_VPP_MIN_PP] = "limits.vpp_min_pp",
 	[KEY_UNEVEN_VPP_SUPPORTED] = "limits.uneven_vpp_supported",
 	[KEY_AVG_CP_SUPPORTED] = "limits.avg_cp_supported",
+	[KEY_AUX_LOSS_COEFF] = "model.moe.aux_loss_coeff",
+	[KEY_Z_LOSS_COEFF] = "model.moe.z_loss_coeff",
+	[KEY_AUX_SCALE] = "loss.aux_scale",
 };
 
 static void
