@@ -349,6 +349,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    TYPE_STRING, F(model.moe.z_loss_coeff), 0, 0, 0, NULL },
 	[KEY_AUX_SCALE] = WORD("loss.aux_scale", KEY_LOSS, loss.aux_scale,
 	    aux_scale_words),
+	[KEY_SHARED_EXPERT_FFN] = INTEGER("model.moe.shared_expert_ffn",
+	    KEY_MOE, model.moe.shared_expert_ffn, 0, CFG_MAX_MODEL_DIM, 0),
 };
 
 /* The state of one cfg_load call. */
@@ -1676,6 +1678,31 @@ ffn_split_over_tp(const struct config *c, char *buf, size_t size)
 	    c->mesh.tp);
 }
 
+/*
+ * Megatron's --moe-shared-expert-intermediate-size: the shared expert's
+ * own width (DeepSeek-V3: 2048 beside a dense ffn of 18432).
+ */
+int
+cfg_shared_expert_ffn(const struct config *c)
+{
+	return c->model.moe.shared_expert_ffn > 0 ?
+	    c->model.moe.shared_expert_ffn : c->model.ffn;
+}
+
+static bool
+shared_ffn_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "shared_expert_ffn",
+	    cfg_shared_expert_ffn(c), "tp", c->mesh.tp);
+}
+
+static bool
+shared_ffn_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "shared_expert_ffn*hidden",
+	    (int64_t)cfg_shared_expert_ffn(c) * c->model.hidden);
+}
+
 static bool
 seq_split_over_tp(const struct config *c, char *buf, size_t size)
 {
@@ -2040,6 +2067,8 @@ static const struct constraint constraints[] = {
 	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VALID_TOKENS, false, valid_tokens_fit },
 	{ KEY_AUX_LOSS_COEFF, true, aux_coeff_fits },
+	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_split_over_tp },
+	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_fits },
 	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },

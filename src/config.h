@@ -224,7 +224,7 @@ enum cfg_key {
 	KEY_VOCAB_DIVISIBLE_BY,
 	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
 	KEY_AVG_CP_SUPPORTED, KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
-	KEY_AUX_SCALE,
+	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
 	KEY__COUNT
 };
 
@@ -273,6 +273,8 @@ struct config {
 			int		experts, top_k, expert_ffn;
 			bool		score_before_experts;
 			int		shared_experts;
+			/* Each shared expert's width; 0: model.ffn. */
+			int		shared_expert_ffn;
 			bool		shared_expert_gate;
 			enum score_func	score_func;
 			int		every;
@@ -522,6 +524,8 @@ int64_t	 cfg_padded_vocab(const struct config *);
  * is neither or does not fit.
  */
 bool	 cfg_decimal(const char *s, int64_t *num, int64_t *den);
+/* The width of a shared expert: model.moe.shared_expert_ffn or model.ffn. */
+int	 cfg_shared_expert_ffn(const struct config *);
 /*
  * The layers model chunk `chunk` of pipeline stage `stage` builds, with
  * mesh.vpp chunks a stage: Megatron's interleaved assignment

@@ -1601,6 +1601,8 @@ stage_values(const struct model *m, int stage)
 	width = cfg->model.hidden;
 	if (cfg->model.ffn > width)
 		width = cfg->model.ffn;
+	if (cfg->model.has_moe && cfg_shared_expert_ffn(cfg) > width)
+		width = cfg_shared_expert_ffn(cfg);
 	if (cfg->model.has_moe && cfg->model.moe.experts > width)
 		width = cfg->model.moe.experts;
 	n += 2 * (int64_t)sp->nslots * m->tokens * width;

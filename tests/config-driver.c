@@ -111,6 +111,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_AUX_LOSS_COEFF] = "model.moe.aux_loss_coeff",
 	[KEY_Z_LOSS_COEFF] = "model.moe.z_loss_coeff",
 	[KEY_AUX_SCALE] = "loss.aux_scale",
+	[KEY_SHARED_EXPERT_FFN] = "model.moe.shared_expert_ffn",
 };
 
 static void
