@@ -50,6 +50,7 @@ _Static_assert(sizeof(enum gn_shard_group) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum aux_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
@@ -161,6 +162,11 @@ static const char *const dp_engine_words[] = {
 };
 static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
+};
+/* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
+static const char *const aux_scale_words[] = {
+	"micro-batches-cp", "micro-batches", "tokens-tp-cp", "tokens-local",
+	"none", NULL
 };
 
 #define F(member)	offsetof(struct config, member)
@@ -361,6 +367,14 @@ static const struct key_def keys[KEY__COUNT] = {
 	    layout.dp_engine, dp_engine_words),
 	[KEY_FSDP_ONE_MEMBER] = WORD("sync.fsdp_one_member", KEY_SYNC,
 	    sync.fsdp_one_member, fsdp_one_member_words),
+	[KEY_AUX_LOSS_COEFF] = { "model.moe.aux_loss_coeff", KEY_MOE,
+	    TYPE_STRING, F(model.moe.aux_loss_coeff), 0, 0, 0, NULL },
+	[KEY_Z_LOSS_COEFF] = { "model.moe.z_loss_coeff", KEY_MOE,
+	    TYPE_STRING, F(model.moe.z_loss_coeff), 0, 0, 0, NULL },
+	[KEY_AUX_SCALE] = WORD("loss.aux_scale", KEY_LOSS, loss.aux_scale,
+	    aux_scale_words),
+	[KEY_SHARED_EXPERT_FFN] = INTEGER("model.moe.shared_expert_ffn",
+	    KEY_MOE, model.moe.shared_expert_ffn, 0, CFG_MAX_MODEL_DIM, 0),
 };
 
 /* The state of one cfg_load call. */
@@ -1549,6 +1563,75 @@ vpp_fits(const struct config *c, char *buf, size_t size)
 	return true;
 }
 
+/*
+ * Coefficients are exact rationals in both engines: a decimal of at most
+ * nine places after the point and nine before, or p/q, both at most 10^9.
+ */
+bool
+cfg_decimal(const char *s, int64_t *num, int64_t *den)
+{
+	size_t	 a, b;
+	int64_t	 n = 0, d = 1;
+
+	*num = 0;
+	*den = 1;
+	if (s == NULL)
+		return true;
+	a = strspn(s, "0123456789");
+	if (a == 0 || a > 9)
+		return false;
+	n = strtoll(s, NULL, 10);
+	s += a;
+	if (*s == '.') {
+		b = strspn(++s, "0123456789");
+		if (b == 0 || b > 9)
+			return false;
+		for (; b > 0; b--, s++) {
+			n = 10 * n + (*s - '0');
+			d *= 10;
+		}
+	} else if (*s == '/') {
+		b = strspn(++s, "0123456789");
+		if (b == 0 || b > 9)
+			return false;
+		d = strtoll(s, NULL, 10);
+		s += b;
+		if (d == 0)
+			return false;
+	}
+	if (*s != '\0')
+		return false;
+	*num = n;
+	*den = d;
+	return true;
+}
+
+static bool
+coeff_fits(const char *what, const char *v, char *buf, size_t size)
+{
+	int64_t	 n, d;
+
+	if (cfg_decimal(v, &n, &d))
+		return true;
+	snprintf(buf, size, "%s is a decimal like 0.01 or a fraction like "
+	    "1/100, not \"%s\"", what, v);
+	return false;
+}
+
+static bool
+aux_coeff_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("aux_loss_coeff", c->model.moe.aux_loss_coeff, buf,
+	    size);
+}
+
+static bool
+z_coeff_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("z_loss_coeff", c->model.moe.z_loss_coeff, buf,
+	    size);
+}
+
 /* model.moe.pattern: one '0' or '1' per layer. */
 static bool
 pattern_fits(const struct config *c, char *buf, size_t size)
@@ -1617,6 +1700,31 @@ ffn_split_over_tp(const struct config *c, char *buf, size_t size)
 {
 	return must_be_divisible(buf, size, "ffn", c->model.ffn, "tp",
 	    c->mesh.tp);
+}
+
+/*
+ * Megatron's --moe-shared-expert-intermediate-size: the shared expert's
+ * own width (DeepSeek-V3: 2048 beside a dense ffn of 18432).
+ */
+int
+cfg_shared_expert_ffn(const struct config *c)
+{
+	return c->model.moe.shared_expert_ffn > 0 ?
+	    c->model.moe.shared_expert_ffn : c->model.ffn;
+}
+
+static bool
+shared_ffn_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "shared_expert_ffn",
+	    cfg_shared_expert_ffn(c), "tp", c->mesh.tp);
+}
+
+static bool
+shared_ffn_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "shared_expert_ffn*hidden",
+	    (int64_t)cfg_shared_expert_ffn(c) * c->model.hidden);
 }
 
 static bool
@@ -2047,6 +2155,10 @@ static const struct constraint constraints[] = {
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VALID_TOKENS, false, valid_tokens_fit },
+	{ KEY_AUX_LOSS_COEFF, true, aux_coeff_fits },
+	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_split_over_tp },
+	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_fits },
+	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
@@ -2554,6 +2666,10 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.pattern) : NULL;
 	dst->loss.valid_tokens = src->loss.valid_tokens != NULL ?
 	    xstrdup(src->loss.valid_tokens) : NULL;
+	dst->model.moe.aux_loss_coeff = src->model.moe.aux_loss_coeff != NULL ?
+	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
+	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
+	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
 }
 
 void
@@ -2564,6 +2680,9 @@ cfg_free(struct config *c)
 	free(c->framework);
 	free(c->model.moe.pattern);
 	free(c->loss.valid_tokens);
+	free(c->model.moe.aux_loss_coeff);
+	free(c->model.moe.z_loss_coeff);
+	c->model.moe.aux_loss_coeff = c->model.moe.z_loss_coeff = NULL;
 	c->loss.valid_tokens = NULL;
 	c->file = NULL;
 	c->name = NULL;

@@ -200,6 +200,19 @@ enum fsdp_one_member {
 	FSDP_ONE_MEMBER_DROP_REPLICATE
 };
 
+/*
+ * loss.aux_scale: what multiplies the gradient of a micro-batch's MoE
+ * auxiliary losses (load balancing and z-loss) on one rank, besides their
+ * coefficients (lossnorm.c has the table).
+ */
+enum aux_scale {
+	AUX_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp / K */
+	AUX_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / K */
+	AUX_SCALE_TOKENS_TP_CP,		/* "tokens-tp-cp": T_r tp cp / N */
+	AUX_SCALE_TOKENS_LOCAL,		/* "tokens-local": T_r / N */
+	AUX_SCALE_NONE			/* "none": no gradient at all */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -246,6 +259,8 @@ enum cfg_key {
 	KEY_DP_REPLICATE, KEY_DP_ENGINE, KEY_FSDP_ONE_MEMBER,
 	KEY_MOE_INPUT_GRAD, KEY_EP_SUPPORTED,
 	KEY_ETP_ONE_OR_TP,
+	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
+	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
 	KEY__COUNT
 };
 
@@ -295,10 +310,18 @@ struct config {
 			int		experts, top_k, expert_ffn;
 			bool		score_before_experts;
 			int		shared_experts;
+			/* Each shared expert's width; 0: model.ffn. */
+			int		shared_expert_ffn;
 			bool		shared_expert_gate;
 			enum score_func	score_func;
 			int		every;
 			char		*pattern;	/* "0011...": MoE where '1' */
+			/*
+			 * Megatron's --moe-aux-loss-coeff and
+			 * --moe-z-loss-coeff as decimals ("0.01"); NULL: 0.
+			 */
+			char		*aux_loss_coeff;
+			char		*z_loss_coeff;
 		} moe;
 	} model;
 
@@ -316,6 +339,7 @@ struct config {
 		char			*valid_tokens;	/* NULL: "uneven" */
 		enum loss_divisor	 normalize_by;
 		enum data_size		 scale;
+		enum aux_scale		 aux_scale;
 	} loss;
 
 	struct {
@@ -536,6 +560,14 @@ void	 cfg_stage_layers(const struct config *, int stage, int *first,
  * _vocab_size_with_padding does.  Rows from model.vocab on are padding.
  */
 int64_t	 cfg_padded_vocab(const struct config *);
+/*
+ * A coefficient written as a decimal ("0.01", "1e-3" is not one) or a
+ * fraction ("1/100") as num/den, den > 0; NULL reads as 0.  False when s
+ * is neither or does not fit.
+ */
+bool	 cfg_decimal(const char *s, int64_t *num, int64_t *den);
+/* The width of a shared expert: model.moe.shared_expert_ffn or model.ffn. */
+int	 cfg_shared_expert_ffn(const struct config *);
 /*
  * The layers model chunk `chunk` of pipeline stage `stage` builds, with
  * mesh.vpp chunks a stage: Megatron's interleaved assignment

@@ -486,6 +486,121 @@ score_row_backward(const struct engine *eng, const union num *s,
 		dl[e].d = num_round(s[e].d * num_round(ds[e].d - c.d));
 }
 
+/* dl += 2 z lse(l) softmax(l), the z-loss's seed in floats. */
+static void
+z_row_float(const union num *l, int64_t n, double z, union num *dl)
+{
+	double	 max = l[0].d, sum = 0, lse;
+	int64_t	 e;
+
+	for (e = 1; e < n; e++)
+		if (l[e].d > max)
+			max = l[e].d;
+	for (e = 0; e < n; e++)
+		sum += exp(l[e].d - max);
+	lse = max + log(sum);
+	for (e = 0; e < n; e++)
+		dl[e].d = num_round(dl[e].d + num_round(2 * z * lse *
+		    exp(l[e].d - lse)));
+}
+
+/*
+ * The MoE auxiliary losses of the chunk, differentiated into the router
+ * weight alone (lossnorm.h: their own atoms).  With T the chunk's token
+ * slots, E experts, top k, c_e the tokens routed to expert e and p the
+ * scores, the load-balancing loss is Switch's a E/(k T^2) sum_e c_e
+ * sum_t p[t,e] (Megatron's switch_load_balancing_loss_func) and the z-loss
+ * b/T sum_t lse(l[t])^2 over the logits l (z_loss_func).  The counts come
+ * from top-k and have no gradient, so the load-balancing loss is linear in
+ * the scores and its seed a per-token contribution, a E c_e/(k T^2) on
+ * every token's score of e; the z-loss seeds 2b/T lse(l[t]) softmax(l[t])
+ * on the logits.  In the field the score function is the identity and
+ * lse(l) is replaced by sum_e l[t,e] with softmax 1 (its gradient stays a
+ * polynomial), which keeps every seed exact.  The seeds go into the
+ * router weight only, not into the block's input: the auxiliary terms
+ * reach the hidden states through the same router input gradient as the
+ * main loss's, so a scale the framework gets wrong shows in the router's
+ * gradient, and the stand-in keeps them out of every other parameter's
+ * atoms.
+ */
+static void
+bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
+    const struct param *p, struct placement pl)
+{
+	const struct loss_norm	*ln = eng->loss;
+	const struct slot	*out = &rs->act[op->out];
+	const struct tensor	*s = &out->t, *x = &act_in(rs, op, 0)->t;
+	struct tensor		 ds, dl, logits;
+	int64_t			 t, e, n = s->cols, T = s->rows;
+	int			 k = eng->cfg->model.moe.top_k, i;
+	int64_t			*count;
+	union num		 a, z, lse, two;
+
+	/*
+	 * The router's gradient is Partial over the tp sub-groups its score
+	 * gradient is Partial over (placement.c): each rank there holds the
+	 * part of the tokens it routes.  So does Megatron's under sequence
+	 * parallelism, each tp rank its sequence shard, the counts and T of
+	 * the whole sequence (tokens_per_expert all-reduced over tp_cp).  A
+	 * rank seeds its share of the tokens; the plan's tp reduction sums
+	 * the shares as it sums the main loss's.
+	 */
+	int64_t	 parts = 1, part = 0, etp = eng->model->mesh.etp;
+	int64_t	 lo, hi;
+
+	if (pl.slice == PLACE_PARTIAL) {
+		parts *= eng->model->mesh.tp / etp;
+		part = rs->coord.tp / etp;
+	}
+	if (pl.etp == PLACE_PARTIAL) {
+		parts *= etp;
+		part = part * etp + rs->coord.tp % etp;
+	}
+	lo = T * part / parts;
+	hi = T * (part + 1) / parts;
+	count = xcalloc((size_t)n, sizeof(*count));
+	for (t = 0; t < T; t++)
+		for (i = 0; i < k; i++)
+			count[out->choice[t * k + i]]++;
+	tensor_alloc(&ds, T, n);
+	tensor_alloc(&dl, T, n);
+	for (e = 0; e < n; e++) {
+		a = num_mul(num_from_rational(ln->aux_loss_coeff),
+		    num_from_rational(q_make(n * count[e], (int64_t)k * T * T)));
+		for (t = lo; t < hi; t++)
+			ds.v[t * n + e] = a;
+	}
+	for (t = 0; t < T; t++)
+		score_row_backward(eng, s->v + t * n, ds.v + t * n,
+		    dl.v + t * n, n);
+	if (ln->z_loss_coeff.num != 0) {
+		z = num_mul(num_from_rational(ln->z_loss_coeff),
+		    num_from_rational(q_make(1, T)));
+		two = num_from_rational(q_make(2, 1));
+		mm_x_wt(&logits, x, rs->weight[op->param], p->local_shape[0],
+		    p->local_shape[1]);
+		for (t = lo; t < hi; t++) {
+			union num *l = logits.v + t * n;
+
+			if (num_arith == ARITH_EXACT) {
+				lse.f = 0;
+				for (e = 0; e < n; e++)
+					lse = num_add(lse, l[e]);
+				for (e = 0; e < n; e++)
+					dl.v[t * n + e] = num_add(dl.v[t * n +
+					    e], num_mul(z, num_mul(two, lse)));
+				continue;
+			}
+			z_row_float(l, n, z.d, dl.v + t * n);
+		}
+		tensor_free(&logits);
+	}
+	mm_acc_dt_x(rs->aux_grad[op->param], &dl, x);
+	tensor_free(&ds);
+	tensor_free(&dl);
+	free(count);
+}
+
 static void
 bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
@@ -505,6 +620,8 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	mm_d_w(&rs->din[0], &dl, rs->weight[op->param], p->local_shape[0],
 	    p->local_shape[1]);
 	tensor_free(&dl);
+	if (rs->aux_grad != NULL && rs->aux_grad[op->param] != NULL)
+		bwd_aux_losses(eng, rs, op, p, eng->grad_place[stage][op->out]);
 }
 
 /*

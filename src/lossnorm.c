@@ -150,6 +150,68 @@ sources_differ(const struct loss_norm *ln, const struct config *cfg,
 	return differ;
 }
 
+/*
+ * The framework's factor on the auxiliary losses' gradient, on top of the
+ * 1/cp of their own normalization: each rank divides its share of the
+ * micro-batch's auxiliary loss by the token count of the whole sequence,
+ * summed over the tp_cp group (Megatron's switch_load_balancing_loss_func
+ * with total_num_tokens from get_tokens_per_expert_and_token_count, and
+ * z_loss_func with moe_z_loss_coeff / tp_cp_group.size()), so a rank's
+ * aux atom counts 1/cp of a micro-batch's whole term.  What follows is
+ * MoEAuxLossAutoScaler's backward scale, which the schedule sets, and
+ * under --calculate-per-token-loss the router's pre-multiplication by its
+ * local tokens T_r (the sequence-parallel shard, tokens/tp) and
+ * finalize_model_grads' division of every gradient by the step's valid
+ * tokens N.  The data-parallel average of the sync plan comes after.
+ */
+static struct rational
+aux_factor(const struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	int64_t	 K = ln->micro_batches, cp = mesh->cp, tp = mesh->tp;
+	int64_t	 local = ln->tokens /
+	    (cfg->training.sequence_parallel ? tp : 1);
+
+	switch (cfg->loss.aux_scale) {
+	case AUX_SCALE_MICRO_BATCHES_CP:
+		/* schedules.py after PR #2217: loss_scale * cp / K. */
+		return q_make(cp, K * cp);
+	case AUX_SCALE_MICRO_BATCHES:
+		/* Before it: loss_scale / K, the gradient divided by cp. */
+		return q_make(1, K * cp);
+	case AUX_SCALE_TOKENS_TP_CP:
+		/* router.py after PR #5047: x num_local_tokens * tp_cp. */
+		return q_make(local * tp * cp, cp * ln->total);
+	case AUX_SCALE_TOKENS_LOCAL:
+		/* Before it: x num_local_tokens, the local count only. */
+		return q_make(local, cp * ln->total);
+	case AUX_SCALE_NONE:
+		break;
+	}
+	return q_make(0, 1);
+}
+
+static void
+aux_build(struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	int64_t	 n, d;
+
+	ln->aux_source = -1;
+	if (!cfg->model.has_moe)
+		return;
+	/* The loader checked both (aux_coeff_fits, z_coeff_fits). */
+	(void)cfg_decimal(cfg->model.moe.aux_loss_coeff, &n, &d);
+	ln->aux_loss_coeff = q_make(n, d);
+	(void)cfg_decimal(cfg->model.moe.z_loss_coeff, &n, &d);
+	ln->z_loss_coeff = q_make(n, d);
+	if (ln->aux_loss_coeff.num == 0 && ln->z_loss_coeff.num == 0)
+		return;
+	ln->aux_source = ln->sources++;
+	ln->aux_coef = aux_factor(ln, cfg, mesh);
+	ln->aux_expected = q_make(1, ln->chunks);
+}
+
 void
 lossnorm_build(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
@@ -181,7 +243,9 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 			ln->coef[lossnorm_chunk(mesh, m, d)] =
 			    q_make(ln->tokens * scale, divisor_of(ln, cfg,
 			    mesh, m, d));
-	ln->sources = sources_differ(ln, cfg, mesh) ? 1 + mesh->ep : 1;
+	ln->split = sources_differ(ln, cfg, mesh);
+	ln->sources = ln->split ? 1 + mesh->ep : 1;
+	aux_build(ln, cfg, mesh);
 }
 
 void
@@ -194,7 +258,7 @@ lossnorm_free(struct loss_norm *ln)
 
 /* ---- atoms ------------------------------------------------------------ */
 
-static struct atom_space space = { 1, 1, { 0 }, NULL, 0, false };
+static struct atom_space space = { 1, -1, 1, { 0 }, NULL, 0, false };
 
 void
 atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
@@ -203,6 +267,7 @@ atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
 
 	atom_space_reset();
 	space.sources = ln->sources;
+	space.aux_source = ln->aux_source;
 	space.micro_batches = ln->micro_batches;
 	space.mesh = *mesh;
 	space.nfactors = ln->chunks;
@@ -232,6 +297,7 @@ atom_space_reset(void)
 	space.nfactors = 0;
 	space.weighted = false;
 	space.sources = 1;
+	space.aux_source = -1;
 	space.micro_batches = 1;
 	memset(&space.mesh, 0, sizeof space.mesh);
 }
@@ -262,6 +328,12 @@ atom_loss_factor(uint32_t a)
 	mesh_coord_of(&space.mesh, atom_rank(a), &c);
 	return space.factor[lossnorm_chunk(&space.mesh, atom_micro_batch(a),
 	    c.dp)];
+}
+
+int
+atom_space_aux_source(void)
+{
+	return space.aux_source;
 }
 
 bool
@@ -347,7 +419,9 @@ atom_name(char *buf, size_t size, const char *prefix, uint32_t a)
 	if (atom_is_held(a))
 		prefix = "h";
 	n = snprintf(buf, size, "%s%d", prefix, rank);
-	if (j > 0 && n >= 0 && (size_t)n < size) {
+	if (j > 0 && j == space.aux_source && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - n, "a");
+	else if (j > 0 && n >= 0 && (size_t)n < size) {
 		mesh_coord_of(&space.mesh, rank, &c);
 		n += snprintf(buf + n, size - n, "s%d",
 		    mesh_rank_of_expert(&space.mesh, c.pp, j - 1, c.etp,

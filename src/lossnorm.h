@@ -21,6 +21,16 @@
  *   framework	rank r's local gradient is the sum over m (and sources) of
  *		coef[chunk] times the atom: what loss.normalize_by and
  *		loss.scale make of the summed loss, in atom units.
+ *
+ * The MoE auxiliary losses (the load-balancing loss and the z-loss, with
+ * their coefficients) have atoms of their own, source aux_source, on the
+ * router weights only: atom (r, aux_source, m) is the gradient on rank r
+ * of the auxiliary losses of micro-batch m of r's chunk, each a mean over
+ * the chunk's token slots (kernels.c has the stand-in).  The objective's
+ * auxiliary term is the mean over micro-batches and data-parallel ranks of
+ * each micro-batch's auxiliary loss over its whole sequence (every cp
+ * rank's tokens), so every aux atom's expected weight is aux_expected =
+ * 1/chunks, and a framework multiplies it by aux_coef (loss.aux_scale).
  */
 #ifndef GRADAUDIT_LOSSNORM_H
 #define GRADAUDIT_LOSSNORM_H
@@ -45,6 +55,15 @@ struct loss_norm {
 	 * per source (coefficients differ inside an ep group).
 	 */
 	int		 sources;
+	bool		 split;		/* expert atoms kept per source */
+	/*
+	 * The auxiliary losses' atoms (-1: no auxiliary loss), the
+	 * coefficients of the load-balancing and z-loss, the framework's
+	 * factor and the reference's weight.
+	 */
+	int		 aux_source;
+	struct rational	 aux_loss_coeff, z_loss_coeff;
+	struct rational	 aux_coef, aux_expected;
 };
 
 void	 lossnorm_build(struct loss_norm *, const struct config *,
@@ -68,6 +87,7 @@ lossnorm_chunk(const struct mesh *mesh, int m, int d)
  */
 struct atom_space {
 	int		 sources;
+	int		 aux_source;
 	int		 micro_batches;
 	struct mesh	 mesh;
 	struct rational	*factor;	/* loss_norm.coef, per chunk */
@@ -111,9 +131,12 @@ uint32_t	 atom_id(int rank, int source, int m);
 int		 atom_rank(uint32_t);
 int		 atom_source(uint32_t);
 int		 atom_micro_batch(uint32_t);
+/* The source of the auxiliary losses' atoms, or -1 (lossnorm.h). */
+int		 atom_space_aux_source(void);
 /*
  * "g5", "g5m1" (micro-batch 1 of rank 5, with K > 1), "g5s3m1" (rank 5's
- * expert gradient from the tokens of rank 3); a held atom is named "h5".
+ * expert gradient from the tokens of rank 3), "g5am1" (rank 5's gradient
+ * of the auxiliary losses of its micro-batch 1); a held atom is named "h5".
  */
 void		 atom_name(char *buf, size_t size, const char *prefix,
 		    uint32_t atom);

@@ -70,7 +70,8 @@ enum mapped_arg {
 	MA_EXPERTS, MA_TOPK, MA_MOE_FFN, MA_SHARED, MA_LAYER_FREQ, MA_SCORE,
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
 	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA_CP, MA_EOD_MASK,
-	MA_PER_TOKEN, MA_VPP_LAYERS, MA_VPP_STAGES, MA__COUNT
+	MA_PER_TOKEN, MA_VPP_LAYERS, MA_VPP_STAGES, MA_AUX_COEFF, MA_Z_COEFF,
+	MA_LB_TYPE, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -122,6 +123,11 @@ static const struct arg_def args[] = {
 	    ARG_VALUE, NULL),
 	[MA_VPP_STAGES] = MAPPED("num-virtual-stages-per-pipeline-rank",
 	    ARG_VALUE, "0.11.0"),
+	/* moe/router.py and its arguments arrive with 0.5.0 (0acc240). */
+	[MA_AUX_COEFF] = MAPPED("moe-aux-loss-coeff", ARG_LIST, "0.5.0"),
+	[MA_Z_COEFF] = MAPPED("moe-z-loss-coeff", ARG_VALUE, "0.5.0"),
+	[MA_LB_TYPE] = MAPPED("moe-router-load-balancing-type", ARG_LIST,
+	    "0.5.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -144,12 +150,6 @@ static const struct arg_def args[] = {
 	REFUSED("mtp-num-layers", ARG_VALUE, "0",
 	    "multi-token prediction adds layers and another use of the output "
 	    "layer on the last stage, which gradaudit does not model"),
-	REFUSED("moe-aux-loss-coeff", ARG_LIST, "0",
-	    "an auxiliary load-balancing loss adds a router gradient that "
-	    "gradaudit does not model"),
-	REFUSED("moe-z-loss-coeff", ARG_VALUE, "0",
-	    "the router z-loss adds a router gradient that gradaudit does not "
-	    "model"),
 	REFUSED("moe-router-enable-expert-bias", ARG_FLAG, NULL,
 	    "the expert bias is updated from token counts that "
 	    "finalize_model_grads reduces, which gradaudit does not model"),
@@ -595,7 +595,6 @@ static const struct arg_def args[] = {
 	HARMLESS("moe-router-fusion", ARG_FLAG),
 	HARMLESS("moe-router-dtype", ARG_VALUE),
 	HARMLESS("moe-router-pre-softmax", ARG_FLAG),
-	HARMLESS("moe-router-load-balancing-type", ARG_LIST),
 	HARMLESS("moe-router-num-groups", ARG_VALUE),
 	HARMLESS("moe-router-group-topk", ARG_VALUE),
 	HARMLESS("moe-router-topk-scaling-factor", ARG_VALUE),
@@ -1777,10 +1776,15 @@ import_moe(struct import_state *st, const struct megatron_values *v)
 		note(st, "--moe-shared-expert-gate without "
 		    "--moe-shared-expert-intermediate-size: Megatron has no "
 		    "shared expert to gate");
-	if (v->shared > 0 && v->shared != c->model.ffn)
-		note(st, "--moe-shared-expert-intermediate-size %ld: gradaudit's "
-		    "shared expert is as wide as model.ffn (%d)", v->shared,
-		    c->model.ffn);
+	/*
+	 * SharedExpertMLP (1fa9464e7c, 0.10.0): one MLP whose ffn_hidden_size
+	 * is moe_shared_expert_intermediate_size.
+	 */
+	if (v->shared > 0 && v->shared != c->model.ffn) {
+		c->model.moe.shared_expert_ffn = (int)v->shared;
+		explain(st, KEY_SHARED_EXPERT_FFN,
+		    "--moe-shared-expert-intermediate-size");
+	}
 	if (score == NULL || strcmp(score, "softmax") == 0)
 		c->model.moe.score_func = SCORE_SOFTMAX;
 	else if (strcmp(score, "sigmoid") == 0)
@@ -1823,6 +1827,182 @@ import_per_token_loss(struct import_state *st)
 }
 
 /*
+ * A Python float as a launch line writes it ("1e-2", "0.001", "1E-3") as
+ * the decimal cfg_decimal reads, exactly: the digits, the point moved by
+ * the exponent.  False for anything else, or more than nine places.
+ */
+static bool
+float_as_decimal(const char *v, char *out, size_t size)
+{
+	char	 digits[32], *end;
+	size_t	 n = 0, point, i, len;
+	long	 e = 0;
+	int	 o = 0;
+
+	for (; isdigit((unsigned char)*v) && n < 20; v++)
+		digits[n++] = *v;
+	point = n;
+	if (*v == '.')
+		for (v++; isdigit((unsigned char)*v) && n < 20; v++)
+			digits[n++] = *v;
+	if (n == 0)
+		return false;
+	if (*v == 'e' || *v == 'E') {
+		errno = 0;
+		e = strtol(v + 1, &end, 10);
+		if (end == v + 1 || errno != 0 || e < -20 || e > 20)
+			return false;
+		v = end;
+	}
+	if (*v != '\0')
+		return false;
+	/* The value is 0.digits times 10^(point + e). */
+	if ((long)point + e <= 0) {
+		o = snprintf(out, size, "0.");
+		for (i = 0; (long)i < -((long)point + e) && o < (int)size;
+		    i++)
+			out[o++] = '0';
+		for (i = 0; i < n && o < (int)size; i++)
+			out[o++] = digits[i];
+	} else {
+		for (i = 0; (long)i < (long)point + e && o < (int)size; i++)
+			out[o++] = i < n ? digits[i] : '0';
+		if (i < n && o < (int)size)
+			out[o++] = '.';
+		for (; i < n && o < (int)size; i++)
+			out[o++] = digits[i];
+	}
+	if (o >= (int)size)
+		return false;
+	out[o] = '\0';
+	/* Leading zeros of the integer part, trailing ones of the fraction. */
+	len = strlen(out);
+	if (strchr(out, '.') != NULL) {
+		while (len > 0 && out[len - 1] == '0')
+			out[--len] = '\0';
+		if (len > 0 && out[len - 1] == '.')
+			out[--len] = '\0';
+	}
+	while (out[0] == '0' && out[1] != '\0' && out[1] != '.')
+		memmove(out, out + 1, strlen(out));
+	{
+		int64_t num, den;
+
+		return cfg_decimal(out, &num, &den);
+	}
+}
+
+/*
+ * --moe-aux-loss-coeff and --moe-z-loss-coeff.  The load-balancing loss
+ * of the "aux_loss" type (the default) is the one gradaudit models, from
+ * 0.8.0 on, where each rank's loss counts the tokens of the tp_cp group
+ * (sequence_partition_group): before, a rank's loss counts its own tokens
+ * only.  Under --calculate-per-token-loss the router pre-multiplies it by
+ * its local tokens from 0.12.0 (router.py apply_load_balancing_loss) and
+ * by local tokens times the tp_cp size from 0.19.0 (9ef8a2a420, PR
+ * #5047); 0.8 to 0.11 do neither, and the gradient is divided by the
+ * step's valid tokens, which loss.aux_scale has no value for.
+ */
+static void
+import_aux_losses(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	struct arg_use	*a = &st->use[MA_AUX_COEFF], *z = &st->use[MA_Z_COEFF];
+	struct arg_use	*t = &st->use[MA_LB_TYPE];
+	struct shown	 sh;
+	const char	*av = NULL, *type = "aux_loss";
+	char		 dec[64];
+	bool		 any = false;
+
+	if (t->given) {
+		if (t->count > 1 || (t->value == NULL && t->count == 0)) {
+			refuse(st, "--moe-router-load-balancing-type with several "
+			    "types: gradaudit models one, aux_loss");
+			return;
+		}
+		type = list_value(st, t, 0);
+		t->used = true;
+	}
+	if (a->given) {
+		size_t	 j, n = a->value != NULL ? 1 : a->count, nonzero = 0;
+
+		/* Zeros change nothing: then it is ignored (listed so). */
+		for (j = 0; j < n; j++)
+			if (!float_as_decimal(list_value(st, a, j), dec,
+			    sizeof dec) || strcmp(dec, "0") != 0)
+				nonzero++;
+		if (nonzero > 0 && n > 1) {
+			refuse(st, "--moe-aux-loss-coeff with several values: "
+			    "gradaudit models one, for aux_loss");
+			return;
+		}
+		if (nonzero > 0) {
+			av = list_value(st, a, 0);
+			a->used = true;
+		}
+	}
+	if (av != NULL && strcmp(type, "aux_loss") != 0 &&
+	    strcmp(type, "none") != 0 && strcmp(type, "sinkhorn") != 0) {
+		refuse(st, "--moe-router-load-balancing-type %s: gradaudit "
+		    "models aux_loss's normalization only", shown(&sh, type));
+		return;
+	}
+	if (!c->model.has_moe)
+		return;
+	/* Sinkhorn and "none" apply no load-balancing loss (router.py). */
+	if (av != NULL && strcmp(type, "aux_loss") == 0) {
+		if (!float_as_decimal(av, dec, sizeof dec)) {
+			refuse(st, "--moe-aux-loss-coeff \"%s\": expected a "
+			    "decimal number", shown(&sh, av));
+			return;
+		}
+		if (strcmp(dec, "0") != 0) {
+			free(c->model.moe.aux_loss_coeff);
+			c->model.moe.aux_loss_coeff = xstrdup(dec);
+			explain(st, KEY_AUX_LOSS_COEFF, "--moe-aux-loss-coeff");
+			any = true;
+		}
+	}
+	if (z->given && z->value != NULL && (!float_as_decimal(z->value, dec,
+	    sizeof dec) || strcmp(dec, "0") != 0)) {
+		z->used = true;
+		if (!float_as_decimal(z->value, dec, sizeof dec)) {
+			refuse(st, "--moe-z-loss-coeff \"%s\": expected a "
+			    "decimal number", shown(&sh, z->value));
+			return;
+		}
+		if (strcmp(dec, "0") != 0) {
+			free(c->model.moe.z_loss_coeff);
+			c->model.moe.z_loss_coeff = xstrdup(dec);
+			explain(st, KEY_Z_LOSS_COEFF, "--moe-z-loss-coeff");
+			any = true;
+		}
+	}
+	if (!any)
+		return;
+	if (older_than(st, "0.8.0")) {
+		refuse(st, "--moe-aux-loss-coeff or --moe-z-loss-coeff before "
+		    "megatron-core 0.8.0: each rank's load-balancing loss "
+		    "counts its own tokens, which gradaudit does not model");
+		return;
+	}
+	if (!v->per_token)
+		return;
+	if (older_than(st, "0.12.0")) {
+		refuse(st, "--moe-aux-loss-coeff with --calculate-per-token-loss "
+		    "before megatron-core 0.12.0: the auxiliary losses' "
+		    "gradient is divided by the step's valid tokens, which "
+		    "gradaudit does not model");
+		return;
+	}
+	c->loss.aux_scale = older_than(st, "0.19.0") ? AUX_SCALE_TOKENS_LOCAL :
+	    AUX_SCALE_TOKENS_TP_CP;
+	explain(st, KEY_AUX_SCALE, "--calculate-per-token-loss%s",
+	    older_than(st, "0.19.0") ? " before 9ef8a2a420 (PR #5047): "
+	    "the router's local tokens only" : "");
+}
+
+/*
  * The data-parallel synchronization.  megatron/core/distributed/
  * distributed_data_parallel.py: without --overlap-grad-reduce the bucket
  * size is None, one bucket per buffer; with it, --ddp-bucket-size or
@@ -1860,6 +2040,7 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	    "" : "no ");
 	if (v->per_token)
 		import_per_token_loss(st);
+	import_aux_losses(st, v);
 	if (!v->overlap) {
 		c->training.bucket_elems = 0;
 		explain(st, KEY_BUCKET_ELEMS, "one bucket without "

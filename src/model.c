@@ -195,6 +195,7 @@ emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
 	struct model	*m = b->model;
 	char		 name[128], base[64];
 	int		 s1, s2, g, y, hid = cfg->model.hidden;
+	int		 sffn = cfg_shared_expert_ffn(cfg);
 
 	if (cfg->model.moe.shared_experts == 1)
 		snprintf(base, sizeof base, "layers.%d.moe.shared", layer);
@@ -211,11 +212,9 @@ emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
 		g = add_param(b, name, stage, layer, ROLE_GATE, 2, 1, hid, 0);
 	}
 	snprintf(name, sizeof name, "%s.fc1.weight", base);
-	s1 = add_param(b, name, stage, layer, ROLE_COLUMN, 2, cfg->model.ffn,
-	    hid, 0);
+	s1 = add_param(b, name, stage, layer, ROLE_COLUMN, 2, sffn, hid, 0);
 	snprintf(name, sizeof name, "%s.fc2.weight", base);
-	s2 = add_param(b, name, stage, layer, ROLE_ROW, 2, hid, cfg->model.ffn,
-	    0);
+	s2 = add_param(b, name, stage, layer, ROLE_ROW, 2, hid, sffn, 0);
 	y = emit_tp_mlp(b, x, s1, s2, m->params[s1].name);
 	if (g < 0) {
 		*routed = emit(b, OP_ADD, -1, *routed, y, m->params[s1].name);
@@ -517,12 +516,26 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 bool
 model_per_source(const struct model *m, const struct param *p)
 {
-	return p->expert && m->loss.sources > 1;
+	return p->expert && m->loss.split;
+}
+
+bool
+model_has_aux(const struct model *m, const struct param *p)
+{
+	return p->role == ROLE_ROUTER && m->loss.aux_source >= 0;
+}
+
+int
+model_atom_slot(const struct model *m, const struct param *p, int source)
+{
+	if (model_per_source(m, p))
+		return source - 1;
+	return model_has_aux(m, p) && source == m->loss.aux_source;
 }
 
 int
 model_atoms_per_rank(const struct model *m, const struct param *p)
 {
-	return m->loss.micro_batches * (model_per_source(m, p) ?
-	    m->loss.sources - 1 : 1) * (p->boundary >= 0 ? 2 : 1);
+	return m->loss.micro_batches * (model_per_source(m, p) ? m->mesh.ep :
+	    model_has_aux(m, p) ? 2 : 1) * (p->boundary >= 0 ? 2 : 1);
 }

@@ -165,10 +165,20 @@ int64_t	 model_global_index(const struct model *, const struct param *,
 int	 model_instance_on(const struct model *, int param, int rank);
 /*
  * Are p's gradients kept per source (lossnorm.h)?  And how many atoms a
- * rank holding p has: one per micro-batch, times the sources if so.
+ * rank holding p has: one per micro-batch, times the sources if so, and
+ * twice as many for a router with auxiliary losses.
  */
 bool	 model_per_source(const struct model *, const struct param *);
 int	 model_atoms_per_rank(const struct model *, const struct param *);
+/* Does p get the auxiliary losses' gradient (a router, lossnorm.h)? */
+bool	 model_has_aux(const struct model *, const struct param *);
+/*
+ * Where atoms of `source` are among a rank's atoms of p, in units of K
+ * (micro-batches): the expert source's index, 1 for the auxiliary
+ * losses' atoms, else 0.
+ */
+int	 model_atom_slot(const struct model *, const struct param *,
+	    int source);
 /* True when `rank` holds an instance of param (it is on the param's stage). */
 bool	 model_rank_holds(const struct model *, const struct param *, int rank);
 

@@ -61,6 +61,11 @@ struct rank_state {
 	 * source's index in the ep group; NULL when not kept apart.
 	 */
 	union num	***src_grad;
+	/*
+	 * The auxiliary losses' gradient of a router (lossnorm.h), per
+	 * param; NULL when the model has none.
+	 */
+	union num	**aux_grad;
 	struct moe_state *moe;		/* per op of the stage program */
 };
 

@@ -328,6 +328,23 @@ run_model(struct engine *eng, struct progress_count *pc)
 }
 
 /*
+ * A router's gradient of the auxiliary losses of one micro-batch is an
+ * atom of its own (lossnorm.h), added to the local gradient with the
+ * framework's factor loss.aux_scale makes.
+ */
+static void
+add_aux_atom(union num *atom, union num *total, const union num *g,
+    int64_t e, struct rational coef)
+{
+	union num	 c = num_from_rational(coef);
+	int64_t		 x;
+
+	memcpy(atom, g, (size_t)e * sizeof(union num));
+	for (x = 0; x < e; x++)
+		total[x] = num_add(total[x], num_mul(c, g[x]));
+}
+
+/*
  * Every micro-batch of the step on the hosted ranks, each from zero
  * gradients: what it leaves is kept as the rank's atoms of that
  * micro-batch (per source for experts kept apart), and added to the
@@ -365,6 +382,10 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 						memset(rs->src_grad[k][j], 0,
 						    (size_t)e *
 						    sizeof(union num));
+				if (rs->aux_grad != NULL &&
+				    rs->aux_grad[k] != NULL)
+					memset(rs->aux_grad[k], 0, (size_t)e *
+					    sizeof(union num));
 			}
 		}
 		run_model(eng, pc);
@@ -402,6 +423,10 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 						    m->nparams + k][x],
 						    num_mul(coef, g[x]));
 				}
+				if (model_has_aux(m, &m->params[k]))
+					add_aux_atom(atoms[i][k] + (K + mb) *
+					    e, total[i * m->nparams + k],
+					    rs->aux_grad[k], e, ln->aux_coef);
 			}
 		}
 	}
@@ -684,7 +709,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	struct model		 ref;
 	struct engine		 eng;
 	const struct param	*p;
-	union num		**out, factor;
+	union num		**out, **aux, factor;
 	int64_t			 i, g, elems;
 	int			*key, k, d, rank0 = 0;
 
@@ -714,32 +739,61 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		elems = p->elems;
 		out[k] = xcalloc((size_t)elems, sizeof(*out[k]));
 	}
+	/* The auxiliary losses' gradients of the routers, summed apart. */
+	aux = xcalloc((size_t)audited->nlogical, sizeof(*aux));
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
 	eng.loss = &audited->loss;
 	for (d = 0; d < audited->loss.chunks; d++) {
 		rank_clear(&eng, &eng.ranks[0]);
 		eng.ranks[0].batch = d;
-		for (k = 0; k < ref.nparams; k++)
+		for (k = 0; k < ref.nparams; k++) {
 			memset(eng.ranks[0].pgrad[k], 0,
 			    (size_t)ref.params[k].local_elems *
 			    sizeof(union num));
+			if (eng.ranks[0].aux_grad != NULL &&
+			    eng.ranks[0].aux_grad[k] != NULL)
+				memset(eng.ranks[0].aux_grad[k], 0,
+				    (size_t)ref.params[k].local_elems *
+				    sizeof(union num));
+		}
 		run_model(&eng, NULL);
-		for (k = 0; k < ref.nparams; k++)
+		for (k = 0; k < ref.nparams; k++) {
+			const union num *ag = eng.ranks[0].aux_grad != NULL ?
+			    eng.ranks[0].aux_grad[k] : NULL;
+
+			if (ag != NULL && aux[key[k]] == NULL)
+				aux[key[k]] = xcalloc((size_t)ref.params[
+				    k].elems, sizeof(union num));
 			for (i = 0; i < ref.params[k].local_elems; i++) {
 				g = model_global_index(&ref, &ref.params[k], 0,
 				    i);
 				out[key[k]][g] = num_add(out[key[k]][g],
 				    eng.ranks[0].pgrad[k][i]);
+				if (ag != NULL)
+					aux[key[k]][g] = num_add(
+					    aux[key[k]][g], ag[i]);
 			}
+		}
 		progress_tick(pc);
 	}
+	/*
+	 * tokens/N on the main loss's atoms, 1/chunks on the auxiliary
+	 * losses' (lossnorm.h).
+	 */
 	factor = num_from_rational(audited->loss.expected);
 	for (k = 0; k < audited->nlogical; k++) {
 		p = &audited->params[audited->logical[k].instance[0]];
 		elems = p->elems;
-		for (i = 0; i < elems; i++)
+		for (i = 0; i < elems; i++) {
 			out[k][i] = num_mul(out[k][i], factor);
+			if (aux[k] != NULL)
+				out[k][i] = num_add(out[k][i], num_mul(
+				    aux[k][i], num_from_rational(
+				    audited->loss.aux_expected)));
+		}
+		free(aux[k]);
 	}
+	free(aux);
 	engine_free(&eng);
 	free(key);
 	model_free(&ref);
@@ -977,8 +1031,8 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 			fatalx("numeric: atom g%d of %s is on a rank without "
 			    "the parameter", a, m->logical[lp].name);
 		/* The rank's atoms: per (source,) micro-batch, lossnorm.h. */
-		atom += (int64_t)((model_per_source(m, p) ?
-		    atom_source(lc->terms[t].atom) - 1 : 0) *
+		atom += (int64_t)(model_atom_slot(m, p,
+		    atom_source(lc->terms[t].atom)) *
 		    m->loss.micro_batches + atom_micro_batch(
 		    lc->terms[t].atom)) * p->local_elems;
 		/* Held atoms follow the plain ones (run_step). */
@@ -1587,6 +1641,8 @@ stage_values(const struct model *m, int stage)
 	width = cfg->model.hidden;
 	if (cfg->model.ffn > width)
 		width = cfg->model.ffn;
+	if (cfg->model.has_moe && cfg_shared_expert_ffn(cfg) > width)
+		width = cfg_shared_expert_ffn(cfg);
 	if (cfg->model.has_moe && cfg->model.moe.experts > width)
 		width = cfg->model.moe.experts;
 	n += 2 * (int64_t)sp->nslots * m->tokens * width;

@@ -76,7 +76,8 @@ struct sym_run {
 	 * the loss factor times the atom: one per atom base, [0] for own
 	 * chunks, [1] for experts per source.
 	 */
-	const struct lincomb	**local[2][2];	/* [held][per source] */
+	/* [held][0 dense, 1 experts per source, 2 routers with aux] */
+	const struct lincomb	**local[2][3];
 	/*
 	 * Every value the run builds, by value: the dp sums of the 58
 	 * parameters of a stage hold the same atoms and were built 58 times
@@ -392,9 +393,13 @@ atoms_of(const struct model *m, const struct param *p, int base,
 	if (!model_per_source(m, p)) {
 		for (k = 0; k < K; k++)
 			out[n++] = atom_id(base, 0, k);
+		if (model_has_aux(m, p))
+			for (k = 0; k < K; k++)
+				out[n++] = atom_id(base, m->loss.aux_source,
+				    k);
 		return n;
 	}
-	for (j = 1; j < m->loss.sources; j++)
+	for (j = 1; j <= m->mesh.ep; j++)
 		for (k = 0; k < K; k++)
 			out[n++] = atom_id(base, j, k);
 	return n;
@@ -415,16 +420,23 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	int	 K = ln->micro_batches, j, k, n = 0, src, chunk;
 	struct coord c;
 
-	slot = &run->local[held][split][base];
+	bool	 aux = model_has_aux(m, p);
+
+	slot = &run->local[held][split ? 1 : aux ? 2 : 0][base];
 	if (*slot != NULL)
 		return *slot;
 	mesh_coord_of(&m->mesh, base, &c);
-	if (!split && K == 1 && q_equal(ln->coef[lossnorm_chunk(&m->mesh, 0,
-	    c.dp)], q_make(1, 1)))
+	if (!split && !aux && K == 1 && q_equal(ln->coef[lossnorm_chunk(
+	    &m->mesh, 0, c.dp)], q_make(1, 1)))
 		return *slot = atom_value(run, held ?
 		    atom_held(atom_id(base, 0, 0)) : atom_id(base, 0, 0));
 	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
-	for (j = split ? 1 : 0; j < (split ? ln->sources : 1); j++) {
+	/* The auxiliary losses' atoms, with the framework's factor. */
+	for (k = 0; aux && k < K; k++)
+		parts[n++] = lc_scale(run->arena, atom_value(run, held ?
+		    atom_held(atom_id(base, ln->aux_source, k)) :
+		    atom_id(base, ln->aux_source, k)), ln->aux_coef);
+	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
 		struct coord sc = c;
 
 		if (split) {
@@ -464,8 +476,8 @@ init_values(struct sym_run *run)
 		}
 	run->atoms = xcalloc(run->natoms, sizeof *run->atoms);
 	run->scaled = xcalloc(run->natoms, sizeof *run->scaled);
-	for (i = 0; i < 4; i++)
-		run->local[i / 2][i % 2] = xcalloc(m->mesh.world,
+	for (i = 0; i < 6; i++)
+		run->local[i / 3][i % 3] = xcalloc(m->mesh.world,
 		    sizeof *run->local[0][0]);
 	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
 	for (p = 0; p < m->nlogical; p++)
@@ -550,6 +562,38 @@ cmp_u32(const void *a, const void *b)
  * qsort of every holder and an atom combination per term made half the
  * time of a 64-rank audit and a sixth of a 131,072-rank one's memory.
  */
+/*
+ * weight times the sum of the sorted atoms b, but the auxiliary losses'
+ * atoms (lossnorm.h) weigh aux_expected.  They sort after the main atoms
+ * of their rank, so the main and auxiliary ones are two sorted arrays.
+ */
+static const struct lincomb *
+expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
+    struct rational weight)
+{
+	const struct loss_norm *ln = &run->model->loss;
+	uint32_t *main, *aux;
+	size_t	 i, nm = 0, na = 0;
+	const struct lincomb *v;
+
+	if (ln->aux_source < 0)
+		return lc_atoms(run->arena, b, nb, weight);
+	main = xcalloc(nb, sizeof *main);
+	aux = xcalloc(nb, sizeof *aux);
+	for (i = 0; i < nb; i++)
+		if (atom_source(b[i]) == ln->aux_source)
+			aux[na++] = b[i];
+		else
+			main[nm++] = b[i];
+	v = lc_atoms(run->arena, main, nm, weight);
+	if (na > 0)
+		v = lc_add(run->arena, v, lc_atoms(run->arena, aux, na,
+		    ln->aux_expected));
+	free(main);
+	free(aux);
+	return v;
+}
+
 static void
 init_expected(struct sym_run *run)
 {
@@ -604,7 +648,7 @@ init_expected(struct sym_run *run)
 				;
 			if (j < nb)
 				qsort(b, nb, sizeof *b, cmp_u32);
-			by_key[key] = share(run, lc_atoms(run->arena, b, nb,
+			by_key[key] = share(run, expected_sum(run, b, nb,
 			    weight));
 		}
 		for (k = 0; k < lp->ninstances; k++) {
@@ -1554,6 +1598,68 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	return true;
 }
 
+/*
+ * The main loss's atoms of v as expected, and its auxiliary losses' atoms
+ * (lossnorm.h) q times the expected ones, q the same for all (0 when they
+ * are missing)?
+ */
+static bool
+aux_proportional(const struct lincomb *v, const struct lincomb *e,
+    struct rational *q, bool *have)
+{
+	int	 aux = atom_space_aux_source();
+	uint32_t i = 0, j = 0;
+
+	while (i < v->nterms || j < e->nterms) {
+		const struct term *a = i < v->nterms ? &v->terms[i] : NULL;
+		const struct term *b = j < e->nterms ? &e->terms[j] : NULL;
+		struct rational	 r;
+
+		if (a != NULL && (b == NULL || a->atom < b->atom))
+			return false;	/* an atom nobody expects */
+		if (a == NULL || b->atom < a->atom) {
+			if (atom_source(b->atom) != aux)
+				return false;
+			r = q_make(0, 1);
+			j++;
+		} else {
+			if (atom_source(a->atom) != aux) {
+				if (!q_equal(a->coef, b->coef))
+					return false;
+				i++, j++;
+				continue;
+			}
+			r = q_div(a->coef, b->coef);
+			i++, j++;
+		}
+		if (*have && !q_equal(r, *q))
+			return false;
+		*q = r;
+		*have = true;
+	}
+	return true;
+}
+
+static bool
+all_wrong_aux(const struct param_result *pr, struct rational *q)
+{
+	size_t	 i;
+	bool	 have = false, any = false;
+
+	if (atom_space_aux_source() < 0)
+		return false;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!aux_proportional(ce->value, ce->expected, q, &have))
+			return false;
+		any = true;
+	}
+	return any && have;
+}
+
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
     const struct param_result *pr)
@@ -1627,6 +1733,28 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    scale_step->fix ? scale_step->fix : "make the loss "
 		    "factor times the data-parallel divisor 1/N for every "
 		    "token (loss.normalize_by, loss.scale, sync.dp_divisor)");
+		return;
+	}
+	/*
+	 * The main loss's part right, the auxiliary losses' part (a router's
+	 * load-balancing and z-loss) by another factor or not at all: their
+	 * own normalization is wrong (catalogue class AUX).
+	 */
+	if (all_wrong_aux(pr, &c)) {
+		q_format(c, q, sizeof q);
+		add_finding(fl, FINDING_WRONG_SCALE, pr, "auxiliary loss "
+		    "scaling", "dp", q_is_zero(c) ? fmt(a, "the router's "
+		    "gradient holds the main loss's part but none of the "
+		    "auxiliary losses' (load balancing, z-loss): their "
+		    "gradient never reaches the router (NeMo Automodel "
+		    "#1408)") : fmt(a, "the main loss's part of the router's "
+		    "gradient is right, but the auxiliary losses' part (load "
+		    "balancing, z-loss) is %s times the expected one: their "
+		    "backward scale or token count is wrong for this mesh "
+		    "(Megatron-LM PR #2237, PR #5047)", q),
+		    "scale the auxiliary losses' gradient so that each "
+		    "micro-batch's term weighs 1/(micro-batches x dp) after "
+		    "the data-parallel reduction (loss.aux_scale)");
 		return;
 	}
 	/*
@@ -1736,8 +1864,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	free(run.coords);
 	free(run.atoms);
 	free(run.scaled);
-	for (k = 0; k < 4; k++)
-		free(run.local[k / 2][k % 2]);
+	for (k = 0; k < 6; k++)
+		free(run.local[k / 3][k % 3]);
 	lc_table_free(&run.table);
 	free(run.seg_arenas);
 }

@@ -114,6 +114,10 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_MOE_INPUT_GRAD] = "sync.moe_input_grad",
 	[KEY_EP_SUPPORTED] = "limits.ep_supported",
 	[KEY_ETP_ONE_OR_TP] = "limits.etp_one_or_tp",
+	[KEY_AUX_LOSS_COEFF] = "model.moe.aux_loss_coeff",
+	[KEY_Z_LOSS_COEFF] = "model.moe.z_loss_coeff",
+	[KEY_AUX_SCALE] = "loss.aux_scale",
+	[KEY_SHARED_EXPERT_FFN] = "model.moe.shared_expert_ffn",
 };
 
 static void
