@@ -869,8 +869,8 @@ fwd_tp_gather(struct engine *eng, int stage, int opi)
 	const struct op	*op = engine_op(eng, stage, opi);
 
 	stage_tp_apply(eng, stage, op->in[0], false,
-	    eng->cfg->training.sequence_parallel ? TP_ALL_GATHER :
-	    TP_IDENTITY, op->out);
+	    eng->cfg->training.sequence_parallel && !op->reduce_only ?
+	    TP_ALL_GATHER : TP_IDENTITY, op->out);
 }
 
 /*
@@ -907,9 +907,8 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 			engine_mask_to(eng, &rs->coord, &rs->grad[op->out],
 			    from, pl_uniform(PLACE_PARTIAL));
 	}
-	stage_tp_apply(eng, stage, op->out, true,
-	    eng->cfg->training.sequence_parallel ? TP_REDUCE_SCATTER :
-	    TP_ALL_REDUCE, -1);
+	stage_tp_apply(eng, stage, op->out, true, sp && !op->reduce_only ?
+	    TP_REDUCE_SCATTER : TP_ALL_REDUCE, -1);
 }
 
 static int

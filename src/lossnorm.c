@@ -275,7 +275,9 @@ atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
 	memcpy(space.factor, ln->coef, ln->chunks * sizeof *space.factor);
 	/*
 	 * Weighted pieces only make sense when the factors differ and none
-	 * is zero; per-source expert atoms stay single terms anyway.
+	 * is zero, and not with expert gradients kept per source; atoms of
+	 * another source (auxiliary losses) or held ones stay single terms in
+	 * meshsum anyway.
 	 */
 	for (c = 0; c < ln->chunks; c++) {
 		if (q_is_zero(ln->coef[c])) {
@@ -285,7 +287,7 @@ atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
 		if (!q_equal(ln->coef[c], ln->coef[0]))
 			space.weighted = true;
 	}
-	if (ln->sources > 1)
+	if (ln->split)
 		space.weighted = false;
 }
 

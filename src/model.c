@@ -137,6 +137,7 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	op->in[1] = in1;
 	op->label = label;
 	op->moe_input = false;
+	op->reduce_only = false;
 	if (kind == OP_LOSS || kind == OP_SEND)
 		op->out = -1;
 	else
@@ -215,6 +216,16 @@ emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
 	s1 = add_param(b, name, stage, layer, ROLE_COLUMN, 2, sffn, hid, 0);
 	snprintf(name, sizeof name, "%s.fc2.weight", base);
 	s2 = add_param(b, name, stage, layer, ROLE_ROW, 2, hid, sffn, 0);
+	/*
+	 * Where the block boundary declares its input's gradient Replicate,
+	 * the framework's shared expert reduces its own (torchtitan before
+	 * PR #2416: ColwiseParallel() on w1 and w3), so that its part reaches
+	 * the boundary whole.
+	 */
+	if (cfg->sync.moe_input_grad == MOE_INPUT_REPLICATE) {
+		x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[s1].name);
+		b->program->ops[b->program->nops - 1].reduce_only = true;
+	}
 	y = emit_tp_mlp(b, x, s1, s2, m->params[s1].name);
 	if (g < 0) {
 		*routed = emit(b, OP_ADD, -1, *routed, y, m->params[s1].name);

@@ -108,6 +108,13 @@ struct op {
 	int		 out;		/* output slot, -1 for OP_LOSS and OP_SEND */
 	const char	*label;		/* "layers.1.moe.experts", for explain */
 	bool		 moe_input;	/* OP_TP_GATHER of an MoE block's input */
+	/*
+	 * OP_TP_GATHER of an input already gathered: identity forward, a tp
+	 * all-reduce of its gradient backward, whatever sequence parallelism
+	 * does (ColwiseParallel's from_local(Replicate) on torchtitan's
+	 * shared experts before PR #2416).
+	 */
+	bool		 reduce_only;
 };
 
 /*

@@ -124,22 +124,44 @@ forward_op(struct engine *eng, int stage, int opi)
 }
 
 /*
+ * Is `slot` the gathered input of an MoE block whose boundary declares its
+ * gradient Replicate (sync.moe_input_grad)?  There the framework adds the
+ * plain local tensors of the router, the routed and the shared experts,
+ * and nothing is ever masked for a sum.
+ */
+static bool
+declared_replicate(const struct engine *eng, int stage, int slot)
+{
+	const struct stage_program *sp = &eng->model->stages[stage];
+	int	 i;
+
+	if (eng->boundary_reduced ||
+	    eng->cfg->sync.moe_input_grad != MOE_INPUT_REPLICATE)
+		return false;
+	for (i = 0; i < sp->nops; i++)
+		if (sp->ops[i].out == slot)
+			return sp->ops[i].moe_input;
+	return false;
+}
+
+/*
  * Add din[j] of every rank of the stage to the gradient of input slot
  * `slot`, joining placements: a Replicate part that meets a Partial one is
- * masked to member 0 first.
+ * masked to member 0 first, unless the slot is summed by no one.
  */
 static void
 accumulate(struct engine *eng, int stage, int slot, int j,
     struct placement incoming)
 {
 	struct placement	 old = eng->grad_place[stage][slot], joined;
-	bool			 had = eng->grad_set[stage][slot];
+	bool			 had = eng->grad_set[stage][slot], raw;
 	struct rank_state	*rs;
 	struct tensor		*g, *d;
 	int64_t			 k;
 	int			 i;
 
 	joined = had ? pl_join(old, incoming) : incoming;
+	raw = declared_replicate(eng, stage, slot);
 	for (i = 0; i < eng->nranks; i++) {
 		rs = &eng->ranks[i];
 		if (!rank_on_stage(rs, stage))
@@ -148,7 +170,8 @@ accumulate(struct engine *eng, int stage, int slot, int j,
 		d = &rs->din[j];
 		if (d->v == NULL)
 			fatalx("numeric: no gradient for input %d", j);
-		engine_mask_to(eng, &rs->coord, d, incoming, joined);
+		if (!raw)
+			engine_mask_to(eng, &rs->coord, d, incoming, joined);
 		if (!had) {
 			tensor_free(g);
 			*g = *d;
@@ -156,7 +179,8 @@ accumulate(struct engine *eng, int stage, int slot, int j,
 			continue;
 		}
 		tensor_check(d, g->rows, g->cols, "gradient contribution");
-		engine_mask_to(eng, &rs->coord, g, old, joined);
+		if (!raw)
+			engine_mask_to(eng, &rs->coord, g, old, joined);
 		for (k = 0; k < g->rows * g->cols; k++)
 			g->v[k] = num_add(g->v[k], d->v[k]);
 		tensor_free(d);
@@ -424,8 +448,9 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 						    num_mul(coef, g[x]));
 				}
 				if (model_has_aux(m, &m->params[k]))
-					add_aux_atom(atoms[i][k] + (K + mb) *
-					    e, total[i * m->nparams + k],
+					add_aux_atom(atoms[i][k] + off +
+					    (K + mb) * e,
+					    total[i * m->nparams + k],
 					    rs->aux_grad[k], e, ln->aux_coef);
 			}
 		}

@@ -273,7 +273,8 @@ pl_backward(const struct model *m, const struct op *op,
 		 * under SP) whatever mix of Partial and Replicate arrives, each
 		 * replica counted once.
 		 */
-		din[0] = pl_uniform(sp ? PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+		din[0] = pl_uniform(sp && !op->reduce_only ?
+		    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
 		break;
 	case OP_NORM:
 		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
