@@ -1893,6 +1893,31 @@ float_as_decimal(const char *v, char *out, size_t size)
 }
 
 /*
+ * A loss coefficient as an exact decimal into *dst, unless it is 0 (which
+ * changes nothing); false, refused, when it is no decimal number.
+ */
+static bool
+import_coeff(struct import_state *st, const char *value, const char *flag,
+    enum cfg_key key, char **dst, bool *any)
+{
+	struct shown	 sh;
+	char		 dec[64];
+
+	if (!float_as_decimal(value, dec, sizeof dec)) {
+		refuse(st, "%s \"%s\": expected a decimal number", flag,
+		    shown(&sh, value));
+		return false;
+	}
+	if (strcmp(dec, "0") != 0) {
+		free(*dst);
+		*dst = xstrdup(dec);
+		explain(st, key, "%s", flag);
+		*any = true;
+	}
+	return true;
+}
+
+/*
  * --moe-aux-loss-coeff and --moe-z-loss-coeff.  The load-balancing loss
  * of the "aux_loss" type (the default) is the one gradaudit models, from
  * 0.8.0 on, where each rank's loss counts the tokens of the tp_cp group
@@ -1950,33 +1975,16 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
 	if (!c->model.has_moe)
 		return;
 	/* Sinkhorn and "none" apply no load-balancing loss (router.py). */
-	if (av != NULL && strcmp(type, "aux_loss") == 0) {
-		if (!float_as_decimal(av, dec, sizeof dec)) {
-			refuse(st, "--moe-aux-loss-coeff \"%s\": expected a "
-			    "decimal number", shown(&sh, av));
-			return;
-		}
-		if (strcmp(dec, "0") != 0) {
-			free(c->model.moe.aux_loss_coeff);
-			c->model.moe.aux_loss_coeff = xstrdup(dec);
-			explain(st, KEY_AUX_LOSS_COEFF, "--moe-aux-loss-coeff");
-			any = true;
-		}
-	}
+	if (av != NULL && strcmp(type, "aux_loss") == 0 &&
+	    !import_coeff(st, av, "--moe-aux-loss-coeff", KEY_AUX_LOSS_COEFF,
+	    &c->model.moe.aux_loss_coeff, &any))
+		return;
 	if (z->given && z->value != NULL && (!float_as_decimal(z->value, dec,
 	    sizeof dec) || strcmp(dec, "0") != 0)) {
 		z->used = true;
-		if (!float_as_decimal(z->value, dec, sizeof dec)) {
-			refuse(st, "--moe-z-loss-coeff \"%s\": expected a "
-			    "decimal number", shown(&sh, z->value));
+		if (!import_coeff(st, z->value, "--moe-z-loss-coeff",
+		    KEY_Z_LOSS_COEFF, &c->model.moe.z_loss_coeff, &any))
 			return;
-		}
-		if (strcmp(dec, "0") != 0) {
-			free(c->model.moe.z_loss_coeff);
-			c->model.moe.z_loss_coeff = xstrdup(dec);
-			explain(st, KEY_Z_LOSS_COEFF, "--moe-z-loss-coeff");
-			any = true;
-		}
 	}
 	if (!any)
 		return;
