@@ -23,9 +23,6 @@
 #include "text.h"
 #include "xmalloc.h"
 
-/* The largest world whose tables name every atom without -v. */
-#define EXPLAIN_ATOMS_WORLD	64
-
 struct explain {
 	const struct options	*options;
 	const struct config	*config;
@@ -124,7 +121,7 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
 
 /*
  * Every rank's value, atom by atom as in the Megatron-LM #844 report up to
- * EXPLAIN_ATOMS_WORLD ranks (and with -v); above, a 4,096-rank table was
+ * MS_ATOMS_WORLD ranks (and with -v); above, a 4,096-rank table was
  * 64 columns of distinct atoms, so the values are written relative to
  * their rank and identical neighbours fold as in the check report.
  */
@@ -139,7 +136,7 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 	bool		 fold;
 	int		 rank, n, row, col, nrows, ncols;
 
-	fold = !ex->options->verbose && m->mesh.world > EXPLAIN_ATOMS_WORLD;
+	fold = !ex->options->verbose && m->mesh.world > MS_ATOMS_WORLD;
 	param_result_for(m, p, &pr);
 	cells = report_table_cells(&ex->layout_audit, &pr, &nrows, &ncols);
 	for (rank = 0; rank < m->mesh.world; rank++) {

@@ -229,13 +229,12 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
  * bug's evidence ("8*(g1+g3)/11+8*(g0+g2)/15", verl #5993).  Short is
  * what the text report prints whole (its EXPR_MAX); above
  * PLAIN_MAX_PIECES pieces the form cannot be short and is not formatted
- * to find out.  Above PLAIN_WORLD ranks they are always tried: a rank's
+ * to find out.  Above MS_ATOMS_WORLD ranks they are always tried: a rank's
  * own micro-batches, "g0m5/512+g0m3/576+...", are short but differ from
  * rank to rank, and written so the 4,096-rank JSON report was 61 MB.
  */
 #define PLAIN_SHORT		100
 #define PLAIN_MAX_PIECES	16
-#define PLAIN_WORLD		64
 
 static bool
 plain_is_short(const struct mesh *m, const struct ms_piece *p, size_t n)
@@ -243,7 +242,7 @@ plain_is_short(const struct mesh *m, const struct ms_piece *p, size_t n)
 	struct arena	 ar;
 	bool		 is_short;
 
-	if (n > PLAIN_MAX_PIECES || m->world > PLAIN_WORLD)
+	if (n > PLAIN_MAX_PIECES || m->world > MS_ATOMS_WORLD)
 		return false;
 	arena_init(&ar);
 	is_short = strlen(ms_format(&ar, m, p, n, -1)) <= PLAIN_SHORT;

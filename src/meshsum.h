@@ -46,6 +46,14 @@ struct ms_piece {
 };
 
 /*
+ * The largest world whose reports name atoms one by one: up to it a value
+ * reads as the #844 report's tables do ("g0+g1+g2+g3"); above it every
+ * rank's value differs from its neighbours' unless written relative to the
+ * rank, so explain folds its tables and meshsum tries weighted pieces.
+ */
+#define MS_ATOMS_WORLD	64
+
+/*
  * The pieces of x, xmalloc'd, in decreasing coefficient order and by
  * lowest atom within a coefficient; *n gets their number.  Larger groups
  * are preferred, so the whole world is one piece when it can be.  When the
