@@ -1017,6 +1017,11 @@ print_title(struct text *t, const struct param_result *p)
 		fprintf(t->fp, ", chunk %d", p->tied_chunk);
 	if (p->tied_with != NULL)
 		putc(')', t->fp);
+	/* --param NAME selects a correct parameter too. */
+	if (p->consistent && p->correct) {
+		fputs(": consistent and correct\n", t->fp);
+		return;
+	}
 	fputs(p->consistent ? ": consistent but wrong" : ": inconsistent",
 	    t->fp);
 	ranks = param_wrong_ranks(p, &n);
