@@ -375,6 +375,10 @@ static const struct key_def keys[KEY__COUNT] = {
 	    aux_scale_words),
 	[KEY_SHARED_EXPERT_FFN] = INTEGER("model.moe.shared_expert_ffn",
 	    KEY_MOE, model.moe.shared_expert_ffn, 0, CFG_MAX_MODEL_DIM, 0),
+	[KEY_EXPERT_FFN_SUPPORTED] = { "limits.expert_ffn_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.expert_ffn), 0, 1, 1, NULL },
+	[KEY_SIGMOID_SUPPORTED] = { "limits.sigmoid_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.sigmoid), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -2041,6 +2045,32 @@ framework_moe_every(const struct config *c, char *buf, size_t size)
 	    "puts experts in every layer: every must be 1", buf, size);
 }
 
+/*
+ * Before 47ab878ae7 (0.10.0) Megatron's experts are ffn_hidden_size wide:
+ * a config that writes another expert_ffn describes no such release.  An
+ * unwritten expert_ffn keeps gradaudit's small default, whose width no
+ * synchronization depends on.
+ */
+static bool
+framework_expert_ffn(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.expert_ffn ||
+	    !keyset_has(&c->given, KEY_EXPERT_FFN) ||
+	    c->model.moe.expert_ffn == c->model.ffn, "makes experts as wide "
+	    "as ffn: expert_ffn must equal it (--moe-ffn-hidden-size arrives "
+	    "with 47ab878ae7, 0.10.0)", buf, size);
+}
+
+/* Before c6e3b0c5bb (0.11.0) Megatron's router scores are a softmax. */
+static bool
+framework_sigmoid(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.sigmoid ||
+	    c->model.moe.score_func != SCORE_SIGMOID, "scores experts with a "
+	    "softmax only (the sigmoid arrives with c6e3b0c5bb, 0.11.0)",
+	    buf, size);
+}
+
 static bool
 framework_moe_pattern(const struct config *c, char *buf, size_t size)
 {
@@ -2180,6 +2210,8 @@ static const struct constraint constraints[] = {
 	{ KEY_ETP, true, framework_etp_one_or_tp },
 	{ KEY_TOP_K, true, framework_top_k },
 	{ KEY_EVERY, true, framework_moe_every },
+	{ KEY_EXPERT_FFN, true, framework_expert_ffn },
+	{ KEY_SCORE_FUNC, true, framework_sigmoid },
 	{ KEY_PATTERN, true, pattern_fits },
 	{ KEY_PATTERN, true, framework_moe_pattern },
 	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },

@@ -261,6 +261,7 @@ enum cfg_key {
 	KEY_ETP_ONE_OR_TP,
 	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
 	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
+	KEY_EXPERT_FFN_SUPPORTED, KEY_SIGMOID_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -384,6 +385,8 @@ struct config {
 		bool	ep_distopt;	/* ep > 1 with the distributed optimizer */
 		int	max_top_k;	/* 0: any */
 		bool	moe_every;	/* MoE in some layers only */
+		bool	expert_ffn;	/* experts narrower than ffn */
+		bool	sigmoid;	/* the sigmoid score function */
 		bool	uneven_pp;	/* first/last stage layer counts */
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */

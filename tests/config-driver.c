@@ -118,6 +118,8 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_Z_LOSS_COEFF] = "model.moe.z_loss_coeff",
 	[KEY_AUX_SCALE] = "loss.aux_scale",
 	[KEY_SHARED_EXPERT_FFN] = "model.moe.shared_expert_ffn",
+	[KEY_EXPERT_FFN_SUPPORTED] = "limits.expert_ffn_supported",
+	[KEY_SIGMOID_SUPPORTED] = "limits.sigmoid_supported",
 };
 
 static void
