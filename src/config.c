@@ -379,6 +379,9 @@ static const struct key_def keys[KEY__COUNT] = {
 	    KEY_LIMITS, TYPE_BOOL, F(limits.expert_ffn), 0, 1, 1, NULL },
 	[KEY_SIGMOID_SUPPORTED] = { "limits.sigmoid_supported", KEY_LIMITS,
 	    TYPE_BOOL, F(limits.sigmoid), 0, 1, 1, NULL },
+	[KEY_SCORE_AFTER_EXPERTS_SUPPORTED] = {
+	    "limits.score_after_experts_supported", KEY_LIMITS, TYPE_BOOL,
+	    F(limits.score_after), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -2071,6 +2074,20 @@ framework_sigmoid(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+/*
+ * Where the scores multiply decides which gradients are Partial (torchtitan
+ * #2387): a release that scales the routed input before the experts only
+ * must not be audited as if it scaled their output.
+ */
+static bool
+framework_score_after(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.score_after ||
+	    c->model.moe.score_before_experts, "scales the routed input by "
+	    "its scores before the experts: score_before_experts must be true",
+	    buf, size);
+}
+
 static bool
 framework_moe_pattern(const struct config *c, char *buf, size_t size)
 {
@@ -2212,6 +2229,7 @@ static const struct constraint constraints[] = {
 	{ KEY_EVERY, true, framework_moe_every },
 	{ KEY_EXPERT_FFN, true, framework_expert_ffn },
 	{ KEY_SCORE_FUNC, true, framework_sigmoid },
+	{ KEY_SCORE_BEFORE_EXPERTS, true, framework_score_after },
 	{ KEY_PATTERN, true, pattern_fits },
 	{ KEY_PATTERN, true, framework_moe_pattern },
 	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },

@@ -262,6 +262,7 @@ enum cfg_key {
 	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
 	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
 	KEY_EXPERT_FFN_SUPPORTED, KEY_SIGMOID_SUPPORTED,
+	KEY_SCORE_AFTER_EXPERTS_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -387,6 +388,7 @@ struct config {
 		bool	moe_every;	/* MoE in some layers only */
 		bool	expert_ffn;	/* experts narrower than ffn */
 		bool	sigmoid;	/* the sigmoid score function */
+		bool	score_after;	/* scores applied after the experts */
 		bool	uneven_pp;	/* first/last stage layer counts */
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */

@@ -120,6 +120,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_SHARED_EXPERT_FFN] = "model.moe.shared_expert_ffn",
 	[KEY_EXPERT_FFN_SUPPORTED] = "limits.expert_ffn_supported",
 	[KEY_SIGMOID_SUPPORTED] = "limits.sigmoid_supported",
+	[KEY_SCORE_AFTER_EXPERTS_SUPPORTED] = "limits.score_after_experts_supported",
 };
 
 static void
