@@ -38,6 +38,7 @@ _Static_assert(sizeof(enum embedding_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum router_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum moe_input_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum router_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
@@ -103,7 +104,10 @@ static const char *const expert_input_words[] = {
 	"etp-all-reduce", "none", NULL
 };
 static const char *const moe_input_words[] = {
-	"auto", "replicate", NULL
+	"auto", "replicate", "partial", NULL
+};
+static const char *const router_input_words[] = {
+	"none", "tp-all-reduce", NULL
 };
 static const char *const sp_param_words[] = {
 	"tp-all-reduce", "none", "skip-standalone", NULL
@@ -382,6 +386,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	[KEY_SCORE_AFTER_EXPERTS_SUPPORTED] = {
 	    "limits.score_after_experts_supported", KEY_LIMITS, TYPE_BOOL,
 	    F(limits.score_after), 0, 1, 1, NULL },
+	[KEY_ROUTER_INPUT_GRAD] = WORD("sync.router_input_grad", KEY_SYNC,
+	    sync.router_input_grad, router_input_words),
 };
 
 /* The state of one cfg_load call. */

@@ -46,11 +46,29 @@ enum expert_input_sync {	/* sync.expert_input_grad */
  * block's input at the block boundary.  "auto" reduces it over tp as its
  * true placement says (torchtitan from #2416, Megatron's "f");
  * "replicate" declares it Replicate, so each tp rank keeps its own share
- * (torchtitan before #2416: PrepareModuleInputOutput(use_local_input=True)).
+ * (torchtitan before #2416: PrepareModuleInputOutput(use_local_input=True));
+ * "partial" declares it Partial whatever it holds, so the local tensors are
+ * summed over tp as they are (torchtitan de329200b, MoE.forward's
+ * to_local(grad_placements=(Partial(),))): a part already complete on
+ * every tp rank is counted tp times.
  */
 enum moe_input_sync {
 	MOE_INPUT_AUTO,		/* "auto" */
-	MOE_INPUT_REPLICATE	/* "replicate" */
+	MOE_INPUT_REPLICATE,	/* "replicate" */
+	MOE_INPUT_PARTIAL	/* "partial" */
+};
+
+/*
+ * sync.router_input_grad: whether the router's input gradient is
+ * all-reduced over tp inside the block.  torchtitan de329200b (PR #2416)
+ * declares the gate's output gradient Partial, and NoParallel's
+ * from_local(Replicate) of the gate's plain-tensor input all-reduces the
+ * Partial input gradient in backward; 963c20cba (PR #3386) no longer
+ * wraps it.
+ */
+enum router_input_sync {
+	ROUTER_INPUT_NONE,		/* "none" */
+	ROUTER_INPUT_TP_ALL_REDUCE	/* "tp-all-reduce" */
 };
 
 enum sp_param_sync {		/* sync.sp_param_grad */
@@ -262,7 +280,7 @@ enum cfg_key {
 	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
 	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
 	KEY_EXPERT_FFN_SUPPORTED, KEY_SIGMOID_SUPPORTED,
-	KEY_SCORE_AFTER_EXPERTS_SUPPORTED,
+	KEY_SCORE_AFTER_EXPERTS_SUPPORTED, KEY_ROUTER_INPUT_GRAD,
 	KEY__COUNT
 };
 
@@ -349,6 +367,7 @@ struct config {
 		enum router_sync	router_grad;
 		enum expert_input_sync	expert_input_grad;
 		enum moe_input_sync	moe_input_grad;
+		enum router_input_sync	router_input_grad;
 		enum sp_param_sync	sp_param_grad;
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;

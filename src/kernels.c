@@ -625,6 +625,32 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 }
 
 /*
+ * The router on every rank of the stage, then, under sync.router_input_grad:
+ * tp-all-reduce, its input gradient summed over tp: torchtitan de329200b
+ * wraps the gate's plain-tensor input with NoParallel's
+ * from_local(Replicate), whose backward all-reduces the Partial gradient
+ * that the gate's output declared (local_output_grad_placements).
+ */
+static void
+bwd_route_stage(struct engine *eng, int stage, int opi)
+{
+	struct tensor	**dx;
+	int		  i;
+
+	for (i = 0; i < eng->nranks; i++)
+		if (rank_on_stage(&eng->ranks[i], stage))
+			bwd_route(eng, &eng->ranks[i], stage, opi);
+	if (eng->cfg->sync.router_input_grad != ROUTER_INPUT_TP_ALL_REDUCE)
+		return;
+	dx = xcalloc((size_t)eng->nranks, sizeof(*dx));
+	for (i = 0; i < eng->nranks; i++)
+		if (rank_on_stage(&eng->ranks[i], stage))
+			dx[i] = &eng->ranks[i].din[0];
+	coll_all_reduce_tensors(&eng->comm, dx);
+	free(dx);
+}
+
+/*
  * Shared-expert gate (Megatron 1fa9464e7c): out[t] = y[t] * s(x[t] . w)
  * with x the block input and y the reduced shared-expert output.  The
  * score s is the identity in the field (to keep gradients polynomial) and
@@ -877,8 +903,8 @@ fwd_tp_gather(struct engine *eng, int stage, int opi)
  * Backward of "f": the incoming gradient can be a sum of contributions of
  * different placements (router, routed and shared experts of an MoE
  * block).  Every Replicate sub-dimension becomes Partial first, so the sum
- * over tp counts each replica once: the block input's gradient is always
- * summed correctly (SPEC section 6.2).
+ * over tp counts each replica once (SPEC section 6.2), unless the MoE
+ * block boundary declares the gradient otherwise (sync.moe_input_grad).
  */
 static void
 bwd_tp_gather(struct engine *eng, int stage, int opi)
@@ -899,6 +925,17 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	    eng->cfg->sync.moe_input_grad == MOE_INPUT_REPLICATE) {
 		stage_tp_apply(eng, stage, op->out, true, sp ? TP_KEEP_SHARD :
 		    TP_IDENTITY, -1);
+		return;
+	}
+	/*
+	 * Declared Partial (torchtitan de329200b, to_local(grad_placements=
+	 * (Partial(),))): the local tensors are summed as they are, a part
+	 * complete on every tp rank included.
+	 */
+	if (op->moe_input && !eng->boundary_reduced &&
+	    eng->cfg->sync.moe_input_grad == MOE_INPUT_PARTIAL) {
+		stage_tp_apply(eng, stage, op->out, true, sp ?
+		    TP_REDUCE_SCATTER : TP_ALL_REDUCE, -1);
 		return;
 	}
 	for (i = 0; i < eng->nranks; i++) {
@@ -1513,7 +1550,7 @@ static const struct op_rule op_rules[] = {
 	[OP_HEAD_NORM] =  { fwd_head_norm, NULL, bwd_head_norm, NULL, 1 },
 	[OP_LINEAR_ROW] = { fwd_linear, NULL, bwd_linear, NULL, 1 },
 	[OP_ADD] =	  { fwd_add, NULL, bwd_add, NULL, 3 },
-	[OP_ROUTE] =	  { fwd_route, NULL, bwd_route, NULL, 1 },
+	[OP_ROUTE] =	  { fwd_route, NULL, NULL, bwd_route_stage, 1 },
 	[OP_EXPERTS] =	  { NULL, fwd_experts, NULL, bwd_experts, 3 },
 	[OP_GATE] =	  { fwd_gate, NULL, bwd_gate, NULL, 3 },
 	[OP_OUTPUT] =	  { fwd_linear, NULL, bwd_linear, NULL, 1 },

@@ -125,18 +125,18 @@ forward_op(struct engine *eng, int stage, int opi)
 
 /*
  * Is `slot` the gathered input of an MoE block whose boundary declares its
- * gradient Replicate (sync.moe_input_grad)?  There the framework adds the
- * plain local tensors of the router, the routed and the shared experts,
- * and nothing is ever masked for a sum.
+ * gradient Replicate or Partial whatever it holds (sync.moe_input_grad)?
+ * There the framework adds the plain local tensors of the router, the
+ * routed and the shared experts, and nothing is ever masked for a sum.
  */
 static bool
-declared_replicate(const struct engine *eng, int stage, int slot)
+declared_plain(const struct engine *eng, int stage, int slot)
 {
 	const struct stage_program *sp = &eng->model->stages[stage];
 	int	 i;
 
 	if (eng->boundary_reduced ||
-	    eng->cfg->sync.moe_input_grad != MOE_INPUT_REPLICATE)
+	    eng->cfg->sync.moe_input_grad == MOE_INPUT_AUTO)
 		return false;
 	for (i = 0; i < sp->nops; i++)
 		if (sp->ops[i].out == slot)
@@ -161,7 +161,7 @@ accumulate(struct engine *eng, int stage, int slot, int j,
 	int			 i;
 
 	joined = had ? pl_join(old, incoming) : incoming;
-	raw = declared_replicate(eng, stage, slot);
+	raw = declared_plain(eng, stage, slot);
 	for (i = 0; i < eng->nranks; i++) {
 		rs = &eng->ranks[i];
 		if (!rank_on_stage(rs, stage))

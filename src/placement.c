@@ -311,6 +311,14 @@ pl_backward(const struct model *m, const struct op *op,
 	case OP_ROUTE:
 		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
 		din[0] = dout;
+		/*
+		 * torchtitan de329200b: NoParallel's from_local(Replicate)
+		 * all-reduces the gate's Partial input gradient, which is
+		 * then complete on every tp rank.
+		 */
+		if (m->config->sync.router_input_grad ==
+		    ROUTER_INPUT_TP_ALL_REDUCE)
+			din[0] = rep;
 		break;
 	case OP_GATE:
 		/*
@@ -374,14 +382,26 @@ boundary_loses(const struct model *m, struct placement truth)
 }
 
 /*
+ * Is g complete on every rank of a tp sub-dimension that has more than
+ * one rank?  A sum over tp would count it that many times.
+ */
+static bool
+replicated_over_tp(const struct mesh *mesh, struct placement g)
+{
+	return (mesh->tp / mesh->etp > 1 && g.slice == PLACE_REPLICATE) ||
+	    (mesh->etp > 1 && g.etp == PLACE_REPLICATE);
+}
+
+/*
  * Backward through the gather of an MoE block's input: what reaches it is
  * the sum of the router's, the routed and the shared experts' input
  * gradients, whatever their placements; the framework declares it as
- * sync.moe_input_grad says.
+ * sync.moe_input_grad says.  `whole` says that one of them is complete on
+ * every tp rank already, which a declared Partial sums tp times.
  */
 static void
 moe_boundary(const struct model *m, const struct op *op, int stage,
-    struct placement dout, struct backward_reduction *r)
+    struct placement dout, bool whole, struct backward_reduction *r)
 {
 	memset(r, 0, sizeof *r);
 	r->op = (int)(op - m->stages[stage].ops);
@@ -394,10 +414,24 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
 	r->truth = pl_normalize(&m->mesh, dout);
 	r->declared = r->truth;
-	if (m->config->sync.moe_input_grad == MOE_INPUT_REPLICATE)
+	switch (m->config->sync.moe_input_grad) {
+	case MOE_INPUT_AUTO:
+		break;
+	case MOE_INPUT_REPLICATE:
 		r->declared = pl_uniform(PLACE_REPLICATE);
-	r->lost = !pl_equal(r->truth, r->declared) &&
-	    boundary_loses(m, r->truth);
+		r->lost = !pl_equal(r->truth, r->declared) &&
+		    boundary_loses(m, r->truth);
+		break;
+	case MOE_INPUT_PARTIAL:
+		r->declared = pl_normalize(&m->mesh,
+		    pl_uniform(PLACE_PARTIAL));
+		r->overcount = whole;
+		r->lost = whole;
+		if (whole)
+			r->cite = "torchtitan de329200b, until 963c20cba "
+			    "(PR #3386)";
+		break;
+	}
 }
 
 static void
@@ -420,6 +454,7 @@ pl_walk(const struct model *m, struct placement *grad,
 		struct placement *fwd = xcalloc(sp->nslots + 1, sizeof *fwd);
 		struct placement *bwd = xcalloc(sp->nslots + 1, sizeof *bwd);
 		bool *bwd_set = xcalloc(sp->nslots + 1, sizeof *bwd_set);
+		bool *whole = xcalloc(sp->nslots + 1, sizeof *whole);
 
 		for (i = 0; i < sp->nops; i++) {
 			const struct op *op = &sp->ops[i];
@@ -454,7 +489,8 @@ pl_walk(const struct model *m, struct placement *grad,
 				continue;
 			}
 			if (op->moe_input && m->mesh.tp > 1) {
-				moe_boundary(m, op, s, dout, &r);
+				moe_boundary(m, op, s, dout, whole[op->out],
+				    &r);
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
 			}
@@ -462,10 +498,14 @@ pl_walk(const struct model *m, struct placement *grad,
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
 			}
-			for (k = 0; k < 2; k++)
-				if (op->in[k] >= 0 && op->kind != OP_EMBED)
-					accumulate(&bwd[op->in[k]],
-					    &bwd_set[op->in[k]], din[k]);
+			for (k = 0; k < 2; k++) {
+				if (op->in[k] < 0 || op->kind == OP_EMBED)
+					continue;
+				accumulate(&bwd[op->in[k]],
+				    &bwd_set[op->in[k]], din[k]);
+				whole[op->in[k]] = whole[op->in[k]] ||
+				    replicated_over_tp(&m->mesh, din[k]);
+			}
 			if (op->param >= 0)
 				accumulate(&grad[op->param],
 				    &param_set[op->param], dparam[0]);
@@ -476,6 +516,7 @@ pl_walk(const struct model *m, struct placement *grad,
 		free(fwd);
 		free(bwd);
 		free(bwd_set);
+		free(whole);
 	}
 	free(param_set);
 	*reductions = red;

@@ -71,6 +71,12 @@ struct backward_reduction {
 	 */
 	bool			 boundary;
 	bool			 lost;
+	/*
+	 * A boundary declared Partial that sums a part already complete on
+	 * every tp rank (sync.moe_input_grad: partial with the router's
+	 * input gradient all-reduced, torchtitan de329200b).
+	 */
+	bool			 overcount;
 	int			 layer;		/* the boundary's MoE layer */
 };
 

@@ -1583,6 +1583,22 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (m->params[p].boundary < 0 || pr->correct)
 		return false;
 	r = &ctx->reductions[m->params[p].boundary];
+	if (r->overcount) {
+		add_finding(fl, FINDING_DOUBLE_COUNT, pr, r->what, r->dim,
+		    fmt(fl->audit, "at the boundary of the MoE block of layer "
+		    "%d the block input's gradient is declared Partial and "
+		    "summed over tp as it is, but part of it was all-reduced "
+		    "over tp inside the block already, so that part is "
+		    "counted tp times in every gradient computed before the "
+		    "block (norms, mixer, embedding, earlier layers) (%s)",
+		    r->layer, r->cite),
+		    "keep the input gradients inside the block Partial, so "
+		    "that the boundary sums them once (sync.router_input_grad: "
+		    "none and sync.expert_input_grad: none; torchtitan PR "
+		    "#3386 stops wrapping the gate's input in "
+		    "from_local(Replicate))");
+		return true;
+	}
 	add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
 	    fmt(fl->audit, "at the boundary of the MoE block of layer %d the "
 	    "block input's gradient is %s over tp but declared %s, so it is "

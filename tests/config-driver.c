@@ -121,6 +121,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_EXPERT_FFN_SUPPORTED] = "limits.expert_ffn_supported",
 	[KEY_SIGMOID_SUPPORTED] = "limits.sigmoid_supported",
 	[KEY_SCORE_AFTER_EXPERTS_SUPPORTED] = "limits.score_after_experts_supported",
+	[KEY_ROUTER_INPUT_GRAD] = "sync.router_input_grad",
 };
 
 static void
