@@ -629,11 +629,16 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
  * tp-all-reduce, its input gradient summed over tp: torchtitan de329200b
  * wraps the gate's plain-tensor input with NoParallel's
  * from_local(Replicate), whose backward all-reduces the Partial gradient
- * that the gate's output declared (local_output_grad_placements).
+ * that the gate's output declared (local_output_grad_placements).  Where
+ * the scores' gradient is complete already, that sum counts it tp times;
+ * the pass with every boundary reduced (numeric.c) keeps it once instead,
+ * as the placement rules say.
  */
 static void
 bwd_route_stage(struct engine *eng, int stage, int opi)
 {
+	const struct op	 *op = engine_op(eng, stage, opi);
+	struct placement  from = eng->grad_place[stage][op->out];
 	struct tensor	**dx;
 	int		  i;
 
@@ -643,9 +648,16 @@ bwd_route_stage(struct engine *eng, int stage, int opi)
 	if (eng->cfg->sync.router_input_grad != ROUTER_INPUT_TP_ALL_REDUCE)
 		return;
 	dx = xcalloc((size_t)eng->nranks, sizeof(*dx));
-	for (i = 0; i < eng->nranks; i++)
-		if (rank_on_stage(&eng->ranks[i], stage))
-			dx[i] = &eng->ranks[i].din[0];
+	for (i = 0; i < eng->nranks; i++) {
+		struct rank_state *rs = &eng->ranks[i];
+
+		if (!rank_on_stage(rs, stage))
+			continue;
+		if (eng->boundary_reduced)
+			engine_mask_to(eng, &rs->coord, &rs->din[0], from,
+			    pl_uniform(PLACE_PARTIAL));
+		dx[i] = &rs->din[0];
+	}
 	coll_all_reduce_tensors(&eng->comm, dx);
 	free(dx);
 }

@@ -397,11 +397,14 @@ replicated_over_tp(const struct mesh *mesh, struct placement g)
  * the sum of the router's, the routed and the shared experts' input
  * gradients, whatever their placements; the framework declares it as
  * sync.moe_input_grad says.  `whole` says that one of them is complete on
- * every tp rank already, which a declared Partial sums tp times.
+ * every tp rank already, which a declared Partial sums tp times; `twice`
+ * that one was counted tp times inside the block (an all-reduce of a
+ * complete gradient, sync.router_input_grad), whatever is declared here.
  */
 static void
 moe_boundary(const struct model *m, const struct op *op, int stage,
-    struct placement dout, bool whole, struct backward_reduction *r)
+    struct placement dout, bool whole, bool twice,
+    struct backward_reduction *r)
 {
 	memset(r, 0, sizeof *r);
 	r->op = (int)(op - m->stages[stage].ops);
@@ -416,18 +419,20 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->declared = r->truth;
 	switch (m->config->sync.moe_input_grad) {
 	case MOE_INPUT_AUTO:
+		r->overcount = r->lost = twice;
 		break;
 	case MOE_INPUT_REPLICATE:
 		r->declared = pl_uniform(PLACE_REPLICATE);
 		r->lost = !pl_equal(r->truth, r->declared) &&
 		    boundary_loses(m, r->truth);
+		r->overcount = twice;
+		r->lost = r->lost || twice;
 		break;
 	case MOE_INPUT_PARTIAL:
 		r->declared = pl_normalize(&m->mesh,
 		    pl_uniform(PLACE_PARTIAL));
-		r->overcount = whole;
-		r->lost = whole;
-		if (whole)
+		r->overcount = r->lost = whole || twice;
+		if (r->lost)
 			r->cite = "torchtitan de329200b, until 963c20cba "
 			    "(PR #3386)";
 		break;
@@ -455,6 +460,7 @@ pl_walk(const struct model *m, struct placement *grad,
 		struct placement *bwd = xcalloc(sp->nslots + 1, sizeof *bwd);
 		bool *bwd_set = xcalloc(sp->nslots + 1, sizeof *bwd_set);
 		bool *whole = xcalloc(sp->nslots + 1, sizeof *whole);
+		bool *twice = xcalloc(sp->nslots + 1, sizeof *twice);
 
 		for (i = 0; i < sp->nops; i++) {
 			const struct op *op = &sp->ops[i];
@@ -490,7 +496,7 @@ pl_walk(const struct model *m, struct placement *grad,
 			}
 			if (op->moe_input && m->mesh.tp > 1) {
 				moe_boundary(m, op, s, dout, whole[op->out],
-				    &r);
+				    twice[op->out], &r);
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
 			}
@@ -506,6 +512,15 @@ pl_walk(const struct model *m, struct placement *grad,
 				whole[op->in[k]] = whole[op->in[k]] ||
 				    replicated_over_tp(&m->mesh, din[k]);
 			}
+			/*
+			 * The router's input gradient all-reduced although
+			 * the scores' gradient was complete: tp times.
+			 */
+			if (op->kind == OP_ROUTE &&
+			    m->config->sync.router_input_grad ==
+			    ROUTER_INPUT_TP_ALL_REDUCE &&
+			    replicated_over_tp(&m->mesh, dout))
+				twice[op->in[0]] = true;
 			if (op->param >= 0)
 				accumulate(&grad[op->param],
 				    &param_set[op->param], dparam[0]);
@@ -517,6 +532,7 @@ pl_walk(const struct model *m, struct placement *grad,
 		free(bwd);
 		free(bwd_set);
 		free(whole);
+		free(twice);
 	}
 	free(param_set);
 	*reductions = red;
