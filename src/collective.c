@@ -359,6 +359,54 @@ coll_reduce_scatter(struct coll_comm *comm, enum group_kind kind,
 	free(members);
 }
 
+void
+coll_all_gather(struct coll_comm *comm, enum group_kind kind,
+    union num **buf, const struct buffer_layout **bl)
+{
+	const struct mesh	*m = comm->mesh;
+	const union num		*p;
+	struct outbox		 ob = { 0 };
+	struct inbox		 in;
+	union num		*mine;
+	int64_t			 n;
+	int			*members, size, i, j, me;
+
+	size = mesh_group_size(m, kind);
+	if (size == 1)
+		return;
+	members = xcalloc((size_t)size, sizeof(*members));
+	for (i = 0; i < comm->nranks; i++) {
+		if (buf[i] == NULL)
+			continue;
+		me = mesh_group(m, kind, comm->rank[i], members);
+		n = gather_shards(bl[i], me, buf[i], NULL);
+		for (j = 0; j < size; j++) {
+			if (j == me)
+				continue;
+			mine = xcalloc((size_t)n, sizeof(*mine));
+			gather_shards(bl[i], me, buf[i], mine);
+			outbox_add(&ob, comm->rank[i], members[j],
+			    TAG_ALL_GATHER, mine, (size_t)n * sizeof(*mine));
+		}
+	}
+	coll_exchange(comm, &ob, &in);
+	for (i = 0; i < comm->nranks; i++) {
+		if (buf[i] == NULL)
+			continue;
+		me = mesh_group(m, kind, comm->rank[i], members);
+		for (j = 0; j < size; j++) {
+			if (j == me)
+				continue;
+			n = gather_shards(bl[i], j, buf[i], NULL);
+			p = inbox_nums_exact(&in, members[j], comm->rank[i],
+			    TAG_ALL_GATHER, n);
+			scatter_shards(bl[i], j, p, buf[i]);
+		}
+	}
+	coll_release(comm, &in);
+	free(members);
+}
+
 /*
  * Sequence parallelism splits the tokens of each sample over tp: member i
  * holds, of sample b, the tokens b*seq + [i*seq/tp, (i+1)*seq/tp).  The

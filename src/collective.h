@@ -76,6 +76,9 @@ void		 coll_all_reduce(struct coll_comm *, enum group_kind,
 void		 coll_reduce_scatter(struct coll_comm *, enum group_kind,
 		    union num **buf, const struct buffer_layout **bl,
 		    bool average);
+/* Its inverse: member k's shard of every bucket goes to every member. */
+void		 coll_all_gather(struct coll_comm *, enum group_kind,
+		    union num **buf, const struct buffer_layout **bl);
 
 /*
  * Tensor collectives over the tp group, for sequence parallelism over

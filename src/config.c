@@ -59,6 +59,7 @@ _Static_assert(sizeof(enum tied_bucket) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum tied_bucket_start) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum dp_engine) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_one_member) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum fsdp_flatten) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -95,7 +96,7 @@ struct key_def {
 #define BOOL_WORDS	"true or false (or yes/no, on/off)"
 
 static const char *const embedding_words[] = {
-	"before-dp", "after-dp", "separate-bucket", NULL
+	"before-dp", "after-dp", "separate-bucket", "full-after-dp", NULL
 };
 static const char *const router_words[] = {
 	"auto", "tp-all-reduce", "none", NULL
@@ -167,6 +168,7 @@ static const char *const dp_engine_words[] = {
 static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
 };
+static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
 /* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
 static const char *const aux_scale_words[] = {
 	"micro-batches-cp", "micro-batches", "tokens-tp-cp", "tokens-local",
@@ -371,6 +373,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    layout.dp_engine, dp_engine_words),
 	[KEY_FSDP_ONE_MEMBER] = WORD("sync.fsdp_one_member", KEY_SYNC,
 	    sync.fsdp_one_member, fsdp_one_member_words),
+	[KEY_FSDP_FLATTEN] = WORD("layout.fsdp_flatten", KEY_LAYOUT,
+	    layout.fsdp_flatten, fsdp_flatten_words),
 	[KEY_AUX_LOSS_COEFF] = { "model.moe.aux_loss_coeff", KEY_MOE,
 	    TYPE_STRING, F(model.moe.aux_loss_coeff), 0, 0, 0, NULL },
 	[KEY_Z_LOSS_COEFF] = { "model.moe.z_loss_coeff", KEY_MOE,
@@ -2188,6 +2192,18 @@ expert_shard_fits(const struct config *c, char *buf, size_t size)
 	    c->mesh.dp_replicate * c->mesh.cp * c->mesh.tp);
 }
 
+/* Only the FSDP2 engine flattens a unit's parameters (layout.fsdp_flatten). */
+static bool
+flatten_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->layout.fsdp_flatten == FSDP_FLATTEN_PARAMETER ||
+	    c->layout.dp_engine == DP_ENGINE_FSDP2)
+		return true;
+	snprintf(buf, size, "unit needs layout.dp_engine "
+	    "fsdp2");
+	return false;
+}
+
 static bool
 framework_avg_cp(const struct config *c, char *buf, size_t size)
 {
@@ -2245,6 +2261,7 @@ static const struct constraint constraints[] = {
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_cp },
 	{ KEY_DP_REPLICATE, false, replicate_fits },
 	{ KEY_DP_REPLICATE, true, expert_shard_fits },
+	{ KEY_FSDP_FLATTEN, false, flatten_fits },
 };
 
 /*

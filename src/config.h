@@ -27,7 +27,8 @@
 enum embedding_sync {		/* sync.embedding_grad */
 	EMBEDDING_BEFORE_DP,	/* "before-dp" */
 	EMBEDDING_AFTER_DP,	/* "after-dp" */
-	EMBEDDING_SEPARATE_BUCKET /* "separate-bucket" */
+	EMBEDDING_SEPARATE_BUCKET, /* "separate-bucket" */
+	EMBEDDING_FULL_AFTER_DP	/* "full-after-dp": Megatron PR #6500 */
 };
 
 enum router_sync {		/* sync.router_grad */
@@ -206,6 +207,17 @@ enum dp_engine {
 };
 
 /*
+ * layout.fsdp_flatten: what the FSDP2 engine lays out as one flat sharded
+ * buffer.
+ */
+enum fsdp_flatten {
+	/* "parameter": each parameter on its own (torch fully_shard) */
+	FSDP_FLATTEN_PARAMETER,
+	/* "unit": every parameter of a fully_shard unit (Megatron-FSDP v2) */
+	FSDP_FLATTEN_UNIT
+};
+
+/*
  * sync.fsdp_one_member: what the FSDP engine does when a parameter's
  * reduce-scatter group has one member.
  */
@@ -275,6 +287,7 @@ enum cfg_key {
 	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
 	KEY_AVG_CP_SUPPORTED,
 	KEY_DP_REPLICATE, KEY_DP_ENGINE, KEY_FSDP_ONE_MEMBER,
+	KEY_FSDP_FLATTEN,
 	KEY_MOE_INPUT_GRAD, KEY_EP_SUPPORTED,
 	KEY_ETP_ONE_OR_TP,
 	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
@@ -430,6 +443,7 @@ struct config {
 		bool			tied_start_asserted;
 		int64_t			bucket_elems_per_dp;
 		enum dp_engine		dp_engine;
+		enum fsdp_flatten	fsdp_flatten;
 	} layout;
 
 	/*

@@ -17,6 +17,7 @@ const enum cfg_key layout_setting_keys[] = {
 	KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP, KEY_BUCKET_MIN_PARAMS,
 	KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT, KEY_EXPERT_BUFFER,
 	KEY_TIED_EMBEDDING_BUCKET, KEY_TIED_BUCKET_START, KEY_BUCKET_CHUNKS,
+	KEY_FSDP_FLATTEN,
 };
 const size_t layout_nsetting_keys = sizeof layout_setting_keys /
     sizeof layout_setting_keys[0];
@@ -336,6 +337,156 @@ layout_shard_group_size(const struct model *m, enum buffer_kind kind)
  * one FlatParameter padded to a multiple of n; here every parameter is a
  * unit of its own, cut in n equal flat shards.
  */
+/* The elements of one dim-0 row of a parameter's shard (1 for a vector). */
+static int64_t
+row_elems(const struct param *p)
+{
+	return p->local_shape[0] > 0 ? p->local_elems / p->local_shape[0] : 1;
+}
+
+/* Whether fragment a sorts before b: larger first, then in tensor order. */
+static int
+fragment_compare(const void *a, const void *b, const struct model *m)
+{
+	int64_t	na = m->params[*(const int *)a].local_elems;
+	int64_t	nb = m->params[*(const int *)b].local_elems;
+
+	if (na != nb)
+		return na > nb ? -1 : 1;
+	return *(const int *)a - *(const int *)b;
+}
+
+/*
+ * Megatron-FSDP v2 (layout.fsdp_flatten: unit) flattens every parameter
+ * of a fully_shard unit into one DBuffer and cuts that buffer in n equal
+ * flat shards, so where a parameter's shard boundaries fall depends on
+ * what else its unit holds: GlobalLayout.build in
+ * megatron/core/distributed/fsdp/src/megatron_fsdp/experimental/layout.py
+ * at Megatron d98e8a64dd.  Its chunk is the lcm of the row sizes; a
+ * tensor smaller than a chunk is a fragment, held back to fill the gaps
+ * that the others leave before the next chunk boundary; a tensor whose
+ * size is not a multiple of the chunk may share its last chunk with the
+ * first later tensor whose remainder fits (its "conjugate"); the buffer
+ * is padded to a multiple of chunk * n.  The parameters are `idx`, in the
+ * unit's registration order; returns the unit's padded size and sets
+ * each one's offset in it.
+ */
+static int64_t
+flat_unit_layout(struct layout *lay, const struct model *m, const int *idx,
+    int k, int n, int64_t base)
+{
+	int	*regular = xcalloc(k, sizeof *regular);
+	int	*frag = xcalloc(k, sizeof *frag);
+	int64_t	 chunk = 1, next = 0, numel, gap, gap_end, rem, crem, at;
+	int	 nreg = 0, nfrag = 0, i, j, t;
+
+	for (i = 0; i < k; i++)
+		chunk = chunk / gcd(chunk, row_elems(&m->params[idx[i]])) *
+		    row_elems(&m->params[idx[i]]);
+	for (i = 0; i < k; i++) {
+		if (m->params[idx[i]].local_elems < chunk)
+			frag[nfrag++] = idx[i];
+		else
+			regular[nreg++] = idx[i];
+	}
+	/* Python's stable sort by size, largest first: insertion sort. */
+	for (i = 1; i < nfrag; i++)
+		for (j = i; j > 0 && fragment_compare(&frag[j], &frag[j - 1],
+		    m) < 0; j--) {
+			t = frag[j];
+			frag[j] = frag[j - 1];
+			frag[j - 1] = t;
+		}
+	for (i = 0; i < nreg; i++) {
+		if (regular[i] < 0)
+			continue;	/* an earlier one's conjugate */
+		t = regular[i];
+		numel = m->params[t].local_elems;
+		lay->offset[t] = base + next;
+		if (numel % chunk == 0) {
+			next += numel;
+			continue;
+		}
+		gap = next + numel;
+		next += round_up(numel, chunk);
+		gap_end = next;
+		rem = numel % chunk;
+		for (j = i + 1; j < nreg; j++) {
+			if (regular[j] < 0)
+				continue;
+			crem = m->params[regular[j]].local_elems % chunk;
+			if (crem == 0 || rem + crem > chunk)
+				continue;
+			lay->offset[regular[j]] = base + next - crem;
+			gap_end = next - crem;
+			next += m->params[regular[j]].local_elems / chunk *
+			    chunk;
+			regular[j] = -1;
+			break;
+		}
+		for (j = 0; j < nfrag; j++) {
+			if (frag[j] < 0)
+				continue;
+			at = round_up(gap, row_elems(&m->params[frag[j]]));
+			if (at + m->params[frag[j]].local_elems > gap_end)
+				continue;
+			lay->offset[frag[j]] = base + at;
+			gap = at + m->params[frag[j]].local_elems;
+			frag[j] = -1;
+		}
+	}
+	/* Fragments that fit no gap go at the tail. */
+	for (j = 0; j < nfrag; j++) {
+		if (frag[j] < 0)
+			continue;
+		next = round_up(next, row_elems(&m->params[frag[j]]));
+		lay->offset[frag[j]] = base + next;
+		next += m->params[frag[j]].local_elems;
+	}
+	free(regular);
+	free(frag);
+	return round_up(next, chunk * n);
+}
+
+/*
+ * The fully_shard units of Megatron-FSDP v2 under Megatron core: one per
+ * transformer layer (fsdp_unit_modules) and the DDP root, the model chunk,
+ * for everything else (embedding, final norm, output layer).
+ */
+static void
+build_flat_units(struct layout *lay, const struct model *m, int unit,
+    enum buffer_kind kind)
+{
+	struct buffer_layout	*buf = &lay->stages[unit].buffer[kind];
+	int			*idx = xcalloc(m->nparams, sizeof *idx);
+	bool			*done = xcalloc(m->nparams, sizeof *done);
+	int64_t			 pos = 0, size;
+	int			 i, j, k, n = layout_shard_group_size(m, kind);
+
+	for (i = 0; i < m->nparams; i++) {
+		const struct param *p = &m->params[i];
+
+		if (done[i] || model_unit(m, p) != unit ||
+		    layout_buffer_of(m, i) != kind)
+			continue;
+		/* Layers are registered in order, one after the other. */
+		for (k = 0, j = i; j < m->nparams && (p->layer < 0 ||
+		    m->params[j].layer <= p->layer); j++)
+			if (!done[j] && model_unit(m, &m->params[j]) == unit &&
+			    layout_buffer_of(m, j) == kind &&
+			    m->params[j].layer == p->layer) {
+				idx[k++] = j;
+				done[j] = true;
+			}
+		size = flat_unit_layout(lay, m, idx, k, n, pos);
+		add_bucket(buf, pos, pos + size, size / n, n);
+		pos += size;
+	}
+	buf->size = pos;
+	free(done);
+	free(idx);
+}
+
 static void
 build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
     enum buffer_kind kind)
@@ -345,6 +496,10 @@ build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
 	int64_t			 pos = 0, rows, row, per, e;
 	int			 i, n = layout_shard_group_size(m, kind);
 
+	if (c->layout.fsdp_flatten == FSDP_FLATTEN_UNIT) {
+		build_flat_units(lay, m, unit, kind);
+		return;
+	}
 	for (i = 0; i < m->nparams; i++) {
 		const struct param *p = &m->params[i];
 

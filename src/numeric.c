@@ -680,6 +680,62 @@ sync_collective(struct engine *eng, const struct layout *layout,
 	free(vec);
 }
 
+/*
+ * An all-gather of the selected parameters' shards: each rank's buffer of
+ * every chunk and kind goes through the collective (every process takes
+ * part in each round), and only the selected parameters are written back.
+ */
+static void
+sync_all_gather(struct engine *eng, const struct layout *layout,
+    const struct sync_step *st)
+{
+	const struct model		*m = eng->model;
+	const struct buffer_layout	**bl;
+	struct rank_state		*rs;
+	union num			**vec;
+	int				 i, p, c, k;
+	bool				 holds;
+
+	vec = xcalloc((size_t)eng->nranks, sizeof(*vec));
+	bl = xcalloc((size_t)eng->nranks, sizeof(*bl));
+	for (c = 0; c < m->chunks; c++)
+		for (k = 0; k < BUFFER__COUNT; k++) {
+			for (i = 0; i < eng->nranks; i++) {
+				rs = &eng->ranks[i];
+				holds = false;
+				for (p = 0; p < m->nparams; p++)
+					if (rs->pgrad[p] != NULL &&
+					    st->params[p] &&
+					    m->params[p].chunk == c &&
+					    (int)layout_buffer_of(m, p) == k)
+						holds = true;
+				vec[i] = holds ? buffer_pack(eng, layout, rs,
+				    k, c) : NULL;
+				bl[i] = &layout->stages[rs->coord.pp *
+				    m->chunks + c].buffer[k];
+			}
+			coll_all_gather(&eng->comm, st->group, vec, bl);
+			for (i = 0; i < eng->nranks; i++) {
+				if (vec[i] == NULL)
+					continue;
+				rs = &eng->ranks[i];
+				for (p = 0; p < m->nparams; p++)
+					if (rs->pgrad[p] != NULL &&
+					    st->params[p] &&
+					    m->params[p].chunk == c &&
+					    (int)layout_buffer_of(m, p) == k)
+						memcpy(rs->pgrad[p], vec[i] +
+						    layout->offset[p],
+						    (size_t)m->params[p].
+						    local_elems *
+						    sizeof(*vec[i]));
+				free(vec[i]);
+			}
+		}
+	free(bl);
+	free(vec);
+}
+
 static void
 run_sync(struct engine *eng, const struct layout *layout,
     const struct sync_plan *plan, struct progress_count *pc)
@@ -700,6 +756,9 @@ run_sync(struct engine *eng, const struct layout *layout,
 			for (c = 0; c < (st->target == TARGET_BUFFER ?
 			    eng->model->chunks : 1); c++)
 				sync_collective(eng, layout, st, c);
+			break;
+		case SYNC_ALL_GATHER:
+			sync_all_gather(eng, layout, st);
 			break;
 		}
 		progress_tick(pc);

@@ -993,6 +993,29 @@ instance_on(const struct sym_run *run, int param, int rank)
 }
 
 /*
+ * An all-gather over a reduce-scatter's group: every member's owned ranges
+ * go to every member, so all hold what the owners hold.
+ */
+static void
+gather_group(struct sym_run *run, int param, const int *members,
+    struct seglist **lists, int n)
+{
+	const struct model *m = run->model;
+	struct seglist	 gathered = *lists[0];
+	int64_t		 owned[16][2];
+	int		 i, no;
+
+	for (i = 0; i < n; i++) {
+		no = layout_owned_ranges(&run->ctx->layout, m,
+		    instance_on(run, param, members[i]), i, owned, 16);
+		gathered = seg_overlay(seg_arena(run, param), &gathered,
+		    lists[i], owned, no);
+	}
+	for (i = 0; i < n; i++)
+		seglist_set(lists[i], &gathered);
+}
+
+/*
  * One collective over the group of `leader` on the parameter `param` (or,
  * for the embedding group, on whichever instance each member holds).
  */
@@ -1013,6 +1036,10 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	for (i = 0; i < n; i++) {
 		inst = instance_on(run, param, members[i]);
 		lists[i] = values_of(run, inst, members[i]);
+	}
+	if (s->op == SYNC_ALL_GATHER) {
+		gather_group(run, param, members, lists, n);
+		return;
 	}
 	if (s->average)
 		scale = q_make(1, n);
@@ -1117,6 +1144,7 @@ run_plan(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
 			break;
 		case SYNC_ALL_REDUCE:
 		case SYNC_REDUCE_SCATTER:
+		case SYNC_ALL_GATHER:
 			run_collective(run, s);
 			break;
 		}

@@ -517,6 +517,8 @@ emit_embedding(struct sync_plan *plan, const struct model *m,
 		 * to 0.12, see layout.c): name that rule, not #844's order.
 		 */
 		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
+		    c->sync.embedding_grad != EMBEDDING_FULL_AFTER_DP &&
+		    c->layout.dp_engine == DP_ENGINE_MEGATRON &&
 		    c->training.distributed_optimizer &&
 		    c->layout.tied_bucket_start != TIED_START_PADDED &&
 		    (c->layout.tied_embedding_bucket != TIED_BUCKET_SHARED ||
@@ -541,11 +543,41 @@ emit_embedding_before_dp(struct sync_plan *plan, const struct model *m,
 		emit_embedding(plan, m, rule);
 }
 
+/*
+ * Megatron PR #6500's fix for Megatron-FSDP v2, whose stages flatten the
+ * tied weight at different offsets (layout.fsdp_flatten: unit): gather
+ * each stage's reduced shards into the full logical gradient
+ * (uneven_dtensor_to_full_tensor) before the all-reduce over the embedding
+ * group, after which each rank keeps the slice it owns.
+ */
+static void
+emit_embedding_gather(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule)
+{
+	struct sync_step *s = NULL;
+	int	 l, k;
+
+	if (!buffer_is_sharded(m, BUFFER_DENSE))
+		return;
+	for (l = 0; l < m->nlogical; l++) {
+		if (m->logical[l].ninstances != 2)
+			continue;
+		if (s == NULL)
+			s = new_step(plan, m, rule, SYNC_ALL_GATHER,
+			    m->config->layout.dp_engine == DP_ENGINE_MEGATRON ?
+			    GROUP_DP : GROUP_DP_SHARD);
+		for (k = 0; k < 2; k++)
+			s->params[m->logical[l].instance[k]] = true;
+	}
+}
+
 static void
 emit_embedding_after_dp(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	(void)grad;
+	if (m->config->sync.embedding_grad == EMBEDDING_FULL_AFTER_DP)
+		emit_embedding_gather(plan, m, rule);
 	if (m->config->sync.embedding_grad != EMBEDDING_BEFORE_DP)
 		emit_embedding(plan, m, rule);
 }
@@ -580,8 +612,9 @@ static const struct sync_rule rules[] = {
 	{ "tied embedding all-reduce over first and last stage",
 	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
 	  "all-reduce the tied embedding gradient before the data-parallel "
-	  "reduce-scatter, or give it a bucket of its own "
-	  "(sync.embedding_grad: before-dp or separate-bucket)",
+	  "reduce-scatter, or give it a bucket of its own, or gather the "
+	  "full gradient before the all-reduce (sync.embedding_grad: "
+	  "before-dp, separate-bucket or full-after-dp)",
 	  emit_embedding_after_dp },
 };
 
@@ -687,6 +720,10 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 	case SYNC_REDUCE_SCATTER:
 		op = "reduce-scatter";
 		break;
+	case SYNC_ALL_GATHER:
+		snprintf(buf, len, "all-gather over %s of %s",
+		    mesh_group_name(s->group), what);
+		return;
 	}
 	snprintf(buf, len, "%s (%s) over %s of %s", op,
 	    s->average ? "average" : "sum", mesh_group_name(s->group), what);

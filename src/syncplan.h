@@ -38,7 +38,14 @@ enum sync_op {
 	 * group gets the sum (or average) of shard i of every bucket; the other
 	 * elements keep their local value (distributed optimizer).
 	 */
-	SYNC_REDUCE_SCATTER
+	SYNC_REDUCE_SCATTER,
+	/*
+	 * The inverse of a reduce-scatter on the selected parameters: member
+	 * i's owned elements (its shard of every bucket) go to every member,
+	 * so each holds the whole reduced gradient (Megatron PR #6500's
+	 * uneven_dtensor_to_full_tensor).
+	 */
+	SYNC_ALL_GATHER
 };
 
 enum sync_target {
