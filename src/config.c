@@ -51,6 +51,7 @@ _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum aux_scale) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum mtp_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
@@ -162,6 +163,11 @@ static const char *const dp_engine_words[] = {
 };
 static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
+};
+/* In enum mtp_scale order: Megatron's schedule without per-token loss. */
+static const char *const mtp_scale_words[] = {
+	"micro-batches", "micro-batches-cp", "tokens", "tokens-local",
+	"tokens-global", NULL
 };
 /* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
 static const char *const aux_scale_words[] = {
@@ -375,6 +381,12 @@ static const struct key_def keys[KEY__COUNT] = {
 	    aux_scale_words),
 	[KEY_SHARED_EXPERT_FFN] = INTEGER("model.moe.shared_expert_ffn",
 	    KEY_MOE, model.moe.shared_expert_ffn, 0, CFG_MAX_MODEL_DIM, 0),
+	[KEY_MTP] = INTEGER("model.mtp", KEY_MODEL, model.mtp, 0, 8, 0),
+	[KEY_MTP_LOSS_SCALING_FACTOR] = { "model.mtp_loss_scaling_factor",
+	    KEY_MODEL, TYPE_STRING, F(model.mtp_loss_scaling_factor), 0, 0, 0,
+	    NULL },
+	[KEY_MTP_SCALE] = WORD("loss.mtp_scale", KEY_LOSS, loss.mtp_scale,
+	    mtp_scale_words),
 };
 
 /* The state of one cfg_load call. */
@@ -1632,6 +1644,28 @@ z_coeff_fits(const struct config *c, char *buf, size_t size)
 	    size);
 }
 
+static bool
+mtp_factor_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("mtp_loss_scaling_factor",
+	    c->model.mtp_loss_scaling_factor, buf, size);
+}
+
+/*
+ * A lossy MoE boundary keeps a second atom per chunk (lossnorm.h), which
+ * the multi-token prediction losses' atoms do not have yet.
+ */
+static bool
+mtp_without_boundary(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.mtp == 0 ||
+	    c->sync.moe_input_grad != MOE_INPUT_REPLICATE)
+		return true;
+	snprintf(buf, size, "model.mtp is not modelled with "
+	    "sync.moe_input_grad: replicate");
+	return false;
+}
+
 /* model.moe.pattern: one '0' or '1' per layer. */
 static bool
 pattern_fits(const struct config *c, char *buf, size_t size)
@@ -2159,6 +2193,8 @@ static const struct constraint constraints[] = {
 	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_split_over_tp },
 	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_fits },
 	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
+	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
+	{ KEY_MTP, true, mtp_without_boundary },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
@@ -2666,6 +2702,9 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.pattern) : NULL;
 	dst->loss.valid_tokens = src->loss.valid_tokens != NULL ?
 	    xstrdup(src->loss.valid_tokens) : NULL;
+	dst->model.mtp_loss_scaling_factor =
+	    src->model.mtp_loss_scaling_factor != NULL ?
+	    xstrdup(src->model.mtp_loss_scaling_factor) : NULL;
 	dst->model.moe.aux_loss_coeff = src->model.moe.aux_loss_coeff != NULL ?
 	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
 	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
@@ -2681,6 +2720,8 @@ cfg_free(struct config *c)
 	free(c->model.moe.pattern);
 	free(c->loss.valid_tokens);
 	free(c->model.moe.aux_loss_coeff);
+	free(c->model.mtp_loss_scaling_factor);
+	c->model.mtp_loss_scaling_factor = NULL;
 	free(c->model.moe.z_loss_coeff);
 	c->model.moe.aux_loss_coeff = c->model.moe.z_loss_coeff = NULL;
 	c->loss.valid_tokens = NULL;

@@ -213,6 +213,20 @@ enum aux_scale {
 	AUX_SCALE_NONE			/* "none": no gradient at all */
 };
 
+/*
+ * loss.mtp_scale: what multiplies the summed loss of a micro-batch's
+ * multi-token prediction layer k on one rank, besides its weight
+ * mtp_loss_scaling_factor / depth (lossnorm.c has the table).  v is the
+ * chunk's valid tokens, v_k its rolled mask's, N and N_k the step's.
+ */
+enum mtp_scale {
+	MTP_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / (K v_k) */
+	MTP_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp / (K v_k) */
+	MTP_SCALE_TOKENS,		/* "tokens": 1 / N */
+	MTP_SCALE_TOKENS_LOCAL,		/* "tokens-local": v / (v_k N) */
+	MTP_SCALE_TOKENS_GLOBAL		/* "tokens-global": 1 / N_k */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -261,6 +275,7 @@ enum cfg_key {
 	KEY_ETP_ONE_OR_TP,
 	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
 	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
+	KEY_MTP, KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP_SCALE,
 	KEY__COUNT
 };
 
@@ -323,6 +338,10 @@ struct config {
 			char		*aux_loss_coeff;
 			char		*z_loss_coeff;
 		} moe;
+		/* Multi-token prediction layers (Megatron --mtp-num-layers). */
+		int	mtp;
+		/* --mtp-loss-scaling-factor as a decimal; NULL: "0.1". */
+		char	*mtp_loss_scaling_factor;
 	} model;
 
 	struct {
@@ -340,6 +359,7 @@ struct config {
 		enum loss_divisor	 normalize_by;
 		enum data_size		 scale;
 		enum aux_scale		 aux_scale;
+		enum mtp_scale		 mtp_scale;
 	} loss;
 
 	struct {

@@ -118,6 +118,9 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_Z_LOSS_COEFF] = "model.moe.z_loss_coeff",
 	[KEY_AUX_SCALE] = "loss.aux_scale",
 	[KEY_SHARED_EXPERT_FFN] = "model.moe.shared_expert_ffn",
+	[KEY_MTP] = "model.mtp",
+	[KEY_MTP_LOSS_SCALING_FACTOR] = "model.mtp_loss_scaling_factor",
+	[KEY_MTP_SCALE] = "loss.mtp_scale",
 };
 
 static void
