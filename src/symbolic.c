@@ -1859,9 +1859,9 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "prediction loss scaling", "dp", fmt(a, "the main "
 			    "loss's part is right, but the multi-token "
 			    "prediction losses' part is %s times the expected "
-			    "one: their backward scale is wrong for this mesh "
-			    "(Megatron-LM #3943 / PR #3959)", q), "scale the "
-			    "MTP losses' gradient so that layer k's term "
+			    "one: their backward scale or token count is "
+			    "wrong (Megatron-LM #2417, PR #3959)", q), "scale "
+			    "the MTP losses' gradient so that layer k's term "
 			    "weighs mtp_loss_scaling_factor / depth over the "
 			    "step's valid tokens of its rolled mask "
 			    "(loss.mtp_scale)");
