@@ -387,6 +387,10 @@ static const struct key_def keys[KEY__COUNT] = {
 	    NULL },
 	[KEY_MTP_SCALE] = WORD("loss.mtp_scale", KEY_LOSS, loss.mtp_scale,
 	    mtp_scale_words),
+	[KEY_MTP_SUPPORTED] = { "limits.mtp_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.mtp), 0, 1, 1, NULL },
+	[KEY_MTP_CP_SUPPORTED] = { "limits.mtp_cp_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.mtp_cp), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -2179,6 +2183,22 @@ framework_avg_cp(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+static bool
+framework_mtp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp || c->model.mtp == 0,
+	    "has no multi-token prediction", buf, size);
+}
+
+static bool
+framework_mtp_cp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp_cp || c->model.mtp == 0 ||
+	    c->mesh.cp == 1, "stops at start-up with multi-token prediction "
+	    "and cp > 1: its arguments assert context_parallel_size == 1",
+	    buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -2195,6 +2215,8 @@ static const struct constraint constraints[] = {
 	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
 	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
 	{ KEY_MTP, true, mtp_without_boundary },
+	{ KEY_MTP, false, framework_mtp },
+	{ KEY_MTP, false, framework_mtp_cp },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },

@@ -276,6 +276,7 @@ enum cfg_key {
 	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
 	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
 	KEY_MTP, KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP_SCALE,
+	KEY_MTP_SUPPORTED, KEY_MTP_CP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -408,6 +409,8 @@ struct config {
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 		bool	avg_cp;		/* average_in_collective with cp > 1 */
+		bool	mtp;		/* multi-token prediction exists */
+		bool	mtp_cp;		/* multi-token prediction with cp > 1 */
 		bool	ep;		/* expert parallelism exists */
 		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
 	} limits;

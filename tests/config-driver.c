@@ -121,6 +121,8 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_MTP] = "model.mtp",
 	[KEY_MTP_LOSS_SCALING_FACTOR] = "model.mtp_loss_scaling_factor",
 	[KEY_MTP_SCALE] = "loss.mtp_scale",
+	[KEY_MTP_SUPPORTED] = "limits.mtp_supported",
+	[KEY_MTP_CP_SUPPORTED] = "limits.mtp_cp_supported",
 };
 
 static void
