@@ -259,6 +259,7 @@ static void
 mtp_build(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
 {
+	struct rational w;
 	int64_t	 n, d, nk;
 	int	 k, c, D = cfg->model.mtp;
 
@@ -287,17 +288,17 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 		for (c = 0; c < ln->chunks; c++)
 			ln->mtp_valid[(k - 1) * ln->chunks + c] =
 			    ln->valid[c] > k ? ln->valid[c] - k : 0;
+	/* Each layer weighs mtp_loss_scaling_factor / D (mtp_loss_scale). */
+	w = q_mul(ln->mtp_factor, q_make(1, D));
 	for (k = 1; k <= D; k++) {
 		nk = 0;
 		for (c = 0; c < ln->chunks; c++) {
 			nk += ln->mtp_valid[(k - 1) * ln->chunks + c];
-			ln->mtp_coef[(k - 1) * ln->chunks + c] = q_mul(
-			    q_mul(ln->mtp_factor, q_make(1, D)),
+			ln->mtp_coef[(k - 1) * ln->chunks + c] = q_mul(w,
 			    mtp_factor(ln, cfg, mesh, k, c));
 		}
-		ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) : q_mul(
-		    q_mul(ln->mtp_factor, q_make(1, D)),
-		    q_make(ln->tokens, nk));
+		ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) :
+		    q_mul(w, q_make(ln->tokens, nk));
 	}
 }
 

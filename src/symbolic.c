@@ -1747,7 +1747,7 @@ all_wrong_mtp(const struct param_result *pr, struct rational *q,
 			return false;
 		any = true;
 	}
-	return any && have;
+	return have && any;
 }
 
 static void
