@@ -178,8 +178,9 @@ int64_t	 model_global_index(const struct model *, const struct param *,
 int	 model_instance_on(const struct model *, int param, int rank);
 /*
  * Are p's gradients kept per source (lossnorm.h)?  And how many atoms a
- * rank holding p has: one per micro-batch, times the sources if so, and
- * twice as many for a router with auxiliary losses.
+ * rank holding p has: one per micro-batch, times the sources if so, else
+ * one more per micro-batch for a router with auxiliary losses and D more
+ * with D multi-token prediction layers.
  */
 bool	 model_per_source(const struct model *, const struct param *);
 int	 model_atoms_per_rank(const struct model *, const struct param *);

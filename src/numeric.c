@@ -908,7 +908,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	}
 	/*
 	 * tokens/N on the main loss's atoms, 1/chunks on the auxiliary
-	 * losses' (lossnorm.h).
+	 * losses' (lossnorm.h); the MTP losses' are weighed already.
 	 */
 	factor = num_from_rational(audited->loss.expected);
 	for (k = 0; k < audited->nlogical; k++) {
