@@ -27,6 +27,8 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "lossnorm.h"
+#include "mesh.h"
 #include "suggest.h"
 #include "framework.h"
 #include "text.h"
@@ -2199,6 +2201,36 @@ framework_mtp_cp(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+/*
+ * When the ranks of an ep group scale a micro-batch differently, expert
+ * gradients are kept per source (lossnorm.h), which the multi-token
+ * prediction losses' atoms are not.  Last of the constraints: the loss
+ * normalization is built from the mesh and counts the others checked.
+ */
+static bool
+mtp_one_source(const struct config *c, char *buf, size_t size)
+{
+	struct config	 t;
+	struct mesh	 mesh;
+	struct loss_norm ln;
+	bool		 split;
+
+	if (c->model.mtp == 0 || c->mesh.ep == 1)
+		return true;
+	t = *c;
+	t.model.mtp = 0;
+	mesh_from_config(&mesh, &t);
+	lossnorm_build(&ln, &t, &mesh);
+	split = ln.split;
+	lossnorm_free(&ln);
+	if (!split)
+		return true;
+	snprintf(buf, size, "model.mtp is not modelled when the ranks of an "
+	    "ep group scale a micro-batch's loss differently (their expert "
+	    "gradients are kept per source)");
+	return false;
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -2247,6 +2279,7 @@ static const struct constraint constraints[] = {
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_cp },
 	{ KEY_DP_REPLICATE, false, replicate_fits },
 	{ KEY_DP_REPLICATE, true, expert_shard_fits },
+	{ KEY_MTP, true, mtp_one_source },
 };
 
 /*
