@@ -526,8 +526,8 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 		cfg_key_value(cfg, KEY_AUX_SCALE, scale, sizeof scale);
 		q_format(ln->aux_coef, q, sizeof q);
 		q_format(ln->aux_expected, divisor, sizeof divisor);
-		fprintf(fp, "  auxiliary losses (load balancing %s, z-loss %s): "
-		    "aux_scale %s, factor %s, expected weight %s\n",
+		fprintf(fp, "  auxiliary losses (load balancing %s, z-loss "
+		    "%s): aux_scale %s, factor %s, expected weight %s\n",
 		    cfg->model.moe.aux_loss_coeff ?
 		    cfg->model.moe.aux_loss_coeff : "0",
 		    cfg->model.moe.z_loss_coeff ?

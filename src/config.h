@@ -221,7 +221,7 @@ enum aux_scale {
  */
 enum mtp_scale {
 	MTP_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / (K v_k) */
-	MTP_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp / (K v_k) */
+	MTP_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp/(K v_k) */
 	MTP_SCALE_TOKENS,		/* "tokens": 1 / N */
 	MTP_SCALE_TOKENS_LOCAL,		/* "tokens-local": v / (v_k N) */
 	MTP_SCALE_TOKENS_GLOBAL		/* "tokens-global": 1 / N_k */
@@ -409,8 +409,8 @@ struct config {
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 		bool	avg_cp;		/* average_in_collective with cp > 1 */
-		bool	mtp;		/* multi-token prediction exists */
-		bool	mtp_cp;		/* multi-token prediction with cp > 1 */
+		bool	mtp;		/* multi-token prediction */
+		bool	mtp_cp;		/* MTP with cp > 1 */
 		bool	ep;		/* expert parallelism exists */
 		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
 	} limits;

@@ -861,15 +861,18 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 			run_model(&eng, NULL);
 			eng.seed = 0;
 			for (k = 0; k < ref.nparams; k++) {
-				if (mtp[key[k]] == NULL)
-					mtp[key[k]] = xcalloc((size_t)ref.params[
+				const union num *pg = eng.ranks[0].pgrad[k];
+				union num **acc = &mtp[key[k]];
+
+				if (*acc == NULL)
+					*acc = xcalloc((size_t)ref.params[
 					    k].elems, sizeof(union num));
 				for (i = 0; i < ref.params[k].local_elems;
 				    i++) {
 					g = model_global_index(&ref,
 					    &ref.params[k], 0, i);
-					mtp[key[k]][g] = num_add(mtp[key[k]][g],
-					    num_mul(w, eng.ranks[0].pgrad[k][i]));
+					(*acc)[g] = num_add((*acc)[g],
+					    num_mul(w, pg[i]));
 				}
 			}
 		}
