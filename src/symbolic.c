@@ -1203,6 +1203,19 @@ lookup_zero_from(const struct sym_run *run, int param, int rank)
 	return real * p->local_shape[1];
 }
 
+/* No instance of param's logical parameter is an output layer. */
+static bool
+lookup_only(const struct model *m, int param)
+{
+	const struct logical_param *l = &m->logical[m->params[param].logical];
+	int	 k;
+
+	for (k = 0; k < l->ninstances; k++)
+		if (m->params[l->instance[k]].role == ROLE_OUTPUT)
+			return false;
+	return true;
+}
+
 /*
  * Split a rank's segments at the boundaries of the ranges it uses, and
  * where a word embedding's padded rows begin.
@@ -1248,8 +1261,14 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 			ce->value = sl->v[i].value;
 			ce->expected = expected;
 			if (lo >= padded) {
-				/* The atoms of ranks past the first stage. */
-				uint32_t from = atom_id(run->stage_ranks, 0, 0);
+				/*
+				 * The atoms of ranks past the first stage,
+				 * where the output layer is; none when the
+				 * last stage's copy is only looked up (the
+				 * untied embedding of the MTP layers).
+				 */
+				uint32_t from = lookup_only(m, param) ?
+				    UINT32_MAX : atom_id(run->stage_ranks, 0, 0);
 
 				ce->value = lc_from_atom(run->arena, ce->value,
 				    from);
