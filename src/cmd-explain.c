@@ -493,7 +493,7 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 {
 	const struct loss_norm *ln = &m->loss;
 	char	 q[48], by[32], scale[32], divisor[32];
-	int	 i, n = ln->chunks < EXPLAIN_MAX_CHUNKS ? ln->chunks :
+	int	 i, k, n = ln->chunks < EXPLAIN_MAX_CHUNKS ? ln->chunks :
 		    EXPLAIN_MAX_CHUNKS;
 
 	cfg_key_value(cfg, KEY_NORMALIZE_BY, by, sizeof by);
@@ -518,17 +518,36 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 	}
 	if (n < ln->chunks)
 		fprintf(fp, "  (%d more chunks)\n", ln->chunks - n);
-	if (ln->aux_source < 0)
-		return;
 	/* The auxiliary losses' atoms (gRa) have a factor of their own. */
-	cfg_key_value(cfg, KEY_AUX_SCALE, scale, sizeof scale);
-	q_format(ln->aux_coef, q, sizeof q);
-	q_format(ln->aux_expected, divisor, sizeof divisor);
-	fprintf(fp, "  auxiliary losses (load balancing %s, z-loss %s): "
-	    "aux_scale %s, factor %s, expected weight %s\n",
-	    cfg->model.moe.aux_loss_coeff ? cfg->model.moe.aux_loss_coeff :
-	    "0", cfg->model.moe.z_loss_coeff ? cfg->model.moe.z_loss_coeff :
-	    "0", scale, q, divisor);
+	if (ln->aux_source >= 0) {
+		cfg_key_value(cfg, KEY_AUX_SCALE, scale, sizeof scale);
+		q_format(ln->aux_coef, q, sizeof q);
+		q_format(ln->aux_expected, divisor, sizeof divisor);
+		fprintf(fp, "  auxiliary losses (load balancing %s, z-loss "
+		    "%s): aux_scale %s, factor %s, expected weight %s\n",
+		    cfg->model.moe.aux_loss_coeff ?
+		    cfg->model.moe.aux_loss_coeff : "0",
+		    cfg->model.moe.z_loss_coeff ?
+		    cfg->model.moe.z_loss_coeff : "0", scale, q, divisor);
+	}
+	/* So have each multi-token prediction layer's (gRtK). */
+	if (ln->mtp == 0)
+		return;
+	cfg_key_value(cfg, KEY_MTP_SCALE, scale, sizeof scale);
+	q_format(ln->mtp_factor, q, sizeof q);
+	fprintf(fp, "  multi-token prediction, %d layers, weight %s: "
+	    "mtp_scale %s\n", ln->mtp, q, scale);
+	for (k = 0; k < ln->mtp; k++) {
+		q_format(ln->mtp_expected[k], q, sizeof q);
+		fprintf(fp, "    layer %d: expected weight %s; valid and "
+		    "factor by chunk:", k + 1, q);
+		for (i = 0; i < n; i++) {
+			q_format(ln->mtp_coef[k * ln->chunks + i], q, sizeof q);
+			fprintf(fp, " %d:%s", ln->mtp_valid[k * ln->chunks + i],
+			    q);
+		}
+		fprintf(fp, "%s\n", n < ln->chunks ? " ..." : "");
+	}
 }
 
 static void

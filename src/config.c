@@ -27,6 +27,8 @@
 #include <yaml.h>
 
 #include "config.h"
+#include "lossnorm.h"
+#include "mesh.h"
 #include "suggest.h"
 #include "framework.h"
 #include "text.h"
@@ -52,6 +54,7 @@ _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum aux_scale) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum mtp_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_buffer) == sizeof(int), "enum size");
@@ -169,6 +172,11 @@ static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
 };
 static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
+/* In enum mtp_scale order: Megatron's schedule without per-token loss. */
+static const char *const mtp_scale_words[] = {
+	"micro-batches", "micro-batches-cp", "tokens", "tokens-local",
+	"tokens-global", NULL
+};
 /* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
 static const char *const aux_scale_words[] = {
 	"micro-batches-cp", "micro-batches", "tokens-tp-cp", "tokens-local",
@@ -392,6 +400,16 @@ static const struct key_def keys[KEY__COUNT] = {
 	    F(limits.score_after), 0, 1, 1, NULL },
 	[KEY_ROUTER_INPUT_GRAD] = WORD("sync.router_input_grad", KEY_SYNC,
 	    sync.router_input_grad, router_input_words),
+	[KEY_MTP] = INTEGER("model.mtp", KEY_MODEL, model.mtp, 0, 8, 0),
+	[KEY_MTP_LOSS_SCALING_FACTOR] = { "model.mtp_loss_scaling_factor",
+	    KEY_MODEL, TYPE_STRING, F(model.mtp_loss_scaling_factor), 0, 0, 0,
+	    NULL },
+	[KEY_MTP_SCALE] = WORD("loss.mtp_scale", KEY_LOSS, loss.mtp_scale,
+	    mtp_scale_words),
+	[KEY_MTP_SUPPORTED] = { "limits.mtp_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.mtp), 0, 1, 1, NULL },
+	[KEY_MTP_CP_SUPPORTED] = { "limits.mtp_cp_supported", KEY_LIMITS,
+	    TYPE_BOOL, F(limits.mtp_cp), 0, 1, 1, NULL },
 };
 
 /* The state of one cfg_load call. */
@@ -1649,6 +1667,30 @@ z_coeff_fits(const struct config *c, char *buf, size_t size)
 	    size);
 }
 
+static bool
+mtp_factor_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("mtp_loss_scaling_factor",
+	    c->model.mtp_loss_scaling_factor, buf, size);
+}
+
+/*
+ * A lossy MoE boundary keeps a second atom per chunk (lossnorm.h), which
+ * the multi-token prediction losses' atoms do not have yet: one declared
+ * Replicate or Partial, or behind a router's all-reduce, can be lossy.
+ */
+static bool
+mtp_without_boundary(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.mtp == 0 || (c->sync.moe_input_grad == MOE_INPUT_AUTO &&
+	    c->sync.router_input_grad == ROUTER_INPUT_NONE))
+		return true;
+	snprintf(buf, size, "model.mtp is not modelled with an MoE block "
+	    "boundary other than sync.moe_input_grad: auto and "
+	    "sync.router_input_grad: none");
+	return false;
+}
+
 /* model.moe.pattern: one '0' or '1' per layer. */
 static bool
 pattern_fits(const struct config *c, char *buf, size_t size)
@@ -2214,6 +2256,52 @@ framework_avg_cp(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+static bool
+framework_mtp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp || c->model.mtp == 0,
+	    "has no multi-token prediction", buf, size);
+}
+
+static bool
+framework_mtp_cp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp_cp || c->model.mtp == 0 ||
+	    c->mesh.cp == 1, "stops at start-up with multi-token prediction "
+	    "and cp > 1: its arguments assert context_parallel_size == 1",
+	    buf, size);
+}
+
+/*
+ * When the ranks of an ep group scale a micro-batch differently, expert
+ * gradients are kept per source (lossnorm.h), which the multi-token
+ * prediction losses' atoms are not.  Last of the constraints: the loss
+ * normalization is built from the mesh and counts the others checked.
+ */
+static bool
+mtp_one_source(const struct config *c, char *buf, size_t size)
+{
+	struct config	 t;
+	struct mesh	 mesh;
+	struct loss_norm ln;
+	bool		 split;
+
+	if (c->model.mtp == 0 || c->mesh.ep == 1)
+		return true;
+	t = *c;
+	t.model.mtp = 0;
+	mesh_from_config(&mesh, &t);
+	lossnorm_build(&ln, &t, &mesh);
+	split = ln.split;
+	lossnorm_free(&ln);
+	if (!split)
+		return true;
+	snprintf(buf, size, "model.mtp is not modelled when the ranks of an "
+	    "ep group scale a micro-batch's loss differently (their expert "
+	    "gradients are kept per source)");
+	return false;
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -2228,6 +2316,10 @@ static const struct constraint constraints[] = {
 	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_split_over_tp },
 	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_fits },
 	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
+	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
+	{ KEY_MTP, true, mtp_without_boundary },
+	{ KEY_MTP, false, framework_mtp },
+	{ KEY_MTP, false, framework_mtp_cp },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
@@ -2262,6 +2354,7 @@ static const struct constraint constraints[] = {
 	{ KEY_DP_REPLICATE, false, replicate_fits },
 	{ KEY_DP_REPLICATE, true, expert_shard_fits },
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
+	{ KEY_MTP, true, mtp_one_source },
 };
 
 /*
@@ -2739,6 +2832,9 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.pattern) : NULL;
 	dst->loss.valid_tokens = src->loss.valid_tokens != NULL ?
 	    xstrdup(src->loss.valid_tokens) : NULL;
+	dst->model.mtp_loss_scaling_factor =
+	    src->model.mtp_loss_scaling_factor != NULL ?
+	    xstrdup(src->model.mtp_loss_scaling_factor) : NULL;
 	dst->model.moe.aux_loss_coeff = src->model.moe.aux_loss_coeff != NULL ?
 	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
 	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
@@ -2754,6 +2850,8 @@ cfg_free(struct config *c)
 	free(c->model.moe.pattern);
 	free(c->loss.valid_tokens);
 	free(c->model.moe.aux_loss_coeff);
+	free(c->model.mtp_loss_scaling_factor);
+	c->model.mtp_loss_scaling_factor = NULL;
 	free(c->model.moe.z_loss_coeff);
 	c->model.moe.aux_loss_coeff = c->model.moe.z_loss_coeff = NULL;
 	c->loss.valid_tokens = NULL;

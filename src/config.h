@@ -243,6 +243,20 @@ enum aux_scale {
 	AUX_SCALE_NONE			/* "none": no gradient at all */
 };
 
+/*
+ * loss.mtp_scale: what multiplies the summed loss of a micro-batch's
+ * multi-token prediction layer k on one rank, besides its weight
+ * mtp_loss_scaling_factor / depth (lossnorm.c has the table).  v is the
+ * chunk's valid tokens, v_k its rolled mask's, N and N_k the step's.
+ */
+enum mtp_scale {
+	MTP_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / (K v_k) */
+	MTP_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp/(K v_k) */
+	MTP_SCALE_TOKENS,		/* "tokens": 1 / N */
+	MTP_SCALE_TOKENS_LOCAL,		/* "tokens-local": v / (v_k N) */
+	MTP_SCALE_TOKENS_GLOBAL		/* "tokens-global": 1 / N_k */
+};
+
 enum score_func {		/* model.moe.score_func */
 	SCORE_SOFTMAX,		/* "softmax" */
 	SCORE_SIGMOID		/* "sigmoid" */
@@ -294,6 +308,8 @@ enum cfg_key {
 	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
 	KEY_EXPERT_FFN_SUPPORTED, KEY_SIGMOID_SUPPORTED,
 	KEY_SCORE_AFTER_EXPERTS_SUPPORTED, KEY_ROUTER_INPUT_GRAD,
+	KEY_MTP, KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP_SCALE,
+	KEY_MTP_SUPPORTED, KEY_MTP_CP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -356,6 +372,10 @@ struct config {
 			char		*aux_loss_coeff;
 			char		*z_loss_coeff;
 		} moe;
+		/* Multi-token prediction layers (Megatron --mtp-num-layers). */
+		int	mtp;
+		/* --mtp-loss-scaling-factor as a decimal; NULL: "0.1". */
+		char	*mtp_loss_scaling_factor;
 	} model;
 
 	struct {
@@ -373,6 +393,7 @@ struct config {
 		enum loss_divisor	 normalize_by;
 		enum data_size		 scale;
 		enum aux_scale		 aux_scale;
+		enum mtp_scale		 mtp_scale;
 	} loss;
 
 	struct {
@@ -425,6 +446,8 @@ struct config {
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 		bool	avg_cp;		/* average_in_collective with cp > 1 */
+		bool	mtp;		/* multi-token prediction */
+		bool	mtp_cp;		/* MTP with cp > 1 */
 		bool	ep;		/* expert parallelism exists */
 		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
 	} limits;

@@ -131,12 +131,21 @@ fwd_tokens(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	 * would hide a wrong combination of it from the numbers).
 	 */
 	tensor_alloc(out, eng->model->tokens, 1);
-	for (t = 0; t < out->rows; t++)
-		out->v[t].f = (uint64_t)token_id(eng->weights->seed, rs->batch,
-		    t, t < valid ? valid : out->rows, eng->cfg->model.vocab);
+	/*
+	 * Multi-token prediction layer k looks up the ids rolled by k, the
+	 * last k filled with 0 (roll_tensor).
+	 */
+	for (t = 0; t < out->rows; t++) {
+		int64_t	 u = t + op->shift;
+
+		out->v[t].f = u >= out->rows ? 0 : (uint64_t)token_id(
+		    eng->weights->seed, rs->batch, u, u < valid ? valid :
+		    out->rows, eng->cfg->model.vocab);
+	}
 	/* The test hook of numeric.c: padding must not matter. */
 	if (getenv("GRADAUDIT_TEST_SHIFT_PADDING") != NULL)
-		for (t = valid; t < out->rows; t++)
+		for (t = valid > op->shift ? valid - op->shift : 0;
+		    t < out->rows; t++)
 			out->v[t].f = (out->v[t].f + 1) %
 			    (uint64_t)eng->cfg->model.vocab;
 }
@@ -620,7 +629,8 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	mm_d_w(&rs->din[0], &dl, rs->weight[op->param], p->local_shape[0],
 	    p->local_shape[1]);
 	tensor_free(&dl);
-	if (rs->aux_grad != NULL && rs->aux_grad[op->param] != NULL)
+	if (rs->aux_grad != NULL && rs->aux_grad[op->param] != NULL &&
+	    eng->seed == 0)
 		bwd_aux_losses(eng, rs, op, p, eng->grad_place[stage][op->out]);
 }
 
@@ -757,11 +767,21 @@ bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	union num		 slot = num_from_rational(q_make(1, l->rows));
 
 	tensor_alloc(d, l->rows, l->cols);
+	/* Another loss's pass (numengine.h): no seed from this one. */
+	if (op->shift != eng->seed)
+		return;
+	/*
+	 * Multi-token prediction layer k: the labels and the mask rolled by
+	 * k, so the first valid - k tokens count, each against the label k
+	 * tokens on (process_mtp_loss).
+	 */
+	valid -= op->shift;
 	for (t = 0; t < valid && t < l->rows; t++)
 		for (c = 0; c < l->cols; c++)
 			d->v[t * l->cols + c] = num_mul(slot, num_sub(
 			    l->v[t * l->cols + c], target_value(
-			    eng->weights->seed, rs->batch, t, lo + c)));
+			    eng->weights->seed, rs->batch, t + op->shift,
+			    lo + c)));
 }
 
 static void

@@ -212,6 +212,96 @@ aux_build(struct loss_norm *ln, const struct config *cfg,
 	ln->aux_expected = q_make(1, ln->chunks);
 }
 
+/*
+ * The framework's factor on the summed loss of multi-token prediction
+ * layer k over chunk c's rolled mask (v_k tokens), in atom units, before
+ * mtp_loss_scaling_factor / D and the data-parallel average of the sync
+ * plan.  Megatron's process_mtp_loss divides the masked loss by the
+ * rolled mask's count on the rank and MTPLossAutoScaler multiplies its
+ * gradient by the schedule's scale, 1/K (schedules.py forward_step);
+ * under --calculate-per-token-loss the scale is 1 and the loss is not
+ * divided, finalize_model_grads dividing every gradient by the main
+ * loss's N.
+ */
+static struct rational
+mtp_factor(const struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh, int k, int c)
+{
+	int64_t	 K = ln->micro_batches, v = ln->valid[c];
+	int64_t	 vk = ln->mtp_valid[(k - 1) * ln->chunks + c], nk = 0;
+	int	 i;
+
+	for (i = 0; i < ln->chunks; i++)
+		nk += ln->mtp_valid[(k - 1) * ln->chunks + i];
+	/* A mask with nothing left: clamp(num_tokens, min=1) of a zero sum. */
+	if (vk == 0)
+		return q_make(0, 1);
+	switch (cfg->loss.mtp_scale) {
+	case MTP_SCALE_MICRO_BATCHES:
+		return q_make(ln->tokens, K * vk);
+	case MTP_SCALE_MICRO_BATCHES_CP:
+		/* Megatron PR #3959 (proposed, not merged): x cp. */
+		return q_make(ln->tokens * mesh->cp, K * vk);
+	case MTP_SCALE_TOKENS:
+		/* Before PR #3159: the main loss's count divides all. */
+		return q_make(ln->tokens, ln->total);
+	case MTP_SCALE_TOKENS_LOCAL:
+		/* PR #3159: x original_num_tokens / num_tokens, local. */
+		return q_make(ln->tokens * v, vk * ln->total);
+	case MTP_SCALE_TOKENS_GLOBAL:
+		/* The global counts (Megatron #7452 finding 3). */
+		return q_make(ln->tokens, nk);
+	}
+	return q_make(0, 1);
+}
+
+static void
+mtp_build(struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	struct rational w;
+	int64_t	 n, d, nk;
+	int	 k, c, D = cfg->model.mtp;
+
+	ln->mtp_source = -1;
+	ln->mtp = D;
+	if (D == 0)
+		return;
+	if (ln->split)
+		fatalx("model.mtp is not modelled with expert gradients kept "
+		    "per source (the ranks of an ep group scale a "
+		    "micro-batch differently)");
+	if (cfg->model.mtp_loss_scaling_factor == NULL)
+		ln->mtp_factor = q_make(1, 10);	/* Megatron's default */
+	else {
+		/* The loader checked it (mtp_factor_fits). */
+		(void)cfg_decimal(cfg->model.mtp_loss_scaling_factor, &n, &d);
+		ln->mtp_factor = q_make(n, d);
+	}
+	ln->mtp_source = ln->sources;
+	ln->sources += D;
+	ln->mtp_valid = xcalloc((size_t)D * ln->chunks,
+	    sizeof *ln->mtp_valid);
+	ln->mtp_coef = xcalloc((size_t)D * ln->chunks, sizeof *ln->mtp_coef);
+	ln->mtp_expected = xcalloc((size_t)D, sizeof *ln->mtp_expected);
+	for (k = 1; k <= D; k++)
+		for (c = 0; c < ln->chunks; c++)
+			ln->mtp_valid[(k - 1) * ln->chunks + c] =
+			    ln->valid[c] > k ? ln->valid[c] - k : 0;
+	/* Each layer weighs mtp_loss_scaling_factor / D (mtp_loss_scale). */
+	w = q_mul(ln->mtp_factor, q_make(1, D));
+	for (k = 1; k <= D; k++) {
+		nk = 0;
+		for (c = 0; c < ln->chunks; c++) {
+			nk += ln->mtp_valid[(k - 1) * ln->chunks + c];
+			ln->mtp_coef[(k - 1) * ln->chunks + c] = q_mul(w,
+			    mtp_factor(ln, cfg, mesh, k, c));
+		}
+		ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) :
+		    q_mul(w, q_make(ln->tokens, nk));
+	}
+}
+
 void
 lossnorm_build(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
@@ -246,6 +336,7 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 	ln->split = sources_differ(ln, cfg, mesh);
 	ln->sources = ln->split ? 1 + mesh->ep : 1;
 	aux_build(ln, cfg, mesh);
+	mtp_build(ln, cfg, mesh);
 }
 
 void
@@ -253,12 +344,15 @@ lossnorm_free(struct loss_norm *ln)
 {
 	free(ln->valid);
 	free(ln->coef);
+	free(ln->mtp_valid);
+	free(ln->mtp_coef);
+	free(ln->mtp_expected);
 	memset(ln, 0, sizeof *ln);
 }
 
 /* ---- atoms ------------------------------------------------------------ */
 
-static struct atom_space space = { 1, -1, 1, { 0 }, NULL, 0, false };
+static struct atom_space space = { 1, -1, -1, 0, 1, { 0 }, NULL, 0, false };
 
 void
 atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
@@ -268,6 +362,8 @@ atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
 	atom_space_reset();
 	space.sources = ln->sources;
 	space.aux_source = ln->aux_source;
+	space.mtp_source = ln->mtp_source;
+	space.mtp = ln->mtp;
 	space.micro_batches = ln->micro_batches;
 	space.mesh = *mesh;
 	space.nfactors = ln->chunks;
@@ -300,6 +396,8 @@ atom_space_reset(void)
 	space.weighted = false;
 	space.sources = 1;
 	space.aux_source = -1;
+	space.mtp_source = -1;
+	space.mtp = 0;
 	space.micro_batches = 1;
 	memset(&space.mesh, 0, sizeof space.mesh);
 }
@@ -336,6 +434,17 @@ int
 atom_space_aux_source(void)
 {
 	return space.aux_source;
+}
+
+int
+atom_mtp_layer(uint32_t a)
+{
+	int	 j = atom_source(a);
+
+	if (space.mtp_source < 0 || j < space.mtp_source ||
+	    j >= space.mtp_source + space.mtp)
+		return 0;
+	return j - space.mtp_source + 1;
 }
 
 bool
@@ -423,6 +532,8 @@ atom_name(char *buf, size_t size, const char *prefix, uint32_t a)
 	n = snprintf(buf, size, "%s%d", prefix, rank);
 	if (j > 0 && j == space.aux_source && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - n, "a");
+	else if (atom_mtp_layer(a) > 0 && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - n, "t%d", atom_mtp_layer(a));
 	else if (j > 0 && n >= 0 && (size_t)n < size) {
 		mesh_coord_of(&space.mesh, rank, &c);
 		n += snprintf(buf + n, size - n, "s%d",

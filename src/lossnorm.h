@@ -31,6 +31,16 @@
  * each micro-batch's auxiliary loss over its whole sequence (every cp
  * rank's tokens), so every aux atom's expected weight is aux_expected =
  * 1/chunks, and a framework multiplies it by aux_coef (loss.aux_scale).
+ *
+ * The multi-token prediction losses (model.mtp, depth D) have atoms of
+ * their own too, sources mtp_source + k - 1 for layer k, on every
+ * parameter: atom (r, mtp_source + k - 1, m) is 1/tokens times the
+ * gradient on rank r of the summed loss of layer k over the chunk's
+ * rolled mask, whose valid tokens are the chunk's first max(valid - k, 0)
+ * (mtp_valid).  The objective's term of layer k is mtp_loss_scaling_factor
+ * / D times the mean over the step's N_k rolled valid tokens, so the
+ * atom's expected weight is mtp_expected[k - 1] = tokens x factor / (D
+ * N_k), and a framework multiplies it by mtp_coef (loss.mtp_scale).
  */
 #ifndef GRADAUDIT_LOSSNORM_H
 #define GRADAUDIT_LOSSNORM_H
@@ -64,6 +74,18 @@ struct loss_norm {
 	int		 aux_source;
 	struct rational	 aux_loss_coeff, z_loss_coeff;
 	struct rational	 aux_coef, aux_expected;
+	/*
+	 * The multi-token prediction layers (0: none), their atoms' first
+	 * source (-1: none), mtp_loss_scaling_factor, the valid tokens of
+	 * layer k's rolled mask in a chunk and the framework's factor,
+	 * [(k - 1) * chunks + chunk], and the reference's weight per layer.
+	 */
+	int		 mtp;
+	int		 mtp_source;
+	struct rational	 mtp_factor;
+	int		*mtp_valid;
+	struct rational	*mtp_coef;
+	struct rational	*mtp_expected;
 };
 
 void	 lossnorm_build(struct loss_norm *, const struct config *,
@@ -88,6 +110,7 @@ lossnorm_chunk(const struct mesh *mesh, int m, int d)
 struct atom_space {
 	int		 sources;
 	int		 aux_source;
+	int		 mtp_source, mtp;
 	int		 micro_batches;
 	struct mesh	 mesh;
 	struct rational	*factor;	/* loss_norm.coef, per chunk */
@@ -133,10 +156,13 @@ int		 atom_source(uint32_t);
 int		 atom_micro_batch(uint32_t);
 /* The source of the auxiliary losses' atoms, or -1 (lossnorm.h). */
 int		 atom_space_aux_source(void);
+/* The multi-token prediction layer (1..D) of an atom, or 0. */
+int		 atom_mtp_layer(uint32_t);
 /*
  * "g5", "g5m1" (micro-batch 1 of rank 5, with K > 1), "g5s3m1" (rank 5's
  * expert gradient from the tokens of rank 3), "g5am1" (rank 5's gradient
- * of the auxiliary losses of its micro-batch 1); a held atom is named "h5".
+ * of the auxiliary losses of its micro-batch 1), "g5t2m1" (of the loss of
+ * multi-token prediction layer 2); a held atom is named "h5".
  */
 void		 atom_name(char *buf, size_t size, const char *prefix,
 		    uint32_t atom);

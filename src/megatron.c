@@ -71,7 +71,7 @@ enum mapped_arg {
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
 	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA_CP, MA_EOD_MASK,
 	MA_PER_TOKEN, MA_VPP_LAYERS, MA_VPP_STAGES, MA_AUX_COEFF, MA_Z_COEFF,
-	MA_LB_TYPE, MA__COUNT
+	MA_LB_TYPE, MA_MTP, MA_MTP_FACTOR, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -128,6 +128,10 @@ static const struct arg_def args[] = {
 	[MA_Z_COEFF] = MAPPED("moe-z-loss-coeff", ARG_VALUE, "0.5.0"),
 	[MA_LB_TYPE] = MAPPED("moe-router-load-balancing-type", ARG_LIST,
 	    "0.5.0"),
+	/* multi_token_prediction.py arrives with 09ebca716d (0.12.0). */
+	[MA_MTP] = MAPPED("mtp-num-layers", ARG_VALUE, "0.12.0"),
+	[MA_MTP_FACTOR] = MAPPED("mtp-loss-scaling-factor", ARG_VALUE,
+	    "0.12.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -147,9 +151,6 @@ static const struct arg_def args[] = {
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("mtp-num-layers", ARG_VALUE, "0",
-	    "multi-token prediction adds layers and another use of the output "
-	    "layer on the last stage, which gradaudit does not model"),
 	REFUSED("moe-router-enable-expert-bias", ARG_FLAG, NULL,
 	    "the expert bias is updated from token counts that "
 	    "finalize_model_grads reduces, which gradaudit does not model"),
@@ -2011,6 +2012,52 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
 }
 
 /*
+ * --mtp-num-layers and --mtp-loss-scaling-factor (model.mtp).  Without
+ * --calculate-per-token-loss every release divides each layer's loss by
+ * the rank's rolled count and the schedule by the micro-batches (the
+ * profiles' loss.mtp_scale); with it, the summed loss is divided by the
+ * main loss's tokens in finalize_model_grads until 41fe9c61cd (PR #3159,
+ * 0.17.0) re-scales it by the rank's own counts.
+ */
+static void
+import_mtp(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	struct arg_use	*f = &st->use[MA_MTP_FACTOR];
+	struct shown	 sh;
+	char		 dec[64];
+	long		 n = int_arg(st, MA_MTP, 0, 8, 0);
+
+	if (n == 0) {
+		/* No MTP layer: nothing it changes (listed as ignored). */
+		st->use[MA_MTP].used = false;
+		return;
+	}
+	c->model.mtp = (int)n;
+	explain(st, KEY_MTP, "--mtp-num-layers");
+	if (f->given && f->value != NULL) {
+		f->used = true;
+		if (!float_as_decimal(f->value, dec, sizeof dec)) {
+			refuse(st, "--mtp-loss-scaling-factor \"%s\": expected "
+			    "a decimal number", shown(&sh, f->value));
+			return;
+		}
+		free(c->model.mtp_loss_scaling_factor);
+		c->model.mtp_loss_scaling_factor = xstrdup(dec);
+		explain(st, KEY_MTP_LOSS_SCALING_FACTOR,
+		    "--mtp-loss-scaling-factor");
+	}
+	if (!v->per_token)
+		return;
+	c->loss.mtp_scale = older_than(st, "0.17.0") ? MTP_SCALE_TOKENS :
+	    MTP_SCALE_TOKENS_LOCAL;
+	explain(st, KEY_MTP_SCALE, "--calculate-per-token-loss%s",
+	    older_than(st, "0.17.0") ? " before 41fe9c61cd (PR #3159): the "
+	    "MTP losses' sums over the main loss's tokens" : ", with PR "
+	    "#3159's re-scaling by the rank's own counts");
+}
+
+/*
  * The data-parallel synchronization.  megatron/core/distributed/
  * distributed_data_parallel.py: without --overlap-grad-reduce the bucket
  * size is None, one bucket per buffer; with it, --ddp-bucket-size or
@@ -2049,6 +2096,7 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	if (v->per_token)
 		import_per_token_loss(st);
 	import_aux_losses(st, v);
+	import_mtp(st, v);
 	if (!v->overlap) {
 		c->training.bucket_elems = 0;
 		explain(st, KEY_BUCKET_ELEMS, "one bucket without "

@@ -138,6 +138,7 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	op->label = label;
 	op->moe_input = false;
 	op->reduce_only = false;
+	op->shift = 0;
 	if (kind == OP_LOSS || kind == OP_SEND)
 		op->out = -1;
 	else
@@ -315,12 +316,77 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	return emit(b, OP_ADD, -1, h, r, "residual");
 }
 
+/*
+ * Multi-token prediction layer k (1-based) on the last stage, as
+ * Megatron's MultiTokenPredictionLayer (multi_token_prediction.py, from
+ * core_v0.12.0): the embedding of the token ids rolled by k and the
+ * hidden states of the layer before (the main model's after its final
+ * norm) each through a norm of its own (enorm, hnorm), combined by
+ * eh_proj, a transformer layer, a final norm and the shared output layer,
+ * and the loss over the labels and the mask rolled by k.  The stand-in
+ * adds the two normed inputs where Megatron concatenates them, and the
+ * transformer layer is a tensor-parallel MLP (eh_proj its column-parallel
+ * half) with a residual.  Returns the layer's output, the next one's
+ * hidden states.
+ */
+static int
+emit_mtp_layer(struct builder *b, const struct config *cfg, int stage, int k,
+    int h, int emb, int out)
+{
+	struct model	*m = b->model;
+	char		 name[128];
+	int		 en, hn, f1, f2, fn, e, x, y;
+	int		 hid = cfg->model.hidden;
+
+#define MNAME(suffix) (snprintf(name, sizeof name, "mtp.%d.%s", k - 1, \
+	(suffix)), name)
+	en = add_param(b, MNAME("enorm.weight"), stage, -1, ROLE_NORM, 1, hid,
+	    0, 0);
+	hn = add_param(b, MNAME("hnorm.weight"), stage, -1, ROLE_NORM, 1, hid,
+	    0, 0);
+	f1 = add_param(b, MNAME("eh_proj.weight"), stage, -1, ROLE_COLUMN, 2,
+	    cfg->model.ffn, hid, 0);
+	f2 = add_param(b, MNAME("layer.fc2.weight"), stage, -1, ROLE_ROW, 2,
+	    hid, cfg->model.ffn, 0);
+	fn = add_param(b, MNAME("final_norm.weight"), stage, -1, ROLE_NORM, 1,
+	    hid, 0, 0);
+#undef MNAME
+	e = emit(b, OP_TOKENS, -1, -1, -1, "mtp tokens");
+	b->program->ops[b->program->nops - 1].shift = k;
+	e = emit(b, OP_EMBED, emb, e, -1, "mtp embedding");
+	e = emit(b, OP_TP_REDUCE, -1, e, -1, "mtp embedding");
+	e = emit(b, OP_NORM, en, e, -1, m->params[en].name);
+	x = emit(b, OP_NORM, hn, h, -1, m->params[hn].name);
+	x = emit(b, OP_ADD, -1, e, x, m->params[f1].name);
+	y = emit(b, OP_TP_GATHER, -1, x, -1, m->params[f1].name);
+	y = emit_tp_mlp(b, y, f1, f2, m->params[f1].name);
+	y = emit(b, OP_TP_REDUCE, -1, y, -1, m->params[f2].name);
+	x = emit(b, OP_ADD, -1, x, y, m->params[f2].name);
+	h = emit(b, OP_NORM, fn, x, -1, m->params[fn].name);
+	x = emit(b, OP_TP_GATHER, -1, h, -1, "mtp output");
+	x = emit(b, OP_OUTPUT, out, x, -1, "mtp output");
+	emit(b, OP_LOSS, -1, x, -1, "mtp loss");
+	b->program->ops[b->program->nops - 1].shift = k;
+	return h;
+}
+
+/* The output layer of the MTP layers, registered after them. */
+static void
+fix_output(struct builder *b, int out)
+{
+	int	 i;
+
+	for (i = 0; i < b->program->nops; i++)
+		if (b->program->ops[i].param == -2)
+			b->program->ops[i].param = out;
+}
+
 void
 model_build(struct model *m, const struct config *cfg)
 {
 	struct builder	 b;
 	int		 pp = cfg->mesh.pp, first, count, stage, layer, h, emb;
-	int		 out_param, fn, i, v, nv;
+	int		 out_param, fn, i, v, nv, k, x, mtp_emb = -1;
 	bool		 tied = cfg->model.tie_embeddings;
 	/*
 	 * The embedding and the output layer have the padded vocabulary's
@@ -367,6 +433,26 @@ model_build(struct model *m, const struct config *cfg)
 			h = emit(&b, OP_TP_REDUCE, -1, h, -1, "embedding");
 		} else
 			h = emit(&b, OP_RECV, -1, -1, -1, "pipeline recv");
+		/*
+		 * With multi-token prediction the last stage builds an
+		 * embedding of its own (gpt_model.py: pre_process or
+		 * mtp_process), registered before its layers: untied, a copy
+		 * that finalize_model_grads all-reduces over the embedding
+		 * group with the first stage's (mtp_num_layers); tied, the
+		 * weight the output layer also uses.
+		 */
+		out_param = -1;
+		if (v == nv - 1 && cfg->model.mtp > 0 && pp > 1) {
+			if (tied)
+				out_param = mtp_emb = add_param(&b,
+				    "output.weight", stage, -1, ROLE_OUTPUT,
+				    2, vocab, cfg->model.hidden, 0);
+			else
+				mtp_emb = add_param(&b,
+				    "mtp.embedding.weight", stage, -1,
+				    ROLE_EMBEDDING, 2, vocab,
+				    cfg->model.hidden, 0);
+		}
 		cfg_chunk_layers(cfg, stage, b.chunk, &first, &count);
 		for (layer = first; layer < first + count; layer++)
 			h = emit_layer(&b, cfg, stage, layer, h);
@@ -384,13 +470,31 @@ model_build(struct model *m, const struct config *cfg)
 		 */
 		if (tied && pp == 1)
 			out_param = emb;
-		else
+		else if (out_param < 0 && cfg->model.mtp == 0)
 			out_param = add_param(&b, "output.weight", stage, -1,
 			    ROLE_OUTPUT, 2, vocab, cfg->model.hidden, 0);
 		h = emit(&b, OP_NORM, fn, h, -1, "final_norm.weight");
-		h = emit(&b, OP_TP_GATHER, -1, h, -1, "output");
-		h = emit(&b, OP_OUTPUT, out_param, h, -1, "output");
-		emit(&b, OP_LOSS, -1, h, -1, "loss");
+		x = emit(&b, OP_TP_GATHER, -1, h, -1, "output");
+		/*
+		 * The MTP block is registered between the decoder and the
+		 * output layer (GPTModel.__init__).
+		 */
+		if (cfg->model.mtp > 0) {
+			int o = out_param;
+
+			if (o < 0)
+				o = -2;	/* registered after the layers */
+			for (k = 1; k <= cfg->model.mtp; k++)
+				h = emit_mtp_layer(&b, cfg, stage, k, h,
+				    pp == 1 ? emb : mtp_emb, o);
+			if (out_param < 0)
+				out_param = add_param(&b, "output.weight",
+				    stage, -1, ROLE_OUTPUT, 2, vocab,
+				    cfg->model.hidden, 0);
+			fix_output(&b, out_param);
+		}
+		x = emit(&b, OP_OUTPUT, out_param, x, -1, "output");
+		emit(&b, OP_LOSS, -1, x, -1, "loss");
 		b.program->chunk_start[b.chunk + 1] = b.program->nops;
 	}
 	free(b.cap_ops);
@@ -410,7 +514,8 @@ model_build(struct model *m, const struct config *cfg)
 		p->standalone = p->role == ROLE_NORM && (p->layer < 0 ||
 		    (cfg_layer_is_moe(cfg, p->layer) &&
 		    strstr(p->name, ".norm2.") != NULL));
-		if (p->role == ROLE_OUTPUT && tied) {
+		if ((p->role == ROLE_OUTPUT && tied) || (i == mtp_emb &&
+		    !tied)) {
 			struct logical_param *l = &m->logical[
 			    m->params[emb].logical];
 
@@ -531,6 +636,13 @@ model_per_source(const struct model *m, const struct param *p)
 }
 
 bool
+model_has_mtp(const struct model *m, const struct param *p)
+{
+	(void)p;
+	return m->loss.mtp_source >= 0;
+}
+
+bool
 model_has_aux(const struct model *m, const struct param *p)
 {
 	return p->role == ROLE_ROUTER && m->loss.aux_source >= 0;
@@ -539,14 +651,19 @@ model_has_aux(const struct model *m, const struct param *p)
 int
 model_atom_slot(const struct model *m, const struct param *p, int source)
 {
+	int	 aux = model_has_aux(m, p);
+
 	if (model_per_source(m, p))
 		return source - 1;
-	return model_has_aux(m, p) && source == m->loss.aux_source;
+	if (model_has_mtp(m, p) && source >= m->loss.mtp_source)
+		return 1 + aux + source - m->loss.mtp_source;
+	return aux && source == m->loss.aux_source;
 }
 
 int
 model_atoms_per_rank(const struct model *m, const struct param *p)
 {
 	return m->loss.micro_batches * (model_per_source(m, p) ? m->mesh.ep :
-	    model_has_aux(m, p) ? 2 : 1) * (p->boundary >= 0 ? 2 : 1);
+	    1 + model_has_aux(m, p) + (model_has_mtp(m, p) ? m->loss.mtp :
+	    0)) * (p->boundary >= 0 ? 2 : 1);
 }

@@ -115,6 +115,12 @@ struct op {
 	 * shared experts before PR #2416).
 	 */
 	bool		 reduce_only;
+	/*
+	 * OP_TOKENS and OP_LOSS of multi-token prediction layer k: k (the
+	 * token ids rolled by k, the loss over the rolled mask); 0 for the
+	 * main model's.
+	 */
+	int		 shift;
 };
 
 /*
@@ -172,17 +178,23 @@ int64_t	 model_global_index(const struct model *, const struct param *,
 int	 model_instance_on(const struct model *, int param, int rank);
 /*
  * Are p's gradients kept per source (lossnorm.h)?  And how many atoms a
- * rank holding p has: one per micro-batch, times the sources if so, and
- * twice as many for a router with auxiliary losses.
+ * rank holding p has: one per micro-batch, times the sources if so, else
+ * one more per micro-batch for a router with auxiliary losses and D more
+ * with D multi-token prediction layers.
  */
 bool	 model_per_source(const struct model *, const struct param *);
 int	 model_atoms_per_rank(const struct model *, const struct param *);
+/*
+ * Does p get the multi-token prediction losses' gradient?  Every
+ * parameter does when model.mtp > 0 (lossnorm.h).
+ */
+bool	 model_has_mtp(const struct model *, const struct param *);
 /* Does p get the auxiliary losses' gradient (a router, lossnorm.h)? */
 bool	 model_has_aux(const struct model *, const struct param *);
 /*
  * Where atoms of `source` are among a rank's atoms of p, in units of K
  * (micro-batches): the expert source's index, 1 for the auxiliary
- * losses' atoms, else 0.
+ * losses' atoms, then one per multi-token prediction layer, else 0.
  */
 int	 model_atom_slot(const struct model *, const struct param *,
 	    int source);

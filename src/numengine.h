@@ -95,6 +95,12 @@ struct engine {
 	 * plain atoms of the parameters before a lossy boundary (lossnorm.h).
 	 */
 	bool				 boundary_reduced;
+	/*
+	 * The loss a backward pass seeds: 0 the main model's (and the
+	 * auxiliary losses'), k the loss of multi-token prediction layer k,
+	 * whose atoms are kept apart (lossnorm.h).
+	 */
+	int				 seed;
 };
 
 /*

@@ -368,6 +368,82 @@ add_aux_atom(union num *atom, union num *total, const union num *g,
 		total[x] = num_add(total[x], num_mul(c, g[x]));
 }
 
+/* Zero the gradients of the hosted ranks for another pass. */
+static void
+clear_grads(struct engine *eng, int mb)
+{
+	const struct model	*m = eng->model;
+	struct rank_state	*rs;
+	int			 i, k, j;
+	int64_t			 e;
+
+	for (i = 0; i < eng->nranks; i++) {
+		rs = &eng->ranks[i];
+		rank_clear(eng, rs);
+		rs->batch = lossnorm_chunk(&m->mesh, mb, rs->coord.dp);
+		for (k = 0; k < m->nparams; k++) {
+			if (rs->pgrad[k] == NULL)
+				continue;
+			e = m->params[k].local_elems;
+			memset(rs->pgrad[k], 0, (size_t)e * sizeof(union num));
+			if (rs->src_grad != NULL && rs->src_grad[k] != NULL)
+				for (j = 0; j < m->mesh.ep; j++)
+					memset(rs->src_grad[k][j], 0,
+					    (size_t)e * sizeof(union num));
+			if (rs->aux_grad != NULL && rs->aux_grad[k] != NULL)
+				memset(rs->aux_grad[k], 0, (size_t)e *
+				    sizeof(union num));
+		}
+	}
+}
+
+/*
+ * The passes of micro-batch mb that seed the multi-token prediction
+ * layers' losses, one a layer: what each leaves is that layer's atom
+ * (lossnorm.h), added to the local gradient times the framework's factor
+ * of the layer and chunk (loss.mtp_scale).
+ */
+static void
+run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
+    union num **total, int mb)
+{
+	const struct model	*m = eng->model;
+	const struct loss_norm	*ln = &m->loss;
+	struct rank_state	*rs;
+	union num		 coef, **t;
+	int64_t			 e, x;
+	int			 K = ln->micro_batches, i, k, d, slot;
+
+	for (d = 1; d <= ln->mtp; d++) {
+		clear_grads(eng, mb);
+		eng->seed = d;
+		run_model(eng, pc);
+		eng->seed = 0;
+		for (i = 0; i < eng->nranks; i++) {
+			rs = &eng->ranks[i];
+			coef = num_from_rational(ln->mtp_coef[(d - 1) *
+			    ln->chunks + rs->batch]);
+			for (k = 0; k < m->nparams; k++) {
+				if (rs->pgrad[k] == NULL)
+					continue;
+				e = m->params[k].local_elems;
+				t = &total[i * m->nparams + k];
+				if (*t == NULL)
+					*t = xcalloc((size_t)e,
+					    sizeof(union num));
+				slot = model_atom_slot(m, &m->params[k],
+				    ln->mtp_source + d - 1);
+				memcpy(atoms[i][k] + (slot * K + mb) * e,
+				    rs->pgrad[k], (size_t)e *
+				    sizeof(union num));
+				for (x = 0; x < e; x++)
+					(*t)[x] = num_add((*t)[x], num_mul(
+					    coef, rs->pgrad[k][x]));
+			}
+		}
+	}
+}
+
 /*
  * Every micro-batch of the step on the hosted ranks, each from zero
  * gradients: what it leaves is kept as the rank's atoms of that
@@ -390,6 +466,7 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 	struct coord		 c;
 
 	for (mb = 0; mb < K; mb++) {
+		run_mtp(eng, pc, atoms, total, mb);
 		for (i = 0; i < eng->nranks; i++) {
 			rs = &eng->ranks[i];
 			rank_clear(eng, rs);
@@ -793,9 +870,9 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	struct model		 ref;
 	struct engine		 eng;
 	const struct param	*p;
-	union num		**out, **aux, factor;
+	union num		**out, **aux, **mtp, factor, w;
 	int64_t			 i, g, elems;
-	int			*key, k, d, rank0 = 0;
+	int			*key, k, d, s, rank0 = 0;
 
 	cfg_copy(&cfg, audited->config);
 	/*
@@ -827,6 +904,37 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	aux = xcalloc((size_t)audited->nlogical, sizeof(*aux));
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
 	eng.loss = &audited->loss;
+	/* The multi-token prediction losses', weighed as they go. */
+	mtp = xcalloc((size_t)audited->nlogical, sizeof(*mtp));
+	for (d = 0; d < audited->loss.chunks; d++)
+		for (s = 1; s <= audited->loss.mtp; s++) {
+			w = num_from_rational(audited->loss.mtp_expected[
+			    s - 1]);
+			rank_clear(&eng, &eng.ranks[0]);
+			eng.ranks[0].batch = d;
+			for (k = 0; k < ref.nparams; k++)
+				memset(eng.ranks[0].pgrad[k], 0,
+				    (size_t)ref.params[k].local_elems *
+				    sizeof(union num));
+			eng.seed = s;
+			run_model(&eng, NULL);
+			eng.seed = 0;
+			for (k = 0; k < ref.nparams; k++) {
+				const union num *pg = eng.ranks[0].pgrad[k];
+				union num **acc = &mtp[key[k]];
+
+				if (*acc == NULL)
+					*acc = xcalloc((size_t)ref.params[
+					    k].elems, sizeof(union num));
+				for (i = 0; i < ref.params[k].local_elems;
+				    i++) {
+					g = model_global_index(&ref,
+					    &ref.params[k], 0, i);
+					(*acc)[g] = num_add((*acc)[g],
+					    num_mul(w, pg[i]));
+				}
+			}
+		}
 	for (d = 0; d < audited->loss.chunks; d++) {
 		rank_clear(&eng, &eng.ranks[0]);
 		eng.ranks[0].batch = d;
@@ -862,7 +970,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	}
 	/*
 	 * tokens/N on the main loss's atoms, 1/chunks on the auxiliary
-	 * losses' (lossnorm.h).
+	 * losses' (lossnorm.h); the MTP losses' are weighed already.
 	 */
 	factor = num_from_rational(audited->loss.expected);
 	for (k = 0; k < audited->nlogical; k++) {
@@ -874,10 +982,14 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				out[k][i] = num_add(out[k][i], num_mul(
 				    aux[k][i], num_from_rational(
 				    audited->loss.aux_expected)));
+			if (mtp[k] != NULL)
+				out[k][i] = num_add(out[k][i], mtp[k][i]);
 		}
 		free(aux[k]);
+		free(mtp[k]);
 	}
 	free(aux);
+	free(mtp);
 	engine_free(&eng);
 	free(key);
 	model_free(&ref);
@@ -1855,7 +1967,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (root && options->progress) {
 		for (total = 0, k = 0; k < m->mesh.pp; k++)
 			total += 2 * m->stages[k].nops;
-		total *= m->loss.micro_batches;
+		total *= m->loss.micro_batches * (1 + m->loss.mtp);
 		total += ctx->plan.nsteps + m->loss.chunks +
 		    (int64_t)audit->nparams;
 		progress_start("numeric audit", total);

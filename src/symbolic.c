@@ -397,6 +397,10 @@ atoms_of(const struct model *m, const struct param *p, int base,
 			for (k = 0; k < K; k++)
 				out[n++] = atom_id(base, m->loss.aux_source,
 				    k);
+		for (j = 0; model_has_mtp(m, p) && j < m->loss.mtp; j++)
+			for (k = 0; k < K; k++)
+				out[n++] = atom_id(base, m->loss.mtp_source +
+				    j, k);
 		return n;
 	}
 	for (j = 1; j <= m->mesh.ep; j++)
@@ -426,7 +430,8 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	if (*slot != NULL)
 		return *slot;
 	mesh_coord_of(&m->mesh, base, &c);
-	if (!split && !aux && K == 1 && q_equal(ln->coef[lossnorm_chunk(
+	if (!split && !aux && ln->mtp == 0 && K == 1 && q_equal(ln->coef[
+	    lossnorm_chunk(
 	    &m->mesh, 0, c.dp)], q_make(1, 1)))
 		return *slot = atom_value(run, held ?
 		    atom_held(atom_id(base, 0, 0)) : atom_id(base, 0, 0));
@@ -436,6 +441,18 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 		parts[n++] = lc_scale(run->arena, atom_value(run, held ?
 		    atom_held(atom_id(base, ln->aux_source, k)) :
 		    atom_id(base, ln->aux_source, k)), ln->aux_coef);
+	/*
+	 * The multi-token prediction losses' atoms, each layer's with the
+	 * framework's factor of its chunk.
+	 */
+	for (j = 0; model_has_mtp(m, p) && j < ln->mtp; j++)
+		for (k = 0; k < K; k++) {
+			chunk = lossnorm_chunk(&m->mesh, k, c.dp);
+			parts[n++] = lc_scale(run->arena, atom_value(run,
+			    held ? atom_held(atom_id(base, ln->mtp_source + j,
+			    k)) : atom_id(base, ln->mtp_source + j, k)),
+			    ln->mtp_coef[j * ln->chunks + chunk]);
+		}
 	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
 		struct coord sc = c;
 
@@ -564,33 +581,45 @@ cmp_u32(const void *a, const void *b)
  */
 /*
  * weight times the sum of the sorted atoms b, but the auxiliary losses'
- * atoms (lossnorm.h) weigh aux_expected.  They sort after the main atoms
- * of their rank, so the main and auxiliary ones are two sorted arrays.
+ * atoms (lossnorm.h) weigh aux_expected and those of multi-token
+ * prediction layer k mtp_expected[k - 1].  Each class keeps b's order.
  */
 static const struct lincomb *
 expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
     struct rational weight)
 {
 	const struct loss_norm *ln = &run->model->loss;
-	uint32_t *main, *aux;
-	size_t	 i, nm = 0, na = 0;
+	uint32_t **part;
+	size_t	 i, *np;
+	int	 nparts = 2 + ln->mtp, j, src, layer;
 	const struct lincomb *v;
 
-	if (ln->aux_source < 0)
+	if (ln->aux_source < 0 && ln->mtp == 0)
 		return lc_atoms(run->arena, b, nb, weight);
-	main = xcalloc(nb, sizeof *main);
-	aux = xcalloc(nb, sizeof *aux);
-	for (i = 0; i < nb; i++)
-		if (atom_source(b[i]) == ln->aux_source)
-			aux[na++] = b[i];
-		else
-			main[nm++] = b[i];
-	v = lc_atoms(run->arena, main, nm, weight);
-	if (na > 0)
-		v = lc_add(run->arena, v, lc_atoms(run->arena, aux, na,
+	/* 0 the main loss's atoms, 1 the auxiliary, 1 + k layer k's. */
+	part = xcalloc(nparts, sizeof *part);
+	np = xcalloc(nparts, sizeof *np);
+	for (j = 0; j < nparts; j++)
+		part[j] = xcalloc(nb, sizeof **part);
+	for (i = 0; i < nb; i++) {
+		src = atom_source(b[i]);
+		layer = atom_mtp_layer(b[i]);
+		j = layer > 0 ? 1 + layer : ln->aux_source >= 0 &&
+		    src == ln->aux_source ? 1 : 0;
+		part[j][np[j]++] = b[i];
+	}
+	v = lc_atoms(run->arena, part[0], np[0], weight);
+	if (np[1] > 0)
+		v = lc_add(run->arena, v, lc_atoms(run->arena, part[1], np[1],
 		    ln->aux_expected));
-	free(main);
-	free(aux);
+	for (j = 2; j < nparts; j++)
+		if (np[j] > 0)
+			v = lc_add(run->arena, v, lc_atoms(run->arena,
+			    part[j], np[j], ln->mtp_expected[j - 2]));
+	for (j = 0; j < nparts; j++)
+		free(part[j]);
+	free(part);
+	free(np);
 	return v;
 }
 
@@ -1202,6 +1231,19 @@ lookup_zero_from(const struct sym_run *run, int param, int rank)
 	return real * p->local_shape[1];
 }
 
+/* No instance of param's logical parameter is an output layer. */
+static bool
+lookup_only(const struct model *m, int param)
+{
+	const struct logical_param *l = &m->logical[m->params[param].logical];
+	int	 k;
+
+	for (k = 0; k < l->ninstances; k++)
+		if (m->params[l->instance[k]].role == ROLE_OUTPUT)
+			return false;
+	return true;
+}
+
 /*
  * Split a rank's segments at the boundaries of the ranges it uses, and
  * where a word embedding's padded rows begin.
@@ -1247,8 +1289,14 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 			ce->value = sl->v[i].value;
 			ce->expected = expected;
 			if (lo >= padded) {
-				/* The atoms of ranks past the first stage. */
-				uint32_t from = atom_id(run->stage_ranks, 0, 0);
+				/*
+				 * The atoms of ranks past the first stage,
+				 * where the output layer is; none when the
+				 * last stage's copy is only looked up (the
+				 * untied embedding of the MTP layers).
+				 */
+				uint32_t from = lookup_only(m, param) ?
+				    UINT32_MAX : atom_id(run->stage_ranks, 0, 0);
 
 				ce->value = lc_from_atom(run->arena, ce->value,
 				    from);
@@ -1704,6 +1752,67 @@ all_wrong_aux(const struct param_result *pr, struct rational *q)
 	return any && have;
 }
 
+/*
+ * The other atoms of v as expected, and its multi-token prediction
+ * losses' atoms (lossnorm.h) the expected ones with other coefficients:
+ * *uniform stays true while all of them are q times the expected.
+ */
+static bool
+mtp_off(const struct lincomb *v, const struct lincomb *e,
+    struct rational *q, bool *have, bool *uniform)
+{
+	uint32_t i = 0, j = 0;
+
+	while (i < v->nterms || j < e->nterms) {
+		const struct term *a = i < v->nterms ? &v->terms[i] : NULL;
+		const struct term *b = j < e->nterms ? &e->terms[j] : NULL;
+		struct rational	 r;
+
+		if (a != NULL && (b == NULL || a->atom < b->atom))
+			return false;	/* an atom nobody expects */
+		if (a == NULL || b->atom < a->atom) {
+			if (atom_mtp_layer(b->atom) == 0)
+				return false;
+			r = q_make(0, 1);
+			j++;
+		} else {
+			if (atom_mtp_layer(a->atom) == 0) {
+				if (!q_equal(a->coef, b->coef))
+					return false;
+				i++, j++;
+				continue;
+			}
+			r = q_div(a->coef, b->coef);
+			i++, j++;
+		}
+		if (*have && !q_equal(r, *q))
+			*uniform = false;
+		*q = r;
+		*have = true;
+	}
+	return true;
+}
+
+static bool
+all_wrong_mtp(const struct param_result *pr, struct rational *q,
+    bool *uniform)
+{
+	size_t	 i;
+	bool	 have = false, any = false;
+
+	*uniform = true;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!mtp_off(ce->value, ce->expected, q, &have, uniform))
+			return false;
+		any = true;
+	}
+	return have && any;
+}
+
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
     const struct param_result *pr)
@@ -1714,7 +1823,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	const struct sync_step *scale_step = NULL;
 	struct rational	 c;
 	char		 q[48];
-	bool		 explained = false;
+	bool		 explained = false, uniform;
 	int		 i;
 
 	for (i = 0; i < ctx->plan.nsteps; i++) {
@@ -1799,6 +1908,37 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    "scale the auxiliary losses' gradient so that each "
 		    "micro-batch's term weighs 1/(micro-batches x dp) after "
 		    "the data-parallel reduction (loss.aux_scale)");
+		return;
+	}
+	/*
+	 * The main loss's part right, the multi-token prediction losses'
+	 * part wrong: their scale (Megatron #3943) or their token counts
+	 * (#2417, #7452 finding 3) are (catalogue class AUX).
+	 */
+	if (m->loss.mtp > 0 && all_wrong_mtp(pr, &c, &uniform)) {
+		q_format(c, q, sizeof q);
+		if (uniform)
+			add_finding(fl, FINDING_WRONG_SCALE, pr, "multi-token "
+			    "prediction loss scaling", "dp", fmt(a, "the main "
+			    "loss's part is right, but the multi-token "
+			    "prediction losses' part is %s times the expected "
+			    "one: their backward scale or token count is "
+			    "wrong (Megatron-LM #2417, PR #3959)", q), "scale "
+			    "the MTP losses' gradient so that layer k's term "
+			    "weighs mtp_loss_scaling_factor / depth over the "
+			    "step's valid tokens of its rolled mask "
+			    "(loss.mtp_scale)");
+		else
+			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
+			    "multi-token prediction loss normalization", "dp",
+			    fmt(a, "the main loss's part is right, but the "
+			    "multi-token prediction losses' atoms are weighted "
+			    "unequally: their losses are divided by token "
+			    "counts other than the step's valid tokens of each "
+			    "layer's rolled mask (Megatron-LM #2417 / PR "
+			    "#3159, #7452)"), "divide each MTP layer's summed "
+			    "loss by the valid tokens of its rolled mask over "
+			    "the whole step (loss.mtp_scale: tokens-global)");
 		return;
 	}
 	/*

@@ -187,7 +187,7 @@ inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
 /^          "terms": /	{ w = "v"; inlist = $0 !~ /null,?$/; next }
 /^          "expected": /	{ w = "e"; inlist = $0 !~ /null,?$/; next }
 inlist && /^          [\]\}]/	{ inlist = 0; next }
-inlist && /^            "[gh][0-9]+[asm0-9]*": / {
+inlist && /^            "[gh][0-9]+[asmt0-9]*": / {
 	a = $1; gsub(/[":]/, "", a)
 	EX[w, a] = unquote($0)
 	next

@@ -123,6 +123,11 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_SIGMOID_SUPPORTED] = "limits.sigmoid_supported",
 	[KEY_SCORE_AFTER_EXPERTS_SUPPORTED] = "limits.score_after_experts_supported",
 	[KEY_ROUTER_INPUT_GRAD] = "sync.router_input_grad",
+	[KEY_MTP] = "model.mtp",
+	[KEY_MTP_LOSS_SCALING_FACTOR] = "model.mtp_loss_scaling_factor",
+	[KEY_MTP_SCALE] = "loss.mtp_scale",
+	[KEY_MTP_SUPPORTED] = "limits.mtp_supported",
+	[KEY_MTP_CP_SUPPORTED] = "limits.mtp_cp_supported",
 };
 
 static void
