@@ -325,18 +325,6 @@ layout_shard_group_size(const struct model *m, enum buffer_kind kind)
 	    GROUP_DP_SHARD);
 }
 
-/*
- * FSDP2's fully_shard (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
- * at pytorch 8fc2039dec): torch.chunk on dim 0 gives every member
- * ceil(rows / n) rows, the trailing members fewer or none, and each
- * shard is padded to that size, so member k owns rows [k*c, (k+1)*c).
- * torchtitan shards routed experts on dim 1 when efsdp * ep > experts
- * (llama4 parallelize.py apply_fsdp at v0.2.0, 29624e37fa): each local
- * expert's slab is then cut evenly, and FSDP2's foreach_reduce asserts
- * that n divides dim 1.  FSDP1 flattens a wrapped module's parameters into
- * one FlatParameter padded to a multiple of n; here every parameter is a
- * unit of its own, cut in n equal flat shards.
- */
 /* The elements of one dim-0 row of a parameter's shard (1 for a vector). */
 static int64_t
 row_elems(const struct param *p)
@@ -487,6 +475,18 @@ build_flat_units(struct layout *lay, const struct model *m, int unit,
 	free(idx);
 }
 
+/*
+ * FSDP2's fully_shard (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
+ * at pytorch 8fc2039dec): torch.chunk on dim 0 gives every member
+ * ceil(rows / n) rows, the trailing members fewer or none, and each
+ * shard is padded to that size, so member k owns rows [k*c, (k+1)*c).
+ * torchtitan shards routed experts on dim 1 when efsdp * ep > experts
+ * (llama4 parallelize.py apply_fsdp at v0.2.0, 29624e37fa): each local
+ * expert's slab is then cut evenly, and FSDP2's foreach_reduce asserts
+ * that n divides dim 1.  FSDP1 flattens a wrapped module's parameters into
+ * one FlatParameter padded to a multiple of n; here every parameter is a
+ * unit of its own, cut in n equal flat shards.
+ */
 static void
 build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
     enum buffer_kind kind)

@@ -757,6 +757,15 @@ sync_collective(struct engine *eng, const struct layout *layout,
 	free(vec);
 }
 
+/* Is p one of the step's, in buffer k of chunk c, and held by rs? */
+static bool
+step_holds(const struct model *m, const struct rank_state *rs,
+    const struct sync_step *st, int p, int c, int k)
+{
+	return rs->pgrad[p] != NULL && st->params[p] &&
+	    m->params[p].chunk == c && (int)layout_buffer_of(m, p) == k;
+}
+
 /*
  * An all-gather of the selected parameters' shards: each rank's buffer of
  * every chunk and kind goes through the collective (every process takes
@@ -781,11 +790,8 @@ sync_all_gather(struct engine *eng, const struct layout *layout,
 				rs = &eng->ranks[i];
 				holds = false;
 				for (p = 0; p < m->nparams; p++)
-					if (rs->pgrad[p] != NULL &&
-					    st->params[p] &&
-					    m->params[p].chunk == c &&
-					    (int)layout_buffer_of(m, p) == k)
-						holds = true;
+					holds = holds ||
+					    step_holds(m, rs, st, p, c, k);
 				vec[i] = holds ? buffer_pack(eng, layout, rs,
 				    k, c) : NULL;
 				bl[i] = &layout->stages[rs->coord.pp *
@@ -797,10 +803,7 @@ sync_all_gather(struct engine *eng, const struct layout *layout,
 					continue;
 				rs = &eng->ranks[i];
 				for (p = 0; p < m->nparams; p++)
-					if (rs->pgrad[p] != NULL &&
-					    st->params[p] &&
-					    m->params[p].chunk == c &&
-					    (int)layout_buffer_of(m, p) == k)
+					if (step_holds(m, rs, st, p, c, k))
 						memcpy(rs->pgrad[p], vec[i] +
 						    layout->offset[p],
 						    (size_t)m->params[p].

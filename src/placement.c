@@ -413,30 +413,26 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->dim = "tp";
 	r->cite = "torchtitan #2387 / PR #2416";
 	r->boundary = true;
+	r->router_twice = twice;
 	/* The router reads the gathered input first (model.c). */
 	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
 	r->truth = pl_normalize(&m->mesh, dout);
 	r->declared = r->truth;
 	switch (m->config->sync.moe_input_grad) {
 	case MOE_INPUT_AUTO:
-		r->overcount = r->lost = twice;
 		break;
 	case MOE_INPUT_REPLICATE:
 		r->declared = pl_uniform(PLACE_REPLICATE);
-		r->lost = !pl_equal(r->truth, r->declared) &&
+		r->missing = !pl_equal(r->truth, r->declared) &&
 		    boundary_loses(m, r->truth);
-		r->overcount = twice;
-		r->lost = r->lost || twice;
 		break;
 	case MOE_INPUT_PARTIAL:
 		r->declared = pl_normalize(&m->mesh,
 		    pl_uniform(PLACE_PARTIAL));
-		r->overcount = r->lost = whole || twice;
-		if (r->lost)
-			r->cite = "torchtitan de329200b, until 963c20cba "
-			    "(PR #3386)";
+		r->summed_whole = whole;
 		break;
 	}
+	r->lost = r->missing || r->summed_whole || r->router_twice;
 }
 
 static void

@@ -72,11 +72,16 @@ struct backward_reduction {
 	bool			 boundary;
 	bool			 lost;
 	/*
-	 * A boundary declared Partial that sums a part already complete on
-	 * every tp rank (sync.moe_input_grad: partial with the router's
-	 * input gradient all-reduced, torchtitan de329200b).
+	 * Why a boundary is lost, each cause its own finding: the Replicate
+	 * declaration keeps Partial shares (missing); a Partial declaration
+	 * sums a part already complete on every tp rank (summed_whole,
+	 * torchtitan de329200b's boundary); the router's all-reduce met a
+	 * complete gradient inside the block (router_twice,
+	 * sync.router_input_grad).  lost is any of them.
 	 */
-	bool			 overcount;
+	bool			 missing;
+	bool			 summed_whole;
+	bool			 router_twice;
 	int			 layer;		/* the boundary's MoE layer */
 };
 

@@ -1659,22 +1659,35 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (m->params[p].boundary < 0 || pr->correct)
 		return false;
 	r = &ctx->reductions[m->params[p].boundary];
-	if (r->overcount) {
+	if (r->router_twice)
+		add_finding(fl, FINDING_DOUBLE_COUNT, pr, r->what, r->dim,
+		    fmt(fl->audit, "in the MoE block of layer %d the router's "
+		    "input gradient is all-reduced over tp although it is "
+		    "complete on every tp rank already, so it is counted tp "
+		    "times in every gradient computed before the block "
+		    "(norms, mixer, embedding, earlier layers) (torchtitan "
+		    "de329200b's from_local(Replicate) of the gate's input)",
+		    r->layer),
+		    "leave the router's input gradient as its placement says "
+		    "(sync.router_input_grad: none; torchtitan PR #3386 stops "
+		    "wrapping the gate's input in from_local(Replicate))");
+	if (r->summed_whole)
 		add_finding(fl, FINDING_DOUBLE_COUNT, pr, r->what, r->dim,
 		    fmt(fl->audit, "at the boundary of the MoE block of layer "
 		    "%d the block input's gradient is declared Partial and "
 		    "summed over tp as it is, but part of it was all-reduced "
 		    "over tp inside the block already, so that part is "
 		    "counted tp times in every gradient computed before the "
-		    "block (norms, mixer, embedding, earlier layers) (%s)",
-		    r->layer, r->cite),
+		    "block (norms, mixer, embedding, earlier layers) "
+		    "(torchtitan de329200b, until 963c20cba, PR #3386)",
+		    r->layer),
 		    "keep the input gradients inside the block Partial, so "
 		    "that the boundary sums them once (sync.router_input_grad: "
 		    "none and sync.expert_input_grad: none; torchtitan PR "
 		    "#3386 stops wrapping the gate's input in "
 		    "from_local(Replicate))");
+	if (!r->missing)
 		return true;
-	}
 	add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
 	    fmt(fl->audit, "at the boundary of the MoE block of layer %d the "
 	    "block input's gradient is %s over tp but declared %s, so it is "

@@ -529,6 +529,21 @@ emit_embedding(struct sync_plan *plan, const struct model *m,
 			    "padded end of the bucket before it, on every "
 			    "stage (layout.tied_bucket_start: padded)";
 		}
+		/*
+		 * Megatron-FSDP v2's flat units cut the weight at different
+		 * rows on the two stages whatever its bucket: only gathering
+		 * the full gradient first helps (Megatron PR #6500).
+		 */
+		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
+		    c->sync.embedding_grad != EMBEDDING_FULL_AFTER_DP &&
+		    c->layout.fsdp_flatten == FSDP_FLATTEN_UNIT) {
+			s->cite = "Megatron PR #6500";
+			s->fix = "gather the tied weight's full reduced "
+			    "gradient before the all-reduce over the "
+			    "embedding group and keep the owned slice, or "
+			    "all-reduce it before the data-parallel step "
+			    "(sync.embedding_grad: full-after-dp or before-dp)";
+		}
 		for (k = 0; k < 2; k++)
 			s->params[m->logical[l].instance[k]] = true;
 	}
