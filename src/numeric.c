@@ -467,28 +467,7 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 
 	for (mb = 0; mb < K; mb++) {
 		run_mtp(eng, pc, atoms, total, mb);
-		for (i = 0; i < eng->nranks; i++) {
-			rs = &eng->ranks[i];
-			rank_clear(eng, rs);
-			rs->batch = lossnorm_chunk(&m->mesh, mb, rs->coord.dp);
-			for (k = 0; k < m->nparams; k++) {
-				if (rs->pgrad[k] == NULL)
-					continue;
-				e = m->params[k].local_elems;
-				memset(rs->pgrad[k], 0, (size_t)e *
-				    sizeof(union num));
-				if (rs->src_grad != NULL &&
-				    rs->src_grad[k] != NULL)
-					for (j = 0; j < m->mesh.ep; j++)
-						memset(rs->src_grad[k][j], 0,
-						    (size_t)e *
-						    sizeof(union num));
-				if (rs->aux_grad != NULL &&
-				    rs->aux_grad[k] != NULL)
-					memset(rs->aux_grad[k], 0, (size_t)e *
-					    sizeof(union num));
-			}
-		}
+		clear_grads(eng, mb);
 		run_model(eng, pc);
 		for (i = 0; i < eng->nranks; i++) {
 			rs = &eng->ranks[i];
