@@ -535,8 +535,8 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 		return;
 	cfg_key_value(cfg, KEY_MTP_SCALE, scale, sizeof scale);
 	q_format(ln->mtp_factor, q, sizeof q);
-	fprintf(fp, "  multi-token prediction, %d layers, weight %s: "
-	    "mtp_scale %s\n", ln->mtp, q, scale);
+	fprintf(fp, "  multi-token prediction, %d layer%s, weight %s: "
+	    "mtp_scale %s\n", ln->mtp, ln->mtp == 1 ? "" : "s", q, scale);
 	for (k = 0; k < ln->mtp; k++) {
 		q_format(ln->mtp_expected[k], q, sizeof q);
 		fprintf(fp, "    layer %d: expected weight %s; valid and "

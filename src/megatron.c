@@ -2016,7 +2016,7 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
  * --calculate-per-token-loss every release divides each layer's loss by
  * the rank's rolled count and the schedule by the micro-batches (the
  * profiles' loss.mtp_scale); with it, the summed loss is divided by the
- * main loss's tokens in finalize_model_grads until 41fe9c61cd (PR #3159,
+ * main loss's tokens in finalize_model_grads until a22c40e8d6 (PR #3159,
  * 0.17.0) re-scales it by the rank's own counts.
  */
 static void
@@ -2052,7 +2052,7 @@ import_mtp(struct import_state *st, const struct megatron_values *v)
 	c->loss.mtp_scale = older_than(st, "0.17.0") ? MTP_SCALE_TOKENS :
 	    MTP_SCALE_TOKENS_LOCAL;
 	explain(st, KEY_MTP_SCALE, "--calculate-per-token-loss%s",
-	    older_than(st, "0.17.0") ? " before 41fe9c61cd (PR #3159): the "
+	    older_than(st, "0.17.0") ? " before a22c40e8d6 (PR #3159): the "
 	    "MTP losses' sums over the main loss's tokens" : ", with PR "
 	    "#3159's re-scaling by the rank's own counts");
 }
