@@ -175,7 +175,7 @@ static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
 /* In enum mtp_scale order: Megatron's schedule without per-token loss. */
 static const char *const mtp_scale_words[] = {
 	"micro-batches", "micro-batches-cp", "tokens", "tokens-local",
-	"tokens-global", NULL
+	"tokens-global", "micro-batches-cp-group", NULL
 };
 /* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
 static const char *const aux_scale_words[] = {
@@ -1675,6 +1675,20 @@ mtp_factor_fits(const struct config *c, char *buf, size_t size)
 }
 
 /*
+ * Multi-token prediction rolls every sequence across the cp ranks, which
+ * hold it in 2 cp pieces (lossnorm.h); Megatron's validate_args asserts
+ * the same whenever cp > 1 (bba6eeb7de, core_v0.8.0 on).
+ */
+static bool
+mtp_pieces_fit(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.mtp == 0 || c->mesh.cp == 1)
+		return true;
+	return must_be_divisible(buf, size, "seq with model.mtp and cp > 1",
+	    c->model.seq, "2*cp", 2 * (int64_t)c->mesh.cp);
+}
+
+/*
  * A lossy MoE boundary keeps a second atom per chunk (lossnorm.h), which
  * the multi-token prediction losses' atoms do not have yet: one declared
  * Replicate or Partial, or behind a router's all-reduce, can be lossy.
@@ -2320,6 +2334,7 @@ static const struct constraint constraints[] = {
 	{ KEY_MTP, true, mtp_without_boundary },
 	{ KEY_MTP, false, framework_mtp },
 	{ KEY_MTP, false, framework_mtp_cp },
+	{ KEY_SEQ, false, mtp_pieces_fit },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },

@@ -254,7 +254,9 @@ enum mtp_scale {
 	MTP_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp/(K v_k) */
 	MTP_SCALE_TOKENS,		/* "tokens": 1 / N */
 	MTP_SCALE_TOKENS_LOCAL,		/* "tokens-local": v / (v_k N) */
-	MTP_SCALE_TOKENS_GLOBAL		/* "tokens-global": 1 / N_k */
+	MTP_SCALE_TOKENS_GLOBAL,	/* "tokens-global": 1 / N_k */
+	/* "micro-batches-cp-group": cp / (K sum of v_k over the cp group) */
+	MTP_SCALE_MICRO_BATCHES_CP_GROUP
 };
 
 enum score_func {		/* model.moe.score_func */

@@ -118,12 +118,32 @@ act_in(struct rank_state *rs, const struct op *op, int j)
 	return &rs->act[op->in[j]];
 }
 
+/*
+ * Does the id that slot t looks up with a roll by j reach a loss?  The
+ * main model's at a valid slot does, and layer j's and each later layer's
+ * (which run on its hidden states) where its rolled mask counts.
+ */
+static bool
+slot_matters(const struct loss_norm *ln, int c, int64_t t, int j)
+{
+	int	 k;
+
+	if (j == 0 && lossnorm_slot_counts(ln, c, t, 0))
+		return true;
+	for (k = j > 1 ? j : 1; k <= ln->mtp; k++)
+		if (lossnorm_slot_counts(ln, c, t, k))
+			return true;
+	return false;
+}
+
 static void
 fwd_tokens(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
 	const struct op	*op = engine_op(eng, stage, opi);
 	struct tensor	*out = &rs->act[op->out].t;
-	int64_t		 t, valid = eng->loss->valid[rs->batch];
+	const struct loss_norm *ln = eng->loss;
+	int64_t		 t, u, valid;
+	int		 from;
 
 	/*
 	 * The valid tokens spread over the whole vocabulary on their own, so
@@ -132,22 +152,22 @@ fwd_tokens(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	 */
 	tensor_alloc(out, eng->model->tokens, 1);
 	/*
-	 * Multi-token prediction layer k looks up the ids rolled by k, the
-	 * last k filled with 0 (roll_tensor).
+	 * Multi-token prediction layer k looks up the ids rolled by k, across
+	 * the cp ranks, 0 past the end of each sequence (roll_tensor).
 	 */
 	for (t = 0; t < out->rows; t++) {
-		int64_t	 u = t + op->shift;
-
-		out->v[t].f = u >= out->rows ? 0 : (uint64_t)token_id(
-		    eng->weights->seed, rs->batch, u, u < valid ? valid :
+		u = lossnorm_rolled_slot(ln, rs->batch, t, op->shift, &from);
+		valid = u < 0 ? 0 : ln->valid[from];
+		out->v[t].f = u < 0 ? 0 : (uint64_t)token_id(
+		    eng->weights->seed, from, u, u < valid ? valid :
 		    out->rows, eng->cfg->model.vocab);
 	}
 	/* The test hook of numeric.c: padding must not matter. */
 	if (getenv("GRADAUDIT_TEST_SHIFT_PADDING") != NULL)
-		for (t = valid > op->shift ? valid - op->shift : 0;
-		    t < out->rows; t++)
-			out->v[t].f = (out->v[t].f + 1) %
-			    (uint64_t)eng->cfg->model.vocab;
+		for (t = 0; t < out->rows; t++)
+			if (!slot_matters(ln, rs->batch, t, op->shift))
+				out->v[t].f = (out->v[t].f + 1) %
+				    (uint64_t)eng->cfg->model.vocab;
 }
 
 /* The vocab rows [lo, lo + rows) of a vocab-parallel weight on a rank. */
@@ -762,8 +782,10 @@ bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*l = &act_in(rs, op, 0)->t;
 	struct tensor		*d = &rs->din[0];
-	int64_t			 t, c, lo = (int64_t)rs->coord.tp * l->cols;
-	int64_t			 valid = eng->loss->valid[rs->batch];
+	const struct loss_norm	*ln = eng->loss;
+	int64_t			 t, u, c, lo = (int64_t)rs->coord.tp * l->cols;
+	int64_t			 counted = 0, want;
+	int			 from;
 	union num		 slot = num_from_rational(q_make(1, l->rows));
 
 	tensor_alloc(d, l->rows, l->cols);
@@ -772,16 +794,29 @@ bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 		return;
 	/*
 	 * Multi-token prediction layer k: the labels and the mask rolled by
-	 * k, so the first valid - k tokens count, each against the label k
-	 * tokens on (process_mtp_loss).
+	 * k across the cp ranks (process_mtp_loss, roll_tensor), so a slot
+	 * counts where the slot k positions on does, against its label.
 	 */
-	valid -= op->shift;
-	for (t = 0; t < valid && t < l->rows; t++)
+	for (t = 0; t < l->rows; t++) {
+		u = lossnorm_rolled_slot(ln, rs->batch, t, op->shift, &from);
+		if (u < 0 || u >= ln->valid[from])
+			continue;
+		counted++;
 		for (c = 0; c < l->cols; c++)
 			d->v[t * l->cols + c] = num_mul(slot, num_sub(
 			    l->v[t * l->cols + c], target_value(
-			    eng->weights->seed, rs->batch, t + op->shift,
-			    lo + c)));
+			    eng->weights->seed, from, u, lo + c)));
+	}
+	/*
+	 * The factors of both engines come from the counts of lossnorm.c,
+	 * the mask from these slots: they must be the same tokens.
+	 */
+	want = op->shift == 0 ? ln->valid[rs->batch] :
+	    ln->mtp_valid[(op->shift - 1) * ln->chunks + rs->batch];
+	if (counted != want)
+		fatalx("numeric: the loss of chunk %d, roll %d, counts %lld "
+		    "tokens, its normalization %lld", rs->batch, op->shift,
+		    (long long)counted, (long long)want);
 }
 
 static void

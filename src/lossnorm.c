@@ -228,11 +228,13 @@ mtp_factor(const struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh, int k, int c)
 {
 	int64_t	 K = ln->micro_batches, v = ln->valid[c];
-	int64_t	 vk = ln->mtp_valid[(k - 1) * ln->chunks + c], nk = 0;
-	int	 i;
+	int64_t	 vk = ln->mtp_valid[(k - 1) * ln->chunks + c], nk = 0, ng = 0;
+	int	 i, r = c % mesh->dp % mesh->cp;
 
 	for (i = 0; i < ln->chunks; i++)
 		nk += ln->mtp_valid[(k - 1) * ln->chunks + i];
+	for (i = 0; i < mesh->cp; i++)
+		ng += ln->mtp_valid[(k - 1) * ln->chunks + c - r + i];
 	/* A mask with nothing left: clamp(num_tokens, min=1) of a zero sum. */
 	if (vk == 0)
 		return q_make(0, 1);
@@ -251,8 +253,150 @@ mtp_factor(const struct loss_norm *ln, const struct config *cfg,
 	case MTP_SCALE_TOKENS_GLOBAL:
 		/* The global counts (Megatron #7452 finding 3). */
 		return q_make(ln->tokens, nk);
+	case MTP_SCALE_MICRO_BATCHES_CP_GROUP:
+		/*
+		 * The rolled count all-reduced over the cp group, times cp
+		 * against DDP's average over dp*cp, as the main loss was
+		 * before 0.13 (loss.normalize_by: micro-batch-cp): no release
+		 * does this for MTP.
+		 */
+		return ng == 0 ? q_make(0, 1) :
+		    q_make(ln->tokens * mesh->cp, K * ng);
 	}
 	return q_make(0, 1);
+}
+
+/* ---- the roll of multi-token prediction (lossnorm.h) ------------------- */
+
+/* The position in its sequence of a sample's slot p on cp rank r. */
+static int64_t
+sequence_position(const struct loss_norm *ln, int r, int64_t p)
+{
+	int64_t	 h = ln->piece;
+
+	if (ln->cp == 1)
+		return p;
+	return p < h ? r * h + p : (2 * ln->cp - 1 - r) * h + p - h;
+}
+
+/* The cp rank holding position g of a sequence, and the sample's slot. */
+static int
+position_owner(const struct loss_norm *ln, int64_t g, int64_t *p)
+{
+	int64_t	 h = ln->piece, j = g / h;
+
+	if (ln->cp == 1) {
+		*p = g;
+		return 0;
+	}
+	if (j < ln->cp) {
+		*p = g - j * h;
+		return (int)j;
+	}
+	*p = h + g - j * h;
+	return (int)(2 * ln->cp - 1 - j);
+}
+
+int64_t
+lossnorm_rolled_slot(const struct loss_norm *ln, int c, int64_t t, int k,
+    int *from)
+{
+	int64_t	 per = ln->seq / ln->cp, g, p;
+	int	 r = c % ln->dp_cp % ln->cp, owner;
+
+	*from = c;
+	if (k == 0)
+		return t;
+	g = sequence_position(ln, r, t % per) + k;
+	if (g >= ln->seq)
+		return -1;
+	owner = position_owner(ln, g, &p);
+	*from = c - r + owner;
+	return t / per * per + p;
+}
+
+bool
+lossnorm_slot_counts(const struct loss_norm *ln, int c, int64_t t, int k)
+{
+	int64_t	 u;
+	int	 from;
+
+	u = lossnorm_rolled_slot(ln, c, t, k, &from);
+	return u >= 0 && u < ln->valid[from];
+}
+
+/*
+ * The valid positions of a sample below position x of its sequence, from
+ * held[j], the valid positions of piece j (a prefix of it, the chunk's
+ * valid slots being a prefix), and below[j], those of the pieces before.
+ */
+static int64_t
+valid_below(const struct loss_norm *ln, const int64_t *held,
+    const int64_t *below, int pieces, int64_t x)
+{
+	int64_t	 j = x / ln->piece, rest = x % ln->piece;
+
+	if (j >= pieces)
+		return below[pieces];
+	return below[j] + (rest < held[j] ? rest : held[j]);
+}
+
+/*
+ * The valid tokens of every chunk's mask rolled by k, counted piece by
+ * piece rather than slot by slot, in time linear in the chunks and
+ * samples: the slots of a piece [a, a + h) count the valid positions of
+ * [a + k, a + h + k) in their sequence.  tests/mtp-roll.test counts them
+ * slot by slot with roll_tensor's own steps.
+ */
+static void
+count_rolled(struct loss_norm *ln, const struct mesh *mesh, int samples)
+{
+	int64_t	*held, *below, per = ln->seq / ln->cp, h = ln->piece;
+	int64_t	 a, lo, hi, m0, n;
+	int	 pieces = ln->cp == 1 ? 1 : 2 * ln->cp;
+	int	 m, pure, s, j, r, k, i, c, mine[2];
+
+	held = xcalloc((size_t)pieces, sizeof *held);
+	below = xcalloc((size_t)pieces + 1, sizeof *below);
+	for (m = 0; m < ln->micro_batches; m++)
+		for (pure = 0; pure < mesh->pure_dp; pure++)
+			for (s = 0; s < samples; s++) {
+				for (j = 0; j < pieces; j++) {
+					r = j < ln->cp ? j : pieces - 1 - j;
+					c = lossnorm_chunk(mesh, m,
+					    pure * ln->cp + r);
+					m0 = ln->valid[c] - s * per -
+					    (j < ln->cp ? 0 : h);
+					held[j] = m0 < 0 ? 0 : m0 > h ? h : m0;
+					below[j + 1] = below[j] + held[j];
+				}
+				for (r = 0; r < ln->cp; r++) {
+					c = lossnorm_chunk(mesh, m,
+					    pure * ln->cp + r);
+					mine[0] = r;
+					mine[1] = pieces - 1 - r;
+					for (k = 1; k <= ln->mtp; k++)
+						for (i = 0; i < (pieces == 1 ?
+						    1 : 2); i++) {
+							a = mine[i] * h;
+							lo = a + k;
+							hi = a + h + k;
+							if (lo > ln->seq)
+								lo = ln->seq;
+							if (hi > ln->seq)
+								hi = ln->seq;
+							n = valid_below(ln, held,
+							    below, pieces, hi) -
+							    valid_below(ln, held,
+							    below, pieces, lo);
+							ln->mtp_valid[(k - 1) *
+							    ln->chunks + c] +=
+							    (int)n;
+						}
+				}
+			}
+	free(held);
+	free(below);
 }
 
 static void
@@ -284,10 +428,7 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 	    sizeof *ln->mtp_valid);
 	ln->mtp_coef = xcalloc((size_t)D * ln->chunks, sizeof *ln->mtp_coef);
 	ln->mtp_expected = xcalloc((size_t)D, sizeof *ln->mtp_expected);
-	for (k = 1; k <= D; k++)
-		for (c = 0; c < ln->chunks; c++)
-			ln->mtp_valid[(k - 1) * ln->chunks + c] =
-			    ln->valid[c] > k ? ln->valid[c] - k : 0;
+	count_rolled(ln, mesh, cfg->model.micro_batch);
 	/* Each layer weighs mtp_loss_scaling_factor / D (mtp_loss_scale). */
 	w = q_mul(ln->mtp_factor, q_make(1, D));
 	for (k = 1; k <= D; k++) {
@@ -314,6 +455,11 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 	ln->chunks = ln->micro_batches * mesh->dp;
 	ln->tokens = (int64_t)cfg->model.micro_batch * cfg->model.seq /
 	    mesh->cp;
+	ln->seq = cfg->model.seq;
+	ln->cp = mesh->cp;
+	ln->dp_cp = mesh->dp;
+	/* Megatron asserts seq % (2 cp) == 0 with cp (mtp_pieces_fit). */
+	ln->piece = mesh->cp == 1 ? ln->seq : ln->seq / (2 * mesh->cp);
 	ln->valid = xcalloc((size_t)ln->chunks, sizeof *ln->valid);
 	if (spec != NULL && strcmp(spec, "all") == 0)
 		for (i = 0; i < ln->chunks; i++)

@@ -36,11 +36,22 @@
  * their own too, sources mtp_source + k - 1 for layer k, on every
  * parameter: atom (r, mtp_source + k - 1, m) is 1/tokens times the
  * gradient on rank r of the summed loss of layer k over the chunk's
- * rolled mask, whose valid tokens are the chunk's first max(valid - k, 0)
- * (mtp_valid).  The objective's term of layer k is mtp_loss_scaling_factor
- * / D times the mean over the step's N_k rolled valid tokens, so the
- * atom's expected weight is mtp_expected[k - 1] = tokens x factor / (D
- * N_k), and a framework multiplies it by mtp_coef (loss.mtp_scale).
+ * rolled mask (mtp_valid of its slots are valid).  The objective's term
+ * of layer k is mtp_loss_scaling_factor / D times the mean over the
+ * step's N_k rolled valid tokens, so the atom's expected weight is
+ * mtp_expected[k - 1] = tokens x factor / (D N_k), and a framework
+ * multiplies it by mtp_coef (loss.mtp_scale).
+ *
+ * The roll is Megatron's roll_tensor: every sample of a micro-batch
+ * rolled by k along its whole sequence, the last k positions of each
+ * sample filled with zeros (no label, masked), across the cp ranks from
+ * core 0.14 on (08abeedbfe).  So a chunk's slots are placed in their
+ * sequences as Megatron's get_batch_on_this_cp_rank places them: sample
+ * after sample, seq / cp slots each, and with cp > 1 a sample's slots are
+ * two pieces of seq / (2 cp) positions, pieces r and 2 cp - 1 - r of the
+ * sequence on cp rank r.  A chunk's valid tokens are its first valid
+ * slots in that order, so a sequence's mask may have holes, and a slot's
+ * rolled label, token id and mask come from another cp rank's chunk.
  */
 #ifndef GRADAUDIT_LOSSNORM_H
 #define GRADAUDIT_LOSSNORM_H
@@ -82,6 +93,13 @@ struct loss_norm {
 	 */
 	int		 mtp;
 	int		 mtp_source;
+	/*
+	 * Where the slots of a chunk sit in their sequences: samples of
+	 * seq / cp slots, in pieces of `piece` positions (seq / (2 cp), or
+	 * seq when cp is 1) over mesh cp, dp_cp chunks per micro-batch.
+	 */
+	int		 seq, cp, dp_cp;
+	int		 piece;
 	struct rational	 mtp_factor;
 	int		*mtp_valid;
 	struct rational	*mtp_coef;
@@ -91,6 +109,16 @@ struct loss_norm {
 void	 lossnorm_build(struct loss_norm *, const struct config *,
 	    const struct mesh *);
 void	 lossnorm_free(struct loss_norm *);
+/*
+ * Multi-token prediction layer k's rolled data at slot t of chunk c (its
+ * label, token id and mask): those of slot return value of chunk *from,
+ * or -1 past the end of the slot's sequence.  k = 0 is the slot itself.
+ */
+int64_t	 lossnorm_rolled_slot(const struct loss_norm *, int c, int64_t t,
+	    int k, int *from);
+/* Does slot t of chunk c carry a loss of layer k's rolled mask (0: main)? */
+bool	 lossnorm_slot_counts(const struct loss_norm *, int c, int64_t t,
+	    int k);
 /* The default ("uneven") valid tokens of a chunk of `tokens` slots. */
 int	 lossnorm_uneven_count(int64_t tokens, int chunk);
 /* The size loss.scale or sync.dp_divisor names: dp*cp, dp, cp or 1. */

@@ -1806,6 +1806,69 @@ mtp_off(const struct lincomb *v, const struct lincomb *e,
 	return true;
 }
 
+/* The coefficient of atom x in v (sorted by atom), 0 when absent. */
+static struct rational
+coef_of(const struct lincomb *v, uint32_t x)
+{
+	uint32_t lo = 0, hi = v->nterms, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (v->terms[mid].atom < x)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < v->nterms && v->terms[lo].atom == x ? v->terms[lo].coef :
+	    q_make(0, 1);
+}
+
+/*
+ * Are the multi-token prediction atoms of one micro-batch weighed
+ * differently against the expected on its cp ranks?  Each atom is
+ * compared with its cp rank 0 sibling's: what a rolled count of the cp
+ * rank's own makes of a roll across the cp ranks, which leaves the one
+ * holding a sequence's end fewer tokens (Megatron core 0.14 on).
+ */
+static bool
+mtp_unequal_over_cp(const struct param_result *pr, const struct mesh *mesh)
+{
+	const struct term *b;
+	struct coord	 c;
+	struct rational	 e0;
+	uint32_t	 sib, j;
+	size_t		 i;
+	int		 r0;
+
+	if (mesh->cp == 1)
+		return false;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		for (j = 0; j < ce->expected->nterms; j++) {
+			b = &ce->expected->terms[j];
+			if (atom_mtp_layer(b->atom) == 0 ||
+			    atom_is_held(b->atom))
+				continue;
+			mesh_coord_of(mesh, atom_rank(b->atom), &c);
+			if (c.cp == 0)
+				continue;
+			r0 = mesh_rank_of(mesh, c.pp, c.dp - c.cp, c.tp);
+			sib = atom_id(r0, atom_source(b->atom),
+			    atom_micro_batch(b->atom));
+			e0 = coef_of(ce->expected, sib);
+			if (q_is_zero(e0))
+				continue;
+			if (!q_equal(q_div(coef_of(ce->value, b->atom),
+			    b->coef), q_div(coef_of(ce->value, sib), e0)))
+				return true;
+		}
+	}
+	return false;
+}
+
 static bool
 all_wrong_mtp(const struct param_result *pr, struct rational *q,
     bool *uniform)
@@ -1941,6 +2004,21 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "weighs mtp_loss_scaling_factor / depth over the "
 			    "step's valid tokens of its rolled mask "
 			    "(loss.mtp_scale)");
+		else if (mtp_unequal_over_cp(pr, &m->mesh))
+			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
+			    "multi-token prediction loss normalization", "cp",
+			    fmt(a, "the main loss's part is right, but the "
+			    "multi-token prediction losses' atoms of one "
+			    "micro-batch weigh differently on its cp ranks: "
+			    "each cp rank divides its loss by its own rolled "
+			    "count, and the roll across the cp ranks leaves the "
+			    "one holding the sequence's end k tokens a sample "
+			    "fewer (Megatron core 0.14 on, roll_tensor and "
+			    "process_mtp_loss)"), "divide each cp rank's MTP "
+			    "loss by its micro-batch's rolled count summed over "
+			    "the cp group, times cp (loss.mtp_scale: "
+			    "micro-batches-cp-group), or by the step's "
+			    "(tokens-global)");
 		else
 			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
 			    "multi-token prediction loss normalization", "dp",
