@@ -643,6 +643,24 @@ lc_sum(struct arena *a, const struct lincomb *const *xs, size_t n,
 	return r;
 }
 
+/* The coefficient of atom in x, 0 when absent (terms sorted by atom). */
+struct rational
+lc_coef(const struct lincomb *x, uint32_t atom)
+{
+	uint32_t	 lo = 0, hi = x->nterms, mid;
+
+	while (lo < hi) {
+		mid = lo + (hi - lo) / 2;
+		if (x->terms[mid].atom < atom)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < x->nterms && x->terms[lo].atom == atom)
+		return x->terms[lo].coef;
+	return q_make(0, 1);
+}
+
 bool
 lc_equal(const struct lincomb *x, const struct lincomb *y)
 {

@@ -62,6 +62,8 @@ const struct lincomb *lc_sum(struct arena *, const struct lincomb *const *,
 const struct lincomb *lc_atoms(struct arena *, const uint32_t *atoms,
 		    size_t n, struct rational coef);
 bool		 lc_equal(const struct lincomb *, const struct lincomb *);
+/* The coefficient of an atom in x, 0 when absent. */
+struct rational	 lc_coef(const struct lincomb *x, uint32_t atom);
 /*
  * x without its terms of atoms below `first`, and of the held atoms of
  * those (lossnorm.h): x where those atoms are known to be zero (the padded

@@ -1291,24 +1291,6 @@ put_expr(FILE *fp, const char *s, uint32_t nterms)
 	fprintf(fp, "... (%" PRIu32 " terms)", nterms);
 }
 
-/* The coefficient of atom in x, 0 when absent (terms sorted by atom). */
-static struct rational
-coef_of(const struct lincomb *x, uint32_t atom)
-{
-	uint32_t	 lo = 0, hi = x->nterms, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (x->terms[mid].atom < atom)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	if (lo < x->nterms && x->terms[lo].atom == atom)
-		return x->terms[lo].coef;
-	return q_make(0, 1);
-}
-
 /*
  * Against each term of the expected value (a mesh group or an atom), what
  * the value lacks: "missing sum_dp(pp7,tp0)/64" when all of its atoms are
@@ -1336,7 +1318,7 @@ put_difference(struct text *t, const struct lincomb *v,
 		for (k = 0; k < pe->n; k++)
 			if (ms_piece_has(m, &pe->p[k], e->terms[i].atom))
 				break;
-		c = coef_of(v, e->terms[i].atom);
+		c = lc_coef(v, e->terms[i].atom);
 		if (q_is_zero(c))
 			absent[k]++;
 		else if (!q_equal(c, e->terms[i].coef))
@@ -1364,7 +1346,7 @@ put_difference(struct text *t, const struct lincomb *v,
 	extra = arena_alloc(ar, sizeof(*extra) + (size_t)v->nterms *
 	    sizeof(struct term));
 	for (i = n = 0; i < v->nterms; i++)
-		if (q_is_zero(coef_of(e, v->terms[i].atom)))
+		if (q_is_zero(lc_coef(e, v->terms[i].atom)))
 			extra->terms[n++] = v->terms[i];
 	extra->nterms = n;
 	if (n > 0) {

@@ -1806,23 +1806,6 @@ mtp_off(const struct lincomb *v, const struct lincomb *e,
 	return true;
 }
 
-/* The coefficient of atom x in v (sorted by atom), 0 when absent. */
-static struct rational
-coef_of(const struct lincomb *v, uint32_t x)
-{
-	uint32_t lo = 0, hi = v->nterms, mid;
-
-	while (lo < hi) {
-		mid = lo + (hi - lo) / 2;
-		if (v->terms[mid].atom < x)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo < v->nterms && v->terms[lo].atom == x ? v->terms[lo].coef :
-	    q_make(0, 1);
-}
-
 /*
  * Are the multi-token prediction atoms of one micro-batch weighed
  * differently against the expected on its cp ranks?  Each atom is
@@ -1858,11 +1841,11 @@ mtp_unequal_over_cp(const struct param_result *pr, const struct mesh *mesh)
 			r0 = mesh_rank_of(mesh, c.pp, c.dp - c.cp, c.tp);
 			sib = atom_id(r0, atom_source(b->atom),
 			    atom_micro_batch(b->atom));
-			e0 = coef_of(ce->expected, sib);
+			e0 = lc_coef(ce->expected, sib);
 			if (q_is_zero(e0))
 				continue;
-			if (!q_equal(q_div(coef_of(ce->value, b->atom),
-			    b->coef), q_div(coef_of(ce->value, sib), e0)))
+			if (!q_equal(q_div(lc_coef(ce->value, b->atom),
+			    b->coef), q_div(lc_coef(ce->value, sib), e0)))
 				return true;
 		}
 	}
