@@ -214,9 +214,9 @@ aux_build(struct loss_norm *ln, const struct config *cfg,
 
 /*
  * The framework's factor on the summed loss of multi-token prediction
- * layer k over chunk c's rolled mask (v_k tokens), in atom units, before
- * mtp_loss_scaling_factor / D and the data-parallel average of the sync
- * plan.  Megatron's process_mtp_loss divides the masked loss by the
+ * layer k over chunk c's rolled mask (v_k tokens, the step's nk), in atom
+ * units, before mtp_loss_scaling_factor / D and the data-parallel average
+ * of the sync plan.  Megatron's process_mtp_loss divides the masked loss by the
  * rolled mask's count on the rank and MTPLossAutoScaler multiplies its
  * gradient by the schedule's scale, 1/K (schedules.py forward_step);
  * under --calculate-per-token-loss the scale is 1 and the loss is not
@@ -225,17 +225,20 @@ aux_build(struct loss_norm *ln, const struct config *cfg,
  */
 static struct rational
 mtp_factor(const struct loss_norm *ln, const struct config *cfg,
-    const struct mesh *mesh, int k, int c)
+    const struct mesh *mesh, int k, int c, int64_t nk)
 {
 	int64_t	 K = ln->micro_batches, v = ln->valid[c];
-	int64_t	 vk = ln->mtp_valid[(k - 1) * ln->chunks + c], nk = 0, ng = 0;
+	int64_t	 vk = ln->mtp_valid[(k - 1) * ln->chunks + c], ng = 0;
 	int	 i, r = c % mesh->dp % mesh->cp;
 
-	for (i = 0; i < ln->chunks; i++)
-		nk += ln->mtp_valid[(k - 1) * ln->chunks + i];
 	for (i = 0; i < mesh->cp; i++)
 		ng += ln->mtp_valid[(k - 1) * ln->chunks + c - r + i];
-	/* A mask with nothing left: clamp(num_tokens, min=1) of a zero sum. */
+	/*
+	 * A mask with nothing left: clamp(num_tokens, min=1) of a zero sum
+	 * from core 0.17 on; 0.14 to 0.16 divide by the 0 (NaN), which the
+	 * cp roll makes reachable: a cp rank whose valid tokens all lose
+	 * their label.  gradaudit takes the clamped release's 0.
+	 */
 	if (vk == 0)
 		return q_make(0, 1);
 	switch (cfg->loss.mtp_scale) {
@@ -307,6 +310,7 @@ lossnorm_rolled_slot(const struct loss_norm *ln, int c, int64_t t, int k,
 	*from = c;
 	if (k == 0)
 		return t;
+	/* Rolls need pieces: seq % (2 cp) == 0 with MTP (mtp_pieces_fit). */
 	g = sequence_position(ln, r, t % per) + k;
 	if (g >= ln->seq)
 		return -1;
@@ -433,11 +437,11 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 	w = q_mul(ln->mtp_factor, q_make(1, D));
 	for (k = 1; k <= D; k++) {
 		nk = 0;
-		for (c = 0; c < ln->chunks; c++) {
+		for (c = 0; c < ln->chunks; c++)
 			nk += ln->mtp_valid[(k - 1) * ln->chunks + c];
+		for (c = 0; c < ln->chunks; c++)
 			ln->mtp_coef[(k - 1) * ln->chunks + c] = q_mul(w,
-			    mtp_factor(ln, cfg, mesh, k, c));
-		}
+			    mtp_factor(ln, cfg, mesh, k, c, nk));
 		ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) :
 		    q_mul(w, q_make(ln->tokens, nk));
 	}

@@ -1994,14 +1994,15 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "multi-token prediction losses' atoms of one "
 			    "micro-batch weigh differently on its cp ranks: "
 			    "each cp rank divides its loss by its own rolled "
-			    "count, and the roll across the cp ranks leaves the "
-			    "one holding the sequence's end k tokens a sample "
-			    "fewer (Megatron core 0.14 on, roll_tensor and "
-			    "process_mtp_loss)"), "divide each cp rank's MTP "
-			    "loss by its micro-batch's rolled count summed over "
-			    "the cp group, times cp (loss.mtp_scale: "
-			    "micro-batches-cp-group), or by the step's "
-			    "(tokens-global)");
+			    "count, which differs over the cp ranks (the roll "
+			    "across them leaves the one holding a sequence's "
+			    "end k tokens a sample fewer: Megatron core 0.14 "
+			    "on, roll_tensor and process_mtp_loss)"), "divide "
+			    "each MTP layer's summed loss by the step's rolled "
+			    "count (loss.mtp_scale: tokens-global) or, where "
+			    "every cp group counts as many, by its micro-batch's "
+			    "count over the cp group, times cp (loss.mtp_scale: "
+			    "micro-batches-cp-group)");
 		else
 			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
 			    "multi-token prediction loss normalization", "dp",
