@@ -229,7 +229,7 @@ mtp_factor(const struct loss_norm *ln, const struct config *cfg,
 {
 	int64_t	 K = ln->micro_batches, v = ln->valid[c];
 	int64_t	 vk = ln->mtp_valid[(k - 1) * ln->chunks + c], ng = 0;
-	int	 i, r = c % mesh->dp % mesh->cp;
+	int	 i, r = lossnorm_chunk_cp(ln, c);
 
 	for (i = 0; i < mesh->cp; i++)
 		ng += ln->mtp_valid[(k - 1) * ln->chunks + c - r + i];
@@ -305,7 +305,7 @@ lossnorm_rolled_slot(const struct loss_norm *ln, int c, int64_t t, int k,
     int *from)
 {
 	int64_t	 per = ln->seq / ln->cp, g, p;
-	int	 r = c % ln->dp_cp % ln->cp, owner;
+	int	 r = lossnorm_chunk_cp(ln, c), owner;
 
 	*from = c;
 	if (k == 0)

@@ -131,6 +131,13 @@ lossnorm_chunk(const struct mesh *mesh, int m, int d)
 	return m * mesh->dp + d;
 }
 
+/* The cp rank of chunk c (chunks number the cp rank fastest). */
+static inline int
+lossnorm_chunk_cp(const struct loss_norm *ln, int c)
+{
+	return c % ln->dp_cp % ln->cp;
+}
+
 /*
  * Atom ids: (rank * sources + source) * K + m.  With one micro-batch and
  * one source an atom is its rank, as in a config without either.
