@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "mesh.h"
 
 struct config;
@@ -158,6 +159,12 @@ struct varied_value {
 struct audit {
 	const struct config	*config;
 	struct mesh		 mesh;
+	/*
+	 * The atoms the values below are written in (lossnorm.h), a copy of
+	 * the audit's own: the report of this audit names and weighs its
+	 * atoms with it, whatever audit ran since.
+	 */
+	struct atom_space	 atoms;
 
 	struct param_result	*params;	/* registration order */
 	size_t			 nparams;

@@ -45,7 +45,7 @@ struct explain {
  * same kind of value, so that the table can fold.
  */
 static const char *
-segments_text(struct arena *ar, const struct mesh *mesh, int rank,
+segments_text(struct arena *ar, const struct atom_space *sp, int rank,
     const struct segment *sv, int n, bool relative)
 {
 	struct ms_piece	*pieces;
@@ -56,11 +56,11 @@ segments_text(struct arena *ar, const struct mesh *mesh, int rank,
 
 	for (i = 0; i < n; i++) {
 		if (relative) {
-			pieces = ms_pieces(mesh, sv[i].value, &np);
-			exprs[i] = ms_format(ar, mesh, pieces, np, rank);
+			pieces = ms_pieces(sp, sv[i].value, &np);
+			exprs[i] = ms_format(ar, sp, pieces, np, rank);
 			free(pieces);
 		} else
-			exprs[i] = lc_format(ar, sv[i].value, "g");
+			exprs[i] = lc_format(ar, sp, sv[i].value, "g");
 		len += strlen(exprs[i]) + 48;
 	}
 	out = arena_alloc(ar, len);
@@ -151,7 +151,7 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 		report_cell_position(&ex->layout_audit, &pr, &cell, &row, &col,
 		    &nrows, &ncols, NULL, 0);
 		cells[(size_t)row * ncols + col] = xstrdup(segments_text(
-		    sym_run_arena(run), &m->mesh, rank, sv, n, fold));
+		    sym_run_arena(run), &ctx->atoms, rank, sv, n, fold));
 	}
 	report_print_table(stdout, &ex->layout_audit, &pr, cells, fold);
 }
@@ -159,7 +159,8 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 static void
 json_table(struct explain *ex, const struct sym_run *run, int p)
 {
-	const struct model *m = &sym_run_context(run)->model;
+	const struct sym_context *ctx = sym_run_context(run);
+	const struct model *m = &ctx->model;
 	int	 rank, n, i;
 	char	 q[48];
 
@@ -186,14 +187,15 @@ json_table(struct explain *ex, const struct sym_run *run, int p)
 			for (t = 0; t < sv[i].value->nterms; t++) {
 				char atom[ATOM_NAME_SIZE];
 
-				atom_name(atom, sizeof atom, "g",
+				atom_name(&ctx->atoms, atom, sizeof atom, "g",
 				    sv[i].value->terms[t].atom);
 				q_format(sv[i].value->terms[t].coef, q, sizeof q);
 				json_key_string(&ex->json, atom, q);
 			}
 			json_end_object(&ex->json);
 			json_key_string(&ex->json, "expr", lc_format(
-			    sym_run_arena(run), sv[i].value, "g"));
+			    sym_run_arena(run), &ctx->atoms, sv[i].value,
+			    "g"));
 			json_end_object(&ex->json);
 		}
 	}

@@ -343,14 +343,15 @@ lc_scale(struct arena *a, const struct lincomb *x, struct rational s)
 }
 
 const struct lincomb *
-lc_from_atom(struct arena *a, const struct lincomb *x, uint32_t first)
+lc_from_atom(struct arena *a, const struct atom_space *sp,
+    const struct lincomb *x, uint32_t first)
 {
 	struct lincomb	*y;
 	uint32_t	 i, n = 0;
 
 	/* Held atoms (lossnorm.h) come after every plain one. */
 	for (i = 0; i < x->nterms; i++)
-		if (atom_plain(x->terms[i].atom) >= first)
+		if (atom_plain(sp, x->terms[i].atom) >= first)
 			n++;
 	if (n == x->nterms)
 		return x;
@@ -358,7 +359,7 @@ lc_from_atom(struct arena *a, const struct lincomb *x, uint32_t first)
 		return &lincomb_zero;
 	y = lc_alloc(a, n);
 	for (i = 0, n = 0; i < x->nterms; i++)
-		if (atom_plain(x->terms[i].atom) >= first)
+		if (atom_plain(sp, x->terms[i].atom) >= first)
 			y->terms[n++] = x->terms[i];
 	return y;
 }
@@ -782,16 +783,16 @@ put_u64(char *p, uint64_t v)
  * leave *i on the last atom written.
  */
 static size_t
-put_atoms(char *out, const struct term *t, size_t n, size_t *i,
-    const char *prefix)
+put_atoms(char *out, const struct atom_space *sp, const struct term *t,
+    size_t n, size_t *i, const char *prefix)
 {
 	char		 name[ATOM_NAME_SIZE];
 	uint32_t	 a = t[*i].atom;
-	size_t		 k, K = (size_t)atom_space_micro_batches(), len;
+	size_t		 k, K = (size_t)atom_space_micro_batches(sp), len;
 
-	atom_name(name, sizeof name, prefix, a);
+	atom_name(sp, name, sizeof name, prefix, a);
 	len = strlen(name);
-	if (K > 1 && atom_micro_batch(a) == 0 && *i + K <= n) {
+	if (K > 1 && atom_micro_batch(sp, a) == 0 && *i + K <= n) {
 		for (k = 1; k < K && t[*i + k].atom == a + k; k++)
 			continue;
 		if (k == K) {
@@ -806,8 +807,8 @@ put_atoms(char *out, const struct term *t, size_t n, size_t *i,
 
 /* Write one group of terms sharing coefficient q; return the length. */
 static size_t
-put_group(char *out, const struct term *t, size_t n, const char *prefix,
-    size_t plen, int first)
+put_group(char *out, const struct atom_space *sp, const struct term *t,
+    size_t n, const char *prefix, size_t plen, int first)
 {
 	struct rational	 q = t[0].coef;
 	uint64_t	 p = abs_u64(q.num);
@@ -828,13 +829,13 @@ put_group(char *out, const struct term *t, size_t n, const char *prefix,
 	for (i = 0; i < n; i++) {
 		if (i > 0)
 			out[len++] = '+';
-		if (atom_space_trivial() && !atom_is_held(t[i].atom)) {
+		if (atom_space_trivial(sp) && !atom_is_held(sp, t[i].atom)) {
 			memcpy(out + len, prefix, plen);
 			len += plen;
 			len += put_u64(out + len, t[i].atom);
 			continue;
 		}
-		len += put_atoms(out + len, t, n, &i, prefix);
+		len += put_atoms(out + len, sp, t, n, &i, prefix);
 	}
 	if (parens)
 		out[len++] = ')';
@@ -846,7 +847,8 @@ put_group(char *out, const struct term *t, size_t n, const char *prefix,
 }
 
 const char *
-lc_format(struct arena *a, const struct lincomb *x, const char *prefix)
+lc_format(struct arena *a, const struct atom_space *sp,
+    const struct lincomb *x, const char *prefix)
 {
 	struct term	*t;
 	char		*buf, *s;
@@ -879,7 +881,8 @@ lc_format(struct arena *a, const struct lincomb *x, const char *prefix)
 	for (i = 0; i < n; i = j) {
 		for (j = i + 1; j < n && q_equal(t[j].coef, t[i].coef); j++)
 			continue;
-		len += put_group(buf + len, t + i, j - i, prefix, plen, i == 0);
+		len += put_group(buf + len, sp, t + i, j - i, prefix, plen,
+		    i == 0);
 	}
 	buf[len] = '\0';
 

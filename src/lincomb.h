@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 struct arena;
+struct atom_space;
 
 /* A reduced fraction, den > 0.  Overflow is an internal error (exit 3). */
 struct rational {
@@ -69,8 +70,8 @@ struct rational	 lc_coef(const struct lincomb *x, uint32_t atom);
  * those (lossnorm.h): x where those atoms are known to be zero (the padded
  * rows of a word embedding's lookups).
  */
-const struct lincomb *lc_from_atom(struct arena *, const struct lincomb *x,
-		    uint32_t first);
+const struct lincomb *lc_from_atom(struct arena *, const struct atom_space *,
+		    const struct lincomb *x, uint32_t first);
 
 /*
  * Combinations by value (hash-consing): equal combinations built apart,
@@ -117,8 +118,8 @@ bool		 lc_same_atoms(const struct lincomb *a,
  * Atoms print as prefix followed by the rank ("g").  Returns a string
  * allocated in the arena.
  */
-const char	*lc_format(struct arena *, const struct lincomb *,
-		    const char *prefix);
+const char	*lc_format(struct arena *, const struct atom_space *,
+		    const struct lincomb *, const char *prefix);
 
 /*
  * qsort order of struct term as lc_format prints them: decreasing

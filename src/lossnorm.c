@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "config.h"
+#include "arena.h"
 #include "lossnorm.h"
 #include "xmalloc.h"
 
@@ -502,23 +503,22 @@ lossnorm_free(struct loss_norm *ln)
 
 /* ---- atoms ------------------------------------------------------------ */
 
-static struct atom_space space = { 1, -1, -1, 0, 1, { 0 }, NULL, 0, false };
-
 void
-atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
+atom_space_build(struct atom_space *space, const struct loss_norm *ln,
+    const struct mesh *mesh)
 {
 	int	 c;
 
-	atom_space_reset();
-	space.sources = ln->sources;
-	space.aux_source = ln->aux_source;
-	space.mtp_source = ln->mtp_source;
-	space.mtp = ln->mtp;
-	space.micro_batches = ln->micro_batches;
-	space.mesh = *mesh;
-	space.nfactors = ln->chunks;
-	space.factor = xreallocarray(NULL, ln->chunks, sizeof *space.factor);
-	memcpy(space.factor, ln->coef, ln->chunks * sizeof *space.factor);
+	atom_space_init(space);
+	space->sources = ln->sources;
+	space->aux_source = ln->aux_source;
+	space->mtp_source = ln->mtp_source;
+	space->mtp = ln->mtp;
+	space->micro_batches = ln->micro_batches;
+	space->mesh = *mesh;
+	space->nfactors = ln->chunks;
+	space->factor = xreallocarray(NULL, ln->chunks, sizeof *space->factor);
+	memcpy(space->factor, ln->coef, ln->chunks * sizeof *space->factor);
 	/*
 	 * Weighted pieces only make sense when the factors differ and none
 	 * is zero, and not with expert gradients kept per source; atoms of
@@ -527,169 +527,190 @@ atom_space_set(const struct loss_norm *ln, const struct mesh *mesh)
 	 */
 	for (c = 0; c < ln->chunks; c++) {
 		if (q_is_zero(ln->coef[c])) {
-			space.weighted = false;
+			space->weighted = false;
 			break;
 		}
 		if (!q_equal(ln->coef[c], ln->coef[0]))
-			space.weighted = true;
+			space->weighted = true;
 	}
 	if (ln->split)
-		space.weighted = false;
+		space->weighted = false;
+}
+
+/* The space of a config without atoms beyond its ranks, holding nothing. */
+void
+atom_space_init(struct atom_space *space)
+{
+	memset(space, 0, sizeof *space);
+	space->sources = 1;
+	space->aux_source = -1;
+	space->mtp_source = -1;
+	space->micro_batches = 1;
 }
 
 void
-atom_space_reset(void)
+atom_space_free(struct atom_space *space)
 {
-	free(space.factor);
-	space.factor = NULL;
-	space.nfactors = 0;
-	space.weighted = false;
-	space.sources = 1;
-	space.aux_source = -1;
-	space.mtp_source = -1;
-	space.mtp = 0;
-	space.micro_batches = 1;
-	memset(&space.mesh, 0, sizeof space.mesh);
+	free(space->factor);
+	atom_space_init(space);
+}
+
+void
+atom_space_copy(struct atom_space *dst, const struct atom_space *src,
+    struct arena *arena)
+{
+	struct rational	*factor = NULL;
+
+	*dst = *src;
+	if (src->nfactors > 0) {
+		factor = arena_alloc(arena,
+		    (size_t)src->nfactors * sizeof *factor);
+		memcpy(factor, src->factor,
+		    (size_t)src->nfactors * sizeof *factor);
+	}
+	dst->factor = factor;
 }
 
 bool
-atom_space_weighted(void)
+atom_space_weighted(const struct atom_space *space)
 {
-	return space.weighted;
+	return space->weighted;
 }
 
 int
-atom_space_chunks(void)
+atom_space_chunks(const struct atom_space *space)
 {
-	return space.nfactors;
+	return space->nfactors;
 }
 
 struct rational
-atom_chunk_factor(int chunk)
+atom_chunk_factor(const struct atom_space *space, int chunk)
 {
-	return space.factor[chunk];
+	return space->factor[chunk];
 }
 
 struct rational
-atom_loss_factor(uint32_t a)
+atom_loss_factor(const struct atom_space *space, uint32_t a)
 {
 	struct coord	 c;
 
-	mesh_coord_of(&space.mesh, atom_rank(a), &c);
-	return space.factor[lossnorm_chunk(&space.mesh, atom_micro_batch(a),
-	    c.dp)];
+	mesh_coord_of(&space->mesh, atom_rank(space, a), &c);
+	return space->factor[lossnorm_chunk(&space->mesh,
+	    atom_micro_batch(space, a), c.dp)];
 }
 
 int
-atom_space_aux_source(void)
+atom_space_aux_source(const struct atom_space *space)
 {
-	return space.aux_source;
+	return space->aux_source;
 }
 
 int
-atom_mtp_layer(uint32_t a)
+atom_mtp_layer(const struct atom_space *space, uint32_t a)
 {
-	int	 j = atom_source(a);
+	int	 j = atom_source(space, a);
 
-	if (space.mtp_source < 0 || j < space.mtp_source ||
-	    j >= space.mtp_source + space.mtp)
+	if (space->mtp_source < 0 || j < space->mtp_source ||
+	    j >= space->mtp_source + space->mtp)
 		return 0;
-	return j - space.mtp_source + 1;
+	return j - space->mtp_source + 1;
 }
 
 bool
-atom_space_trivial(void)
+atom_space_trivial(const struct atom_space *space)
 {
-	return space.sources == 1 && space.micro_batches == 1;
+	return space->sources == 1 && space->micro_batches == 1;
 }
 
 int
-atom_space_micro_batches(void)
+atom_space_micro_batches(const struct atom_space *space)
 {
-	return space.micro_batches;
+	return space->micro_batches;
 }
 
 int
-atom_space_sources(void)
+atom_space_sources(const struct atom_space *space)
 {
-	return space.sources;
+	return space->sources;
 }
 
 uint32_t
-atom_id(int rank, int source, int m)
+atom_id(const struct atom_space *space, int rank, int source, int m)
 {
-	return ((uint32_t)rank * (uint32_t)space.sources + (uint32_t)source) *
-	    (uint32_t)space.micro_batches + (uint32_t)m;
+	return ((uint32_t)rank * (uint32_t)space->sources + (uint32_t)source) *
+	    (uint32_t)space->micro_batches + (uint32_t)m;
 }
 
 static uint32_t
-held_base(void)
+held_base(const struct atom_space *space)
 {
-	return (uint32_t)space.mesh.world * (uint32_t)space.sources *
-	    (uint32_t)space.micro_batches;
+	return (uint32_t)space->mesh.world * (uint32_t)space->sources *
+	    (uint32_t)space->micro_batches;
 }
 
 uint32_t
-atom_held(uint32_t a)
+atom_held(const struct atom_space *space, uint32_t a)
 {
-	return a + held_base();
+	return a + held_base(space);
 }
 
 bool
-atom_is_held(uint32_t a)
+atom_is_held(const struct atom_space *space, uint32_t a)
 {
-	return space.mesh.world > 0 && a >= held_base();
+	return space->mesh.world > 0 && a >= held_base(space);
 }
 
 uint32_t
-atom_plain(uint32_t a)
+atom_plain(const struct atom_space *space, uint32_t a)
 {
-	return atom_is_held(a) ? a - held_base() : a;
+	return atom_is_held(space, a) ? a - held_base(space) : a;
 }
 
 int
-atom_rank(uint32_t a)
+atom_rank(const struct atom_space *space, uint32_t a)
 {
-	a = atom_plain(a);
-	return (int)(a / ((uint32_t)space.micro_batches *
-	    (uint32_t)space.sources));
+	a = atom_plain(space, a);
+	return (int)(a / ((uint32_t)space->micro_batches *
+	    (uint32_t)space->sources));
 }
 
 int
-atom_source(uint32_t a)
+atom_source(const struct atom_space *space, uint32_t a)
 {
-	a = atom_plain(a);
-	return (int)((a / (uint32_t)space.micro_batches) %
-	    (uint32_t)space.sources);
+	a = atom_plain(space, a);
+	return (int)((a / (uint32_t)space->micro_batches) %
+	    (uint32_t)space->sources);
 }
 
 int
-atom_micro_batch(uint32_t a)
+atom_micro_batch(const struct atom_space *space, uint32_t a)
 {
-	a = atom_plain(a);
-	return (int)(a % (uint32_t)space.micro_batches);
+	a = atom_plain(space, a);
+	return (int)(a % (uint32_t)space->micro_batches);
 }
 
 void
-atom_name(char *buf, size_t size, const char *prefix, uint32_t a)
+atom_name(const struct atom_space *space, char *buf, size_t size,
+    const char *prefix, uint32_t a)
 {
-	int	 rank = atom_rank(a), j = atom_source(a);
+	int	 rank = atom_rank(space, a), j = atom_source(space, a);
 	int	 n;
 	struct coord c;
 
-	if (atom_is_held(a))
+	if (atom_is_held(space, a))
 		prefix = "h";
 	n = snprintf(buf, size, "%s%d", prefix, rank);
-	if (j > 0 && j == space.aux_source && n >= 0 && (size_t)n < size)
+	if (j > 0 && j == space->aux_source && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - n, "a");
-	else if (atom_mtp_layer(a) > 0 && n >= 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - n, "t%d", atom_mtp_layer(a));
+	else if (atom_mtp_layer(space, a) > 0 && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - n, "t%d",
+		    atom_mtp_layer(space, a));
 	else if (j > 0 && n >= 0 && (size_t)n < size) {
-		mesh_coord_of(&space.mesh, rank, &c);
+		mesh_coord_of(&space->mesh, rank, &c);
 		n += snprintf(buf + n, size - n, "s%d",
-		    mesh_rank_of_expert(&space.mesh, c.pp, j - 1, c.etp,
+		    mesh_rank_of_expert(&space->mesh, c.pp, j - 1, c.etp,
 		    c.edp));
 	}
-	if (space.micro_batches > 1 && n >= 0 && (size_t)n < size)
-		snprintf(buf + n, size - n, "m%d", atom_micro_batch(a));
+	if (space->micro_batches > 1 && n >= 0 && (size_t)n < size)
+		snprintf(buf + n, size - n, "m%d", atom_micro_batch(space, a));
 }

@@ -39,16 +39,16 @@ struct acoord {
 };
 
 static void
-atom_coord(const struct mesh *m, uint32_t atom, struct acoord *a)
+atom_coord(const struct atom_space *sp, uint32_t atom, struct acoord *a)
 {
-	mesh_coord_of(m, atom_rank(atom), &a->c);
-	a->mb = atom_micro_batch(atom);
+	mesh_coord_of(&sp->mesh, atom_rank(sp, atom), &a->c);
+	a->mb = atom_micro_batch(sp, atom);
 }
 
 static void
-rank_coord(const struct mesh *m, int rank, struct acoord *a)
+rank_coord(const struct atom_space *sp, int rank, struct acoord *a)
 {
-	mesh_coord_of(m, rank, &a->c);
+	mesh_coord_of(&sp->mesh, rank, &a->c);
 	a->mb = -1;
 }
 
@@ -65,10 +65,11 @@ struct candidate {
 #define MAX_CANDIDATES	((1 << 4) - 1 + (1 << 5) - 1)
 
 static int
-dim_size(const struct mesh *m, int d)
+dim_size(const struct atom_space *sp, int d)
 {
+	const struct mesh *m = &sp->mesh;
 	const int v[MS__COUNT] = { m->pp, m->dp, m->tp, m->ep, m->etp, m->edp,
-	    atom_space_micro_batches() };
+	    atom_space_micro_batches(sp) };
 
 	return v[d] > 0 ? v[d] : 1;
 }
@@ -100,7 +101,7 @@ cmp_candidate(const void *pa, const void *pb)
  * experts never speaks of edp.
  */
 static size_t
-candidates_of(const struct mesh *m, struct candidate *out)
+candidates_of(const struct atom_space *sp, struct candidate *out)
 {
 	static const unsigned views[2] = { VIEW_DENSE, VIEW_EXPERT };
 	size_t		 n = 0;
@@ -110,7 +111,7 @@ candidates_of(const struct mesh *m, struct candidate *out)
 	for (v = 0; v < 2; v++) {
 		big = 0;
 		for (d = 0; d < MS__COUNT; d++)
-			if ((views[v] >> d & 1) && dim_size(m, d) > 1)
+			if ((views[v] >> d & 1) && dim_size(sp, d) > 1)
 				big |= 1u << d;
 		/* The subsets of big, as in the usual (s - 1) & big walk. */
 		for (s = big; s != 0; s = (s - 1) & big) {
@@ -122,7 +123,7 @@ candidates_of(const struct mesh *m, struct candidate *out)
 			out[n].size = 1;
 			for (d = 0; d < MS__COUNT; d++)
 				if (s >> d & 1)
-					out[n].size *= dim_size(m, d);
+					out[n].size *= dim_size(sp, d);
 			n++;
 		}
 	}
@@ -146,14 +147,14 @@ cmp_slot(const void *pa, const void *pb)
 }
 
 static int64_t
-fixed_key(const struct mesh *m, const struct acoord *c, unsigned fixed)
+fixed_key(const struct atom_space *sp, const struct acoord *c, unsigned fixed)
 {
 	int64_t	 k = 0;
 	int	 d;
 
 	for (d = 0; d < MS__COUNT; d++)
 		if (fixed >> d & 1)
-			k = k * dim_size(m, d) + dim_coord(c, d);
+			k = k * dim_size(sp, d) + dim_coord(c, d);
 	return k;
 }
 
@@ -167,7 +168,7 @@ cmp_piece(const void *pa, const void *pb)
 
 /* The pieces of m terms t[] sharing one coefficient, appended to out. */
 static size_t
-bucket_pieces(const struct mesh *m, const struct candidate *cand,
+bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
     size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
 {
 	struct acoord	*co;
@@ -179,7 +180,7 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
 	dead = xcalloc(nt, sizeof *dead);
 	slot = xcalloc(nt, sizeof *slot);
 	for (i = 0; i < nt; i++)
-		atom_coord(m, t[i].atom, &co[i]);
+		atom_coord(sp, t[i].atom, &co[i]);
 	for (k = 0; k < ncand && nalive > 1; k++) {
 		unsigned fixed = cand[k].view & ~cand[k].varied;
 
@@ -187,7 +188,7 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
 			continue;
 		for (i = ns = 0; i < nt; i++)
 			if (!dead[i]) {
-				slot[ns].key = fixed_key(m, &co[i], fixed);
+				slot[ns].key = fixed_key(sp, &co[i], fixed);
 				slot[ns++].idx = i;
 			}
 		qsort(slot, ns, sizeof *slot, cmp_slot);
@@ -237,30 +238,30 @@ bucket_pieces(const struct mesh *m, const struct candidate *cand,
 #define PLAIN_MAX_PIECES	16
 
 static bool
-plain_is_short(const struct mesh *m, const struct ms_piece *p, size_t n)
+plain_is_short(const struct atom_space *sp, const struct ms_piece *p, size_t n)
 {
 	struct arena	 ar;
 	bool		 is_short;
 
-	if (n > PLAIN_MAX_PIECES || m->world > MS_ATOMS_WORLD)
+	if (n > PLAIN_MAX_PIECES || sp->mesh.world > MS_ATOMS_WORLD)
 		return false;
 	arena_init(&ar);
-	is_short = strlen(ms_format(&ar, m, p, n, -1)) <= PLAIN_SHORT;
+	is_short = strlen(ms_format(&ar, sp, p, n, -1)) <= PLAIN_SHORT;
 	arena_free(&ar);
 	return is_short;
 }
 
 /* The pieces of the nt terms t[], sorted by lc_cmp_format_order. */
 static size_t
-group_terms(const struct mesh *m, const struct candidate *cand, size_t ncand,
-    const struct term *t, size_t nt, struct ms_piece *out)
+group_terms(const struct atom_space *sp, const struct candidate *cand,
+    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
 {
 	size_t	 i, j, n = 0;
 
 	for (i = 0; i < nt; i = j) {
 		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
 			continue;
-		n += bucket_pieces(m, cand, ncand, t + i, j - i, out + n);
+		n += bucket_pieces(sp, cand, ncand, t + i, j - i, out + n);
 	}
 	return n;
 }
@@ -271,7 +272,7 @@ group_terms(const struct mesh *m, const struct candidate *cand, size_t ncand,
  * atom gets its own coefficient back.  Returns their number.
  */
 static size_t
-weighted_pieces(const struct mesh *m, const struct candidate *cand,
+weighted_pieces(const struct atom_space *sp, const struct candidate *cand,
     size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
 {
 	struct term	*w;
@@ -280,23 +281,23 @@ weighted_pieces(const struct mesh *m, const struct candidate *cand,
 	w = xreallocarray(NULL, nt, sizeof *w);
 	for (i = 0; i < nt; i++) {
 		w[i].atom = t[i].atom;
-		w[i].coef = q_div(t[i].coef, atom_loss_factor(t[i].atom));
+		w[i].coef = q_div(t[i].coef, atom_loss_factor(sp, t[i].atom));
 	}
 	qsort(w, nt, sizeof *w, lc_cmp_format_order);
-	n = group_terms(m, cand, ncand, w, nt, out);
+	n = group_terms(sp, cand, ncand, w, nt, out);
 	free(w);
 	for (i = 0; i < n; i++) {
 		if (out[i].n > 1)
 			out[i].weighted = true;
 		else
 			out[i].coef = q_mul(out[i].coef,
-			    atom_loss_factor(out[i].atom));
+			    atom_loss_factor(sp, out[i].atom));
 	}
 	return n;
 }
 
 struct ms_piece *
-ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
+ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 {
 	struct candidate cand[MAX_CANDIDATES];
 	struct ms_piece	*out, *wout;
@@ -306,7 +307,7 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	*np = 0;
 	if (nt == 0)
 		return NULL;
-	ncand = candidates_of(m, cand);
+	ncand = candidates_of(sp, cand);
 	t = xreallocarray(NULL, nt, sizeof *t);
 	memcpy(t, x->terms, nt * sizeof *t);
 	qsort(t, nt, sizeof *t, lc_cmp_format_order);
@@ -316,8 +317,8 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 	 * group is written by: each stays a piece of its own, as do held
 	 * atoms, which no group of plain ones can stand for.
 	 */
-	for (i = 0; i < nt && atom_source(t[i].atom) == 0 &&
-	    !atom_is_held(t[i].atom); i++)
+	for (i = 0; i < nt && atom_source(sp, t[i].atom) == 0 &&
+	    !atom_is_held(sp, t[i].atom); i++)
 		continue;
 	if (i < nt) {
 		for (i = 0; i < nt; i++) {
@@ -330,10 +331,10 @@ ms_pieces(const struct mesh *m, const struct lincomb *x, size_t *np)
 		*np = nt;
 		return out;
 	}
-	n = group_terms(m, cand, ncand, t, nt, out);
-	if (n > 1 && atom_space_weighted() && !plain_is_short(m, out, n)) {
+	n = group_terms(sp, cand, ncand, t, nt, out);
+	if (n > 1 && atom_space_weighted(sp) && !plain_is_short(sp, out, n)) {
 		wout = xcalloc(nt, sizeof *wout);
-		nw = weighted_pieces(m, cand, ncand, t, nt, wout);
+		nw = weighted_pieces(sp, cand, ncand, t, nt, wout);
 		if (nw < n) {
 			free(out);
 			out = wout;
@@ -368,7 +369,7 @@ ms_piece_sum(const struct ms_piece *p, char *buf, size_t len)
 }
 
 static void
-put_fixed(const struct mesh *m, const struct ms_piece *p, char *buf,
+put_fixed(const struct atom_space *sp, const struct ms_piece *p, char *buf,
     size_t len, const char *sep)
 {
 	struct acoord	 c;
@@ -377,16 +378,17 @@ put_fixed(const struct mesh *m, const struct ms_piece *p, char *buf,
 
 	if (len > 0)
 		buf[0] = '\0';
-	atom_coord(m, p->atom, &c);
+	atom_coord(sp, p->atom, &c);
 	for (d = 0; d < MS__COUNT && off < len; d++)
-		if ((p->fixed >> d & 1) && dim_size(m, d) > 1)
+		if ((p->fixed >> d & 1) && dim_size(sp, d) > 1)
 			off += (size_t)snprintf(buf + off, len - off,
 			    "%s%s%d", off > 0 ? sep : "", dim_name[d],
 			    dim_coord(&c, d));
 }
 
 bool
-ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
+ms_piece_is_self(const struct atom_space *sp, const struct ms_piece *p,
+    int rank)
 {
 	struct acoord	 a, r;
 	int		 d, nfixed = 0;
@@ -394,11 +396,11 @@ ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
 	if (rank < 0)
 		return false;
 	if (p->varied == 0)
-		return atom_space_trivial() && p->atom == (uint32_t)rank;
-	atom_coord(m, p->atom, &a);
-	rank_coord(m, rank, &r);
+		return atom_space_trivial(sp) && p->atom == (uint32_t)rank;
+	atom_coord(sp, p->atom, &a);
+	rank_coord(sp, rank, &r);
 	for (d = 0; d < MS__COUNT; d++) {
-		if (!(p->fixed >> d & 1) || dim_size(m, d) == 1)
+		if (!(p->fixed >> d & 1) || dim_size(sp, d) == 1)
 			continue;
 		if (dim_coord(&a, d) != dim_coord(&r, d))
 			return false;
@@ -409,15 +411,16 @@ ms_piece_is_self(const struct mesh *m, const struct ms_piece *p, int rank)
 }
 
 bool
-ms_piece_has(const struct mesh *m, const struct ms_piece *p, uint32_t atom)
+ms_piece_has(const struct atom_space *sp, const struct ms_piece *p,
+    uint32_t atom)
 {
 	struct acoord	 a, b;
 	int		 d;
 
 	if (p->varied == 0)
 		return p->atom == atom;
-	atom_coord(m, p->atom, &a);
-	atom_coord(m, atom, &b);
+	atom_coord(sp, p->atom, &a);
+	atom_coord(sp, atom, &b);
 	for (d = 0; d < MS__COUNT; d++)
 		if ((p->fixed >> d & 1) && dim_coord(&a, d) != dim_coord(&b, d))
 			return false;
@@ -425,35 +428,35 @@ ms_piece_has(const struct mesh *m, const struct ms_piece *p, uint32_t atom)
 }
 
 void
-ms_piece_of(const struct mesh *m, const struct ms_piece *p, int rank,
+ms_piece_of(const struct atom_space *sp, const struct ms_piece *p, int rank,
     char *buf, size_t len)
 {
-	if (ms_piece_is_self(m, p, rank))
+	if (ms_piece_is_self(sp, p, rank))
 		snprintf(buf, len, "self");
 	else if (p->varied == 0)
-		atom_name(buf, len, "g", p->atom);
+		atom_name(sp, buf, len, "g", p->atom);
 	else
-		put_fixed(m, p, buf, len, " ");
+		put_fixed(sp, p, buf, len, " ");
 }
 
 void
-ms_piece_name(const struct mesh *m, const struct ms_piece *p, int rank,
+ms_piece_name(const struct atom_space *sp, const struct ms_piece *p, int rank,
     char *buf, size_t len)
 {
 	char	 sum[32], of[64];
-	bool	 self = ms_piece_is_self(m, p, rank);
+	bool	 self = ms_piece_is_self(sp, p, rank);
 
 	if (p->varied == 0) {
 		if (self)
 			snprintf(buf, len, "self");
 		else
-			atom_name(buf, len, "g", p->atom);
+			atom_name(sp, buf, len, "g", p->atom);
 		return;
 	}
 	if (self)
 		snprintf(of, sizeof of, "self");
 	else
-		put_fixed(m, p, of, sizeof of, ",");
+		put_fixed(sp, p, of, sizeof of, ",");
 	if (of[0] == '\0') {
 		snprintf(buf, len, "%ssum_all()", p->weighted ? "w" : "");
 		return;
@@ -463,8 +466,8 @@ ms_piece_name(const struct mesh *m, const struct ms_piece *p, int rank,
 }
 
 const char *
-ms_format(struct arena *a, const struct mesh *m, const struct ms_piece *p,
-    size_t n, int rank)
+ms_format(struct arena *a, const struct atom_space *sp,
+    const struct ms_piece *p, size_t n, int rank)
 {
 	char		*buf = NULL, name[128];
 	size_t		 len = 0, i, j, k;
@@ -491,7 +494,7 @@ ms_format(struct arena *a, const struct mesh *m, const struct ms_piece *p,
 		if (j - i > 1 && (p[i].coef.den != 1 || num != 1))
 			putc('(', fp);
 		for (k = i; k < j; k++) {
-			ms_piece_name(m, &p[k], rank, name, sizeof name);
+			ms_piece_name(sp, &p[k], rank, name, sizeof name);
 			fprintf(fp, "%s%s", k > i ? "+" : "", name);
 		}
 		if (j - i > 1 && (p[i].coef.den != 1 || num != 1))

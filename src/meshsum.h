@@ -61,8 +61,8 @@ struct ms_piece {
  * are long to write, the pieces are also tried weighted by them, and the
  * fewer pieces win.
  */
-struct ms_piece	*ms_pieces(const struct mesh *, const struct lincomb *x,
-		    size_t *n);
+struct ms_piece	*ms_pieces(const struct atom_space *,
+		    const struct lincomb *x, size_t *n);
 /*
  * Relative to a rank: a piece is "self" for rank r when it is r's own
  * atom, or the group r belongs to (its fixed coordinates are r's).  The
@@ -70,11 +70,11 @@ struct ms_piece	*ms_pieces(const struct mesh *, const struct lincomb *x,
  * say, the average over its own dp group holds the same written value and
  * the ranks can share one cell object.  A rank of -1 is no rank.
  */
-bool		 ms_piece_is_self(const struct mesh *, const struct ms_piece *,
-		    int rank);
+bool		 ms_piece_is_self(const struct atom_space *,
+		    const struct ms_piece *, int rank);
 /* Whether atom is one of the piece's. */
-bool		 ms_piece_has(const struct mesh *, const struct ms_piece *,
-		    uint32_t atom);
+bool		 ms_piece_has(const struct atom_space *,
+		    const struct ms_piece *, uint32_t atom);
 /*
  * "dp" or "dp tp": the summed coordinates; "" for an atom.  A weighted
  * piece is named by the same sum ("wsum" in ms_piece_name, its coefficient
@@ -85,8 +85,8 @@ void		 ms_piece_sum(const struct ms_piece *, char *, size_t);
  * "pp7 tp0": the fixed coordinates of size > 1 with their values; "" for
  * the whole world; "g5" for an atom; "self" when ms_piece_is_self.
  */
-void		 ms_piece_of(const struct mesh *, const struct ms_piece *,
-		    int rank, char *, size_t);
+void		 ms_piece_of(const struct atom_space *,
+		    const struct ms_piece *, int rank, char *, size_t);
 /*
  * The pieces in report notation, coefficients grouped as lc_format does:
  * "(sum_dp(pp0,tp0)+sum_dp(pp7,tp0))/64", "g3+sum_tp(pp0,dp1)/2",
@@ -94,10 +94,10 @@ void		 ms_piece_of(const struct mesh *, const struct ms_piece *,
  * "sum_dp(self)/64"; a weighted piece "wsum_dp_mb(self)/4".  Allocated in
  * the arena.
  */
-const char	*ms_format(struct arena *, const struct mesh *,
+const char	*ms_format(struct arena *, const struct atom_space *,
 		    const struct ms_piece *, size_t n, int rank);
 /* One piece in that notation, without coefficient: "sum_dp(pp7,tp0)". */
-void		 ms_piece_name(const struct mesh *, const struct ms_piece *,
-		    int rank, char *, size_t);
+void		 ms_piece_name(const struct atom_space *,
+		    const struct ms_piece *, int rank, char *, size_t);
 
 #endif

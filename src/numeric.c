@@ -1186,9 +1186,9 @@ instance_held(const struct model *m, int lp, int rank)
  * local gradient of the instance of the logical parameter on a's stage.
  */
 static void
-eval_expression(const struct model *m, const struct gathered *gv, int lp,
-    const struct lincomb *lc, int64_t lo, int64_t hi, union num *out,
-    double *magnitude)
+eval_expression(const struct model *m, const struct atom_space *sp,
+    const struct gathered *gv, int lp, const struct lincomb *lc, int64_t lo,
+    int64_t hi, union num *out, double *magnitude)
 {
 	const struct param		*p;
 	const union num			*atom;
@@ -1201,7 +1201,7 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 	memset(out, 0, (size_t)(hi - lo) * sizeof(*out));
 	memset(magnitude, 0, (size_t)(hi - lo) * sizeof(*magnitude));
 	for (t = 0; t < lc->nterms; t++) {
-		a = atom_rank(lc->terms[t].atom);
+		a = atom_rank(sp, lc->terms[t].atom);
 		if (a < 0 || a >= m->mesh.world)
 			fatalx("numeric: atom g%d outside the mesh", a);
 		if ((p = instance_held(m, lp, a)) == NULL ||
@@ -1210,11 +1210,11 @@ eval_expression(const struct model *m, const struct gathered *gv, int lp,
 			    "the parameter", a, m->logical[lp].name);
 		/* The rank's atoms: per (source,) micro-batch, lossnorm.h. */
 		atom += (int64_t)(model_atom_slot(m, p,
-		    atom_source(lc->terms[t].atom)) *
-		    m->loss.micro_batches + atom_micro_batch(
+		    atom_source(sp, lc->terms[t].atom)) *
+		    m->loss.micro_batches + atom_micro_batch(sp,
 		    lc->terms[t].atom)) * p->local_elems;
 		/* Held atoms follow the plain ones (run_step). */
-		if (atom_is_held(lc->terms[t].atom))
+		if (atom_is_held(sp, lc->terms[t].atom))
 			atom += (int64_t)model_atoms_per_rank(m, p) / 2 *
 			    p->local_elems;
 		if (hi > p->local_elems)
@@ -1272,6 +1272,7 @@ struct evaluated {
 };
 
 struct self_check {
+	const struct atom_space *atoms;	/* the audit's (lossnorm.h) */
 	int		 failures;
 	struct arena	 arena;
 	struct evaluated value, expected;
@@ -1279,9 +1280,9 @@ struct self_check {
 
 /* eval_expression(), unless ev holds the same evaluation already. */
 static const union num *
-evaluate(const struct model *m, const struct gathered *gv, int lp,
-    const struct lincomb *lc, int64_t lo, int64_t hi, struct evaluated *ev,
-    const double **magnitude)
+evaluate(const struct model *m, const struct atom_space *sp,
+    const struct gathered *gv, int lp, const struct lincomb *lc, int64_t lo,
+    int64_t hi, struct evaluated *ev, const double **magnitude)
 {
 	if (ev->lc == NULL || ev->lp != lp || ev->lo != lo || ev->hi != hi ||
 	    !lc_equal(ev->lc, lc)) {
@@ -1290,7 +1291,8 @@ evaluate(const struct model *m, const struct gathered *gv, int lp,
 		ev->v = xcalloc((size_t)(hi - lo), sizeof(*ev->v));
 		ev->magnitude = xcalloc((size_t)(hi - lo),
 		    sizeof(*ev->magnitude));
-		eval_expression(m, gv, lp, lc, lo, hi, ev->v, ev->magnitude);
+		eval_expression(m, sp, gv, lp, lc, lo, hi, ev->v,
+		    ev->magnitude);
 		ev->lc = lc;
 		ev->lp = lp;
 		ev->lo = lo;
@@ -1316,7 +1318,7 @@ self_check_fail(struct self_check *sc, const char *param, int rank,
 		fprintf(stderr, "%s: self-check failed: %s on rank %d "
 		    "[%lld,%lld): %s %s\n", progname, param, rank,
 		    (long long)lo, (long long)hi, what,
-		    lc_format(&sc->arena, lc, "g"));
+		    lc_format(&sc->arena, sc->atoms, lc, "g"));
 }
 
 /* Per logical parameter: the reference, its size and largest value. */
@@ -1356,8 +1358,8 @@ check_cell(const struct model *m, const struct gathered *gv, int lp,
 	    n, ref->max);
 
 	/* The value must be its expression evaluated on the atoms... */
-	e = evaluate(m, gv, lp, cell->value, cell->lo, cell->hi, &sc->value,
-	    &mag);
+	e = evaluate(m, sc->atoms, gv, lp, cell->value, cell->lo, cell->hi,
+	    &sc->value, &mag);
 	if (!matches_expression(gv->synced[cell->rank][p->index] + cell->lo,
 	    e, mag, n, (int)cell->value->nterms, 0))
 		self_check_fail(sc, l->name, cell->rank, cell->lo, cell->hi,
@@ -1365,7 +1367,7 @@ check_cell(const struct model *m, const struct gathered *gv, int lp,
 		    cell->value);
 
 	/* ...and the reference the expected expression. */
-	e = evaluate(m, gv, lp, cell->expected, cell->lo, cell->hi,
+	e = evaluate(m, sc->atoms, gv, lp, cell->expected, cell->lo, cell->hi,
 	    &sc->expected, &mag);
 	if (!matches_expression(rv, e, mag, n, (int)cell->expected->nterms,
 	    num_arith == ARITH_EXACT ? 0 : reference_tolerance() * ref->max))
@@ -1644,7 +1646,8 @@ class_norm(const struct model *m, const struct gathered *gv,
 		n = pc->hi - pc->lo;
 		v = xcalloc((size_t)n, sizeof(*v));
 		mag = xcalloc((size_t)n, sizeof(*mag));
-		eval_expression(m, gv, lp, pc->value, pc->lo, pc->hi, v, mag);
+		eval_expression(m, &audit->atoms, gv, lp, pc->value, pc->lo,
+		    pc->hi, v, mag);
 		memset(&part, 0, sizeof(part));
 		for (e = 0; e < n; e++)
 			part = num_add(part, num_mul(v[e], v[e]));
@@ -1969,6 +1972,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (root) {
 		ref = reference_gradients(m, &ws, &pc);
 		memset(&sc, 0, sizeof(sc));
+		sc.atoms = &ctx->atoms;
 		arena_init(&sc.arena);
 		compare_all(m, &gv, ref, audit, &sc, &pc);
 		if (audit->grad_norm.present)

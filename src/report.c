@@ -605,7 +605,7 @@ memo_home(const struct piece_cache *pc, const struct lincomb *x)
 }
 
 static const struct piece_memo *
-pieces_of(struct piece_cache *pc, const struct mesh *m,
+pieces_of(struct piece_cache *pc, const struct atom_space *sp,
     const struct lincomb *x)
 {
 	struct piece_memo	**old, *pm;
@@ -634,7 +634,7 @@ pieces_of(struct piece_cache *pc, const struct mesh *m,
 			return pc->slot[k];
 	pm = pc->slot[k] = xcalloc(1, sizeof *pm);
 	pm->x = x;
-	pm->p = ms_pieces(m, x, &pm->n);
+	pm->p = ms_pieces(sp, x, &pm->n);
 	pc->used++;
 	return pm;
 }
@@ -663,7 +663,8 @@ struct cell_key {
 };
 
 static uint64_t
-relative_hash(const struct mesh *m, const struct piece_memo *pm, int rank)
+relative_hash(const struct atom_space *sp, const struct piece_memo *pm,
+    int rank)
 {
 	const struct ms_piece	*p;
 	uint64_t		 h = 0x5bd1e995;
@@ -677,18 +678,18 @@ relative_hash(const struct mesh *m, const struct piece_memo *pm, int rank)
 		h = mix(h, (uint64_t)p->coef.den);
 		h = mix(h, (uint64_t)p->weighted << 32 |
 		    (uint64_t)p->varied << 16 | p->fixed);
-		h = mix(h, ms_piece_is_self(m, p, rank) ? UINT64_MAX :
+		h = mix(h, ms_piece_is_self(sp, p, rank) ? UINT64_MAX :
 		    p->atom);
 	}
 	return mix(h, pm->n);
 }
 
 static bool
-same_relative(const struct mesh *m, const struct piece_memo *x, int rx,
+same_relative(const struct atom_space *sp, const struct piece_memo *x, int rx,
     const struct piece_memo *y, int ry)
 {
 	const struct ms_piece	*p, *q;
-	bool			 sp, sq;
+	bool			 selfp, selfq;
 	size_t			 i;
 
 	if (x == NULL || y == NULL)
@@ -704,9 +705,9 @@ same_relative(const struct mesh *m, const struct piece_memo *x, int rx,
 		    p->fixed != q->fixed || p->n != q->n ||
 		    p->weighted != q->weighted)
 			return false;
-		sp = ms_piece_is_self(m, p, rx);
-		sq = ms_piece_is_self(m, q, ry);
-		if (sp != sq || (!sp && p->atom != q->atom))
+		selfp = ms_piece_is_self(sp, p, rx);
+		selfq = ms_piece_is_self(sp, q, ry);
+		if (selfp != selfq || (!selfp && p->atom != q->atom))
 			return false;
 	}
 	return true;
@@ -720,7 +721,7 @@ same_bits(double x, double y)
 
 /* Two cells print the same object, rank and coordinates aside. */
 static bool
-same_cell(const struct mesh *m, const struct cell_key *kx,
+same_cell(const struct atom_space *sp, const struct cell_key *kx,
     const struct cell_key *ky)
 {
 	const struct cell	*x = kx->c, *y = ky->c;
@@ -733,8 +734,8 @@ same_cell(const struct mesh *m, const struct cell_key *kx,
 	    same_bits(x->max_ulps, y->max_ulps) &&
 	    same_bits(x->max_rel_error, y->max_rel_error))) &&
 	    (kx->self >= 0) == (ky->self >= 0) &&
-	    same_relative(m, kx->v, kx->self, ky->v, ky->self) &&
-	    same_relative(m, kx->e, kx->self, ky->e, ky->self);
+	    same_relative(sp, kx->v, kx->self, ky->v, ky->self) &&
+	    same_relative(sp, kx->e, kx->self, ky->e, ky->self);
 }
 
 struct cell_group {
@@ -744,13 +745,13 @@ struct cell_group {
 };
 
 static uint64_t
-cell_hash(const struct mesh *m, const struct cell_key *key)
+cell_hash(const struct atom_space *sp, const struct cell_key *key)
 {
 	const struct cell	*c = key->c;
 	uint64_t		 h;
 
-	h = mix(relative_hash(m, key->v, key->self),
-	    relative_hash(m, key->e, key->self));
+	h = mix(relative_hash(sp, key->v, key->self),
+	    relative_hash(sp, key->e, key->self));
 	h = mix(mix(h, (uint64_t)c->lo), (uint64_t)c->hi);
 	h = mix(h, (uint64_t)c->used << 1 | (uint64_t)(c->used && c->ok));
 	if (c->has_hash)
@@ -763,14 +764,14 @@ cell_hash(const struct mesh *m, const struct cell_key *key)
  * of an equal key, or as a new group; return its index.
  */
 static size_t
-group_add(const struct mesh *m, struct cell_group **g, size_t *ng,
+group_add(const struct atom_space *sp, struct cell_group **g, size_t *ng,
     size_t *table, size_t cap, const struct cell_key *key)
 {
 	size_t	 k;
 
-	for (k = cell_hash(m, key) & (cap - 1); table[k] != SIZE_MAX;
+	for (k = cell_hash(sp, key) & (cap - 1); table[k] != SIZE_MAX;
 	    k = (k + 1) & (cap - 1))
-		if (same_cell(m, &(*g)[table[k]].key, key))
+		if (same_cell(sp, &(*g)[table[k]].key, key))
 			break;
 	if (table[k] == SIZE_MAX) {
 		*g = xreallocarray(*g, *ng + 1, sizeof **g);
@@ -795,14 +796,14 @@ cmp_int(const void *a, const void *b)
 
 /* Whether every rank of g reads its value alike relative to itself. */
 static bool
-uniform(const struct mesh *m, const struct cell_group *g)
+uniform(const struct atom_space *sp, const struct cell_group *g)
 {
 	size_t	 i;
 	int	 r0 = g->ranks[0];
 
 	for (i = 1; i < g->nranks; i++)
-		if (!same_relative(m, g->key.v, r0, g->key.v, g->ranks[i]) ||
-		    !same_relative(m, g->key.e, r0, g->key.e, g->ranks[i]))
+		if (!same_relative(sp, g->key.v, r0, g->key.v, g->ranks[i]) ||
+		    !same_relative(sp, g->key.e, r0, g->key.e, g->ranks[i]))
 			return false;
 	return true;
 }
@@ -817,7 +818,7 @@ uniform(const struct mesh *m, const struct cell_group *g)
  * one group written by its atoms (g0 is rank 0's own, not rank 1's).
  */
 static struct cell_group *
-group_cells(const struct mesh *m, const struct param_result *p,
+group_cells(const struct atom_space *sp, const struct param_result *p,
     struct piece_cache *pc, bool wrong_only, size_t *n)
 {
 	struct cell_group	*g1 = NULL, *g = NULL;
@@ -833,22 +834,22 @@ group_cells(const struct mesh *m, const struct param_result *p,
 		key.c = &p->cells[i];
 		if (wrong_only && !cell_wrong(key.c))
 			continue;
-		key.v = pieces_of(pc, m, key.c->value);
-		key.e = pieces_of(pc, m, key.c->expected);
+		key.v = pieces_of(pc, sp, key.c->value);
+		key.e = pieces_of(pc, sp, key.c->expected);
 		key.self = -1;
-		group_add(m, &g1, &ng1, table, cap, &key);
+		group_add(sp, &g1, &ng1, table, cap, &key);
 	}
 	for (i = 0; i < cap; i++)
 		table[i] = SIZE_MAX;
 	for (i = 0; i < ng1; i++) {
 		key = g1[i].key;
-		if (!uniform(m, &g1[i])) {
+		if (!uniform(sp, &g1[i])) {
 			g = xreallocarray(g, ng + 1, sizeof *g);
 			g[ng++] = g1[i];
 			continue;
 		}
 		key.self = key.c->rank;
-		k = group_add(m, &g, &ng, table, cap, &key);
+		k = group_add(sp, &g, &ng, table, cap, &key);
 		g[k].ranks = xreallocarray(g[k].ranks, g[k].nranks +
 		    g1[i].nranks - 1, sizeof(int));
 		for (j = 1; j < g1[i].nranks; j++)
@@ -875,15 +876,16 @@ struct text {
  * few, then how many more (explain lists them all).
  */
 static void
-put_loss_factors(FILE *fp, const struct mesh *m)
+put_loss_factors(FILE *fp, const struct atom_space *sp)
 {
+	const struct mesh *m = &sp->mesh;
 	char	 q[48];
-	int	 c, n = atom_space_chunks();
+	int	 c, n = atom_space_chunks(sp);
 
 	/* By the tables' dp column, which counts the cp ranks too. */
 	fputs("loss factors (wsum weights):", fp);
 	for (c = 0; c < n && c < LOSS_FACTORS_MAX; c++) {
-		q_format(atom_chunk_factor(c), q, sizeof q);
+		q_format(atom_chunk_factor(sp, c), q, sizeof q);
 		fprintf(fp, "%s m%d dp%d %s", c > 0 ? "," : "", c / m->dp,
 		    c % m->dp, q);
 	}
@@ -968,8 +970,8 @@ print_header(struct text *t)
 		    a->config->mesh.vpp);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
-	if (atom_space_weighted())
-		put_loss_factors(t->fp, m);
+	if (atom_space_weighted(&a->atoms))
+		put_loss_factors(t->fp, &a->atoms);
 	if (!a->numeric) {
 		fputs("arithmetic: symbolic only\n", t->fp);
 		if (a->numeric_skipped != NULL)
@@ -1070,7 +1072,8 @@ rank_cell_text(struct text *t, const struct cell *cells, size_t n,
 		hex[8] = ' ';
 		hex[9] = '\0';
 	} else if (n == 1) {
-		const char *e = lc_format(&t->scratch, shown->value, "g");
+		const char *e = lc_format(&t->scratch,
+		    &t->audit->atoms, shown->value, "g");
 
 		if (strlen(e) <= CELL_EXPR_MAX) {
 			snprintf(buf, len, "%s %s%s%s", e,
@@ -1302,7 +1305,7 @@ static void
 put_difference(struct text *t, const struct lincomb *v,
     const struct lincomb *e, const struct piece_memo *pe, int self)
 {
-	const struct mesh	*m = &t->audit->mesh;
+	const struct atom_space	*sp = &t->audit->atoms;
 	struct arena		*ar = &t->scratch;
 	struct lincomb		*extra;
 	struct ms_piece		*pp;
@@ -1316,7 +1319,7 @@ put_difference(struct text *t, const struct lincomb *v,
 	off = xcalloc(pe->n + 1, sizeof *off);
 	for (i = 0; i < e->nterms; i++) {
 		for (k = 0; k < pe->n; k++)
-			if (ms_piece_has(m, &pe->p[k], e->terms[i].atom))
+			if (ms_piece_has(sp, &pe->p[k], e->terms[i].atom))
 				break;
 		c = lc_coef(v, e->terms[i].atom);
 		if (q_is_zero(c))
@@ -1325,7 +1328,7 @@ put_difference(struct text *t, const struct lincomb *v,
 			off[k]++;
 	}
 	for (k = 0; k < pe->n; k++) {
-		ms_piece_name(m, &pe->p[k], self, name, sizeof name);
+		ms_piece_name(sp, &pe->p[k], self, name, sizeof name);
 		q_format(pe->p[k].coef, q, sizeof q);
 		if (absent[k] == pe->p[k].n)
 			fprintf(t->fp, "%smissing %s%s%s", sep, name,
@@ -1350,8 +1353,8 @@ put_difference(struct text *t, const struct lincomb *v,
 			extra->terms[n++] = v->terms[i];
 	extra->nterms = n;
 	if (n > 0) {
-		pp = ms_pieces(m, extra, &np);
-		ps = ms_format(ar, m, pp, np, self);
+		pp = ms_pieces(sp, extra, &np);
+		ps = ms_format(ar, sp, pp, np, self);
 		free(pp);
 		fprintf(t->fp, "%sextra ", sep);
 		put_expr(t->fp, ps, n);
@@ -1378,29 +1381,29 @@ put_value_vs_expected(struct text *t, struct piece_cache *pc,
 	const struct lincomb	*v = c->value, *e = c->expected;
 	const struct piece_memo	*pv, *pe;
 	struct arena		*ar = &t->scratch;
-	const struct mesh	*m = &t->audit->mesh;
+	const struct atom_space	*sp = &t->audit->atoms;
 	struct rational		 q;
 	const char		*vs, *es;
 	char			 buf[48];
 	int			 self = absolute ? -1 : rank;
 
 	if (v == NULL || e == NULL) {
-		fputs(v == NULL ? "?" : lc_format(ar, v, "g"), t->fp);
+		fputs(v == NULL ? "?" : lc_format(ar, sp, v, "g"), t->fp);
 		fputs("  expected ?", t->fp);
 		return;
 	}
-	pv = pieces_of(pc, m, v);
-	pe = pieces_of(pc, m, e);
+	pv = pieces_of(pc, sp, v);
+	pe = pieces_of(pc, sp, e);
 	if (absolute && v->nterms <= EXPR_MAX && e->nterms <= EXPR_MAX) {
-		vs = lc_format(ar, v, "g");
-		es = lc_format(ar, e, "g");
+		vs = lc_format(ar, sp, v, "g");
+		es = lc_format(ar, sp, e, "g");
 		if (strlen(vs) <= EXPR_MAX && strlen(es) <= EXPR_MAX) {
 			fprintf(t->fp, "%s  expected %s", vs, es);
 			return;
 		}
 	}
-	vs = ms_format(ar, m, pv->p, pv->n, self);
-	es = ms_format(ar, m, pe->p, pe->n, self);
+	vs = ms_format(ar, sp, pv->p, pv->n, self);
+	es = ms_format(ar, sp, pe->p, pe->n, self);
 	put_expr(t->fp, vs, v->nterms);
 	fputs("  expected ", t->fp);
 	put_expr(t->fp, es, e->nterms);
@@ -1461,7 +1464,7 @@ print_wrong_regions(struct text *t, const struct param_result *p)
 		piece_cache_free(&pc);
 		return;
 	}
-	g = group_cells(&t->audit->mesh, p, &pc, true, &ng);
+	g = group_cells(&t->audit->atoms, p, &pc, true, &ng);
 	for (i = 0; i < ng; i++) {
 		c = g[i].key.c;
 		total++;
@@ -1826,23 +1829,25 @@ json_key_double(struct json *j, const char *key, double v)
  * its atoms by.  Only when such a piece can appear (atom_space_weighted).
  */
 static void
-json_loss_factors(struct json *j)
+json_loss_factors(struct json *j, const struct atom_space *sp)
 {
 	char	 q[48];
 	int	 c;
 
 	json_key(j, "loss_factors");
 	json_begin_array(j);
-	for (c = 0; c < atom_space_chunks(); c++) {
-		q_format(atom_chunk_factor(c), q, sizeof q);
+	for (c = 0; c < atom_space_chunks(sp); c++) {
+		q_format(atom_chunk_factor(sp, c), q, sizeof q);
 		json_string(j, q);
 	}
 	json_end_array(j);
 }
 
 static void
-json_mesh(struct json *j, const struct mesh *m)
+json_mesh(struct json *j, const struct atom_space *sp)
 {
+	const struct mesh *m = &sp->mesh;
+
 	json_key(j, "mesh");
 	json_begin_object(j);
 	/*
@@ -1855,9 +1860,9 @@ json_mesh(struct json *j, const struct mesh *m)
 	/* HSDP: dp is dp_replicate * dp_shard * cp, replicate slowest. */
 	json_key_int(j, "dp_replicate", m->dp_replicate);
 	/* The "mb" coordinate of the atoms (gradaudit.yaml(5), loss). */
-	json_key_int(j, "micro_batches", atom_space_micro_batches());
-	if (atom_space_weighted())
-		json_loss_factors(j);
+	json_key_int(j, "micro_batches", atom_space_micro_batches(sp));
+	if (atom_space_weighted(sp))
+		json_loss_factors(j, sp);
 	json_key_int(j, "pp", m->pp);
 	json_key_int(j, "tp", m->tp);
 	json_key_int(j, "ep", m->ep);
@@ -1923,7 +1928,8 @@ json_settings(struct json *j, const struct config *c)
 
 /* {"g0": "1/2", ...}: atom names to reduced fractions. */
 static void
-json_terms(struct json *j, const char *key, const struct lincomb *x)
+json_terms(struct json *j, const struct atom_space *sp, const char *key,
+    const struct lincomb *x)
 {
 	char		 atom[ATOM_NAME_SIZE], coef[48];
 	uint32_t	 i;
@@ -1935,7 +1941,7 @@ json_terms(struct json *j, const char *key, const struct lincomb *x)
 	}
 	json_begin_object(j);
 	for (i = 0; i < x->nterms; i++) {
-		atom_name(atom, sizeof(atom), "g", x->terms[i].atom);
+		atom_name(sp, atom, sizeof(atom), "g", x->terms[i].atom);
 		q_format(x->terms[i].coef, coef, sizeof(coef));
 		json_key_string(j, atom, coef);
 	}
@@ -1943,11 +1949,11 @@ json_terms(struct json *j, const char *key, const struct lincomb *x)
 }
 
 static void
-json_expr(struct json *j, struct arena *scratch, const char *key,
-    const struct lincomb *x)
+json_expr(struct json *j, struct arena *scratch,
+    const struct atom_space *sp, const char *key, const struct lincomb *x)
 {
 	json_key_string_or_null(j, key, x != NULL ?
-	    lc_format(scratch, x, "g") : NULL);
+	    lc_format(scratch, sp, x, "g") : NULL);
 }
 
 static void
@@ -1994,10 +2000,10 @@ json_cell(struct json *j, const struct audit *a, const struct cell *c,
 	json_key_int(j, "etp", c->coord.etp);
 	json_key_int(j, "edp", c->coord.edp);
 	json_cell_verdict(j, a, c);
-	json_terms(j, "terms", c->value);
-	json_terms(j, "expected", c->expected);
-	json_expr(j, scratch, "expr", c->value);
-	json_expr(j, scratch, "expected_expr", c->expected);
+	json_terms(j, &a->atoms, "terms", c->value);
+	json_terms(j, &a->atoms, "expected", c->expected);
+	json_expr(j, scratch, &a->atoms, "expr", c->value);
+	json_expr(j, scratch, &a->atoms, "expected_expr", c->expected);
 	json_end_object(j);
 }
 
@@ -2028,7 +2034,7 @@ json_key_ranges(struct json *j, const char *key, const int *r, size_t n)
  *  {"coef": "1/2", "sum": "tp", "of": "self", "n": 8}]
  */
 static void
-json_pieces(struct json *j, const char *key, const struct mesh *m,
+json_pieces(struct json *j, const char *key, const struct atom_space *sp,
     const struct piece_memo *pm, int rank)
 {
 	char	 buf[128];
@@ -2050,7 +2056,7 @@ json_pieces(struct json *j, const char *key, const struct mesh *m,
 		json_key_string(j, pm->p[i].weighted ? "wcoef" : "coef", buf);
 		ms_piece_sum(&pm->p[i], buf, sizeof buf);
 		json_key_string(j, "sum", buf);
-		ms_piece_of(m, &pm->p[i], rank, buf, sizeof buf);
+		ms_piece_of(sp, &pm->p[i], rank, buf, sizeof buf);
 		json_key_string(j, "of", buf);
 		json_key_int(j, "n", pm->p[i].n);
 		json_end_object(j);
@@ -2060,10 +2066,10 @@ json_pieces(struct json *j, const char *key, const struct mesh *m,
 
 static void
 json_pieces_expr(struct json *j, struct arena *scratch, const char *key,
-    const struct mesh *m, const struct piece_memo *pm, int rank)
+    const struct atom_space *sp, const struct piece_memo *pm, int rank)
 {
 	json_key_string_or_null(j, key, pm != NULL ?
-	    ms_format(scratch, m, pm->p, pm->n, rank) : NULL);
+	    ms_format(scratch, sp, pm->p, pm->n, rank) : NULL);
 }
 
 static void
@@ -2076,10 +2082,11 @@ json_cell_group(struct json *j, const struct audit *a,
 	json_key_ranges(j, "ranks", g->ranks, g->nranks);
 	json_key_int(j, "nranks", (int64_t)g->nranks);
 	json_cell_verdict(j, a, c);
-	json_pieces(j, "terms", &a->mesh, g->key.v, g->key.self);
-	json_pieces(j, "expected", &a->mesh, g->key.e, g->key.self);
-	json_pieces_expr(j, scratch, "expr", &a->mesh, g->key.v, g->key.self);
-	json_pieces_expr(j, scratch, "expected_expr", &a->mesh, g->key.e,
+	json_pieces(j, "terms", &a->atoms, g->key.v, g->key.self);
+	json_pieces(j, "expected", &a->atoms, g->key.e, g->key.self);
+	json_pieces_expr(j, scratch, "expr", &a->atoms, g->key.v,
+	    g->key.self);
+	json_pieces_expr(j, scratch, "expected_expr", &a->atoms, g->key.e,
 	    g->key.self);
 	json_end_object(j);
 }
@@ -2113,7 +2120,7 @@ json_param(struct json *j, const struct audit *a,
 			json_cell(j, a, &p->cells[i], &scratch);
 	} else {
 		memset(&pc, 0, sizeof pc);
-		g = group_cells(&a->mesh, p, &pc, false, &ng);
+		g = group_cells(&a->atoms, p, &pc, false, &ng);
 		for (i = 0; i < ng; i++) {
 			json_cell_group(j, a, &g[i], &scratch);
 			free(g[i].ranks);
@@ -2309,7 +2316,7 @@ json_head(struct json *j, const struct audit *a)
 	    a->config != NULL ? a->config->file : NULL);
 	json_key_string_or_null(j, "name",
 	    a->config != NULL ? a->config->name : NULL);
-	json_mesh(j, &a->mesh);
+	json_mesh(j, &a->atoms);
 	if (a->config != NULL)
 		json_settings(j, a->config);
 	json_numerics(j, a);

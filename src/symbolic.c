@@ -174,7 +174,7 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 	pl_mark_boundaries(&ctx->model, ctx->reductions, ctx->nreductions);
 	layout_build(&ctx->layout, &ctx->model);
 	syncplan_build(&ctx->plan, &ctx->model, ctx->grad_placement);
-	atom_space_set(&ctx->model.loss, &ctx->model.mesh);
+	atom_space_build(&ctx->atoms, &ctx->model.loss, &ctx->model.mesh);
 }
 
 /*
@@ -281,6 +281,7 @@ sym_context_unauditable(const struct sym_context *ctx,
 void
 sym_context_free(struct sym_context *ctx)
 {
+	atom_space_free(&ctx->atoms);
 	syncplan_free(&ctx->plan);
 	layout_free(&ctx->layout);
 	free(ctx->reductions);
@@ -384,28 +385,28 @@ sym_run_arena(const struct sym_run *run)
  * micro-batch of its own chunk, or per source and micro-batch.
  */
 static size_t
-atoms_of(const struct model *m, const struct param *p, int base,
-    uint32_t *out)
+atoms_of(const struct model *m, const struct atom_space *sp,
+    const struct param *p, int base, uint32_t *out)
 {
 	int	 K = m->loss.micro_batches, j, k;
 	size_t	 n = 0;
 
 	if (!model_per_source(m, p)) {
 		for (k = 0; k < K; k++)
-			out[n++] = atom_id(base, 0, k);
+			out[n++] = atom_id(sp, base, 0, k);
 		if (model_has_aux(m, p))
 			for (k = 0; k < K; k++)
-				out[n++] = atom_id(base, m->loss.aux_source,
+				out[n++] = atom_id(sp, base, m->loss.aux_source,
 				    k);
 		for (j = 0; model_has_mtp(m, p) && j < m->loss.mtp; j++)
 			for (k = 0; k < K; k++)
-				out[n++] = atom_id(base, m->loss.mtp_source +
-				    j, k);
+				out[n++] = atom_id(sp, base,
+				    m->loss.mtp_source + j, k);
 		return n;
 	}
 	for (j = 1; j <= m->mesh.ep; j++)
 		for (k = 0; k < K; k++)
-			out[n++] = atom_id(base, j, k);
+			out[n++] = atom_id(sp, base, j, k);
 	return n;
 }
 
@@ -418,6 +419,7 @@ static const struct lincomb *
 local_value(struct sym_run *run, const struct param *p, int base, bool held)
 {
 	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
 	const struct loss_norm *ln = &m->loss;
 	const struct lincomb **slot, **parts;
 	bool	 split = model_per_source(m, p);
@@ -434,13 +436,14 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	    lossnorm_chunk(
 	    &m->mesh, 0, c.dp)], q_make(1, 1)))
 		return *slot = atom_value(run, held ?
-		    atom_held(atom_id(base, 0, 0)) : atom_id(base, 0, 0));
+		    atom_held(sp, atom_id(sp, base, 0, 0)) :
+		    atom_id(sp, base, 0, 0));
 	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
 	/* The auxiliary losses' atoms, with the framework's factor. */
 	for (k = 0; aux && k < K; k++)
 		parts[n++] = lc_scale(run->arena, atom_value(run, held ?
-		    atom_held(atom_id(base, ln->aux_source, k)) :
-		    atom_id(base, ln->aux_source, k)), ln->aux_coef);
+		    atom_held(sp, atom_id(sp, base, ln->aux_source, k)) :
+		    atom_id(sp, base, ln->aux_source, k)), ln->aux_coef);
 	/*
 	 * The multi-token prediction losses' atoms, each layer's with the
 	 * framework's factor of its chunk.
@@ -449,8 +452,9 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 		for (k = 0; k < K; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, c.dp);
 			parts[n++] = lc_scale(run->arena, atom_value(run,
-			    held ? atom_held(atom_id(base, ln->mtp_source + j,
-			    k)) : atom_id(base, ln->mtp_source + j, k)),
+			    held ? atom_held(sp, atom_id(sp, base,
+			    ln->mtp_source + j, k)) : atom_id(sp, base,
+			    ln->mtp_source + j, k)),
 			    ln->mtp_coef[j * ln->chunks + chunk]);
 		}
 	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
@@ -464,8 +468,8 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 		for (k = 0; k < K; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
 			parts[n++] = lc_scale(run->arena, atom_value(run,
-			    held ? atom_held(atom_id(base, j, k)) :
-			    atom_id(base, j, k)), ln->coef[chunk]);
+			    held ? atom_held(sp, atom_id(sp, base, j, k)) :
+			    atom_id(sp, base, j, k)), ln->coef[chunk]);
 		}
 	}
 	*slot = lc_intern(&run->table, run->arena, lc_sum(run->arena, parts,
@@ -588,6 +592,7 @@ static const struct lincomb *
 expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
     struct rational weight)
 {
+	const struct atom_space *sp = &run->ctx->atoms;
 	const struct loss_norm *ln = &run->model->loss;
 	uint32_t **part;
 	size_t	 i, *np;
@@ -602,8 +607,8 @@ expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 	for (j = 0; j < nparts; j++)
 		part[j] = xcalloc(nb, sizeof **part);
 	for (i = 0; i < nb; i++) {
-		src = atom_source(b[i]);
-		layer = atom_mtp_layer(b[i]);
+		src = atom_source(sp, b[i]);
+		layer = atom_mtp_layer(sp, b[i]);
 		j = layer > 0 ? 1 + layer : ln->aux_source >= 0 &&
 		    src == ln->aux_source ? 1 : 0;
 		part[j][np[j]++] = b[i];
@@ -653,7 +658,8 @@ init_expected(struct sym_run *run)
 
 			for (i = 0; i < run->stage_ranks; i++) {
 				key = shard_key(run, &m->params[pi], base + i);
-				na = atoms_of(m, &m->params[pi],
+				na = atoms_of(m, &run->ctx->atoms,
+				    &m->params[pi],
 				    run_atom_of(run, pi, base + i), mine);
 				for (a = 0; a < na; a++, n++) {
 					keys[n] = key;
@@ -1252,6 +1258,7 @@ static void
 emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 {
 	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
 	const struct seglist *sl = values_of(run, param, rank);
 	const struct lincomb *expected = sym_expected(run, param, rank);
 	int64_t	 used[16][2], padded = lookup_zero_from(run, param, rank);
@@ -1296,11 +1303,12 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 				 * untied embedding of the MTP layers).
 				 */
 				uint32_t from = lookup_only(m, param) ?
-				    UINT32_MAX : atom_id(run->stage_ranks, 0, 0);
+				    UINT32_MAX : atom_id(sp, run->stage_ranks,
+				    0, 0);
 
-				ce->value = lc_from_atom(run->arena, ce->value,
-				    from);
-				ce->expected = lc_from_atom(run->arena,
+				ce->value = lc_from_atom(run->arena, sp,
+				    ce->value, from);
+				ce->expected = lc_from_atom(run->arena, sp,
 				    expected, from);
 			}
 			ce->ok = inside && same_value(run, ce->value,
@@ -1709,10 +1717,10 @@ explain_boundary(struct finding_list *fl, const struct model *m,
  * are missing)?
  */
 static bool
-aux_proportional(const struct lincomb *v, const struct lincomb *e,
-    struct rational *q, bool *have)
+aux_proportional(const struct atom_space *sp, const struct lincomb *v,
+    const struct lincomb *e, struct rational *q, bool *have)
 {
-	int	 aux = atom_space_aux_source();
+	int	 aux = atom_space_aux_source(sp);
 	uint32_t i = 0, j = 0;
 
 	while (i < v->nterms || j < e->nterms) {
@@ -1723,12 +1731,12 @@ aux_proportional(const struct lincomb *v, const struct lincomb *e,
 		if (a != NULL && (b == NULL || a->atom < b->atom))
 			return false;	/* an atom nobody expects */
 		if (a == NULL || b->atom < a->atom) {
-			if (atom_source(b->atom) != aux)
+			if (atom_source(sp, b->atom) != aux)
 				return false;
 			r = q_make(0, 1);
 			j++;
 		} else {
-			if (atom_source(a->atom) != aux) {
+			if (atom_source(sp, a->atom) != aux) {
 				if (!q_equal(a->coef, b->coef))
 					return false;
 				i++, j++;
@@ -1746,19 +1754,20 @@ aux_proportional(const struct lincomb *v, const struct lincomb *e,
 }
 
 static bool
-all_wrong_aux(const struct param_result *pr, struct rational *q)
+all_wrong_aux(const struct atom_space *sp, const struct param_result *pr,
+    struct rational *q)
 {
 	size_t	 i;
 	bool	 have = false, any = false;
 
-	if (atom_space_aux_source() < 0)
+	if (atom_space_aux_source(sp) < 0)
 		return false;
 	for (i = 0; i < pr->ncells; i++) {
 		const struct cell *ce = &pr->cells[i];
 
 		if (!ce->used || ce->ok)
 			continue;
-		if (!aux_proportional(ce->value, ce->expected, q, &have))
+		if (!aux_proportional(sp, ce->value, ce->expected, q, &have))
 			return false;
 		any = true;
 	}
@@ -1771,8 +1780,8 @@ all_wrong_aux(const struct param_result *pr, struct rational *q)
  * *uniform stays true while all of them are q times the expected.
  */
 static bool
-mtp_off(const struct lincomb *v, const struct lincomb *e,
-    struct rational *q, bool *have, bool *uniform)
+mtp_off(const struct atom_space *sp, const struct lincomb *v,
+    const struct lincomb *e, struct rational *q, bool *have, bool *uniform)
 {
 	uint32_t i = 0, j = 0;
 
@@ -1784,12 +1793,12 @@ mtp_off(const struct lincomb *v, const struct lincomb *e,
 		if (a != NULL && (b == NULL || a->atom < b->atom))
 			return false;	/* an atom nobody expects */
 		if (a == NULL || b->atom < a->atom) {
-			if (atom_mtp_layer(b->atom) == 0)
+			if (atom_mtp_layer(sp, b->atom) == 0)
 				return false;
 			r = q_make(0, 1);
 			j++;
 		} else {
-			if (atom_mtp_layer(a->atom) == 0) {
+			if (atom_mtp_layer(sp, a->atom) == 0) {
 				if (!q_equal(a->coef, b->coef))
 					return false;
 				i++, j++;
@@ -1814,8 +1823,10 @@ mtp_off(const struct lincomb *v, const struct lincomb *e,
  * holding a sequence's end fewer tokens (Megatron core 0.14 on).
  */
 static bool
-mtp_unequal_over_cp(const struct param_result *pr, const struct mesh *mesh)
+mtp_unequal_over_cp(const struct atom_space *sp,
+    const struct param_result *pr)
 {
+	const struct mesh *mesh = &sp->mesh;
 	const struct term *b;
 	struct coord	 c;
 	struct rational	 e0;
@@ -1832,15 +1843,15 @@ mtp_unequal_over_cp(const struct param_result *pr, const struct mesh *mesh)
 			continue;
 		for (j = 0; j < ce->expected->nterms; j++) {
 			b = &ce->expected->terms[j];
-			if (atom_mtp_layer(b->atom) == 0 ||
-			    atom_is_held(b->atom))
+			if (atom_mtp_layer(sp, b->atom) == 0 ||
+			    atom_is_held(sp, b->atom))
 				continue;
-			mesh_coord_of(mesh, atom_rank(b->atom), &c);
+			mesh_coord_of(mesh, atom_rank(sp, b->atom), &c);
 			if (c.cp == 0)
 				continue;
 			r0 = mesh_rank_of(mesh, c.pp, c.dp - c.cp, c.tp);
-			sib = atom_id(r0, atom_source(b->atom),
-			    atom_micro_batch(b->atom));
+			sib = atom_id(sp, r0, atom_source(sp, b->atom),
+			    atom_micro_batch(sp, b->atom));
 			e0 = lc_coef(ce->expected, sib);
 			if (q_is_zero(e0))
 				continue;
@@ -1853,8 +1864,8 @@ mtp_unequal_over_cp(const struct param_result *pr, const struct mesh *mesh)
 }
 
 static bool
-all_wrong_mtp(const struct param_result *pr, struct rational *q,
-    bool *uniform)
+all_wrong_mtp(const struct atom_space *sp, const struct param_result *pr,
+    struct rational *q, bool *uniform)
 {
 	size_t	 i;
 	bool	 have = false, any = false;
@@ -1865,7 +1876,7 @@ all_wrong_mtp(const struct param_result *pr, struct rational *q,
 
 		if (!ce->used || ce->ok)
 			continue;
-		if (!mtp_off(ce->value, ce->expected, q, &have, uniform))
+		if (!mtp_off(sp, ce->value, ce->expected, q, &have, uniform))
 			return false;
 		any = true;
 	}
@@ -1952,7 +1963,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * load-balancing and z-loss) by another factor or not at all: their
 	 * own normalization is wrong (catalogue class AUX).
 	 */
-	if (all_wrong_aux(pr, &c)) {
+	if (all_wrong_aux(&ctx->atoms, pr, &c)) {
 		q_format(c, q, sizeof q);
 		add_finding(fl, FINDING_WRONG_SCALE, pr, "auxiliary loss "
 		    "scaling", "dp", q_is_zero(c) ? fmt(a, "the router's "
@@ -1974,7 +1985,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * part wrong: their scale (Megatron #3943) or their token counts
 	 * (#2417, #7452 finding 3) are (catalogue class AUX).
 	 */
-	if (m->loss.mtp > 0 && all_wrong_mtp(pr, &c, &uniform)) {
+	if (m->loss.mtp > 0 && all_wrong_mtp(&ctx->atoms, pr, &c, &uniform)) {
 		q_format(c, q, sizeof q);
 		if (uniform)
 			add_finding(fl, FINDING_WRONG_SCALE, pr, "multi-token "
@@ -1987,7 +1998,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "weighs mtp_loss_scaling_factor / depth over the "
 			    "step's valid tokens of its rolled mask "
 			    "(loss.mtp_scale)");
-		else if (mtp_unequal_over_cp(pr, &m->mesh))
+		else if (mtp_unequal_over_cp(&ctx->atoms, pr))
 			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
 			    "multi-token prediction loss normalization", "cp",
 			    fmt(a, "the main loss's part is right, but the "
@@ -2089,6 +2100,7 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	arena_init(&a->arena);
 	a->config = m->config;
 	a->mesh = m->mesh;
+	atom_space_copy(&a->atoms, &ctx->atoms, &a->arena);
 
 	memset(&run, 0, sizeof run);
 	run.ctx = ctx;

@@ -33,6 +33,7 @@ struct sym_context {
 	int			 nreductions;
 	struct layout		 layout;
 	struct sync_plan	 plan;
+	struct atom_space	 atoms;		/* its atoms */
 };
 
 void	 sym_context_build(struct sym_context *, const struct config *);

@@ -12,6 +12,7 @@
 
 #include "arena.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "tap.h"
 #include "xmalloc.h"
 
@@ -24,6 +25,11 @@ q_is(struct rational q, int64_t num, int64_t den)
 	    q.num, q.den, num, den);
 	return 0;
 }
+
+/* One source, one micro-batch, no mesh: every atom is a rank, none held. */
+static const struct atom_space trivial = {
+	.sources = 1, .aux_source = -1, .mtp_source = -1, .micro_batches = 1
+};
 
 static void
 test_rationals(void)
@@ -219,11 +225,11 @@ test_format(struct arena *a)
 
 	for (i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		x = build(a, cases[i].t);
-		tap_ok_str_eq(lc_format(a, x, "g"), cases[i].want, "format %s",
-		    cases[i].want);
+		tap_ok_str_eq(lc_format(a, &trivial, x, "g"), cases[i].want,
+		    "format %s", cases[i].want);
 	}
 	x = build(a, cases[0].t);
-	tap_ok_str_eq(lc_format(a, x, "x_"), "x_3+(x_0+x_1)/2",
+	tap_ok_str_eq(lc_format(a, &trivial, x, "x_"), "x_3+(x_0+x_1)/2",
 	    "format with another prefix");
 }
 
@@ -245,7 +251,8 @@ test_format_long(struct arena *a)
 	for (i = 0; i < N; i++)
 		p += sprintf(p, "%sg%" PRIu32, i ? "+" : "", i);
 	strcpy(p, ")/2");
-	tap_ok_str_eq(lc_format(a, x, "g"), want, "format of %d equal terms",
+	tap_ok_str_eq(lc_format(a, &trivial, x, "g"), want,
+	    "format of %d equal terms",
 	    N);
 
 	/* Alternating coefficients: two groups of N/2. */
@@ -257,7 +264,8 @@ test_format_long(struct arena *a)
 	for (i = N / 2; i < N; i++)
 		p += sprintf(p, "%sg%" PRIu32, i > N / 2 ? "+" : "", i);
 	strcpy(p, ")/2");
-	tap_ok_str_eq(lc_format(a, y, "g"), want, "format of two long groups");
+	tap_ok_str_eq(lc_format(a, &trivial, y, "g"), want,
+	    "format of two long groups");
 	free(want);
 }
 
@@ -508,7 +516,7 @@ test_intern(struct arena *a)
 	size_t		 used;
 
 	x = lc_atoms(a, atoms, 4, q_make(1, 2));
-	tap_ok_str_eq(lc_format(a, x, "g"), "(g1+g3+g5)/2",
+	tap_ok_str_eq(lc_format(a, &trivial, x, "g"), "(g1+g3+g5)/2",
 	    "lc_atoms: distinct atoms times the coefficient");
 	terms[0] = lc_atom(a, 1);
 	terms[1] = lc_atom(a, 3);

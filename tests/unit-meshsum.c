@@ -10,6 +10,7 @@
 
 #include "arena.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "mesh.h"
 #include "meshsum.h"
 #include "tap.h"
@@ -63,8 +64,15 @@ static const char *
 format(struct arena *ar, const struct mesh *m, const struct lincomb *x,
     int rank, size_t *n)
 {
-	struct ms_piece	*p = ms_pieces(m, x, n);
-	const char	*s = ms_format(ar, m, p, *n, rank);
+	struct atom_space sp;
+	struct ms_piece	*p;
+	const char	*s;
+
+	/* One source, one micro-batch: every atom a rank. */
+	atom_space_init(&sp);
+	sp.mesh = *m;
+	p = ms_pieces(&sp, x, n);
+	s = ms_format(ar, &sp, p, *n, rank);
 
 	free(p);
 	return s;
@@ -75,6 +83,7 @@ main(void)
 {
 	struct arena		 ar;
 	struct mesh		 m;
+	struct atom_space	 sp;
 	struct ms_piece		*p;
 	const struct lincomb	*x;
 	char			 buf[64];
@@ -83,6 +92,8 @@ main(void)
 	arena_init(&ar);
 	/* dp=4 pp=2 tp=2, ep=2 etp=2: edp = 2, 16 ranks. */
 	mesh_init(&m, 4, 1, 2, 2, 2, 2);
+	atom_space_init(&sp);
+	sp.mesh = m;
 
 	x = sum_of(&ar, &m, all, 0, q_make(1, 8));
 	tap_ok_str_eq(format(&ar, &m, x, -1, &n), "sum_all()/8",
@@ -98,13 +109,13 @@ main(void)
 	    "relative to a rank of the other stage: by its coordinates");
 
 	x = sum_of(&ar, &m, dp_group, 1, q_make(1, 4));
-	p = ms_pieces(&m, x, &n);
+	p = ms_pieces(&sp, x, &n);
 	tap_ok(n == 1 && p[0].n == 4, "a dp group: one piece of 4 atoms");
 	ms_piece_sum(&p[0], buf, sizeof buf);
 	tap_ok_str_eq(buf, "dp", "summed over dp");
-	ms_piece_of(&m, &p[0], -1, buf, sizeof buf);
+	ms_piece_of(&sp, &p[0], -1, buf, sizeof buf);
 	tap_ok_str_eq(buf, "pp1 tp1", "of pp1 tp1");
-	tap_ok(ms_piece_has(&m, &p[0], 11) && !ms_piece_has(&m, &p[0], 10),
+	tap_ok(ms_piece_has(&sp, &p[0], 11) && !ms_piece_has(&sp, &p[0], 10),
 	    "rank 11 (pp1 dp1 tp1) is in it, rank 10 (tp0) not");
 	free(p);
 
@@ -122,11 +133,11 @@ main(void)
 
 	/* An expert group: pp0, ep1, etp1, every edp: ranks 3 and 7. */
 	x = sum_of(&ar, &m, edp_group, 1, q_make(1, 2));
-	p = ms_pieces(&m, x, &n);
+	p = ms_pieces(&sp, x, &n);
 	tap_ok(n == 1 && p[0].n == 2, "an edp group: one piece");
 	ms_piece_sum(&p[0], buf, sizeof buf);
 	tap_ok_str_eq(buf, "edp", "summed over edp");
-	ms_piece_of(&m, &p[0], -1, buf, sizeof buf);
+	ms_piece_of(&sp, &p[0], -1, buf, sizeof buf);
 	tap_ok_str_eq(buf, "pp0 ep1 etp1", "of its expert coordinates");
 	free(p);
 

@@ -20,6 +20,7 @@
 #include "config.h"
 #include "json.h"
 #include "lincomb.h"
+#include "lossnorm.h"
 #include "mesh.h"
 #include "report.h"
 #include "tap.h"
@@ -77,6 +78,8 @@ build_megatron(struct audit *a, bool numeric)
 	megatron_config.name = "megatron-844";
 	a->config = &megatron_config;
 	mesh_init(&a->mesh, 2, 1, 2, 1, 1, 1);
+	atom_space_init(&a->atoms);
+	a->atoms.mesh = a->mesh;
 
 	expected = atoms_sum(ar, all, 4, h);
 	half = atoms_sum(ar, g23, 2, h);
@@ -409,6 +412,8 @@ test_long_expression(void)
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
 	mesh_init(&a.mesh, 64, 1, 1, 1, 1, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
 	for (r = 0; r < 64; r++)
 		atoms[r] = (uint32_t)r;
 	expected = atoms_sum(&a.arena, atoms, 64, q_make(1, 64));
@@ -500,6 +505,8 @@ test_text_folding(void)
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
 	mesh_init(&a.mesh, 8, 1, 4, 2, 1, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
 	p = a.params = arena_alloc(&a.arena, sizeof(*p));
 	a.nparams = 1;
 	p->name = "layers.0.fc1.weight";
@@ -584,6 +591,8 @@ test_text_missing(void)
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
 	mesh_init(&a.mesh, 64, 1, 1, 1, 1, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
 	for (r = 0; r < 64; r++)
 		atoms[r] = (uint32_t)r;
 	expected = atoms_sum(&a.arena, atoms, 64, q_make(1, 64));
@@ -637,6 +646,8 @@ test_json_grouped(void)
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
 	mesh_init(&a.mesh, 4, 1, 2, 2, 1, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
 	p = a.params = arena_alloc(&a.arena, sizeof(*p));
 	a.nparams = 1;
 	p->name = "layers.0.fc1.weight";
@@ -703,6 +714,8 @@ test_regions(void)
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
 	mesh_init(&a.mesh, 2, 1, 1, 1, 1, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
 	g0 = lc_atom(&a.arena, 0);
 	g1 = lc_atom(&a.arena, 1);
 	avg = lc_scale(&a.arena, lc_add(&a.arena, g0, g1), q_make(1, 2));
@@ -802,6 +815,8 @@ test_positions(void)
 	expert.is_expert = true;
 	/* dp=2 pp=2 tp=2 ep=2 etp=1: edp = 2. */
 	mesh_init(&a.mesh, 2, 1, 2, 2, 2, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
 	rank = mesh_rank_of(&a.mesh, 1, 1, 0);
 	c.rank = rank;
 	mesh_coord_of(&a.mesh, rank, &c.coord);
