@@ -97,6 +97,13 @@ audit_wrong_params(const struct audit *a)
 	return n;
 }
 
+bool
+audit_passes(const struct audit *a)
+{
+	return a->consistent && a->correct &&
+	    (!a->grad_norm.present || a->grad_norm.correct);
+}
+
 void
 audit_free(struct audit *a)
 {

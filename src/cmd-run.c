@@ -466,8 +466,8 @@ run_in_job(struct options *o)
 		for (i = 0; i < b.n; i++) {
 			if (v[i].audit == NULL)
 				status = EXIT_USAGE;
-			else if (status == EXIT_OK && !(v[i].audit->consistent &&
-			    v[i].audit->correct))
+			else if (status == EXIT_OK &&
+			    !audit_passes(v[i].audit))
 				status = EXIT_WRONG;
 		}
 	status = agree(status);

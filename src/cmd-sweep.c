@@ -309,7 +309,7 @@ summarize(struct sweep *sw, struct sweep_point *pt, const struct audit *a,
 	size_t	j;
 	int	f, k;
 
-	pt->failed = !(a->correct && a->consistent);
+	pt->failed = !audit_passes(a);
 	if (!pt->failed)
 		return;
 	for (j = 0; j < a->nparams; j++) {

@@ -1987,9 +1987,8 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		evaluated_free(&sc.value);
 		evaluated_free(&sc.expected);
 		audit->numeric = true;
-		audit->numeric_correct = numeric_verdict(audit) &&
-		    (!audit->grad_norm.present ||
-		    audit->grad_norm.numeric_correct);
+		/* The norm's numeric verdict is grad_norm.numeric_correct. */
+		audit->numeric_correct = numeric_verdict(audit);
 		audit->arith = options->arith;
 		audit->procs = transport->nprocs;
 		for (k = 0; k < m->nlogical; k++)

@@ -277,7 +277,7 @@ case_of(const struct audited *v, struct junit_case *c)
 		c->failure_text = xstrdup(c->failure_message);
 		return;
 	}
-	if (a->consistent && a->correct)
+	if (audit_passes(a))
 		return;
 	c->failed = true;
 	c->failure_text = junit_failure_text(a);
@@ -456,8 +456,7 @@ entry_status(const struct audited *v)
 {
 	if (v->audit == NULL)
 		return EXIT_USAGE;
-	return v->audit->consistent && v->audit->correct ? EXIT_OK :
-	    EXIT_WRONG;
+	return audit_passes(v->audit) ? EXIT_OK : EXIT_WRONG;
 }
 
 void

@@ -111,7 +111,7 @@ summary_row_of(struct summary_row *r, const char *name,
 		r->numeric = xstrdup("-");
 		return;
 	}
-	r->verdict = xstrdup(a->consistent && a->correct ? "pass" : "wrong");
+	r->verdict = xstrdup(audit_passes(a) ? "pass" : "wrong");
 	r->wrong = wrong_params(a);
 	r->numeric = numeric_cell(a);
 }

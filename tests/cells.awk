@@ -10,8 +10,9 @@
 # distinct norm, "grad_norm ranks=R PARAM min=A max=B values_ok=V" per
 # wrongly counted parameter, and after a numeric audit a line per rank in
 # the cells' form, "grad_norm rank=R used=true ok=O norm numeric_ok=N
-# hash_matches=H", so that the engines' norms are held against each other
-# as the cells are.
+# hash_matches=H", with the verdicts "grad_norm correct=C" and "grad_norm
+# numeric correct=C", so that the engines' norms are held against each
+# other as the cells are.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
 	gsub(/^"|"$/, "", s)
@@ -19,6 +20,7 @@ function unquote(s) {
 }
 /^  "grad_norm": \{/	{ ingn = 1; next }
 ingn && /^  \}/	{ ingn = 0; next }
+ingn && /^    "correct": /	{ print "grad_norm correct=" unquote($0); next }
 ingn && /^        "ranks": /	{ gnclass = unquote($0); next }
 ingn && /^        "correct": /	{
 	printf "grad_norm ranks=%s correct=%s\n", gnclass, unquote($0)
@@ -33,6 +35,10 @@ ingn && /^            "values_ok": /	{
 	next
 }
 ingn && /^    "reference_hash": /	{ gnref = unquote($0); next }
+ingn && /^    "numeric_correct": /	{
+	print "grad_norm numeric correct=" unquote($0)
+	next
+}
 ingn && /^        "rank": /	{ gnrank = unquote($0); next }
 ingn && /^        "ok": /	{ gnok = unquote($0); next }
 ingn && /^        "hash": /	{ gnhash = unquote($0); next }

@@ -262,6 +262,26 @@ done_testing()
 	exit 0
 }
 
+# engines_agree CELLS: "agree" when, in a numeric report read by
+# tests/cells.awk, the numeric engine's verdicts are the symbolic ones:
+# numerics.correct against correct (the parameters' values), and
+# grad_norm.numeric_correct against grad_norm.correct; else the
+# pairs, "params SYMBOLIC/NUMERIC norm SYMBOLIC/NUMERIC".
+engines_agree()
+{
+	awk '
+	/^symbolic correct=/	{ ps = substr($2, 9) }
+	/^numeric correct=/	{ pn = substr($2, 9) }
+	/^grad_norm correct=/	{ gs = substr($2, 9) }
+	/^grad_norm numeric correct=/	{ gn = substr($3, 9) }
+	END {
+		if (ps != "" && ps == pn && gs == gn)
+			print "agree"
+		else
+			printf "params %s/%s norm %s/%s\n", ps, pn, gs, gn
+	}' "$1"
+}
+
 # GRADAUDIT may also name an installed program found in PATH.
 case $GRADAUDIT in
 */*)	;;
