@@ -96,19 +96,20 @@ choose_procs(const struct config_list *list, int asked)
 {
 	uint64_t avail;
 	size_t	 i;
-	int	 world, most = 1, want;
+	int64_t	 world, most = 1;
+	int	 want;
 
 	for (i = 0; i < list->n; i++) {
 		if (numeric_skip_reason(&list->v[i]) != NULL)
 			continue;
-		world = list->v[i].mesh.dp * list->v[i].mesh.pp *
-		    list->v[i].mesh.tp;
+		/* Issue 22: without cp, a 4-rank cp config started 2. */
+		world = cfg_world(&list->v[i]);
 		if (world > most)
 			most = world;
 	}
 	want = asked > 0 ? asked : cores_available();
 	if (most < want)
-		want = most;
+		want = (int)most;
 	if (asked <= 0 && (avail = shm_free()) > 0 && shm_fit(avail) < want) {
 		fprintf(stderr, "%s: %s has %llu MiB free, room for %d MPI "
 		    "process%s, not %d (docker run --shm-size=1g gives a "

@@ -1466,11 +1466,16 @@ must_fit_param(char *buf, size_t size, const char *what, int64_t elems)
 	return false;
 }
 
+int64_t
+cfg_world(const struct config *c)
+{
+	return (int64_t)c->mesh.dp * c->mesh.cp * c->mesh.pp * c->mesh.tp;
+}
+
 static bool
 world_fits(const struct config *c, char *buf, size_t size)
 {
-	int64_t	 world = (int64_t)c->mesh.dp * c->mesh.cp * c->mesh.pp *
-	    c->mesh.tp;
+	int64_t	 world = cfg_world(c);
 
 	if (world <= CFG_MAX_WORLD)
 		return true;
@@ -2854,6 +2859,23 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
 	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
 	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
+}
+
+void
+cfg_one_rank(struct config *dst, const struct config *src)
+{
+	cfg_copy(dst, src);
+	/*
+	 * Megatron pads the vocabulary with the audited tp, and so must the
+	 * reference, or its padded rows differ.
+	 */
+	dst->model.vocab_divisible_by *= src->mesh.tp;
+	dst->model.seq /= src->mesh.cp;
+	dst->mesh.dp = dst->mesh.pp = dst->mesh.tp = dst->mesh.cp = 1;
+	dst->mesh.ep = dst->mesh.etp = dst->mesh.vpp = 1;
+	/* Issue 22: left at 2, it made the reference's dp_shard 0. */
+	dst->mesh.dp_replicate = 1;
+	dst->training.micro_batches = 1;
 }
 
 void

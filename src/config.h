@@ -547,6 +547,15 @@ char	*cfg_file_name(const char *path);
 
 /* Deep copy and free; config_list_free frees the configs and the array. */
 void	 cfg_copy(struct config *dst, const struct config *src);
+/* The ranks of the config's mesh: dp * cp * pp * tp. */
+int64_t	 cfg_world(const struct config *);
+/*
+ * The same model on one rank, what the numeric engine's reference runs
+ * (a copy, cfg_free it): every mesh dimension 1, HSDP replicas included,
+ * one micro-batch, a cp rank's share of the sequence, and the vocabulary
+ * padded as the audited tp pads it.
+ */
+void	 cfg_one_rank(struct config *dst, const struct config *src);
 void	 cfg_free(struct config *);
 void	 config_list_free(struct config_list *);
 

@@ -403,8 +403,8 @@ fwd_add(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_copy(out, &act_in(rs, op, 0)->t);
 	tensor_copy(&b, &act_in(rs, op, 1)->t);
 	tensor_check(&b, out->rows, out->cols, "residual input");
-	engine_mask_to(eng, &rs->coord, out, place[op->in[0]], place[op->out]);
-	engine_mask_to(eng, &rs->coord, &b, place[op->in[1]], place[op->out]);
+	engine_mask_to(&rs->coord, out, place[op->in[0]], place[op->out]);
+	engine_mask_to(&rs->coord, &b, place[op->in[1]], place[op->out]);
 	for (k = 0; k < out->rows * out->cols; k++)
 		out->v[k] = num_add(out->v[k], b.v[k]);
 	tensor_free(&b);
@@ -578,12 +578,12 @@ bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
 	int64_t	 lo, hi;
 
 	if (pl.slice == PLACE_PARTIAL) {
-		parts *= eng->model->mesh.tp / etp;
-		part = rs->coord.tp / etp;
+		parts *= eng->model->mesh.slices;
+		part = rs->coord.slice;
 	}
 	if (pl.etp == PLACE_PARTIAL) {
 		parts *= etp;
-		part = part * etp + rs->coord.tp % etp;
+		part = part * etp + rs->coord.etp;
 	}
 	lo = T * part / parts;
 	hi = T * (part + 1) / parts;
@@ -675,7 +675,7 @@ bwd_route_stage(struct engine *eng, int stage, int opi)
 	for (i = 0; i < eng->nranks; i++)
 		if (rank_on_stage(&eng->ranks[i], stage))
 			bwd_route(eng, &eng->ranks[i], stage, opi);
-	if (eng->cfg->sync.router_input_grad != ROUTER_INPUT_TP_ALL_REDUCE)
+	if (!pl_router_input_reduced(eng->model))
 		return;
 	dx = xcalloc((size_t)eng->nranks, sizeof(*dx));
 	for (i = 0; i < eng->nranks; i++) {
@@ -684,7 +684,7 @@ bwd_route_stage(struct engine *eng, int stage, int opi)
 		if (!rank_on_stage(rs, stage))
 			continue;
 		if (eng->boundary_reduced)
-			engine_mask_to(eng, &rs->coord, &rs->din[0], from,
+			engine_mask_to(&rs->coord, &rs->din[0], from,
 			    pl_uniform(PLACE_PARTIAL));
 		dx[i] = &rs->din[0];
 	}
@@ -989,7 +989,7 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	 * nothing.
 	 */
 	if (op->moe_input && !eng->boundary_reduced &&
-	    eng->cfg->sync.moe_input_grad == MOE_INPUT_REPLICATE) {
+	    pl_moe_boundary(eng->model) == MOE_INPUT_REPLICATE) {
 		stage_tp_apply(eng, stage, op->out, true, sp ? TP_KEEP_SHARD :
 		    TP_IDENTITY, -1);
 		return;
@@ -1000,7 +1000,7 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	 * complete on every tp rank included.
 	 */
 	if (op->moe_input && !eng->boundary_reduced &&
-	    eng->cfg->sync.moe_input_grad == MOE_INPUT_PARTIAL) {
+	    pl_moe_boundary(eng->model) == MOE_INPUT_PARTIAL) {
 		stage_tp_apply(eng, stage, op->out, true, sp ?
 		    TP_REDUCE_SCATTER : TP_ALL_REDUCE, -1);
 		return;
@@ -1008,7 +1008,7 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	for (i = 0; i < eng->nranks; i++) {
 		rs = &eng->ranks[i];
 		if (rank_on_stage(rs, stage))
-			engine_mask_to(eng, &rs->coord, &rs->grad[op->out],
+			engine_mask_to(&rs->coord, &rs->grad[op->out],
 			    from, pl_uniform(PLACE_PARTIAL));
 	}
 	stage_tp_apply(eng, stage, op->out, true, sp && !op->reduce_only ?
@@ -1150,10 +1150,10 @@ moe_items(const struct engine *eng, struct rank_state *rs, int stage,
 {
 	const struct mesh	*m = &eng->model->mesh;
 	int64_t			 tokens = scores->t.rows;
-	int64_t			 per = tokens / (m->tp / m->etp), t0, t;
+	int64_t			 per = tokens / m->slices, t0, t;
 	int			 j, n = 0;
 
-	t0 = (int64_t)(rs->coord.tp / m->etp) * per;
+	t0 = (int64_t)rs->coord.slice * per;
 	st->items = xcalloc((size_t)(per * d->top_k), sizeof(*st->items));
 	for (t = t0; t < t0 + per; t++)
 		for (j = 0; j < d->top_k; j++) {
@@ -1569,7 +1569,7 @@ bwd_experts(struct engine *eng, int stage, int opi)
 	 * etp group share one token slice and one routing, so their pairs
 	 * line up one to one.
 	 */
-	if (eng->cfg->sync.expert_input_grad == EXPERT_INPUT_ETP_ALL_REDUCE)
+	if (pl_expert_input_reduced(eng->model))
 		coll_all_reduce(&eng->comm, GROUP_ETP, du, len, false);
 
 	for (i = 0; i < eng->nranks; i++) {

@@ -47,6 +47,7 @@ mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
 	m->ep = ep;
 	m->etp = etp;
 	m->edp = dp * tp / (ep * etp);
+	m->slices = tp / etp;
 	m->world = dp * pp * tp;
 	mesh_set_replicate(m, 1);
 }
@@ -89,6 +90,7 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 	c->cp = c->dp % m->cp;
 	c->pure_dp = c->dp / m->cp;
 	c->etp = s % m->etp;
+	c->slice = c->tp / m->etp;
 	c->ep = (s / m->etp) % m->ep;
 	c->edp = s / (m->etp * m->ep);
 }

@@ -28,6 +28,12 @@ struct mesh {
 	int	pure_dp, cp;	/* dp = pure_dp * cp */
 	int	edp;		/* dp * tp / (ep * etp) */
 	/*
+	 * The token slices of tp: expert-tensor-parallel groups of etp ranks
+	 * see the same tokens, tp / etp groups see different ones (slices).
+	 * A tp coordinate is slice * etp + etp (struct coord).
+	 */
+	int	slices;		/* tp / etp */
+	/*
 	 * FSDP2/HSDP (layout.dp_engine fsdp2, fsdp1): pure_dp is
 	 * dp_replicate * dp_shard, replicate slowest as in torchtitan's
 	 * ParallelDims (pp, dp_replicate, dp_shard, cp, tp), which is
@@ -44,6 +50,7 @@ struct coord {
 	int	pp, dp, tp;	/* dense coordinates */
 	int	pure_dp, cp;	/* dp = cp + mesh.cp * pure_dp */
 	int	ep, etp, edp;	/* expert coordinates within the stage */
+	int	slice;		/* tp / mesh.etp: the token slice */
 };
 
 /* The communication groups a gradient collective can run over. */

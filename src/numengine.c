@@ -31,30 +31,14 @@ rank_on_stage(const struct rank_state *rs, int stage)
 /*
  * Placements.  A tp group inside an MoE layer is tp/etp token slices times
  * etp (placement.h); rank tp_i sits in slice tp_i / etp at etp coordinate
- * tp_i % etp.  Adding a Replicate part to a Partial one (DTensor's
- * Replicate -> Partial conversion) keeps the value on coordinate 0 of that
- * sub-dimension and zero elsewhere, so the eventual sum counts it once.
+ * tp_i % etp (struct coord).  Which ranks keep a value is pl_keeps_value's
+ * decision, the one the symbolic engine's mask step runs too.
  */
-bool
-engine_keeps_value(const struct engine *eng, const struct coord *c,
+void
+engine_mask_to(const struct coord *c, struct tensor *t,
     struct placement from, struct placement to)
 {
-	int	 etp = eng->model->mesh.etp;
-
-	if (from.slice == PLACE_REPLICATE && to.slice == PLACE_PARTIAL &&
-	    c->tp / etp != 0)
-		return false;
-	if (from.etp == PLACE_REPLICATE && to.etp == PLACE_PARTIAL &&
-	    c->tp % etp != 0)
-		return false;
-	return true;
-}
-
-void
-engine_mask_to(const struct engine *eng, const struct coord *c,
-    struct tensor *t, struct placement from, struct placement to)
-{
-	if (!engine_keeps_value(eng, c, from, to))
+	if (!pl_keeps_value(c, from, to))
 		memset(t->v, 0, (size_t)(t->rows * t->cols) * sizeof(*t->v));
 }
 

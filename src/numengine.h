@@ -121,15 +121,8 @@ void		 moe_state_free(struct moe_state *);
 const struct op	*engine_op(const struct engine *, int stage, int opi);
 bool		 rank_on_stage(const struct rank_state *, int stage);
 
-/*
- * Does a value on the rank at c keep its value when its placement goes
- * from `from` to `to`?  engine_mask_to() zeroes t where it does not.
- */
-bool		 engine_keeps_value(const struct engine *,
-		    const struct coord *c, struct placement from,
-		    struct placement to);
-void		 engine_mask_to(const struct engine *, const struct coord *c,
-		    struct tensor *t, struct placement from,
-		    struct placement to);
+/* Zero t on a rank that does not keep it (pl_keeps_value). */
+void		 engine_mask_to(const struct coord *c, struct tensor *t,
+		    struct placement from, struct placement to);
 
 #endif

@@ -136,7 +136,7 @@ declared_plain(const struct engine *eng, int stage, int slot)
 	int	 i;
 
 	if (eng->boundary_reduced ||
-	    eng->cfg->sync.moe_input_grad == MOE_INPUT_AUTO)
+	    pl_moe_boundary(eng->model) == MOE_INPUT_AUTO)
 		return false;
 	for (i = 0; i < sp->nops; i++)
 		if (sp->ops[i].out == slot)
@@ -171,7 +171,7 @@ accumulate(struct engine *eng, int stage, int slot, int j,
 		if (d->v == NULL)
 			fatalx("numeric: no gradient for input %d", j);
 		if (!raw)
-			engine_mask_to(eng, &rs->coord, d, incoming, joined);
+			engine_mask_to(&rs->coord, d, incoming, joined);
 		if (!had) {
 			tensor_free(g);
 			*g = *d;
@@ -180,7 +180,7 @@ accumulate(struct engine *eng, int stage, int slot, int j,
 		}
 		tensor_check(d, g->rows, g->cols, "gradient contribution");
 		if (!raw)
-			engine_mask_to(eng, &rs->coord, g, old, joined);
+			engine_mask_to(&rs->coord, g, old, joined);
 		for (k = 0; k < g->rows * g->cols; k++)
 			g->v[k] = num_add(g->v[k], d->v[k]);
 		tensor_free(d);
@@ -573,10 +573,9 @@ run_step(struct engine *eng, struct progress_count *pc)
  * coordinate 0 of every sub-dimension `replicate` marks Replicate.
  */
 static bool
-mask_keeps(const struct engine *eng, const struct sync_step *st,
-    const struct rank_state *rs)
+mask_keeps(const struct sync_step *st, const struct rank_state *rs)
 {
-	return engine_keeps_value(eng, &rs->coord, st->replicate,
+	return pl_keeps_value(&rs->coord, st->replicate,
 	    pl_uniform(PLACE_PARTIAL));
 }
 
@@ -677,7 +676,7 @@ sync_local(struct engine *eng, const struct sync_step *st)
 			if (rs->pgrad[p] == NULL || !syncplan_touches(st, m, p))
 				continue;
 			if (st->op == SYNC_MASK_REPLICAS) {
-				if (!mask_keeps(eng, st, rs))
+				if (!mask_keeps(st, rs))
 					memset(rs->pgrad[p], 0, (size_t)m->
 					    params[p].local_elems *
 					    sizeof(*rs->pgrad[p]));
@@ -856,17 +855,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	int64_t			 i, g, elems;
 	int			*key, k, d, s, rank0 = 0;
 
-	cfg_copy(&cfg, audited->config);
-	/*
-	 * The same model on one rank: Megatron pads the vocabulary with the
-	 * audited tp, and so must the reference, or its padded rows differ.
-	 */
-	cfg.model.vocab_divisible_by *= cfg.mesh.tp;
-	cfg.mesh.dp = cfg.mesh.pp = cfg.mesh.tp = 1;
-	cfg.mesh.ep = cfg.mesh.etp = cfg.mesh.vpp = 1;
-	cfg.model.seq /= cfg.mesh.cp;
-	cfg.mesh.cp = 1;
-	cfg.training.micro_batches = 1;
+	cfg_one_rank(&cfg, audited->config);
 	model_build(&ref, &cfg);
 	key = xcalloc((size_t)ref.nparams, sizeof(*key));
 	for (k = 0; k < ref.nparams; k++) {

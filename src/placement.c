@@ -21,10 +21,43 @@ pl_uniform(enum place p)
 	return pl;
 }
 
+bool
+pl_keeps_value(const struct coord *c, struct placement from,
+    struct placement to)
+{
+	if (from.slice == PLACE_REPLICATE && to.slice == PLACE_PARTIAL &&
+	    c->slice != 0)
+		return false;
+	if (from.etp == PLACE_REPLICATE && to.etp == PLACE_PARTIAL &&
+	    c->etp != 0)
+		return false;
+	return true;
+}
+
+bool
+pl_expert_input_reduced(const struct model *m)
+{
+	return m->config->sync.expert_input_grad ==
+	    EXPERT_INPUT_ETP_ALL_REDUCE;
+}
+
+bool
+pl_router_input_reduced(const struct model *m)
+{
+	return m->config->sync.router_input_grad ==
+	    ROUTER_INPUT_TP_ALL_REDUCE;
+}
+
+enum moe_input_sync
+pl_moe_boundary(const struct model *m)
+{
+	return m->config->sync.moe_input_grad;
+}
+
 struct placement
 pl_normalize(const struct mesh *mesh, struct placement pl)
 {
-	if (mesh->tp / mesh->etp == 1)
+	if (mesh->slices == 1)
 		pl.slice = PLACE_REPLICATE;
 	if (mesh->etp == 1)
 		pl.etp = PLACE_REPLICATE;
@@ -90,7 +123,7 @@ const char *
 pl_format(const struct mesh *mesh, struct placement pl, char *buf,
     size_t len)
 {
-	bool	slices = mesh->tp / mesh->etp > 1, etp = mesh->etp > 1;
+	bool	slices = mesh->slices > 1, etp = mesh->etp > 1;
 
 	if (pl.slice == pl.etp || !etp)
 		snprintf(buf, len, "%s", place_name(pl.slice));
@@ -223,7 +256,7 @@ experts_backward(const struct model *m, const struct op *op,
 	red->dim = "etp";
 	red->cite = "torchtitan #1878";
 	red->truth = routed_input_grad;
-	reduce = cfg->sync.expert_input_grad == EXPERT_INPUT_ETP_ALL_REDUCE;
+	reduce = pl_expert_input_reduced(m);
 	red->declared = routed_input_grad;
 	if (!reduce)
 		red->declared.etp = PLACE_REPLICATE;
@@ -316,8 +349,7 @@ pl_backward(const struct model *m, const struct op *op,
 		 * all-reduces the gate's Partial input gradient, which is
 		 * then complete on every tp rank.
 		 */
-		if (m->config->sync.router_input_grad ==
-		    ROUTER_INPUT_TP_ALL_REDUCE)
+		if (pl_router_input_reduced(m))
 			din[0] = rep;
 		break;
 	case OP_GATE:
@@ -361,7 +393,7 @@ static bool
 boundary_loses(const struct model *m, struct placement truth)
 {
 	const struct mesh *mesh = &m->mesh;
-	int	 slices = mesh->tp / mesh->etp, tp_i, b, pos;
+	int	 slices = mesh->slices, tp_i, b, pos;
 	int	 seq = m->config->model.seq / mesh->cp;
 	int	 batch = m->tokens / seq, shard = seq / mesh->tp;
 	int	 per = m->tokens / slices;
@@ -388,7 +420,7 @@ boundary_loses(const struct model *m, struct placement truth)
 static bool
 replicated_over_tp(const struct mesh *mesh, struct placement g)
 {
-	return (mesh->tp / mesh->etp > 1 && g.slice == PLACE_REPLICATE) ||
+	return (mesh->slices > 1 && g.slice == PLACE_REPLICATE) ||
 	    (mesh->etp > 1 && g.etp == PLACE_REPLICATE);
 }
 
@@ -418,7 +450,7 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
 	r->truth = pl_normalize(&m->mesh, dout);
 	r->declared = r->truth;
-	switch (m->config->sync.moe_input_grad) {
+	switch (pl_moe_boundary(m)) {
 	case MOE_INPUT_AUTO:
 		break;
 	case MOE_INPUT_REPLICATE:
@@ -513,8 +545,7 @@ pl_walk(const struct model *m, struct placement *grad,
 			 * the scores' gradient was complete: tp times.
 			 */
 			if (op->kind == OP_ROUTE &&
-			    m->config->sync.router_input_grad ==
-			    ROUTER_INPUT_TP_ALL_REDUCE &&
+			    pl_router_input_reduced(m) &&
 			    replicated_over_tp(&m->mesh, dout))
 				twice[op->in[0]] = true;
 			if (op->param >= 0)

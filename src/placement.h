@@ -42,6 +42,16 @@ struct placement pl_join(struct placement, struct placement);
 bool		 pl_equal(struct placement, struct placement);
 bool		 pl_any(struct placement, enum place);
 /*
+ * Does a value on the rank at c keep its value when its placement goes
+ * from `from` to `to`?  Adding a Replicate part to a Partial one (DTensor's
+ * Replicate -> Partial conversion, the sync plan's mask step) keeps it on
+ * coordinate 0 of that tp sub-dimension and zero elsewhere, so the eventual
+ * sum counts it once.  Decided here for both engines (issue 22): the
+ * symbolic mask step and the numeric kernels zero the same ranks.
+ */
+bool		 pl_keeps_value(const struct coord *c, struct placement from,
+		    struct placement to);
+/*
  * "Replicate", "Partial", or for a mix "Partial over the token slices,
  * Replicate over etp"; sub-dimensions of size 1 are left out.  Writes into
  * buf and returns it.
@@ -84,6 +94,23 @@ struct backward_reduction {
 	bool			 router_twice;
 	int			 layer;		/* the boundary's MoE layer */
 };
+
+/*
+ * The reductions inside backward that a framework performs or skips, each
+ * decided here once from its sync.* setting: the placement rules below use
+ * them, and the numeric kernels execute them, so that the two engines
+ * cannot disagree on them by construction (issue 22).
+ *
+ * pl_expert_input_reduced: the routed experts' input gradient is
+ * all-reduced over etp (torchtitan #1878; sync.expert_input_grad).
+ * pl_router_input_reduced: the router's input gradient is all-reduced over
+ * tp by NoParallel's from_local(Replicate) (torchtitan de329200b;
+ * sync.router_input_grad).  pl_moe_boundary: how the gradient of an MoE
+ * block's gathered input is declared (sync.moe_input_grad).
+ */
+bool		 pl_expert_input_reduced(const struct model *);
+bool		 pl_router_input_reduced(const struct model *);
+enum moe_input_sync pl_moe_boundary(const struct model *);
 
 /* The rules: forward placement of an op's output from its inputs. */
 struct placement pl_forward(const struct model *, const struct op *,

@@ -298,7 +298,7 @@ sym_context_free(struct sym_context *ctx)
 static uint32_t
 atom_at(const struct mesh *mesh, struct placement g, const struct coord *c)
 {
-	int	 slice = c->tp / mesh->etp, etp_i = c->tp % mesh->etp;
+	int	 slice = c->slice, etp_i = c->etp;
 
 	if (g.slice == PLACE_REPLICATE)
 		slice = 0;
@@ -997,10 +997,8 @@ run_mask(struct sym_run *run, const struct sync_step *s)
 			struct segment *v;
 
 			run_coord(run, stage_base(run, p) + i, &c);
-			if (!((s->replicate.slice == PLACE_REPLICATE &&
-			    c.tp / m->mesh.etp != 0) ||
-			    (s->replicate.etp == PLACE_REPLICATE &&
-			    c.tp % m->mesh.etp != 0)))
+			if (pl_keeps_value(&c, s->replicate,
+			    pl_uniform(PLACE_PARTIAL)))
 				continue;
 			if (sl->n == 1) {
 				sl->one.value = &lincomb_zero;

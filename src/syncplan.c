@@ -90,7 +90,7 @@ emit_tp_reduction(struct sync_plan *plan, const struct model *m,
 		return;
 	}
 	/* Only a Replicate sub-dimension with more than one rank needs it. */
-	if ((declared.slice == PLACE_REPLICATE && m->mesh.tp / m->mesh.etp > 1) ||
+	if ((declared.slice == PLACE_REPLICATE && m->mesh.slices > 1) ||
 	    (declared.etp == PLACE_REPLICATE && m->mesh.etp > 1)) {
 		s = new_step(plan, m, rule, SYNC_MASK_REPLICAS, GROUP_TP);
 		memcpy(s->params, params, m->nparams * sizeof *params);

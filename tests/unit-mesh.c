@@ -453,6 +453,45 @@ test_hsdp(void)
 	    "hsdp: expert replicate group of rank 13: 5 13");
 }
 
+/*
+ * The world and the one-rank reference are derived once, from the config
+ * (issue 22): run counted its processes without cp, and the reference kept
+ * dp_replicate 2 on a mesh of one rank, whose dp_shard was then 0.
+ */
+static void
+test_world_and_one_rank(void)
+{
+	struct config	 c, one;
+	struct mesh	 m;
+
+	memset(&c, 0, sizeof c);
+	c.mesh.dp = 4;
+	c.mesh.dp_replicate = 2;
+	c.mesh.cp = 2;
+	c.mesh.pp = 2;
+	c.mesh.tp = 2;
+	c.mesh.ep = c.mesh.etp = 1;
+	c.mesh.vpp = 2;
+	c.model.seq = 16;
+	c.model.vocab_divisible_by = 4;
+	c.training.micro_batches = 3;
+	tap_ok(cfg_world(&c) == 32, "the world counts cp: 4 x 2 x 2 x 2 = 32");
+	cfg_one_rank(&one, &c);
+	tap_ok(cfg_world(&one) == 1, "the reference is one rank");
+	tap_ok(one.mesh.dp_replicate == 1 && one.mesh.vpp == 1 &&
+	    one.mesh.cp == 1, "no replicas, no virtual stages, no cp");
+	tap_ok(one.model.seq == 8 && one.training.micro_batches == 1,
+	    "a cp rank's share of the sequence, one micro-batch");
+	tap_ok(one.model.vocab_divisible_by == 8,
+	    "the vocabulary padded as the audited tp pads it");
+	mesh_from_config(&m, &one);
+	tap_ok(m.world == 1 && m.dp_shard == 1 && m.efsdp == 1,
+	    "its mesh shards over one rank, not zero");
+	tap_ok(c.mesh.dp_replicate == 2 && c.model.seq == 16,
+	    "the audited config is left as it was");
+	cfg_free(&one);
+}
+
 int
 main(void)
 {
@@ -462,5 +501,6 @@ main(void)
 	test_moe_etp2();
 	test_all_meshes();
 	test_config_and_names();
+	test_world_and_one_rank();
 	return tap_done();
 }
