@@ -618,7 +618,7 @@ cmd_explain_exec(struct options *o)
 		status = EXIT_USAGE;
 		goto out;
 	}
-	status = a.consistent && a.correct ? EXIT_OK : EXIT_WRONG;
+	status = audit_passes(&a) ? EXIT_OK : EXIT_WRONG;
 	/* The text shows the norm's plan where it is at fault, or with -v. */
 	show_norm = a.grad_norm.miscounted || !a.grad_norm.consistent ||
 	    o->verbose;

@@ -1060,7 +1060,7 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 			why = sym_context_unauditable(&ctx, &c, &blame);
 			if (why == NULL) {
 				sym_audit(&ctx, &a, NULL, NULL);
-				if (a.correct && a.consistent)
+				if (audit_passes(&a))
 					v.kind = VERDICT_OK;
 				audit_free(&a);
 			}
