@@ -1047,6 +1047,7 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 	struct audit		 a;
 	struct verdict		 v;
 	enum cfg_key		 blame;
+	char			 whybuf[SYM_WHY_SIZE];
 	const char		*why;
 	size_t			 i;
 
@@ -1057,7 +1058,8 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 		v.kind = VERDICT_OTHER;
 		if (point_config(sw, &sw->points[i], &c) == NULL) {
 			sym_context_build(&ctx, &c);
-			why = sym_context_unauditable(&ctx, &c, &blame);
+			why = sym_context_unauditable(&ctx, &c, &blame,
+			    whybuf, sizeof whybuf);
 			if (why == NULL) {
 				sym_audit(&ctx, &a, NULL, NULL);
 				if (audit_passes(&a))
@@ -1164,6 +1166,7 @@ cmd_sweep_exec(struct options *o)
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
 	enum cfg_key		 blame;
+	char			 whybuf[SYM_WHY_SIZE];
 	struct workers		 wk;
 	size_t			 i;
 	int			 status = EXIT_OK, rc;
@@ -1254,7 +1257,7 @@ cmd_sweep_exec(struct options *o)
 		if ((why = point_config(&sw, pt, &c)) == NULL) {
 			sym_context_build(&ctx, &c);
 			if ((why = sym_context_unauditable(&ctx, &c,
-			    &blame)) != NULL) {
+			    &blame, whybuf, sizeof whybuf)) != NULL) {
 				sym_context_free(&ctx);
 				cfg_free(&c);
 				free(pt->label);

@@ -504,6 +504,13 @@ struct cfg_override {
 struct config_list {
 	struct config	*v;
 	size_t		 n;
+	/*
+	 * The last message cfg_load printed for it, without the program name
+	 * ("bad.yaml:7:9: mesh.tp: expected ..."), or NULL: a batch puts it
+	 * in the reports of the file that failed.  config_list_free frees
+	 * it.
+	 */
+	char		*error;
 };
 
 /*
@@ -527,17 +534,11 @@ const char *cfg_check_constraints(const struct config *);
  * Report a problem found in a loaded config after loading (an audit too
  * large to hold) as the loader reports its own: "gradaudit:
  * FILE:LINE:COL: KEY: message" at key k, or at the document when the file
- * does not write k.
+ * does not write k.  With keep, the message is also stored there (as
+ * config_list.error holds one; free the old value first or pass NULL).
  */
-void	 cfg_error(const struct config *, enum cfg_key, const char *, ...)
-	    __attribute__((format(printf, 3, 4)));
-
-/*
- * The last message cfg_load, cfg_error or a profile reader printed, without
- * the program name ("bad.yaml:7:9: mesh.tp: expected ..."), or NULL: a
- * batch puts it in the reports of the config that failed.
- */
-const char *cfg_last_error(void);
+void	 cfg_error(const struct config *, enum cfg_key, char **keep,
+	    const char *, ...) __attribute__((format(printf, 4, 5)));
 
 /*
  * The name a config file gives its configs when they have none: its base

@@ -116,10 +116,10 @@ batch_push(struct batch *b, const struct batch_item *it)
 }
 
 static void
-batch_error(struct batch *b, const char *file, const char *name)
+batch_error(struct batch *b, const char *file, const char *name,
+    const char *msg)
 {
 	struct batch_item	 it;
-	const char		*msg = cfg_last_error();
 
 	it.config = -1;
 	it.file = xstrdup(file);
@@ -152,6 +152,7 @@ output_load_batch(const struct options *o, struct batch *b)
 	struct config_list	 one;
 	const char		*why;
 	enum cfg_key		 blame;
+	char			 whybuf[SYM_WHY_SIZE];
 	size_t			 k;
 	int			 i;
 
@@ -159,20 +160,23 @@ output_load_batch(const struct options *o, struct batch *b)
 	for (i = 0; i < o->nargs; i++) {
 		memset(&one, 0, sizeof one);
 		if (cfg_load(o->args[i], o->sets, o->nsets, &one) < 0) {
-			batch_error(b, o->args[i], NULL);
+			batch_error(b, o->args[i], NULL, one.error);
+			config_list_free(&one);
 			continue;
 		}
 		for (k = 0; k < one.n; k++) {
-			if ((why = sym_unauditable(&one.v[k], &blame)) ==
-			    NULL) {
+			if ((why = sym_unauditable(&one.v[k], &blame,
+			    whybuf, sizeof whybuf)) == NULL) {
 				batch_config(b, &one.v[k]);
 				continue;
 			}
-			cfg_error(&one.v[k], blame, "%s", why);
-			batch_error(b, one.v[k].file, one.v[k].name);
+			cfg_error(&one.v[k], blame, &one.error, "%s", why);
+			batch_error(b, one.v[k].file, one.v[k].name,
+			    one.error);
 			cfg_free(&one.v[k]);
 		}
 		free(one.v);
+		free(one.error);
 	}
 	return b->nerrors;
 }
@@ -213,6 +217,7 @@ output_load_configs(const struct options *o, struct config_list *list)
 {
 	const char	*why;
 	enum cfg_key	 blame;
+	char		 whybuf[SYM_WHY_SIZE];
 	size_t		 k;
 	int		 i;
 
@@ -221,8 +226,9 @@ output_load_configs(const struct options *o, struct config_list *list)
 		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0)
 			goto fail;
 	for (k = 0; k < list->n; k++) {
-		if ((why = sym_unauditable(&list->v[k], &blame)) != NULL) {
-			cfg_error(&list->v[k], blame, "%s", why);
+		if ((why = sym_unauditable(&list->v[k], &blame,
+		    whybuf, sizeof whybuf)) != NULL) {
+			cfg_error(&list->v[k], blame, NULL, "%s", why);
 			goto fail;
 		}
 	}

@@ -186,14 +186,11 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 #define SYM_MAX_COPIES		((int64_t)1 << 24)
 #define SYM_BYTES_PER_COPY	240
 
-static char	 unauditable_why[512];
-
 /* The copies of a model's parameters, if too many to audit. */
 static const char *
-too_many_copies(const struct model *m, enum cfg_key *blame)
+too_many_copies(const struct model *m, enum cfg_key *blame, char *why,
+    size_t len)
 {
-	char	*why = unauditable_why;
-	size_t	 len = sizeof unauditable_why;
 	int64_t	 copies, dp_max;
 
 	if ((int64_t)m->mesh.world * m->loss.sources *
@@ -234,33 +231,32 @@ too_many_copies(const struct model *m, enum cfg_key *blame)
 /* A layout the framework would stop at start-up on. */
 static const char *
 refused_layout(const struct config *cfg, const struct layout *lay,
-    enum cfg_key *blame)
+    enum cfg_key *blame, char *why, size_t len)
 {
 	if (lay->refusal == NULL)
 		return NULL;
 	if (cfg->profile != NULL)
-		snprintf(unauditable_why, sizeof unauditable_why, "%s "
-		    "(profile %s) stops at start-up: %s", cfg->framework,
-		    cfg->profile->label, lay->refusal);
+		snprintf(why, len, "%s (profile %s) stops at start-up: %s",
+		    cfg->framework, cfg->profile->label, lay->refusal);
 	else
-		snprintf(unauditable_why, sizeof unauditable_why, "the "
-		    "layout: rules stop training at start-up: %s",
-		    lay->refusal);
+		snprintf(why, len, "the layout: rules stop training at "
+		    "start-up: %s", lay->refusal);
 	*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
-	return unauditable_why;
+	return why;
 }
 
 const char *
-sym_unauditable(const struct config *cfg, enum cfg_key *blame)
+sym_unauditable(const struct config *cfg, enum cfg_key *blame, char *why,
+    size_t len)
 {
 	struct model	 m;
 	struct layout	 lay;
 	const char	*r;
 
 	model_build(&m, cfg);
-	if ((r = too_many_copies(&m, blame)) == NULL) {
+	if ((r = too_many_copies(&m, blame, why, len)) == NULL) {
 		layout_build(&lay, &m);
-		r = refused_layout(cfg, &lay, blame);
+		r = refused_layout(cfg, &lay, blame, why, len);
 		layout_free(&lay);
 	}
 	model_free(&m);
@@ -269,12 +265,12 @@ sym_unauditable(const struct config *cfg, enum cfg_key *blame)
 
 const char *
 sym_context_unauditable(const struct sym_context *ctx,
-    const struct config *cfg, enum cfg_key *blame)
+    const struct config *cfg, enum cfg_key *blame, char *why, size_t len)
 {
 	const char	*r;
 
-	if ((r = too_many_copies(&ctx->model, blame)) == NULL)
-		r = refused_layout(cfg, &ctx->layout, blame);
+	if ((r = too_many_copies(&ctx->model, blame, why, len)) == NULL)
+		r = refused_layout(cfg, &ctx->layout, blame, why, len);
 	return r;
 }
 

@@ -39,8 +39,9 @@ struct sym_context {
 void	 sym_context_build(struct sym_context *, const struct config *);
 
 /*
- * NULL when a valid config can be audited, else why not (static storage),
- * with the key the message is about in *blame.  Either the symbolic audit
+ * NULL when a valid config can be audited, else why not (written into
+ * why, SYM_WHY_SIZE bytes suffice), with the key the message is about in
+ * *blame.  Either the symbolic audit
  * would not fit in memory (it keeps a value per parameter and rank holding
  * it, so thousands of layers on thousands of ranks would take tens of
  * gigabytes: blame the mesh), or the framework the config names would stop
@@ -48,13 +49,16 @@ void	 sym_context_build(struct sym_context *, const struct config *);
  * the layout: keys): such a config trains nothing, and is a configuration
  * error rather than a verdict.  The model is built once for both.
  */
-const char *sym_unauditable(const struct config *, enum cfg_key *blame);
+#define SYM_WHY_SIZE	512
+const char *sym_unauditable(const struct config *, enum cfg_key *blame,
+		    char *why, size_t len);
 /*
  * The same for a context already built: sweep builds one per mesh, and
  * building the model twice was a tenth of its time.
  */
 const char *sym_context_unauditable(const struct sym_context *,
-		    const struct config *, enum cfg_key *blame);
+		    const struct config *, enum cfg_key *blame, char *why,
+		    size_t len);
 void	 sym_context_free(struct sym_context *);
 
 /*
