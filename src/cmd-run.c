@@ -98,9 +98,10 @@ choose_procs(const struct config_list *list, int asked)
 	size_t	 i;
 	int64_t	 world, most = 1;
 	int	 want;
+	char	 why[256];
 
 	for (i = 0; i < list->n; i++) {
-		if (numeric_skip_reason(&list->v[i]) != NULL)
+		if (numeric_skip_reason(&list->v[i], why, sizeof why) != NULL)
 			continue;
 		/* Issue 22: without cp, a 4-rank cp config started 2. */
 		world = cfg_world(&list->v[i]);
@@ -373,13 +374,14 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	struct sym_context	 ctx;
 	struct transport	 t;
 	const char		*skip;
+	char			 why[256];
 	double			 t0 = output_now();
 	int			 rc = EXIT_OK;
 
 	v->audit = xcalloc(1, sizeof *v->audit);
 	sym_context_build(&ctx, cfg);
 	sym_audit(&ctx, v->audit, NULL, NULL);
-	if ((skip = numeric_skip_reason(cfg)) != NULL)
+	if ((skip = numeric_skip_reason(cfg, why, sizeof why)) != NULL)
 		v->audit->numeric_skipped = arena_strdup(&v->audit->arena,
 		    skip);
 	else {

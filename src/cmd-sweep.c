@@ -175,12 +175,12 @@ add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
 
 /*
  * The config of a point: the base with the mesh and flags set and the
- * defaulted sizes adjusted.  NULL when it is valid, else why not (and *c
- * freed).
+ * defaulted sizes adjusted.  NULL when it is valid, else why not, in
+ * whybuf (and *c freed).
  */
 static const char *
 point_config(const struct sweep *sw, struct sweep_point *pt,
-    struct config *c)
+    struct config *c, char *whybuf, size_t whylen)
 {
 	char		*label = NULL;
 	size_t		 len = 0;
@@ -197,7 +197,7 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	for (k = 0; k < sw->nvary; k++)
 		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
 	adjust_defaults(c);
-	if ((why = cfg_check_constraints(c)) != NULL) {
+	if ((why = cfg_check_constraints(c, whybuf, whylen)) != NULL) {
 		cfg_free(c);
 		return why;
 	}
@@ -1056,7 +1056,8 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 
 		v.index = (uint32_t)i;
 		v.kind = VERDICT_OTHER;
-		if (point_config(sw, &sw->points[i], &c) == NULL) {
+		if (point_config(sw, &sw->points[i], &c, whybuf,
+		    sizeof whybuf) == NULL) {
 			sym_context_build(&ctx, &c);
 			why = sym_context_unauditable(&ctx, &c, &blame,
 			    whybuf, sizeof whybuf);
@@ -1242,7 +1243,7 @@ cmd_sweep_exec(struct options *o)
 			break;
 		progress_update((int64_t)i);
 		if (worker_says_ok(&wk, i, &seconds) &&
-		    point_config(&sw, pt, &c) == NULL) {
+		    point_config(&sw, pt, &c, whybuf, sizeof whybuf) == NULL) {
 			struct audit correct;
 
 			memset(&correct, 0, sizeof correct);
@@ -1254,7 +1255,8 @@ cmd_sweep_exec(struct options *o)
 			pt->seconds = seconds;
 			continue;
 		}
-		if ((why = point_config(&sw, pt, &c)) == NULL) {
+		if ((why = point_config(&sw, pt, &c, whybuf, sizeof whybuf)) ==
+		    NULL) {
 			sym_context_build(&ctx, &c);
 			if ((why = sym_context_unauditable(&ctx, &c,
 			    &blame, whybuf, sizeof whybuf)) != NULL) {
@@ -1274,7 +1276,7 @@ cmd_sweep_exec(struct options *o)
 		sym_context_free(&ctx);
 		summarize(&sw, pt, &a, o->junit != NULL);
 		if (o->numeric && o->world <= o->numeric_max &&
-		    (why = numeric_too_big(&c)) != NULL)
+		    (why = numeric_too_big(&c, whybuf, sizeof whybuf)) != NULL)
 			a.numeric_verdict = pt->numeric = skip_numeric(&sw, pt,
 			    why);
 		else if (o->numeric && o->world <= o->numeric_max)

@@ -2809,11 +2809,9 @@ out:
 }
 
 const char *
-cfg_check_constraints(const struct config *c)
+cfg_check_constraints(const struct config *c, char *buf, size_t len)
 {
-	static char	 buf[MSG_SIZE];
-
-	if (find_violation(c, buf, sizeof(buf)) == KEY__COUNT)
+	if (find_violation(c, buf, len) == KEY__COUNT)
 		return NULL;
 	return buf;
 }

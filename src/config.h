@@ -525,10 +525,13 @@ int	 cfg_load(const char *path, const struct cfg_override *, size_t,
 
 /*
  * Check the constraints of SPEC section 5 on an already loaded config whose
- * mesh or flags were changed (sweep).  Returns NULL when valid, otherwise a
- * static description of the failing constraint ("etp must divide tp").
+ * mesh or flags were changed (sweep).  Returns NULL when valid, otherwise
+ * buf, holding a description of the failing constraint ("etp must divide
+ * tp"); CFG_WHY_SIZE bytes hold any.
  */
-const char *cfg_check_constraints(const struct config *);
+#define CFG_WHY_SIZE	512
+const char *cfg_check_constraints(const struct config *, char *buf,
+	    size_t len);
 
 /*
  * Report a problem found in a loaded config after loading (an audit too

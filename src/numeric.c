@@ -1860,22 +1860,21 @@ numeric_sizes(const struct config *cfg, int64_t *rank_max, int64_t *total,
 }
 
 const char *
-numeric_too_big(const struct config *cfg)
+numeric_too_big(const struct config *cfg, char *msg, size_t len)
 {
-	static char	 msg[256];
 	int64_t		 rank_max, total;
 	int		 world;
 
 	numeric_sizes(cfg, &rank_max, &total, &world);
 	if (rank_max > NUM_MAX_RANK_VALUES) {
-		snprintf(msg, sizeof(msg), "the numeric audit needs %lld "
+		snprintf(msg, len, "the numeric audit needs %lld "
 		    "values per rank; at most %lld are supported (use "
 		    "gradaudit check, or smaller model sizes)",
 		    (long long)rank_max, (long long)NUM_MAX_RANK_VALUES);
 		return msg;
 	}
 	if (total > NUM_MAX_MESH_VALUES) {
-		snprintf(msg, sizeof(msg), "the numeric audit needs %lld "
+		snprintf(msg, len, "the numeric audit needs %lld "
 		    "values over its %d ranks; at most %lld are supported "
 		    "(use gradaudit check, or a smaller mesh or model)",
 		    (long long)total, world,
@@ -1886,19 +1885,18 @@ numeric_too_big(const struct config *cfg)
 }
 
 const char *
-numeric_skip_reason(const struct config *cfg)
+numeric_skip_reason(const struct config *cfg, char *msg, size_t len)
 {
-	static char	 msg[128];
 	int64_t		 rank_max, total;
 	int		 world;
 
 	numeric_sizes(cfg, &rank_max, &total, &world);
 	if (rank_max > NUM_MAX_RANK_VALUES)
-		snprintf(msg, sizeof(msg), "needs %lld values per rank, "
+		snprintf(msg, len, "needs %lld values per rank, "
 		    "limit %lld", (long long)rank_max,
 		    (long long)NUM_MAX_RANK_VALUES);
 	else if (total > NUM_MAX_MESH_VALUES)
-		snprintf(msg, sizeof(msg), "needs %lld values over %d ranks, "
+		snprintf(msg, len, "needs %lld values over %d ranks, "
 		    "limit %lld", (long long)total, world,
 		    (long long)NUM_MAX_MESH_VALUES);
 	else

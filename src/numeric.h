@@ -40,17 +40,19 @@ int	 numeric_audit(const struct sym_context *, struct transport *,
 
 /*
  * Whether the numeric audit of a valid config fits in memory: NULL when
- * it does, else a static sentence saying how many values it would need
- * and what to do ("the numeric audit needs ... values per rank ...").
+ * it does, else msg (256 bytes hold any), a sentence saying how many
+ * values it would need and what to do ("the numeric audit needs ...
+ * values per rank ...").
  * Configs within the limits of config.h can need terabytes; run calls
  * this before it launches any process.
  */
-const char *numeric_too_big(const struct config *);
+const char *numeric_too_big(const struct config *, char *msg, size_t len);
 /*
  * The same test, said as a report line's reason: "needs N values per
  * rank, limit M" (or "over R ranks"), or NULL when the audit fits.  run
  * audits such a config symbolically and skips only its numeric audit.
  */
-const char *numeric_skip_reason(const struct config *);
+const char *numeric_skip_reason(const struct config *, char *msg,
+		    size_t len);
 
 #endif

@@ -261,10 +261,11 @@ dump(const struct config *c)
 int
 main(int argc, char *argv[])
 {
-	struct config_list	 list = { NULL, 0 };
+	struct config_list	 list = { NULL, 0, NULL };
 	struct cfg_override	*ovr;
 	struct config		 copy;
 	const char		*why;
+	char			 whybuf[CFG_WHY_SIZE];
 	char			*eq;
 	size_t			 novr = 0, i;
 	int			 a, status = EXIT_OK;
@@ -288,7 +289,7 @@ main(int argc, char *argv[])
 		cfg_copy(&copy, &list.v[i]);
 		printf("config=%zu\n", i);
 		dump(&copy);
-		if ((why = cfg_check_constraints(&copy)) != NULL) {
+		if ((why = cfg_check_constraints(&copy, whybuf, sizeof whybuf)) != NULL) {
 			fprintf(stderr, "config-driver: loaded config %zu "
 			    "fails its constraints: %s\n", i, why);
 			status = EXIT_RUNTIME;

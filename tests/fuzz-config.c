@@ -324,7 +324,7 @@ static const char *
 check_case(const struct cfg_override *ovr, size_t novr)
 {
 	const char	*why = NULL;
-	char		*errors, *nl;
+	char		*errors, *nl, whybuf[CFG_WHY_SIZE];
 	size_t		 len, i;
 	int		 rc;
 
@@ -352,7 +352,8 @@ check_case(const struct cfg_override *ovr, size_t novr)
 			if (list.v[i].name == NULL || list.v[i].file == NULL ||
 			    strcmp(list.v[i].file, input_path) != 0)
 				why = "loaded config lacks its name or file";
-			else if (cfg_check_constraints(&list.v[i]) != NULL)
+			else if (cfg_check_constraints(&list.v[i], whybuf,
+			    sizeof whybuf) != NULL)
 				why = "loaded config fails its constraints";
 		}
 		for (i = 1; i < list.n; i++)
@@ -435,7 +436,7 @@ check_agreement(const struct agreement *a)
 	struct config	 c;
 	struct text	 t = { NULL, 0, 0 };
 	const char	*got;
-	char		*errors, *want = NULL;
+	char		*errors, *want = NULL, whybuf[CFG_WHY_SIZE];
 	size_t		 len;
 	bool		 good = true;
 
@@ -455,7 +456,7 @@ check_agreement(const struct agreement *a)
 	}
 	cfg_copy(&c, &list.v[0]);
 	a->edit(&c);
-	got = cfg_check_constraints(&c);
+	got = cfg_check_constraints(&c, whybuf, sizeof whybuf);
 	if (a->message == NULL ? got != NULL : got == NULL ||
 	    strcmp(got, a->message) != 0) {
 		tap_diag("cfg_check_constraints said: %s",
