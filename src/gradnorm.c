@@ -23,7 +23,7 @@
 #include "layout.h"
 #include "lincomb.h"
 #include "model.h"
-#include "symbolic.h"
+#include "context.h"
 #include "syncplan.h"
 #include "xmalloc.h"
 
@@ -254,12 +254,12 @@ tp_duplicate(const struct model *m, const struct param *p,
     const struct coord *c)
 {
 	struct coord	 o;
-	int		 t, key = sym_shard_key(m, p, c);
+	int		 t, key = model_shard_key(m, p, c);
 
 	for (t = 0; t < c->tp; t++) {
 		mesh_coord_of(&m->mesh, mesh_rank_of(&m->mesh, c->pp, c->dp, t),
 		    &o);
-		if (sym_shard_key(m, p, &o) == key)
+		if (model_shard_key(m, p, &o) == key)
 			return true;
 		if (!p->expert)
 			break;
@@ -714,7 +714,7 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 				pc = &build[part][n[part]++];
 				memset(pc, 0, sizeof *pc);
 				pc->param = (int)i;
-				pc->shard = sym_shard_key(m, &m->params[inst],
+				pc->shard = model_shard_key(m, &m->params[inst],
 				    &c->coord);
 				pc->lo = c->lo;
 				pc->hi = c->hi;
@@ -812,7 +812,7 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 
 			if (inst < 0)
 				continue;
-			key = sym_shard_key(m, &m->params[inst], &c->coord);
+			key = model_shard_key(m, &m->params[inst], &c->coord);
 			if (key < 0 || key >= nkeys)
 				continue;
 			/*

@@ -667,3 +667,25 @@ model_atoms_per_rank(const struct model *m, const struct param *p)
 	    1 + model_has_aux(m, p) + (model_has_mtp(m, p) ? m->loss.mtp :
 	    0)) * (p->boundary >= 0 ? 2 : 1);
 }
+
+int
+model_shard_key(const struct model *m, const struct param *p,
+    const struct coord *c)
+{
+	switch (p->role) {
+	case ROLE_EMBEDDING:
+	case ROLE_OUTPUT:
+	case ROLE_COLUMN:
+	case ROLE_ROW:
+		return c->tp;
+	case ROLE_EXPERT_FC1:
+	case ROLE_EXPERT_FC2:
+		return c->ep * m->mesh.etp + c->etp;
+	case ROLE_NORM:
+	case ROLE_HEAD_NORM:
+	case ROLE_ROUTER:
+	case ROLE_GATE:
+		break;
+	}
+	return 0;
+}

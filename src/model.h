@@ -201,4 +201,12 @@ int	 model_atom_slot(const struct model *, const struct param *,
 /* True when `rank` holds an instance of param (it is on the param's stage). */
 bool	 model_rank_holds(const struct model *, const struct param *, int rank);
 
+/*
+ * Ranks that hold the same part of a logical parameter share a shard key:
+ * the tp coordinate for tp-sharded weights, the expert coordinates for
+ * expert weights, 0 for replicated ones.
+ */
+int	 model_shard_key(const struct model *, const struct param *,
+	    const struct coord *);
+
 #endif

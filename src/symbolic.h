@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "audit.h"
+#include "context.h"
 #include "layout.h"
 #include "model.h"
 #include "placement.h"
@@ -25,41 +26,6 @@ struct segment {
 	uint32_t		 state;	/* bit s: sync step s has combined it */
 };
 
-/* Everything the audit of one config needs, built once. */
-struct sym_context {
-	struct model		 model;
-	struct placement	*grad_placement;	/* per param */
-	struct backward_reduction *reductions;
-	int			 nreductions;
-	struct layout		 layout;
-	struct sync_plan	 plan;
-	struct atom_space	 atoms;		/* its atoms */
-};
-
-void	 sym_context_build(struct sym_context *, const struct config *);
-
-/*
- * NULL when a valid config can be audited, else why not (written into
- * why, SYM_WHY_SIZE bytes suffice), with the key the message is about in
- * *blame.  Either the symbolic audit
- * would not fit in memory (it keeps a value per parameter and rank holding
- * it, so thousands of layers on thousands of ranks would take tens of
- * gigabytes: blame the mesh), or the framework the config names would stop
- * at start-up on its layout, one of its asserts (blame the framework, or
- * the layout: keys): such a config trains nothing, and is a configuration
- * error rather than a verdict.  The model is built once for both.
- */
-#define SYM_WHY_SIZE	512
-const char *sym_unauditable(const struct config *, enum cfg_key *blame,
-		    char *why, size_t len);
-/*
- * The same for a context already built: sweep builds one per mesh, and
- * building the model twice was a tenth of its time.
- */
-const char *sym_context_unauditable(const struct sym_context *,
-		    const struct config *, enum cfg_key *blame, char *why,
-		    size_t len);
-void	 sym_context_free(struct sym_context *);
 
 /*
  * Atom of rank r's local gradient for param p: r itself, or the lowest rank
@@ -67,13 +33,6 @@ void	 sym_context_free(struct sym_context *);
  */
 uint32_t sym_atom_of(const struct sym_context *, int param, int rank);
 
-/*
- * Ranks that hold the same part of a logical parameter share a shard key:
- * the tp coordinate for tp-sharded weights, the expert coordinates for
- * expert weights, 0 for replicated ones.
- */
-int	 sym_shard_key(const struct model *, const struct param *,
-	    const struct coord *);
 
 /* The state of an audit while its sync plan runs (for explain). */
 struct sym_run;
