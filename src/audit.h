@@ -12,8 +12,8 @@
 #include <stdint.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "lincomb.h"
-#include "lossnorm.h"
 #include "mesh.h"
 
 struct config;
@@ -160,7 +160,7 @@ struct audit {
 	const struct config	*config;
 	struct mesh		 mesh;
 	/*
-	 * The atoms the values below are written in (lossnorm.h), a copy of
+	 * The atoms the values below are written in (atom.h), a copy of
 	 * the audit's own: the report of this audit names and weighs its
 	 * atoms with it, whatever audit ran since.
 	 */

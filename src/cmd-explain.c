@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "gradnorm.h"
@@ -278,7 +279,7 @@ hook(void *arg, const struct sym_run *run, int step)
 	} else {
 		snprintf(what, sizeof what, "local gradients before "
 		    "synchronization (atom gR: rank R's own)");
-		/* Held atoms (lossnorm.h) say where they come from. */
+		/* Held atoms (atom.h) say where they come from. */
 		for (l = 0; l < m->nparams; l++)
 			if (m->params[l].boundary >= 0) {
 				snprintf(what, sizeof what, "local gradients "

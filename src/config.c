@@ -1691,7 +1691,7 @@ mtp_pieces_fit(const struct config *c, char *buf, size_t size)
 }
 
 /*
- * A lossy MoE boundary keeps a second atom per chunk (lossnorm.h), which
+ * A lossy MoE boundary keeps a second atom per chunk (atom.h), which
  * the multi-token prediction losses' atoms do not have yet: one declared
  * Replicate or Partial, or behind a router's all-reduce, can be lossy.
  */

@@ -12,6 +12,7 @@
 
 #include <stddef.h>
 
+#include "atom.h"
 #include "config.h"
 #include "layout.h"
 #include "lossnorm.h"

@@ -22,7 +22,6 @@
 
 #include "arena.h"
 #include "lincomb.h"
-#include "lossnorm.h"
 #include "xmalloc.h"
 
 const struct lincomb lincomb_zero = { 0 };
@@ -343,15 +342,14 @@ lc_scale(struct arena *a, const struct lincomb *x, struct rational s)
 }
 
 const struct lincomb *
-lc_from_atom(struct arena *a, const struct atom_space *sp,
-    const struct lincomb *x, uint32_t first)
+lc_select(struct arena *a, const struct lincomb *x,
+    bool (*keep)(uint32_t atom, const void *arg), const void *arg)
 {
 	struct lincomb	*y;
 	uint32_t	 i, n = 0;
 
-	/* Held atoms (lossnorm.h) come after every plain one. */
 	for (i = 0; i < x->nterms; i++)
-		if (atom_plain(sp, x->terms[i].atom) >= first)
+		if (keep(x->terms[i].atom, arg))
 			n++;
 	if (n == x->nterms)
 		return x;
@@ -359,7 +357,7 @@ lc_from_atom(struct arena *a, const struct atom_space *sp,
 		return &lincomb_zero;
 	y = lc_alloc(a, n);
 	for (i = 0, n = 0; i < x->nterms; i++)
-		if (atom_plain(sp, x->terms[i].atom) >= first)
+		if (keep(x->terms[i].atom, arg))
 			y->terms[n++] = x->terms[i];
 	return y;
 }
@@ -759,138 +757,6 @@ lc_cmp_format_order(const void *pa, const void *pb)
 	if (l != r)
 		return l > r ? -1 : 1;
 	return (a->atom > b->atom) - (a->atom < b->atom);
-}
-
-/* Write v in decimal at p; return the number of characters. */
-static size_t
-put_u64(char *p, uint64_t v)
-{
-	char	 tmp[20];
-	size_t	 n = 0, i;
-
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v != 0);
-	for (i = 0; i < n; i++)
-		p[i] = tmp[n - 1 - i];
-	return n;
-}
-
-/*
- * Write the atom t[*i] by name, or, when t[*i] starts the atoms of every
- * micro-batch of one rank and source, all of them as one ("g3m*"), and
- * leave *i on the last atom written.
- */
-static size_t
-put_atoms(char *out, const struct atom_space *sp, const struct term *t,
-    size_t n, size_t *i, const char *prefix)
-{
-	char		 name[ATOM_NAME_SIZE];
-	uint32_t	 a = t[*i].atom;
-	size_t		 k, K = (size_t)atom_space_micro_batches(sp), len;
-
-	atom_name(sp, name, sizeof name, prefix, a);
-	len = strlen(name);
-	if (K > 1 && atom_micro_batch(sp, a) == 0 && *i + K <= n) {
-		for (k = 1; k < K && t[*i + k].atom == a + k; k++)
-			continue;
-		if (k == K) {
-			/* "g3m0" becomes "g3m*". */
-			name[len - 1] = '*';
-			*i += K - 1;
-		}
-	}
-	memcpy(out, name, len);
-	return len;
-}
-
-/* Write one group of terms sharing coefficient q; return the length. */
-static size_t
-put_group(char *out, const struct atom_space *sp, const struct term *t,
-    size_t n, const char *prefix, size_t plen, int first)
-{
-	struct rational	 q = t[0].coef;
-	uint64_t	 p = abs_u64(q.num);
-	int		 parens;
-	size_t		 i, len = 0;
-
-	if (q.num < 0)
-		out[len++] = '-';
-	else if (!first)
-		out[len++] = '+';
-	if (p != 1) {
-		len += put_u64(out + len, p);
-		out[len++] = '*';
-	}
-	parens = n > 1 && (q.den != 1 || p != 1);
-	if (parens)
-		out[len++] = '(';
-	for (i = 0; i < n; i++) {
-		if (i > 0)
-			out[len++] = '+';
-		if (atom_space_trivial(sp) && !atom_is_held(sp, t[i].atom)) {
-			memcpy(out + len, prefix, plen);
-			len += plen;
-			len += put_u64(out + len, t[i].atom);
-			continue;
-		}
-		len += put_atoms(out + len, sp, t, n, &i, prefix);
-	}
-	if (parens)
-		out[len++] = ')';
-	if (q.den != 1) {
-		out[len++] = '/';
-		len += put_u64(out + len, (uint64_t)q.den);
-	}
-	return len;
-}
-
-const char *
-lc_format(struct arena *a, const struct atom_space *sp,
-    const struct lincomb *x, const char *prefix)
-{
-	struct term	*t;
-	char		*buf, *s;
-	size_t		 plen = strlen(prefix), n = x->nterms, i, j, len = 0;
-	int		 sorted = 1;
-
-	if (n == 0)
-		return arena_strdup(a, "0");
-
-	/*
-	 * Grouping needs the terms in decreasing coefficient order.  The
-	 * common case of one shared coefficient is already in that order.
-	 */
-	t = xreallocarray(NULL, n, sizeof(*t));
-	memcpy(t, x->terms, n * sizeof(*t));
-	for (i = 1; i < n && sorted; i++)
-		if (!q_equal(t[i].coef, t[0].coef))
-			sorted = 0;
-	if (!sorted)
-		qsort(t, n, sizeof(*t), lc_cmp_format_order);
-
-	/*
-	 * An upper bound on the length, so the string is built in one pass
-	 * with no reallocation: per atom its name and a '+'; per group a
-	 * sign, "p*", parentheses and "/q" of 20 digits each.
-	 */
-	if (n > SIZE_MAX / 2 / (plen + ATOM_NAME_SIZE + 45))
-		fatalx("lc_format: combination of %zu terms too long", n);
-	buf = xmalloc(n * (plen + ATOM_NAME_SIZE + 45) + 1);
-	for (i = 0; i < n; i = j) {
-		for (j = i + 1; j < n && q_equal(t[j].coef, t[i].coef); j++)
-			continue;
-		len += put_group(buf + len, sp, t + i, j - i, prefix, plen,
-		    i == 0);
-	}
-	buf[len] = '\0';
-
-	s = arena_alloc(a, len + 1);
-	memcpy(s, buf, len + 1);
-	free(buf);
-	free(t);
-	return s;
 }
 
 void

@@ -17,7 +17,6 @@
 #include <stdint.h>
 
 struct arena;
-struct atom_space;
 
 /* A reduced fraction, den > 0.  Overflow is an internal error (exit 3). */
 struct rational {
@@ -66,12 +65,12 @@ bool		 lc_equal(const struct lincomb *, const struct lincomb *);
 /* The coefficient of an atom in x, 0 when absent. */
 struct rational	 lc_coef(const struct lincomb *x, uint32_t atom);
 /*
- * x without its terms of atoms below `first`, and of the held atoms of
- * those (lossnorm.h): x where those atoms are known to be zero (the padded
- * rows of a word embedding's lookups).
+ * The terms of x whose atom keep(atom, arg) accepts, in order: x itself
+ * when it keeps them all.
  */
-const struct lincomb *lc_from_atom(struct arena *, const struct atom_space *,
-		    const struct lincomb *x, uint32_t first);
+const struct lincomb *lc_select(struct arena *, const struct lincomb *x,
+		    bool (*keep)(uint32_t atom, const void *arg),
+		    const void *arg);
 
 /*
  * Combinations by value (hash-consing): equal combinations built apart,
@@ -110,16 +109,6 @@ bool		 lc_strict_part(const struct lincomb *a,
 bool		 lc_same_atoms(const struct lincomb *a,
 		    const struct lincomb *b);
 
-/*
- * Print in the style of the Megatron report: terms with equal coefficients
- * grouped, groups in decreasing order of coefficient, atoms in rank order
- * inside a group: "g3+(g0+g1)/2", "(g0+g1+g2+g3)/2", "3*(g0+g1)/4",
- * "g0-g1/2", "0".  A group of one atom needs no parentheses ("g1/2").
- * Atoms print as prefix followed by the rank ("g").  Returns a string
- * allocated in the arena.
- */
-const char	*lc_format(struct arena *, const struct atom_space *,
-		    const struct lincomb *, const char *prefix);
 
 /*
  * qsort order of struct term as lc_format prints them: decreasing

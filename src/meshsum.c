@@ -19,7 +19,7 @@
 #include <string.h>
 
 #include "arena.h"
-#include "lossnorm.h"
+#include "atom.h"
 #include "meshsum.h"
 #include "xmalloc.h"
 
@@ -313,7 +313,7 @@ ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 	qsort(t, nt, sizeof *t, lc_cmp_format_order);
 	out = xcalloc(nt, sizeof *out);
 	/*
-	 * Expert atoms kept per source (lossnorm.h) have a coordinate no
+	 * Expert atoms kept per source (atom.h) have a coordinate no
 	 * group is written by: each stays a piece of its own, as do held
 	 * atoms, which no group of plain ones can stand for.
 	 */

@@ -20,7 +20,7 @@ struct arena;
 
 /*
  * The coordinates a piece can sum over, in the order they are printed: the
- * mesh's, and the micro-batch of an atom (lossnorm.h), "mb".
+ * mesh's, and the micro-batch of an atom (atom.h), "mb".
  */
 enum ms_dim { MS_PP, MS_DP, MS_TP, MS_EP, MS_ETP, MS_EDP, MS_MB, MS__COUNT };
 

@@ -92,7 +92,7 @@ struct engine {
 	/*
 	 * Reduce every MoE block input's gradient as its placement says,
 	 * whatever sync.moe_input_grad declares: the pass that gives the
-	 * plain atoms of the parameters before a lossy boundary (lossnorm.h).
+	 * plain atoms of the parameters before a lossy boundary (atom.h).
 	 */
 	bool				 boundary_reduced;
 	/*

@@ -52,6 +52,7 @@
 #include <unistd.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "audit.h"
 #include "collective.h"
 #include "config.h"
@@ -1261,7 +1262,7 @@ struct evaluated {
 };
 
 struct self_check {
-	const struct atom_space *atoms;	/* the audit's (lossnorm.h) */
+	const struct atom_space *atoms;	/* the audit's (atom.h) */
 	int		 failures;
 	struct arena	 arena;
 	struct evaluated value, expected;

@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "audit.h"
 #include "config.h"
 #include "hash.h"

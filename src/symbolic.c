@@ -360,7 +360,7 @@ init_values(struct sym_run *run)
 		mesh_coord_of(&m->mesh, i, &run->coords[i]);
 	run->natoms = (size_t)m->mesh.world * m->loss.sources *
 	    m->loss.micro_batches;
-	/* Room for the held atoms too (lossnorm.h): a plain one each. */
+	/* Room for the held atoms too (atom.h): a plain one each. */
 	for (p = 0; p < m->nparams; p++)
 		if (m->params[p].boundary >= 0) {
 			run->natoms *= 2;

@@ -11,8 +11,8 @@
 #include <string.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "lincomb.h"
-#include "lossnorm.h"
 #include "tap.h"
 #include "xmalloc.h"
 

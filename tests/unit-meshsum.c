@@ -9,8 +9,8 @@
 #include <string.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "lincomb.h"
-#include "lossnorm.h"
 #include "mesh.h"
 #include "meshsum.h"
 #include "tap.h"

@@ -16,11 +16,11 @@
 #include <string.h>
 
 #include "arena.h"
+#include "atom.h"
 #include "audit.h"
 #include "config.h"
 #include "json.h"
 #include "lincomb.h"
-#include "lossnorm.h"
 #include "mesh.h"
 #include "report.h"
 #include "tap.h"
