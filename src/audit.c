@@ -100,8 +100,15 @@ audit_wrong_params(const struct audit *a)
 bool
 audit_passes(const struct audit *a)
 {
-	return a->consistent && a->correct &&
-	    (!a->grad_norm.present || a->grad_norm.correct);
+	return a->consistent && a->correct && (!a->grad_norm.present ||
+	    (a->grad_norm.correct && a->grad_norm.consistent));
+}
+
+bool
+audit_numeric_passes(const struct audit *a)
+{
+	return a->numeric_correct && (!a->grad_norm.present ||
+	    !a->grad_norm.numeric || a->grad_norm.numeric_correct);
 }
 
 void

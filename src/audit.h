@@ -210,8 +210,11 @@ const char	*arith_name(enum arith);		/* "exact", "float64" */
  * The gate: every parameter consistent and correct, and the gradient norm
  * (when audited) correct and the same on every clipping rank.  The exit
  * status, JUnit's failures and the summary's verdict all follow it.
+ * audit_numeric_passes is the numeric engine's side of it: its parameter
+ * regions and its norms equal the reference's.
  */
 bool		 audit_passes(const struct audit *);
+bool		 audit_numeric_passes(const struct audit *);
 /* Number of ranks with at least one used cell that is not ok. */
 int		 audit_wrong_ranks(const struct audit *);
 int		 audit_wrong_params(const struct audit *);

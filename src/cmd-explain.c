@@ -610,6 +610,8 @@ cmd_explain_exec(struct options *o)
 	ex.config = &list.v[0];
 	sym_context_build(&ctx, &list.v[0]);
 	ex.layout_audit.mesh = ctx.model.mesh;
+	/* A valid empty space: the grids never name an atom. */
+	atom_space_init(&ex.layout_audit.atoms);
 	ex.show = xcalloc(ctx.model.nparams, sizeof *ex.show);
 
 	/* A first pass finds the verdicts, the second prints the steps. */

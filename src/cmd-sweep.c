@@ -1247,6 +1247,7 @@ cmd_sweep_exec(struct options *o)
 			struct audit correct;
 
 			memset(&correct, 0, sizeof correct);
+			atom_space_init(&correct.atoms);
 			pt->failed = false;
 			if (sw.rows)
 				print_row(&sw, pt, &correct, &c);

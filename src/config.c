@@ -93,7 +93,7 @@ struct key_def {
 /* Room for describe(): a quoted scalar and a few words. */
 #define GOT_SIZE	(QUOTED_SIZE + 48)
 /* Room for any message the loader builds. */
-#define MSG_SIZE	1024
+#define MSG_SIZE	CFG_WHY_SIZE
 
 /* What a boolean may be spelt as, naming every spelling load_bool takes. */
 #define BOOL_WORDS	"true or false (or yes/no, on/off)"

@@ -529,7 +529,7 @@ int	 cfg_load(const char *path, const struct cfg_override *, size_t,
  * buf, holding a description of the failing constraint ("etp must divide
  * tp"); CFG_WHY_SIZE bytes hold any.
  */
-#define CFG_WHY_SIZE	512
+#define CFG_WHY_SIZE	1024	/* config.c's MSG_SIZE */
 const char *cfg_check_constraints(const struct config *, char *buf,
 	    size_t len);
 
@@ -537,8 +537,8 @@ const char *cfg_check_constraints(const struct config *, char *buf,
  * Report a problem found in a loaded config after loading (an audit too
  * large to hold) as the loader reports its own: "gradaudit:
  * FILE:LINE:COL: KEY: message" at key k, or at the document when the file
- * does not write k.  With keep, the message is also stored there (as
- * config_list.error holds one; free the old value first or pass NULL).
+ * does not write k.  With keep, the message is also stored in *keep (as
+ * config_list.error holds one): any old value there is freed and replaced.
  */
 void	 cfg_error(const struct config *, enum cfg_key, char **keep,
 	    const char *, ...) __attribute__((format(printf, 4, 5)));

@@ -43,7 +43,7 @@ void	 sym_context_build(struct sym_context *, const struct config *);
  * the layout: keys): such a config trains nothing, and is a configuration
  * error rather than a verdict.  The model is built once for both.
  */
-#define SYM_WHY_SIZE	512
+#define SYM_WHY_SIZE	1024
 const char *sym_unauditable(const struct config *, enum cfg_key *blame,
 		    char *why, size_t len);
 /*

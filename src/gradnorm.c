@@ -1218,11 +1218,10 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 		explain_inconsistent(a, g);
 	}
 	/*
-	 * The norm's verdict stays its own (grad_norm.correct): the audit's
-	 * correct is about the parameters' values (gradaudit(1)), and
-	 * audit_passes() joins the two for the exit status.
+	 * The norm's verdicts stay its own (grad_norm.correct, consistent):
+	 * the audit's are about the parameters' values (gradaudit(1)), and
+	 * audit_passes() joins them for the exit status.
 	 */
-	a->consistent = a->consistent && g->consistent;
 
 	for (k = 0; k < GN_PART__COUNT; k++)
 		free(run.part[k]);

@@ -30,7 +30,7 @@ struct mesh {
 	/*
 	 * The token slices of tp: expert-tensor-parallel groups of etp ranks
 	 * see the same tokens, tp / etp groups see different ones (slices).
-	 * A tp coordinate is slice * etp + etp (struct coord).
+	 * A tp coordinate is slice * etp plus its etp coordinate (struct coord).
 	 */
 	int	slices;		/* tp / etp */
 	/*

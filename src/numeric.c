@@ -1960,7 +1960,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (root) {
 		ref = reference_gradients(m, &ws, &pc);
 		memset(&sc, 0, sizeof(sc));
-		sc.atoms = &ctx->atoms;
+		sc.atoms = &audit->atoms;
 		arena_init(&sc.arena);
 		compare_all(m, &gv, ref, audit, &sc, &pc);
 		if (audit->grad_norm.present)

@@ -43,8 +43,8 @@ int	 numeric_audit(const struct sym_context *, struct transport *,
  * it does, else msg (256 bytes hold any), a sentence saying how many
  * values it would need and what to do ("the numeric audit needs ...
  * values per rank ...").
- * Configs within the limits of config.h can need terabytes; run calls
- * this before it launches any process.
+ * Configs within the limits of config.h can need terabytes; sweep
+ * --numeric calls this before it starts a point's job.
  */
 const char *numeric_too_big(const struct config *, char *msg, size_t len);
 /*

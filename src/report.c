@@ -1845,10 +1845,8 @@ json_loss_factors(struct json *j, const struct atom_space *sp)
 }
 
 static void
-json_mesh(struct json *j, const struct atom_space *sp)
+json_mesh(struct json *j, const struct mesh *m, const struct atom_space *sp)
 {
-	const struct mesh *m = &sp->mesh;
-
 	json_key(j, "mesh");
 	json_begin_object(j);
 	/*
@@ -2317,7 +2315,7 @@ json_head(struct json *j, const struct audit *a)
 	    a->config != NULL ? a->config->file : NULL);
 	json_key_string_or_null(j, "name",
 	    a->config != NULL ? a->config->name : NULL);
-	json_mesh(j, &a->atoms);
+	json_mesh(j, &a->mesh, &a->atoms);
 	if (a->config != NULL)
 		json_settings(j, a->config);
 	json_numerics(j, a);

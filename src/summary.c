@@ -94,7 +94,7 @@ numeric_cell(const struct audit *a)
 		xasprintf(&s, "skipped (%s)", a->numeric_skipped);
 	else if (a->numeric)
 		xasprintf(&s, "%s: %s", arith_name(a->arith),
-		    a->numeric_correct ? "correct" : "wrong");
+		    audit_numeric_passes(a) ? "correct" : "wrong");
 	else
 		s = xstrdup("-");
 	return s;

@@ -13,7 +13,7 @@
 #include "exitcode.h"
 #include "xmalloc.h"
 
-const char *progname = "gradaudit";
+const char *const progname = "gradaudit";
 
 void *
 xmalloc(size_t size)

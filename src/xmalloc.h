@@ -25,6 +25,6 @@ void	 fatalx(const char *, ...)
 	    __attribute__((format(printf, 1, 2), noreturn));
 
 /* The program name used as the prefix of every diagnostic ("gradaudit"). */
-extern const char *progname;
+extern const char *const progname;
 
 #endif

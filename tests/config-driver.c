@@ -289,7 +289,8 @@ main(int argc, char *argv[])
 		cfg_copy(&copy, &list.v[i]);
 		printf("config=%zu\n", i);
 		dump(&copy);
-		if ((why = cfg_check_constraints(&copy, whybuf, sizeof whybuf)) != NULL) {
+		if ((why = cfg_check_constraints(&copy, whybuf,
+		    sizeof whybuf)) != NULL) {
 			fprintf(stderr, "config-driver: loaded config %zu "
 			    "fails its constraints: %s\n", i, why);
 			status = EXIT_RUNTIME;
