@@ -59,8 +59,8 @@ static const struct option_spec specs[] = {
 	  "give up a numeric audit: exit 3 (default 120)" },
 	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT, SCOPE_SWEEP,
 	  "sweep: every mesh of N ranks; import: world size" },
-	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_IMPORT, 0,
-	  "import: the framework: key of the configuration" },
+	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_ALL | SCOPE_IMPORT,
+	  0, "the framework: key (--set framework=NAME@VERSION)" },
 	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT, 0,
 	  "import: read the arguments from FILE (- for stdin)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
@@ -97,6 +97,30 @@ static const struct option_spec specs[] = {
 
 /* Lines of the help end before this column. */
 #define HELP_COLUMNS	80
+
+/*
+ * Append the override key=value, the key the first klen bytes of key; the
+ * key and value share one allocation, freed with the key.
+ */
+static void
+add_set_len(struct options *o, const char *key, size_t klen,
+    const char *value)
+{
+	char	*s;
+
+	xasprintf(&s, "%.*s=%s", (int)klen, key, value);
+	s[klen] = '\0';
+	o->sets = xreallocarray(o->sets, o->nsets + 1, sizeof *o->sets);
+	o->sets[o->nsets].key = s;
+	o->sets[o->nsets].value = s + klen + 1;
+	o->nsets++;
+}
+
+static void
+add_set(struct options *o, const char *key, const char *value)
+{
+	add_set_len(o, key, strlen(key), value);
+}
 
 /*
  * The synopsis, built from the table: the short flags in one bracket, the
@@ -311,11 +335,7 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 			    "--set %s: expected KEY=VALUE", q);
 			return -1;
 		}
-		o->sets = xreallocarray(o->sets, o->nsets + 1, sizeof *o->sets);
-		o->sets[o->nsets].key = xstrdup(arg);
-		((char *)o->sets[o->nsets].key)[eq - arg] = '\0';
-		o->sets[o->nsets].value = o->sets[o->nsets].key + (eq - arg) + 1;
-		o->nsets++;
+		add_set_len(o, arg, (size_t)(eq - arg), eq + 1);
 		break;
 	}
 	case OPT_NUMERICS:
@@ -396,6 +416,12 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		if (*arg == '\0')
 			goto bad;
 		o->framework = arg;
+		/*
+		 * Issue 23: users reach for --framework first; on an audit it
+		 * is --set framework=ARG, in its place among the --set.
+		 */
+		if (scope != SCOPE_IMPORT)
+			add_set(o, "framework", arg);
 		break;
 	case OPT_ARGS_FILE:
 		if (*arg == '\0')
