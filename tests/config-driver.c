@@ -282,6 +282,8 @@ main(int argc, char *argv[])
 		ovr[novr++].value = eq + 1;
 	}
 	if (cfg_load(argv[1], ovr, novr, &list) == -1) {
+		/* The message it kept (config_list.error). */
+		config_list_free(&list);
 		free(ovr);
 		return EXIT_USAGE;
 	}
