@@ -577,7 +577,7 @@ print_row(struct sweep *sw, const struct sweep_point *pt,
 	/* The escapes go around the padded verdict, not into its width. */
 	printf("%-*s  %s", sw->label_width, label, sw->color ?
 	    (row_is_bad(pt) ? ANSI_RED : ANSI_GREEN) : "");
-	if (pt->nfamilies == 0) {
+	if (!pt->failed) {
 		printf("%s%s\n", verdict, sw->color ? ANSI_RESET : "");
 		return;
 	}
@@ -585,6 +585,13 @@ print_row(struct sweep *sw, const struct sweep_point *pt,
 	    sw->color ? ANSI_RESET : "");
 	for (k = 0; k < pt->nfamilies; k++)
 		printf("%s%s", k > 0 ? ", " : "", sw->families[pt->families[k]]);
+	/*
+	 * Issue 23: a mesh wrong in its gradient norm alone has no wrong
+	 * parameter, and printed a bare FAIL; it has findings and a
+	 * reproduce line like any other.
+	 */
+	if (pt->nfamilies == 0)
+		printf("(the gradient norm)");
 	printf("\n");
 	print_findings(sw, a);
 	print_reproduce(sw, pt, c);
