@@ -18,12 +18,12 @@
 
 #include "arena.h"
 #include "audit.h"
+#include "context.h"
 #include "gradnorm.h"
 #include "hash.h"
 #include "layout.h"
 #include "lincomb.h"
 #include "model.h"
-#include "context.h"
 #include "syncplan.h"
 #include "xmalloc.h"
 
