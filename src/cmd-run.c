@@ -98,7 +98,7 @@ choose_procs(const struct config_list *list, int asked)
 	size_t	 i;
 	int64_t	 world, most = 1;
 	int	 want;
-	char	 why[256];
+	char	 why[NUMERIC_WHY_SIZE];
 
 	for (i = 0; i < list->n; i++) {
 		if (numeric_skip_reason(&list->v[i], why, sizeof why) != NULL)
@@ -374,7 +374,7 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	struct sym_context	 ctx;
 	struct transport	 t;
 	const char		*skip;
-	char			 why[256];
+	char			 why[NUMERIC_WHY_SIZE];
 	double			 t0 = output_now();
 	int			 rc = EXIT_OK;
 

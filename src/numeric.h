@@ -38,11 +38,13 @@ struct numeric_options {
 int	 numeric_audit(const struct sym_context *, struct transport *,
 	    const struct numeric_options *, struct audit *);
 
+#define NUMERIC_WHY_SIZE	256
+
 /*
  * Whether the numeric audit of a valid config fits in memory: NULL when
- * it does, else msg (256 bytes hold any), a sentence saying how many
- * values it would need and what to do ("the numeric audit needs ...
- * values per rank ...").
+ * it does, else msg (NUMERIC_WHY_SIZE bytes hold any), a sentence saying
+ * how many values it would need and what to do ("the numeric audit needs
+ * ... values per rank ...").
  * Configs within the limits of config.h can need terabytes; sweep
  * --numeric calls this before it starts a point's job.
  */

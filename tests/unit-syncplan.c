@@ -8,8 +8,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
+#include "config-text.h"
 #include "config.h"
 #include "context.h"
 #include "syncplan.h"
@@ -77,18 +77,13 @@ plan_of(const char *yaml)
 {
 	struct config_list	 list;
 	struct sym_context	 ctx;
-	char			 path[] = "/tmp/unit-syncplan.XXXXXX", line[256];
+	char			 line[256];
 	char			*out = xstrdup("");
 	char			*next;
-	FILE			*fp;
-	int			 fd, i;
+	int			 i;
 
-	if ((fd = mkstemp(path)) == -1 || (fp = fdopen(fd, "w")) == NULL)
-		return out;
-	fprintf(fp, "name: case\n%s", yaml);
-	fclose(fp);
 	memset(&list, 0, sizeof list);
-	if (cfg_load(path, NULL, 0, &list) == 0) {
+	if (config_text_load(yaml, &list) == 0) {
 		sym_context_build(&ctx, &list.v[0]);
 		for (i = 0; i < ctx.plan.nsteps; i++) {
 			syncplan_describe(&ctx.plan.steps[i], &ctx.model,
@@ -100,7 +95,6 @@ plan_of(const char *yaml)
 		sym_context_free(&ctx);
 	}
 	config_list_free(&list);
-	unlink(path);
 	return out;
 }
 
