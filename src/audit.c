@@ -23,6 +23,7 @@ static const char *const finding_kind_names[FINDING__COUNT] = {
 	[FINDING_OVER_COUNT] = "over-count",
 	[FINDING_UNDER_COUNT] = "under-count",
 	[FINDING_INCONSISTENT_CLIP] = "inconsistent-clip",
+	[FINDING_WRONG_VALUE] = "wrong-value",
 };
 
 const char *

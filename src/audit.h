@@ -30,6 +30,7 @@ enum finding_kind {
 	FINDING_OVER_COUNT,		/* grad norm counts elements twice */
 	FINDING_UNDER_COUNT,		/* grad norm misses elements */
 	FINDING_INCONSISTENT_CLIP,	/* ranks clip by different norms */
+	FINDING_WRONG_VALUE,		/* compare: differs, no expression */
 	FINDING__COUNT
 };
 
@@ -75,6 +76,8 @@ struct param_result {
 	uint64_t	 reference_hash;	/* of the whole reference gradient */
 	struct cell	*cells;		/* sorted by rank, then region */
 	size_t		 ncells;
+	/* compare: what the inference could not say, or NULL (lines). */
+	const char	*note;
 };
 
 struct finding {
@@ -156,8 +159,21 @@ struct varied_value {
 	bool		 flag;		/* a boolean: 0 or 1 */
 };
 
+/*
+ * compare: what was measured, in place of a config (cmd-compare.c).
+ */
+struct audit_trace {
+	const char	*dir;		/* the traced step */
+	const char	*step;		/* its id */
+	const char	*against;	/* the reference trace or the config */
+	const char	*dtype;		/* of its finals: "float32" */
+	int		 micro_batches;
+	double		 tolerance;	/* relative, of a region's values */
+};
+
 struct audit {
 	const struct config	*config;
+	const struct audit_trace *trace;	/* compare only, else NULL */
 	struct mesh		 mesh;
 	/*
 	 * The atoms the values below are written in (atom.h), a copy of

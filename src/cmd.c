@@ -21,6 +21,7 @@ const struct command *const commands[] = {
 	&cmd_check_entry,
 	&cmd_explain_entry,
 	&cmd_sweep_entry,
+	&cmd_compare_entry,
 	&cmd_frameworks_entry,
 	&cmd_import_entry,
 	&cmd_help_entry,

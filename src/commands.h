@@ -32,6 +32,7 @@ extern const struct command cmd_explain_entry;
 extern const struct command cmd_sweep_entry;
 extern const struct command cmd_frameworks_entry;
 extern const struct command cmd_import_entry;
+extern const struct command cmd_compare_entry;
 extern const struct command cmd_help_entry;
 
 /* The table, NULL-terminated, in the order help lists them. */

@@ -22,7 +22,7 @@ enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
-	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_KEEP, OPT_FIX, OPT_MIN, OPT_MAX,
+	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX, OPT_MIN, OPT_MAX,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -39,11 +39,11 @@ struct option_spec {
 };
 
 static const struct option_spec specs[] = {
-	{ "format", OPT_FORMAT, "text|json|jsonl", SCOPE_ALL | SCOPE_FRAMEWORKS,
+	{ "format", OPT_FORMAT, "text|json|jsonl", SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_COMPARE,
 	  0, "output format on stdout (default text)" },
-	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP,
+	{ "junit", OPT_JUNIT, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE,
 	  false, "also write JUnit XML, a testcase per config" },
-	{ "summary", OPT_SUMMARY, "FILE", SCOPE_RUN | SCOPE_CHECK, 0,
+	{ "summary", OPT_SUMMARY, "FILE", SCOPE_RUN | SCOPE_CHECK | SCOPE_COMPARE, 0,
 	  "append a Markdown table (a CI job summary)" },
 	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL, 0,
 	  "override a config key by dotted path; repeatable" },
@@ -61,6 +61,8 @@ static const struct option_spec specs[] = {
 	  "sweep: every mesh of N ranks; import: world size" },
 	{ "framework", OPT_FRAMEWORK, "NAME@VERSION", SCOPE_ALL | SCOPE_IMPORT,
 	  0, "the framework: key (--set framework=NAME@VERSION)" },
+	{ "reference", OPT_REFERENCE, "DIR", SCOPE_COMPARE, 0,
+	  "the one-process reference trace of the same step" },
 	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT, 0,
 	  "import: read the arguments from FILE (- for stdin)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
@@ -79,17 +81,17 @@ static const struct option_spec specs[] = {
 	  "sweep: largest numeric world (default 16)" },
 	{ "expand", OPT_EXPAND, NULL, SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP, 0,
 	  "JSON: a cell per rank, terms atom by atom" },
-	{ "param", OPT_PARAM, "NAME", SCOPE_RUN | SCOPE_CHECK, 0,
+	{ "param", OPT_PARAM, "NAME", SCOPE_RUN | SCOPE_CHECK | SCOPE_COMPARE, 0,
 	  "text: show this parameter only, with its table" },
-	{ "rank", OPT_RANK, "N", SCOPE_RUN | SCOPE_CHECK, 0,
+	{ "rank", OPT_RANK, "N", SCOPE_RUN | SCOPE_CHECK | SCOPE_COMPARE, 0,
 	  "text: show only where rank N is wrong" },
-	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL, 0,
+	{ "color", OPT_COLOR, "auto|always|never", SCOPE_ALL | SCOPE_COMPARE, 0,
 	  "colour (default auto: only on a terminal)" },
-	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL, 0,
+	{ "quiet", OPT_QUIET, NULL, SCOPE_ALL | SCOPE_COMPARE, 0,
 	  "print only the summary line of each config" },
-	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS, 0,
+	{ "verbose", OPT_VERBOSE, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_COMPARE, 0,
 	  "also list the consistent parameters" },
-	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT, 0,
+	{ "help", OPT_HELP, NULL, SCOPE_ALL | SCOPE_FRAMEWORKS | SCOPE_IMPORT | SCOPE_COMPARE, 0,
 	  "show this help and exit" },
 };
 
@@ -315,7 +317,8 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		else if (strcmp(arg, "json") == 0)
 			o->format = FORMAT_JSON;
 		else if (strcmp(arg, "jsonl") == 0 &&
-		    (scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP)) != 0)
+		    (scope & (SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP |
+		    SCOPE_COMPARE)) != 0)
 			o->format = FORMAT_JSONL;
 		else
 			goto bad;
@@ -427,6 +430,11 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		if (*arg == '\0')
 			goto bad;
 		o->args_file = arg;
+		break;
+	case OPT_REFERENCE:
+		if (*arg == '\0')
+			goto bad;
+		o->reference = arg;
 		break;
 	case OPT_NUMERIC_MAX:
 		if (parse_int(arg, 1, 4096, &v) < 0)

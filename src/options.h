@@ -27,6 +27,7 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 #define SCOPE_SWEEP	0x08
 #define SCOPE_FRAMEWORKS 0x10
 #define SCOPE_IMPORT	0x20
+#define SCOPE_COMPARE	0x40
 
 /* sweep --keep, --fix, --min, --max: a bound on one mesh dimension. */
 enum bound_kind { BOUND_KEEP, BOUND_FIX, BOUND_MIN, BOUND_MAX };
@@ -61,6 +62,7 @@ struct options {
 	int			 nbounds;
 	const char		*framework;	/* import --framework */
 	const char		*args_file;	/* import --args-file */
+	const char		*reference;	/* compare --reference DIR */
 	int			 numeric_max;	/* sweep: largest mesh run numerically */
 	char			**args;		/* operands */
 	int			 nargs;

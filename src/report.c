@@ -921,6 +921,26 @@ put_visible(FILE *fp, const char *s)
 	free(v);
 }
 
+/* Lines of a note, each made visible. */
+static void
+put_note(FILE *fp, const char *note)
+{
+	const char	*nl;
+	char		*line;
+
+	for (; *note != '\0'; note = *nl ? nl + 1 : nl) {
+		nl = strchr(note, '\n');
+		if (nl == NULL)
+			nl = note + strlen(note);
+		line = xmalloc((size_t)(nl - note) + 1);
+		memcpy(line, note, (size_t)(nl - note));
+		line[nl - note] = '\0';
+		put_visible(fp, line);
+		putc('\n', fp);
+		free(line);
+	}
+}
+
 /*
  * "framework: megatron-core@0.5.0, profile core_v0.4.0 (read at ...)",
  * and the keys the config writes over the profile's.
@@ -964,6 +984,19 @@ print_header(struct text *t)
 		put_visible(t->fp, a->config->name);
 		fputs(")\n", t->fp);
 	}
+	if (a->trace != NULL) {
+		fputs("trace: ", t->fp);
+		put_visible(t->fp, a->trace->dir);
+		fputs(" (step ", t->fp);
+		put_visible(t->fp, a->trace->step);
+		fprintf(t->fp, ", %d rank%s, %d micro-batch%s, %s)\n",
+		    a->procs, a->procs == 1 ? "" : "s",
+		    a->trace->micro_batches, a->trace->micro_batches == 1 ?
+		    "" : "es", a->trace->dtype);
+		fputs("against: ", t->fp);
+		put_visible(t->fp, a->trace->against);
+		putc('\n', t->fp);
+	}
 	mesh_format(m, meshline, sizeof meshline);
 	fprintf(t->fp, "mesh: %s\n", meshline);
 	if (a->config != NULL && a->config->mesh.vpp > 1)
@@ -973,7 +1006,12 @@ print_header(struct text *t)
 		report_framework(t->fp, a->config);
 	if (atom_space_weighted(&a->atoms))
 		put_loss_factors(t->fp, &a->atoms);
-	if (!a->numeric) {
+	if (a->trace != NULL)
+		fprintf(t->fp, "measured: values within %g of the reference's "
+		    "largest in each region; expressions inferred by least "
+		    "squares over the recorded contributions\n",
+		    a->trace->tolerance);
+	else if (!a->numeric) {
 		fputs("arithmetic: symbolic only\n", t->fp);
 		if (a->numeric_skipped != NULL)
 			fprintf(t->fp, "numeric: skipped (%s)\n",
@@ -1508,6 +1546,8 @@ print_param(struct text *t, const struct param_result *p, bool table)
 	if (table) {
 		print_param_table(t, p);
 		print_wrong_regions(t, p);
+		if (p->note != NULL)
+			put_note(t->fp, p->note);
 		putc('\n', t->fp);
 	}
 	/* The expressions of one parameter are not needed any more. */
@@ -2110,6 +2150,8 @@ json_param(struct json *j, const struct audit *a,
 		json_key_int(j, "tied_chunk", p->tied_chunk);
 	json_key_bool(j, "consistent", p->consistent);
 	json_key_bool(j, "correct", p->correct);
+	if (p->note != NULL)
+		json_key_string(j, "note", p->note);
 	if (p->has_hash)
 		json_key_hash(j, "reference_hash", p->reference_hash);
 	json_key(j, "cells");
@@ -2315,6 +2357,23 @@ json_head(struct json *j, const struct audit *a)
 	    a->config != NULL ? a->config->file : NULL);
 	json_key_string_or_null(j, "name",
 	    a->config != NULL ? a->config->name : NULL);
+	if (a->trace != NULL) {
+		json_key(j, "trace");
+		json_begin_object(j);
+		json_key_string(j, "dir", a->trace->dir);
+		json_key_string(j, "step", a->trace->step);
+		json_key_string(j, "against", a->trace->against);
+		json_key_string(j, "dtype", a->trace->dtype);
+		json_key_int(j, "micro_batches", a->trace->micro_batches);
+		{
+			char num[32];
+
+			snprintf(num, sizeof num, "%.17g", a->trace->tolerance);
+			json_key(j, "tolerance");
+			json_raw_number(j, num);
+		}
+		json_end_object(j);
+	}
 	json_mesh(j, &a->mesh, &a->atoms);
 	if (a->config != NULL)
 		json_settings(j, a->config);

@@ -1,0 +1,1113 @@
+/*
+ * compare (compare.h): a traced step against its one-process reference.
+ *
+ * For every parameter, every rank's final gradient is split into regions
+ * at every boundary any rank's final or contribution has there (a rank
+ * whose owned shard starts inside another's region makes two regions of
+ * it, issue 29).  On a region, the columns are the contributions that
+ * cover it, one per rank and micro-batch; columns that are zero there are
+ * absent, and identical columns (tp copies of one computation) only
+ * determine their sum, so they are merged into the lowest.  The rank's
+ * values and the reference's are each fitted over the columns by least
+ * squares on a sample of rows, the coefficients snapped to small
+ * rationals, and the snapped expression kept only when it reproduces every
+ * element of the region to rounding level.  The verdict comes from the
+ * values alone (held against reference, within the dtype's tolerance);
+ * the expressions explain it.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "compare.h"
+#include "fit.h"
+#include "hash.h"
+#include "mesh.h"
+#include "xmalloc.h"
+
+/* Rows of a region read at a time. */
+#define CHUNK		4096
+/* More contributions than this on one region: not inferred (a bound). */
+#define MAX_COLUMNS	512
+/* Sampled rows per column fitted (plus SAMPLE_EXTRA). */
+#define SAMPLE_PER_COLUMN 4
+#define SAMPLE_EXTRA	16
+/* Notes kept per parameter (undetermined and merged regions). */
+#define NOTES_MAX	4
+
+void
+compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
+{
+	switch (dt) {
+	case TRACE_F64:
+		tol->value = 1e-10;
+		tol->residual = 1e-10;
+		tol->snap = 1e-8;
+		tol->infer = true;
+		break;
+	case TRACE_F32:
+		/*
+		 * The window that gives right fractions in float32 is about
+		 * 1e-6 to 1e-4 (issue 29's prototype): wider snaps to simpler
+		 * wrong fractions.
+		 */
+		tol->value = 1e-5;
+		tol->residual = 1e-5;
+		tol->snap = 1e-4;
+		tol->infer = true;
+		break;
+	case TRACE_BF16:
+	case TRACE_F16:
+		/* Too coarse to tell 1/3 from 11/32: values only. */
+		tol->value = 2e-2;
+		tol->residual = 0;
+		tol->snap = 0;
+		tol->infer = false;
+		break;
+	}
+}
+
+struct column {
+	const struct trace_tensor *x;
+	uint32_t	 atom;		/* rank * micro_batches + mb */
+	bool		 same_box;	/* its box is the final's */
+	/* On the current region: */
+	bool		 nonzero;
+	uint64_t	 hash;
+	int		 kept;		/* index among the fitted, or -1 */
+	int		 same_as;	/* merged into this column, or -1 */
+};
+
+/* A finding being gathered: one per kind. */
+struct gather {
+	bool		 any;
+	const char	**params;
+	size_t		 nparams;
+	int		*ranks;
+	size_t		 nranks;
+	char		*detail;	/* of the first occurrence */
+};
+
+struct cmp {
+	const struct trace	*t, *ref;
+	struct audit		*a;
+	struct compare_tolerance tol;
+	int			 K;
+	double			*refv;		/* the reference, one param */
+	struct gather		 found[FINDING__COUNT];
+	/* Per region scratch. */
+	double			*buf;		/* (ncols + 2) x CHUNK */
+	double			*sample;	/* rows of (ncols + 2) */
+	size_t			 bufcols;
+};
+
+static bool
+same_box(const struct trace_param *p, const struct trace_tensor *x,
+    const struct trace_tensor *y)
+{
+	int	d;
+
+	for (d = 0; d < p->ndim; d++)
+		if (x->offset[d] != y->offset[d] || x->box[d] != y->box[d])
+			return false;
+	return true;
+}
+
+static bool
+boxes_meet(const struct trace_param *p, const struct trace_tensor *x,
+    const struct trace_tensor *y)
+{
+	int	d;
+
+	for (d = 0; d < p->ndim; d++)
+		if (x->offset[d] >= y->offset[d] + y->box[d] ||
+		    y->offset[d] >= x->offset[d] + x->box[d])
+			return false;
+	return true;
+}
+
+/* The logical (row-major) index of element i of final f's box. */
+static int64_t
+logical_index(const struct trace_param *p, const struct trace_tensor *f,
+    int64_t i)
+{
+	int64_t	idx[TRACE_MAX_DIMS], li = 0;
+	int	d;
+
+	for (d = p->ndim - 1; d >= 0; d--) {
+		idx[d] = i % f->box[d] + f->offset[d];
+		i /= f->box[d];
+	}
+	for (d = 0; d < p->ndim; d++)
+		li = li * p->shape[d] + idx[d];
+	return li;
+}
+
+/*
+ * The index in column tensor x of element i of final f's box, or -1 when
+ * x does not hold it.
+ */
+static int64_t
+column_index(const struct trace_param *p, const struct trace_tensor *f,
+    const struct trace_tensor *x, int64_t i)
+{
+	int64_t	idx[TRACE_MAX_DIMS], j = 0;
+	int	d;
+
+	for (d = p->ndim - 1; d >= 0; d--) {
+		idx[d] = i % f->box[d] + f->offset[d] - x->offset[d];
+		i /= f->box[d];
+		if (idx[d] < 0 || idx[d] >= x->box[d])
+			return -1;
+	}
+	for (d = 0; d < p->ndim; d++)
+		j = j * x->box[d] + idx[d];
+	return j >= x->lo && j < x->hi ? j - x->lo : -1;
+}
+
+static double
+column_value(const struct trace_param *p, const struct trace_tensor *f,
+    const struct column *c, int64_t i)
+{
+	int64_t	j;
+
+	if (c->same_box)
+		return i >= c->x->lo && i < c->x->hi ?
+		    trace_value(c->x, i - c->x->lo) : 0;
+	j = column_index(p, f, c->x, i);
+	return j < 0 ? 0 : trace_value(c->x, j);
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+add_cut(int64_t **cuts, size_t *n, size_t *cap, int64_t v,
+    const struct trace_tensor *f)
+{
+	if (v <= f->lo || v >= f->hi)
+		return;
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*cuts = xreallocarray(*cuts, *cap, sizeof(**cuts));
+	}
+	(*cuts)[(*n)++] = v;
+}
+
+/* An xmalloc'd printf. */
+static char *
+fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt(const char *format, ...)
+{
+	char	*s;
+	va_list	 ap;
+
+	va_start(ap, format);
+	xvasprintf(&s, format, ap);
+	va_end(ap);
+	return s;
+}
+
+static const struct lincomb *
+make_lincomb(struct arena *ar, const struct column *cols, size_t ncols,
+    const struct rational *q)
+{
+	struct lincomb	*lc;
+	size_t		 i, n = 0;
+
+	for (i = 0; i < ncols; i++)
+		if (cols[i].kept >= 0 && !q_is_zero(q[cols[i].kept]))
+			n++;
+	lc = arena_alloc(ar, sizeof(*lc) + n * sizeof(lc->terms[0]));
+	for (i = 0; i < ncols; i++)
+		if (cols[i].kept >= 0 && !q_is_zero(q[cols[i].kept])) {
+			lc->terms[lc->nterms].atom = cols[i].atom;
+			lc->terms[lc->nterms++].coef = q[cols[i].kept];
+		}
+	return lc;
+}
+
+/* Fit v (m sampled rows) over the kept columns and snap; NULL: undetermined. */
+static bool
+fit_snap(struct cmp *c, const double *rows, size_t m, size_t width,
+    int vcol, const int *keptcol, int nk, struct rational *q, double *coef)
+{
+	double	*x, *y;
+	size_t	 i;
+	int	 j;
+	bool	 ok;
+
+	x = xcalloc((size_t)nk * m + 1, sizeof(*x));
+	y = xcalloc(m + 1, sizeof(*y));
+	for (i = 0; i < m; i++) {
+		y[i] = rows[i * width + vcol];
+		for (j = 0; j < nk; j++)
+			x[j * m + i] = rows[i * width + keptcol[j]];
+	}
+	ok = fit_least_squares(x, (int)m, nk, y, coef);
+	for (j = 0; ok && j < nk; j++)
+		ok = fit_rational(coef[j], c->tol.snap, &q[j]);
+	free(x);
+	free(y);
+	return ok;
+}
+
+/* Load rows [i0, i0 + n) of the region into c->buf: y, reference, columns. */
+static void
+load_chunk(struct cmp *c, const struct trace_param *p,
+    const struct trace_tensor *f, const struct column *cols, size_t ncols,
+    int64_t i0, size_t n)
+{
+	double	*y = c->buf, *r = c->buf + CHUNK, *x;
+	size_t	 i, j;
+
+	for (i = 0; i < n; i++) {
+		y[i] = trace_value(f, i0 + (int64_t)i - f->lo);
+		r[i] = c->refv[logical_index(p, f, i0 + (int64_t)i)];
+	}
+	for (j = 0; j < ncols; j++) {
+		if (cols[j].kept == -2)
+			continue;	/* not on this region */
+		x = c->buf + (j + 2) * CHUNK;
+		for (i = 0; i < n; i++)
+			x[i] = column_value(p, f, &cols[j], i0 + (int64_t)i);
+	}
+}
+
+struct region_result {
+	bool		 determined, ref_determined;
+	const struct lincomb *value, *expected;
+	uint64_t	 hash, ref_hash;
+	double		 max_abs_diff, max_ref;
+	int		 merged;	/* columns merged into another */
+	double		 residual;	/* relative, of the held values */
+};
+
+static void
+audit_region(struct cmp *c, const struct trace_param *p,
+    const struct trace_tensor *f, struct column *cols, size_t ncols,
+    int64_t lo, int64_t hi, struct region_result *res)
+{
+	struct hash_state	 hy, hr, *hc;
+	size_t			 width = ncols + 2, cap, m = 0, stride = 1;
+	size_t			 seen = 0, i, j, n;
+	int64_t			 i0;
+	int			*keptcol, nk = 0;
+	double			 yy = 0, rr = 0, ey = 0, er = 0;
+	double			*cy, *cr;
+	struct rational		*qy, *qr;
+
+	memset(res, 0, sizeof *res);
+	/* Which columns are on this region (coverage is constant on it). */
+	for (j = 0; j < ncols; j++) {
+		cols[j].kept = (cols[j].same_box ? lo >= cols[j].x->lo &&
+		    lo < cols[j].x->hi : column_index(p, f, cols[j].x,
+		    lo) >= 0) ? -1 : -2;
+		cols[j].nonzero = false;
+		cols[j].same_as = -1;
+	}
+	cap = 2 * (SAMPLE_PER_COLUMN * ncols + SAMPLE_EXTRA);
+	c->sample = xreallocarray(c->sample, cap * width, sizeof(double));
+	hc = xcalloc(ncols + 1, sizeof(*hc));
+	hash_begin(&hy);
+	hash_begin(&hr);
+	for (j = 0; j < ncols; j++)
+		hash_begin(&hc[j]);
+	for (i0 = lo; i0 < hi; i0 += CHUNK) {
+		n = (size_t)(hi - i0 < CHUNK ? hi - i0 : CHUNK);
+		load_chunk(c, p, f, cols, ncols, i0, n);
+		hash_update_doubles(&hy, c->buf, n);
+		hash_update_doubles(&hr, c->buf + CHUNK, n);
+		for (i = 0; i < n; i++) {
+			double y = c->buf[i], r = c->buf[CHUNK + i];
+			bool any = y != 0 || r != 0;
+
+			if (fabs(y - r) > res->max_abs_diff)
+				res->max_abs_diff = fabs(y - r);
+			if (fabs(r) > res->max_ref)
+				res->max_ref = fabs(r);
+			yy += y * y;
+			rr += r * r;
+			for (j = 0; j < ncols; j++)
+				if (cols[j].kept != -2 &&
+				    c->buf[(j + 2) * CHUNK + i] != 0) {
+					cols[j].nonzero = true;
+					any = true;
+				}
+			if (!any)
+				continue;
+			/* Keep every stride-th nonzero row; thin when full. */
+			if (seen++ % stride != 0)
+				continue;
+			if (m == cap) {
+				size_t k;
+
+				for (k = 0; k < m / 2; k++)
+					memcpy(&c->sample[k * width],
+					    &c->sample[2 * k * width],
+					    width * sizeof(double));
+				m /= 2;
+				stride *= 2;
+				if ((seen - 1) % stride != 0)
+					continue;
+			}
+			c->sample[m * width] = y;
+			c->sample[m * width + 1] = r;
+			for (j = 0; j < ncols; j++)
+				c->sample[m * width + 2 + j] =
+				    cols[j].kept == -2 ? 0 :
+				    c->buf[(j + 2) * CHUNK + i];
+			m++;
+		}
+		for (j = 0; j < ncols; j++)
+			if (cols[j].kept != -2)
+				hash_update_doubles(&hc[j],
+				    c->buf + (j + 2) * CHUNK, n);
+	}
+	res->hash = hash_end(&hy);
+	res->ref_hash = hash_end(&hr);
+	for (j = 0; j < ncols; j++)
+		cols[j].hash = hash_end(&hc[j]);
+	free(hc);
+	if (!c->tol.infer)
+		return;
+
+	/* Absent and identical columns; the rest are fitted. */
+	keptcol = xcalloc(ncols + 1, sizeof(*keptcol));
+	for (j = 0; j < ncols; j++) {
+		size_t k;
+
+		if (cols[j].kept == -2 || !cols[j].nonzero) {
+			cols[j].kept = -2;
+			continue;
+		}
+		for (k = 0; k < j; k++)
+			if (cols[k].kept >= 0 && cols[k].hash == cols[j].hash)
+				break;
+		if (k < j) {
+			cols[j].same_as = (int)k;
+			cols[j].kept = -2;
+			res->merged++;
+			continue;
+		}
+		cols[j].kept = nk;
+		keptcol[nk++] = (int)j + 2;
+	}
+	if (nk > MAX_COLUMNS) {
+		free(keptcol);
+		return;
+	}
+	cy = xcalloc((size_t)nk + 1, sizeof(*cy));
+	cr = xcalloc((size_t)nk + 1, sizeof(*cr));
+	qy = xcalloc((size_t)nk + 1, sizeof(*qy));
+	qr = xcalloc((size_t)nk + 1, sizeof(*qr));
+	res->determined = fit_snap(c, c->sample, m, width, 0, keptcol, nk,
+	    qy, cy);
+	res->ref_determined = fit_snap(c, c->sample, m, width, 1, keptcol, nk,
+	    qr, cr);
+	/* The snapped expressions must reproduce every element. */
+	if (res->determined || res->ref_determined) {
+		for (i0 = lo; i0 < hi; i0 += CHUNK) {
+			n = (size_t)(hi - i0 < CHUNK ? hi - i0 : CHUNK);
+			load_chunk(c, p, f, cols, ncols, i0, n);
+			for (i = 0; i < n; i++) {
+				double sy = c->buf[i], sr = c->buf[CHUNK + i];
+
+				for (j = 0; j < ncols; j++) {
+					double x;
+					int k = cols[j].kept;
+
+					if (k < 0)
+						continue;
+					x = c->buf[(j + 2) * CHUNK + i];
+					sy -= (double)qy[k].num / qy[k].den * x;
+					sr -= (double)qr[k].num / qr[k].den * x;
+				}
+				ey += sy * sy;
+				er += sr * sr;
+			}
+		}
+		res->residual = yy > 0 ? sqrt(ey / yy) : sqrt(ey);
+		if (res->determined && (yy > 0 ? sqrt(ey / yy) :
+		    sqrt(ey)) > c->tol.residual)
+			res->determined = false;
+		if (res->ref_determined && (rr > 0 ? sqrt(er / rr) :
+		    sqrt(er)) > c->tol.residual)
+			res->ref_determined = false;
+	}
+	if (res->determined)
+		res->value = make_lincomb(&c->a->arena, cols, ncols, qy);
+	if (res->ref_determined)
+		res->expected = make_lincomb(&c->a->arena, cols, ncols, qr);
+	free(cy);
+	free(cr);
+	free(qy);
+	free(qr);
+	free(keptcol);
+}
+
+static void
+gather_add(struct cmp *c, enum finding_kind kind, const char *param,
+    int rank, char *detail)
+{
+	struct gather	*g = &c->found[kind];
+	size_t		 i;
+
+	g->any = true;
+	for (i = 0; i < g->nparams && strcmp(g->params[i], param) != 0; i++)
+		;
+	if (i == g->nparams) {
+		g->params = xreallocarray(g->params, g->nparams + 1,
+		    sizeof(*g->params));
+		g->params[g->nparams++] = param;
+	}
+	for (i = 0; i < g->nranks && g->ranks[i] != rank; i++)
+		;
+	if (i == g->nranks) {
+		g->ranks = xreallocarray(g->ranks, g->nranks + 1,
+		    sizeof(*g->ranks));
+		g->ranks[g->nranks++] = rank;
+	}
+	if (g->detail == NULL)
+		g->detail = detail;
+	else
+		free(detail);
+}
+
+/*
+ * What the inferred expression says went wrong, from the two coefficient
+ * vectors alone: atoms missing, atoms extra, and the ratios of the rest.
+ */
+static enum finding_kind
+classify(const struct lincomb *v, const struct lincomb *e,
+    struct rational *lo, struct rational *hi)
+{
+	size_t	 i = 0, j = 0;
+	bool	 missing = false, extra = false, first = true;
+	struct rational r;
+
+	*lo = *hi = q_make(1, 1);
+	while (i < v->nterms || j < e->nterms) {
+		if (j == e->nterms || (i < v->nterms &&
+		    v->terms[i].atom < e->terms[j].atom)) {
+			extra = true;
+			i++;
+			continue;
+		}
+		if (i == v->nterms || e->terms[j].atom < v->terms[i].atom) {
+			missing = true;
+			j++;
+			continue;
+		}
+		r = q_div(v->terms[i].coef, e->terms[j].coef);
+		if (first || (double)r.num / r.den < (double)lo->num / lo->den)
+			*lo = r;
+		if (first || (double)r.num / r.den > (double)hi->num / hi->den)
+			*hi = r;
+		first = false;
+		i++;
+		j++;
+	}
+	if (extra)
+		return FINDING_WRONG_GROUP;
+	if (missing)
+		return first || (q_equal(*lo, *hi) && lo->num == lo->den) ?
+		    FINDING_MISSING_REDUCTION : FINDING_WRONG_ORDER;
+	if (!q_equal(*lo, *hi))
+		return FINDING_WRONG_WEIGHTS;
+	if (lo->den == 1 && lo->num >= 2)
+		return FINDING_DOUBLE_COUNT;
+	return FINDING_WRONG_SCALE;
+}
+
+static void
+note_add(struct arena *ar, const char **notes, size_t *n, size_t *more,
+    char *s)
+{
+	if (*n < NOTES_MAX)
+		notes[(*n)++] = arena_strdup(ar, s);
+	else
+		(*more)++;
+	free(s);
+}
+
+static const char *
+expr(struct cmp *c, const struct lincomb *x)
+{
+	return x == NULL ? "undetermined" :
+	    lc_format(&c->a->arena, &c->a->atoms, x, "g");
+}
+
+/* One parameter: its cells, consistency and findings. */
+static void
+compare_param(struct cmp *c, int pi, struct param_result *pr)
+{
+	const struct trace	*t = c->t;
+	const struct trace_param *p = &t->params[pi];
+	size_t			 f0, nf, c0, nc, r0, nr, i, j, k, ncuts, cap;
+	size_t			 ncells = 0, nnotes = 0, more = 0;
+	int64_t			*cuts = NULL, e;
+	const struct trace_tensor **keyof = NULL;
+	struct cell		*cells = NULL;
+	const char		*notes[NOTES_MAX];
+	struct column		*cols;
+	struct region_result	 res;
+	struct rational		 lo, hi;
+	char			 a[32], b[32];
+
+	memset(pr, 0, sizeof *pr);
+	pr->name = p->name;
+	pr->elems = p->elems;
+	pr->has_hash = true;
+	pr->consistent = pr->correct = true;
+
+	/* The reference, dense: memory grows with the largest parameter. */
+	c->refv = xreallocarray(c->refv, (size_t)p->elems + 1,
+	    sizeof(double));
+	memset(c->refv, 0, ((size_t)p->elems + 1) * sizeof(double));
+	nr = trace_tensors_of(c->ref, trace_param_index(c->ref, p->name),
+	    TRACE_FINAL, &r0);
+	for (i = r0; i < r0 + nr; i++) {
+		const struct trace_tensor *x = &c->ref->tensors[i];
+
+		for (e = x->lo; e < x->hi; e++)
+			c->refv[logical_index(p, x, e)] = trace_value(x,
+			    e - x->lo);
+	}
+	pr->reference_hash = hash_doubles(c->refv, (size_t)p->elems);
+
+	nf = trace_tensors_of(t, pi, TRACE_FINAL, &f0);
+	nc = trace_tensors_of(t, pi, TRACE_CONTRIB, &c0);
+	cols = xcalloc(nc + 1, sizeof(*cols));
+	if (c->bufcols < nc + 2) {
+		c->bufcols = nc + 2;
+		c->buf = xreallocarray(c->buf, c->bufcols * CHUNK,
+		    sizeof(double));
+	}
+	for (i = f0; i < f0 + nf; i++) {
+		const struct trace_tensor *f = &t->tensors[i];
+		size_t n = 0;
+
+		/* The columns that meet this final's box and range. */
+		ncuts = 0;
+		cap = 0;
+		for (j = c0; j < c0 + nc; j++) {
+			const struct trace_tensor *x = &t->tensors[j];
+
+			if (!boxes_meet(p, f, x))
+				continue;
+			cols[n].x = x;
+			cols[n].atom = (uint32_t)(x->rank * c->K + x->mb);
+			cols[n].same_box = same_box(p, f, x);
+			if (cols[n].same_box) {
+				if (x->hi <= f->lo || x->lo >= f->hi)
+					continue;
+				add_cut(&cuts, &ncuts, &cap, x->lo, f);
+				add_cut(&cuts, &ncuts, &cap, x->hi, f);
+			} else {
+				/* Cut wherever its coverage changes. */
+				bool in = column_index(p, f, x, f->lo) >= 0;
+
+				for (e = f->lo + 1; e < f->hi; e++)
+					if ((column_index(p, f, x, e) >= 0) !=
+					    in) {
+						in = !in;
+						add_cut(&cuts, &ncuts, &cap, e,
+						    f);
+					}
+			}
+			n++;
+		}
+		for (j = f0; j < f0 + nf; j++) {
+			const struct trace_tensor *g = &t->tensors[j];
+
+			if (j != i && same_box(p, f, g)) {
+				add_cut(&cuts, &ncuts, &cap, g->lo, f);
+				add_cut(&cuts, &ncuts, &cap, g->hi, f);
+			}
+		}
+		if (ncuts > 1)
+			qsort(cuts, ncuts, sizeof(*cuts), cmp_i64);
+		for (k = 0; k <= ncuts; k++) {
+			int64_t rlo = k == 0 ? f->lo : cuts[k - 1];
+			int64_t rhi = k == ncuts ? f->hi : cuts[k];
+			struct cell *cl;
+			bool ok;
+
+			if (rlo == rhi)
+				continue;
+			audit_region(c, p, f, cols, n, rlo, rhi, &res);
+			cells = xreallocarray(cells, ncells + 1,
+			    sizeof(*cells));
+			keyof = xreallocarray(keyof, ncells + 1,
+			    sizeof(*keyof));
+			keyof[ncells] = f;
+			cl = &cells[ncells++];
+			memset(cl, 0, sizeof *cl);
+			cl->rank = f->rank;
+			mesh_coord_of(&c->a->mesh, f->rank, &cl->coord);
+			cl->lo = rlo;
+			cl->hi = rhi;
+			cl->used = true;
+			cl->value = res.value;
+			cl->expected = res.expected;
+			cl->has_hash = true;
+			cl->hash = res.hash;
+			cl->reference_hash = res.ref_hash;
+			cl->max_rel_error = res.max_ref > 0 ?
+			    res.max_abs_diff / res.max_ref : res.max_abs_diff;
+			ok = res.max_abs_diff <= c->tol.value *
+			    (res.max_ref > 0 ? res.max_ref : 1);
+			cl->ok = cl->numeric_ok = ok;
+			cl->max_ulps = cl->max_rel_error /
+			    (f->dtype == TRACE_F64 ? 0x1p-52 : 0x1p-23);
+			if (res.merged > 0)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contribution%s identical to another "
+				    "(a replicated computation): only their "
+				    "sum is determined, shown on the lowest",
+				    f->rank, rlo, rhi, res.merged,
+				    res.merged == 1 ? " is" : "s are"));
+			if (!res.determined && c->tol.infer)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "no expression over the contributions "
+				    "fits the held values (relative residual "
+				    "%.2g): undetermined", f->rank, rlo, rhi,
+				    res.residual));
+			if (ok)
+				continue;
+			pr->correct = false;
+			if (res.value != NULL && res.expected != NULL &&
+			    !lc_equal(res.value, res.expected)) {
+				enum finding_kind kind = classify(res.value,
+				    res.expected, &lo, &hi);
+
+				q_format(lo, a, sizeof a);
+				q_format(hi, b, sizeof b);
+				gather_add(c, kind, p->name, f->rank,
+				    fmt("%s on rank %d [%" PRId64 ",%" PRId64
+				    ") holds %s where the reference holds %s"
+				    "%s%s%s%s", p->name, f->rank, rlo, rhi,
+				    expr(c, res.value), expr(c, res.expected),
+				    kind == FINDING_WRONG_WEIGHTS ? ": weights "
+				    "from " : kind == FINDING_WRONG_SCALE ||
+				    kind == FINDING_DOUBLE_COUNT ? ": " : "",
+				    kind == FINDING_WRONG_WEIGHTS ||
+				    kind == FINDING_WRONG_SCALE ||
+				    kind == FINDING_DOUBLE_COUNT ? a : "",
+				    kind == FINDING_WRONG_WEIGHTS ? " to " :
+				    kind == FINDING_WRONG_SCALE ||
+				    kind == FINDING_DOUBLE_COUNT ?
+				    " times the reference" : "",
+				    kind == FINDING_WRONG_WEIGHTS ? b : ""));
+			} else
+				gather_add(c, FINDING_WRONG_VALUE, p->name,
+				    f->rank, fmt("%s on rank %d [%" PRId64
+				    ",%" PRId64 ") differs from the reference "
+				    "by up to %.3g of its largest value, and "
+				    "holds %s where the reference holds %s",
+				    p->name, f->rank, rlo, rhi,
+				    cl->max_rel_error, expr(c, res.value),
+				    expr(c, res.expected)));
+		}
+	}
+	pr->cells = arena_alloc(&c->a->arena, (ncells + 1) *
+	    sizeof(*cells));
+	if (ncells > 0)
+		memcpy(pr->cells, cells, ncells * sizeof(*cells));
+	pr->ncells = ncells;
+	free(cells);
+	/* Replicas: cells of the same box and region must agree. */
+	for (i = 0; i < ncells; i++)
+		for (j = i + 1; j < ncells; j++) {
+			const struct cell *x = &pr->cells[i], *y = &pr->cells[j];
+
+			if (x->rank == y->rank || x->lo != y->lo ||
+			    x->hi != y->hi || !same_box(p, keyof[i],
+			    keyof[j]) || x->hash == y->hash)
+				continue;
+			if (pr->consistent)
+				gather_add(c, FINDING_REPLICA_MISMATCH,
+				    p->name, y->rank, fmt("%s [%" PRId64 ",%"
+				    PRId64 "): rank %d and rank %d hold "
+				    "different values of the same elements",
+				    p->name, x->lo, x->hi, x->rank, y->rank));
+			pr->consistent = false;
+		}
+	if (nnotes > 0) {
+		char *s = NULL, *u;
+
+		for (i = 0; i < nnotes; i++) {
+			u = s;
+			xasprintf(&s, "%s%s%s", u ? u : "", u ? "\n" : "",
+			    notes[i]);
+			free(u);
+		}
+		if (more > 0) {
+			u = s;
+			xasprintf(&s, "%s\n(%zu more such regions)", u, more);
+			free(u);
+		}
+		pr->note = arena_strdup(&c->a->arena, s);
+		free(s);
+	}
+	free(keyof);
+	free(cuts);
+	free(cols);
+}
+
+/* The finding texts: what each kind means in a measured step. */
+static const struct {
+	enum finding_kind kind;
+	const char	*what;
+	const char	*fix;
+} finding_text[] = {
+	{ FINDING_MISSING_REDUCTION,
+	  "contributions of some ranks or micro-batches never reach the value",
+	  "find the collective that should add the missing contributions "
+	  "(the atoms the reference holds and the rank does not): it is "
+	  "skipped, runs over too small a group, or runs before they exist" },
+	{ FINDING_WRONG_ORDER,
+	  "some contributions are missing and others weigh more than in the "
+	  "reference: a collective combined values in different states "
+	  "(one already reduced, one not)",
+	  "run the collectives in an order where both sides of each hold "
+	  "the same kind of value (Megatron-LM #844: the tied embedding "
+	  "all-reduce before the data-parallel reduce-scatter)" },
+	{ FINDING_WRONG_GROUP,
+	  "the value holds contributions the reference does not",
+	  "a collective runs over the wrong group of ranks" },
+	{ FINDING_WRONG_WEIGHTS,
+	  "every contribution is there, but weighted unequally against the "
+	  "reference",
+	  "normalize the loss as the reference does (for a per-token mean: "
+	  "the sum of the token losses over the valid tokens of the whole "
+	  "step, HF #34191)" },
+	{ FINDING_DOUBLE_COUNT,
+	  "every contribution is counted a whole number of times too often",
+	  "a collective runs twice, or sums a value that was already "
+	  "replicated" },
+	{ FINDING_WRONG_SCALE,
+	  "every contribution is there, scaled by one wrong factor",
+	  "a divisor is missing, doubled or of the wrong group (the loss "
+	  "normalization, the average over dp)" },
+	{ FINDING_REPLICA_MISMATCH,
+	  "ranks that hold the same elements hold different values",
+	  "a rank misses a collective its replicas run" },
+	{ FINDING_WRONG_VALUE,
+	  "the value differs from the reference and no combination of the "
+	  "recorded contributions explains it",
+	  "trace the step in float32 or float64 with every backward inside "
+	  "trace.micro_batch(), and check what touches the gradient outside "
+	  "the recorded contributions" },
+	{ FINDING_INCONSISTENT_CLIP,
+	  "the ranks clipped by different gradient norms",
+	  "every rank must clip by the norm of the whole model's gradient" },
+	{ FINDING_UNDER_COUNT,
+	  "the gradient norm the step used differs from the reference's",
+	  "the norm must count every element of the whole model once: "
+	  "reduce it over every group that shards or splits a gradient" },
+};
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	int	x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+emit_findings(struct cmp *c)
+{
+	struct audit	*a = c->a;
+	size_t		 i, k, n = 0;
+
+	for (i = 0; i < sizeof finding_text / sizeof finding_text[0]; i++)
+		n += c->found[finding_text[i].kind].any;
+	a->findings = arena_alloc(&a->arena, (n + 1) * sizeof(*a->findings));
+	for (i = 0; i < sizeof finding_text / sizeof finding_text[0]; i++) {
+		struct gather	*g = &c->found[finding_text[i].kind];
+		struct finding	*fd;
+
+		if (!g->any)
+			continue;
+		fd = &a->findings[a->nfindings++];
+		fd->kind = finding_text[i].kind;
+		fd->params = arena_alloc(&a->arena, (g->nparams + 1) *
+		    sizeof(*fd->params));
+		for (k = 0; k < g->nparams; k++)
+			fd->params[k] = g->params[k];
+		fd->nparams = g->nparams;
+		fd->param = g->nparams > 0 ? g->params[0] : NULL;
+		qsort(g->ranks, g->nranks, sizeof(*g->ranks), cmp_int);
+		fd->ranks = arena_alloc(&a->arena, (g->nranks + 1) *
+		    sizeof(*fd->ranks));
+		memcpy(fd->ranks, g->ranks, g->nranks * sizeof(*fd->ranks));
+		fd->nranks = g->nranks;
+		fd->op = "traced step";
+		fd->dim = "measured";
+		{
+			char *s;
+
+			xasprintf(&s, "%s: %s", finding_text[i].what,
+			    g->detail);
+			fd->message = arena_strdup(&a->arena, s);
+			free(s);
+		}
+		fd->fix = finding_text[i].fix;
+	}
+	for (k = 0; k < FINDING__COUNT; k++) {
+		free(c->found[k].params);
+		free(c->found[k].ranks);
+		free(c->found[k].detail);
+	}
+}
+
+/* The norm each rank used against the reference's, and the clip. */
+static void
+compare_norms(struct cmp *c)
+{
+	struct audit		*a = c->a;
+	struct grad_norm_result	*g = &a->grad_norm;
+	const struct trace_rank	*rr = &c->ref->ranks[0];
+	int			 r, k, W = c->t->world;
+	double			 clip = NAN;
+	bool			 any = false;
+
+	for (r = 0; r < W; r++)
+		any |= c->t->ranks[r].has_norm;
+	if (!any || !rr->has_norm)
+		return;
+	g->present = g->numeric = true;
+	g->correct = g->consistent = true;
+	g->class_of = arena_alloc(&a->arena, W * sizeof(*g->class_of));
+	g->classes = arena_alloc(&a->arena, W * sizeof(*g->classes));
+	g->norm = arena_alloc(&a->arena, W * sizeof(*g->norm));
+	g->coefficient = arena_alloc(&a->arena, W * sizeof(*g->coefficient));
+	g->ulps = arena_alloc(&a->arena, W * sizeof(*g->ulps));
+	g->numeric_ok = arena_alloc(&a->arena, W * sizeof(*g->numeric_ok));
+	g->hash = arena_alloc(&a->arena, W * sizeof(*g->hash));
+	g->reference_norm = rr->grad_norm;
+	g->reference_coefficient = rr->has_clip ? rr->clip_coef : NAN;
+	for (r = 0; r < W; r++) {
+		const struct trace_rank *tr = &c->t->ranks[r];
+		struct gn_class *cl;
+
+		g->class_of[r] = -1;
+		if (!tr->has_norm)
+			continue;
+		g->norm[r] = tr->grad_norm;
+		g->coefficient[r] = tr->has_clip ? tr->clip_coef : NAN;
+		g->numeric_ok[r] = fabs(tr->grad_norm - rr->grad_norm) <=
+		    c->tol.value * (rr->grad_norm > 0 ? rr->grad_norm : 1);
+		g->ulps[r] = fabs(tr->grad_norm - rr->grad_norm) /
+		    ((rr->grad_norm > 0 ? rr->grad_norm : 1) * 0x1p-23);
+		if (tr->has_clip) {
+			if (isnan(clip))
+				clip = tr->clip_coef;
+			else if (fabs(tr->clip_coef - clip) > c->tol.value *
+			    (fabs(clip) > 0 ? fabs(clip) : 1))
+				g->consistent = false;
+		}
+		for (k = 0; k < (int)g->nclasses; k++)
+			if (g->norm[g->classes[k].ranks[0]] == tr->grad_norm)
+				break;
+		if (k == (int)g->nclasses) {
+			cl = &g->classes[g->nclasses++];
+			cl->ranks = arena_alloc(&a->arena, W *
+			    sizeof(*cl->ranks));
+			cl->correct = g->numeric_ok[r];
+		}
+		cl = &g->classes[k];
+		cl->ranks[cl->nranks++] = r;
+		g->class_of[r] = k;
+		if (!g->numeric_ok[r])
+			g->correct = false;
+	}
+	g->numeric_correct = g->correct;
+	g->miscounted = !g->correct;
+	g->gradients_wrong = !g->correct && !a->correct;
+	if (!g->correct)
+		gather_add(c, FINDING_UNDER_COUNT, "gradient norm",
+		    g->classes[0].ranks[0], fmt("rank %d used %.9g, the "
+		    "reference %.9g", g->classes[0].ranks[0],
+		    g->norm[g->classes[0].ranks[0]], g->reference_norm));
+	if (!g->consistent)
+		gather_add(c, FINDING_INCONSISTENT_CLIP, "gradient norm", 0,
+		    fmt("the clip coefficients differ between ranks"));
+}
+
+static void
+build_mesh(const struct trace *t, struct mesh *m)
+{
+	const int	*s = t->mesh;
+	int		 r, d;
+
+	if (!t->has_mesh || s[TRACE_DIM_EP] > 1 || s[TRACE_DIM_ETP] > 1) {
+		mesh_init(m, t->world, 1, 1, 1, 1, 1);
+		return;
+	}
+	mesh_init(m, s[TRACE_DIM_DP], s[TRACE_DIM_CP], s[TRACE_DIM_PP],
+	    s[TRACE_DIM_TP], 1, 1);
+	/*
+	 * The tables place ranks by Megatron's order; a trace whose ranks
+	 * say otherwise is shown flat rather than misplaced.
+	 */
+	for (r = 0; r < t->world; r++) {
+		struct coord c;
+		const struct trace_rank *k = &t->ranks[r];
+		int want[TRACE_DIM__COUNT];
+
+		mesh_coord_of(m, r, &c);
+		want[TRACE_DIM_DP] = c.pure_dp;
+		want[TRACE_DIM_PP] = c.pp;
+		want[TRACE_DIM_TP] = c.tp;
+		want[TRACE_DIM_CP] = c.cp;
+		want[TRACE_DIM_EP] = want[TRACE_DIM_ETP] = 0;
+		for (d = 0; d < TRACE_DIM__COUNT; d++)
+			if (k->has_coord[d] && k->coord[d] != want[d]) {
+				mesh_init(m, t->world, 1, 1, 1, 1, 1);
+				return;
+			}
+	}
+}
+
+/* The two traces belong together: same step, same parameters. */
+static int
+check_pair(const struct trace *t, const struct trace *ref, char *err,
+    size_t errlen)
+{
+	size_t	i, first;
+	int	k;
+
+	if (t->reference) {
+		snprintf(err, errlen, "%s: a reference trace, not a traced "
+		    "step: give the parallel trace first", t->dir);
+		return -1;
+	}
+	if (!ref->reference) {
+		snprintf(err, errlen, "%s: not a reference trace (mode "
+		    "\"parallel\"): record it with mode=\"reference\"",
+		    ref->dir);
+		return -1;
+	}
+	if (strcmp(ref->reference_of, t->step) != 0) {
+		snprintf(err, errlen, "%s: the reference of step %s, not of "
+		    "%s's step %s", ref->dir, ref->reference_of, t->dir,
+		    t->step);
+		return -1;
+	}
+	for (i = 0; i < t->nparams; i++) {
+		const struct trace_param *p = &t->params[i];
+
+		k = trace_param_index(ref, p->name);
+		if (k < 0 || ref->params[k].ndim != p->ndim ||
+		    memcmp(ref->params[k].shape, p->shape, p->ndim *
+		    sizeof(p->shape[0])) != 0) {
+			snprintf(err, errlen, "%s: parameter %s %s: a reference "
+			    "of another model", ref->dir, p->name, k < 0 ?
+			    "is missing" : "has another shape");
+			return -1;
+		}
+		/* The reference must hold every element of it. */
+		{
+			size_t n = trace_tensors_of(ref, k, TRACE_FINAL,
+			    &first), j;
+			int64_t total = 0;
+
+			for (j = first; j < first + n; j++)
+				total += ref->tensors[j].hi -
+				    ref->tensors[j].lo;
+			if (total != p->elems) {
+				snprintf(err, errlen, "%s: tensor final/%s: "
+				    "holds %" PRId64 " of the parameter's %"
+				    PRId64 " elements; the reference must "
+				    "hold it whole", ref->dir, p->name, total,
+				    p->elems);
+				return -1;
+			}
+		}
+	}
+	for (i = 0; i < ref->nparams; i++)
+		if (trace_param_index(t, ref->params[i].name) < 0) {
+			snprintf(err, errlen, "%s: parameter %s is not in the "
+			    "traced step %s: a reference of another model",
+			    ref->dir, ref->params[i].name, t->dir);
+			return -1;
+		}
+	return 0;
+}
+
+int
+compare_traces(const struct trace *t, const struct trace *ref,
+    struct audit *a, char *err, size_t errlen)
+{
+	struct cmp		 c;
+	struct audit_trace	*at;
+	enum trace_dtype	 dt = TRACE_F64;
+	size_t			 i;
+
+	memset(a, 0, sizeof *a);
+	arena_init(&a->arena);
+	if (check_pair(t, ref, err, errlen) != 0) {
+		arena_free(&a->arena);
+		return -1;
+	}
+	memset(&c, 0, sizeof c);
+	c.t = t;
+	c.ref = ref;
+	c.a = a;
+	c.K = t->micro_batches;
+	/* The coarsest dtype of any final sets the tolerances. */
+	for (i = 0; i < t->ntensors; i++)
+		if (t->tensors[i].kind == TRACE_FINAL &&
+		    trace_dtype_size(t->tensors[i].dtype) <
+		    trace_dtype_size(dt))
+			dt = t->tensors[i].dtype;
+	compare_tolerance(dt, &c.tol);
+	build_mesh(t, &a->mesh);
+	atom_space_init(&a->atoms);
+	a->atoms.mesh = a->mesh;
+	a->atoms.micro_batches = c.K;
+	a->numeric = true;
+	a->arith = dt == TRACE_F64 ? ARITH_FLOAT64 : ARITH_FLOAT32;
+	a->procs = t->world;
+	at = arena_alloc(&a->arena, sizeof(*at));
+	at->dir = arena_strdup(&a->arena, t->dir);
+	at->step = arena_strdup(&a->arena, t->step);
+	at->against = arena_strdup(&a->arena, ref->dir);
+	at->dtype = trace_dtype_name(dt);
+	at->micro_batches = c.K;
+	at->tolerance = c.tol.value;
+	a->trace = at;
+
+	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
+	    sizeof(*a->params));
+	a->nparams = t->nparams;
+	a->correct = a->consistent = true;
+	for (i = 0; i < t->nparams; i++) {
+		compare_param(&c, (int)i, &a->params[i]);
+		a->correct &= a->params[i].correct;
+		a->consistent &= a->params[i].consistent;
+	}
+	a->numeric_correct = a->correct;
+	compare_norms(&c);
+	emit_findings(&c);
+	free(c.refv);
+	free(c.buf);
+	free(c.sample);
+	return 0;
+}
