@@ -169,6 +169,7 @@ struct audit_trace {
 	const char	*dtype;		/* of its finals: "float32" */
 	int		 micro_batches;
 	double		 tolerance;	/* relative, of a region's values */
+	const char	*unmatched;	/* traced, not in the config's model */
 };
 
 struct audit {

@@ -92,7 +92,9 @@ struct gather {
 };
 
 struct cmp {
-	const struct trace	*t, *ref;
+	const struct trace	*t, *ref;	/* ref NULL: against cfg */
+	const struct audit	*cfg;		/* a config's symbolic audit */
+	const struct param_result *cfgp;	/* the param's, in cfg */
 	struct audit		*a;
 	struct compare_tolerance tol;
 	int			 K;
@@ -548,6 +550,101 @@ expr(struct cmp *c, const struct lincomb *x)
 	    lc_format(&c->a->arena, &c->a->atoms, x, "g");
 }
 
+/*
+ * What the config says rank `rank` holds on the region [lo, hi) of its
+ * local shard, in the trace's atoms, or NULL (why says it).  The config's
+ * atoms are 1/tokens times a chunk's summed-loss gradient and a rank's
+ * local gradient of micro-batch m is its chunk's loss factor times that
+ * atom (lossnorm.h), which is what the hook recorded: so the config's
+ * coefficient over the trace's contribution is its own divided by that
+ * factor.  Atoms whose contribution is zero on the region are unseen and
+ * dropped; identical contributions count on the lowest, as measured.
+ */
+static const struct lincomb *
+predicted(struct cmp *c, int rank, int64_t lo, int64_t hi,
+    const struct column *cols, size_t ncols, const char **why)
+{
+	const struct atom_space	*sp = &c->cfg->atoms;
+	const struct param_result *cp = c->cfgp;
+	const struct lincomb	*v = NULL;
+	struct rational		*sum;
+	struct lincomb		*out;
+	size_t			 i, j;
+	uint32_t		 k;
+
+	for (i = 0; i < cp->ncells; i++) {
+		const struct cell *x = &cp->cells[i];
+
+		if (x->rank != rank || !x->used || x->hi <= lo || x->lo >= hi)
+			continue;
+		if (x->lo > lo || x->hi < hi) {
+			*why = "the config splits these elements into "
+			    "regions of other bounds: compared with the one "
+			    "that starts first";
+		}
+		v = x->value;
+		break;
+	}
+	if (v == NULL) {
+		*why = "the config says this rank does not use these elements";
+		return NULL;
+	}
+	sum = xcalloc(ncols + 1, sizeof(*sum));
+	for (j = 0; j < ncols; j++)
+		sum[j] = q_make(0, 1);
+	for (k = 0; k < v->nterms; k++) {
+		uint32_t a = v->terms[k].atom, ta;
+		struct rational f;
+
+		if (atom_is_held(sp, a) || atom_source(sp, a) != 0) {
+			*why = "the config keeps expert, auxiliary-loss or "
+			    "multi-token atoms apart, which one contribution "
+			    "per rank and micro-batch cannot show";
+			free(sum);
+			return NULL;
+		}
+		f = sp->nfactors > 0 ? atom_loss_factor(sp, a) : q_make(1, 1);
+		if (q_is_zero(f))
+			continue;	/* a chunk without valid tokens */
+		ta = (uint32_t)(atom_rank(sp, a) * c->K +
+		    atom_micro_batch(sp, a));
+		for (j = 0; j < ncols; j++)
+			if (cols[j].atom == ta)
+				break;
+		if (j == ncols || (cols[j].kept < 0 && cols[j].same_as < 0))
+			continue;	/* zero here: unseen */
+		if (cols[j].kept < 0)
+			j = (size_t)cols[j].same_as;
+		sum[j] = q_add(sum[j], q_div(v->terms[k].coef, f));
+	}
+	for (i = 0, j = 0; j < ncols; j++)
+		i += !q_is_zero(sum[j]);
+	out = arena_alloc(&c->a->arena, sizeof(*out) + i *
+	    sizeof(out->terms[0]));
+	for (j = 0; j < ncols; j++)
+		if (!q_is_zero(sum[j])) {
+			out->terms[out->nterms].atom = cols[j].atom;
+			out->terms[out->nterms++].coef = sum[j];
+		}
+	free(sum);
+	return out;
+}
+
+static void
+config_finding(struct cmp *c, const char *param, int rank, int64_t lo,
+    int64_t hi, const struct lincomb *held, const struct lincomb *said)
+{
+	struct rational		lo_q, hi_q;
+	enum finding_kind	kind = FINDING_WRONG_VALUE;
+
+	if (held != NULL && said != NULL)
+		kind = classify(held, said, &lo_q, &hi_q);
+	gather_add(c, kind, param, rank, fmt("the config says %s on rank %d "
+	    "[%" PRId64 ",%" PRId64 ") holds %s; the traced job held %s",
+	    param, rank, lo, hi, said == NULL ? "nothing it can compare" :
+	    expr(c, said), expr(c, held)));
+}
+
 /* One parameter: its cells, consistency and findings. */
 static void
 compare_param(struct cmp *c, int pi, struct param_result *pr)
@@ -575,8 +672,8 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 	c->refv = xreallocarray(c->refv, (size_t)p->elems + 1,
 	    sizeof(double));
 	memset(c->refv, 0, ((size_t)p->elems + 1) * sizeof(double));
-	nr = trace_tensors_of(c->ref, trace_param_index(c->ref, p->name),
-	    TRACE_FINAL, &r0);
+	nr = c->ref == NULL ? 0 : trace_tensors_of(c->ref,
+	    trace_param_index(c->ref, p->name), TRACE_FINAL, &r0);
 	for (i = r0; i < r0 + nr; i++) {
 		const struct trace_tensor *x = &c->ref->tensors[i];
 
@@ -664,6 +761,26 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 			cl->has_hash = true;
 			cl->hash = res.hash;
 			cl->reference_hash = res.ref_hash;
+			if (c->cfg != NULL) {
+				/* The config's word against the job's. */
+				const char *why = NULL;
+
+				cl->expected = predicted(c, f->rank, rlo, rhi,
+				    cols, n, &why);
+				cl->reference_hash = res.hash;
+				ok = res.value != NULL && cl->expected != NULL &&
+				    lc_equal(res.value, cl->expected);
+				cl->ok = cl->numeric_ok = ok;
+				if (why != NULL)
+					note_add(&c->a->arena, notes, &nnotes,
+					    &more, fmt("rank %d [%" PRId64 ",%"
+					    PRId64 "): %s", f->rank, rlo, rhi,
+					    why));
+				if (!ok)
+					config_finding(c, p->name, f->rank,
+					    rlo, rhi, res.value, cl->expected);
+				goto next;
+			}
 			cl->max_rel_error = res.max_ref > 0 ?
 			    res.max_abs_diff / res.max_ref : res.max_abs_diff;
 			ok = res.max_abs_diff <= c->tol.value *
@@ -679,6 +796,7 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    "sum is determined, shown on the lowest",
 				    f->rank, rlo, rhi, res.merged,
 				    res.merged == 1 ? " is" : "s are"));
+		next:
 			if (!res.determined && c->tol.infer)
 				note_add(&c->a->arena, notes, &nnotes, &more,
 				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
@@ -686,8 +804,11 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    "fits the held values (relative residual "
 				    "%.2g): undetermined", f->rank, rlo, rhi,
 				    res.residual));
-			if (ok)
+			if (ok || c->cfg != NULL) {
+				if (!ok)
+					pr->correct = false;
 				continue;
+			}
 			pr->correct = false;
 			if (res.value != NULL && res.expected != NULL &&
 			    !lc_equal(res.value, res.expected)) {
@@ -729,8 +850,11 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 		memcpy(pr->cells, cells, ncells * sizeof(*cells));
 	pr->ncells = ncells;
 	free(cells);
-	/* Replicas: cells of the same box and region must agree. */
-	for (i = 0; i < ncells; i++)
+	/*
+	 * Replicas: cells of the same box and region must agree.  Against
+	 * a config, the config's expressions say whether they do.
+	 */
+	for (i = 0; c->cfg == NULL && i < ncells; i++)
 		for (j = i + 1; j < ncells; j++) {
 			const struct cell *x = &pr->cells[i], *y = &pr->cells[j];
 
@@ -862,12 +986,16 @@ emit_findings(struct cmp *c)
 		{
 			char *s;
 
-			xasprintf(&s, "%s: %s", finding_text[i].what,
-			    g->detail);
+			xasprintf(&s, "%s: %s", c->cfg != NULL ? "the traced "
+			    "job does not do what the config says" :
+			    finding_text[i].what, g->detail);
 			fd->message = arena_strdup(&a->arena, s);
 			free(s);
 		}
-		fd->fix = finding_text[i].fix;
+		fd->fix = c->cfg != NULL ? "correct the config (or the "
+		    "framework profile it names) where it models this "
+		    "parameter's collectives, or the code if the config says "
+		    "what it should do" : finding_text[i].fix;
 	}
 	for (k = 0; k < FINDING__COUNT; k++) {
 		free(c->found[k].params);
@@ -1051,13 +1179,137 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 	return 0;
 }
 
+/* What both comparisons share: tolerances, atoms, the header's facts. */
+static void
+compare_begin(struct cmp *c, const struct trace *t, struct audit *a,
+    const char *against)
+{
+	struct audit_trace	*at;
+	enum trace_dtype	 dt = TRACE_F64;
+	size_t			 i;
+
+	memset(c, 0, sizeof *c);
+	c->t = t;
+	c->a = a;
+	c->K = t->micro_batches;
+	/* The coarsest dtype of any final sets the tolerances. */
+	for (i = 0; i < t->ntensors; i++)
+		if (t->tensors[i].kind == TRACE_FINAL &&
+		    trace_dtype_size(t->tensors[i].dtype) <
+		    trace_dtype_size(dt))
+			dt = t->tensors[i].dtype;
+	compare_tolerance(dt, &c->tol);
+	atom_space_init(&a->atoms);
+	a->atoms.mesh = a->mesh;
+	a->atoms.micro_batches = c->K;
+	a->arith = dt == TRACE_F64 ? ARITH_FLOAT64 : ARITH_FLOAT32;
+	a->procs = t->world;
+	at = arena_alloc(&a->arena, sizeof(*at));
+	at->dir = arena_strdup(&a->arena, t->dir);
+	at->step = arena_strdup(&a->arena, t->step);
+	at->against = arena_strdup(&a->arena, against);
+	at->dtype = trace_dtype_name(dt);
+	at->micro_batches = c->K;
+	at->tolerance = c->tol.value;
+	a->trace = at;
+	a->correct = a->consistent = true;
+}
+
+static void
+compare_end(struct cmp *c)
+{
+	emit_findings(c);
+	free(c->refv);
+	free(c->buf);
+	free(c->sample);
+}
+
+int
+compare_config(const struct trace *t, const struct audit *cfg,
+    const char *config_file, struct audit *a, char *err, size_t errlen)
+{
+	struct cmp		 c;
+	struct audit_trace	*at;
+	size_t			 i, k, n = 0;
+	char			*unmatched = NULL, *u;
+
+	memset(a, 0, sizeof *a);
+	arena_init(&a->arena);
+	if (t->reference || t->world != cfg->mesh.world ||
+	    t->micro_batches != atom_space_micro_batches(&cfg->atoms)) {
+		if (t->reference)
+			snprintf(err, errlen, "%s: a reference trace: compare "
+			    "the traced step itself with a config", t->dir);
+		else
+			snprintf(err, errlen, "%s: %d ranks and %d "
+			    "micro-batches, but %s has %d and %d", t->dir,
+			    t->world, t->micro_batches, config_file,
+			    cfg->mesh.world,
+			    atom_space_micro_batches(&cfg->atoms));
+		arena_free(&a->arena);
+		return -1;
+	}
+	a->mesh = cfg->mesh;
+	compare_begin(&c, t, a, config_file);
+	c.cfg = cfg;
+	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
+	    sizeof(*a->params));
+	for (i = 0; i < t->nparams; i++) {
+		const struct trace_param *p = &t->params[i];
+
+		for (k = 0; k < cfg->nparams; k++)
+			if (strcmp(cfg->params[k].name, p->name) == 0)
+				break;
+		if (k == cfg->nparams) {
+			u = unmatched;
+			xasprintf(&unmatched, "%s%s%s", u ? u : "", u ? ", " :
+			    "", p->name);
+			free(u);
+			continue;
+		}
+		if (cfg->params[k].elems != p->elems) {
+			snprintf(err, errlen, "%s: parameter %s has %" PRId64
+			    " elements, but %" PRId64 " in %s's model: give "
+			    "the config the traced model's sizes (model.*)",
+			    t->dir, p->name, p->elems, cfg->params[k].elems,
+			    config_file);
+			free(unmatched);
+			compare_end(&c);
+			audit_free(a);
+			return -1;
+		}
+		c.cfgp = &cfg->params[k];
+		compare_param(&c, (int)i, &a->params[n]);
+		a->correct &= a->params[n].correct;
+		a->consistent &= a->params[n].consistent;
+		n++;
+	}
+	a->nparams = n;
+	if (n == 0) {
+		snprintf(err, errlen, "%s: no traced parameter is in %s's "
+		    "model: name the traced parameters as gradaudit's model "
+		    "does (gradaudit check -v %s lists them)", t->dir,
+		    config_file, config_file);
+		free(unmatched);
+		compare_end(&c);
+		audit_free(a);
+		return -1;
+	}
+	at = (struct audit_trace *)a->trace;
+	if (unmatched != NULL) {
+		at->unmatched = arena_strdup(&a->arena, unmatched);
+		free(unmatched);
+	}
+	a->numeric_correct = a->correct;
+	compare_end(&c);
+	return 0;
+}
+
 int
 compare_traces(const struct trace *t, const struct trace *ref,
     struct audit *a, char *err, size_t errlen)
 {
 	struct cmp		 c;
-	struct audit_trace	*at;
-	enum trace_dtype	 dt = TRACE_F64;
 	size_t			 i;
 
 	memset(a, 0, sizeof *a);
@@ -1066,38 +1318,13 @@ compare_traces(const struct trace *t, const struct trace *ref,
 		arena_free(&a->arena);
 		return -1;
 	}
-	memset(&c, 0, sizeof c);
-	c.t = t;
-	c.ref = ref;
-	c.a = a;
-	c.K = t->micro_batches;
-	/* The coarsest dtype of any final sets the tolerances. */
-	for (i = 0; i < t->ntensors; i++)
-		if (t->tensors[i].kind == TRACE_FINAL &&
-		    trace_dtype_size(t->tensors[i].dtype) <
-		    trace_dtype_size(dt))
-			dt = t->tensors[i].dtype;
-	compare_tolerance(dt, &c.tol);
 	build_mesh(t, &a->mesh);
-	atom_space_init(&a->atoms);
-	a->atoms.mesh = a->mesh;
-	a->atoms.micro_batches = c.K;
+	compare_begin(&c, t, a, ref->dir);
+	c.ref = ref;
 	a->numeric = true;
-	a->arith = dt == TRACE_F64 ? ARITH_FLOAT64 : ARITH_FLOAT32;
-	a->procs = t->world;
-	at = arena_alloc(&a->arena, sizeof(*at));
-	at->dir = arena_strdup(&a->arena, t->dir);
-	at->step = arena_strdup(&a->arena, t->step);
-	at->against = arena_strdup(&a->arena, ref->dir);
-	at->dtype = trace_dtype_name(dt);
-	at->micro_batches = c.K;
-	at->tolerance = c.tol.value;
-	a->trace = at;
-
 	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
 	    sizeof(*a->params));
 	a->nparams = t->nparams;
-	a->correct = a->consistent = true;
 	for (i = 0; i < t->nparams; i++) {
 		compare_param(&c, (int)i, &a->params[i]);
 		a->correct &= a->params[i].correct;
@@ -1105,9 +1332,6 @@ compare_traces(const struct trace *t, const struct trace *ref,
 	}
 	a->numeric_correct = a->correct;
 	compare_norms(&c);
-	emit_findings(&c);
-	free(c.refv);
-	free(c.buf);
-	free(c.sample);
+	compare_end(&c);
 	return 0;
 }

@@ -32,4 +32,14 @@ void	 compare_tolerance(enum trace_dtype, struct compare_tolerance *);
 int	 compare_traces(const struct trace *t, const struct trace *ref,
 	    struct audit *a, char *err, size_t errlen);
 
+/*
+ * Compare trace t with what a config's symbolic audit cfg says each rank
+ * holds (gradaudit compare TRACE_DIR CONFIG): the config validated
+ * against the real code.  Parameters are matched by name; -1 with a
+ * message when the mesh, micro-batches or sizes disagree.
+ */
+int	 compare_config(const struct trace *t, const struct audit *cfg,
+	    const char *config_file, struct audit *a, char *err,
+	    size_t errlen);
+
 #endif

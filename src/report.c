@@ -996,6 +996,12 @@ print_header(struct text *t)
 		fputs("against: ", t->fp);
 		put_visible(t->fp, a->trace->against);
 		putc('\n', t->fp);
+		if (a->trace->unmatched != NULL) {
+			fputs("not in the config's model (not compared): ",
+			    t->fp);
+			put_visible(t->fp, a->trace->unmatched);
+			putc('\n', t->fp);
+		}
 	}
 	mesh_format(m, meshline, sizeof meshline);
 	fprintf(t->fp, "mesh: %s\n", meshline);
@@ -1006,11 +1012,15 @@ print_header(struct text *t)
 		report_framework(t->fp, a->config);
 	if (atom_space_weighted(&a->atoms))
 		put_loss_factors(t->fp, &a->atoms);
-	if (a->trace != NULL)
+	if (a->trace != NULL && a->config == NULL && a->numeric)
 		fprintf(t->fp, "measured: values within %g of the reference's "
 		    "largest in each region; expressions inferred by least "
 		    "squares over the recorded contributions\n",
 		    a->trace->tolerance);
+	else if (a->trace != NULL)
+		fputs("measured: expressions inferred by least squares over "
+		    "the recorded contributions, against the config's\n",
+		    t->fp);
 	else if (!a->numeric) {
 		fputs("arithmetic: symbolic only\n", t->fp);
 		if (a->numeric_skipped != NULL)
