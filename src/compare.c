@@ -672,6 +672,7 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 	c->refv = xreallocarray(c->refv, (size_t)p->elems + 1,
 	    sizeof(double));
 	memset(c->refv, 0, ((size_t)p->elems + 1) * sizeof(double));
+	r0 = 0;
 	nr = c->ref == NULL ? 0 : trace_tensors_of(c->ref,
 	    trace_param_index(c->ref, p->name), TRACE_FINAL, &r0);
 	for (i = r0; i < r0 + nr; i++) {
@@ -887,6 +888,12 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 		pr->note = arena_strdup(&c->a->arena, s);
 		free(s);
 	}
+	for (i = f0; i < f0 + nf; i++)
+		trace_release(&t->tensors[i]);
+	for (i = c0; i < c0 + nc; i++)
+		trace_release(&t->tensors[i]);
+	for (i = r0; i < r0 + nr; i++)
+		trace_release(&c->ref->tensors[i]);
 	free(keyof);
 	free(cuts);
 	free(cols);

@@ -379,6 +379,20 @@ declare_param(struct reader *r, const char *name, json_t *desc,
 	return 0;
 }
 
+void
+trace_release(const struct trace_tensor *x)
+{
+	uintptr_t	page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t	lo = (uintptr_t)x->data, hi;
+
+	hi = lo + (uintptr_t)((x->hi - x->lo) * (int64_t)dtypes[x->dtype].size);
+	/* Whole pages inside the tensor only: neighbours may be in use. */
+	lo = (lo + page - 1) & ~(page - 1);
+	hi &= ~(page - 1);
+	if (hi > lo)
+		(void)madvise((void *)lo, hi - lo, MADV_DONTNEED);
+}
+
 static int
 read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
     json_t *meta_tensors, const unsigned char *data, uint64_t datalen)
@@ -494,6 +508,7 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 			    "overflowed or diverged; trace a step with finite "
 			    "gradients", v, isnan(d) ? "NaN" : "infinite");
 	}
+	trace_release(&x);
 	if (t->ntensors == r->cap) {
 		r->cap = r->cap ? 2 * r->cap : 64;
 		t->tensors = xreallocarray(t->tensors, r->cap, sizeof(x));

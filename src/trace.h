@@ -113,6 +113,12 @@ const char	*trace_dtype_name(enum trace_dtype);	/* "float32" */
 size_t		 trace_dtype_size(enum trace_dtype);
 /* Element i (0 <= i < hi - lo) of a tensor, as a double. */
 double		 trace_value(const struct trace_tensor *, int64_t i);
+/*
+ * Let the kernel drop a tensor's pages (they are read again from the
+ * file when needed): memory then grows with the largest parameter, not
+ * with the trace.
+ */
+void		 trace_release(const struct trace_tensor *);
 /* The index in trace.params of name, or -1. */
 int		 trace_param_index(const struct trace *, const char *name);
 /*
