@@ -1480,7 +1480,10 @@ put_numeric_error(struct text *t, const struct cell *c)
 {
 	const struct audit	*a = t->audit;
 
-	if (a->numeric && a->arith != ARITH_EXACT && c->has_hash)
+	/* A traced step's errors are differences, not rounding: no ulps. */
+	if (a->trace != NULL && a->numeric && c->has_hash)
+		fprintf(t->fp, "  (relative error %.3g)", c->max_rel_error);
+	else if (a->numeric && a->arith != ARITH_EXACT && c->has_hash)
 		fprintf(t->fp, "  (max %.3g ulps, relative error %.3g)",
 		    c->max_ulps, c->max_rel_error);
 }
