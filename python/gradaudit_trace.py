@@ -64,7 +64,9 @@ add_param(name, tensor, shape=None, offset=None)
 micro_batch(m, tokens=None)    (a context manager)
     The gradients computed inside belong to micro-batch m (0-based): each hook
     call adds grad.detach().clone() to contrib[m][name], so that several
-    calls (a tied weight used twice) are summed.  This costs one extra copy
+    calls are summed (autograd already sums the two uses of a tied weight
+    within one graph; separate backward passes, such as a pipeline's two
+    stages on one rank or a second loss, call the hook again).  This costs one extra copy
     of every traced gradient per micro-batch, held until close().  tokens:
     the micro-batch's valid tokens (give them for all micro-batches or none).
     A gradient outside any micro_batch block raises ValueError.  The same m
