@@ -5,7 +5,8 @@ A trace is a directory with one safetensors file per rank and a manifest.json
 trace is written by every rank of the real job; a *reference* trace by one
 process that runs the same global batch without parallelism, from the
 weights the parallel trace saved.  This module needs the standard library and
-torch only.
+torch only; `make install` puts it in $(pkgdatadir)/python (by default
+/usr/local/share/gradaudit/python), for a script's sys.path.
 
 Usage, in the training script of every rank (after init_process_group)::
 
@@ -62,15 +63,20 @@ add_param(name, tensor, shape=None, offset=None)
     parameter: register it once.
 
 micro_batch(m, tokens=None)    (a context manager)
-    The gradients computed inside belong to micro-batch m (0-based): each hook
-    call adds grad.detach().clone() to contrib[m][name], so that several
-    calls are summed (autograd already sums the two uses of a tied weight
-    within one graph; separate backward passes, such as a pipeline's two
-    stages on one rank or a second loss, call the hook again).  This costs one extra copy
-    of every traced gradient per micro-batch, held until close().  tokens:
-    the micro-batch's valid tokens (give them for all micro-batches or none).
-    A gradient outside any micro_batch block raises ValueError.  The same m
-    may be entered again (a pipeline schedule's separate backward).
+    The gradients computed inside belong to micro-batch m (0-based): each
+    hook call adds grad.detach().clone() to contrib[m][name], so that
+    several calls are summed (autograd already sums the two uses of a tied
+    weight within one graph; separate backward passes, such as a pipeline's
+    two stages on one rank or a second loss, call the hook again).  This
+    costs one extra copy of every traced gradient per micro-batch, held
+    until close().  tokens: the micro-batch's valid tokens (give them for
+    all micro-batches or none).  A gradient outside any micro_batch block
+    raises ValueError.  The same m may be entered again (a pipeline
+    schedule's separate backward).  A contribution is the gradient of the
+    loss the script backpropagates, so it carries that loss's factors (a
+    1/micro-batches for accumulation, a division by a token count): with
+    gradaudit's atoms (a chunk's summed token loss over its token slots) it
+    agrees only where those factors are 1/slots.
 
 final(name, tensor, offset=None, box=None, flat=None)
     The gradient this rank holds for `name` when the optimizer steps: the
@@ -100,7 +106,8 @@ read_trace(dir) -> {"manifest": {...}, "ranks": [{"meta": {...}, "tensors":
     {key: tensor}}, ...]}, and read_safetensors(path) -> (tensors, metadata),
 write_safetensors(path, tensors, metadata) read and write the files.
 assemble(pieces, shape) places (tensor, meta) pieces into a logical tensor
-    and says which elements they cover.
+    and says which elements they cover; dtensor_placement(t, rank) is the
+    (logical shape, offset, box) add_param derives from a DTensor.
 
 Tensors are stored little-endian, in the dtype recorded (float32, float64,
 bfloat16 or float16); the manifest's dtype is the widest one of the
@@ -121,7 +128,7 @@ import warnings
 import torch
 
 __all__ = ["Trace", "read_trace", "read_safetensors", "write_safetensors",
-           "assemble", "FORMAT", "VERSION"]
+           "assemble", "dtensor_placement", "FORMAT", "VERSION"]
 
 FORMAT = "gradaudit-trace"
 VERSION = 1
