@@ -9,7 +9,6 @@ the manifest written after the barrier.
 """
 
 import json
-import math
 import multiprocessing
 import os
 import shutil

@@ -27,8 +27,6 @@ The rest is Megatron-style tensor parallelism without sequence parallelism
 mixer); every gradient is averaged over dp (the experts' over edp = dp).
 """
 
-import torch.distributed as dist
-
 import common
 
 MESH = {"dp": 2, "tp": 2}
