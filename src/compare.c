@@ -292,6 +292,8 @@ struct region_result {
 	uint64_t	 hash, ref_hash;
 	double		 max_abs_diff, max_ref;
 	int		 merged;	/* columns merged into another */
+	int		 fitted;	/* distinct nonzero contributions */
+	size_t		 rows;		/* nonzero elements sampled */
 	double		 residual;	/* relative, of the held values */
 };
 
@@ -405,6 +407,8 @@ audit_region(struct cmp *c, const struct trace_param *p,
 		cols[j].kept = nk;
 		keptcol[nk++] = (int)j + 2;
 	}
+	res->fitted = nk;
+	res->rows = m;
 	if (nk > MAX_COLUMNS) {
 		free(keptcol);
 		return;
@@ -525,10 +529,13 @@ classify(const struct lincomb *v, const struct lincomb *e,
 	if (missing)
 		return first || (q_equal(*lo, *hi) && lo->num == lo->den) ?
 		    FINDING_MISSING_REDUCTION : FINDING_WRONG_ORDER;
+	/*
+	 * One factor: a sum where a mean was meant and a value counted
+	 * twice look alike in the numbers, so both are a wrong scale (with
+	 * the factor), never a guess at double-count.
+	 */
 	if (!q_equal(*lo, *hi))
 		return FINDING_WRONG_WEIGHTS;
-	if (lo->den == 1 && lo->num >= 2)
-		return FINDING_DOUBLE_COUNT;
 	return FINDING_WRONG_SCALE;
 }
 
@@ -798,7 +805,14 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    f->rank, rlo, rhi, res.merged,
 				    res.merged == 1 ? " is" : "s are"));
 		next:
-			if (!res.determined && c->tol.infer)
+			if (!res.determined && c->tol.infer &&
+			    res.rows < (size_t)res.fitted)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contributions on %zu nonzero elements "
+				    "cannot be told apart: undetermined",
+				    f->rank, rlo, rhi, res.fitted, res.rows));
+			else if (!res.determined && c->tol.infer)
 				note_add(&c->a->arena, notes, &nnotes, &more,
 				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
 				    "no expression over the contributions "
@@ -824,25 +838,28 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    "%s%s%s%s", p->name, f->rank, rlo, rhi,
 				    expr(c, res.value), expr(c, res.expected),
 				    kind == FINDING_WRONG_WEIGHTS ? ": weights "
-				    "from " : kind == FINDING_WRONG_SCALE ||
-				    kind == FINDING_DOUBLE_COUNT ? ": " : "",
+				    "from " : kind == FINDING_WRONG_SCALE ?
+				    ": " : "",
 				    kind == FINDING_WRONG_WEIGHTS ||
-				    kind == FINDING_WRONG_SCALE ||
-				    kind == FINDING_DOUBLE_COUNT ? a : "",
+				    kind == FINDING_WRONG_SCALE ? a : "",
 				    kind == FINDING_WRONG_WEIGHTS ? " to " :
-				    kind == FINDING_WRONG_SCALE ||
-				    kind == FINDING_DOUBLE_COUNT ?
+				    kind == FINDING_WRONG_SCALE ?
 				    " times the reference" : "",
 				    kind == FINDING_WRONG_WEIGHTS ? b : ""));
 			} else
 				gather_add(c, FINDING_WRONG_VALUE, p->name,
 				    f->rank, fmt("%s on rank %d [%" PRId64
 				    ",%" PRId64 ") differs from the reference "
-				    "by up to %.3g of its largest value, and "
-				    "holds %s where the reference holds %s",
-				    p->name, f->rank, rlo, rhi,
-				    cl->max_rel_error, expr(c, res.value),
-				    expr(c, res.expected)));
+				    "by up to %.3g of its largest value%s%s%s"
+				    "%s", p->name, f->rank, rlo, rhi,
+				    cl->max_rel_error, res.value == NULL &&
+				    res.expected == NULL ? "" : ", and holds ",
+				    res.value == NULL && res.expected == NULL ?
+				    "" : expr(c, res.value),
+				    res.value == NULL && res.expected == NULL ?
+				    "" : " where the reference holds ",
+				    res.value == NULL && res.expected == NULL ?
+				    "" : expr(c, res.expected)));
 		}
 	}
 	pr->cells = arena_alloc(&c->a->arena, (ncells + 1) *
@@ -926,14 +943,11 @@ static const struct {
 	  "normalize the loss as the reference does (for a per-token mean: "
 	  "the sum of the token losses over the valid tokens of the whole "
 	  "step, HF #34191)" },
-	{ FINDING_DOUBLE_COUNT,
-	  "every contribution is counted a whole number of times too often",
-	  "a collective runs twice, or sums a value that was already "
-	  "replicated" },
 	{ FINDING_WRONG_SCALE,
 	  "every contribution is there, scaled by one wrong factor",
 	  "a divisor is missing, doubled or of the wrong group (the loss "
-	  "normalization, the average over dp)" },
+	  "normalization, the average over dp), or a collective runs twice "
+	  "or sums a value that was already replicated" },
 	{ FINDING_REPLICA_MISMATCH,
 	  "ranks that hold the same elements hold different values",
 	  "a rank misses a collective its replicas run" },

@@ -1437,8 +1437,13 @@ put_value_vs_expected(struct text *t, struct piece_cache *pc,
 	int			 self = absolute ? -1 : rank;
 
 	if (v == NULL || e == NULL) {
-		fputs(v == NULL ? "?" : lc_format(ar, sp, v, "g"), t->fp);
-		fputs("  expected ?", t->fp);
+		/* compare: no expression fits the measured values. */
+		const char *unknown = t->audit->trace != NULL ?
+		    "undetermined" : "?";
+
+		fputs(v == NULL ? unknown : lc_format(ar, sp, v, "g"), t->fp);
+		fprintf(t->fp, "  expected %s", e == NULL ? unknown :
+		    lc_format(ar, sp, e, "g"));
 		return;
 	}
 	pv = pieces_of(pc, sp, v);
