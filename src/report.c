@@ -1666,7 +1666,13 @@ put_norm_row(struct text *t, const int *ranks, size_t n, int c)
 	fputs("  ", t->fp);
 	put_rank_list(t->fp, ranks, n);
 	fputs(": ", t->fp);
-	if (g->numeric && c >= 0 && t->audit->arith == ARITH_EXACT) {
+	if (t->audit->trace != NULL && c >= 0) {
+		/* A traced step: what it used, as recorded. */
+		fprintf(t->fp, "norm %.9g ", g->norm[ranks[0]]);
+		if (!isnan(g->coefficient[ranks[0]]))
+			fprintf(t->fp, "clip coefficient %.9g ",
+			    g->coefficient[ranks[0]]);
+	} else if (g->numeric && c >= 0 && t->audit->arith == ARITH_EXACT) {
 		hash_hex(g->hash[ranks[0]], hex);
 		fprintf(t->fp, "norm^2 %.8s ", hex);
 	} else if (g->numeric && c >= 0)
@@ -1679,7 +1685,7 @@ put_norm_row(struct text *t, const int *ranks, size_t n, int c)
 	    ok ? "ok" : "DIFF", paint(t, ANSI_RESET));
 	if (cl == NULL)
 		fputs(" (never clips)", t->fp);
-	else if (!cl->correct && cl->nmults == 0)
+	else if (!cl->correct && cl->nmults == 0 && t->audit->trace == NULL)
 		fputs(" (counts other elements)", t->fp);
 	putc('\n', t->fp);
 }
@@ -1718,7 +1724,9 @@ print_grad_norm(struct text *t)
 	if (n > 0)
 		put_norm_row(t, ranks, n, -1);
 	free(ranks);
-	if (g->numeric && a->arith == ARITH_EXACT) {
+	if (a->trace != NULL)
+		fprintf(t->fp, "  reference: norm %.9g\n", g->reference_norm);
+	else if (g->numeric && a->arith == ARITH_EXACT) {
 		hash_hex(g->reference_hash, hex);
 		fprintf(t->fp, "  reference: norm^2 %.8s\n", hex);
 	} else if (g->numeric)

@@ -118,6 +118,9 @@ def reference(out, parallel_dir, opts):
         loss = (common.token_losses(model(tokens), targets) * mask).sum() / mask.sum()
         loss.backward()
     trace.finals_from_grads()
+    # The norm the parallel step should clip by: every element once.
+    trace.grad_norm(math.sqrt(sum(float(p.grad.pow(2).sum())
+                                  for p in model.parameters())))
     trace.close()
 
 
