@@ -68,7 +68,7 @@ test_table(void)
 		    "%s takes %d to %d operands", commands[i]->name,
 		    commands[i]->min_args, commands[i]->max_args);
 	}
-	tap_ok(i == 7, "seven commands (%d)", i);
+	tap_ok(i == 8, "eight commands (%d)", i);
 	tap_ok(command_find("frobnicate") == NULL, "no command frobnicate");
 }
 
