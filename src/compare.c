@@ -999,7 +999,7 @@ emit_findings(struct cmp *c)
 		memcpy(fd->ranks, g->ranks, g->nranks * sizeof(*fd->ranks));
 		fd->nranks = g->nranks;
 		fd->op = "traced step";
-		fd->dim = "measured";
+		fd->dim = NULL;	/* measured: no mesh dimension is known */
 		{
 			char *s;
 
