@@ -409,10 +409,6 @@ audit_region(struct cmp *c, const struct trace_param *p,
 	}
 	res->fitted = nk;
 	res->rows = m;
-	if (nk > MAX_COLUMNS) {
-		free(keptcol);
-		return;
-	}
 	cy = xcalloc((size_t)nk + 1, sizeof(*cy));
 	cr = xcalloc((size_t)nk + 1, sizeof(*cr));
 	qy = xcalloc((size_t)nk + 1, sizeof(*qy));
@@ -694,8 +690,9 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 	nf = trace_tensors_of(t, pi, TRACE_FINAL, &f0);
 	nc = trace_tensors_of(t, pi, TRACE_CONTRIB, &c0);
 	cols = xcalloc(nc + 1, sizeof(*cols));
-	if (c->bufcols < nc + 2) {
-		c->bufcols = nc + 2;
+	/* Rows of at most MAX_COLUMNS columns are ever loaded (the bound). */
+	if (c->bufcols < (nc < MAX_COLUMNS ? nc : MAX_COLUMNS) + 2) {
+		c->bufcols = (nc < MAX_COLUMNS ? nc : MAX_COLUMNS) + 2;
 		c->buf = xreallocarray(c->buf, c->bufcols * CHUNK,
 		    sizeof(double));
 	}
@@ -751,7 +748,23 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 
 			if (rlo == rhi)
 				continue;
-			audit_region(c, p, f, cols, n, rlo, rhi, &res);
+			/*
+			 * More contributions than MAX_COLUMNS on one final:
+			 * its values are still compared, but no expression
+			 * is inferred (gradaudit-trace(5), LIMITS).
+			 */
+			audit_region(c, p, f, cols, n <= MAX_COLUMNS ? n : 0,
+			    rlo, rhi, &res);
+			if (n > MAX_COLUMNS) {
+				res.value = res.expected = NULL;
+				res.ref_determined = false;
+				res.determined = true;	/* no note per region */
+			}
+			if (n > MAX_COLUMNS && k == 0)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d: %zu contributions, more than "
+				    "the %d fitted: values compared, no "
+				    "expressions", f->rank, n, MAX_COLUMNS));
 			cells = xreallocarray(cells, ncells + 1,
 			    sizeof(*cells));
 			keyof = xreallocarray(keyof, ncells + 1,
