@@ -43,7 +43,8 @@ Trace(out_dir, params, *, mode="parallel", rank=None, world=None, step=None,
     step id: by default rank 0 of a parallel trace makes a uuid4 hex and
     broadcasts it (torch.distributed.broadcast_object_list), so the
     constructor is a collective there.  mesh: sizes of the mesh dimensions
-    (dp, pp, tp, cp, ep, etp), whose product must be the world size; coords:
+    (dp, pp, tp, cp, ep, etp): dp x pp x tp x cp must be the world size (ep
+    and etp regroup those ranks for the experts); coords:
     this rank's coordinates in it.  micro_batches: how many the step runs
     (default: one more than the highest seen).  reference_of: the parallel
     trace's step id (load_weights reads it).  Without torch.distributed a
@@ -481,9 +482,11 @@ class Trace:
             if not isinstance(v, int) or v < 1:
                 raise ValueError("mesh size %s=%r is not a positive integer"
                                  % (k, v))
-        if math.prod(mesh.values()) != self.world:
+        # ep and etp regroup the dense ranks; they add none (as compare reads).
+        n = math.prod(mesh.get(k, 1) for k in ("dp", "pp", "tp", "cp"))
+        if n != self.world:
             raise ValueError("the mesh %r has %d ranks, the world %d"
-                             % (mesh, math.prod(mesh.values()), self.world))
+                             % (mesh, n, self.world))
         return mesh
 
     def _check_coords(self, coords):

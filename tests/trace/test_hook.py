@@ -477,6 +477,9 @@ class ErrorsTest(Base):
             self.trace(mode="serial")
         with self.assertRaisesRegex(ValueError, "has 4 ranks, the world 1"):
             self.trace(mesh={"dp": 2, "pp": 2})
+        t = self.trace(mesh={"dp": 1, "ep": 2, "etp": 2},
+                       coords={"ep": 1, "etp": 0})
+        self.assertEqual(t.mesh["ep"], 2)
         with self.assertRaisesRegex(ValueError, "unknown mesh dimension"):
             self.trace(mesh={"zz": 1})
         with self.assertRaisesRegex(ValueError, "outside the mesh"):
