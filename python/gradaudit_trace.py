@@ -14,6 +14,7 @@ Usage, in the training script of every rank (after init_process_group)::
 
     trace = Trace("trace/parallel", model.named_parameters(),
                   mesh={"dp": 2, "tp": 2}, coords={"dp": dp_rank, "tp": tp_rank})
+    # or mesh="megatron" (after Megatron's initialize_model_parallel)
     trace.add_param("output.weight", shard, shape=[32, 8], offset=[16, 0])
     trace.save_weights()                      # before the optimizer steps
     for m, batch in enumerate(micro_batches):
@@ -44,12 +45,21 @@ Trace(out_dir, params, *, mode="parallel", rank=None, world=None, step=None,
     broadcasts it (torch.distributed.broadcast_object_list), so the
     constructor is a collective there.  mesh: sizes of the mesh dimensions
     (dp, pp, tp, cp, ep, etp): dp x pp x tp x cp must be the world size (ep
-    and etp regroup those ranks for the experts); coords:
-    this rank's coordinates in it.  micro_batches: how many the step runs
-    (default: one more than the highest seen).  reference_of: the parallel
-    trace's step id (load_weights reads it).  Without torch.distributed a
-    parallel trace of several ranks needs rank, world and step, and rank 0
-    must be closed last: it writes the manifest.
+    and etp regroup those ranks for the experts); coords: this rank's
+    coordinates in it, in Megatron's order (tp fastest, then cp, dp, pp).
+    mesh="megatron" takes both from megatron_mesh() (coords if not given).
+    micro_batches: how many the step runs (default: one more than the
+    highest seen).  reference_of: the parallel trace's step id
+    (load_weights reads it).  Without torch.distributed a parallel trace of
+    several ranks needs rank, world and step, and rank 0 must be closed
+    last: it writes the manifest.
+
+megatron_mesh() -> (mesh, coords)
+    This rank's from Megatron-LM's megatron.core.parallel_state, once it is
+    initialized: dp is the pure data-parallel size (without cp); ep and etp
+    only when they regroup the ranks otherwise than tp does (ep > 1 or an
+    etp other than tp).  ValueError if Megatron is not importable, not
+    initialized, or has gtp_remat ranks (no dimension here).
 
 add_param(name, tensor, shape=None, offset=None)
     Trace a parameter whose local tensor is `tensor`, the box of the logical
@@ -118,6 +128,7 @@ a gradient outside a micro-batch, a second final) raise ValueError.
 
 import contextlib
 import ctypes
+import importlib
 import json
 import math
 import os
@@ -129,7 +140,8 @@ import warnings
 import torch
 
 __all__ = ["Trace", "read_trace", "read_safetensors", "write_safetensors",
-           "assemble", "dtensor_placement", "FORMAT", "VERSION"]
+           "assemble", "dtensor_placement", "megatron_mesh", "FORMAT",
+           "VERSION"]
 
 FORMAT = "gradaudit-trace"
 VERSION = 1
@@ -397,6 +409,51 @@ def _ints(v, what):
     return out
 
 
+# --- the mesh, from Megatron ------------------------------------------------
+
+def megatron_mesh():
+    """(mesh, coords) of this rank from megatron.core.parallel_state."""
+    try:
+        ps = importlib.import_module("megatron.core.parallel_state")
+    except ImportError as e:
+        raise ValueError("no Megatron mesh: cannot import "
+                         "megatron.core.parallel_state (%s)" % e) from None
+    if not ps.model_parallel_is_initialized():
+        raise ValueError("no Megatron mesh: parallel_state is not initialized "
+                         "(initialize_model_parallel has not run)")
+
+    def get(what, default=(1, 0)):
+        size = getattr(ps, "get_%s_world_size" % what, None)
+        rank = getattr(ps, "get_%s_rank" % what, None)
+        return default if size is None or rank is None else (size(), rank())
+
+    tp = get("tensor_model_parallel")
+    pp = get("pipeline_model_parallel")
+    cp = get("context_parallel")            # absent before context parallelism
+    try:
+        dp = (ps.get_data_parallel_world_size(with_context_parallel=False),
+              ps.get_data_parallel_rank(with_context_parallel=False))
+    except TypeError:
+        # No with_context_parallel argument: before context parallelism the
+        # group is the pure dp; in the weeks between (Megatron 80590f9894 to
+        # 2a552cfbf7, 2023) it held the cp ranks too, cp fastest.
+        dp = ps.get_data_parallel_world_size(), ps.get_data_parallel_rank()
+        dp = dp[0] // cp[0], dp[1] // cp[0]
+    if get("gtp_weight_remat")[0] > 1:
+        raise ValueError("Megatron's gtp_remat ranks have no dimension in "
+                         "gradaudit's mesh")
+    dims = {"dp": dp, "pp": pp, "tp": tp, "cp": cp}
+    ep = get("expert_model_parallel")
+    etp = get("expert_tensor_parallel", (None, None))
+    # Unset, Megatron's etp is the tp; the expert dims are worth recording
+    # only when they regroup the ranks otherwise.
+    etp = (etp[0] or tp[0], tp[1] if etp[1] is None else etp[1])
+    if ep[0] > 1 or etp[0] != tp[0]:
+        dims.update(ep=ep, etp=etp)
+    return ({k: int(v[0]) for k, v in dims.items()},
+            {k: int(v[1]) for k, v in dims.items()})
+
+
 class _Param:
     __slots__ = ("name", "tensor", "shape", "offset", "box", "handle")
 
@@ -433,6 +490,12 @@ class Trace:
                              % (rank, world, d.get_rank(), d.get_world_size()))
         self.rank, self.world = rank, world
         self._collective = d is not None and mode == "parallel" and world > 1
+        if isinstance(mesh, str):
+            if mesh != "megatron":
+                raise ValueError("mesh is a dict of sizes or \"megatron\", "
+                                 "not %r" % (mesh,))
+            mesh, found = megatron_mesh()
+            coords = found if coords is None else coords
         self.mesh = self._check_mesh(mesh)
         self.coords = self._check_coords(coords)
         if micro_batches is not None and (not isinstance(micro_batches, int)
