@@ -14,7 +14,8 @@ Usage, in the training script of every rank (after init_process_group)::
 
     trace = Trace("trace/parallel", model.named_parameters(),
                   mesh={"dp": 2, "tp": 2}, coords={"dp": dp_rank, "tp": tp_rank})
-    # or mesh="megatron" (after Megatron's initialize_model_parallel)
+    # or mesh="megatron" (after Megatron's initialize_model_parallel), or
+    # mesh, coords = device_mesh_coords(world_mesh) with torchtitan's
     trace.add_param("output.weight", shard, shape=[32, 8], offset=[16, 0])
     trace.save_weights()                      # before the optimizer steps
     for m, batch in enumerate(micro_batches):
@@ -60,6 +61,14 @@ megatron_mesh() -> (mesh, coords)
     only when they regroup the ranks otherwise than tp does (ep > 1 or an
     etp other than tp).  ValueError if Megatron is not importable, not
     initialized, or has gtp_remat ranks (no dimension here).
+device_mesh_coords(device_mesh, rank=None) -> (mesh, coords)
+    The same from a torch DeviceMesh's mesh_dim_names, sizes and
+    get_coordinate() (or the rank's place in device_mesh.mesh), with
+    torchtitan's names: pp, dp, cp, tp, ep, etp, and dp_replicate x
+    dp_shard joined into dp (dp = replicate * dp_shard + shard).  A
+    flattened one (dp, batch, fsdp, dp_shard_cp, dp_cp, loss) is skipped
+    when the mesh also has its parts; any other name, or a flattened one
+    that cannot be split, raises ValueError.
 
 add_param(name, tensor, shape=None, offset=None)
     Trace a parameter whose local tensor is `tensor`, the box of the logical
@@ -140,8 +149,8 @@ import warnings
 import torch
 
 __all__ = ["Trace", "read_trace", "read_safetensors", "write_safetensors",
-           "assemble", "dtensor_placement", "megatron_mesh", "FORMAT",
-           "VERSION"]
+           "assemble", "dtensor_placement", "megatron_mesh",
+           "device_mesh_coords", "FORMAT", "VERSION"]
 
 FORMAT = "gradaudit-trace"
 VERSION = 1
@@ -332,8 +341,8 @@ def _placement_kind(p):
     raise ValueError("unknown DTensor placement %r" % (p,))
 
 
-def _mesh_coordinate(mesh, rank):
-    get = getattr(mesh, "get_coordinate", None)
+def _mesh_coordinate(mesh, rank, ask=True):
+    get = getattr(mesh, "get_coordinate", None) if ask else None
     if callable(get):
         coord = get()
         if coord is not None:
@@ -341,7 +350,7 @@ def _mesh_coordinate(mesh, rank):
     ranks = mesh.mesh
     where = (ranks == rank).nonzero()
     if where.numel() == 0:
-        raise ValueError("rank %d is not in the DTensor's device mesh" % rank)
+        raise ValueError("rank %d is not in the device mesh" % rank)
     return [int(c) for c in where[0]]
 
 
@@ -409,7 +418,7 @@ def _ints(v, what):
     return out
 
 
-# --- the mesh, from Megatron ------------------------------------------------
+# --- the mesh, from Megatron or a DeviceMesh ---------------------------------
 
 def megatron_mesh():
     """(mesh, coords) of this rank from megatron.core.parallel_state."""
@@ -452,6 +461,57 @@ def megatron_mesh():
         dims.update(ep=ep, etp=etp)
     return ({k: int(v[0]) for k, v in dims.items()},
             {k: int(v[1]) for k, v in dims.items()})
+
+
+# DeviceMesh dimension names (torchtitan's) and the dimensions they span;
+# one that spans several is a flattened one.
+_DEVICE_DIMS = {
+    "pp": ("pp",), "tp": ("tp",), "cp": ("cp",), "ep": ("ep",),
+    "etp": ("etp",), "dp_replicate": ("dp_replicate",),
+    "dp_shard": ("dp_shard",), "dp": ("dp_replicate", "dp_shard"),
+    "batch": ("dp_replicate", "dp_shard"), "fsdp": ("dp_shard", "cp"),
+    "dp_shard_cp": ("dp_shard", "cp"),
+    "dp_cp": ("dp_replicate", "dp_shard", "cp"),
+    "loss": ("dp_replicate", "dp_shard", "cp")}
+
+
+def device_mesh_coords(device_mesh, rank=None):
+    """(mesh, coords) of `rank` (default: this one) in a named DeviceMesh."""
+    names = list(getattr(device_mesh, "mesh_dim_names", None) or ())
+    sizes = _mesh_sizes(device_mesh)
+    if len(names) != len(sizes):
+        raise ValueError("the device mesh needs mesh_dim_names, one for "
+                         "each of its %d dimensions" % len(sizes))
+    for name in names:
+        if name not in _DEVICE_DIMS:
+            raise ValueError("cannot map device mesh dimension %r to "
+                             "gradaudit's (%s)" % (name, ", ".join(MESH_DIMS)))
+    # get_coordinate() answers for this process only: another rank is
+    # looked up in the mesh.
+    coord = _mesh_coordinate(device_mesh, _dist_rank() if rank is None
+                             else rank, ask=rank is None)
+    got = {}
+    for name, size, c in zip(names, sizes, coord):
+        spans = _DEVICE_DIMS[name]
+        finer = {d for n in names if len(_DEVICE_DIMS[n]) < len(spans)
+                 for d in _DEVICE_DIMS[n]}
+        if set(spans) <= finer:
+            continue                # flattened from others in the mesh
+        if name in ("dp", "batch"):
+            spans = ("dp",)
+        elif len(spans) > 1:
+            if size == 1:
+                continue
+            raise ValueError("device mesh dimension %r flattens %s; give the "
+                             "mesh with them apart"
+                             % (name, " x ".join(spans)))
+        got[spans[0]] = (size, c)
+    if "dp_replicate" in got or "dp_shard" in got:
+        r, rc = got.pop("dp_replicate", (1, 0))
+        s, sc = got.pop("dp_shard", (1, 0))
+        got["dp"] = (r * s, rc * s + sc)    # replicate the slower
+    return ({k: v[0] for k, v in got.items()},
+            {k: v[1] for k, v in got.items()})
 
 
 class _Param:

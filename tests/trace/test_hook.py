@@ -9,6 +9,7 @@ the manifest written after the barrier.
 """
 
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -632,6 +633,77 @@ class MegatronMeshTest(Base):
                              {"megatron.core.parallel_state": None}):
             with self.assertRaisesRegex(ValueError, "cannot import"):
                 Trace(self.path("r"), mesh="megatron", step="s")
+
+
+class FakeDeviceMesh:
+    """A DeviceMesh: ranks 0..n-1 row-major in `shape`, named; with
+    get_coordinate() only when `coordinate` is given."""
+
+    def __init__(self, names, shape, coordinate=None):
+        self.mesh_dim_names = None if names is None else tuple(names)
+        self.mesh = torch.arange(math.prod(shape)).reshape(shape)
+        if coordinate is not None:
+            self.get_coordinate = lambda: list(coordinate)
+
+
+class DeviceMeshTest(Base):
+    def test_one_dimension(self):
+        m = FakeDeviceMesh(["dp"], [4])
+        self.assertEqual(gt.device_mesh_coords(m, rank=2),
+                         ({"dp": 4}, {"dp": 2}))
+
+    def test_replicate_and_shard_join_into_dp(self):
+        m = FakeDeviceMesh(["dp_replicate", "dp_shard"], [2, 3])
+        for rank in range(6):
+            mesh, coords = gt.device_mesh_coords(m, rank=rank)
+            self.assertEqual(mesh, {"dp": 6})
+            # torchtitan's replicate-slowest is Megatron's dp order.
+            self.assertEqual(coords, {"dp": rank})
+        m = FakeDeviceMesh(["pp", "dp_replicate", "dp_shard", "cp", "tp"],
+                           [2, 2, 2, 1, 2])
+        mesh, coords = gt.device_mesh_coords(m, rank=11)
+        self.assertEqual(mesh, {"pp": 2, "dp": 4, "cp": 1, "tp": 2})
+        self.assertEqual(coords, {"pp": 1, "dp": 1, "cp": 0, "tp": 1})
+
+    def test_pp_dp_tp_in_megatrons_order(self):
+        m = FakeDeviceMesh(["pp", "dp", "tp"], [2, 2, 2])
+        for rank in range(8):
+            mesh, c = gt.device_mesh_coords(m, rank=rank)
+            self.assertEqual(mesh, {"pp": 2, "dp": 2, "tp": 2})
+            self.assertEqual(rank, c["tp"] + 2 * (c["dp"] + 2 * c["pp"]))
+        # This process's coordinate, from get_coordinate().
+        m = FakeDeviceMesh(["pp", "batch", "cp", "tp"], [2, 2, 1, 2],
+                           coordinate=[1, 0, 0, 1])
+        self.assertEqual(gt.device_mesh_coords(m)[1],
+                         {"pp": 1, "dp": 0, "cp": 0, "tp": 1})
+        t = Trace(self.path("p"), mesh=gt.device_mesh_coords(m)[0],
+                  coords=gt.device_mesh_coords(m)[1], rank=5, world=8,
+                  step="s")
+        self.assertEqual(t.coords["pp"], 1)
+
+    def test_flattened_dimensions(self):
+        # Beside their parts, skipped (the mesh tensor is only a stand-in).
+        m = FakeDeviceMesh(["dp_replicate", "dp_shard", "cp", "dp",
+                            "dp_shard_cp", "dp_cp"], [2, 2, 2, 4, 4, 8],
+                           coordinate=[1, 0, 1, 2, 1, 5])
+        self.assertEqual(gt.device_mesh_coords(m),
+                         ({"dp": 4, "cp": 2}, {"dp": 2, "cp": 1}))
+        # fsdp = dp_shard x cp alone cannot be split, unless it is 1.
+        m = FakeDeviceMesh(["pp", "dp_replicate", "fsdp", "tp"], [1, 2, 2, 2])
+        with self.assertRaisesRegex(ValueError, "'fsdp' flattens dp_shard x"):
+            gt.device_mesh_coords(m, rank=0)
+        m = FakeDeviceMesh(["dp_replicate", "fsdp"], [2, 1])
+        self.assertEqual(gt.device_mesh_coords(m, rank=1),
+                         ({"dp": 2}, {"dp": 1}))
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, "cannot map .*'efsdp'"):
+            gt.device_mesh_coords(
+                FakeDeviceMesh(["pp", "efsdp", "ep"], [1, 2, 2]), rank=0)
+        with self.assertRaisesRegex(ValueError, "needs mesh_dim_names"):
+            gt.device_mesh_coords(FakeDeviceMesh(None, [2]), rank=0)
+        with self.assertRaisesRegex(ValueError, "not in the device mesh"):
+            gt.device_mesh_coords(FakeDeviceMesh(["dp"], [2]), rank=2)
 
 
 def _gloo_rank(rank, out, rendezvous):
