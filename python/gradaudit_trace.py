@@ -14,6 +14,8 @@ Usage, in the training script of every rank (after init_process_group)::
 
     trace = Trace("trace/parallel", model.named_parameters(),
                   mesh={"dp": 2, "tp": 2}, coords={"dp": dp_rank, "tp": tp_rank})
+    # or mesh="megatron" (after Megatron's initialize_model_parallel), or
+    # mesh, coords = device_mesh_coords(world_mesh) with torchtitan's
     trace.add_param("output.weight", shard, shape=[32, 8], offset=[16, 0])
     trace.save_weights()                      # before the optimizer steps
     for m, batch in enumerate(micro_batches):
@@ -43,12 +45,30 @@ Trace(out_dir, params, *, mode="parallel", rank=None, world=None, step=None,
     step id: by default rank 0 of a parallel trace makes a uuid4 hex and
     broadcasts it (torch.distributed.broadcast_object_list), so the
     constructor is a collective there.  mesh: sizes of the mesh dimensions
-    (dp, pp, tp, cp, ep, etp), whose product must be the world size; coords:
-    this rank's coordinates in it.  micro_batches: how many the step runs
-    (default: one more than the highest seen).  reference_of: the parallel
-    trace's step id (load_weights reads it).  Without torch.distributed a
-    parallel trace of several ranks needs rank, world and step, and rank 0
-    must be closed last: it writes the manifest.
+    (dp, pp, tp, cp, ep, etp): dp x pp x tp x cp must be the world size (ep
+    and etp regroup those ranks for the experts); coords: this rank's
+    coordinates in it, in Megatron's order (tp fastest, then cp, dp, pp).
+    mesh="megatron" takes both from megatron_mesh() (coords if not given).
+    micro_batches: how many the step runs (default: one more than the
+    highest seen).  reference_of: the parallel trace's step id
+    (load_weights reads it).  Without torch.distributed a parallel trace of
+    several ranks needs rank, world and step, and rank 0 must be closed
+    last: it writes the manifest.
+
+megatron_mesh() -> (mesh, coords)
+    This rank's from Megatron-LM's megatron.core.parallel_state, once it is
+    initialized: dp is the pure data-parallel size (without cp); ep and etp
+    only when they regroup the ranks otherwise than tp does (ep > 1 or an
+    etp other than tp).  ValueError if Megatron is not importable, not
+    initialized, or has gtp_remat ranks (no dimension here).
+device_mesh_coords(device_mesh, rank=None) -> (mesh, coords)
+    The same from a torch DeviceMesh's mesh_dim_names, sizes and
+    get_coordinate() (or the rank's place in device_mesh.mesh), with
+    torchtitan's names: pp, dp, cp, tp, ep, etp, and dp_replicate x
+    dp_shard joined into dp (dp = replicate * dp_shard + shard).  A
+    flattened one (dp, batch, fsdp, dp_shard_cp, dp_cp, loss) is skipped
+    when the mesh also has its parts; any other name, or a flattened one
+    that cannot be split, raises ValueError.
 
 add_param(name, tensor, shape=None, offset=None)
     Trace a parameter whose local tensor is `tensor`, the box of the logical
@@ -117,6 +137,7 @@ a gradient outside a micro-batch, a second final) raise ValueError.
 
 import contextlib
 import ctypes
+import importlib
 import json
 import math
 import os
@@ -128,7 +149,8 @@ import warnings
 import torch
 
 __all__ = ["Trace", "read_trace", "read_safetensors", "write_safetensors",
-           "assemble", "dtensor_placement", "FORMAT", "VERSION"]
+           "assemble", "dtensor_placement", "megatron_mesh",
+           "device_mesh_coords", "FORMAT", "VERSION"]
 
 FORMAT = "gradaudit-trace"
 VERSION = 1
@@ -319,8 +341,8 @@ def _placement_kind(p):
     raise ValueError("unknown DTensor placement %r" % (p,))
 
 
-def _mesh_coordinate(mesh, rank):
-    get = getattr(mesh, "get_coordinate", None)
+def _mesh_coordinate(mesh, rank, ask=True):
+    get = getattr(mesh, "get_coordinate", None) if ask else None
     if callable(get):
         coord = get()
         if coord is not None:
@@ -328,7 +350,7 @@ def _mesh_coordinate(mesh, rank):
     ranks = mesh.mesh
     where = (ranks == rank).nonzero()
     if where.numel() == 0:
-        raise ValueError("rank %d is not in the DTensor's device mesh" % rank)
+        raise ValueError("rank %d is not in the device mesh" % rank)
     return [int(c) for c in where[0]]
 
 
@@ -396,6 +418,102 @@ def _ints(v, what):
     return out
 
 
+# --- the mesh, from Megatron or a DeviceMesh ---------------------------------
+
+def megatron_mesh():
+    """(mesh, coords) of this rank from megatron.core.parallel_state."""
+    try:
+        ps = importlib.import_module("megatron.core.parallel_state")
+    except ImportError as e:
+        raise ValueError("no Megatron mesh: cannot import "
+                         "megatron.core.parallel_state (%s)" % e) from None
+    if not ps.model_parallel_is_initialized():
+        raise ValueError("no Megatron mesh: parallel_state is not initialized "
+                         "(initialize_model_parallel has not run)")
+
+    def get(what, default=(1, 0)):
+        size = getattr(ps, "get_%s_world_size" % what, None)
+        rank = getattr(ps, "get_%s_rank" % what, None)
+        return default if size is None or rank is None else (size(), rank())
+
+    tp = get("tensor_model_parallel")
+    pp = get("pipeline_model_parallel")
+    cp = get("context_parallel")            # absent before context parallelism
+    try:
+        dp = (ps.get_data_parallel_world_size(with_context_parallel=False),
+              ps.get_data_parallel_rank(with_context_parallel=False))
+    except TypeError:
+        # No with_context_parallel argument: before context parallelism the
+        # group is the pure dp; in the weeks between (Megatron 80590f9894 to
+        # 2a552cfbf7, 2023) it held the cp ranks too, cp fastest.
+        dp = ps.get_data_parallel_world_size(), ps.get_data_parallel_rank()
+        dp = dp[0] // cp[0], dp[1] // cp[0]
+    if get("gtp_weight_remat")[0] > 1:
+        raise ValueError("Megatron's gtp_remat ranks have no dimension in "
+                         "gradaudit's mesh")
+    dims = {"dp": dp, "pp": pp, "tp": tp, "cp": cp}
+    ep = get("expert_model_parallel")
+    etp = get("expert_tensor_parallel", (None, None))
+    # Unset, Megatron's etp is the tp; the expert dims are worth recording
+    # only when they regroup the ranks otherwise.
+    etp = (etp[0] or tp[0], tp[1] if etp[1] is None else etp[1])
+    if ep[0] > 1 or etp[0] != tp[0]:
+        dims.update(ep=ep, etp=etp)
+    return ({k: int(v[0]) for k, v in dims.items()},
+            {k: int(v[1]) for k, v in dims.items()})
+
+
+# DeviceMesh dimension names (torchtitan's) and the dimensions they span;
+# one that spans several is a flattened one.
+_DEVICE_DIMS = {
+    "pp": ("pp",), "tp": ("tp",), "cp": ("cp",), "ep": ("ep",),
+    "etp": ("etp",), "dp_replicate": ("dp_replicate",),
+    "dp_shard": ("dp_shard",), "dp": ("dp_replicate", "dp_shard"),
+    "batch": ("dp_replicate", "dp_shard"), "fsdp": ("dp_shard", "cp"),
+    "dp_shard_cp": ("dp_shard", "cp"),
+    "dp_cp": ("dp_replicate", "dp_shard", "cp"),
+    "loss": ("dp_replicate", "dp_shard", "cp")}
+
+
+def device_mesh_coords(device_mesh, rank=None):
+    """(mesh, coords) of `rank` (default: this one) in a named DeviceMesh."""
+    names = list(getattr(device_mesh, "mesh_dim_names", None) or ())
+    sizes = _mesh_sizes(device_mesh)
+    if len(names) != len(sizes):
+        raise ValueError("the device mesh needs mesh_dim_names, one for "
+                         "each of its %d dimensions" % len(sizes))
+    for name in names:
+        if name not in _DEVICE_DIMS:
+            raise ValueError("cannot map device mesh dimension %r to "
+                             "gradaudit's (%s)" % (name, ", ".join(MESH_DIMS)))
+    # get_coordinate() answers for this process only: another rank is
+    # looked up in the mesh.
+    coord = _mesh_coordinate(device_mesh, _dist_rank() if rank is None
+                             else rank, ask=rank is None)
+    got = {}
+    for name, size, c in zip(names, sizes, coord):
+        spans = _DEVICE_DIMS[name]
+        finer = {d for n in names if len(_DEVICE_DIMS[n]) < len(spans)
+                 for d in _DEVICE_DIMS[n]}
+        if set(spans) <= finer:
+            continue                # flattened from others in the mesh
+        if name in ("dp", "batch"):
+            spans = ("dp",)
+        elif len(spans) > 1:
+            if size == 1:
+                continue
+            raise ValueError("device mesh dimension %r flattens %s; give the "
+                             "mesh with them apart"
+                             % (name, " x ".join(spans)))
+        got[spans[0]] = (size, c)
+    if "dp_replicate" in got or "dp_shard" in got:
+        r, rc = got.pop("dp_replicate", (1, 0))
+        s, sc = got.pop("dp_shard", (1, 0))
+        got["dp"] = (r * s, rc * s + sc)    # replicate the slower
+    return ({k: v[0] for k, v in got.items()},
+            {k: v[1] for k, v in got.items()})
+
+
 class _Param:
     __slots__ = ("name", "tensor", "shape", "offset", "box", "handle")
 
@@ -432,6 +550,12 @@ class Trace:
                              % (rank, world, d.get_rank(), d.get_world_size()))
         self.rank, self.world = rank, world
         self._collective = d is not None and mode == "parallel" and world > 1
+        if isinstance(mesh, str):
+            if mesh != "megatron":
+                raise ValueError("mesh is a dict of sizes or \"megatron\", "
+                                 "not %r" % (mesh,))
+            mesh, found = megatron_mesh()
+            coords = found if coords is None else coords
         self.mesh = self._check_mesh(mesh)
         self.coords = self._check_coords(coords)
         if micro_batches is not None and (not isinstance(micro_batches, int)
@@ -481,9 +605,11 @@ class Trace:
             if not isinstance(v, int) or v < 1:
                 raise ValueError("mesh size %s=%r is not a positive integer"
                                  % (k, v))
-        if math.prod(mesh.values()) != self.world:
+        # ep and etp regroup the dense ranks; they add none (as compare reads).
+        n = math.prod(mesh.get(k, 1) for k in ("dp", "pp", "tp", "cp"))
+        if n != self.world:
             raise ValueError("the mesh %r has %d ranks, the world %d"
-                             % (mesh, math.prod(mesh.values()), self.world))
+                             % (mesh, n, self.world))
         return mesh
 
     def _check_coords(self, coords):

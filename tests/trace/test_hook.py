@@ -9,6 +9,7 @@ the manifest written after the barrier.
 """
 
 import json
+import math
 import multiprocessing
 import os
 import shutil
@@ -16,7 +17,9 @@ import struct
 import sys
 import tempfile
 import traceback
+import types
 import unittest
+from unittest import mock
 import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -477,6 +480,9 @@ class ErrorsTest(Base):
             self.trace(mode="serial")
         with self.assertRaisesRegex(ValueError, "has 4 ranks, the world 1"):
             self.trace(mesh={"dp": 2, "pp": 2})
+        t = self.trace(mesh={"dp": 1, "ep": 2, "etp": 2},
+                       coords={"ep": 1, "etp": 0})
+        self.assertEqual(t.mesh["ep"], 2)
         with self.assertRaisesRegex(ValueError, "unknown mesh dimension"):
             self.trace(mesh={"zz": 1})
         with self.assertRaisesRegex(ValueError, "outside the mesh"):
@@ -502,6 +508,202 @@ class ErrorsTest(Base):
         t.close()
         with self.assertRaisesRegex(ValueError, "closed"):
             t.close()
+
+
+def fake_parallel_state(rank, tp=1, cp=1, dp=1, pp=1, ep=None, etp=None,
+                        initialized=True, with_cp=True, cp_arg=True,
+                        gtp=None):
+    """A megatron.core.parallel_state for global `rank` of a job laid out
+    in Megatron's order (tp fastest, then cp, dp, pp; the experts of a
+    stage etp fastest, then ep).  with_cp=False: a version before context
+    parallelism; cp_arg=False: one whose data-parallel functions take no
+    with_context_parallel (and whose dp group holds the cp ranks)."""
+    ps = types.ModuleType("megatron.core.parallel_state")
+    t, c = rank % tp, rank // tp % cp
+    d, p = rank // (tp * cp) % dp, rank // (tp * cp * dp)
+    ps.model_parallel_is_initialized = lambda: initialized
+    ps.get_tensor_model_parallel_world_size = lambda: tp
+    ps.get_tensor_model_parallel_rank = lambda: t
+    ps.get_pipeline_model_parallel_world_size = lambda: pp
+    ps.get_pipeline_model_parallel_rank = lambda: p
+    if with_cp:
+        ps.get_context_parallel_world_size = lambda: cp
+        ps.get_context_parallel_rank = lambda: c
+    if cp_arg:
+        ps.get_data_parallel_world_size = (
+            lambda with_context_parallel=False:
+            dp * cp if with_context_parallel else dp)
+        ps.get_data_parallel_rank = (
+            lambda with_context_parallel=False:
+            c + cp * d if with_context_parallel else d)
+    else:
+        ps.get_data_parallel_world_size = lambda: dp * cp
+        ps.get_data_parallel_rank = lambda: c + cp * d
+    if ep is not None:
+        local = rank % (tp * cp * dp)
+        ps.get_expert_model_parallel_world_size = lambda: ep
+        ps.get_expert_model_parallel_rank = lambda: local // (etp or tp) % ep
+    if etp is not None:
+        ps.get_expert_tensor_parallel_world_size = lambda: etp
+        ps.get_expert_tensor_parallel_rank = lambda: local % etp
+    if gtp is not None:
+        ps.get_gtp_weight_remat_world_size = lambda: gtp
+        ps.get_gtp_weight_remat_rank = lambda: 0
+    return ps
+
+
+class MegatronMeshTest(Base):
+    def mesh(self, ps):
+        with mock.patch.dict(sys.modules,
+                             {"megatron.core.parallel_state": ps}):
+            return gt.megatron_mesh()
+
+    def test_coordinates_follow_megatrons_order(self):
+        sizes = {"tp": 2, "cp": 2, "dp": 2, "pp": 2}
+        for rank in (0, 1, 2, 5, 6, 11, 15):
+            mesh, coords = self.mesh(fake_parallel_state(rank, **sizes))
+            self.assertEqual(mesh, sizes)
+            self.assertEqual(rank, coords["tp"] + 2 * (coords["cp"] + 2 * (
+                coords["dp"] + 2 * coords["pp"])), coords)
+        mesh, coords = self.mesh(fake_parallel_state(6, tp=2, dp=4))
+        self.assertEqual(mesh, {"tp": 2, "cp": 1, "dp": 4, "pp": 1})
+        self.assertEqual(coords, {"tp": 0, "cp": 0, "dp": 3, "pp": 0})
+
+    def test_old_versions(self):
+        # Before context parallelism: no cp functions, dp without argument.
+        mesh, coords = self.mesh(fake_parallel_state(
+            5, tp=2, dp=2, pp=2, with_cp=False, cp_arg=False))
+        self.assertEqual(mesh, {"tp": 2, "cp": 1, "dp": 2, "pp": 2})
+        self.assertEqual(coords, {"tp": 1, "cp": 0, "dp": 0, "pp": 1})
+        # cp, but a dp group holding it and no with_context_parallel.
+        mesh, coords = self.mesh(fake_parallel_state(
+            13, tp=2, cp=2, dp=2, pp=2, cp_arg=False))
+        self.assertEqual(mesh, {"tp": 2, "cp": 2, "dp": 2, "pp": 2})
+        self.assertEqual(coords, {"tp": 1, "cp": 0, "dp": 1, "pp": 1})
+
+    def test_expert_dimensions(self):
+        # Dense, Megatron's etp defaulting to tp: nothing more to record.
+        mesh, _ = self.mesh(fake_parallel_state(3, tp=2, dp=2, ep=1, etp=2))
+        self.assertEqual(sorted(mesh), ["cp", "dp", "pp", "tp"])
+        # ep 2 x etp 1 over the tp 2 x dp 2 ranks: etp fastest, then ep.
+        for rank, ep in ((0, 0), (1, 1), (2, 0), (3, 1)):
+            mesh, coords = self.mesh(fake_parallel_state(
+                rank, tp=2, dp=2, ep=2, etp=1))
+            self.assertEqual((mesh["ep"], mesh["etp"]), (2, 1))
+            self.assertEqual((coords["ep"], coords["etp"]), (ep, 0))
+        # No expert-tensor functions: etp is tp.
+        mesh, _ = self.mesh(fake_parallel_state(0, tp=2, dp=2, ep=2))
+        self.assertEqual((mesh["ep"], mesh["etp"]), (2, 2))
+        # Megatron's fallback before its expert groups exist: None.
+        ps = fake_parallel_state(1, tp=2, dp=2, ep=2, etp=1)
+        ps.get_expert_tensor_parallel_world_size = lambda: None
+        ps.get_expert_tensor_parallel_rank = lambda: None
+        mesh, coords = self.mesh(ps)
+        self.assertEqual((mesh["etp"], coords["etp"]), (2, 1))
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, "not initialized"):
+            self.mesh(fake_parallel_state(0, initialized=False))
+        with self.assertRaisesRegex(ValueError, "cannot import"):
+            self.mesh(None)         # None in sys.modules: ImportError
+        with self.assertRaisesRegex(ValueError, "gtp_remat"):
+            self.mesh(fake_parallel_state(0, gtp=2))
+        mesh, _ = self.mesh(fake_parallel_state(0, gtp=1))
+        self.assertEqual(mesh["dp"], 1)
+
+    def test_trace_mesh_megatron(self):
+        ps = fake_parallel_state(6, tp=2, cp=2, dp=2, pp=2, ep=4, etp=1)
+        with mock.patch.dict(sys.modules,
+                             {"megatron.core.parallel_state": ps}):
+            t = Trace(self.path("p"), mesh="megatron", rank=6, world=16,
+                      step="s")
+            self.assertEqual(t.mesh, {"tp": 2, "cp": 2, "dp": 2, "pp": 2,
+                                      "ep": 4, "etp": 1})
+            self.assertEqual(t.coords, {"tp": 0, "cp": 1, "dp": 1, "pp": 0,
+                                        "ep": 2, "etp": 0})
+            t = Trace(self.path("q"), mesh="megatron", coords={"dp": 0},
+                      rank=6, world=16, step="s")
+            self.assertEqual(t.coords, {"dp": 0})
+            with self.assertRaisesRegex(ValueError, "16 ranks, the world 8"):
+                Trace(self.path("r"), mesh="megatron", rank=6, world=8,
+                      step="s")
+        with self.assertRaisesRegex(ValueError, "dict of sizes"):
+            Trace(self.path("r"), mesh="titan", step="s")
+        with mock.patch.dict(sys.modules,
+                             {"megatron.core.parallel_state": None}):
+            with self.assertRaisesRegex(ValueError, "cannot import"):
+                Trace(self.path("r"), mesh="megatron", step="s")
+
+
+class FakeDeviceMesh:
+    """A DeviceMesh: ranks 0..n-1 row-major in `shape`, named; with
+    get_coordinate() only when `coordinate` is given."""
+
+    def __init__(self, names, shape, coordinate=None):
+        self.mesh_dim_names = None if names is None else tuple(names)
+        self.mesh = torch.arange(math.prod(shape)).reshape(shape)
+        if coordinate is not None:
+            self.get_coordinate = lambda: list(coordinate)
+
+
+class DeviceMeshTest(Base):
+    def test_one_dimension(self):
+        m = FakeDeviceMesh(["dp"], [4])
+        self.assertEqual(gt.device_mesh_coords(m, rank=2),
+                         ({"dp": 4}, {"dp": 2}))
+
+    def test_replicate_and_shard_join_into_dp(self):
+        m = FakeDeviceMesh(["dp_replicate", "dp_shard"], [2, 3])
+        for rank in range(6):
+            mesh, coords = gt.device_mesh_coords(m, rank=rank)
+            self.assertEqual(mesh, {"dp": 6})
+            # torchtitan's replicate-slowest is Megatron's dp order.
+            self.assertEqual(coords, {"dp": rank})
+        m = FakeDeviceMesh(["pp", "dp_replicate", "dp_shard", "cp", "tp"],
+                           [2, 2, 2, 1, 2])
+        mesh, coords = gt.device_mesh_coords(m, rank=11)
+        self.assertEqual(mesh, {"pp": 2, "dp": 4, "cp": 1, "tp": 2})
+        self.assertEqual(coords, {"pp": 1, "dp": 1, "cp": 0, "tp": 1})
+
+    def test_pp_dp_tp_in_megatrons_order(self):
+        m = FakeDeviceMesh(["pp", "dp", "tp"], [2, 2, 2])
+        for rank in range(8):
+            mesh, c = gt.device_mesh_coords(m, rank=rank)
+            self.assertEqual(mesh, {"pp": 2, "dp": 2, "tp": 2})
+            self.assertEqual(rank, c["tp"] + 2 * (c["dp"] + 2 * c["pp"]))
+        # This process's coordinate, from get_coordinate().
+        m = FakeDeviceMesh(["pp", "batch", "cp", "tp"], [2, 2, 1, 2],
+                           coordinate=[1, 0, 0, 1])
+        self.assertEqual(gt.device_mesh_coords(m)[1],
+                         {"pp": 1, "dp": 0, "cp": 0, "tp": 1})
+        t = Trace(self.path("p"), mesh=gt.device_mesh_coords(m)[0],
+                  coords=gt.device_mesh_coords(m)[1], rank=5, world=8,
+                  step="s")
+        self.assertEqual(t.coords["pp"], 1)
+
+    def test_flattened_dimensions(self):
+        # Beside their parts, skipped (the mesh tensor is only a stand-in).
+        m = FakeDeviceMesh(["dp_replicate", "dp_shard", "cp", "dp",
+                            "dp_shard_cp", "dp_cp"], [2, 2, 2, 4, 4, 8],
+                           coordinate=[1, 0, 1, 2, 1, 5])
+        self.assertEqual(gt.device_mesh_coords(m),
+                         ({"dp": 4, "cp": 2}, {"dp": 2, "cp": 1}))
+        # fsdp = dp_shard x cp alone cannot be split, unless it is 1.
+        m = FakeDeviceMesh(["pp", "dp_replicate", "fsdp", "tp"], [1, 2, 2, 2])
+        with self.assertRaisesRegex(ValueError, "'fsdp' flattens dp_shard x"):
+            gt.device_mesh_coords(m, rank=0)
+        m = FakeDeviceMesh(["dp_replicate", "fsdp"], [2, 1])
+        self.assertEqual(gt.device_mesh_coords(m, rank=1),
+                         ({"dp": 2}, {"dp": 1}))
+
+    def test_refusals(self):
+        with self.assertRaisesRegex(ValueError, "cannot map .*'efsdp'"):
+            gt.device_mesh_coords(
+                FakeDeviceMesh(["pp", "efsdp", "ep"], [1, 2, 2]), rank=0)
+        with self.assertRaisesRegex(ValueError, "needs mesh_dim_names"):
+            gt.device_mesh_coords(FakeDeviceMesh(None, [2]), rank=0)
+        with self.assertRaisesRegex(ValueError, "not in the device mesh"):
+            gt.device_mesh_coords(FakeDeviceMesh(["dp"], [2]), rank=2)
 
 
 def _gloo_rank(rank, out, rendezvous):
