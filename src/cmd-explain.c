@@ -508,16 +508,29 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 	    (long long)ln->tokens * ln->chunks, ln->chunks,
 	    ln->micro_batches, m->mesh.pure_dp, m->mesh.cp, by, scale,
 	    divisor);
-	q_format(ln->expected, q, sizeof q);
-	fprintf(fp, "  every atom's expected weight, tokens/N: %s\n", q);
-	fprintf(fp, "  chunk           valid  loss factor (atom units)\n");
+	cfg_key_value(cfg, KEY_OBJECTIVE, by, sizeof by);
+	if (ln->uniform) {
+		q_format(ln->weight[0], q, sizeof q);
+		fprintf(fp, "  objective %s: every atom's expected weight %s\n",
+		    by, q);
+	} else
+		fprintf(fp, "  objective %s: each chunk's atoms weigh as below\n",
+		    by);
+	fprintf(fp, "  chunk           valid  loss factor (atom units)%s\n",
+	    ln->uniform ? "" : "  expected weight");
 	for (i = 0; i < n; i++) {
 		int d = i % m->mesh.dp;
+		char w[48];
 
 		q_format(ln->coef[i], q, sizeof q);
+		q_format(ln->weight[i], w, sizeof w);
 		snprintf(by, sizeof by, "m%d dp%d cp%d", i / m->mesh.dp,
 		    d / m->mesh.cp, d % m->mesh.cp);
-		fprintf(fp, "  %-14s %6d  %s\n", by, ln->valid[i], q);
+		if (ln->uniform)
+			fprintf(fp, "  %-14s %6d  %s\n", by, ln->valid[i], q);
+		else
+			fprintf(fp, "  %-14s %6d  %-24s  %s\n", by,
+			    ln->valid[i], q, w);
 	}
 	if (n < ln->chunks)
 		fprintf(fp, "  (%d more chunks)\n", ln->chunks - n);
@@ -565,8 +578,12 @@ json_loss(struct json *j, const struct model *m)
 	json_key_int(j, "micro_batches", ln->micro_batches);
 	json_key_int(j, "tokens_per_chunk", ln->tokens);
 	json_key_int(j, "valid_tokens", ln->total);
-	q_format(ln->expected, q, sizeof q);
-	json_key_string(j, "expected_weight", q);
+	q_format(ln->weight[0], q, sizeof q);
+	/* One weight for every atom, or null: each chunk has its own. */
+	if (ln->uniform)
+		json_key_string(j, "expected_weight", q);
+	else
+		json_key_null(j, "expected_weight");
 	json_key(j, "chunks");
 	json_begin_array(j);
 	for (i = 0; i < ln->chunks; i++) {
@@ -578,6 +595,8 @@ json_loss(struct json *j, const struct model *m)
 		json_key_int(j, "valid", ln->valid[i]);
 		q_format(ln->coef[i], q, sizeof q);
 		json_key_string(j, "factor", q);
+		q_format(ln->weight[i], q, sizeof q);
+		json_key_string(j, "expected_weight", q);
 		json_end_object(j);
 	}
 	json_end_array(j);

@@ -63,6 +63,7 @@ _Static_assert(sizeof(enum tied_bucket_start) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum dp_engine) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_one_member) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_flatten) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum loss_objective) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -173,6 +174,10 @@ static const char *const fsdp_one_member_words[] = {
 };
 static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
 /* In enum mtp_scale order: Megatron's schedule without per-token loss. */
+/* In enum loss_objective order: the default (token-mean) first. */
+static const char *const objective_words[] = {
+	"token-mean", "micro-batch-mean", "sample-mean", "sum", NULL
+};
 static const char *const mtp_scale_words[] = {
 	"micro-batches", "micro-batches-cp", "tokens", "tokens-local",
 	"tokens-global", "micro-batches-cp-group", NULL
@@ -406,6 +411,8 @@ static const struct key_def keys[KEY__COUNT] = {
 	    NULL },
 	[KEY_MTP_SCALE] = WORD("loss.mtp_scale", KEY_LOSS, loss.mtp_scale,
 	    mtp_scale_words),
+	[KEY_OBJECTIVE] = WORD("loss.objective", KEY_LOSS, loss.objective,
+	    objective_words),
 	[KEY_MTP_SUPPORTED] = { "limits.mtp_supported", KEY_LIMITS,
 	    TYPE_BOOL, F(limits.mtp), 0, 1, 1, NULL },
 	[KEY_MTP_CP_SUPPORTED] = { "limits.mtp_cp_supported", KEY_LIMITS,
@@ -1424,6 +1431,27 @@ apply_defaults(struct config *c)
  * these, so the products below cannot overflow (each factor is at most
  * 2^20, experts at most 2^12).
  */
+/*
+ * loss.objective sample-mean weighs each sample's tokens by that sample's
+ * own count, but an atom is the summed loss of a whole micro-batch on one
+ * rank (lossnorm.h): the objective is only a combination of atoms when
+ * every sample of a micro-batch weighs alike, that is with one sample per
+ * micro-batch or every token valid (where it is the micro-batch mean).
+ */
+static bool
+sample_mean_expressible(const struct config *c, char *buf, size_t size)
+{
+	if (c->loss.objective != OBJECTIVE_SAMPLE_MEAN ||
+	    c->model.micro_batch == 1 || (c->loss.valid_tokens != NULL &&
+	    strcmp(c->loss.valid_tokens, "all") == 0))
+		return true;
+	snprintf(buf, size, "objective sample-mean needs model.micro_batch 1 "
+	    "(it is %d) or loss.valid_tokens: all: an atom sums a whole "
+	    "micro-batch's tokens, so samples of unequal counts in one "
+	    "micro-batch cannot be weighed apart", c->model.micro_batch);
+	return false;
+}
+
 struct constraint {
 	enum cfg_key	  key;		/* the key the message is about */
 	bool		  moe_only;	/* only when model.moe is present */
@@ -2372,6 +2400,7 @@ static const struct constraint constraints[] = {
 	{ KEY_DP_REPLICATE, true, expert_shard_fits },
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
 	{ KEY_MTP, true, mtp_one_source },
+	{ KEY_OBJECTIVE, false, sample_mean_expressible },
 };
 
 /*

@@ -186,6 +186,19 @@ enum loss_divisor {
 	LOSS_NONE		/* "none": a plain sum */
 };
 
+/*
+ * loss.objective: what the step means to minimize, the reference every
+ * gradient is compared with (issue 23).  A framework's normalization that
+ * matches the stated objective is correct; lossnorm.c turns it into each
+ * chunk's expected weight, which both engines read.
+ */
+enum loss_objective {
+	OBJECTIVE_TOKEN_MEAN,		/* "token-mean": over the step's tokens */
+	OBJECTIVE_MICRO_BATCH_MEAN,	/* "micro-batch-mean": of their means */
+	OBJECTIVE_SAMPLE_MEAN,		/* "sample-mean": of each sample's */
+	OBJECTIVE_SUM			/* "sum": the summed token losses */
+};
+
 /* loss.scale and sync.dp_divisor: a size that multiplies or divides */
 enum data_size {
 	SIZE_DP_CP,		/* "dp-cp": dp * cp */
@@ -312,6 +325,7 @@ enum cfg_key {
 	KEY_SCORE_AFTER_EXPERTS_SUPPORTED, KEY_ROUTER_INPUT_GRAD,
 	KEY_MTP, KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP_SCALE,
 	KEY_MTP_SUPPORTED, KEY_MTP_CP_SUPPORTED,
+	KEY_OBJECTIVE,
 	KEY__COUNT
 };
 
@@ -396,6 +410,7 @@ struct config {
 		enum data_size		 scale;
 		enum aux_scale		 aux_scale;
 		enum mtp_scale		 mtp_scale;
+		enum loss_objective	 objective;
 	} loss;
 
 	struct {

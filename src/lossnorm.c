@@ -447,6 +447,70 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 	}
 }
 
+/* Indexed by enum loss_objective. */
+static const char *const objective_notes[] = {
+	[OBJECTIVE_TOKEN_MEAN] = NULL,
+	[OBJECTIVE_MICRO_BATCH_MEAN] = "the mean of each micro-batch's mean "
+	    "over its own valid tokens: with uneven tokens, a token of a short "
+	    "micro-batch weighs more than one of a long one",
+	[OBJECTIVE_SAMPLE_MEAN] = "the mean of each sample's mean over its "
+	    "own valid tokens: with uneven tokens, a token of a short sample "
+	    "weighs more than one of a long one",
+	[OBJECTIVE_SUM] = "the sum of the token losses: gradients grow with "
+	    "the step's valid tokens, and so does the norm clipping compares",
+};
+
+const char *
+lossnorm_objective_note(enum loss_objective o)
+{
+	return objective_notes[o];
+}
+
+/*
+ * The weight the stated objective gives each chunk's atoms (an atom is
+ * 1/tokens of the chunk's summed loss gradient).  A mean of micro-batch
+ * means is Megatron's loss without --calculate-per-token-loss: each
+ * micro-batch's sum over its valid tokens, all-reduced with its count
+ * over cp, averaged over micro-batches and dp.  A sample mean is the same
+ * combination wherever it is one (sample_mean_expressible in config.c).
+ */
+static void
+objective_build(struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	int	 K = ln->micro_batches, cp = mesh->cp, m, d, c, pure;
+	int64_t	 n;
+
+	ln->weight = xcalloc((size_t)ln->chunks, sizeof *ln->weight);
+	for (m = 0; m < K; m++)
+		for (d = 0; d < mesh->dp; d++) {
+			struct rational *w = &ln->weight[lossnorm_chunk(mesh,
+			    m, d)];
+
+			switch (cfg->loss.objective) {
+			case OBJECTIVE_TOKEN_MEAN:
+				*w = ln->expected;
+				break;
+			case OBJECTIVE_SUM:
+				*w = q_make(ln->tokens, 1);
+				break;
+			case OBJECTIVE_MICRO_BATCH_MEAN:
+			case OBJECTIVE_SAMPLE_MEAN:
+				pure = d / cp;
+				for (n = 0, c = 0; c < cp; c++)
+					n += ln->valid[lossnorm_chunk(mesh, m,
+					    pure * cp + c)];
+				*w = n == 0 ? q_make(0, 1) : q_make(ln->tokens,
+				    (int64_t)K * mesh->pure_dp * n);
+				break;
+			}
+		}
+	ln->uniform = true;
+	for (c = 1; c < ln->chunks; c++)
+		if (!q_equal(ln->weight[c], ln->weight[0]))
+			ln->uniform = false;
+}
+
 void
 lossnorm_build(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
@@ -476,6 +540,7 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 	for (i = 0; i < ln->chunks; i++)
 		ln->total += ln->valid[i];
 	ln->expected = q_make(ln->tokens, ln->total);
+	objective_build(ln, cfg, mesh);
 	scale = lossnorm_size(mesh, cfg->loss.scale);
 	ln->coef = xcalloc((size_t)ln->chunks, sizeof *ln->coef);
 	for (m = 0; m < ln->micro_batches; m++)
@@ -493,6 +558,7 @@ void
 lossnorm_free(struct loss_norm *ln)
 {
 	free(ln->valid);
+	free(ln->weight);
 	free(ln->coef);
 	free(ln->mtp_valid);
 	free(ln->mtp_coef);

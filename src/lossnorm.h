@@ -72,6 +72,15 @@ struct loss_norm {
 	struct rational	*coef;		/* per chunk, in atom units */
 	struct rational	 expected;	/* tokens / N, every atom's weight */
 	/*
+	 * The objective's weight of each chunk's atoms (loss.objective):
+	 * tokens / N for the per-token mean (then every weight is
+	 * `expected`), tokens / (K pure_dp n) for the mean of micro-batch
+	 * means, n the micro-batch's valid tokens over its cp ranks, and
+	 * tokens for the sum.  Both engines read it (symbolic.c, numeric.c).
+	 */
+	struct rational	*weight;
+	bool		 uniform;	/* every weight is weight[0] */
+	/*
 	 * Atom ids per rank: 1, or 1 + ep when expert gradients are kept
 	 * per source (coefficients differ inside an ep group).
 	 */
@@ -119,6 +128,11 @@ int64_t	 lossnorm_rolled_slot(const struct loss_norm *, int c, int64_t t,
 /* Does slot t of chunk c carry a loss of layer k's rolled mask (0: main)? */
 bool	 lossnorm_slot_counts(const struct loss_norm *, int c, int64_t t,
 	    int k);
+/*
+ * What a stated objective other than the per-token mean means, in one
+ * line for the report's header (NULL for token-mean, the default).
+ */
+const char *lossnorm_objective_note(enum loss_objective);
 /* The default ("uneven") valid tokens of a chunk of `tokens` slots. */
 int	 lossnorm_uneven_count(int64_t tokens, int chunk);
 /* The size loss.scale or sync.dp_divisor names: dp*cp, dp, cp or 1. */

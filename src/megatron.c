@@ -2093,6 +2093,17 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	c->loss.valid_tokens = xstrdup(v->eod_mask ? "uneven" : "all");
 	explain(st, KEY_VALID_TOKENS, "%s--eod-mask-loss", v->eod_mask ?
 	    "" : "no ");
+	/*
+	 * The objective is the user's to state (loss.objective); Megatron's
+	 * documented choice without --calculate-per-token-loss is the mean
+	 * of micro-batch means (loss_func divides each micro-batch's sum by
+	 * its own count), which an audit against the per-token mean would
+	 * call wrong on every parameter with --eod-mask-loss (issue 23).
+	 */
+	c->loss.objective = v->per_token ? OBJECTIVE_TOKEN_MEAN :
+	    OBJECTIVE_MICRO_BATCH_MEAN;
+	explain(st, KEY_OBJECTIVE, v->per_token ? "--calculate-per-token-loss" :
+	    "no --calculate-per-token-loss: Megatron's choice");
 	if (v->per_token)
 		import_per_token_loss(st);
 	import_aux_losses(st, v);

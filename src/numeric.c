@@ -921,6 +921,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				    sizeof(union num));
 		}
 		run_model(&eng, NULL);
+		/* The objective's weight of this chunk (lossnorm.h). */
+		factor = num_from_rational(audited->loss.weight[d]);
 		for (k = 0; k < ref.nparams; k++) {
 			const union num *ag = eng.ranks[0].aux_grad != NULL ?
 			    eng.ranks[0].aux_grad[k] : NULL;
@@ -932,7 +934,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				g = model_global_index(&ref, &ref.params[k], 0,
 				    i);
 				out[key[k]][g] = num_add(out[key[k]][g],
-				    eng.ranks[0].pgrad[k][i]);
+				    num_mul(factor, eng.ranks[0].pgrad[k][i]));
 				if (ag != NULL)
 					aux[key[k]][g] = num_add(
 					    aux[key[k]][g], ag[i]);
@@ -941,15 +943,13 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		progress_tick(pc);
 	}
 	/*
-	 * tokens/N on the main loss's atoms, 1/chunks on the auxiliary
-	 * losses' (lossnorm.h); the MTP losses' are weighed already.
+	 * 1/chunks on the auxiliary losses' atoms (lossnorm.h); the main
+	 * loss's and the MTP losses' are weighed already.
 	 */
-	factor = num_from_rational(audited->loss.expected);
 	for (k = 0; k < audited->nlogical; k++) {
 		p = &audited->params[audited->logical[k].instance[0]];
 		elems = p->elems;
 		for (i = 0; i < elems; i++) {
-			out[k][i] = num_mul(out[k][i], factor);
 			if (aux[k] != NULL)
 				out[k][i] = num_add(out[k][i], num_mul(
 				    aux[k][i], num_from_rational(

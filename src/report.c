@@ -1010,6 +1010,14 @@ print_header(struct text *t)
 		    a->config->mesh.vpp);
 	if (a->config != NULL)
 		report_framework(t->fp, a->config);
+	if (a->config != NULL && lossnorm_objective_note(
+	    a->config->loss.objective) != NULL) {
+		char word[64];
+
+		cfg_key_value(a->config, KEY_OBJECTIVE, word, sizeof word);
+		fprintf(t->fp, "objective: %s, %s (loss.objective)\n", word,
+		    lossnorm_objective_note(a->config->loss.objective));
+	}
 	if (atom_space_weighted(&a->atoms))
 		put_loss_factors(t->fp, &a->atoms);
 	if (a->trace != NULL && a->config == NULL && a->numeric)

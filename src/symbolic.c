@@ -438,6 +438,53 @@ cmp_u32(const void *a, const void *b)
  * atoms (lossnorm.h) weigh aux_expected and those of multi-token
  * prediction layer k mtp_expected[k - 1].  Each class keeps b's order.
  */
+/*
+ * The objective's weight of a main-loss atom: its chunk's (lossnorm.h,
+ * loss.objective), the chunk of the source rank for an expert atom kept
+ * per source.
+ */
+static struct rational
+atom_objective_weight(const struct sym_run *run, uint32_t a)
+{
+	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
+	int	 r = atom_rank(sp, a), j = atom_source(sp, a);
+	struct coord c;
+
+	mesh_coord_of(&m->mesh, r, &c);
+	if (m->loss.split && j >= 1 && j <= m->mesh.ep) {
+		r = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp, c.edp);
+		mesh_coord_of(&m->mesh, r, &c);
+	}
+	return m->loss.weight[lossnorm_chunk(&m->mesh,
+	    atom_micro_batch(sp, a), c.dp)];
+}
+
+/*
+ * The main loss's distinct atoms (b is sorted; the tp copies of a
+ * replicated parameter's atom repeat, and count once, as in lc_atoms),
+ * each with its objective's weight.
+ */
+static const struct lincomb *
+objective_sum(struct sym_run *run, const uint32_t *b, size_t nb,
+    struct rational weight)
+{
+	const struct lincomb **parts;
+	const struct lincomb *v;
+	size_t	 i, n = 0;
+
+	if (run->model->loss.uniform)
+		return lc_atoms(run->arena, b, nb, weight);
+	parts = xcalloc(nb + 1, sizeof *parts);
+	for (i = 0; i < nb; i++)
+		if (i == 0 || b[i] != b[i - 1])
+			parts[n++] = lc_scale(run->arena, atom_value(run,
+			    b[i]), atom_objective_weight(run, b[i]));
+	v = lc_sum(run->arena, parts, n, q_make(1, 1));
+	free(parts);
+	return v;
+}
+
 static const struct lincomb *
 expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
     struct rational weight)
@@ -450,7 +497,7 @@ expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 	const struct lincomb *v;
 
 	if (ln->aux_source < 0 && ln->mtp == 0)
-		return lc_atoms(run->arena, b, nb, weight);
+		return objective_sum(run, b, nb, weight);
 	/* 0 the main loss's atoms, 1 the auxiliary, 1 + k layer k's. */
 	part = xcalloc(nparts, sizeof *part);
 	np = xcalloc(nparts, sizeof *np);
@@ -463,7 +510,7 @@ expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 		    src == ln->aux_source ? 1 : 0;
 		part[j][np[j]++] = b[i];
 	}
-	v = lc_atoms(run->arena, part[0], np[0], weight);
+	v = objective_sum(run, part[0], np[0], weight);
 	if (np[1] > 0)
 		v = lc_add(run->arena, v, lc_atoms(run->arena, part[1], np[1],
 		    ln->aux_expected));
@@ -491,7 +538,7 @@ init_expected(struct sym_run *run)
 	uint32_t *bucket = xcalloc(cap, sizeof *bucket);
 	size_t	*start = xcalloc(nkeys + 1, sizeof *start);
 	const struct lincomb **by_key = xcalloc(nkeys, sizeof *by_key);
-	struct rational weight = m->loss.expected;
+	struct rational weight = m->loss.weight[0];	/* when uniform */
 	int	 l, k, i, key;
 	size_t	 n, j, z, na, a;
 	uint32_t *mine = xcalloc(per, sizeof *mine);

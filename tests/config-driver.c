@@ -128,6 +128,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_MTP_SCALE] = "loss.mtp_scale",
 	[KEY_MTP_SUPPORTED] = "limits.mtp_supported",
 	[KEY_MTP_CP_SUPPORTED] = "limits.mtp_cp_supported",
+	[KEY_OBJECTIVE] = "loss.objective",
 };
 
 static void
