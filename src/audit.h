@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "atom.h"
+#include "effect.h"
 #include "lincomb.h"
 #include "mesh.h"
 
@@ -91,6 +92,7 @@ struct finding {
 	const char	*dim;		/* mesh dimension: "tp", "dp", "edp", "pp" */
 	const char	*message;	/* one or two sentences: what went wrong */
 	const char	*fix;		/* one sentence: what to change */
+	struct effect	 effect;	/* how much (effect.h) */
 };
 
 /*

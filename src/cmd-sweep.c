@@ -524,7 +524,7 @@ print_findings(struct sweep *sw, const struct audit *a)
 {
 	size_t	 i;
 	int	 k;
-	char	*sig;
+	char	*sig, effect[128];
 	bool	 fresh;
 
 	for (i = 0; i < a->nfindings; i++) {
@@ -544,10 +544,14 @@ print_findings(struct sweep *sw, const struct audit *a)
 		printf("    finding %d: %s: ", k + 1,
 		    finding_kind_name(f->kind));
 		print_families(f->params, f->nparams);
+		/* The effect is this mesh's own, even for a finding above. */
+		effect_format(&f->effect, effect, sizeof effect);
 		if (fresh || sw->options->verbose)
-			printf(": %s\n", f->message);
+			printf(": %s", f->message);
 		else
-			printf(" (as above)\n");
+			printf(" (as above)");
+		printf("%s%s%s\n", *effect ? " (effect: " : "", effect,
+		    *effect ? ")" : "");
 		if (sw->options->verbose && f->fix != NULL)
 			printf("      fix: %s\n", f->fix);
 	}

@@ -100,6 +100,7 @@ struct cmp {
 	int			 K;
 	double			*refv;		/* the reference, one param */
 	struct gather		 found[FINDING__COUNT];
+	double			 norm_fraction;	/* of a wrong measured norm */
 	/* Per region scratch. */
 	double			*buf;		/* (ncols + 2) x CHUNK */
 	double			*sample;	/* rows of (ncols + 2) */
@@ -1022,6 +1023,12 @@ emit_findings(struct cmp *c)
 			fd->message = arena_strdup(&a->arena, s);
 			free(s);
 		}
+		/* A wrong norm alone: its effect is the norm's, not a cell's. */
+		if (fd->kind == FINDING_WRONG_VALUE && g->nparams == 1 &&
+		    strcmp(g->params[0], "gradient norm") == 0) {
+			fd->effect.kind = EFFECT_NORM;
+			fd->effect.fraction = c->norm_fraction;
+		}
 		fd->fix = c->cfg != NULL ? "correct the config (or the "
 		    "framework profile it names) where it models this "
 		    "parameter's collectives, or the code if the config says "
@@ -1098,6 +1105,11 @@ compare_norms(struct cmp *c)
 	g->numeric_correct = g->correct;
 	g->miscounted = !g->correct;
 	g->gradients_wrong = !g->correct && !a->correct;
+	if (!g->correct)
+		c->norm_fraction = (g->norm[g->classes[0].ranks[0]] *
+		    g->norm[g->classes[0].ranks[0]] - g->reference_norm *
+		    g->reference_norm) / (g->reference_norm > 0 ?
+		    g->reference_norm * g->reference_norm : 1);
 	if (!g->correct)
 		gather_add(c, FINDING_WRONG_VALUE, "gradient norm",
 		    g->classes[0].ranks[0], fmt("rank %d used %.9g, the "
@@ -1249,6 +1261,7 @@ static void
 compare_end(struct cmp *c)
 {
 	emit_findings(c);
+	effect_measure(c->a);
 	free(c->refv);
 	free(c->buf);
 	free(c->sample);

@@ -305,6 +305,12 @@ junit_failure_message(const struct audit *a)
 		fprintf(fp, ": %s", finding_kind_name(f->kind));
 		if (f->dim != NULL)
 			fprintf(fp, " over %s", f->dim);
+		if (f->effect.kind != EFFECT_NONE) {
+			char effect[128];
+
+			effect_format(&f->effect, effect, sizeof effect);
+			fprintf(fp, " (%s)", effect);
+		}
 	}
 	if (a->nfindings > JUNIT_MESSAGE_FINDINGS)
 		fprintf(fp, "; %zu more findings", a->nfindings -

@@ -484,6 +484,12 @@ put_finding(FILE *fp, const struct finding *f)
 		fprintf(fp, " [op: %s]", f->op);
 	else if (f->dim != NULL)
 		fprintf(fp, " [dim: %s]", f->dim);
+	if (f->effect.kind != EFFECT_NONE) {
+		char effect[128];
+
+		effect_format(&f->effect, effect, sizeof effect);
+		fprintf(fp, " (effect: %s)", effect);
+	}
 }
 
 static FILE *
@@ -2208,6 +2214,52 @@ json_param(struct json *j, const struct audit *a,
 	arena_free(&scratch);
 }
 
+/*
+ * "effect": {"kind": "factor", "factor": "1/8", "text": "x1/8"}, with
+ * "min" and "max" for weights, "fraction" for a norm, "difference"
+ * otherwise; null when there is nothing to measure.
+ */
+static void
+json_effect(struct json *j, const struct effect *e)
+{
+	char	 buf[128];
+
+	json_key(j, "effect");
+	if (e->kind == EFFECT_NONE) {
+		json_null(j);
+		return;
+	}
+	json_begin_object(j);
+	json_key_string(j, "kind", effect_kind_name(e->kind));
+	switch (e->kind) {
+	case EFFECT_FACTOR:
+		q_format(e->lo, buf, sizeof buf);
+		json_key_string(j, "factor", buf);
+		break;
+	case EFFECT_WEIGHTS:
+		q_format(e->lo, buf, sizeof buf);
+		json_key_string(j, "min", buf);
+		q_format(e->hi, buf, sizeof buf);
+		json_key_string(j, "max", buf);
+		break;
+	case EFFECT_NORM:
+		snprintf(buf, sizeof buf, "%.6g", e->fraction);
+		json_key(j, "fraction");
+		json_raw_number(j, buf);
+		break;
+	case EFFECT_DIFFERENCE:
+		snprintf(buf, sizeof buf, "%.6g", e->difference);
+		json_key(j, "difference");
+		json_raw_number(j, buf);
+		break;
+	case EFFECT_NONE:
+		break;
+	}
+	effect_format(e, buf, sizeof buf);
+	json_key_string(j, "text", buf);
+	json_end_object(j);
+}
+
 static void
 json_finding(struct json *j, const struct finding *f)
 {
@@ -2230,6 +2282,7 @@ json_finding(struct json *j, const struct finding *f)
 	json_key_string_or_null(j, "dim", f->dim);
 	json_key_string_or_null(j, "message", f->message);
 	json_key_string_or_null(j, "fix", f->fix);
+	json_effect(j, &f->effect);
 	json_end_object(j);
 }
 

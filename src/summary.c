@@ -85,6 +85,29 @@ wrong_params(const struct audit *a)
 	return buf;
 }
 
+/* "x1/8; norm^2 -50%": each finding's effect, at most SUMMARY_PARAMS. */
+static char *
+effect_cell(const struct audit *a)
+{
+	char	*buf = NULL, one[128];
+	size_t	 len, i, shown = 0;
+	FILE	*fp;
+
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	for (i = 0; i < a->nfindings && shown < SUMMARY_PARAMS; i++) {
+		if (a->findings[i].effect.kind == EFFECT_NONE)
+			continue;
+		effect_format(&a->findings[i].effect, one, sizeof one);
+		fprintf(fp, "%s%s", shown++ > 0 ? "; " : "", one);
+	}
+	if (shown == 0)
+		fputs("-", fp);
+	if (fclose(fp) != 0)
+		fatal("memory stream");
+	return buf;
+}
+
 static char *
 numeric_cell(const struct audit *a)
 {
@@ -109,11 +132,13 @@ summary_row_of(struct summary_row *r, const char *name,
 		r->verdict = xstrdup("error");
 		r->wrong = xstrdup(why_not != NULL ? why_not : "not audited");
 		r->numeric = xstrdup("-");
+		r->effect = xstrdup("-");
 		return;
 	}
 	r->verdict = xstrdup(audit_passes(a) ? "pass" : "wrong");
 	r->wrong = wrong_params(a);
 	r->numeric = numeric_cell(a);
+	r->effect = effect_cell(a);
 }
 
 void
@@ -126,6 +151,7 @@ summary_rows_free(struct summary_row *rows, size_t n)
 		free(rows[i].verdict);
 		free(rows[i].wrong);
 		free(rows[i].numeric);
+		free(rows[i].effect);
 	}
 	free(rows);
 }
@@ -137,8 +163,8 @@ summary_write(FILE *fp, const char *title, const struct summary_row *rows,
 	size_t	 i, pass = 0, wrong = 0, error = 0;
 
 	fprintf(fp, "### %s\n\n", title);
-	fputs("| config | verdict | wrong parameters | numeric |\n"
-	    "|---|---|---|---|\n", fp);
+	fputs("| config | verdict | wrong parameters | effect | numeric |\n"
+	    "|---|---|---|---|---|\n", fp);
 	for (i = 0; i < n; i++) {
 		putc('|', fp);
 		put_cell(fp, rows[i].name);
@@ -146,6 +172,7 @@ summary_write(FILE *fp, const char *title, const struct summary_row *rows,
 		fprintf(fp, strcmp(rows[i].verdict, "pass") == 0 ? " %s |" :
 		    " **%s** |", rows[i].verdict);
 		put_cell(fp, rows[i].wrong);
+		put_cell(fp, rows[i].effect);
 		put_cell(fp, rows[i].numeric);
 		putc('\n', fp);
 		if (strcmp(rows[i].verdict, "pass") == 0)

@@ -17,6 +17,7 @@ struct summary_row {
 	char	*verdict;	/* "pass", "wrong", "error" */
 	char	*wrong;		/* the wrong parameters, or the error */
 	char	*numeric;	/* "exact: agrees", "skipped (...)", "-" */
+	char	*effect;	/* the findings' effects (effect.h), or "-" */
 };
 
 /* The row of an audit, or (audit NULL) of a config not audited: why. */

@@ -2024,6 +2024,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 			explain_param(&fl, &run, l, &a->params[l]);
 	/* The norm clipping divides by, from the cells just made. */
 	gn_audit(ctx, a);
+	/* How much each finding matters, from the same cells (issue 23). */
+	effect_measure(a);
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);
