@@ -97,10 +97,65 @@ fail(struct reader *r, const char *fmt, ...)
 	return -1;
 }
 
+/*
+ * A JSON error.  The manifest's lines and columns are the file's, so the
+ * message reads file:line:col as a configuration error does; what names
+ * the JSON text inside a rank file ("header", "metadata"), whose lines
+ * count from its start.
+ */
 static int
 fail_json(struct reader *r, const char *what, const json_error_t *e)
 {
+	if (what == NULL) {
+		snprintf(r->err, r->errlen, "%s:%d:%d: %s", r->file, e->line,
+		    e->column, e->text);
+		return -1;
+	}
 	return fail(r, "%s:%d:%d: %s", what, e->line, e->column, e->text);
+}
+
+/*
+ * Open r->file for reading.  O_NONBLOCK, so that a FIFO named as a trace
+ * file is refused rather than waited on for ever; only regular files are
+ * read.  The descriptor, or -1 with the message set; what_missing is added
+ * to the message of a file that cannot be opened.
+ */
+static int
+open_regular(struct reader *r, const char *what_missing, struct stat *st)
+{
+	int	fd, e;
+
+	fd = open(r->file, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return fail(r, "%s%s", strerror(errno), what_missing);
+	if (fstat(fd, st) != 0) {
+		e = errno;
+		close(fd);
+		return fail(r, "%s", strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return fail(r, "%s, not a regular file",
+		    S_ISDIR(st->st_mode) ? "a directory" :
+		    S_ISFIFO(st->st_mode) ? "a FIFO" : "a device or socket");
+	}
+	return fd;
+}
+
+/* A list of sizes as the format writes it, "[4, 16]", into buf. */
+static const char *
+format_dims(char *buf, size_t len, const int64_t *v, int n)
+{
+	size_t	at;
+	int	i;
+
+	at = (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64,
+		    i > 0 ? ", " : "", v[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+	return buf;
 }
 
 /* An integer member in [min, max]; 1 when absent and optional. */
@@ -158,7 +213,7 @@ get_number(struct reader *r, json_t *obj, const char *key, double *v)
 	return 0;
 }
 
-/* A list of n (or, with n 0, 1..TRACE_MAX_DIMS) integers in [min, max]. */
+/* A list of n (or, with n -1, 0..TRACE_MAX_DIMS) integers in [min, max]. */
 static int
 get_dims(struct reader *r, json_t *obj, const char *key, int n, int64_t min,
     int64_t max, int64_t *out, int *count)
@@ -168,9 +223,9 @@ get_dims(struct reader *r, json_t *obj, const char *key, int n, int64_t min,
 
 	if (x == NULL)
 		return fail(r, "\"%s\" is missing", key);
-	if (!json_is_array(x) || (n > 0 && json_array_size(x) != (size_t)n) ||
+	if (!json_is_array(x) || (n >= 0 && json_array_size(x) != (size_t)n) ||
 	    json_array_size(x) > TRACE_MAX_DIMS)
-		return n > 0 ? fail(r, "\"%s\" must be a list of %d "
+		return n >= 0 ? fail(r, "\"%s\" must be a list of %d "
 		    "integers", key, n) : fail(r, "\"%s\" must be a list of "
 		    "at most %d integers", key, TRACE_MAX_DIMS);
 	json_array_foreach(x, i, e) {
@@ -221,11 +276,56 @@ read_mesh(struct reader *r, json_t *mesh)
 	return 0;
 }
 
+/* The manifest's JSON, or NULL with the message set. */
+static json_t *
+load_manifest(struct reader *r, const char *dir)
+{
+	struct stat	 st;
+	json_error_t	 e;
+	json_t		*m;
+	char		*buf, *missing;
+	size_t		 len = 0;
+	ssize_t		 n;
+	int		 fd;
+
+	xasprintf(&missing, " (is %s a trace directory?)", dir);
+	fd = open_regular(r, missing, &st);
+	free(missing);
+	if (fd < 0)
+		return NULL;
+	if (st.st_size > TRACE_MAX_HEADER) {
+		close(fd);
+		fail(r, "%jd bytes: larger than a manifest can be (%u MiB)",
+		    (intmax_t)st.st_size, TRACE_MAX_HEADER >> 20);
+		return NULL;
+	}
+	buf = xmalloc((size_t)st.st_size + 1);
+	while (len < (size_t)st.st_size) {
+		n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fail(r, "%s", strerror(errno));
+			close(fd);
+			free(buf);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	m = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+	free(buf);
+	if (m == NULL)
+		fail_json(r, NULL, &e);
+	return m;
+}
+
 static int
 read_manifest(struct reader *r, const char *dir)
 {
 	struct trace	*t = r->t;
-	json_error_t	 e;
 	json_t		*m, *files;
 	const char	*s;
 	char		*path;
@@ -235,13 +335,8 @@ read_manifest(struct reader *r, const char *dir)
 	xasprintf(&path, "%s/manifest.json", dir);
 	r->file = arena_strdup(&t->arena, path);
 	free(path);
-	m = json_load_file(r->file, JSON_REJECT_DUPLICATES, &e);
-	if (m == NULL) {
-		if (access(r->file, F_OK) != 0)
-			return fail(r, "%s (is %s a trace directory?)",
-			    strerror(errno), dir);
-		return fail_json(r, "manifest.json", &e);
-	}
+	if ((m = load_manifest(r, dir)) == NULL)
+		return -1;
 	if (!json_is_object(m)) {
 		fail(r, "not a JSON object");
 		goto out;
@@ -336,20 +431,22 @@ trace_param_index(const struct trace *t, const char *name)
 	return -1;
 }
 
-/* Add or check a parameter's logical shape. */
+/* Add or check a parameter's logical shape, as rank file `rank` gives it. */
 static int
-declare_param(struct reader *r, const char *name, json_t *desc,
+declare_param(struct reader *r, int rank, const char *name, json_t *desc,
     size_t *capp)
 {
 	struct trace		*t = r->t;
 	struct trace_param	 p;
+	char			 here[32 * TRACE_MAX_DIMS];
+	char			 there[32 * TRACE_MAX_DIMS];
 	int			 i, k;
 
 	memset(&p, 0, sizeof p);
 	r->tensor = NULL;
 	if (!json_is_object(desc))
 		return fail(r, "params: \"%s\" must be an object", name);
-	if (get_dims(r, desc, "shape", 0, 1, INT64_C(1) << 40, p.shape,
+	if (get_dims(r, desc, "shape", -1, 1, INT64_C(1) << 40, p.shape,
 	    &p.ndim) != 0)
 		return fail(r, "params: \"%s\": shape must be a list of at "
 		    "most %d positive sizes", name, TRACE_MAX_DIMS);
@@ -366,10 +463,14 @@ declare_param(struct reader *r, const char *name, json_t *desc,
 
 		if (q->ndim != p.ndim || memcmp(q->shape, p.shape,
 		    p.ndim * sizeof(p.shape[0])) != 0)
-			return fail(r, "params: \"%s\" has another logical "
-			    "shape than in %s", name, t->ranks[0].file);
+			return fail(r, "params: \"%s\" has the logical shape "
+			    "%s here and %s in %s", name, format_dims(here,
+			    sizeof here, p.shape, p.ndim), format_dims(there,
+			    sizeof there, q->shape, q->ndim),
+			    t->ranks[q->rank].file);
 		return 0;
 	}
+	p.rank = rank;
 	if (t->nparams == *capp) {
 		*capp = *capp ? 2 * *capp : 16;
 		t->params = xreallocarray(t->params, *capp, sizeof(p));
@@ -391,6 +492,8 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 	int64_t			 shape[TRACE_MAX_DIMS], flat[2], v, boxn = 1;
 	int64_t			 begin, end, n;
 	int			 nd, i;
+	char			 dims[32 * TRACE_MAX_DIMS];
+	char			 boxdims[32 * TRACE_MAX_DIMS];
 
 	memset(&x, 0, sizeof x);
 	x.key = arena_strdup(&t->arena, key);
@@ -400,7 +503,7 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 		return fail(r, "its header entry must be an object");
 	if (parse_dtype(r, desc, &x.dtype) != 0)
 		return -1;
-	if (get_dims(r, desc, "shape", 0, 0, INT64_C(1) << 40, shape,
+	if (get_dims(r, desc, "shape", -1, 0, INT64_C(1) << 40, shape,
 	    &nd) != 0)
 		return -1;
 	offs = json_object_get(desc, "data_offsets");
@@ -415,8 +518,13 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 		    "outside the file's %" PRIu64 " bytes of data (truncated?)",
 		    begin, end, datalen);
 	n = 1;
-	for (i = 0; i < nd; i++)
+	for (i = 0; i < nd; i++) {
+		/* Its parameter has at most 2^40; no more, nor overflow. */
+		if (shape[i] > 0 && n > (INT64_C(1) << 40) / shape[i])
+			return fail(r, "shape %s has more than 2^40 elements",
+			    format_dims(dims, sizeof dims, shape, nd));
 		n *= shape[i];
+	}
 	if ((uint64_t)(end - begin) != (uint64_t)n * dtypes[x.dtype].size)
 		return fail(r, "%" PRId64 " bytes hold %" PRId64 " %s elements, "
 		    "not %" PRId64 " bytes", end - begin, n,
@@ -473,14 +581,15 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 			    "must be stored as a list of that length",
 			    x.hi - x.lo);
 	} else {
-		if (nd != p->ndim)
-			return fail(r, "shape has %d dimensions, its box %d",
-			    nd, p->ndim);
-		for (i = 0; i < nd; i++)
+		for (i = 0; nd == p->ndim && i < nd; i++)
 			if (shape[i] != x.box[i])
-				return fail(r, "shape [%" PRId64 "...] does "
-				    "not match its box in dimension %d (%"
-				    PRId64 ")", shape[i], i, x.box[i]);
+				break;
+		if (nd != p->ndim || i < nd)
+			return fail(r, "shape %s is not its box %s: without "
+			    "\"flat\", a tensor holds its whole box",
+			    format_dims(dims, sizeof dims, shape, nd),
+			    format_dims(boxdims, sizeof boxdims, x.box,
+			    p->ndim));
 	}
 	if (strncmp(key, kind_prefix[x.kind], strlen(kind_prefix[x.kind])) !=
 	    0)
@@ -580,7 +689,7 @@ read_rank_meta(struct reader *r, int rank, json_t *meta, size_t *pcap)
 		return fail(r, "\"params\" must be an object of logical "
 		    "shapes");
 	json_object_foreach(params, key, x)
-		if (declare_param(r, key, x, pcap) != 0)
+		if (declare_param(r, rank, key, x, pcap) != 0)
 			return -1;
 	return 0;
 }
@@ -600,14 +709,8 @@ read_rank(struct reader *r, int rank, size_t *pcap)
 
 	r->file = rk->file;
 	r->tensor = NULL;
-	fd = open(rk->file, O_RDONLY | O_NONBLOCK);
-	if (fd < 0)
-		return fail(r, "%s (a rank's file is missing)",
-		    strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return fail(r, "not a regular file");
-	}
+	if ((fd = open_regular(r, " (a rank's file is missing)", &st)) < 0)
+		return -1;
 	if (st.st_size < 8) {
 		close(fd);
 		return fail(r, "%jd bytes: too short for a safetensors file "

@@ -52,6 +52,7 @@ struct trace_param {
 	int		 ndim;
 	int64_t		 shape[TRACE_MAX_DIMS];
 	int64_t		 elems;
+	int		 rank;		/* the first rank file that gives it */
 };
 
 /*
