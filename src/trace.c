@@ -804,34 +804,92 @@ cmp_tensor(const void *a, const void *b)
 	return 0;
 }
 
-/* Two pieces of one kind, rank and micro-batch that overlap. */
+/* Pieces of one parameter, kind, rank and micro-batch. */
+static bool
+same_holder(const struct trace_tensor *a, const struct trace_tensor *b)
+{
+	return a->param == b->param && a->kind == b->kind &&
+	    a->rank == b->rank && a->mb == b->mb;
+}
+
+/*
+ * Whether pieces a and b of parameter p hold an element in common.  Boxes
+ * that meet and are not the same box are walked element by element (the
+ * smaller piece): a rank holds one piece of a parameter, or a few.
+ */
+static bool
+pieces_overlap(const struct trace_param *p, const struct trace_tensor *a,
+    const struct trace_tensor *b)
+{
+	const struct trace_tensor *x = a, *y = b;
+	int64_t	 idx[TRACE_MAX_DIMS], i, j, rest;
+	bool	 same = true;
+	int	 d;
+
+	for (d = 0; d < p->ndim; d++) {
+		if (a->offset[d] >= b->offset[d] + b->box[d] ||
+		    b->offset[d] >= a->offset[d] + a->box[d])
+			return false;
+		if (a->offset[d] != b->offset[d] || a->box[d] != b->box[d])
+			same = false;
+	}
+	if (same)
+		return a->lo < b->hi && b->lo < a->hi;
+	if (a->hi - a->lo > b->hi - b->lo) {
+		x = b;
+		y = a;
+	}
+	for (i = x->lo; i < x->hi; i++) {
+		for (rest = i, d = p->ndim - 1; d >= 0; d--) {
+			idx[d] = rest % x->box[d] + x->offset[d] - y->offset[d];
+			rest /= x->box[d];
+		}
+		for (j = 0, d = 0; d < p->ndim; d++) {
+			if (idx[d] < 0 || idx[d] >= y->box[d])
+				break;
+			j = j * y->box[d] + idx[d];
+		}
+		if (d == p->ndim && j >= y->lo && j < y->hi)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A rank holds each element of a parameter once per kind: two
+ * contributions to one micro-batch, or final or weight pieces that share
+ * an element, would be counted twice (and make a reference that looks
+ * whole by its element count have a hole).
+ */
 static int
 check_overlaps(struct reader *r)
 {
 	struct trace	*t = r->t;
-	size_t		 i;
+	size_t		 i, j, k, end;
 
-	for (i = 1; i < t->ntensors; i++) {
-		const struct trace_tensor *a = &t->tensors[i - 1];
-		const struct trace_tensor *b = &t->tensors[i];
+	for (i = 0; i < t->ntensors; i = end) {
+		for (end = i + 1; end < t->ntensors &&
+		    same_holder(&t->tensors[i], &t->tensors[end]); end++)
+			;
+		for (j = i + 1; j < end; j++)
+			for (k = i; k < j; k++) {
+				const struct trace_tensor *a = &t->tensors[k];
+				const struct trace_tensor *b = &t->tensors[j];
 
-		if (a->param != b->param || a->kind != b->kind ||
-		    a->rank != b->rank || a->mb != b->mb)
-			continue;
-		if (b->kind == TRACE_CONTRIB) {
-			r->file = t->ranks[b->rank].file;
-			r->tensor = b->key;
-			return fail(r, "a second contribution of %s to "
-			    "micro-batch %d", t->params[b->param].name, b->mb);
-		}
-		if (memcmp(a->offset, b->offset, sizeof a->offset) == 0 &&
-		    memcmp(a->box, b->box, sizeof a->box) == 0 &&
-		    b->lo < a->hi) {
-			r->file = t->ranks[b->rank].file;
-			r->tensor = b->key;
-			return fail(r, "overlaps %s", a->key);
-		}
+				r->file = t->ranks[b->rank].file;
+				r->tensor = b->key;
+				if (b->kind == TRACE_CONTRIB)
+					return fail(r, "a second contribution "
+					    "of %s to micro-batch %d, after %s",
+					    t->params[b->param].name, b->mb,
+					    a->key);
+				if (pieces_overlap(&t->params[b->param], a, b))
+					return fail(r, "holds elements of %s "
+					    "that %s holds too", t->params[
+					    b->param].name, a->key);
+			}
 	}
+	r->tensor = NULL;
 	return 0;
 }
 
