@@ -181,6 +181,22 @@ column_value(const struct trace_param *p, const struct trace_tensor *f,
 	return j < 0 ? 0 : trace_value(c->x, j);
 }
 
+/* A list of sizes, "[4, 16]", into buf. */
+static const char *
+dims(char *buf, size_t len, const int64_t *v, int n)
+{
+	size_t	at;
+	int	i;
+
+	at = (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64,
+		    i > 0 ? ", " : "", v[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+	return buf;
+}
+
 static int
 cmp_i64(const void *a, const void *b)
 {
@@ -985,41 +1001,55 @@ build_mesh(const struct trace *t, struct mesh *m)
 	}
 }
 
-/* The two traces belong together: same step, same parameters. */
+/*
+ * The two traces belong together: same step, same parameters.  Each
+ * message names the file that says otherwise: a manifest for the modes
+ * and the step, the reference's rank file for its parameters.
+ */
 static int
 check_pair(const struct trace *t, const struct trace *ref, char *err,
     size_t errlen)
 {
-	size_t	i, first;
-	int	k;
+	const char	*rfile = ref->ranks[0].file;
+	char		 a[32 * TRACE_MAX_DIMS], b[32 * TRACE_MAX_DIMS];
+	size_t		 i, first;
+	int		 k;
 
 	if (t->reference) {
-		snprintf(err, errlen, "%s: a reference trace, not a traced "
-		    "step: give the parallel trace first", t->dir);
+		snprintf(err, errlen, "%s/manifest.json: mode is \"reference"
+		    "\": give the traced step first and its reference with "
+		    "--reference", t->dir);
 		return -1;
 	}
 	if (!ref->reference) {
-		snprintf(err, errlen, "%s: not a reference trace (mode "
-		    "\"parallel\"): record it with mode=\"reference\"",
-		    ref->dir);
+		snprintf(err, errlen, "%s/manifest.json: mode is \"parallel\", "
+		    "not \"reference\": --reference takes the step run again "
+		    "on one process", ref->dir);
 		return -1;
 	}
 	if (strcmp(ref->reference_of, t->step) != 0) {
-		snprintf(err, errlen, "%s: the reference of step %s, not of "
-		    "%s's step %s", ref->dir, ref->reference_of, t->dir,
-		    t->step);
+		snprintf(err, errlen, "%s/manifest.json: the reference of step "
+		    "%s, not of step %s (%s): record it with the weights of "
+		    "that step", ref->dir, ref->reference_of, t->step, t->dir);
 		return -1;
 	}
 	for (i = 0; i < t->nparams; i++) {
 		const struct trace_param *p = &t->params[i];
 
 		k = trace_param_index(ref, p->name);
-		if (k < 0 || ref->params[k].ndim != p->ndim ||
+		if (k < 0) {
+			snprintf(err, errlen, "%s: parameter %s is missing: a "
+			    "reference of another model", rfile, p->name);
+			return -1;
+		}
+		if (ref->params[k].ndim != p->ndim ||
 		    memcmp(ref->params[k].shape, p->shape, p->ndim *
 		    sizeof(p->shape[0])) != 0) {
-			snprintf(err, errlen, "%s: parameter %s %s: a reference "
-			    "of another model", ref->dir, p->name, k < 0 ?
-			    "is missing" : "has another shape");
+			snprintf(err, errlen, "%s: parameter %s has the shape "
+			    "%s, %s in the traced step: a reference of another "
+			    "model", rfile, p->name, dims(a, sizeof a,
+			    ref->params[k].shape, ref->params[k].ndim),
+			    dims(b, sizeof b, p->shape, p->ndim));
 			return -1;
 		}
 		/* The reference must hold every element of it. */
@@ -1035,7 +1065,7 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 				snprintf(err, errlen, "%s: tensor final/%s: "
 				    "holds %" PRId64 " of the parameter's %"
 				    PRId64 " elements; the reference must "
-				    "hold it whole", ref->dir, p->name, total,
+				    "hold it whole", rfile, p->name, total,
 				    p->elems);
 				return -1;
 			}
@@ -1045,7 +1075,7 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 		if (trace_param_index(t, ref->params[i].name) < 0) {
 			snprintf(err, errlen, "%s: parameter %s is not in the "
 			    "traced step %s: a reference of another model",
-			    ref->dir, ref->params[i].name, t->dir);
+			    rfile, ref->params[i].name, t->dir);
 			return -1;
 		}
 	return 0;
