@@ -284,6 +284,12 @@ def after_manifest_json(out):
         f.write(text.replace('"version": 1,', '"version": 1', 1))
 
 
+def after_manifest_fifo(out):
+    path = os.path.join(out, "parallel", "manifest.json")
+    os.remove(path)
+    os.mkfifo(path)
+
+
 def after_rank_dir(out):
     os.remove(rank_path(out))
     os.mkdir(rank_path(out))
@@ -385,6 +391,7 @@ DEFECTS = {
     "truncated-data": (None, after_truncated_data, None),
     "header-length": (None, after_header_length, None),
     "manifest-json": (None, after_manifest_json, None),
+    "manifest-fifo": (None, after_manifest_fifo, None),
     "header-json": (None, None, hack_header_json),
     "shape-box": (edit_shape_box, None, None),
     "dtype-i32": (edit_dtype, None, None),
