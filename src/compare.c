@@ -1002,6 +1002,35 @@ build_mesh(const struct trace *t, struct mesh *m)
 }
 
 /*
+ * The first element of parameter pi that no rank's final holds, or -1.
+ * An element no rank holds would go unaudited, and a parameter with a
+ * missing final pass as correct.
+ */
+static int64_t
+first_unheld(const struct trace *t, int pi)
+{
+	const struct trace_param *p = &t->params[pi];
+	unsigned char	*held;
+	size_t		 n, first, j;
+	int64_t		 e, i;
+
+	held = xcalloc((size_t)p->elems / 8 + 1, 1);
+	n = trace_tensors_of(t, pi, TRACE_FINAL, &first);
+	for (j = first; j < first + n; j++) {
+		const struct trace_tensor *f = &t->tensors[j];
+
+		for (e = f->lo; e < f->hi; e++) {
+			i = logical_index(p, f, e);
+			held[i / 8] |= (unsigned char)(1u << (i % 8));
+		}
+	}
+	for (i = 0; i < p->elems && (held[i / 8] >> (i % 8) & 1); i++)
+		;
+	free(held);
+	return i < p->elems ? i : -1;
+}
+
+/*
  * The two traces belong together: same step, same parameters.  Each
  * message names the file that says otherwise: a manifest for the modes
  * and the step, the reference's rank file for its parameters.
@@ -1013,6 +1042,7 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 	const char	*rfile = ref->ranks[0].file;
 	char		 a[32 * TRACE_MAX_DIMS], b[32 * TRACE_MAX_DIMS];
 	size_t		 i, first;
+	int64_t		 e;
 	int		 k;
 
 	if (t->reference) {
@@ -1069,6 +1099,15 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 				    p->elems);
 				return -1;
 			}
+		}
+		/* Bounded: the reference holds as many elements. */
+		if ((e = first_unheld(t, (int)i)) >= 0) {
+			snprintf(err, errlen, "%s: parameter %s: no rank holds "
+			    "the final gradient of element %" PRId64 " (of %"
+			    PRId64 "): a rank's final/%s is missing, and what "
+			    "no rank holds cannot be audited", t->dir, p->name,
+			    e, p->elems, p->name);
+			return -1;
 		}
 	}
 	for (i = 0; i < ref->nparams; i++)

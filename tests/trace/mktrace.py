@@ -377,6 +377,14 @@ def edit_overlap(par, ref):
         "final/embedding.weight")[1], desc["box"], [0.5] * desc["box"][1])
 
 
+def edit_missing_final(par, ref):
+    # The last dp rank's shard of layer.weight held by none of its ranks.
+    tp = par.manifest["mesh"]["tp"]
+    for rk in par.ranks[-tp:]:
+        rk.tensors = [t for t in rk.tensors if t[0] != "final/layer.weight"]
+        del rk.meta["tensors"]["final/layer.weight"]
+
+
 def nonfinite(kind, v):
     key = {"contrib": "contrib/0/layer.weight", "final": "final/norm.weight"}
 
@@ -411,6 +419,7 @@ DEFECTS = {
     "mesh-product": (edit_mesh, None, None),
     "mb-range": (edit_mb, None, None),
     "overlap-final": (edit_overlap, None, None),
+    "missing-final": (edit_missing_final, None, None),
 }
 
 
