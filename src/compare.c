@@ -26,6 +26,7 @@
 #include "fit.h"
 #include "hash.h"
 #include "mesh.h"
+#include "text.h"
 #include "xmalloc.h"
 
 /* Rows of a region read at a time. */
@@ -1132,6 +1133,8 @@ compare_traces(const struct trace *t, const struct trace *ref,
 	memset(a, 0, sizeof *a);
 	arena_init(&a->arena);
 	if (check_pair(t, ref, err, errlen) != 0) {
+		/* Step ids, names and paths from the files, one line. */
+		text_make_visible(err, errlen);
 		arena_free(&a->arena);
 		return -1;
 	}

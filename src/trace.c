@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "text.h"
 #include "trace.h"
 #include "xmalloc.h"
 
@@ -94,6 +95,8 @@ fail(struct reader *r, const char *fmt, ...)
 		    r->tensor, msg);
 	else
 		snprintf(r->err, r->errlen, "%s: %s", r->file, msg);
+	/* File names, keys and JSON quoted back may hold a newline. */
+	text_make_visible(r->err, r->errlen);
 	return -1;
 }
 
@@ -109,6 +112,7 @@ fail_json(struct reader *r, const char *what, const json_error_t *e)
 	if (what == NULL) {
 		snprintf(r->err, r->errlen, "%s:%d:%d: %s", r->file, e->line,
 		    e->column, e->text);
+		text_make_visible(r->err, r->errlen);
 		return -1;
 	}
 	return fail(r, "%s:%d:%d: %s", what, e->line, e->column, e->text);

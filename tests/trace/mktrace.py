@@ -306,6 +306,15 @@ def hack_header_json(r, raw, data):
             data)
 
 
+def hack_key_newline(r, raw, data):
+    # A header key with a newline (JSON's \n) that the metadata lacks.
+    if r != 1:
+        return raw, data
+    raw = raw.replace(b'"final/norm.weight": {', b'"final/norm\\nweight": {',
+                      1)
+    return header_bytes(json.loads(raw)), data
+
+
 def hack_offsets(r, raw, data):
     if r != 1:
         return raw, data
@@ -404,6 +413,7 @@ DEFECTS = {
     "shape-box": (edit_shape_box, None, None),
     "dtype-i32": (edit_dtype, None, None),
     "data-offsets": (None, None, hack_offsets),
+    "key-newline": (None, None, hack_key_newline),
     "nan-contrib": (nonfinite("contrib", float("nan")), None, None),
     "inf-contrib": (nonfinite("contrib", float("inf")), None, None),
     "nan-final": (nonfinite("final", float("nan")), None, None),
