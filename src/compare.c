@@ -182,22 +182,6 @@ column_value(const struct trace_param *p, const struct trace_tensor *f,
 	return j < 0 ? 0 : trace_value(c->x, j);
 }
 
-/* A list of sizes, "[4, 16]", into buf. */
-static const char *
-dims(char *buf, size_t len, const int64_t *v, int n)
-{
-	size_t	at;
-	int	i;
-
-	at = (size_t)snprintf(buf, len, "[");
-	for (i = 0; i < n && at < len; i++)
-		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64,
-		    i > 0 ? ", " : "", v[i]);
-	if (at < len)
-		snprintf(buf + at, len - at, "]");
-	return buf;
-}
-
 static int
 cmp_i64(const void *a, const void *b)
 {
@@ -1078,9 +1062,10 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 		    sizeof(p->shape[0])) != 0) {
 			snprintf(err, errlen, "%s: parameter %s has the shape "
 			    "%s, %s in the traced step: a reference of another "
-			    "model", rfile, p->name, dims(a, sizeof a,
-			    ref->params[k].shape, ref->params[k].ndim),
-			    dims(b, sizeof b, p->shape, p->ndim));
+			    "model", rfile, p->name, trace_format_dims(a,
+			    sizeof a, ref->params[k].shape,
+			    ref->params[k].ndim), trace_format_dims(b,
+			    sizeof b, p->shape, p->ndim));
 			return -1;
 		}
 		/* The reference must hold every element of it. */

@@ -146,9 +146,8 @@ open_regular(struct reader *r, const char *what_missing, struct stat *st)
 	return fd;
 }
 
-/* A list of sizes as the format writes it, "[4, 16]", into buf. */
-static const char *
-format_dims(char *buf, size_t len, const int64_t *v, int n)
+const char *
+trace_format_dims(char *buf, size_t len, const int64_t *v, int n)
 {
 	size_t	at;
 	int	i;
@@ -468,10 +467,10 @@ declare_param(struct reader *r, int rank, const char *name, json_t *desc,
 		if (q->ndim != p.ndim || memcmp(q->shape, p.shape,
 		    p.ndim * sizeof(p.shape[0])) != 0)
 			return fail(r, "params: \"%s\" has the logical shape "
-			    "%s here and %s in %s", name, format_dims(here,
-			    sizeof here, p.shape, p.ndim), format_dims(there,
-			    sizeof there, q->shape, q->ndim),
-			    t->ranks[q->rank].file);
+			    "%s here and %s in %s", name,
+			    trace_format_dims(here, sizeof here, p.shape,
+			    p.ndim), trace_format_dims(there, sizeof there,
+			    q->shape, q->ndim), t->ranks[q->rank].file);
 		return 0;
 	}
 	p.rank = rank;
@@ -526,7 +525,8 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 		/* Its parameter has at most 2^40; no more, nor overflow. */
 		if (shape[i] > 0 && n > (INT64_C(1) << 40) / shape[i])
 			return fail(r, "shape %s has more than 2^40 elements",
-			    format_dims(dims, sizeof dims, shape, nd));
+			    trace_format_dims(dims, sizeof dims, shape,
+			    nd));
 		n *= shape[i];
 	}
 	if ((uint64_t)(end - begin) != (uint64_t)n * dtypes[x.dtype].size)
@@ -591,9 +591,9 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 		if (nd != p->ndim || i < nd)
 			return fail(r, "shape %s is not its box %s: without "
 			    "\"flat\", a tensor holds its whole box",
-			    format_dims(dims, sizeof dims, shape, nd),
-			    format_dims(boxdims, sizeof boxdims, x.box,
-			    p->ndim));
+			    trace_format_dims(dims, sizeof dims, shape,
+			    nd), trace_format_dims(boxdims, sizeof boxdims,
+			    x.box, p->ndim));
 	}
 	if (strncmp(key, kind_prefix[x.kind], strlen(kind_prefix[x.kind])) !=
 	    0)

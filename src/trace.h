@@ -114,6 +114,9 @@ const char	*trace_dtype_name(enum trace_dtype);	/* "float32" */
 size_t		 trace_dtype_size(enum trace_dtype);
 /* Element i (0 <= i < hi - lo) of a tensor, as a double. */
 double		 trace_value(const struct trace_tensor *, int64_t i);
+/* A list of sizes as a trace writes it, "[4, 16]", into buf; buf. */
+const char	*trace_format_dims(char *buf, size_t len, const int64_t *,
+		    int n);
 /* The index in trace.params of name, or -1. */
 int		 trace_param_index(const struct trace *, const char *name);
 /*

@@ -736,7 +736,7 @@ static const char *const numbers[] = {
 static void
 text_number(struct blob *t)
 {
-	const char	*n = numbers[pick(sizeof(numbers) / sizeof(numbers[0]))];
+	const char	*n = numbers[pick(sizeof numbers / sizeof numbers[0])];
 	size_t		 i, start = 0, end, found = 0, which;
 
 	for (i = 0; i < t->len; i++)
@@ -863,8 +863,8 @@ mutate_tree(json_t *root)
 		break;
 	case 1:
 		if (json_is_integer(x->value)) {
-			json_integer_set(x->value, json_integer_value(x->value) +
-			    (pick(2) ? 1 : -1));
+			json_integer_set(x->value,
+			    json_integer_value(x->value) + (pick(2) ? 1 : -1));
 			break;
 		}
 		/* FALLTHROUGH */
