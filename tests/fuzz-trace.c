@@ -759,6 +759,13 @@ text_number(struct blob *t)
 	blob_insert(t, start, n, strlen(n));
 }
 
+/* v + d, wrapping as the machine does: a mutation must not overflow. */
+static json_int_t
+add_wrap(json_int_t v, json_int_t d)
+{
+	return (json_int_t)((uint64_t)v + (uint64_t)d);
+}
+
 /* Every value of a JSON document, with its container. */
 struct node {
 	json_t		*parent;	/* NULL for the root */
@@ -863,8 +870,8 @@ mutate_tree(json_t *root)
 		break;
 	case 1:
 		if (json_is_integer(x->value)) {
-			json_integer_set(x->value,
-			    json_integer_value(x->value) + (pick(2) ? 1 : -1));
+			json_integer_set(x->value, add_wrap(
+			    json_integer_value(x->value), pick(2) ? 1 : -1));
 			break;
 		}
 		/* FALLTHROUGH */
@@ -941,11 +948,14 @@ split_tensor(json_t *doc, json_t *tensors, const char *key, json_t *e,
 	begin = json_integer_value(json_array_get(offs, 0));
 	end = json_integer_value(json_array_get(offs, 1));
 	size = dtype != NULL ? (json_int_t)dtype_size(dtype) : 8;
-	n = (end - begin) / size;
-	if (n < 2 || !json_is_object(desc))
-		return;
 	flat = json_object_get(desc, "flat");
 	lo = json_integer_value(json_array_get(flat, 0));
+	/* Only what a seed or a mild mutation holds: no overflow below. */
+	if (begin < 0 || end < begin || end - begin > INT32_MAX || lo < 0 ||
+	    lo > INT32_MAX || !json_is_object(desc))
+		return;
+	if ((n = (end - begin) / size) < 2)
+		return;
 	mid = 1 + (json_int_t)pick((size_t)n - 1);
 	desc = json_deep_copy(desc);
 	e = json_deep_copy(e);
@@ -1009,8 +1019,8 @@ mutate_clone(struct files *fs, int i)
 		else if (json_array_size(a) > 0) {
 			k = pick(json_array_size(a));
 			json_array_set_new(a, k, json_integer(
-			    json_integer_value(json_array_get(a, k)) +
-			    (json_int_t)pick(3) - 1));
+			    add_wrap(json_integer_value(json_array_get(a, k)),
+			    (json_int_t)pick(3) - 1)));
 		}
 		if (desc != NULL) {
 			json_object_set_new(tensors, newkey, desc);
