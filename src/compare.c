@@ -292,7 +292,15 @@ struct region_result {
 	double		 max_abs_diff, max_ref;
 	int		 merged;	/* columns merged into another */
 	double		 residual;	/* relative, of the held values */
+	bool		 has_residual;	/* they snapped: residual is theirs */
 };
+
+/* The relative residual: sqrt(e / s), or sqrt(e) for values all zero. */
+static double
+relative_residual(double e, double s)
+{
+	return s > 0 ? sqrt(e / s) : sqrt(e);
+}
 
 static void
 audit_region(struct cmp *c, const struct trace_param *p,
@@ -431,19 +439,30 @@ audit_region(struct cmp *c, const struct trace_param *p,
 					if (k < 0)
 						continue;
 					x = c->buf[(j + 2) * CHUNK + i];
-					sy -= (double)qy[k].num / qy[k].den * x;
-					sr -= (double)qr[k].num / qr[k].den * x;
+					/* A side that did not snap has no q. */
+					if (res->determined)
+						sy -= (double)qy[k].num /
+						    qy[k].den * x;
+					if (res->ref_determined)
+						sr -= (double)qr[k].num /
+						    qr[k].den * x;
 				}
 				ey += sy * sy;
 				er += sr * sr;
 			}
 		}
-		res->residual = yy > 0 ? sqrt(ey / yy) : sqrt(ey);
-		if (res->determined && (yy > 0 ? sqrt(ey / yy) :
-		    sqrt(ey)) > c->tol.residual)
+		if (res->determined) {
+			res->residual = relative_residual(ey, yy);
+			res->has_residual = true;
+		}
+		/*
+		 * Not "> tol": values so large that their squares overflow
+		 * give a NaN residual, which must not pass as a fit.
+		 */
+		if (res->determined && !(res->residual <= c->tol.residual))
 			res->determined = false;
-		if (res->ref_determined && (rr > 0 ? sqrt(er / rr) :
-		    sqrt(er)) > c->tol.residual)
+		if (res->ref_determined && !(relative_residual(er, rr) <=
+		    c->tol.residual))
 			res->ref_determined = false;
 	}
 	if (res->determined)
@@ -682,11 +701,15 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    res.merged == 1 ? " is" : "s are"));
 			if (!res.determined && c->tol.infer)
 				note_add(&c->a->arena, notes, &nnotes, &more,
+				    res.has_residual ? fmt("rank %d [%" PRId64
+				    ",%" PRId64 "): no expression over the "
+				    "contributions fits the held values "
+				    "(relative residual %.2g): undetermined",
+				    f->rank, rlo, rhi, res.residual) :
 				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
 				    "no expression over the contributions "
-				    "fits the held values (relative residual "
-				    "%.2g): undetermined", f->rank, rlo, rhi,
-				    res.residual));
+				    "fits the held values: undetermined",
+				    f->rank, rlo, rhi));
 			if (ok)
 				continue;
 			pr->correct = false;

@@ -20,7 +20,7 @@ each kind of final:
 W is D x T x K, so that every region has more elements than contributions
 (fewer could not be fitted).
 
---bug makes the step wrong (missing, double, noise); --defect makes the
+--bug makes the step wrong (missing, double, noise, huge); --defect makes the
 trace itself bad (see DEFECTS), for gradaudit compare to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
 """
@@ -173,6 +173,10 @@ def make_step(args):
         # Something outside the recorded contributions touched it.
         x = par.ranks[0].find("final/norm.weight")
         x[3] = rounded(dt, [v + 0.25 * (i % 2) for i, v in enumerate(x[3])])
+    elif args.bug == "huge":
+        # Finite, but its square is not: the fit must not pass on a NaN.
+        x = par.ranks[0].find("final/norm.weight")
+        x[3][0] = 1e300 if dt == "F64" else 3e38
 
     ref = Trace({"format": "gradaudit-trace", "version": 1,
                  "mode": "reference", "step": "ref-" + STEP,
@@ -440,8 +444,8 @@ def main(argv):
     ap.add_argument("--micro-batches", type=int, default=2)
     ap.add_argument("--dtype", choices=sorted(PACK), default="F64")
     ap.add_argument("--seed", type=int, default=1)
-    ap.add_argument("--bug", choices=["none", "missing", "double", "noise"],
-                    default="none")
+    ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
+                                      "huge"], default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
     ap.add_argument("--list-defects", action="store_true")
     ap.add_argument("out", nargs="?")
