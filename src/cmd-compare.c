@@ -1,7 +1,7 @@
 /*
  * gradaudit compare TRACE_DIR --reference REF_DIR: one real training step,
  * recorded on every rank by python/gradaudit_trace.py, against the same
- * code run on one process (gradaudit-trace(7)).  Nothing is simulated:
+ * code run on one process (gradaudit-trace(5)).  Nothing is simulated:
  * the verdict is measured, and each rank's expression is inferred from
  * what it really held (compare.h).  The report is check's and run's.
  *

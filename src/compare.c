@@ -26,6 +26,7 @@
 #include "fit.h"
 #include "hash.h"
 #include "mesh.h"
+#include "text.h"
 #include "xmalloc.h"
 
 /* Rows of a region read at a time. */
@@ -296,7 +297,15 @@ struct region_result {
 	int		 fitted;	/* distinct nonzero contributions */
 	size_t		 rows;		/* nonzero elements sampled */
 	double		 residual;	/* relative, of the held values */
+	bool		 has_residual;	/* they snapped: residual is theirs */
 };
+
+/* The relative residual: sqrt(e / s), or sqrt(e) for values all zero. */
+static double
+relative_residual(double e, double s)
+{
+	return s > 0 ? sqrt(e / s) : sqrt(e);
+}
 
 static void
 audit_region(struct cmp *c, const struct trace_param *p,
@@ -433,19 +442,30 @@ audit_region(struct cmp *c, const struct trace_param *p,
 					if (k < 0)
 						continue;
 					x = c->buf[(j + 2) * CHUNK + i];
-					sy -= (double)qy[k].num / qy[k].den * x;
-					sr -= (double)qr[k].num / qr[k].den * x;
+					/* A side that did not snap has no q. */
+					if (res->determined)
+						sy -= (double)qy[k].num /
+						    qy[k].den * x;
+					if (res->ref_determined)
+						sr -= (double)qr[k].num /
+						    qr[k].den * x;
 				}
 				ey += sy * sy;
 				er += sr * sr;
 			}
 		}
-		res->residual = yy > 0 ? sqrt(ey / yy) : sqrt(ey);
-		if (res->determined && (yy > 0 ? sqrt(ey / yy) :
-		    sqrt(ey)) > c->tol.residual)
+		if (res->determined) {
+			res->residual = relative_residual(ey, yy);
+			res->has_residual = true;
+		}
+		/*
+		 * Not "> tol": values so large that their squares overflow
+		 * give a NaN residual, which must not pass as a fit.
+		 */
+		if (res->determined && !(res->residual <= c->tol.residual))
 			res->determined = false;
-		if (res->ref_determined && (rr > 0 ? sqrt(er / rr) :
-		    sqrt(er)) > c->tol.residual)
+		if (res->ref_determined && !(relative_residual(er, rr) <=
+		    c->tol.residual))
 			res->ref_determined = false;
 	}
 	if (res->determined)
@@ -828,11 +848,15 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    f->rank, rlo, rhi, res.fitted, res.rows));
 			else if (!res.determined && c->tol.infer)
 				note_add(&c->a->arena, notes, &nnotes, &more,
+				    res.has_residual ? fmt("rank %d [%" PRId64
+				    ",%" PRId64 "): no expression over the "
+				    "contributions fits the held values "
+				    "(relative residual %.2g): undetermined",
+				    f->rank, rlo, rhi, res.residual) :
 				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
 				    "no expression over the contributions "
-				    "fits the held values (relative residual "
-				    "%.2g): undetermined", f->rank, rlo, rhi,
-				    res.residual));
+				    "fits the held values: undetermined",
+				    f->rank, rlo, rhi));
 			if (ok || c->cfg != NULL) {
 				if (!ok)
 					pr->correct = false;
@@ -1155,41 +1179,86 @@ build_mesh(const struct trace *t, struct mesh *m)
 	}
 }
 
-/* The two traces belong together: same step, same parameters. */
+/*
+ * The first element of parameter pi that no rank's final holds, or -1.
+ * An element no rank holds would go unaudited, and a parameter with a
+ * missing final pass as correct.
+ */
+static int64_t
+first_unheld(const struct trace *t, int pi)
+{
+	const struct trace_param *p = &t->params[pi];
+	unsigned char	*held;
+	size_t		 n, first, j;
+	int64_t		 e, i;
+
+	held = xcalloc((size_t)p->elems / 8 + 1, 1);
+	n = trace_tensors_of(t, pi, TRACE_FINAL, &first);
+	for (j = first; j < first + n; j++) {
+		const struct trace_tensor *f = &t->tensors[j];
+
+		for (e = f->lo; e < f->hi; e++) {
+			i = logical_index(p, f, e);
+			held[i / 8] |= (unsigned char)(1u << (i % 8));
+		}
+	}
+	for (i = 0; i < p->elems && (held[i / 8] >> (i % 8) & 1); i++)
+		;
+	free(held);
+	return i < p->elems ? i : -1;
+}
+
+/*
+ * The two traces belong together: same step, same parameters.  Each
+ * message names the file that says otherwise: a manifest for the modes
+ * and the step, the reference's rank file for its parameters.
+ */
 static int
 check_pair(const struct trace *t, const struct trace *ref, char *err,
     size_t errlen)
 {
-	size_t	i, first;
-	int	k;
+	const char	*rfile = ref->ranks[0].file;
+	char		 a[32 * TRACE_MAX_DIMS], b[32 * TRACE_MAX_DIMS];
+	size_t		 i, first;
+	int64_t		 e;
+	int		 k;
 
 	if (t->reference) {
-		snprintf(err, errlen, "%s: a reference trace, not a traced "
-		    "step: give the parallel trace first", t->dir);
+		snprintf(err, errlen, "%s/manifest.json: mode is \"reference"
+		    "\": give the traced step first and its reference with "
+		    "--reference", t->dir);
 		return -1;
 	}
 	if (!ref->reference) {
-		snprintf(err, errlen, "%s: not a reference trace (mode "
-		    "\"parallel\"): record it with mode=\"reference\"",
-		    ref->dir);
+		snprintf(err, errlen, "%s/manifest.json: mode is \"parallel\", "
+		    "not \"reference\": --reference takes the step run again "
+		    "on one process", ref->dir);
 		return -1;
 	}
 	if (strcmp(ref->reference_of, t->step) != 0) {
-		snprintf(err, errlen, "%s: the reference of step %s, not of "
-		    "%s's step %s", ref->dir, ref->reference_of, t->dir,
-		    t->step);
+		snprintf(err, errlen, "%s/manifest.json: the reference of step "
+		    "%s, not of step %s (%s): record it with the weights of "
+		    "that step", ref->dir, ref->reference_of, t->step, t->dir);
 		return -1;
 	}
 	for (i = 0; i < t->nparams; i++) {
 		const struct trace_param *p = &t->params[i];
 
 		k = trace_param_index(ref, p->name);
-		if (k < 0 || ref->params[k].ndim != p->ndim ||
+		if (k < 0) {
+			snprintf(err, errlen, "%s: parameter %s is missing: a "
+			    "reference of another model", rfile, p->name);
+			return -1;
+		}
+		if (ref->params[k].ndim != p->ndim ||
 		    memcmp(ref->params[k].shape, p->shape, p->ndim *
 		    sizeof(p->shape[0])) != 0) {
-			snprintf(err, errlen, "%s: parameter %s %s: a reference "
-			    "of another model", ref->dir, p->name, k < 0 ?
-			    "is missing" : "has another shape");
+			snprintf(err, errlen, "%s: parameter %s has the shape "
+			    "%s, %s in the traced step: a reference of another "
+			    "model", rfile, p->name, trace_format_dims(a,
+			    sizeof a, ref->params[k].shape,
+			    ref->params[k].ndim), trace_format_dims(b,
+			    sizeof b, p->shape, p->ndim));
 			return -1;
 		}
 		/* The reference must hold every element of it. */
@@ -1205,17 +1274,26 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 				snprintf(err, errlen, "%s: tensor final/%s: "
 				    "holds %" PRId64 " of the parameter's %"
 				    PRId64 " elements; the reference must "
-				    "hold it whole", ref->dir, p->name, total,
+				    "hold it whole", rfile, p->name, total,
 				    p->elems);
 				return -1;
 			}
+		}
+		/* Bounded: the reference holds as many elements. */
+		if ((e = first_unheld(t, (int)i)) >= 0) {
+			snprintf(err, errlen, "%s: parameter %s: no rank holds "
+			    "the final gradient of element %" PRId64 " (of %"
+			    PRId64 "): a rank's final/%s is missing, and what "
+			    "no rank holds cannot be audited", t->dir, p->name,
+			    e, p->elems, p->name);
+			return -1;
 		}
 	}
 	for (i = 0; i < ref->nparams; i++)
 		if (trace_param_index(t, ref->params[i].name) < 0) {
 			snprintf(err, errlen, "%s: parameter %s is not in the "
 			    "traced step %s: a reference of another model",
-			    ref->dir, ref->params[i].name, t->dir);
+			    rfile, ref->params[i].name, t->dir);
 			return -1;
 		}
 	return 0;
@@ -1358,6 +1436,8 @@ compare_traces(const struct trace *t, const struct trace *ref,
 	memset(a, 0, sizeof *a);
 	arena_init(&a->arena);
 	if (check_pair(t, ref, err, errlen) != 0) {
+		/* Step ids, names and paths from the files, one line. */
+		text_make_visible(err, errlen);
 		arena_free(&a->arena);
 		return -1;
 	}

@@ -5,6 +5,7 @@
  */
 #include <stdbool.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "text.h"
@@ -133,6 +134,18 @@ text_visible(const char *s)
 	}
 	out[o] = '\0';
 	return out;
+}
+
+void
+text_make_visible(char *buf, size_t size)
+{
+	char	*v;
+
+	if (size == 0)
+		return;
+	v = text_visible(buf);
+	snprintf(buf, size, "%s", v);
+	free(v);
 }
 
 size_t

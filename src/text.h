@@ -25,6 +25,11 @@ void	 text_cut(char *buf, size_t size, const void *s, size_t len);
 
 /* A copy of s, whole, with what text_cut() escapes escaped; xmalloc'd. */
 char	*text_visible(const char *s);
+/*
+ * The message in buf (size bytes) made visible in place, as text_visible()
+ * shows it, cut to fit: for messages that quote a file's names and keys.
+ */
+void	 text_make_visible(char *buf, size_t size);
 
 /* The characters of s[0..len): its columns, a byte that is no UTF-8 one. */
 size_t	 text_columns(const void *s, size_t len);

@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "text.h"
 #include "trace.h"
 #include "xmalloc.h"
 
@@ -94,13 +95,70 @@ fail(struct reader *r, const char *fmt, ...)
 		    r->tensor, msg);
 	else
 		snprintf(r->err, r->errlen, "%s: %s", r->file, msg);
+	/* File names, keys and JSON quoted back may hold a newline. */
+	text_make_visible(r->err, r->errlen);
 	return -1;
 }
 
+/*
+ * A JSON error.  The manifest's lines and columns are the file's, so the
+ * message reads file:line:col as a configuration error does; what names
+ * the JSON text inside a rank file ("header", "metadata"), whose lines
+ * count from its start.
+ */
 static int
 fail_json(struct reader *r, const char *what, const json_error_t *e)
 {
+	if (what == NULL) {
+		snprintf(r->err, r->errlen, "%s:%d:%d: %s", r->file, e->line,
+		    e->column, e->text);
+		text_make_visible(r->err, r->errlen);
+		return -1;
+	}
 	return fail(r, "%s:%d:%d: %s", what, e->line, e->column, e->text);
+}
+
+/*
+ * Open r->file for reading.  O_NONBLOCK, so that a FIFO named as a trace
+ * file is refused rather than waited on for ever; only regular files are
+ * read.  The descriptor, or -1 with the message set; what_missing is added
+ * to the message of a file that cannot be opened.
+ */
+static int
+open_regular(struct reader *r, const char *what_missing, struct stat *st)
+{
+	int	fd, e;
+
+	fd = open(r->file, O_RDONLY | O_NONBLOCK);
+	if (fd < 0)
+		return fail(r, "%s%s", strerror(errno), what_missing);
+	if (fstat(fd, st) != 0) {
+		e = errno;
+		close(fd);
+		return fail(r, "%s", strerror(e));
+	}
+	if (!S_ISREG(st->st_mode)) {
+		close(fd);
+		return fail(r, "%s, not a regular file",
+		    S_ISDIR(st->st_mode) ? "a directory" :
+		    S_ISFIFO(st->st_mode) ? "a FIFO" : "a device or socket");
+	}
+	return fd;
+}
+
+const char *
+trace_format_dims(char *buf, size_t len, const int64_t *v, int n)
+{
+	size_t	at;
+	int	i;
+
+	at = (size_t)snprintf(buf, len, "[");
+	for (i = 0; i < n && at < len; i++)
+		at += (size_t)snprintf(buf + at, len - at, "%s%" PRId64,
+		    i > 0 ? ", " : "", v[i]);
+	if (at < len)
+		snprintf(buf + at, len - at, "]");
+	return buf;
 }
 
 /* An integer member in [min, max]; 1 when absent and optional. */
@@ -158,7 +216,7 @@ get_number(struct reader *r, json_t *obj, const char *key, double *v)
 	return 0;
 }
 
-/* A list of n (or, with n 0, 1..TRACE_MAX_DIMS) integers in [min, max]. */
+/* A list of n (or, with n -1, 0..TRACE_MAX_DIMS) integers in [min, max]. */
 static int
 get_dims(struct reader *r, json_t *obj, const char *key, int n, int64_t min,
     int64_t max, int64_t *out, int *count)
@@ -168,9 +226,9 @@ get_dims(struct reader *r, json_t *obj, const char *key, int n, int64_t min,
 
 	if (x == NULL)
 		return fail(r, "\"%s\" is missing", key);
-	if (!json_is_array(x) || (n > 0 && json_array_size(x) != (size_t)n) ||
+	if (!json_is_array(x) || (n >= 0 && json_array_size(x) != (size_t)n) ||
 	    json_array_size(x) > TRACE_MAX_DIMS)
-		return n > 0 ? fail(r, "\"%s\" must be a list of %d "
+		return n >= 0 ? fail(r, "\"%s\" must be a list of %d "
 		    "integers", key, n) : fail(r, "\"%s\" must be a list of "
 		    "at most %d integers", key, TRACE_MAX_DIMS);
 	json_array_foreach(x, i, e) {
@@ -221,11 +279,56 @@ read_mesh(struct reader *r, json_t *mesh)
 	return 0;
 }
 
+/* The manifest's JSON, or NULL with the message set. */
+static json_t *
+load_manifest(struct reader *r, const char *dir)
+{
+	struct stat	 st;
+	json_error_t	 e;
+	json_t		*m;
+	char		*buf, *missing;
+	size_t		 len = 0;
+	ssize_t		 n;
+	int		 fd;
+
+	xasprintf(&missing, " (is %s a trace directory?)", dir);
+	fd = open_regular(r, missing, &st);
+	free(missing);
+	if (fd < 0)
+		return NULL;
+	if (st.st_size > TRACE_MAX_HEADER) {
+		close(fd);
+		fail(r, "%jd bytes: larger than a manifest can be (%u MiB)",
+		    (intmax_t)st.st_size, TRACE_MAX_HEADER >> 20);
+		return NULL;
+	}
+	buf = xmalloc((size_t)st.st_size + 1);
+	while (len < (size_t)st.st_size) {
+		n = read(fd, buf + len, (size_t)st.st_size - len);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			fail(r, "%s", strerror(errno));
+			close(fd);
+			free(buf);
+			return NULL;
+		}
+		if (n == 0)
+			break;
+		len += (size_t)n;
+	}
+	close(fd);
+	m = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &e);
+	free(buf);
+	if (m == NULL)
+		fail_json(r, NULL, &e);
+	return m;
+}
+
 static int
 read_manifest(struct reader *r, const char *dir)
 {
 	struct trace	*t = r->t;
-	json_error_t	 e;
 	json_t		*m, *files;
 	const char	*s;
 	char		*path;
@@ -235,13 +338,8 @@ read_manifest(struct reader *r, const char *dir)
 	xasprintf(&path, "%s/manifest.json", dir);
 	r->file = arena_strdup(&t->arena, path);
 	free(path);
-	m = json_load_file(r->file, JSON_REJECT_DUPLICATES, &e);
-	if (m == NULL) {
-		if (access(r->file, F_OK) != 0)
-			return fail(r, "%s (is %s a trace directory?)",
-			    strerror(errno), dir);
-		return fail_json(r, "manifest.json", &e);
-	}
+	if ((m = load_manifest(r, dir)) == NULL)
+		return -1;
 	if (!json_is_object(m)) {
 		fail(r, "not a JSON object");
 		goto out;
@@ -336,20 +434,22 @@ trace_param_index(const struct trace *t, const char *name)
 	return -1;
 }
 
-/* Add or check a parameter's logical shape. */
+/* Add or check a parameter's logical shape, as rank file `rank` gives it. */
 static int
-declare_param(struct reader *r, const char *name, json_t *desc,
+declare_param(struct reader *r, int rank, const char *name, json_t *desc,
     size_t *capp)
 {
 	struct trace		*t = r->t;
 	struct trace_param	 p;
+	char			 here[32 * TRACE_MAX_DIMS];
+	char			 there[32 * TRACE_MAX_DIMS];
 	int			 i, k;
 
 	memset(&p, 0, sizeof p);
 	r->tensor = NULL;
 	if (!json_is_object(desc))
 		return fail(r, "params: \"%s\" must be an object", name);
-	if (get_dims(r, desc, "shape", 0, 1, INT64_C(1) << 40, p.shape,
+	if (get_dims(r, desc, "shape", -1, 1, INT64_C(1) << 40, p.shape,
 	    &p.ndim) != 0)
 		return fail(r, "params: \"%s\": shape must be a list of at "
 		    "most %d positive sizes", name, TRACE_MAX_DIMS);
@@ -366,10 +466,14 @@ declare_param(struct reader *r, const char *name, json_t *desc,
 
 		if (q->ndim != p.ndim || memcmp(q->shape, p.shape,
 		    p.ndim * sizeof(p.shape[0])) != 0)
-			return fail(r, "params: \"%s\" has another logical "
-			    "shape than in %s", name, t->ranks[0].file);
+			return fail(r, "params: \"%s\" has the logical shape "
+			    "%s here and %s in %s", name,
+			    trace_format_dims(here, sizeof here, p.shape,
+			    p.ndim), trace_format_dims(there, sizeof there,
+			    q->shape, q->ndim), t->ranks[q->rank].file);
 		return 0;
 	}
+	p.rank = rank;
 	if (t->nparams == *capp) {
 		*capp = *capp ? 2 * *capp : 16;
 		t->params = xreallocarray(t->params, *capp, sizeof(p));
@@ -405,6 +509,8 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 	int64_t			 shape[TRACE_MAX_DIMS], flat[2], v, boxn = 1;
 	int64_t			 begin, end, n;
 	int			 nd, i;
+	char			 dims[32 * TRACE_MAX_DIMS];
+	char			 boxdims[32 * TRACE_MAX_DIMS];
 
 	memset(&x, 0, sizeof x);
 	x.key = arena_strdup(&t->arena, key);
@@ -414,7 +520,7 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 		return fail(r, "its header entry must be an object");
 	if (parse_dtype(r, desc, &x.dtype) != 0)
 		return -1;
-	if (get_dims(r, desc, "shape", 0, 0, INT64_C(1) << 40, shape,
+	if (get_dims(r, desc, "shape", -1, 0, INT64_C(1) << 40, shape,
 	    &nd) != 0)
 		return -1;
 	offs = json_object_get(desc, "data_offsets");
@@ -429,8 +535,14 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 		    "outside the file's %" PRIu64 " bytes of data (truncated?)",
 		    begin, end, datalen);
 	n = 1;
-	for (i = 0; i < nd; i++)
+	for (i = 0; i < nd; i++) {
+		/* Its parameter has at most 2^40; no more, nor overflow. */
+		if (shape[i] > 0 && n > (INT64_C(1) << 40) / shape[i])
+			return fail(r, "shape %s has more than 2^40 elements",
+			    trace_format_dims(dims, sizeof dims, shape,
+			    nd));
 		n *= shape[i];
+	}
 	if ((uint64_t)(end - begin) != (uint64_t)n * dtypes[x.dtype].size)
 		return fail(r, "%" PRId64 " bytes hold %" PRId64 " %s elements, "
 		    "not %" PRId64 " bytes", end - begin, n,
@@ -487,14 +599,15 @@ read_tensor(struct reader *r, int rank, const char *key, json_t *desc,
 			    "must be stored as a list of that length",
 			    x.hi - x.lo);
 	} else {
-		if (nd != p->ndim)
-			return fail(r, "shape has %d dimensions, its box %d",
-			    nd, p->ndim);
-		for (i = 0; i < nd; i++)
+		for (i = 0; nd == p->ndim && i < nd; i++)
 			if (shape[i] != x.box[i])
-				return fail(r, "shape [%" PRId64 "...] does "
-				    "not match its box in dimension %d (%"
-				    PRId64 ")", shape[i], i, x.box[i]);
+				break;
+		if (nd != p->ndim || i < nd)
+			return fail(r, "shape %s is not its box %s: without "
+			    "\"flat\", a tensor holds its whole box",
+			    trace_format_dims(dims, sizeof dims, shape,
+			    nd), trace_format_dims(boxdims, sizeof boxdims,
+			    x.box, p->ndim));
 	}
 	if (strncmp(key, kind_prefix[x.kind], strlen(kind_prefix[x.kind])) !=
 	    0)
@@ -595,7 +708,7 @@ read_rank_meta(struct reader *r, int rank, json_t *meta, size_t *pcap)
 		return fail(r, "\"params\" must be an object of logical "
 		    "shapes");
 	json_object_foreach(params, key, x)
-		if (declare_param(r, key, x, pcap) != 0)
+		if (declare_param(r, rank, key, x, pcap) != 0)
 			return -1;
 	return 0;
 }
@@ -615,14 +728,8 @@ read_rank(struct reader *r, int rank, size_t *pcap)
 
 	r->file = rk->file;
 	r->tensor = NULL;
-	fd = open(rk->file, O_RDONLY | O_NONBLOCK);
-	if (fd < 0)
-		return fail(r, "%s (a rank's file is missing)",
-		    strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return fail(r, "not a regular file");
-	}
+	if ((fd = open_regular(r, " (a rank's file is missing)", &st)) < 0)
+		return -1;
 	if (st.st_size < 8) {
 		close(fd);
 		return fail(r, "%jd bytes: too short for a safetensors file "
@@ -716,34 +823,92 @@ cmp_tensor(const void *a, const void *b)
 	return 0;
 }
 
-/* Two pieces of one kind, rank and micro-batch that overlap. */
+/* Pieces of one parameter, kind, rank and micro-batch. */
+static bool
+same_holder(const struct trace_tensor *a, const struct trace_tensor *b)
+{
+	return a->param == b->param && a->kind == b->kind &&
+	    a->rank == b->rank && a->mb == b->mb;
+}
+
+/*
+ * Whether pieces a and b of parameter p hold an element in common.  Boxes
+ * that meet and are not the same box are walked element by element (the
+ * smaller piece): a rank holds one piece of a parameter, or a few.
+ */
+static bool
+pieces_overlap(const struct trace_param *p, const struct trace_tensor *a,
+    const struct trace_tensor *b)
+{
+	const struct trace_tensor *x = a, *y = b;
+	int64_t	 idx[TRACE_MAX_DIMS], i, j, rest;
+	bool	 same = true;
+	int	 d;
+
+	for (d = 0; d < p->ndim; d++) {
+		if (a->offset[d] >= b->offset[d] + b->box[d] ||
+		    b->offset[d] >= a->offset[d] + a->box[d])
+			return false;
+		if (a->offset[d] != b->offset[d] || a->box[d] != b->box[d])
+			same = false;
+	}
+	if (same)
+		return a->lo < b->hi && b->lo < a->hi;
+	if (a->hi - a->lo > b->hi - b->lo) {
+		x = b;
+		y = a;
+	}
+	for (i = x->lo; i < x->hi; i++) {
+		for (rest = i, d = p->ndim - 1; d >= 0; d--) {
+			idx[d] = rest % x->box[d] + x->offset[d] - y->offset[d];
+			rest /= x->box[d];
+		}
+		for (j = 0, d = 0; d < p->ndim; d++) {
+			if (idx[d] < 0 || idx[d] >= y->box[d])
+				break;
+			j = j * y->box[d] + idx[d];
+		}
+		if (d == p->ndim && j >= y->lo && j < y->hi)
+			return true;
+	}
+	return false;
+}
+
+/*
+ * A rank holds each element of a parameter once per kind: two
+ * contributions to one micro-batch, or final or weight pieces that share
+ * an element, would be counted twice (and make a reference that looks
+ * whole by its element count have a hole).
+ */
 static int
 check_overlaps(struct reader *r)
 {
 	struct trace	*t = r->t;
-	size_t		 i;
+	size_t		 i, j, k, end;
 
-	for (i = 1; i < t->ntensors; i++) {
-		const struct trace_tensor *a = &t->tensors[i - 1];
-		const struct trace_tensor *b = &t->tensors[i];
+	for (i = 0; i < t->ntensors; i = end) {
+		for (end = i + 1; end < t->ntensors &&
+		    same_holder(&t->tensors[i], &t->tensors[end]); end++)
+			;
+		for (j = i + 1; j < end; j++)
+			for (k = i; k < j; k++) {
+				const struct trace_tensor *a = &t->tensors[k];
+				const struct trace_tensor *b = &t->tensors[j];
 
-		if (a->param != b->param || a->kind != b->kind ||
-		    a->rank != b->rank || a->mb != b->mb)
-			continue;
-		if (b->kind == TRACE_CONTRIB) {
-			r->file = t->ranks[b->rank].file;
-			r->tensor = b->key;
-			return fail(r, "a second contribution of %s to "
-			    "micro-batch %d", t->params[b->param].name, b->mb);
-		}
-		if (memcmp(a->offset, b->offset, sizeof a->offset) == 0 &&
-		    memcmp(a->box, b->box, sizeof a->box) == 0 &&
-		    b->lo < a->hi) {
-			r->file = t->ranks[b->rank].file;
-			r->tensor = b->key;
-			return fail(r, "overlaps %s", a->key);
-		}
+				r->file = t->ranks[b->rank].file;
+				r->tensor = b->key;
+				if (b->kind == TRACE_CONTRIB)
+					return fail(r, "a second contribution "
+					    "of %s to micro-batch %d, after %s",
+					    t->params[b->param].name, b->mb,
+					    a->key);
+				if (pieces_overlap(&t->params[b->param], a, b))
+					return fail(r, "holds elements of %s "
+					    "that %s holds too", t->params[
+					    b->param].name, a->key);
+			}
 	}
+	r->tensor = NULL;
 	return 0;
 }
 

@@ -52,6 +52,7 @@ struct trace_param {
 	int		 ndim;
 	int64_t		 shape[TRACE_MAX_DIMS];
 	int64_t		 elems;
+	int		 rank;		/* the first rank file that gives it */
 };
 
 /*
@@ -119,6 +120,9 @@ double		 trace_value(const struct trace_tensor *, int64_t i);
  * with the trace.
  */
 void		 trace_release(const struct trace_tensor *);
+/* A list of sizes as a trace writes it, "[4, 16]", into buf; buf. */
+const char	*trace_format_dims(char *buf, size_t len, const int64_t *,
+		    int n);
 /* The index in trace.params of name, or -1. */
 int		 trace_param_index(const struct trace *, const char *name);
 /*

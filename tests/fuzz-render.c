@@ -1,0 +1,28 @@
+/*
+ * The reports of an audit rendered to a stream, for tests/fuzz-trace.c:
+ * it parses JSON with jansson, whose json_string and json_null are also
+ * the names of src/json.h's emitter, so the two cannot meet in one file.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "fuzz-render.h"
+#include "json.h"
+#include "report.h"
+
+void
+fuzz_render(FILE *fp, const struct audit *a)
+{
+	struct report_options	o;
+	struct json		j;
+
+	memset(&o, 0, sizeof o);
+	report_text(fp, a, &o);
+	o.verbose = true;
+	report_text(fp, a, &o);
+	json_init(&j, fp, false);
+	report_json(&j, a, &o);
+	o.expand = true;
+	json_init(&j, fp, true);
+	report_json(&j, a, &o);
+}
