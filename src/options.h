@@ -32,6 +32,8 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 /* sweep --keep, --fix, --min, --max: a bound on one mesh dimension. */
 enum bound_kind { BOUND_KEEP, BOUND_FIX, BOUND_MIN, BOUND_MAX };
 
+struct baseline;
+
 struct sweep_bound {
 	enum bound_kind	 kind;
 	char		*item;		/* "tp" (--keep) or "tp=8" */
@@ -41,6 +43,14 @@ struct options {
 	enum output_format	 format;
 	const char		*junit;		/* --junit FILE */
 	const char		*summary;	/* --summary FILE, appended to */
+	const char		*baseline_file;	/* --baseline FILE */
+	/*
+	 * That file, read by output_read_baseline before anything is
+	 * audited; freed by options_free.
+	 */
+	struct baseline		*baseline;
+	bool			 strict_baseline;	/* --strict-baseline */
+	const char		*write_baseline;	/* --write-baseline FILE */
 	struct cfg_override	*sets;		/* --set KEY=VALUE, in order */
 	size_t			 nsets;
 	enum arith		 arith;		/* --numerics */
