@@ -155,6 +155,27 @@ baseline_today_of(const struct options *o)
 	return o->baseline->today;
 }
 
+static void
+baseline_not_written(const struct options *o)
+{
+	fprintf(stderr, "%s: %s: baseline not written: not every "
+	    "configuration was audited\n", progname, o->write_baseline);
+}
+
+bool
+output_baseline_complete(const struct options *o, const struct audited *v,
+    size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].audit == NULL) {
+			baseline_not_written(o);
+			return false;
+		}
+	return true;
+}
+
 void
 output_baseline_write(FILE *fp, const struct options *o,
     const struct audited *v, size_t n)
@@ -638,6 +659,7 @@ output_add(struct output_stream *s, const struct audited *v)
 	st = entry_status(v);
 	if (a != NULL && o->write_baseline != NULL)
 		baseline_draft_add(&s->draft, a, v->label);
+	s->unaudited |= a == NULL;
 	if (a != NULL && o->format == FORMAT_JSON)
 		report_json(&s->json, a, &s->report);
 	else if (o->format == FORMAT_JSONL) {
@@ -705,7 +727,10 @@ output_end(struct output_stream *s, const char *suite)
 	    baseline_report_stale(o->baseline, stderr) > 0 &&
 	    o->strict_baseline && status == EXIT_OK)
 		status = EXIT_WRONG;
-	if (o->write_baseline != NULL && write_draft(o, &s->draft) != EXIT_OK)
+	if (o->write_baseline != NULL && s->unaudited)
+		baseline_not_written(o);
+	else if (o->write_baseline != NULL &&
+	    write_draft(o, &s->draft) != EXIT_OK)
 		status = EXIT_RUNTIME;
 	baseline_draft_free(&s->draft);
 	if (fflush(stdout) != 0 || ferror(stdout)) {

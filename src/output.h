@@ -85,8 +85,13 @@ void	 output_accept(const struct options *, const struct audited *);
 /*
  * --write-baseline: the findings of entries as a baseline file, on a
  * stream (run's job renders it there), and saving such bytes; EXIT_OK or
- * EXIT_RUNTIME.
+ * EXIT_RUNTIME.  A baseline is written only when every config was
+ * audited: one made without some config's findings would replace a good
+ * file with a poorer one.  output_baseline_complete says so on stderr
+ * when it is not.
  */
+bool	 output_baseline_complete(const struct options *,
+	    const struct audited *, size_t n);
 void	 output_baseline_write(FILE *, const struct options *,
 	    const struct audited *, size_t n);
 int	 output_baseline_bytes(const char *path, const char *yaml, size_t len);
@@ -118,6 +123,7 @@ struct output_stream {
 	struct summary_row	*rows;		/* with --summary */
 	size_t			 ncases, cap;
 	struct baseline_draft	 draft;		/* with --write-baseline */
+	bool			 unaudited;	/* a config was not audited */
 };
 
 /* Begin a report of n audits. */
