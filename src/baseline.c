@@ -229,17 +229,41 @@ describe(char *buf, size_t size, const yaml_event_t *ev)
 	}
 }
 
+/* U+2028 and U+2029, which YAML and some readers take for line breaks. */
+static bool
+line_separator(const unsigned char *s, size_t n)
+{
+	return n >= 3 && s[0] == 0xe2 && s[1] == 0x80 &&
+	    (s[2] == 0xa8 || s[2] == 0xa9);
+}
+
+/* Printable characters only, none of them a line separator. */
+static bool
+printable_line(const unsigned char *s, size_t n)
+{
+	size_t	 i = 0, k;
+
+	while (i < n) {
+		if ((k = text_char_len(s + i, n - i)) == 0 ||
+		    line_separator(s + i, n - i))
+			return false;
+		i += k;
+	}
+	return true;
+}
+
 /*
  * A scalar as one line of text: trailing blanks and newlines (a block
- * scalar's) dropped, never empty, no control character, since every
- * report prints it on one line.  -1 after a message.
+ * scalar's) dropped, never empty, only printable characters, since every
+ * report prints it on one line (and --write-baseline writes it back as
+ * it is).  -1 after a message.
  */
 static int
 one_line(struct reader *r, const yaml_event_t *ev, const char *key,
     char **out)
 {
 	const unsigned char	*s = ev->data.scalar.value;
-	size_t			 n, i;
+	size_t			 n;
 	char			 what[TEXT_QUOTE_SIZE + 48];
 
 	if (ev->type != YAML_SCALAR_EVENT || is_null(ev)) {
@@ -257,13 +281,12 @@ one_line(struct reader *r, const yaml_event_t *ev, const char *key,
 		    "empty one", key);
 		return -1;
 	}
-	for (i = 0; i < n; i++)
-		if (s[i] < 0x20 || s[i] == 0x7f) {
-			describe(what, sizeof what, ev);
-			fail(r, &ev->start_mark, "%s: must be one line of text, "
-			    "got %s", key, what);
-			return -1;
-		}
+	if (!printable_line(s, n)) {
+		describe(what, sizeof what, ev);
+		fail(r, &ev->start_mark, "%s: must be one line of printable "
+		    "text, got %s", key, what);
+		return -1;
+	}
 	*out = xmalloc(n + 1);
 	memcpy(*out, s, n);
 	(*out)[n] = '\0';
@@ -910,8 +933,10 @@ draft_finding(struct baseline_draft *d, const struct finding *f,
 	params = xcalloc(n + 1, sizeof *params);
 	for (k = 0; k < f->nparams; k++)
 		params[k] = glob_escape(f->params[k]);
+	/* A finding that names no parameter is matched as "" (any glob). */
 	if (f->nparams == 0)
-		params[0] = glob_escape(f->param != NULL ? f->param : "");
+		params[0] = f->param != NULL ? glob_escape(f->param) :
+		    xstrdup("*");
 	for (i = 0; i < d->n; i++)
 		if (same_draft(&d->entries[i], config, f->kind,
 		    (const char *const *)params, n))
@@ -954,8 +979,9 @@ baseline_draft_add(struct baseline_draft *d, const struct audit *a,
 }
 
 /*
- * A YAML double-quoted scalar: '"' and '\' escaped, and what is no
- * printable UTF-8 written as \xNN, so that the file always reads back.
+ * A YAML double-quoted scalar: '"' and '\' escaped, the line separators
+ * as YAML's \L and \P, and what is no printable UTF-8 written as \xNN,
+ * so that the file always reads back.
  */
 static void
 put_quoted(FILE *fp, const char *str)
@@ -967,6 +993,11 @@ put_quoted(FILE *fp, const char *str)
 	while (i < len) {
 		if (s[i] == '"' || s[i] == '\\') {
 			fprintf(fp, "\\%c", s[i++]);
+			continue;
+		}
+		if (line_separator(s + i, len - i)) {
+			fputs(s[i + 2] == 0xa8 ? "\\L" : "\\P", fp);
+			i += 3;
 			continue;
 		}
 		if ((n = text_char_len(s + i, len - i)) == 0) {
