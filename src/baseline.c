@@ -515,7 +515,8 @@ read_pairs(struct reader *r, const yaml_event_t *start,
 		}
 		if (key.type != YAML_SCALAR_EVENT) {
 			describe(what, sizeof what, &key);
-			fail(r, &key.start_mark, "expected a key, got %s", what);
+			fail(r, &key.start_mark, "expected a key, got %s",
+			    what);
 			yaml_event_delete(&key);
 			return -1;
 		}
@@ -739,7 +740,8 @@ baseline_today(char today[BASELINE_DATE_SIZE])
 	time_t		 t;
 	struct tm	 tm;
 
-	if (env == NULL)
+	/* Set but empty is taken as unset, as most tools of the convention do. */
+	if (env == NULL || *env == '\0')
 		t = time(NULL);
 	else {
 		errno = 0;

@@ -26,15 +26,15 @@
 #define BASELINE_DATE_SIZE	11
 
 struct baseline_entry {
-	char		*config;	/* glob: the config's name or its file */
+	char		*config;	/* glob: config name or file */
 	enum finding_kind kind;
 	char		**params;	/* globs, at least one */
 	size_t		 nparams;
-	char		*mechanism;	/* glob over the finding's op, or NULL */
+	char		*mechanism;	/* glob: the finding's op, or NULL */
 	char		*reason;	/* one line, never empty */
-	char		 expires[BASELINE_DATE_SIZE];	/* "" for never */
+	char		 expires[BASELINE_DATE_SIZE];	/* or "" */
 	bool		 expired;	/* expires is today or before */
-	char		*at;		/* "FILE:LINE:COL" of the entry */
+	char		*at;		/* "FILE:LINE:COL" */
 
 	/* Counted by baseline_apply over the whole command. */
 	size_t		 configs;	/* audited configs it names */
@@ -61,7 +61,8 @@ int	 baseline_today(char today[BASELINE_DATE_SIZE]);
  * expiry date is today or before are marked expired.  0, or -1 after one
  * line "gradaudit: FILE:LINE:COL: ..." on stderr, with *b then empty.
  */
-int	 baseline_load(struct baseline *, const char *path, const char *today);
+int	 baseline_load(struct baseline *, const char *path,
+	    const char *today);
 void	 baseline_free(struct baseline *);
 
 /*
@@ -101,7 +102,7 @@ struct baseline_draft_entry {
 	size_t		 nparams;
 	char		*reason;	/* NULL: to be written */
 	char		*expires;	/* NULL: never */
-	char		*about;		/* the finding's message, a comment */
+	char		*about;		/* the finding's message */
 };
 
 struct baseline_draft {

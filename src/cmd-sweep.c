@@ -98,7 +98,7 @@ struct sweep_point {
 	bool		 correct;
 	int		*families;	/* failing parameter families */
 	int		 nfamilies;
-	char		*failure_text;	/* for JUnit, when failed or accepted */
+	char		*failure_text;	/* JUnit: failed or accepted */
 	char		*failure_message;	/* or the skipped one's */
 	const char	*numeric;	/* --numeric outcome, or NULL */
 	double		 seconds;
@@ -123,7 +123,7 @@ struct sweep {
 	bool			 color;		/* --color: the verdicts */
 	char			**seen;		/* findings printed in full */
 	int			 nseen;
-	struct baseline_draft	 draft;		/* --write-baseline */
+	struct baseline_draft	 draft;	/* --write-baseline */
 };
 
 static int
@@ -1146,7 +1146,8 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 			    whybuf, sizeof whybuf);
 			if (why == NULL) {
 				sym_audit(&ctx, &a, NULL, NULL);
-				/* A wrong one is audited again, baseline and all. */
+				/* A wrong one is audited again, baseline
+				 * and all. */
 				if (audit_correct(&a))
 					v.kind = VERDICT_OK;
 				audit_free(&a);

@@ -197,8 +197,8 @@ static void
 put_case(FILE *fp, const char *suite_name, const struct junit_case *c)
 {
 	bool		 marked = c->failed || c->error || c->skipped;
-	const char	*element = c->error ? "error" : c->failed ? "failure" :
-			    "skipped";
+	const char	*element = c->error ? "error" : c->failed ?
+			    "failure" : "skipped";
 
 	fputs("    <testcase", fp);
 	put_attr(fp, "name", c->name);

@@ -23,7 +23,7 @@ struct junit_case {
 	 * reasons as its message.  A failure or an error wins.
 	 */
 	bool		 skipped;
-	const char	*failure_message;	/* one line; also skipped's */
+	const char	*failure_message;	/* one line, or skipped's */
 	const char	*failure_text;	/* element body, may be NULL */
 	const char	*file;		/* the config file, or NULL */
 	const char	*system_out;	/* <system-out>, or NULL */

@@ -43,14 +43,16 @@ struct options {
 	enum output_format	 format;
 	const char		*junit;		/* --junit FILE */
 	const char		*summary;	/* --summary FILE, appended to */
-	const char		*baseline_file;	/* --baseline FILE */
 	/*
-	 * That file, read by output_read_baseline before anything is
-	 * audited; freed by options_free.
+	 * --baseline FILE, --strict-baseline, --write-baseline FILE; and the
+	 * baseline read by output_read_baseline before anything is audited
+	 * (with --write-baseline alone an empty one, for today's date),
+	 * freed by options_free.
 	 */
+	const char		*baseline_file;
+	bool			 strict_baseline;
+	const char		*write_baseline;
 	struct baseline		*baseline;
-	bool			 strict_baseline;	/* --strict-baseline */
-	const char		*write_baseline;	/* --write-baseline FILE */
 	struct cfg_override	*sets;		/* --set KEY=VALUE, in order */
 	size_t			 nsets;
 	enum arith		 arith;		/* --numerics */

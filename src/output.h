@@ -94,7 +94,8 @@ bool	 output_baseline_complete(const struct options *,
 	    const struct audited *, size_t n);
 void	 output_baseline_write(FILE *, const struct options *,
 	    const struct audited *, size_t n);
-int	 output_baseline_bytes(const char *path, const char *yaml, size_t len);
+int	 output_baseline_bytes(const char *path, const char *yaml,
+	    size_t len);
 
 /*
  * A report file (JUnit, summary) opened with mode "w" or "a", or NULL after
@@ -122,8 +123,12 @@ struct output_stream {
 	struct junit_case	*cases;		/* with --junit */
 	struct summary_row	*rows;		/* with --summary */
 	size_t			 ncases, cap;
-	struct baseline_draft	 draft;		/* with --write-baseline */
-	bool			 unaudited;	/* a config was not audited */
+	/*
+	 * --write-baseline: the findings so far, and whether a config was
+	 * not audited, which keeps the file from being written.
+	 */
+	struct baseline_draft	 draft;
+	bool			 unaudited;
 };
 
 /* Begin a report of n audits. */

@@ -104,6 +104,8 @@ void
 summary_row_of(struct summary_row *r, const char *name,
     const struct audit *a, const char *why_not)
 {
+	/* The row may be fresh from realloc: every field is set. */
+	memset(r, 0, sizeof *r);
 	r->name = xstrdup(name != NULL ? name : "");
 	if (a == NULL) {
 		r->verdict = xstrdup("error");
@@ -136,7 +138,8 @@ void
 summary_write(FILE *fp, const char *title, const struct summary_row *rows,
     size_t n)
 {
-	size_t	 i, pass = 0, accepted = 0, wrong = 0, error = 0, findings = 0;
+	size_t	 i, pass = 0, accepted = 0, wrong = 0, error = 0;
+	size_t	 findings = 0;
 	bool	 passes;
 
 	fprintf(fp, "### %s\n\n", title);

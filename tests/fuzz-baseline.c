@@ -375,8 +375,8 @@ check_round_trip(struct baseline *b)
 	for (i = 0; why == NULL && i < a.nfindings; i++)
 		if (!again.findings[i].accepted)
 			why = "the written baseline does not accept a finding";
-		else if (a.findings[i].accepted && strcmp(again.findings[i].reason,
-		    a.findings[i].reason) != 0)
+		else if (a.findings[i].accepted &&
+		    strcmp(again.findings[i].reason, a.findings[i].reason) != 0)
 			why = "the written baseline changed a reason";
 	if (why == NULL && again.nstale != 0)
 		why = "the written baseline has a stale entry";

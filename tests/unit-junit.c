@@ -161,7 +161,8 @@ test_document(void)
 	    "skipped cases counted apart from the failures");
 	tap_ok(strstr(xml, "      <skipped message=\"accepted by the baseline: "
 	    "a: wrong-scale: on purpose\">accepted: wrong-scale: a: on "
-	    "purpose\n</skipped>\n") != NULL, "a skipped case, with its reason");
+	    "purpose\n</skipped>\n") != NULL,
+	    "a skipped case, with its reason");
 	tap_ok(strstr(xml, "<failure message=\"1 of 1") != NULL,
 	    "a failure wins over skipped");
 	if (lint >= 0)
