@@ -1,11 +1,12 @@
 /*
  * The few functions of audit.h that every report writer needs: the
  * spellings of finding kinds and arithmetics, the counts of the summary
- * line, and freeing an audit (all of it lives in its arena).
+ * line, the gate, and freeing an audit (all of it lives in its arena).
  */
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdlib.h>
+#include <string.h>
 
 #include "arena.h"
 #include "audit.h"
@@ -99,10 +100,109 @@ audit_wrong_params(const struct audit *a)
 }
 
 bool
-audit_passes(const struct audit *a)
+audit_correct(const struct audit *a)
 {
 	return a->consistent && a->correct && (!a->grad_norm.present ||
 	    (a->grad_norm.correct && a->grad_norm.consistent));
+}
+
+size_t
+audit_accepted_findings(const struct audit *a)
+{
+	size_t	 i, n = 0;
+
+	for (i = 0; i < a->nfindings; i++)
+		n += a->findings[i].accepted;
+	return n;
+}
+
+/*
+ * Findings name a parameter by its name, a tied pair by its first
+ * instance; the symbolic engine passes the parameter's own string, so
+ * the pointers are compared before the text.
+ */
+static bool
+finding_names(const struct finding *f, const char *name)
+{
+	size_t	 k;
+
+	if (name == NULL)
+		return false;
+	for (k = 0; k < f->nparams; k++)
+		if (f->params[k] == name || strcmp(f->params[k], name) == 0)
+			return true;
+	return f->nparams == 0 && f->param != NULL &&
+	    strcmp(f->param, name) == 0;
+}
+
+/*
+ * A finding about the gradient norm itself: the symbolic engine's kinds
+ * (gradnorm.c), or compare's measured norm, which it names as if it were
+ * a parameter (compare.c).
+ */
+static bool
+finding_on_norm(const struct finding *f)
+{
+	return f->kind == FINDING_OVER_COUNT ||
+	    f->kind == FINDING_UNDER_COUNT ||
+	    f->kind == FINDING_INCONSISTENT_CLIP ||
+	    finding_names(f, "gradient norm");
+}
+
+static bool
+param_explained(const struct audit *a, const struct param_result *p)
+{
+	size_t	 i;
+
+	for (i = 0; i < a->nfindings; i++)
+		if (finding_names(&a->findings[i], p->name) ||
+		    finding_names(&a->findings[i], p->tied_with))
+			return true;
+	return false;
+}
+
+/*
+ * A wrong norm needs a finding of its own, unless it counts every element
+ * once and is wrong only because the gradients it sums are: then the
+ * findings on those gradients explain it (gradaudit(1), The gradient
+ * norm).  A norm wrong for a reason no finding names, such as no rank
+ * clipping at all, is not explained.
+ */
+static bool
+norm_explained(const struct audit *a)
+{
+	const struct grad_norm_result *g = &a->grad_norm;
+	size_t	 i;
+
+	if (!g->present || (g->correct && g->consistent))
+		return true;
+	for (i = 0; i < a->nfindings; i++)
+		if (finding_on_norm(&a->findings[i]))
+			return true;
+	return g->gradients_wrong && !g->miscounted && g->consistent;
+}
+
+bool
+audit_accepted(const struct audit *a)
+{
+	size_t	 i;
+
+	if (!a->baselined || a->nfindings == 0 || audit_correct(a))
+		return false;
+	for (i = 0; i < a->nfindings; i++)
+		if (!a->findings[i].accepted)
+			return false;
+	for (i = 0; i < a->nparams; i++)
+		if ((!a->params[i].consistent || !a->params[i].correct) &&
+		    !param_explained(a, &a->params[i]))
+			return false;
+	return norm_explained(a);
+}
+
+bool
+audit_passes(const struct audit *a)
+{
+	return audit_correct(a) || audit_accepted(a);
 }
 
 bool

@@ -17,6 +17,7 @@
 #include "lincomb.h"
 #include "mesh.h"
 
+struct baseline_entry;
 struct config;
 struct lincomb;
 
@@ -93,6 +94,17 @@ struct finding {
 	const char	*message;	/* one or two sentences: what went wrong */
 	const char	*fix;		/* one sentence: what to change */
 	struct effect	 effect;	/* how much (effect.h) */
+	/*
+	 * --baseline (baseline.h): whether an entry of the file accepts this
+	 * finding, and the entry that matched it: its reason, where it is
+	 * ("accepted.yaml:3:3") and its expiry date.  An entry past its date
+	 * still matches but no longer accepts: reason set, accepted false.
+	 * All NULL and false when no entry matched.
+	 */
+	bool		 accepted;
+	const char	*reason;
+	const char	*baseline_at;
+	const char	*expires;	/* "2026-12-31", or NULL */
 };
 
 /*
@@ -219,6 +231,16 @@ struct audit {
 
 	struct grad_norm_result	 grad_norm;	/* gradnorm.c, numeric.c */
 
+	/*
+	 * --baseline: the file was applied to this audit (the findings are
+	 * marked), and its entries that name this config but match none of
+	 * its findings.  These point into the baseline, which outlives every
+	 * audit of the command; all the rest lives in the arena.
+	 */
+	bool			 baselined;
+	const struct baseline_entry **stale;
+	size_t			 nstale;
+
 	struct arena		 arena;		/* owns everything above */
 };
 
@@ -226,13 +248,25 @@ const char	*finding_kind_name(enum finding_kind);	/* "missing-reduction" */
 const char	*arith_name(enum arith);		/* "exact", "float64" */
 
 /*
- * The gate: every parameter consistent and correct, and the gradient norm
- * (when audited) correct and the same on every clipping rank.  The exit
- * status, JUnit's failures and the summary's verdict all follow it.
- * audit_numeric_passes is the numeric engine's side of it: its parameter
- * regions and its norms equal the reference's.
+ * The gate, decided here alone: the audit is correct, or a baseline
+ * accepts all that is wrong with it.  The exit status, JUnit's failures,
+ * the summary's verdict and sweep's rows all follow it.
+ *
+ * audit_correct: every parameter consistent and correct, and the gradient
+ * norm (when audited) correct and the same on every clipping rank.
+ * audit_accepted: not correct, but every finding is accepted (baseline.h)
+ * and the findings explain all that is wrong: each wrong parameter is
+ * named by one, and a wrong norm is the subject of one or is wrong only
+ * through the wrong gradients it sums.  A wrong parameter no finding
+ * names, or a new finding, still fails.
+ * audit_numeric_passes is the numeric engine's side of audit_correct: its
+ * parameter regions and its norms equal the reference's.
  */
 bool		 audit_passes(const struct audit *);
+bool		 audit_correct(const struct audit *);
+bool		 audit_accepted(const struct audit *);
+/* The findings a baseline accepts. */
+size_t		 audit_accepted_findings(const struct audit *);
 bool		 audit_numeric_passes(const struct audit *);
 /* Number of ranks with at least one used cell that is not ok. */
 int		 audit_wrong_ranks(const struct audit *);

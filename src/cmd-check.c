@@ -29,7 +29,8 @@ cmd_check_exec(struct options *o)
 	size_t			 i;
 	int			 status;
 
-	if (output_check_paths(o) != EXIT_OK)
+	if (output_check_paths(o) != EXIT_OK ||
+	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
 	output_load_batch(o, &b);
 	output_begin(&out, o, output_as_array(&b.list) || b.n > 1, b.n);

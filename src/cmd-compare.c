@@ -57,7 +57,8 @@ cmd_compare_exec(struct options *o)
 		command_usage(stderr, command_find("compare"));
 		return EXIT_USAGE;
 	}
-	if (output_check_paths(o) != EXIT_OK)
+	if (output_check_paths(o) != EXIT_OK ||
+	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
 	if (trace_open(&t, o->args[0], err, sizeof err) != 0) {
 		fprintf(stderr, "%s: compare: %s\n", progname, err);

@@ -143,6 +143,7 @@ launch(struct options *o, const struct config_list *list)
 {
 	struct launch_options	 lo;
 	struct launch_attachment junit = { NULL, 0 }, summary = { NULL, 0 };
+	struct launch_attachment baseline = { NULL, 0 };
 	const char		*env = getenv("GRADAUDIT_MPIEXEC");
 	uint64_t		 avail;
 	bool			 sent;
@@ -156,6 +157,7 @@ launch(struct options *o, const struct config_list *list)
 	lo.progress = isatty(STDERR_FILENO);
 	lo.attachment = &junit;
 	lo.summary = &summary;
+	lo.baseline = &baseline;
 	/*
 	 * The job's report reaches our stdout through a pipe, so the job
 	 * cannot see the terminal: tell it (options_use_color).  Without
@@ -184,6 +186,10 @@ launch(struct options *o, const struct config_list *list)
 		if (o->summary != NULL && output_summary_bytes(o->summary,
 		    summary.data, summary.len) != EXIT_OK)
 			status = EXIT_RUNTIME;
+		/* None comes when a config was not audited (output.h). */
+		if (baseline.data != NULL && output_baseline_bytes(
+		    o->write_baseline, baseline.data, baseline.len) != EXIT_OK)
+			status = EXIT_RUNTIME;
 	} else if (status == EXIT_OK || status == EXIT_WRONG) {
 		fprintf(stderr, "%s: the MPI job sent no %s\n", progname,
 		    junit.data == NULL && o->junit != NULL ? "JUnit report" :
@@ -194,30 +200,42 @@ launch(struct options *o, const struct config_list *list)
 		output_junit_not_audited(o, not_audited_why(status));
 	free(junit.data);
 	free(summary.data);
+	free(baseline.data);
 	return status;
 }
 
+enum rendered { RENDER_JUNIT, RENDER_SUMMARY, RENDER_BASELINE };
+
 /* A report rendered on a memory stream. */
 static char *
-render(const struct audited *v, size_t n, bool summary, size_t *len)
+render(const struct options *o, const struct audited *v, size_t n,
+    enum rendered what, size_t *len)
 {
 	char	*buf = NULL;
 	FILE	*fp;
 
 	if ((fp = open_memstream(&buf, len)) == NULL)
 		fatal("open_memstream");
-	if (summary)
-		output_summary_write(fp, v, n, "gradaudit.run");
-	else
+	switch (what) {
+	case RENDER_JUNIT:
 		output_junit_write(fp, v, n, "gradaudit.run");
+		break;
+	case RENDER_SUMMARY:
+		output_summary_write(fp, v, n, "gradaudit.run");
+		break;
+	case RENDER_BASELINE:
+		output_baseline_write(fp, o, v, n);
+		break;
+	}
 	if (fclose(fp) != 0)
 		fatal("open_memstream");
 	return buf;
 }
 
 /*
- * The JUnit report and the summary of a job: sent to the launching parent
- * when there is one, written here when the user started the job.
+ * The JUnit report, the summary and the --write-baseline file of a job:
+ * sent to the launching parent when there is one, written here when the
+ * user started the job.
  */
 static int
 reports_from_job(const struct options *o, const struct audited *v, size_t n)
@@ -227,16 +245,24 @@ reports_from_job(const struct options *o, const struct audited *v, size_t n)
 	int	 status = EXIT_OK;
 
 	if (o->junit != NULL) {
-		doc = render(v, n, false, &len);
+		doc = render(o, v, n, RENDER_JUNIT, &len);
 		if (!launch_report_attachment(doc, len) &&
 		    output_junit_bytes(o->junit, doc, len) != EXIT_OK)
 			status = EXIT_RUNTIME;
 		free(doc);
 	}
 	if (o->summary != NULL) {
-		doc = render(v, n, true, &len);
+		doc = render(o, v, n, RENDER_SUMMARY, &len);
 		if (!launch_report_summary(doc, len) &&
 		    output_summary_bytes(o->summary, doc, len) != EXIT_OK)
+			status = EXIT_RUNTIME;
+		free(doc);
+	}
+	if (o->write_baseline != NULL && output_baseline_complete(o, v, n)) {
+		doc = render(o, v, n, RENDER_BASELINE, &len);
+		if (!launch_report_baseline(doc, len) &&
+		    output_baseline_bytes(o->write_baseline, doc, len) !=
+		    EXIT_OK)
 			status = EXIT_RUNTIME;
 		free(doc);
 	}
@@ -296,12 +322,13 @@ same_as_checked(const struct batch *b)
 /*
  * Processes other than 0 stay silent while loading, or every process would
  * print the same error; so does process 0 when a parent started the job,
- * which has printed them.
+ * which has printed them.  Every process reads the baseline (the gate of
+ * each depends on it); EXIT_USAGE when it cannot.
  */
-static void
+static int
 load_quietly(struct options *o, struct batch *b, int proc)
 {
-	int	saved = -1, devnull;
+	int	saved = -1, devnull, rc;
 
 	if ((proc != 0 || getenv("GRADAUDIT_WORKER") != NULL) &&
 	    (devnull = open("/dev/null", O_WRONLY)) >= 0) {
@@ -310,11 +337,13 @@ load_quietly(struct options *o, struct batch *b, int proc)
 		dup2(devnull, STDERR_FILENO);
 		close(devnull);
 	}
+	rc = output_read_baseline(o, false);
 	output_load_batch(o, b);
 	if (saved >= 0) {
 		dup2(saved, STDERR_FILENO);
 		close(saved);
 	}
+	return rc;
 }
 
 /* Whether every process read what process 0 read. */
@@ -413,7 +442,8 @@ run_in_job(struct options *o)
 	/* The parent checked the paths when there is one. */
 	if (proc == 0 && getenv("GRADAUDIT_WORKER") == NULL)
 		rc = output_check_paths(o);
-	load_quietly(o, &b, proc);
+	if (load_quietly(o, &b, proc) != EXIT_OK && rc == EXIT_OK)
+		rc = EXIT_USAGE;
 	if (!same_as_checked(&b))
 		rc = EXIT_RUNTIME;
 	if ((status = agree(rc)) == EXIT_RUNTIME) {
@@ -450,6 +480,8 @@ run_in_job(struct options *o)
 		if (b.items[i].config >= 0)
 			status = audit_one(&b.list.v[b.items[i].config], &no,
 			    &v[i]);
+		/* On every process, so that all reach process 0's verdict. */
+		output_accept(o, &v[i]);
 	}
 	if (status == EXIT_OK && proc == 0) {
 		struct options report_only = *o;
@@ -577,7 +609,8 @@ cmd_run_exec(struct options *o)
 		}
 		return run_in_job(o);
 	}
-	if (output_check_paths(o) != EXIT_OK)
+	if (output_check_paths(o) != EXIT_OK ||
+	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
 	if ((copy = copy_stdin(o)) != NULL && *copy == '\0') {
 		free(copy);

@@ -89,10 +89,17 @@ struct sweep_point {
 	unsigned	 flags;		/* bit k: vary flag k set */
 	char		*label;
 	bool		 failed;
+	/*
+	 * --baseline: wrong, but accepted (not failed); and the verdict
+	 * before the baseline, which --numeric's run, without it, must
+	 * reach.
+	 */
+	bool		 accepted;
+	bool		 correct;
 	int		*families;	/* failing parameter families */
 	int		 nfamilies;
-	char		*failure_text;	/* for JUnit, when failed */
-	char		*failure_message;
+	char		*failure_text;	/* JUnit: failed or accepted */
+	char		*failure_message;	/* or the skipped one's */
 	const char	*numeric;	/* --numeric outcome, or NULL */
 	double		 seconds;
 };
@@ -116,6 +123,7 @@ struct sweep {
 	bool			 color;		/* --color: the verdicts */
 	char			**seen;		/* findings printed in full */
 	int			 nseen;
+	struct baseline_draft	 draft;	/* --write-baseline */
 };
 
 static int
@@ -310,7 +318,9 @@ summarize(struct sweep *sw, struct sweep_point *pt, const struct audit *a,
 	int	f, k;
 
 	pt->failed = !audit_passes(a);
-	if (!pt->failed)
+	pt->accepted = audit_accepted(a);
+	pt->correct = audit_correct(a);
+	if (pt->correct)
 		return;
 	for (j = 0; j < a->nparams; j++) {
 		if (a->params[j].correct && a->params[j].consistent)
@@ -327,7 +337,8 @@ summarize(struct sweep *sw, struct sweep_point *pt, const struct audit *a,
 	}
 	if (junit) {
 		pt->failure_text = junit_failure_text(a);
-		pt->failure_message = junit_failure_message(a);
+		pt->failure_message = pt->accepted ?
+		    junit_skipped_message(a) : junit_failure_message(a);
 	}
 }
 
@@ -335,6 +346,26 @@ struct arglist {
 	char	**v;
 	int	 n;
 };
+
+/*
+ * --baseline and --write-baseline for one mesh: the hook of every other
+ * report (output_accept), with the mesh's config, named
+ * "NAME[dp=2,pp=2,...]", and its file.
+ */
+static void
+accept_point(const struct options *o, struct sweep *sw, struct audit *a,
+    const struct config *c)
+{
+	struct audited	 v;
+
+	memset(&v, 0, sizeof v);
+	v.audit = a;
+	v.label = c->name;
+	v.file = c->file;
+	output_accept(o, &v);
+	if (o->write_baseline != NULL)
+		baseline_draft_add(&sw->draft, a, c->name);
+}
 
 static void
 arg_add(struct arglist *al, const char *fmt, ...)
@@ -380,11 +411,18 @@ point_label(const struct sweep *sw, const struct sweep_point *pt,
 		    sw->vary[k]->name, pt->flags >> k & 1);
 }
 
-/* The width of the verdict column: "FAIL numeric DISAGREES" at most. */
+/*
+ * The width of the verdict column: "FAIL numeric DISAGREES" at most, and
+ * "accepted" with a baseline.
+ */
 static int
 verdict_width(const struct sweep *sw)
 {
-	return sw->options->numeric ? 22 : 7;
+	bool	 accepted = sw->options->baseline_file != NULL;
+
+	if (sw->options->numeric)
+		return accepted ? 26 : 22;
+	return accepted ? 8 : 7;
 }
 
 /*
@@ -412,7 +450,7 @@ print_header(struct sweep *sw)
 	    "--------------------------------------------------------------------"
 	    "--------------------------------------------------------------------"
 	    "--------------------------------------------------------------------",
-	    vw, "----------------------", "----------------");
+	    vw, "--------------------------", "----------------");
 }
 
 /* The parameter families of a list of names, each once: "embedding.weight". */
@@ -541,19 +579,25 @@ print_findings(struct sweep *sw, const struct audit *a)
 			sw->seen[sw->nseen++] = sig;
 		} else
 			free(sig);
-		printf("    finding %d: %s: ", k + 1,
-		    finding_kind_name(f->kind));
+		printf("    %s %d: %s: ", f->accepted ? "accepted" :
+		    "finding", k + 1, finding_kind_name(f->kind));
 		print_families(f->params, f->nparams);
 		/* The effect is this mesh's own, even for a finding above. */
 		effect_format(&f->effect, effect, sizeof effect);
-		if (fresh || sw->options->verbose)
+		/* An accepted finding: the reason is what to recall. */
+		if (f->accepted)
+			printf(": %s (%s)", f->reason, f->baseline_at);
+		else if (fresh || sw->options->verbose)
 			printf(": %s", f->message);
 		else
 			printf(" (as above)");
 		printf("%s%s%s\n", *effect ? " (effect: " : "", effect,
 		    *effect ? ")" : "");
-		if (sw->options->verbose && f->fix != NULL)
+		if (sw->options->verbose && f->fix != NULL && !f->accepted)
 			printf("      fix: %s\n", f->fix);
+		if (f->reason != NULL && !f->accepted)
+			printf("      expired on %s: %s accepted it: %s\n",
+			    f->expires, f->baseline_at, f->reason);
 	}
 }
 
@@ -576,12 +620,13 @@ print_row(struct sweep *sw, const struct sweep_point *pt,
 	int	 k;
 
 	point_label(sw, pt, label, sizeof label);
-	snprintf(verdict, sizeof verdict, "%s%s%s", pt->failed ? "FAIL" : "ok",
-	    pt->numeric ? " numeric " : "", pt->numeric ? pt->numeric : "");
+	snprintf(verdict, sizeof verdict, "%s%s%s", pt->failed ? "FAIL" :
+	    pt->accepted ? "accepted" : "ok", pt->numeric ? " numeric " : "",
+	    pt->numeric ? pt->numeric : "");
 	/* The escapes go around the padded verdict, not into its width. */
 	printf("%-*s  %s", sw->label_width, label, sw->color ?
 	    (row_is_bad(pt) ? ANSI_RED : ANSI_GREEN) : "");
-	if (!pt->failed) {
+	if (pt->correct) {
 		printf("%s%s\n", verdict, sw->color ? ANSI_RESET : "");
 		return;
 	}
@@ -648,13 +693,16 @@ static int
 print_summary(const struct sweep *sw)
 {
 	size_t		 i, n = 0;
-	int		 failing = 0;
+	int		 failing = 0, accepted = 0;
 
 	for (i = 0; i < sw->npoints; i++) {
 		n += sw->points[i].label != NULL;
 		failing += sw->points[i].failed;
+		accepted += sw->points[i].accepted;
 	}
 	printf("%d of %zu configurations fail", failing, n);
+	if (accepted > 0)
+		printf(", %d more accepted by the baseline", accepted);
 	if (sw->skipped)
 		printf(" (%d skipped: the config's model sizes do not fit "
 		    "their mesh)", sw->skipped);
@@ -678,6 +726,7 @@ write_junit(const char *path, const struct sweep *sw)
 		cases[n].name = pt->label;
 		cases[n].seconds = pt->seconds;
 		cases[n].failed = pt->failed;
+		cases[n].skipped = pt->accepted;
 		cases[n].failure_message = pt->failure_message;
 		cases[n].file = sw->base->file;
 		cases[n].failure_text = pt->failure_text;
@@ -691,6 +740,31 @@ write_junit(const char *path, const struct sweep *sw)
 	}
 	free(cases);
 	return status;
+}
+
+/*
+ * Once every mesh is audited: --baseline's stale entries on stderr, and
+ * --write-baseline's file.  EXIT_OK, EXIT_WRONG for a stale entry under
+ * --strict-baseline, or EXIT_RUNTIME when the file cannot be written.
+ */
+static int
+finish_baseline(const struct options *o, struct sweep *sw)
+{
+	FILE	*fp;
+	int	 rc = EXIT_OK;
+
+	if (o->baseline_file != NULL &&
+	    baseline_report_stale(o->baseline, stderr) > 0 &&
+	    o->strict_baseline)
+		rc = EXIT_WRONG;
+	if (o->write_baseline == NULL)
+		return rc;
+	if ((fp = output_open(o->write_baseline, "w", "baseline")) == NULL)
+		return EXIT_RUNTIME;
+	baseline_draft_write(fp, &sw->draft, o->baseline->today);
+	if (output_close(fp, o->write_baseline) != EXIT_OK)
+		return EXIT_RUNTIME;
+	return rc;
 }
 
 /*
@@ -808,7 +882,8 @@ numeric_point(const struct options *o, const struct sweep *sw,
 		*status = EXIT_RUNTIME;
 		return "error";
 	}
-	if ((rc == EXIT_OK) != !pt->failed) {
+	/* The run has no baseline: its verdict is the one before it. */
+	if ((rc == EXIT_OK) != pt->correct) {
 		fprintf(stderr, "%s: sweep: %s: the numeric verdict (exit %d) "
 		    "disagrees with the symbolic one\n", progname, pt->label,
 		    rc);
@@ -985,6 +1060,7 @@ sweep_free(struct sweep *sw, struct config_list *list)
 	for (f = 0; f < sw->nseen; f++)
 		free(sw->seen[f]);
 	free(sw->seen);
+	baseline_draft_free(&sw->draft);
 	free(sw->points);
 	free(sw->vary);
 	config_list_free(list);
@@ -1074,7 +1150,9 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 			    whybuf, sizeof whybuf);
 			if (why == NULL) {
 				sym_audit(&ctx, &a, NULL, NULL);
-				if (audit_passes(&a))
+				/* A wrong one is audited again, baseline
+				 * and all. */
+				if (audit_correct(&a))
 					v.kind = VERDICT_OK;
 				audit_free(&a);
 			}
@@ -1181,7 +1259,7 @@ cmd_sweep_exec(struct options *o)
 	char			 whybuf[SYM_WHY_SIZE];
 	struct workers		 wk;
 	size_t			 i;
-	int			 status = EXIT_OK, rc;
+	int			 status = EXIT_OK, rc, st;
 
 	if (o->world <= 0) {
 		fprintf(stderr, "%s: sweep: --world N is required\n", progname);
@@ -1189,7 +1267,8 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	/* A sweep can take minutes: find an unwritable --junit first. */
-	if (output_check_paths(o) != EXIT_OK)
+	if (output_check_paths(o) != EXIT_OK ||
+	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
 	memset(&sw, 0, sizeof sw);
 	sw.options = o;
@@ -1260,6 +1339,7 @@ cmd_sweep_exec(struct options *o)
 			memset(&correct, 0, sizeof correct);
 			atom_space_init(&correct.atoms);
 			pt->failed = false;
+			pt->correct = true;
 			if (sw.rows)
 				print_row(&sw, pt, &correct, &c);
 			fflush(stdout);
@@ -1286,6 +1366,7 @@ cmd_sweep_exec(struct options *o)
 		}
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
+		accept_point(o, &sw, &a, &c);
 		summarize(&sw, pt, &a, o->junit != NULL);
 		if (o->numeric && o->world <= o->numeric_max &&
 		    (why = numeric_too_big(&c, whybuf, sizeof whybuf)) != NULL)
@@ -1347,6 +1428,8 @@ cmd_sweep_exec(struct options *o)
 		rc = print_summary(&sw);
 	if (o->junit != NULL && write_junit(o->junit, &sw) != EXIT_OK)
 		rc = EXIT_RUNTIME;
+	if ((st = finish_baseline(o, &sw)) > rc)
+		rc = st;
 	if (status == EXIT_OK || rc == EXIT_RUNTIME)
 		status = rc;
 	sweep_free(&sw, &list);

@@ -17,7 +17,8 @@
 static const char *const jobstream_names[JOBSTREAM_NKINDS] = {
 	[JOBSTREAM_REPORT] = "report",
 	[JOBSTREAM_ATTACHMENT] = "attachment",
-	[JOBSTREAM_SUMMARY] = "summary"
+	[JOBSTREAM_SUMMARY] = "summary",
+	[JOBSTREAM_BASELINE] = "baseline"
 };
 
 void

@@ -28,6 +28,7 @@ enum jobstream_kind {
 	JOBSTREAM_REPORT,	/* the report, for the parent's stdout */
 	JOBSTREAM_ATTACHMENT,	/* the JUnit report, for the parent to write */
 	JOBSTREAM_SUMMARY,	/* the --summary Markdown, for the parent */
+	JOBSTREAM_BASELINE,	/* the --write-baseline file */
 	JOBSTREAM_NKINDS
 };
 

@@ -151,6 +151,7 @@ case_seconds(const struct junit_case *c)
 struct junit_counts {
 	size_t	 failures;
 	size_t	 errors;
+	size_t	 skipped;
 	double	 seconds;
 };
 
@@ -159,31 +160,45 @@ count_cases(const struct junit_case *cases, size_t n, struct junit_counts *k)
 {
 	size_t	 i;
 
-	k->failures = k->errors = 0;
+	k->failures = k->errors = k->skipped = 0;
 	k->seconds = 0;
 	for (i = 0; i < n; i++) {
 		if (cases[i].error)
 			k->errors++;
 		else if (cases[i].failed)
 			k->failures++;
+		else if (cases[i].skipped)
+			k->skipped++;
 		k->seconds += case_seconds(&cases[i]);
 	}
 }
 
+/*
+ * "skipped" only when some are: a report without a baseline stays as it
+ * was, and readers take a missing count as 0.
+ */
 static void
 put_suite_attrs(FILE *fp, const char *name, size_t n,
     const struct junit_counts *k)
 {
 	put_attr(fp, "name", name);
-	fprintf(fp, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" "
-	    "time=\"%.3f\"", n, k->failures, k->errors, k->seconds);
+	fprintf(fp, " tests=\"%zu\" failures=\"%zu\" errors=\"%zu\" ", n,
+	    k->failures, k->errors);
+	if (k->skipped > 0)
+		fprintf(fp, "skipped=\"%zu\" ", k->skipped);
+	fprintf(fp, "time=\"%.3f\"", k->seconds);
 }
 
-/* A case: its <error> or <failure>, then <system-out>, as the schema orders. */
+/*
+ * A case: its <error>, <failure> or <skipped>, then <system-out>, as the
+ * schema orders.
+ */
 static void
 put_case(FILE *fp, const char *suite_name, const struct junit_case *c)
 {
-	const char	*element = c->error ? "error" : "failure";
+	bool		 marked = c->failed || c->error || c->skipped;
+	const char	*element = c->error ? "error" : c->failed ?
+			    "failure" : "skipped";
 
 	fputs("    <testcase", fp);
 	put_attr(fp, "name", c->name);
@@ -192,12 +207,12 @@ put_case(FILE *fp, const char *suite_name, const struct junit_case *c)
 	if (c->file != NULL)
 		put_attr(fp, "file", c->file);
 	fprintf(fp, " time=\"%.3f\"", case_seconds(c));
-	if (!c->failed && !c->error && c->system_out == NULL) {
+	if (!marked && c->system_out == NULL) {
 		fputs("/>\n", fp);
 		return;
 	}
 	fputs(">\n", fp);
-	if (c->failed || c->error) {
+	if (marked) {
 		fprintf(fp, "      <%s", element);
 		put_attr(fp, "message", c->failure_message);
 		if (c->failure_text == NULL || *c->failure_text == '\0')
@@ -284,16 +299,19 @@ junit_failure_message(const struct audit *a)
 {
 	const struct finding	*f;
 	char			*buf = NULL;
-	size_t			 len, i, k;
+	size_t			 len, i, k, shown = 0, failing;
 	FILE			*fp;
 
-	if (a->nfindings == 0)
+	if (a->nfindings == audit_accepted_findings(a))
 		return report_summary(a);
 	if ((fp = open_memstream(&buf, &len)) == NULL)
 		fatal("open_memstream");
-	for (i = 0; i < a->nfindings && i < JUNIT_MESSAGE_FINDINGS; i++) {
+	for (i = 0; i < a->nfindings && shown < JUNIT_MESSAGE_FINDINGS;
+	    i++) {
 		f = &a->findings[i];
-		if (i > 0)
+		if (f->accepted)
+			continue;
+		if (shown++ > 0)
 			fputs("; ", fp);
 		for (k = 0; k < f->nparams && k < JUNIT_MESSAGE_PARAMS; k++)
 			fprintf(fp, "%s%s", k > 0 ? ", " : "", f->params[k]);
@@ -312,9 +330,39 @@ junit_failure_message(const struct audit *a)
 			fprintf(fp, " (%s)", effect);
 		}
 	}
-	if (a->nfindings > JUNIT_MESSAGE_FINDINGS)
-		fprintf(fp, "; %zu more findings", a->nfindings -
-		    JUNIT_MESSAGE_FINDINGS);
+	failing = a->nfindings - audit_accepted_findings(a);
+	if (failing > shown)
+		fprintf(fp, "; %zu more findings", failing - shown);
+	if (fclose(fp) != 0)
+		fatal("memory stream");
+	return buf;
+}
+
+char *
+junit_skipped_message(const struct audit *a)
+{
+	const struct finding	*f;
+	char			*buf = NULL;
+	size_t			 len, i, k;
+	FILE			*fp;
+
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	fputs("accepted by the baseline: ", fp);
+	for (i = 0; i < a->nfindings; i++) {
+		f = &a->findings[i];
+		if (i > 0)
+			fputs("; ", fp);
+		for (k = 0; k < f->nparams && k < JUNIT_MESSAGE_PARAMS; k++)
+			fprintf(fp, "%s%s", k > 0 ? ", " : "", f->params[k]);
+		if (f->nparams == 0 && f->param != NULL)
+			fputs(f->param, fp);
+		if (f->nparams > JUNIT_MESSAGE_PARAMS)
+			fprintf(fp, " and %zu more", f->nparams -
+			    JUNIT_MESSAGE_PARAMS);
+		fprintf(fp, ": %s: %s", finding_kind_name(f->kind),
+		    f->reason != NULL ? f->reason : "");
+	}
 	if (fclose(fp) != 0)
 		fatal("memory stream");
 	return buf;

@@ -18,7 +18,12 @@ struct junit_case {
 	double		 seconds;
 	bool		 failed;	/* gradients wrong: <failure> */
 	bool		 error;		/* not audited: <error>, wins */
-	const char	*failure_message;	/* one line */
+	/*
+	 * Wrong, but the baseline accepts all of it: <skipped>, with the
+	 * reasons as its message.  A failure or an error wins.
+	 */
+	bool		 skipped;
+	const char	*failure_message;	/* one line, or skipped's */
 	const char	*failure_text;	/* element body, may be NULL */
 	const char	*file;		/* the config file, or NULL */
 	const char	*system_out;	/* <system-out>, or NULL */
@@ -26,7 +31,8 @@ struct junit_case {
 
 /*
  * Write a whole document: <testsuites> holding one <testsuite> with the
- * counts of tests, failures and errors.  Every string is escaped (&, <, >,
+ * counts of tests, failures and errors (and of skipped cases, when
+ * there are any).  Every string is escaped (&, <, >,
  * quotes); characters XML cannot hold (control characters, invalid UTF-8)
  * are dropped or replaced, so the document is always well-formed.
  */
@@ -43,9 +49,16 @@ void	 junit_write_suite(FILE *, const char *suite_name,
 /*
  * The <failure> message of a wrong audit: its findings as "parameter:
  * kind over dimension", so that a CI server's one-line view names what
- * is wrong; xmalloc'd.
+ * is wrong; the findings a baseline accepts are left out, as they do
+ * not fail.  xmalloc'd.
  */
 char	*junit_failure_message(const struct audit *);
+
+/*
+ * The <skipped> message of an audit the baseline accepts: each finding
+ * as "parameter: kind: reason"; xmalloc'd.
+ */
+char	*junit_skipped_message(const struct audit *);
 
 /*
  * The findings of an audit as plain text, one per line, then the summary

@@ -379,6 +379,15 @@ launch_report_summary(const char *data, size_t len)
 	return true;
 }
 
+bool
+launch_report_baseline(const char *data, size_t len)
+{
+	if (getenv("GRADAUDIT_WORKER") == NULL)
+		return false;
+	jobstream_send(stdout, JOBSTREAM_BASELINE, data, len);
+	return true;
+}
+
 void
 launch_report_status(int status)
 {
@@ -713,7 +722,8 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 	static const char *const what[JOBSTREAM_NKINDS] = {
 		[JOBSTREAM_REPORT] = "report",
 		[JOBSTREAM_ATTACHMENT] = "JUnit report",
-		[JOBSTREAM_SUMMARY] = "summary"
+		[JOBSTREAM_SUMMARY] = "summary",
+		[JOBSTREAM_BASELINE] = "baseline"
 	};
 	const struct launch_options	*opts = w->opts;
 	const char			*data[JOBSTREAM_NKINDS], *why;
@@ -762,6 +772,11 @@ launch_result(struct launch_watch *w, int rc, const char *name)
 		opts->summary->len = len[JOBSTREAM_SUMMARY];
 		opts->summary->data = jobstream_take(&w->stream,
 		    JOBSTREAM_SUMMARY);
+	}
+	if (have[JOBSTREAM_BASELINE] && opts->baseline != NULL) {
+		opts->baseline->len = len[JOBSTREAM_BASELINE];
+		opts->baseline->data = jobstream_take(&w->stream,
+		    JOBSTREAM_BASELINE);
 	}
 	return rc;
 }

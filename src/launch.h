@@ -56,6 +56,8 @@ struct launch_options {
 	struct launch_attachment *attachment;
 	/* When set, receives the job's --summary (launch_report_summary). */
 	struct launch_attachment *summary;
+	/* When set, receives its --write-baseline (launch_report_baseline). */
+	struct launch_attachment *baseline;
 };
 
 /*
@@ -114,6 +116,8 @@ int	 launch_report_end(struct launch_capture *);
 bool	 launch_report_attachment(const char *data, size_t len);
 /* The same for run's --summary Markdown, which the parent appends. */
 bool	 launch_report_summary(const char *data, size_t len);
+/* And for its --write-baseline file, which the parent writes. */
+bool	 launch_report_baseline(const char *data, size_t len);
 
 /*
  * In a job started by launch_job (GRADAUDIT_WORKER set), process 0 calls

@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "baseline.h"
 #include "commands.h"
 #include "options.h"
 #include "suggest.h"
@@ -23,7 +24,8 @@ enum option_id {
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
-	OPT_MIN, OPT_MAX,
+	OPT_MIN, OPT_MAX, OPT_BASELINE, OPT_STRICT_BASELINE,
+	OPT_WRITE_BASELINE,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -49,6 +51,15 @@ static const struct option_spec specs[] = {
 	{ "summary", OPT_SUMMARY, "FILE",
 	  SCOPE_RUN | SCOPE_CHECK | SCOPE_COMPARE, 0,
 	  "append a Markdown table (a CI job summary)" },
+	{ "baseline", OPT_BASELINE, "FILE",
+	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
+	  "accept the findings FILE lists, with their reasons" },
+	{ "strict-baseline", OPT_STRICT_BASELINE, NULL,
+	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
+	  "exit 1 when a baseline entry matches nothing" },
+	{ "write-baseline", OPT_WRITE_BASELINE, "FILE",
+	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
+	  "write the findings as a baseline to start from" },
 	{ "set", OPT_SET, "KEY=VALUE", SCOPE_ALL | SCOPE_COMPARE, 0,
 	  "override a config key by dotted path; repeatable" },
 	{ "numerics", OPT_NUMERICS, "exact|float64|float32",
@@ -340,6 +351,19 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	case OPT_SUMMARY:
 		o->summary = arg;
 		break;
+	case OPT_BASELINE:
+		if (*arg == '\0')
+			goto bad;
+		o->baseline_file = arg;
+		break;
+	case OPT_STRICT_BASELINE:
+		o->strict_baseline = true;
+		break;
+	case OPT_WRITE_BASELINE:
+		if (*arg == '\0')
+			goto bad;
+		o->write_baseline = arg;
+		break;
 	case OPT_SET: {
 		const char *eq = strchr(arg, '=');
 
@@ -600,6 +624,12 @@ options_parse(struct options *o, const char *name, unsigned scope,
 		options_free(o);
 		return -1;
 	}
+	if (o->strict_baseline && o->baseline_file == NULL) {
+		usage_error(name, scope, operands, "--strict-baseline needs "
+		    "--baseline FILE");
+		options_free(o);
+		return -1;
+	}
 	return 0;
 }
 
@@ -695,6 +725,11 @@ options_free(struct options *o)
 	for (k = 0; k < o->nbounds; k++)
 		free(o->bounds[k].item);
 	free(o->bounds);
+	if (o->baseline != NULL) {
+		baseline_free(o->baseline);
+		free(o->baseline);
+		o->baseline = NULL;
+	}
 	o->bounds = NULL;
 	o->nbounds = 0;
 	o->sets = NULL;

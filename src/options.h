@@ -32,6 +32,8 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 /* sweep --keep, --fix, --min, --max: a bound on one mesh dimension. */
 enum bound_kind { BOUND_KEEP, BOUND_FIX, BOUND_MIN, BOUND_MAX };
 
+struct baseline;
+
 struct sweep_bound {
 	enum bound_kind	 kind;
 	char		*item;		/* "tp" (--keep) or "tp=8" */
@@ -41,6 +43,16 @@ struct options {
 	enum output_format	 format;
 	const char		*junit;		/* --junit FILE */
 	const char		*summary;	/* --summary FILE, appended to */
+	/*
+	 * --baseline FILE, --strict-baseline, --write-baseline FILE; and the
+	 * baseline read by output_read_baseline before anything is audited
+	 * (with --write-baseline alone an empty one, for today's date),
+	 * freed by options_free.
+	 */
+	const char		*baseline_file;
+	bool			 strict_baseline;
+	const char		*write_baseline;
+	struct baseline		*baseline;
 	struct cfg_override	*sets;		/* --set KEY=VALUE, in order */
 	size_t			 nsets;
 	enum arith		 arith;		/* --numerics */

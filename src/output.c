@@ -102,7 +102,116 @@ output_check_paths(const struct options *o)
 	if (o->summary != NULL &&
 	    check_writable(o->summary, "summary") != EXIT_OK)
 		return EXIT_USAGE;
+	if (o->write_baseline != NULL &&
+	    check_writable(o->write_baseline, "baseline") != EXIT_OK)
+		return EXIT_USAGE;
 	return EXIT_OK;
+}
+
+/*
+ * With --write-baseline alone the baseline is empty: it only holds
+ * today's date, found before the audit like any other error, and accepts
+ * nothing (output_accept looks at --baseline).
+ */
+int
+output_read_baseline(struct options *o, bool reports)
+{
+	char	 today[BASELINE_DATE_SIZE];
+
+	if (o->baseline != NULL ||
+	    (o->baseline_file == NULL && o->write_baseline == NULL))
+		return EXIT_OK;
+	if (baseline_today(today) < 0)
+		goto fail;
+	o->baseline = xcalloc(1, sizeof *o->baseline);
+	if (o->baseline_file == NULL) {
+		snprintf(o->baseline->today, sizeof o->baseline->today, "%s",
+		    today);
+		return EXIT_OK;
+	}
+	if (baseline_load(o->baseline, o->baseline_file, today) == 0)
+		return EXIT_OK;
+	free(o->baseline);
+	o->baseline = NULL;
+fail:
+	if (reports)
+		output_junit_not_audited(o, "baseline error, see stderr");
+	return EXIT_USAGE;
+}
+
+void
+output_accept(const struct options *o, const struct audited *v)
+{
+	if (o->baseline_file != NULL && o->baseline != NULL &&
+	    v->audit != NULL)
+		baseline_apply(o->baseline, v->audit, v->label, v->file);
+}
+
+static const char *
+baseline_today_of(const struct options *o)
+{
+	if (o->baseline == NULL)
+		fatalx("--write-baseline before output_read_baseline");
+	return o->baseline->today;
+}
+
+static void
+baseline_not_written(const struct options *o)
+{
+	fprintf(stderr, "%s: %s: baseline not written: not every "
+	    "configuration was audited\n", progname, o->write_baseline);
+}
+
+bool
+output_baseline_complete(const struct options *o, const struct audited *v,
+    size_t n)
+{
+	size_t	 i;
+
+	for (i = 0; i < n; i++)
+		if (v[i].audit == NULL) {
+			baseline_not_written(o);
+			return false;
+		}
+	return true;
+}
+
+void
+output_baseline_write(FILE *fp, const struct options *o,
+    const struct audited *v, size_t n)
+{
+	struct baseline_draft	 d;
+	size_t			 i;
+
+	memset(&d, 0, sizeof d);
+	for (i = 0; i < n; i++)
+		if (v[i].audit != NULL)
+			baseline_draft_add(&d, v[i].audit, v[i].label);
+	baseline_draft_write(fp, &d, baseline_today_of(o));
+	baseline_draft_free(&d);
+}
+
+static int
+write_draft(const struct options *o, const struct baseline_draft *d)
+{
+	FILE	*fp;
+
+	if ((fp = output_open(o->write_baseline, "w", "baseline")) == NULL)
+		return EXIT_RUNTIME;
+	baseline_draft_write(fp, d, baseline_today_of(o));
+	return output_close(fp, o->write_baseline);
+}
+
+int
+output_baseline_bytes(const char *path, const char *yaml, size_t len)
+{
+	FILE	*fp;
+
+	/* Bytes the MPI job already rendered. */
+	if ((fp = output_open(path, "w", "baseline")) == NULL)
+		return EXIT_RUNTIME;
+	fwrite(yaml, 1, len, fp);
+	return output_close(fp, path);
 }
 
 static void
@@ -281,6 +390,13 @@ case_of(const struct audited *v, struct junit_case *c)
 		    "not audited");
 		/* The message names file:line:col; the body keeps it whole. */
 		c->failure_text = xstrdup(c->failure_message);
+		return;
+	}
+	/* Accepted: skipped, with the reasons, and the findings as text. */
+	if (audit_accepted(a)) {
+		c->skipped = true;
+		c->failure_text = junit_failure_text(a);
+		c->failure_message = junit_skipped_message(a);
 		return;
 	}
 	if (audit_passes(a))
@@ -537,8 +653,13 @@ output_add(struct output_stream *s, const struct audited *v)
 {
 	const struct options	*o = s->options;
 	const struct audit	*a = v->audit;
-	int			 st = entry_status(v), sel;
+	int			 st, sel;
 
+	output_accept(o, v);
+	st = entry_status(v);
+	if (a != NULL && o->write_baseline != NULL)
+		baseline_draft_add(&s->draft, a, v->label);
+	s->unaudited |= a == NULL;
 	if (a != NULL && o->format == FORMAT_JSON)
 		report_json(&s->json, a, &s->report);
 	else if (o->format == FORMAT_JSONL) {
@@ -597,6 +718,21 @@ output_end(struct output_stream *s, const char *suite)
 		summary_rows_free(s->rows, s->ncases);
 	else
 		free(s->rows);
+	/*
+	 * A stale entry names an audited config but matches no finding of
+	 * it: the finding was fixed, or the entry never matched.  Said, not
+	 * failed, unless --strict-baseline.
+	 */
+	if (o->baseline_file != NULL && o->baseline != NULL &&
+	    baseline_report_stale(o->baseline, stderr) > 0 &&
+	    o->strict_baseline && status == EXIT_OK)
+		status = EXIT_WRONG;
+	if (o->write_baseline != NULL && s->unaudited)
+		baseline_not_written(o);
+	else if (o->write_baseline != NULL &&
+	    write_draft(o, &s->draft) != EXIT_OK)
+		status = EXIT_RUNTIME;
+	baseline_draft_free(&s->draft);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "%s: error writing the report to stdout\n",
 		    progname);

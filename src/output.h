@@ -10,6 +10,7 @@
 #include <stdio.h>
 
 #include "audit.h"
+#include "baseline.h"
 #include "config.h"
 #include "json.h"
 #include "junit.h"
@@ -58,10 +59,43 @@ void	 batch_free(struct batch *);
 void	 batch_entry(const struct batch *, size_t i, struct audited *);
 
 /*
- * Before anything is audited: --junit and --summary can be written.
- * EXIT_OK, or EXIT_USAGE after a message.  Neither file is changed.
+ * Before anything is audited: --junit, --summary and --write-baseline can
+ * be written.  EXIT_OK, or EXIT_USAGE after a message.  No file is
+ * changed.
  */
 int	 output_check_paths(const struct options *);
+
+/*
+ * Before anything is audited, with --baseline or --write-baseline: today's
+ * date, and the baseline file read into o->baseline (an empty one for
+ * --write-baseline alone).  EXIT_OK, or EXIT_USAGE after the error at
+ * file:line:col; then, when `reports` is set, every operand is an error
+ * case of --junit and --summary, so that CI never reads an old report.
+ */
+int	 output_read_baseline(struct options *, bool reports);
+
+/*
+ * Mark the findings of v's audit that --baseline accepts (baseline.h),
+ * once.  output_add does it for every command that prints through it,
+ * so that check, run and compare get the baseline alike; run's other MPI
+ * processes, which print nothing, call it to reach process 0's verdict.
+ */
+void	 output_accept(const struct options *, const struct audited *);
+
+/*
+ * --write-baseline: the findings of entries as a baseline file, on a
+ * stream (run's job renders it there), and saving such bytes; EXIT_OK or
+ * EXIT_RUNTIME.  A baseline is written only when every config was
+ * audited: one made without some config's findings would replace a good
+ * file with a poorer one.  output_baseline_complete says so on stderr
+ * when it is not.
+ */
+bool	 output_baseline_complete(const struct options *,
+	    const struct audited *, size_t n);
+void	 output_baseline_write(FILE *, const struct options *,
+	    const struct audited *, size_t n);
+int	 output_baseline_bytes(const char *path, const char *yaml,
+	    size_t len);
 
 /*
  * A report file (JUnit, summary) opened with mode "w" or "a", or NULL after
@@ -89,6 +123,12 @@ struct output_stream {
 	struct junit_case	*cases;		/* with --junit */
 	struct summary_row	*rows;		/* with --summary */
 	size_t			 ncases, cap;
+	/*
+	 * --write-baseline: the findings so far, and whether a config was
+	 * not audited, which keeps the file from being written.
+	 */
+	struct baseline_draft	 draft;
+	bool			 unaudited;
 };
 
 /* Begin a report of n audits. */
@@ -100,10 +140,12 @@ void	 output_begin(struct output_stream *, const struct options *,
  */
 void	 output_add(struct output_stream *, const struct audited *);
 /*
- * Close the report, write --junit and --summary if asked, free the
+ * Close the report, write --junit, --summary and --write-baseline if
+ * asked, say on stderr which --baseline entries are stale, free the
  * stream.  Returns the most severe status of the entries (EXIT_OK,
- * EXIT_WRONG, EXIT_USAGE when one was not audited), or EXIT_RUNTIME when
- * stdout or a file could not be written.
+ * EXIT_WRONG, EXIT_USAGE when one was not audited), at least EXIT_WRONG
+ * for a stale entry under --strict-baseline, or EXIT_RUNTIME when stdout
+ * or a file could not be written.
  */
 int	 output_end(struct output_stream *, const char *suite);
 

@@ -23,6 +23,7 @@
 #include "arena.h"
 #include "atom.h"
 #include "audit.h"
+#include "baseline.h"
 #include "config.h"
 #include "hash.h"
 #include "json.h"
@@ -460,8 +461,9 @@ put_rank_list(FILE *fp, const int *ranks, size_t n)
 	}
 }
 
+/* "wrong-order: embedding.weight (ranks 1, 2)" */
 static void
-put_finding(FILE *fp, const struct finding *f)
+put_finding_subject(FILE *fp, const struct finding *f)
 {
 	size_t	 i, n = f->nparams;
 
@@ -477,6 +479,22 @@ put_finding(FILE *fp, const struct finding *f)
 		put_rank_list(fp, f->ranks, f->nranks);
 		putc(')', fp);
 	}
+}
+
+/* The baseline entry that accepted it: "(accepted.yaml:3:3, until ...)". */
+static void
+put_acceptance(FILE *fp, const struct finding *f)
+{
+	fprintf(fp, ": %s (%s", f->reason, f->baseline_at);
+	if (f->expires != NULL)
+		fprintf(fp, ", expires %s", f->expires);
+	putc(')', fp);
+}
+
+static void
+put_finding(FILE *fp, const struct finding *f)
+{
+	put_finding_subject(fp, f);
 	fprintf(fp, ": %s", f->message != NULL ? f->message : "");
 	if (f->op != NULL && f->dim != NULL)
 		fprintf(fp, " [op: %s, dim: %s]", f->op, f->dim);
@@ -517,9 +535,18 @@ report_finding_line(const struct finding *f)
 	size_t	 len;
 	FILE	*fp = memstream(&buf, &len);
 
+	if (f->accepted) {
+		fputs("accepted: ", fp);
+		put_finding_subject(fp, f);
+		put_acceptance(fp, f);
+		return memstream_close(fp, &buf);
+	}
 	put_finding(fp, f);
 	if (f->fix != NULL)
 		fprintf(fp, " Fix: %s", f->fix);
+	if (f->reason != NULL)
+		fprintf(fp, " Expired on %s: %s accepted it (%s).", f->expires,
+		    f->baseline_at, f->reason);
 	return memstream_close(fp, &buf);
 }
 
@@ -531,6 +558,30 @@ plural(int64_t n)
 }
 
 static int	grad_norm_wrong_ranks(const struct grad_norm_result *, int);
+
+/*
+ * The summary line, s, followed by what the baseline accepted of the
+ * findings, if anything: "; all 2 findings accepted by the baseline".
+ */
+static char *
+summary_accepted(const struct audit *a, char *s)
+{
+	size_t	 n = audit_accepted_findings(a);
+	char	*t;
+
+	if (n == 0)
+		return s;
+	if (n == a->nfindings && n == 1)
+		xasprintf(&t, "%s; its finding accepted by the baseline", s);
+	else if (n == a->nfindings)
+		xasprintf(&t, "%s; all %zu findings accepted by the baseline",
+		    s, n);
+	else
+		xasprintf(&t, "%s; %zu of %zu findings accepted by the "
+		    "baseline", s, n, a->nfindings);
+	free(s);
+	return t;
+}
 
 /*
  * "N of M" takes the noun of M: "1 of 1 parameter wrong on 1 of 4
@@ -568,7 +619,7 @@ report_summary(const struct audit *a)
 		free(s);
 		s = t;
 	}
-	return s;
+	return summary_accepted(a, s);
 }
 
 /*
@@ -1620,6 +1671,24 @@ finding_selected(const struct audit *a, const struct report_options *o,
 	return true;
 }
 
+/*
+ * A finding the baseline accepts: its subject and the reason, which is
+ * what the reader needs to recall; -v adds what the finding says.
+ */
+static void
+print_accepted(struct text *t, const struct finding *f)
+{
+	fputs("accepted: ", t->fp);
+	put_finding_subject(t->fp, f);
+	put_acceptance(t->fp, f);
+	putc('\n', t->fp);
+	if (t->opt->verbose) {
+		fputs("  finding: ", t->fp);
+		put_finding(t->fp, f);
+		putc('\n', t->fp);
+	}
+}
+
 static void
 print_findings(struct text *t)
 {
@@ -1631,12 +1700,20 @@ print_findings(struct text *t)
 		if (!finding_selected(t->audit, t->opt, f))
 			continue;
 		shown++;
+		if (f->accepted) {
+			print_accepted(t, f);
+			continue;
+		}
 		fprintf(t->fp, "%sfinding:%s ", paint(t, ANSI_BOLD),
 		    paint(t, ANSI_RESET));
 		put_finding(t->fp, f);
 		putc('\n', t->fp);
 		if (f->fix != NULL)
 			fprintf(t->fp, "  fix: %s\n", f->fix);
+		/* Matched by an entry that has expired: it fails again. */
+		if (f->reason != NULL)
+			fprintf(t->fp, "  expired on %s: %s accepted it: %s\n",
+			    f->expires, f->baseline_at, f->reason);
 	}
 	if (shown > 0)
 		putc('\n', t->fp);
@@ -1794,7 +1871,8 @@ static void
 print_summary(struct text *t)
 {
 	char	*s = report_summary(t->audit);
-	bool	 good = audit_wrong_params(t->audit) == 0;
+	bool	 good = audit_wrong_params(t->audit) == 0 ||
+		    audit_accepted(t->audit);
 
 	if (t->opt->quiet && t->opt->name_summary &&
 	    t->audit->config != NULL) {
@@ -2283,7 +2361,42 @@ json_finding(struct json *j, const struct finding *f)
 	json_key_string_or_null(j, "message", f->message);
 	json_key_string_or_null(j, "fix", f->fix);
 	json_effect(j, &f->effect);
+	json_key_bool(j, "accepted", f->accepted);
+	/* The baseline entry that matched, even an expired one. */
+	if (f->reason != NULL) {
+		json_key_string(j, "reason", f->reason);
+		json_key_string(j, "baseline", f->baseline_at);
+		json_key_string_or_null(j, "expires", f->expires);
+		json_key_bool(j, "expired", !f->accepted);
+	}
 	json_end_object(j);
+}
+
+/*
+ * --baseline: the entries that name this config and match none of its
+ * findings.  An entry stale for every config it names is also said on
+ * stderr (baseline_report_stale).
+ */
+static void
+json_stale(struct json *j, const struct audit *a)
+{
+	const struct baseline_entry *e;
+	size_t	 i;
+
+	if (!a->baselined)
+		return;
+	json_key(j, "stale_baseline");
+	json_begin_array(j);
+	for (i = 0; i < a->nstale; i++) {
+		e = a->stale[i];
+		json_begin_object(j);
+		json_key_string(j, "baseline", e->at);
+		json_key_string(j, "config", e->config);
+		json_key_string(j, "kind", finding_kind_name(e->kind));
+		json_key_string(j, "reason", e->reason);
+		json_end_object(j);
+	}
+	json_end_array(j);
 }
 
 static void
@@ -2346,6 +2459,7 @@ json_counts(struct json *j, const struct audit *a)
 	json_key_int(j, "ranks", a->mesh.world);
 	json_key_int(j, "wrong_ranks", audit_wrong_ranks(a));
 	json_key_int(j, "findings", (int64_t)a->nfindings);
+	json_key_int(j, "accepted", (int64_t)audit_accepted_findings(a));
 	json_key(j, "by_kind");
 	json_begin_object(j);
 	for (k = 0; k < FINDING__COUNT; k++)
@@ -2467,6 +2581,8 @@ json_head(struct json *j, const struct audit *a)
 	json_numerics(j, a);
 	json_key_bool(j, "consistent", a->consistent);
 	json_key_bool(j, "correct", a->correct);
+	/* Wrong, and the baseline accepts all of it: the gate passes. */
+	json_key_bool(j, "accepted", audit_accepted(a));
 	if (a->numeric_verdict != NULL)
 		json_key_string(j, "numeric_verdict", a->numeric_verdict);
 	json_counts(j, a);
@@ -2498,6 +2614,7 @@ report_json(struct json *j, const struct audit *a,
 		json_param(j, a, &a->params[i], opt != NULL && opt->expand);
 	json_end_array(j);
 	json_findings(j, a);
+	json_stale(j, a);
 	json_grad_norm(j, a);
 	json_end_object(j);
 }
@@ -2507,6 +2624,7 @@ report_json_summary(struct json *j, const struct audit *a)
 {
 	json_head(j, a);
 	json_findings(j, a);
+	json_stale(j, a);
 	json_grad_norm(j, a);
 	json_end_object(j);
 }

@@ -127,6 +127,8 @@ void
 summary_row_of(struct summary_row *r, const char *name,
     const struct audit *a, const char *why_not)
 {
+	/* The row may be fresh from realloc: every field is set. */
+	memset(r, 0, sizeof *r);
 	r->name = xstrdup(name != NULL ? name : "");
 	if (a == NULL) {
 		r->verdict = xstrdup("error");
@@ -135,10 +137,12 @@ summary_row_of(struct summary_row *r, const char *name,
 		r->effect = xstrdup("-");
 		return;
 	}
-	r->verdict = xstrdup(audit_passes(a) ? "pass" : "wrong");
+	r->verdict = xstrdup(audit_accepted(a) ? "accepted" :
+	    audit_passes(a) ? "pass" : "wrong");
 	r->wrong = wrong_params(a);
 	r->numeric = numeric_cell(a);
 	r->effect = effect_cell(a);
+	r->accepted = audit_accepted_findings(a);
 }
 
 void
@@ -160,28 +164,40 @@ void
 summary_write(FILE *fp, const char *title, const struct summary_row *rows,
     size_t n)
 {
-	size_t	 i, pass = 0, wrong = 0, error = 0;
+	size_t	 i, pass = 0, accepted = 0, wrong = 0, error = 0;
+	size_t	 findings = 0;
+	bool	 passes;
 
 	fprintf(fp, "### %s\n\n", title);
 	fputs("| config | verdict | wrong parameters | effect | numeric |\n"
 	    "|---|---|---|---|---|\n", fp);
 	for (i = 0; i < n; i++) {
+		passes = strcmp(rows[i].verdict, "pass") == 0 ||
+		    strcmp(rows[i].verdict, "accepted") == 0;
 		putc('|', fp);
 		put_cell(fp, rows[i].name);
 		/* The verdict is bold when the gate fails on it. */
-		fprintf(fp, strcmp(rows[i].verdict, "pass") == 0 ? " %s |" :
-		    " **%s** |", rows[i].verdict);
+		fprintf(fp, passes ? " %s |" : " **%s** |", rows[i].verdict);
 		put_cell(fp, rows[i].wrong);
 		put_cell(fp, rows[i].effect);
 		put_cell(fp, rows[i].numeric);
 		putc('\n', fp);
 		if (strcmp(rows[i].verdict, "pass") == 0)
 			pass++;
+		else if (strcmp(rows[i].verdict, "accepted") == 0)
+			accepted++;
 		else if (strcmp(rows[i].verdict, "wrong") == 0)
 			wrong++;
 		else
 			error++;
+		findings += rows[i].accepted;
 	}
-	fprintf(fp, "\n%zu config%s: %zu pass, %zu wrong, %zu not audited\n\n",
-	    n, n == 1 ? "" : "s", pass, wrong, error);
+	fprintf(fp, "\n%zu config%s: %zu pass, ", n, n == 1 ? "" : "s", pass);
+	if (accepted > 0)
+		fprintf(fp, "%zu accepted, ", accepted);
+	fprintf(fp, "%zu wrong, %zu not audited", wrong, error);
+	if (findings > 0)
+		fprintf(fp, "; %zu finding%s accepted by the baseline",
+		    findings, findings == 1 ? "" : "s");
+	fputs("\n\n", fp);
 }

@@ -52,6 +52,12 @@ char_len(const unsigned char *s, size_t len)
 	return n;
 }
 
+size_t
+text_char_len(const void *s, size_t len)
+{
+	return len > 0 ? char_len(s, len) : 0;
+}
+
 /*
  * The visible form of one character at s into out (room for 4 bytes);
  * returns the input bytes it took, and the output length in *olen.

@@ -31,6 +31,12 @@ char	*text_visible(const char *s);
  */
 void	 text_make_visible(char *buf, size_t size);
 
+/*
+ * The bytes of the printable character at s (len > 0 bytes left), or 0
+ * for a control character or a byte that starts no valid UTF-8 sequence.
+ */
+size_t	 text_char_len(const void *s, size_t len);
+
 /* The characters of s[0..len): its columns, a byte that is no UTF-8 one. */
 size_t	 text_columns(const void *s, size_t len);
 

@@ -21,14 +21,15 @@
 #include "tap.h"
 
 static const struct junit_case cases[] = {
-	{ "megatron-844-fixed", "gradaudit.run", 0.25, false, false,
-	    NULL, NULL, NULL, NULL },
-	{ "megatron-844 <dp=2 & pp=2>", "gradaudit.run", 1.5, true, false,
-	    "1 of 1 parameters wrong: \"it's\" <&>",
-	    "wrong-order: a < b && c > d \"q\" 'a'\x01\n"
-	    "1 of 1 parameters wrong\n", NULL, NULL },
-	{ "tab\there\x02, bell\x07, caf\xc3\xa9, bad \xff", NULL, 0.0004,
-	    false, false, NULL, NULL, NULL, NULL },
+	{ .name = "megatron-844-fixed", .classname = "gradaudit.run",
+	    .seconds = 0.25 },
+	{ .name = "megatron-844 <dp=2 & pp=2>", .classname = "gradaudit.run",
+	    .seconds = 1.5, .failed = true,
+	    .failure_message = "1 of 1 parameters wrong: \"it's\" <&>",
+	    .failure_text = "wrong-order: a < b && c > d \"q\" 'a'\x01\n"
+	    "1 of 1 parameters wrong\n" },
+	{ .name = "tab\there\x02, bell\x07, caf\xc3\xa9, bad \xff",
+	    .seconds = 0.0004 },
 };
 #define NCASES	(sizeof(cases) / sizeof(cases[0]))
 
@@ -144,6 +145,32 @@ test_document(void)
 		tap_skip("no xmllint", "xmllint accepts system-out");
 	free(xml);
 
+	/*
+	 * A case the baseline accepts is skipped, with the reasons as the
+	 * message, and counted as such; a failure wins over it.
+	 */
+	memcpy(err, cases, sizeof(err));
+	err[0].skipped = true;
+	err[0].failure_message = "accepted by the baseline: a: wrong-scale: "
+	    "on purpose";
+	err[0].failure_text = "accepted: wrong-scale: a: on purpose\n";
+	err[1].skipped = true;
+	xml = render(err, 2);
+	tap_ok(strstr(xml, "tests=\"2\" failures=\"1\" errors=\"0\" "
+	    "skipped=\"1\" time=") != NULL,
+	    "skipped cases counted apart from the failures");
+	tap_ok(strstr(xml, "      <skipped message=\"accepted by the baseline: "
+	    "a: wrong-scale: on purpose\">accepted: wrong-scale: a: on "
+	    "purpose\n</skipped>\n") != NULL,
+	    "a skipped case, with its reason");
+	tap_ok(strstr(xml, "<failure message=\"1 of 1") != NULL,
+	    "a failure wins over skipped");
+	if (lint >= 0)
+		tap_ok(xmllint_accepts(xml), "xmllint accepts skipped cases");
+	else
+		tap_skip("no xmllint", "xmllint accepts skipped cases");
+	free(xml);
+
 	/* A time stamp and host name of now: the pattern of the schema. */
 	{
 		char	*buf = NULL, *ts;
@@ -206,6 +233,39 @@ test_failure_text(void)
 	    "1 of 2 parameters wrong on 0 of 4 ranks\n",
 	    "failure text: one line per finding, then the summary");
 	free(text);
+
+	/*
+	 * Accepted by a baseline: the gate passes when the finding names
+	 * every wrong parameter, the failure message has nothing left to
+	 * name, and the skipped message gives the reason.
+	 */
+	a.consistent = a.correct = false;
+	a.baselined = true;
+	f->accepted = true;
+	f->reason = "the router is replicated on purpose";
+	f->baseline_at = "accepted.yaml:2:3";
+	tap_ok(audit_accepted(&a) && audit_passes(&a) && !audit_correct(&a),
+	    "an accepted finding that names the wrong parameter passes");
+	text = junit_skipped_message(&a);
+	tap_ok_str_eq(text, "accepted by the baseline: "
+	    "layers.0.moe.router.weight, layers.1.moe.router.weight: "
+	    "missing-reduction: the router is replicated on purpose",
+	    "skipped message: the parameters, the kind and the reason");
+	free(text);
+	text = junit_failure_text(&a);
+	tap_ok_str_eq(text, "accepted: missing-reduction: "
+	    "layers.0.moe.router.weight, layers.1.moe.router.weight (ranks "
+	    "0-3): the router is replicated on purpose (accepted.yaml:2:3)\n"
+	    "1 of 2 parameters wrong on 0 of 4 ranks; its finding accepted "
+	    "by the baseline\n", "failure text: the accepted finding");
+	free(text);
+	f->params = &params[1];
+	f->nparams = 1;
+	tap_ok(!audit_passes(&a), "a wrong parameter no finding names fails");
+	f->params = params;
+	f->nparams = 2;
+	f->accepted = false;
+	tap_ok(!audit_passes(&a), "an expired entry does not accept");
 	audit_free(&a);
 }
 
