@@ -158,15 +158,15 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 }
 
 static void
-json_table(struct explain *ex, const struct sym_run *run, int p)
+jsonw_table(struct explain *ex, const struct sym_run *run, int p)
 {
 	const struct sym_context *ctx = sym_run_context(run);
 	const struct model *m = &ctx->model;
 	int	 rank, n, i;
 	char	 q[48];
 
-	json_key(&ex->json, "cells");
-	json_begin_array(&ex->json);
+	jsonw_key(&ex->json, "cells");
+	jsonw_begin_array(&ex->json);
 	for (rank = 0; rank < m->mesh.world; rank++) {
 		const struct segment *sv = sym_segments(run,
 		    instance_held(m, p, rank), rank, &n);
@@ -176,43 +176,43 @@ json_table(struct explain *ex, const struct sym_run *run, int p)
 		for (i = 0; i < n; i++) {
 			uint32_t t;
 
-			json_begin_object(&ex->json);
-			json_key_int(&ex->json, "rank", rank);
-			json_key(&ex->json, "region");
-			json_begin_array(&ex->json);
-			json_int(&ex->json, sv[i].lo);
-			json_int(&ex->json, sv[i].hi);
-			json_end_array(&ex->json);
-			json_key(&ex->json, "terms");
-			json_begin_object(&ex->json);
+			jsonw_begin_object(&ex->json);
+			jsonw_key_int(&ex->json, "rank", rank);
+			jsonw_key(&ex->json, "region");
+			jsonw_begin_array(&ex->json);
+			jsonw_int(&ex->json, sv[i].lo);
+			jsonw_int(&ex->json, sv[i].hi);
+			jsonw_end_array(&ex->json);
+			jsonw_key(&ex->json, "terms");
+			jsonw_begin_object(&ex->json);
 			for (t = 0; t < sv[i].value->nterms; t++) {
 				char atom[ATOM_NAME_SIZE];
 
 				atom_name(&ctx->atoms, atom, sizeof atom, "g",
 				    sv[i].value->terms[t].atom);
 				q_format(sv[i].value->terms[t].coef, q, sizeof q);
-				json_key_string(&ex->json, atom, q);
+				jsonw_key_string(&ex->json, atom, q);
 			}
-			json_end_object(&ex->json);
-			json_key_string(&ex->json, "expr", lc_format(
+			jsonw_end_object(&ex->json);
+			jsonw_key_string(&ex->json, "expr", lc_format(
 			    sym_run_arena(run), &ctx->atoms, sv[i].value,
 			    "g"));
-			json_end_object(&ex->json);
+			jsonw_end_object(&ex->json);
 		}
 	}
-	json_end_array(&ex->json);
+	jsonw_end_array(&ex->json);
 }
 
 /* A setting as explain's JSON writes it: {"key", "value", "from"}. */
 static void
-json_setting(struct json *j, enum cfg_key k, const char *value,
+jsonw_setting(struct json *j, enum cfg_key k, const char *value,
     const char *origin)
 {
-	json_begin_object(j);
-	json_key_string(j, "key", cfg_key_path(k));
-	json_key_string(j, "value", value);
-	json_key_string(j, "from", origin);
-	json_end_object(j);
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "key", cfg_key_path(k));
+	jsonw_key_string(j, "value", value);
+	jsonw_key_string(j, "from", origin);
+	jsonw_end_object(j);
 }
 
 /*
@@ -241,11 +241,11 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 		cfg_key_value(c, k, value, sizeof value);
 		if (json) {
 			if (n == 0) {
-				json_key(&ex->json, "layout");
-				json_begin_array(&ex->json);
+				jsonw_key(&ex->json, "layout");
+				jsonw_begin_array(&ex->json);
 			}
 			cfg_key_origin(c, k, origin, sizeof origin);
-			json_setting(&ex->json, k, value, origin);
+			jsonw_setting(&ex->json, k, value, origin);
 		} else
 			printf("%s%s: %s (%s)", n == 0 ? "  (shards cut by " :
 			    ", ", cfg_key_path(k), value, !given ? "profile" :
@@ -253,7 +253,7 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 		n++;
 	}
 	if (n > 0 && json)
-		json_end_array(&ex->json);
+		jsonw_end_array(&ex->json);
 	else if (n > 0)
 		printf(")\n");
 }
@@ -290,24 +290,24 @@ hook(void *arg, const struct sym_run *run, int step)
 			}
 	}
 	if (json) {
-		json_begin_object(&ex->json);
-		json_key_int(&ex->json, "step", step + 1);
-		json_key_string(&ex->json, "does", what);
-		json_key_string(&ex->json, "rule", s ? s->label : "backward");
+		jsonw_begin_object(&ex->json);
+		jsonw_key_int(&ex->json, "step", step + 1);
+		jsonw_key_string(&ex->json, "does", what);
+		jsonw_key_string(&ex->json, "rule", s ? s->label : "backward");
 		if (s != NULL) {
-			json_key(&ex->json, "setting");
-			json_begin_object(&ex->json);
-			json_key_string(&ex->json, "key",
+			jsonw_key(&ex->json, "setting");
+			jsonw_begin_object(&ex->json);
+			jsonw_key_string(&ex->json, "key",
 			    cfg_key_path(s->key));
-			json_key_string(&ex->json, "value", value);
-			json_key_string(&ex->json, "from", origin);
-			json_end_object(&ex->json);
+			jsonw_key_string(&ex->json, "value", value);
+			jsonw_key_string(&ex->json, "from", origin);
+			jsonw_end_object(&ex->json);
 			layout_settings(ex, s);
 		}
 		if (cite != NULL)
-			json_key_string(&ex->json, "cite", cite);
-		json_key(&ex->json, "params");
-		json_begin_array(&ex->json);
+			jsonw_key_string(&ex->json, "cite", cite);
+		jsonw_key(&ex->json, "params");
+		jsonw_begin_array(&ex->json);
 	} else {
 		printf("\nstep %d: %s%s%s%s\n", step + 1, what,
 		    cite ? " [" : "", cite ? cite : "", cite ? "]" : "");
@@ -325,10 +325,10 @@ hook(void *arg, const struct sym_run *run, int step)
 		    !syncplan_touches(s, m, lp->instance[1]))))
 			continue;
 		if (json) {
-			json_begin_object(&ex->json);
-			json_key_string(&ex->json, "name", lp->name);
-			json_table(ex, run, p);
-			json_end_object(&ex->json);
+			jsonw_begin_object(&ex->json);
+			jsonw_key_string(&ex->json, "name", lp->name);
+			jsonw_table(ex, run, p);
+			jsonw_end_object(&ex->json);
 		} else {
 			printf("  %s", lp->name);
 			if (lp->tied_with)
@@ -338,8 +338,8 @@ hook(void *arg, const struct sym_run *run, int step)
 		}
 	}
 	if (json) {
-		json_end_array(&ex->json);
-		json_end_object(&ex->json);
+		jsonw_end_array(&ex->json);
+		jsonw_end_object(&ex->json);
 	}
 }
 
@@ -352,7 +352,7 @@ norm_setting(struct explain *ex, enum cfg_key k)
 	cfg_key_value(ex->config, k, value, sizeof value);
 	cfg_key_origin(ex->config, k, origin, sizeof origin);
 	if (ex->options->format == FORMAT_JSON)
-		json_setting(&ex->json, k, value, origin);
+		jsonw_setting(&ex->json, k, value, origin);
 	else
 		printf("  (%s: %s, from %s)\n", cfg_key_path(k), value, origin);
 }
@@ -384,31 +384,31 @@ explain_norm(struct explain *ex, const struct sym_context *ctx)
 
 	gn_plan_build(&plan, ctx);
 	if (json) {
-		json_key(&ex->json, "grad_norm");
-		json_begin_object(&ex->json);
-		json_key(&ex->json, "filters");
-		json_begin_array(&ex->json);
+		jsonw_key(&ex->json, "grad_norm");
+		jsonw_begin_object(&ex->json);
+		jsonw_key(&ex->json, "filters");
+		jsonw_begin_array(&ex->json);
 	} else
 		printf("\ngradient norm: each rank squares the elements its "
 		    "optimizer uses, filtered by\n");
 	for (i = 0; i < sizeof filters / sizeof filters[0]; i++)
 		norm_setting(ex, filters[i]);
 	if (json) {
-		json_end_array(&ex->json);
-		json_key(&ex->json, "steps");
-		json_begin_array(&ex->json);
+		jsonw_end_array(&ex->json);
+		jsonw_key(&ex->json, "steps");
+		jsonw_begin_array(&ex->json);
 	}
 	for (s = 0; s < plan.nsteps; s++) {
 		gn_step_describe(&plan.steps[s], what, sizeof what);
 		if (json) {
-			json_begin_object(&ex->json);
-			json_key_int(&ex->json, "step", s + 1);
-			json_key_string(&ex->json, "does", what);
+			jsonw_begin_object(&ex->json);
+			jsonw_key_int(&ex->json, "step", s + 1);
+			jsonw_key_string(&ex->json, "does", what);
 			if (plan.steps[s].key != KEY_GRAD_NORM) {
-				json_key(&ex->json, "setting");
+				jsonw_key(&ex->json, "setting");
 				norm_setting(ex, plan.steps[s].key);
 			}
-			json_end_object(&ex->json);
+			jsonw_end_object(&ex->json);
 		} else {
 			printf("norm step %d: %s\n", s + 1, what);
 			if (plan.steps[s].key != KEY_GRAD_NORM)
@@ -417,9 +417,9 @@ explain_norm(struct explain *ex, const struct sym_context *ctx)
 	}
 	/* The settings that took a step away say so too. */
 	if (json) {
-		json_end_array(&ex->json);
-		json_key(&ex->json, "skipped");
-		json_begin_array(&ex->json);
+		jsonw_end_array(&ex->json);
+		jsonw_key(&ex->json, "skipped");
+		jsonw_begin_array(&ex->json);
 	}
 	for (i = 0; i < sizeof removable / sizeof removable[0]; i++) {
 		for (s = 0; s < plan.nsteps; s++)
@@ -432,8 +432,8 @@ explain_norm(struct explain *ex, const struct sym_context *ctx)
 		norm_setting(ex, removable[i].key);
 	}
 	if (json) {
-		json_end_array(&ex->json);
-		json_end_object(&ex->json);
+		jsonw_end_array(&ex->json);
+		jsonw_end_object(&ex->json);
 	}
 }
 
@@ -567,40 +567,40 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 }
 
 static void
-json_loss(struct json *j, const struct model *m)
+jsonw_loss(struct json *j, const struct model *m)
 {
 	const struct loss_norm *ln = &m->loss;
 	char	 q[48];
 	int	 i;
 
-	json_key(j, "loss");
-	json_begin_object(j);
-	json_key_int(j, "micro_batches", ln->micro_batches);
-	json_key_int(j, "tokens_per_chunk", ln->tokens);
-	json_key_int(j, "valid_tokens", ln->total);
+	jsonw_key(j, "loss");
+	jsonw_begin_object(j);
+	jsonw_key_int(j, "micro_batches", ln->micro_batches);
+	jsonw_key_int(j, "tokens_per_chunk", ln->tokens);
+	jsonw_key_int(j, "valid_tokens", ln->total);
 	q_format(ln->weight[0], q, sizeof q);
 	/* One weight for every atom, or null: each chunk has its own. */
 	if (ln->uniform)
-		json_key_string(j, "expected_weight", q);
+		jsonw_key_string(j, "expected_weight", q);
 	else
-		json_key_null(j, "expected_weight");
-	json_key(j, "chunks");
-	json_begin_array(j);
+		jsonw_key_null(j, "expected_weight");
+	jsonw_key(j, "chunks");
+	jsonw_begin_array(j);
 	for (i = 0; i < ln->chunks; i++) {
-		json_begin_object(j);
-		json_key_int(j, "mb", i / m->mesh.dp);
+		jsonw_begin_object(j);
+		jsonw_key_int(j, "mb", i / m->mesh.dp);
 		/* dp as the cells have it: the index in dp_cp. */
-		json_key_int(j, "dp", i % m->mesh.dp);
-		json_key_int(j, "cp", i % m->mesh.dp % m->mesh.cp);
-		json_key_int(j, "valid", ln->valid[i]);
+		jsonw_key_int(j, "dp", i % m->mesh.dp);
+		jsonw_key_int(j, "cp", i % m->mesh.dp % m->mesh.cp);
+		jsonw_key_int(j, "valid", ln->valid[i]);
 		q_format(ln->coef[i], q, sizeof q);
-		json_key_string(j, "factor", q);
+		jsonw_key_string(j, "factor", q);
 		q_format(ln->weight[i], q, sizeof q);
-		json_key_string(j, "expected_weight", q);
-		json_end_object(j);
+		jsonw_key_string(j, "expected_weight", q);
+		jsonw_end_object(j);
 	}
-	json_end_array(j);
-	json_end_object(j);
+	jsonw_end_array(j);
+	jsonw_end_object(j);
 }
 
 static int
@@ -647,13 +647,13 @@ cmd_explain_exec(struct options *o)
 	collect_faulty(&ex, &a);
 	audit_free(&a);
 	if (o->format == FORMAT_JSON) {
-		json_init(&ex.json, stdout, false);
-		json_begin_object(&ex.json);
-		json_key_string(&ex.json, "config", list.v[0].file);
-		json_key_string(&ex.json, "name", list.v[0].name);
-		json_loss(&ex.json, &ctx.model);
-		json_key(&ex.json, "steps");
-		json_begin_array(&ex.json);
+		jsonw_init(&ex.json, stdout, false);
+		jsonw_begin_object(&ex.json);
+		jsonw_key_string(&ex.json, "config", list.v[0].file);
+		jsonw_key_string(&ex.json, "name", list.v[0].name);
+		jsonw_loss(&ex.json, &ctx.model);
+		jsonw_key(&ex.json, "steps");
+		jsonw_begin_array(&ex.json);
 	} else {
 		/* As report_text() shows them: control characters visible. */
 		char *file = text_visible(list.v[0].file);
@@ -671,16 +671,16 @@ cmd_explain_exec(struct options *o)
 	}
 	sym_audit(&ctx, &a, hook, &ex);
 	if (o->format == FORMAT_JSON) {
-		json_end_array(&ex.json);
+		jsonw_end_array(&ex.json);
 		explain_norm(&ex, &ctx);
 		/*
 		 * The verdicts and findings: the steps above already show the
 		 * selected parameters' values, and the whole audit of a large
 		 * mesh would dwarf them (issue 10).
 		 */
-		json_key(&ex.json, "audit");
+		jsonw_key(&ex.json, "audit");
 		report_json_summary(&ex.json, &a);
-		json_end_object(&ex.json);
+		jsonw_end_object(&ex.json);
 	} else {
 		struct report_options ro = { .verbose = o->verbose,
 		    .quiet = o->quiet, .color = options_use_color(o, stdout) };

@@ -68,56 +68,56 @@ print_json(FILE *fp, const struct framework *fws, int n,
 	char		 buf[64];
 	int		 i, k, q;
 
-	json_init(&j, fp, false);
-	json_begin_array(&j);
+	jsonw_init(&j, fp, false);
+	jsonw_begin_array(&j);
 	for (i = 0; i < n; i++) {
 		const struct framework *fw = &fws[i];
 
 		if (only != NULL && only->framework != fw)
 			continue;
-		json_begin_object(&j);
-		json_key_string(&j, "framework", fw->name);
-		json_key_string(&j, "file", fw->file);
+		jsonw_begin_object(&j);
+		jsonw_key_string(&j, "framework", fw->name);
+		jsonw_key_string(&j, "file", fw->file);
 		if (fw->description != NULL)
-			json_key_string(&j, "description", fw->description);
+			jsonw_key_string(&j, "description", fw->description);
 		fw_version_format(&fw->latest, buf, sizeof(buf));
-		json_key_string(&j, "latest", buf);
-		json_key(&j, "profiles");
-		json_begin_array(&j);
+		jsonw_key_string(&j, "latest", buf);
+		jsonw_key(&j, "profiles");
+		jsonw_begin_array(&j);
 		for (q = 0; q < fw->nprofiles; q++) {
 			const struct fw_profile *p = &fw->profiles[q];
 
 			if (only != NULL && only != p)
 				continue;
-			json_begin_object(&j);
-			json_key_string(&j, "label", p->label);
+			jsonw_begin_object(&j);
+			jsonw_key_string(&j, "label", p->label);
 			fw_version_format(&p->since, buf, sizeof(buf));
-			json_key_string(&j, "since", buf);
+			jsonw_key_string(&j, "since", buf);
 			fw_profile_range(p, buf, sizeof(buf));
-			json_key_string(&j, "versions", buf);
-			json_key_string(&j, "read_at", p->read_at);
+			jsonw_key_string(&j, "versions", buf);
+			jsonw_key_string(&j, "read_at", p->read_at);
 			if (p->summary != NULL)
-				json_key_string(&j, "summary", p->summary);
-			json_key(&j, "settings");
-			json_begin_array(&j);
+				jsonw_key_string(&j, "summary", p->summary);
+			jsonw_key(&j, "settings");
+			jsonw_begin_array(&j);
 			for (k = 0; k < KEY__COUNT; k++) {
 				if (!keyset_has(&p->settings.given, k))
 					continue;
-				json_begin_object(&j);
-				json_key_string(&j, "key", cfg_key_path(k));
+				jsonw_begin_object(&j);
+				jsonw_key_string(&j, "key", cfg_key_path(k));
 				cfg_key_value(&p->settings, k, buf,
 				    sizeof(buf));
-				json_key_string(&j, "value", buf);
-				json_key_string(&j, "source", p->source[k]);
-				json_end_object(&j);
+				jsonw_key_string(&j, "value", buf);
+				jsonw_key_string(&j, "source", p->source[k]);
+				jsonw_end_object(&j);
 			}
-			json_end_array(&j);
-			json_end_object(&j);
+			jsonw_end_array(&j);
+			jsonw_end_object(&j);
 		}
-		json_end_array(&j);
-		json_end_object(&j);
+		jsonw_end_array(&j);
+		jsonw_end_object(&j);
 	}
-	json_end_array(&j);
+	jsonw_end_array(&j);
 	fputc('\n', fp);
 }
 

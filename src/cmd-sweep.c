@@ -1315,8 +1315,8 @@ cmd_sweep_exec(struct options *o)
 		fprintf(stderr, "%s: sweep: world %d is above --numeric-max %d: "
 		    "no numeric audit\n", progname, o->world, o->numeric_max);
 	if (json) {
-		json_init(&js, stdout, false);
-		json_begin_array(&js);
+		jsonw_init(&js, stdout, false);
+		jsonw_begin_array(&js);
 	}
 	if (sw.rows)
 		print_header(&sw);
@@ -1388,7 +1388,7 @@ cmd_sweep_exec(struct options *o)
 			report_json(&js, &a, &(struct report_options){
 			    .expand = o->expand });
 		else if (o->format == FORMAT_JSONL) {
-			json_init(&js, stdout, true);
+			jsonw_init(&js, stdout, true);
 			report_json_summary(&js, &a);
 		} else if (sw.rows)
 			print_row(&sw, pt, &a, &c);
@@ -1418,7 +1418,7 @@ cmd_sweep_exec(struct options *o)
 		return status;
 	}
 	if (json)
-		json_end_array(&js);
+		jsonw_end_array(&js);
 	if (o->format != FORMAT_TEXT) {
 		rc = EXIT_OK;
 		for (i = 0; i < sw.npoints; i++)

@@ -13,7 +13,7 @@
 #include "xmalloc.h"
 
 void
-json_init(struct json *j, FILE *fp, bool compact)
+jsonw_init(struct json *j, FILE *fp, bool compact)
 {
 	memset(j, 0, sizeof(*j));
 	j->fp = fp;
@@ -95,25 +95,25 @@ end_container(struct json *j, bool object)
 }
 
 void
-json_begin_object(struct json *j)
+jsonw_begin_object(struct json *j)
 {
 	begin_container(j, true);
 }
 
 void
-json_end_object(struct json *j)
+jsonw_end_object(struct json *j)
 {
 	end_container(j, true);
 }
 
 void
-json_begin_array(struct json *j)
+jsonw_begin_array(struct json *j)
 {
 	begin_container(j, false);
 }
 
 void
-json_end_array(struct json *j)
+jsonw_end_array(struct json *j)
 {
 	end_container(j, false);
 }
@@ -208,7 +208,7 @@ write_string(struct json *j, const char *str)
 }
 
 void
-json_key(struct json *j, const char *key)
+jsonw_key(struct json *j, const char *key)
 {
 	if (j->depth == 0 || !j->stack[j->depth - 1].object)
 		fatalx("json: key \"%s\" outside an object", key);
@@ -221,7 +221,7 @@ json_key(struct json *j, const char *key)
 }
 
 void
-json_string(struct json *j, const char *s)
+jsonw_string(struct json *j, const char *s)
 {
 	before_value(j);
 	write_string(j, s);
@@ -229,7 +229,7 @@ json_string(struct json *j, const char *s)
 }
 
 void
-json_int(struct json *j, int64_t v)
+jsonw_int(struct json *j, int64_t v)
 {
 	before_value(j);
 	fprintf(j->fp, "%" PRId64, v);
@@ -237,7 +237,7 @@ json_int(struct json *j, int64_t v)
 }
 
 void
-json_bool(struct json *j, bool v)
+jsonw_bool(struct json *j, bool v)
 {
 	before_value(j);
 	fputs(v ? "true" : "false", j->fp);
@@ -245,7 +245,7 @@ json_bool(struct json *j, bool v)
 }
 
 void
-json_null(struct json *j)
+jsonw_null(struct json *j)
 {
 	before_value(j);
 	fputs("null", j->fp);
@@ -293,7 +293,7 @@ is_json_number(const char *s)
 }
 
 void
-json_raw_number(struct json *j, const char *s)
+jsonw_raw_number(struct json *j, const char *s)
 {
 	/* NaN and infinities have no JSON form: the caller must use null. */
 	if (!is_json_number(s))
@@ -304,29 +304,29 @@ json_raw_number(struct json *j, const char *s)
 }
 
 void
-json_key_string(struct json *j, const char *key, const char *s)
+jsonw_key_string(struct json *j, const char *key, const char *s)
 {
-	json_key(j, key);
-	json_string(j, s);
+	jsonw_key(j, key);
+	jsonw_string(j, s);
 }
 
 void
-json_key_int(struct json *j, const char *key, int64_t v)
+jsonw_key_int(struct json *j, const char *key, int64_t v)
 {
-	json_key(j, key);
-	json_int(j, v);
+	jsonw_key(j, key);
+	jsonw_int(j, v);
 }
 
 void
-json_key_bool(struct json *j, const char *key, bool v)
+jsonw_key_bool(struct json *j, const char *key, bool v)
 {
-	json_key(j, key);
-	json_bool(j, v);
+	jsonw_key(j, key);
+	jsonw_bool(j, v);
 }
 
 void
-json_key_null(struct json *j, const char *key)
+jsonw_key_null(struct json *j, const char *key)
 {
-	json_key(j, key);
-	json_null(j);
+	jsonw_key(j, key);
+	jsonw_null(j);
 }

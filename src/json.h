@@ -6,6 +6,10 @@
  *
  * Misuse (a value where a key is due, an unbalanced end, nesting deeper
  * than JSON_MAX_DEPTH, two top-level values) is an internal error.
+ *
+ * The names are jsonw_, not json_: jansson, which reads traces
+ * (trace.c), exports json_string and json_null, and an executable that
+ * defines them too can take over the library's own calls to them.
  */
 #ifndef GRADAUDIT_JSON_H
 #define GRADAUDIT_JSON_H
@@ -28,24 +32,24 @@ struct json {
 	}	 stack[JSON_MAX_DEPTH];
 };
 
-void	 json_init(struct json *, FILE *, bool compact);
+void	 jsonw_init(struct json *, FILE *, bool compact);
 
-void	 json_begin_object(struct json *);
-void	 json_end_object(struct json *);
-void	 json_begin_array(struct json *);
-void	 json_end_array(struct json *);
+void	 jsonw_begin_object(struct json *);
+void	 jsonw_end_object(struct json *);
+void	 jsonw_begin_array(struct json *);
+void	 jsonw_end_array(struct json *);
 
-void	 json_key(struct json *, const char *);
-void	 json_string(struct json *, const char *);
-void	 json_int(struct json *, int64_t);
-void	 json_bool(struct json *, bool);
-void	 json_null(struct json *);
+void	 jsonw_key(struct json *, const char *);
+void	 jsonw_string(struct json *, const char *);
+void	 jsonw_int(struct json *, int64_t);
+void	 jsonw_bool(struct json *, bool);
+void	 jsonw_null(struct json *);
 /* A number already formatted (e.g. "%.17g"); checked against JSON syntax. */
-void	 json_raw_number(struct json *, const char *);
+void	 jsonw_raw_number(struct json *, const char *);
 
-void	 json_key_string(struct json *, const char *key, const char *);
-void	 json_key_int(struct json *, const char *key, int64_t);
-void	 json_key_bool(struct json *, const char *key, bool);
-void	 json_key_null(struct json *, const char *key);
+void	 jsonw_key_string(struct json *, const char *key, const char *);
+void	 jsonw_key_int(struct json *, const char *key, int64_t);
+void	 jsonw_key_bool(struct json *, const char *key, bool);
+void	 jsonw_key_null(struct json *, const char *key);
 
 #endif

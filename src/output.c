@@ -551,25 +551,25 @@ output_summary_bytes(const char *path, const char *md, size_t len)
 
 /* A config not audited, in a JSON array: which, and why. */
 static void
-json_not_audited(struct json *j, const struct audited *v)
+jsonw_not_audited(struct json *j, const struct audited *v)
 {
-	json_begin_object(j);
-	json_key_string(j, "tool", "gradaudit");
-	json_key_string(j, "version", REPORT_VERSION);
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "tool", "gradaudit");
+	jsonw_key_string(j, "version", REPORT_VERSION);
 	if (v->file != NULL)
-		json_key_string(j, "config", v->file);
+		jsonw_key_string(j, "config", v->file);
 	if (v->label != NULL)
-		json_key_string(j, "name", v->label);
-	json_key_string(j, "error", v->why_not != NULL ? v->why_not :
+		jsonw_key_string(j, "name", v->label);
+	jsonw_key_string(j, "error", v->why_not != NULL ? v->why_not :
 	    "not audited");
 	/*
 	 * No findings, but the key all objects have: jq '.findings[]' over
 	 * a batch goes on past a config that did not load.
 	 */
-	json_key(j, "findings");
-	json_begin_array(j);
-	json_end_array(j);
-	json_end_object(j);
+	jsonw_key(j, "findings");
+	jsonw_begin_array(j);
+	jsonw_end_array(j);
+	jsonw_end_object(j);
 }
 
 /* The statuses of a batch combine to the most severe: 3 > 2 > 1 > 0. */
@@ -598,9 +598,9 @@ output_begin(struct output_stream *s, const struct options *o, bool array,
 	s->report.select_rank = o->select_rank;
 	s->report.rank = o->rank;
 	if (o->format == FORMAT_JSON) {
-		json_init(&s->json, stdout, false);
+		jsonw_init(&s->json, stdout, false);
 		if (array)
-			json_begin_array(&s->json);
+			jsonw_begin_array(&s->json);
 	}
 }
 
@@ -664,13 +664,13 @@ output_add(struct output_stream *s, const struct audited *v)
 		report_json(&s->json, a, &s->report);
 	else if (o->format == FORMAT_JSONL) {
 		/* A line per config: the same shape for one config or many. */
-		json_init(&s->json, stdout, true);
+		jsonw_init(&s->json, stdout, true);
 		if (a != NULL)
 			report_json_summary(&s->json, a);
 		else
-			json_not_audited(&s->json, v);
+			jsonw_not_audited(&s->json, v);
 	} else if (o->format == FORMAT_JSON && s->array)
-		json_not_audited(&s->json, v);
+		jsonw_not_audited(&s->json, v);
 	else if (a != NULL) {
 		if (s->count > 0 && !o->quiet)
 			fputc('\n', stdout);
@@ -703,7 +703,7 @@ output_end(struct output_stream *s, const char *suite)
 	int			 status = s->status;
 
 	if (o->format == FORMAT_JSON && s->array)
-		json_end_array(&s->json);
+		jsonw_end_array(&s->json);
 	if (o->junit != NULL && write_junit_file(o->junit, s->cases,
 	    s->ncases, suite) != EXIT_OK)
 		status = EXIT_RUNTIME;

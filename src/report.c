@@ -1950,36 +1950,36 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
  */
 
 static void
-json_key_hash(struct json *j, const char *key, uint64_t h)
+jsonw_key_hash(struct json *j, const char *key, uint64_t h)
 {
 	char	 hex[17];
 
 	hash_hex(h, hex);
-	json_key_string(j, key, hex);
+	jsonw_key_string(j, key, hex);
 }
 
 static void
-json_key_string_or_null(struct json *j, const char *key, const char *s)
+jsonw_key_string_or_null(struct json *j, const char *key, const char *s)
 {
 	if (s != NULL)
-		json_key_string(j, key, s);
+		jsonw_key_string(j, key, s);
 	else
-		json_key_null(j, key);
+		jsonw_key_null(j, key);
 }
 
 /* NaN and infinities have no JSON form. */
 static void
-json_key_double(struct json *j, const char *key, double v)
+jsonw_key_double(struct json *j, const char *key, double v)
 {
 	char	 buf[32];
 
 	if (!isfinite(v)) {
-		json_key_null(j, key);
+		jsonw_key_null(j, key);
 		return;
 	}
 	snprintf(buf, sizeof(buf), "%.17g", v);
-	json_key(j, key);
-	json_raw_number(j, buf);
+	jsonw_key(j, key);
+	jsonw_raw_number(j, buf);
 }
 
 /*
@@ -1988,45 +1988,45 @@ json_key_double(struct json *j, const char *key, double v)
  * its atoms by.  Only when such a piece can appear (atom_space_weighted).
  */
 static void
-json_loss_factors(struct json *j, const struct atom_space *sp)
+jsonw_loss_factors(struct json *j, const struct atom_space *sp)
 {
 	char	 q[48];
 	int	 c;
 
-	json_key(j, "loss_factors");
-	json_begin_array(j);
+	jsonw_key(j, "loss_factors");
+	jsonw_begin_array(j);
 	for (c = 0; c < atom_space_chunks(sp); c++) {
 		q_format(atom_chunk_factor(sp, c), q, sizeof q);
-		json_string(j, q);
+		jsonw_string(j, q);
 	}
-	json_end_array(j);
+	jsonw_end_array(j);
 }
 
 static void
-json_mesh(struct json *j, const struct mesh *m, const struct atom_space *sp)
+jsonw_mesh(struct json *j, const struct mesh *m, const struct atom_space *sp)
 {
-	json_key(j, "mesh");
-	json_begin_object(j);
+	jsonw_key(j, "mesh");
+	jsonw_begin_object(j);
 	/*
 	 * dp is the data-parallel group the cells' "dp" coordinate and
 	 * "sum":"dp" terms run over: Megatron's dp_cp, cp of them the
 	 * context-parallel ranks of one sequence.
 	 */
-	json_key_int(j, "dp", m->dp);
-	json_key_int(j, "cp", m->cp);
+	jsonw_key_int(j, "dp", m->dp);
+	jsonw_key_int(j, "cp", m->cp);
 	/* HSDP: dp is dp_replicate * dp_shard * cp, replicate slowest. */
-	json_key_int(j, "dp_replicate", m->dp_replicate);
+	jsonw_key_int(j, "dp_replicate", m->dp_replicate);
 	/* The "mb" coordinate of the atoms (gradaudit.yaml(5), loss). */
-	json_key_int(j, "micro_batches", atom_space_micro_batches(sp));
+	jsonw_key_int(j, "micro_batches", atom_space_micro_batches(sp));
 	if (atom_space_weighted(sp))
-		json_loss_factors(j, sp);
-	json_key_int(j, "pp", m->pp);
-	json_key_int(j, "tp", m->tp);
-	json_key_int(j, "ep", m->ep);
-	json_key_int(j, "etp", m->etp);
-	json_key_int(j, "edp", m->edp);
-	json_key_int(j, "world", m->world);
-	json_end_object(j);
+		jsonw_loss_factors(j, sp);
+	jsonw_key_int(j, "pp", m->pp);
+	jsonw_key_int(j, "tp", m->tp);
+	jsonw_key_int(j, "ep", m->ep);
+	jsonw_key_int(j, "etp", m->etp);
+	jsonw_key_int(j, "edp", m->edp);
+	jsonw_key_int(j, "world", m->world);
+	jsonw_end_object(j);
 }
 
 /*
@@ -2034,33 +2034,33 @@ json_mesh(struct json *j, const struct mesh *m, const struct atom_space *sp)
  * "settings": every setting in effect, whatever its origin.
  */
 static void
-json_settings(struct json *j, const struct config *c)
+jsonw_settings(struct json *j, const struct config *c)
 {
 	const struct fw_profile	*p = c->profile;
 	struct keyset		 over;
 	char			 v[64];
 	int			 k;
 
-	json_key(j, "framework");
-	json_begin_object(j);
+	jsonw_key(j, "framework");
+	jsonw_begin_object(j);
 	if (p == NULL)
-		json_key_string(j, "name", "reference");
+		jsonw_key_string(j, "name", "reference");
 	else {
-		json_key_string(j, "name", p->framework->name);
-		json_key_string(j, "spec", c->framework);
-		json_key_string(j, "profile", p->label);
-		json_key_string(j, "read_at", p->read_at);
+		jsonw_key_string(j, "name", p->framework->name);
+		jsonw_key_string(j, "spec", c->framework);
+		jsonw_key_string(j, "profile", p->label);
+		jsonw_key_string(j, "read_at", p->read_at);
 		over = cfg_profile_overridden(c);
-		json_key(j, "overridden");
-		json_begin_array(j);
+		jsonw_key(j, "overridden");
+		jsonw_begin_array(j);
 		for (k = 0; k < KEY__COUNT; k++)
 			if (keyset_has(&over, k))
-				json_string(j, cfg_key_path(k));
-		json_end_array(j);
+				jsonw_string(j, cfg_key_path(k));
+		jsonw_end_array(j);
 	}
-	json_end_object(j);
-	json_key(j, "settings");
-	json_begin_object(j);
+	jsonw_end_object(j);
+	jsonw_key(j, "settings");
+	jsonw_begin_object(j);
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!cfg_key_is_setting(k) || !cfg_key_is_active(c, k) ||
 		    cfg_key_is_job(k))
@@ -2069,104 +2069,104 @@ json_settings(struct json *j, const struct config *c)
 		/* Typed for scripts: jq 'select(.settings["x"] == 8)'. */
 		switch (cfg_key_value_type(k)) {
 		case CFG_VALUE_NUMBER:
-			json_key(j, cfg_key_path(k));
-			json_raw_number(j, v);
+			jsonw_key(j, cfg_key_path(k));
+			jsonw_raw_number(j, v);
 			break;
 		case CFG_VALUE_BOOL:
-			json_key_bool(j, cfg_key_path(k), strcmp(v, "true") == 0);
+			jsonw_key_bool(j, cfg_key_path(k), strcmp(v, "true") == 0);
 			break;
 		default:
-			json_key_string(j, cfg_key_path(k), v);
+			jsonw_key_string(j, cfg_key_path(k), v);
 			break;
 		}
 	}
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 /* {"g0": "1/2", ...}: atom names to reduced fractions. */
 static void
-json_terms(struct json *j, const struct atom_space *sp, const char *key,
+jsonw_terms(struct json *j, const struct atom_space *sp, const char *key,
     const struct lincomb *x)
 {
 	char		 atom[ATOM_NAME_SIZE], coef[48];
 	uint32_t	 i;
 
-	json_key(j, key);
+	jsonw_key(j, key);
 	if (x == NULL) {
-		json_null(j);
+		jsonw_null(j);
 		return;
 	}
-	json_begin_object(j);
+	jsonw_begin_object(j);
 	for (i = 0; i < x->nterms; i++) {
 		atom_name(sp, atom, sizeof(atom), "g", x->terms[i].atom);
 		q_format(x->terms[i].coef, coef, sizeof(coef));
-		json_key_string(j, atom, coef);
+		jsonw_key_string(j, atom, coef);
 	}
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 static void
-json_expr(struct json *j, struct arena *scratch,
+jsonw_expr(struct json *j, struct arena *scratch,
     const struct atom_space *sp, const char *key, const struct lincomb *x)
 {
-	json_key_string_or_null(j, key, x != NULL ?
+	jsonw_key_string_or_null(j, key, x != NULL ?
 	    lc_format(scratch, sp, x, "g") : NULL);
 }
 
 static void
-json_cell_numeric(struct json *j, const struct audit *a, const struct cell *c)
+jsonw_cell_numeric(struct json *j, const struct audit *a, const struct cell *c)
 {
 	if (!c->has_hash)
 		return;
-	json_key_hash(j, "hash", c->hash);
-	json_key_hash(j, "reference_hash", c->reference_hash);
-	json_key_bool(j, "numeric_ok", c->numeric_ok);
+	jsonw_key_hash(j, "hash", c->hash);
+	jsonw_key_hash(j, "reference_hash", c->reference_hash);
+	jsonw_key_bool(j, "numeric_ok", c->numeric_ok);
 	if (a->arith != ARITH_EXACT) {
-		json_key_double(j, "max_ulps", c->max_ulps);
-		json_key_double(j, "max_rel_error", c->max_rel_error);
+		jsonw_key_double(j, "max_ulps", c->max_ulps);
+		jsonw_key_double(j, "max_rel_error", c->max_rel_error);
 	}
 }
 
 /* A cell's region and verdicts, per-rank and grouped cells alike. */
 static void
-json_cell_verdict(struct json *j, const struct audit *a, const struct cell *c)
+jsonw_cell_verdict(struct json *j, const struct audit *a, const struct cell *c)
 {
-	json_key(j, "region");
-	json_begin_array(j);
-	json_int(j, c->lo);
-	json_int(j, c->hi);
-	json_end_array(j);
-	json_key_bool(j, "used", c->used);
+	jsonw_key(j, "region");
+	jsonw_begin_array(j);
+	jsonw_int(j, c->lo);
+	jsonw_int(j, c->hi);
+	jsonw_end_array(j);
+	jsonw_key_bool(j, "used", c->used);
 	if (c->used)
-		json_key_bool(j, "ok", c->ok);
+		jsonw_key_bool(j, "ok", c->ok);
 	else
-		json_key_null(j, "ok");
-	json_cell_numeric(j, a, c);
+		jsonw_key_null(j, "ok");
+	jsonw_cell_numeric(j, a, c);
 }
 
 static void
-json_cell(struct json *j, const struct audit *a, const struct cell *c,
+jsonw_cell(struct json *j, const struct audit *a, const struct cell *c,
     struct arena *scratch)
 {
-	json_begin_object(j);
-	json_key_int(j, "rank", c->rank);
-	json_key_int(j, "pp", c->coord.pp);
-	json_key_int(j, "dp", c->coord.dp);
-	json_key_int(j, "tp", c->coord.tp);
-	json_key_int(j, "ep", c->coord.ep);
-	json_key_int(j, "etp", c->coord.etp);
-	json_key_int(j, "edp", c->coord.edp);
-	json_cell_verdict(j, a, c);
-	json_terms(j, &a->atoms, "terms", c->value);
-	json_terms(j, &a->atoms, "expected", c->expected);
-	json_expr(j, scratch, &a->atoms, "expr", c->value);
-	json_expr(j, scratch, &a->atoms, "expected_expr", c->expected);
-	json_end_object(j);
+	jsonw_begin_object(j);
+	jsonw_key_int(j, "rank", c->rank);
+	jsonw_key_int(j, "pp", c->coord.pp);
+	jsonw_key_int(j, "dp", c->coord.dp);
+	jsonw_key_int(j, "tp", c->coord.tp);
+	jsonw_key_int(j, "ep", c->coord.ep);
+	jsonw_key_int(j, "etp", c->coord.etp);
+	jsonw_key_int(j, "edp", c->coord.edp);
+	jsonw_cell_verdict(j, a, c);
+	jsonw_terms(j, &a->atoms, "terms", c->value);
+	jsonw_terms(j, &a->atoms, "expected", c->expected);
+	jsonw_expr(j, scratch, &a->atoms, "expr", c->value);
+	jsonw_expr(j, scratch, &a->atoms, "expected_expr", c->expected);
+	jsonw_end_object(j);
 }
 
 /* "0-7,64,66-71": ascending ranks, runs of two or more as "a-b". */
 static void
-json_key_ranges(struct json *j, const char *key, const int *r, size_t n)
+jsonw_key_ranges(struct json *j, const char *key, const int *r, size_t n)
 {
 	char	*buf = NULL;
 	size_t	 len = 0, i, k;
@@ -2181,7 +2181,7 @@ json_key_ranges(struct json *j, const char *key, const int *r, size_t n)
 	}
 	if (fclose(fp) != 0)
 		fatal("open_memstream");
-	json_key_string(j, key, buf);
+	jsonw_key_string(j, key, buf);
 	free(buf);
 }
 
@@ -2191,65 +2191,65 @@ json_key_ranges(struct json *j, const char *key, const int *r, size_t n)
  *  {"coef": "1/2", "sum": "tp", "of": "self", "n": 8}]
  */
 static void
-json_pieces(struct json *j, const char *key, const struct atom_space *sp,
+jsonw_pieces(struct json *j, const char *key, const struct atom_space *sp,
     const struct piece_memo *pm, int rank)
 {
 	char	 buf[128];
 	size_t	 i;
 
-	json_key(j, key);
+	jsonw_key(j, key);
 	if (pm == NULL) {
-		json_null(j);
+		jsonw_null(j);
 		return;
 	}
-	json_begin_array(j);
+	jsonw_begin_array(j);
 	for (i = 0; i < pm->n; i++) {
-		json_begin_object(j);
+		jsonw_begin_object(j);
 		q_format(pm->p[i].coef, buf, sizeof buf);
 		/*
 		 * Not "coef": a script that knows no weights must not read
 		 * this one as every atom's coefficient.
 		 */
-		json_key_string(j, pm->p[i].weighted ? "wcoef" : "coef", buf);
+		jsonw_key_string(j, pm->p[i].weighted ? "wcoef" : "coef", buf);
 		ms_piece_sum(&pm->p[i], buf, sizeof buf);
-		json_key_string(j, "sum", buf);
+		jsonw_key_string(j, "sum", buf);
 		ms_piece_of(sp, &pm->p[i], rank, buf, sizeof buf);
-		json_key_string(j, "of", buf);
-		json_key_int(j, "n", pm->p[i].n);
-		json_end_object(j);
+		jsonw_key_string(j, "of", buf);
+		jsonw_key_int(j, "n", pm->p[i].n);
+		jsonw_end_object(j);
 	}
-	json_end_array(j);
+	jsonw_end_array(j);
 }
 
 static void
-json_pieces_expr(struct json *j, struct arena *scratch, const char *key,
+jsonw_pieces_expr(struct json *j, struct arena *scratch, const char *key,
     const struct atom_space *sp, const struct piece_memo *pm, int rank)
 {
-	json_key_string_or_null(j, key, pm != NULL ?
+	jsonw_key_string_or_null(j, key, pm != NULL ?
 	    ms_format(scratch, sp, pm->p, pm->n, rank) : NULL);
 }
 
 static void
-json_cell_group(struct json *j, const struct audit *a,
+jsonw_cell_group(struct json *j, const struct audit *a,
     const struct cell_group *g, struct arena *scratch)
 {
 	const struct cell	*c = g->key.c;
 
-	json_begin_object(j);
-	json_key_ranges(j, "ranks", g->ranks, g->nranks);
-	json_key_int(j, "nranks", (int64_t)g->nranks);
-	json_cell_verdict(j, a, c);
-	json_pieces(j, "terms", &a->atoms, g->key.v, g->key.self);
-	json_pieces(j, "expected", &a->atoms, g->key.e, g->key.self);
-	json_pieces_expr(j, scratch, "expr", &a->atoms, g->key.v,
+	jsonw_begin_object(j);
+	jsonw_key_ranges(j, "ranks", g->ranks, g->nranks);
+	jsonw_key_int(j, "nranks", (int64_t)g->nranks);
+	jsonw_cell_verdict(j, a, c);
+	jsonw_pieces(j, "terms", &a->atoms, g->key.v, g->key.self);
+	jsonw_pieces(j, "expected", &a->atoms, g->key.e, g->key.self);
+	jsonw_pieces_expr(j, scratch, "expr", &a->atoms, g->key.v,
 	    g->key.self);
-	json_pieces_expr(j, scratch, "expected_expr", &a->atoms, g->key.e,
+	jsonw_pieces_expr(j, scratch, "expected_expr", &a->atoms, g->key.e,
 	    g->key.self);
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 static void
-json_param(struct json *j, const struct audit *a,
+jsonw_param(struct json *j, const struct audit *a,
     const struct param_result *p, bool expand)
 {
 	struct arena		 scratch;
@@ -2258,37 +2258,37 @@ json_param(struct json *j, const struct audit *a,
 	size_t			 i, ng;
 
 	arena_init(&scratch);
-	json_begin_object(j);
-	json_key_string(j, "name", p->name);
-	json_key_string_or_null(j, "tied_with", p->tied_with);
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "name", p->name);
+	jsonw_key_string_or_null(j, "tied_with", p->tied_with);
 	/* Only with a virtual pipeline: other reports keep their shape. */
 	if (p->has_chunk)
-		json_key_int(j, "chunk", p->chunk);
+		jsonw_key_int(j, "chunk", p->chunk);
 	if (p->has_chunk && p->tied_with != NULL)
-		json_key_int(j, "tied_chunk", p->tied_chunk);
-	json_key_bool(j, "consistent", p->consistent);
-	json_key_bool(j, "correct", p->correct);
+		jsonw_key_int(j, "tied_chunk", p->tied_chunk);
+	jsonw_key_bool(j, "consistent", p->consistent);
+	jsonw_key_bool(j, "correct", p->correct);
 	if (p->note != NULL)
-		json_key_string(j, "note", p->note);
+		jsonw_key_string(j, "note", p->note);
 	if (p->has_hash)
-		json_key_hash(j, "reference_hash", p->reference_hash);
-	json_key(j, "cells");
-	json_begin_array(j);
+		jsonw_key_hash(j, "reference_hash", p->reference_hash);
+	jsonw_key(j, "cells");
+	jsonw_begin_array(j);
 	if (expand) {
 		for (i = 0; i < p->ncells; i++)
-			json_cell(j, a, &p->cells[i], &scratch);
+			jsonw_cell(j, a, &p->cells[i], &scratch);
 	} else {
 		memset(&pc, 0, sizeof pc);
 		g = group_cells(&a->atoms, p, &pc, false, &ng);
 		for (i = 0; i < ng; i++) {
-			json_cell_group(j, a, &g[i], &scratch);
+			jsonw_cell_group(j, a, &g[i], &scratch);
 			free(g[i].ranks);
 		}
 		free(g);
 		piece_cache_free(&pc);
 	}
-	json_end_array(j);
-	json_end_object(j);
+	jsonw_end_array(j);
+	jsonw_end_object(j);
 	arena_free(&scratch);
 }
 
@@ -2298,78 +2298,78 @@ json_param(struct json *j, const struct audit *a,
  * otherwise; null when there is nothing to measure.
  */
 static void
-json_effect(struct json *j, const struct effect *e)
+jsonw_effect(struct json *j, const struct effect *e)
 {
 	char	 buf[128];
 
-	json_key(j, "effect");
+	jsonw_key(j, "effect");
 	if (e->kind == EFFECT_NONE) {
-		json_null(j);
+		jsonw_null(j);
 		return;
 	}
-	json_begin_object(j);
-	json_key_string(j, "kind", effect_kind_name(e->kind));
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "kind", effect_kind_name(e->kind));
 	switch (e->kind) {
 	case EFFECT_FACTOR:
 		q_format(e->lo, buf, sizeof buf);
-		json_key_string(j, "factor", buf);
+		jsonw_key_string(j, "factor", buf);
 		break;
 	case EFFECT_WEIGHTS:
 		q_format(e->lo, buf, sizeof buf);
-		json_key_string(j, "min", buf);
+		jsonw_key_string(j, "min", buf);
 		q_format(e->hi, buf, sizeof buf);
-		json_key_string(j, "max", buf);
+		jsonw_key_string(j, "max", buf);
 		break;
 	case EFFECT_NORM:
 		snprintf(buf, sizeof buf, "%.6g", e->fraction);
-		json_key(j, "fraction");
-		json_raw_number(j, buf);
+		jsonw_key(j, "fraction");
+		jsonw_raw_number(j, buf);
 		break;
 	case EFFECT_DIFFERENCE:
 		snprintf(buf, sizeof buf, "%.6g", e->difference);
-		json_key(j, "difference");
-		json_raw_number(j, buf);
+		jsonw_key(j, "difference");
+		jsonw_raw_number(j, buf);
 		break;
 	case EFFECT_NONE:
 		break;
 	}
 	effect_format(e, buf, sizeof buf);
-	json_key_string(j, "text", buf);
-	json_end_object(j);
+	jsonw_key_string(j, "text", buf);
+	jsonw_end_object(j);
 }
 
 static void
-json_finding(struct json *j, const struct finding *f)
+jsonw_finding(struct json *j, const struct finding *f)
 {
 	size_t	 i;
 
-	json_begin_object(j);
-	json_key_string(j, "kind", finding_kind_name(f->kind));
-	json_key_string_or_null(j, "param", f->param);
-	json_key(j, "params");
-	json_begin_array(j);
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "kind", finding_kind_name(f->kind));
+	jsonw_key_string_or_null(j, "param", f->param);
+	jsonw_key(j, "params");
+	jsonw_begin_array(j);
 	for (i = 0; i < f->nparams; i++)
-		json_string(j, f->params[i]);
-	json_end_array(j);
-	json_key(j, "ranks");
-	json_begin_array(j);
+		jsonw_string(j, f->params[i]);
+	jsonw_end_array(j);
+	jsonw_key(j, "ranks");
+	jsonw_begin_array(j);
 	for (i = 0; i < f->nranks; i++)
-		json_int(j, f->ranks[i]);
-	json_end_array(j);
-	json_key_string_or_null(j, "op", f->op);
-	json_key_string_or_null(j, "dim", f->dim);
-	json_key_string_or_null(j, "message", f->message);
-	json_key_string_or_null(j, "fix", f->fix);
-	json_effect(j, &f->effect);
-	json_key_bool(j, "accepted", f->accepted);
+		jsonw_int(j, f->ranks[i]);
+	jsonw_end_array(j);
+	jsonw_key_string_or_null(j, "op", f->op);
+	jsonw_key_string_or_null(j, "dim", f->dim);
+	jsonw_key_string_or_null(j, "message", f->message);
+	jsonw_key_string_or_null(j, "fix", f->fix);
+	jsonw_effect(j, &f->effect);
+	jsonw_key_bool(j, "accepted", f->accepted);
 	/* The baseline entry that matched, even an expired one. */
 	if (f->reason != NULL) {
-		json_key_string(j, "reason", f->reason);
-		json_key_string(j, "baseline", f->baseline_at);
-		json_key_string_or_null(j, "expires", f->expires);
-		json_key_bool(j, "expired", !f->accepted);
+		jsonw_key_string(j, "reason", f->reason);
+		jsonw_key_string(j, "baseline", f->baseline_at);
+		jsonw_key_string_or_null(j, "expires", f->expires);
+		jsonw_key_bool(j, "expired", !f->accepted);
 	}
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 /*
@@ -2378,63 +2378,63 @@ json_finding(struct json *j, const struct finding *f)
  * stderr (baseline_report_stale).
  */
 static void
-json_stale(struct json *j, const struct audit *a)
+jsonw_stale(struct json *j, const struct audit *a)
 {
 	const struct baseline_entry *e;
 	size_t	 i;
 
 	if (!a->baselined)
 		return;
-	json_key(j, "stale_baseline");
-	json_begin_array(j);
+	jsonw_key(j, "stale_baseline");
+	jsonw_begin_array(j);
 	for (i = 0; i < a->nstale; i++) {
 		e = a->stale[i];
-		json_begin_object(j);
-		json_key_string(j, "baseline", e->at);
-		json_key_string(j, "config", e->config);
-		json_key_string(j, "kind", finding_kind_name(e->kind));
-		json_key_string(j, "reason", e->reason);
-		json_end_object(j);
+		jsonw_begin_object(j);
+		jsonw_key_string(j, "baseline", e->at);
+		jsonw_key_string(j, "config", e->config);
+		jsonw_key_string(j, "kind", finding_kind_name(e->kind));
+		jsonw_key_string(j, "reason", e->reason);
+		jsonw_end_object(j);
 	}
-	json_end_array(j);
+	jsonw_end_array(j);
 }
 
 static void
-json_numerics(struct json *j, const struct audit *a)
+jsonw_numerics(struct json *j, const struct audit *a)
 {
 	if (a->numeric_skipped != NULL) {
-		json_key(j, "numerics");
-		json_begin_object(j);
-		json_key_string(j, "skipped", a->numeric_skipped);
-		json_end_object(j);
+		jsonw_key(j, "numerics");
+		jsonw_begin_object(j);
+		jsonw_key_string(j, "skipped", a->numeric_skipped);
+		jsonw_end_object(j);
 	}
 	if (!a->numeric)
 		return;
-	json_key(j, "numerics");
-	json_begin_object(j);
-	json_key_string(j, "arith", arith_name(a->arith));
-	json_key_int(j, "procs", a->procs);
-	json_key_bool(j, "correct", a->numeric_correct);
-	json_end_object(j);
+	jsonw_key(j, "numerics");
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "arith", arith_name(a->arith));
+	jsonw_key_int(j, "procs", a->procs);
+	jsonw_key_bool(j, "correct", a->numeric_correct);
+	jsonw_end_object(j);
 }
 
 /* sweep: "varied": {"dp": 4, ..., "tie_embeddings": true}. */
 static void
-json_varied(struct json *j, const struct audit *a)
+jsonw_varied(struct json *j, const struct audit *a)
 {
 	size_t	i;
 
 	if (a->nvaried == 0)
 		return;
-	json_key(j, "varied");
-	json_begin_object(j);
+	jsonw_key(j, "varied");
+	jsonw_begin_object(j);
 	for (i = 0; i < a->nvaried; i++) {
 		if (a->varied[i].flag)
-			json_key_bool(j, a->varied[i].name, a->varied[i].value);
+			jsonw_key_bool(j, a->varied[i].name, a->varied[i].value);
 		else
-			json_key_int(j, a->varied[i].name, a->varied[i].value);
+			jsonw_key_int(j, a->varied[i].name, a->varied[i].value);
 	}
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 /*
@@ -2443,7 +2443,7 @@ json_varied(struct json *j, const struct audit *a)
  * .counts.by_kind["double-count"] without a default.
  */
 static void
-json_counts(struct json *j, const struct audit *a)
+jsonw_counts(struct json *j, const struct audit *a)
 {
 	size_t	 by_kind[FINDING__COUNT] = { 0 }, i;
 	int	 k;
@@ -2452,21 +2452,21 @@ json_counts(struct json *j, const struct audit *a)
 		if ((int)a->findings[i].kind >= 0 &&
 		    a->findings[i].kind < FINDING__COUNT)
 			by_kind[a->findings[i].kind]++;
-	json_key(j, "counts");
-	json_begin_object(j);
-	json_key_int(j, "params", (int64_t)a->nparams);
-	json_key_int(j, "wrong_params", audit_wrong_params(a));
-	json_key_int(j, "ranks", a->mesh.world);
-	json_key_int(j, "wrong_ranks", audit_wrong_ranks(a));
-	json_key_int(j, "findings", (int64_t)a->nfindings);
-	json_key_int(j, "accepted", (int64_t)audit_accepted_findings(a));
-	json_key(j, "by_kind");
-	json_begin_object(j);
+	jsonw_key(j, "counts");
+	jsonw_begin_object(j);
+	jsonw_key_int(j, "params", (int64_t)a->nparams);
+	jsonw_key_int(j, "wrong_params", audit_wrong_params(a));
+	jsonw_key_int(j, "ranks", a->mesh.world);
+	jsonw_key_int(j, "wrong_ranks", audit_wrong_ranks(a));
+	jsonw_key_int(j, "findings", (int64_t)a->nfindings);
+	jsonw_key_int(j, "accepted", (int64_t)audit_accepted_findings(a));
+	jsonw_key(j, "by_kind");
+	jsonw_begin_object(j);
 	for (k = 0; k < FINDING__COUNT; k++)
-		json_key_int(j, finding_kind_name((enum finding_kind)k),
+		jsonw_key_int(j, finding_kind_name((enum finding_kind)k),
 		    (int64_t)by_kind[k]);
-	json_end_object(j);
-	json_end_object(j);
+	jsonw_end_object(j);
+	jsonw_end_object(j);
 }
 
 /*
@@ -2476,7 +2476,7 @@ json_counts(struct json *j, const struct audit *a)
  * squared against the reference's.
  */
 static void
-json_grad_norm(struct json *j, const struct audit *a)
+jsonw_grad_norm(struct json *j, const struct audit *a)
 {
 	const struct grad_norm_result	*g = &a->grad_norm;
 	size_t				 c, i;
@@ -2485,120 +2485,120 @@ json_grad_norm(struct json *j, const struct audit *a)
 
 	if (!g->present)
 		return;
-	json_key(j, "grad_norm");
-	json_begin_object(j);
-	json_key_bool(j, "correct", g->correct);
-	json_key_bool(j, "consistent", g->consistent);
-	json_key_bool(j, "gradients_wrong", g->gradients_wrong);
-	json_key_double(j, "clip_grad", GN_CLIP_GRAD);
-	json_key(j, "classes");
-	json_begin_array(j);
+	jsonw_key(j, "grad_norm");
+	jsonw_begin_object(j);
+	jsonw_key_bool(j, "correct", g->correct);
+	jsonw_key_bool(j, "consistent", g->consistent);
+	jsonw_key_bool(j, "gradients_wrong", g->gradients_wrong);
+	jsonw_key_double(j, "clip_grad", GN_CLIP_GRAD);
+	jsonw_key(j, "classes");
+	jsonw_begin_array(j);
 	for (c = 0; c < g->nclasses; c++) {
 		const struct gn_class *cl = &g->classes[c];
 
-		json_begin_object(j);
-		json_key_ranges(j, "ranks", cl->ranks, cl->nranks);
-		json_key_bool(j, "correct", cl->correct);
-		json_key(j, "multiplicities");
-		json_begin_array(j);
+		jsonw_begin_object(j);
+		jsonw_key_ranges(j, "ranks", cl->ranks, cl->nranks);
+		jsonw_key_bool(j, "correct", cl->correct);
+		jsonw_key(j, "multiplicities");
+		jsonw_begin_array(j);
 		for (i = 0; i < cl->nmults; i++) {
-			json_begin_object(j);
-			json_key_string(j, "param", cl->mults[i].param);
+			jsonw_begin_object(j);
+			jsonw_key_string(j, "param", cl->mults[i].param);
 			q_format(cl->mults[i].min, q, sizeof q);
-			json_key_string(j, "min", q);
+			jsonw_key_string(j, "min", q);
 			q_format(cl->mults[i].max, q, sizeof q);
-			json_key_string(j, "max", q);
-			json_key_bool(j, "values_ok", cl->mults[i].values_ok);
-			json_end_object(j);
+			jsonw_key_string(j, "max", q);
+			jsonw_key_bool(j, "values_ok", cl->mults[i].values_ok);
+			jsonw_end_object(j);
 		}
-		json_end_array(j);
-		json_end_object(j);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
 	}
-	json_end_array(j);
+	jsonw_end_array(j);
 	if (g->numeric) {
-		json_key_hash(j, "reference_hash", g->reference_hash);
+		jsonw_key_hash(j, "reference_hash", g->reference_hash);
 		if (a->arith != ARITH_EXACT) {
-			json_key_double(j, "reference_norm", g->reference_norm);
-			json_key_double(j, "reference_coefficient",
+			jsonw_key_double(j, "reference_norm", g->reference_norm);
+			jsonw_key_double(j, "reference_coefficient",
 			    g->reference_coefficient);
 		}
-		json_key_bool(j, "numeric_correct", g->numeric_correct);
-		json_key(j, "ranks");
-		json_begin_array(j);
+		jsonw_key_bool(j, "numeric_correct", g->numeric_correct);
+		jsonw_key(j, "ranks");
+		jsonw_begin_array(j);
 		for (r = 0; r < a->mesh.world; r++) {
 			int k = g->class_of[r];
 
-			json_begin_object(j);
-			json_key_int(j, "rank", r);
-			json_key_bool(j, "clips", k >= 0);
-			json_key_bool(j, "ok", k >= 0 && g->classes[k].correct);
-			json_key_hash(j, "hash", g->hash[r]);
-			json_key_bool(j, "numeric_ok", g->numeric_ok[r]);
+			jsonw_begin_object(j);
+			jsonw_key_int(j, "rank", r);
+			jsonw_key_bool(j, "clips", k >= 0);
+			jsonw_key_bool(j, "ok", k >= 0 && g->classes[k].correct);
+			jsonw_key_hash(j, "hash", g->hash[r]);
+			jsonw_key_bool(j, "numeric_ok", g->numeric_ok[r]);
 			if (a->arith != ARITH_EXACT) {
-				json_key_double(j, "norm", g->norm[r]);
-				json_key_double(j, "coefficient",
+				jsonw_key_double(j, "norm", g->norm[r]);
+				jsonw_key_double(j, "coefficient",
 				    g->coefficient[r]);
-				json_key_double(j, "ulps", g->ulps[r]);
+				jsonw_key_double(j, "ulps", g->ulps[r]);
 			}
-			json_end_object(j);
+			jsonw_end_object(j);
 		}
-		json_end_array(j);
+		jsonw_end_array(j);
 	}
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 /* Everything of the object but params and findings, and its opening. */
 static void
-json_head(struct json *j, const struct audit *a)
+jsonw_head(struct json *j, const struct audit *a)
 {
-	json_begin_object(j);
-	json_key_string(j, "tool", "gradaudit");
-	json_key_string(j, "version", REPORT_VERSION);
-	json_key_string_or_null(j, "config",
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "tool", "gradaudit");
+	jsonw_key_string(j, "version", REPORT_VERSION);
+	jsonw_key_string_or_null(j, "config",
 	    a->config != NULL ? a->config->file : NULL);
-	json_key_string_or_null(j, "name",
+	jsonw_key_string_or_null(j, "name",
 	    a->config != NULL ? a->config->name : NULL);
 	if (a->trace != NULL) {
-		json_key(j, "trace");
-		json_begin_object(j);
-		json_key_string(j, "dir", a->trace->dir);
-		json_key_string(j, "step", a->trace->step);
-		json_key_string(j, "against", a->trace->against);
-		json_key_string(j, "dtype", a->trace->dtype);
-		json_key_int(j, "micro_batches", a->trace->micro_batches);
+		jsonw_key(j, "trace");
+		jsonw_begin_object(j);
+		jsonw_key_string(j, "dir", a->trace->dir);
+		jsonw_key_string(j, "step", a->trace->step);
+		jsonw_key_string(j, "against", a->trace->against);
+		jsonw_key_string(j, "dtype", a->trace->dtype);
+		jsonw_key_int(j, "micro_batches", a->trace->micro_batches);
 		{
 			char num[32];
 
 			snprintf(num, sizeof num, "%.17g", a->trace->tolerance);
-			json_key(j, "tolerance");
-			json_raw_number(j, num);
+			jsonw_key(j, "tolerance");
+			jsonw_raw_number(j, num);
 		}
-		json_end_object(j);
+		jsonw_end_object(j);
 	}
-	json_mesh(j, &a->mesh, &a->atoms);
+	jsonw_mesh(j, &a->mesh, &a->atoms);
 	if (a->config != NULL)
-		json_settings(j, a->config);
-	json_numerics(j, a);
-	json_key_bool(j, "consistent", a->consistent);
-	json_key_bool(j, "correct", a->correct);
+		jsonw_settings(j, a->config);
+	jsonw_numerics(j, a);
+	jsonw_key_bool(j, "consistent", a->consistent);
+	jsonw_key_bool(j, "correct", a->correct);
 	/* Wrong, and the baseline accepts all of it: the gate passes. */
-	json_key_bool(j, "accepted", audit_accepted(a));
+	jsonw_key_bool(j, "accepted", audit_accepted(a));
 	if (a->numeric_verdict != NULL)
-		json_key_string(j, "numeric_verdict", a->numeric_verdict);
-	json_counts(j, a);
-	json_varied(j, a);
+		jsonw_key_string(j, "numeric_verdict", a->numeric_verdict);
+	jsonw_counts(j, a);
+	jsonw_varied(j, a);
 }
 
 static void
-json_findings(struct json *j, const struct audit *a)
+jsonw_findings(struct json *j, const struct audit *a)
 {
 	size_t	 i;
 
-	json_key(j, "findings");
-	json_begin_array(j);
+	jsonw_key(j, "findings");
+	jsonw_begin_array(j);
 	for (i = 0; i < a->nfindings; i++)
-		json_finding(j, &a->findings[i]);
-	json_end_array(j);
+		jsonw_finding(j, &a->findings[i]);
+	jsonw_end_array(j);
 }
 
 void
@@ -2607,24 +2607,24 @@ report_json(struct json *j, const struct audit *a,
 {
 	size_t	 i;
 
-	json_head(j, a);
-	json_key(j, "params");
-	json_begin_array(j);
+	jsonw_head(j, a);
+	jsonw_key(j, "params");
+	jsonw_begin_array(j);
 	for (i = 0; i < a->nparams; i++)
-		json_param(j, a, &a->params[i], opt != NULL && opt->expand);
-	json_end_array(j);
-	json_findings(j, a);
-	json_stale(j, a);
-	json_grad_norm(j, a);
-	json_end_object(j);
+		jsonw_param(j, a, &a->params[i], opt != NULL && opt->expand);
+	jsonw_end_array(j);
+	jsonw_findings(j, a);
+	jsonw_stale(j, a);
+	jsonw_grad_norm(j, a);
+	jsonw_end_object(j);
 }
 
 void
 report_json_summary(struct json *j, const struct audit *a)
 {
-	json_head(j, a);
-	json_findings(j, a);
-	json_stale(j, a);
-	json_grad_norm(j, a);
-	json_end_object(j);
+	jsonw_head(j, a);
+	jsonw_findings(j, a);
+	jsonw_stale(j, a);
+	jsonw_grad_norm(j, a);
+	jsonw_end_object(j);
 }

@@ -1,6 +1,6 @@
 /*
  * The reports of an audit rendered to a stream, for tests/fuzz-trace.c:
- * it parses JSON with jansson, whose json_string and json_null are also
+ * it parses JSON with jansson, whose jsonw_string and jsonw_null are also
  * the names of src/json.h's emitter, so the two cannot meet in one file.
  */
 #include <stdio.h>
@@ -20,9 +20,9 @@ fuzz_render(FILE *fp, const struct audit *a)
 	report_text(fp, a, &o);
 	o.verbose = true;
 	report_text(fp, a, &o);
-	json_init(&j, fp, false);
+	jsonw_init(&j, fp, false);
 	report_json(&j, a, &o);
 	o.expand = true;
-	json_init(&j, fp, true);
+	jsonw_init(&j, fp, true);
 	report_json(&j, a, &o);
 }

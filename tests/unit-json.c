@@ -49,40 +49,40 @@ text_is(const char *got, const char *want)
 static void
 emit_document(struct json *j)
 {
-	json_begin_object(j);
-	json_key_string(j, "tool", "gradaudit");
-	json_key(j, "mesh");
-	json_begin_object(j);
-	json_key_int(j, "dp", 2);
-	json_key_int(j, "pp", 2);
-	json_end_object(j);
-	json_key_bool(j, "consistent", false);
-	json_key(j, "params");
-	json_begin_array(j);
-	json_begin_object(j);
-	json_key_string(j, "name", "embedding.weight");
-	json_key(j, "region");
-	json_begin_array(j);
-	json_int(j, 0);
-	json_int(j, 256);
-	json_end_array(j);
-	json_key_null(j, "ok");
-	json_key(j, "terms");
-	json_begin_object(j);
-	json_key_string(j, "g0", "1/2");
-	json_end_object(j);
-	json_key(j, "ulps");
-	json_raw_number(j, "-1.5e-3");
-	json_end_object(j);
-	json_end_array(j);
-	json_key(j, "findings");
-	json_begin_array(j);
-	json_end_array(j);
-	json_key(j, "extra");
-	json_begin_object(j);
-	json_end_object(j);
-	json_key_int(j, "min", INT64_MIN);
-	json_end_object(j);
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "tool", "gradaudit");
+	jsonw_key(j, "mesh");
+	jsonw_begin_object(j);
+	jsonw_key_int(j, "dp", 2);
+	jsonw_key_int(j, "pp", 2);
+	jsonw_end_object(j);
+	jsonw_key_bool(j, "consistent", false);
+	jsonw_key(j, "params");
+	jsonw_begin_array(j);
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "name", "embedding.weight");
+	jsonw_key(j, "region");
+	jsonw_begin_array(j);
+	jsonw_int(j, 0);
+	jsonw_int(j, 256);
+	jsonw_end_array(j);
+	jsonw_key_null(j, "ok");
+	jsonw_key(j, "terms");
+	jsonw_begin_object(j);
+	jsonw_key_string(j, "g0", "1/2");
+	jsonw_end_object(j);
+	jsonw_key(j, "ulps");
+	jsonw_raw_number(j, "-1.5e-3");
+	jsonw_end_object(j);
+	jsonw_end_array(j);
+	jsonw_key(j, "findings");
+	jsonw_begin_array(j);
+	jsonw_end_array(j);
+	jsonw_key(j, "extra");
+	jsonw_begin_object(j);
+	jsonw_end_object(j);
+	jsonw_key_int(j, "min", INT64_MIN);
+	jsonw_end_object(j);
 }
 
 static void
@@ -126,7 +126,7 @@ test_document(void)
 
 	if ((fp = tmpfile()) == NULL)
 		abort();
-	json_init(&j, fp, false);
+	jsonw_init(&j, fp, false);
 	emit_document(&j);
 	s = slurp(fp);
 	tap_ok(text_is(s, pretty), "pretty nested document");
@@ -135,7 +135,7 @@ test_document(void)
 
 	if ((fp = tmpfile()) == NULL)
 		abort();
-	json_init(&j, fp, true);
+	jsonw_init(&j, fp, true);
 	emit_document(&j);
 	s = slurp(fp);
 	tap_ok(text_is(s, compact), "compact nested document");
@@ -144,14 +144,14 @@ test_document(void)
 
 	if ((fp = tmpfile()) == NULL)
 		abort();
-	json_init(&j, fp, false);
-	json_begin_array(&j);
-	json_bool(&j, true);
-	json_begin_array(&j);
-	json_begin_array(&j);
-	json_end_array(&j);
-	json_end_array(&j);
-	json_end_array(&j);
+	jsonw_init(&j, fp, false);
+	jsonw_begin_array(&j);
+	jsonw_bool(&j, true);
+	jsonw_begin_array(&j);
+	jsonw_begin_array(&j);
+	jsonw_end_array(&j);
+	jsonw_end_array(&j);
+	jsonw_end_array(&j);
 	s = slurp(fp);
 	tap_ok(text_is(s, "[\n  true,\n  [\n    []\n  ]\n]\n"),
 	    "nested arrays, pretty");
@@ -170,8 +170,8 @@ string_is(const char *in, const char *want)
 
 	if ((fp = tmpfile()) == NULL)
 		abort();
-	json_init(&j, fp, true);
-	json_string(&j, in);
+	jsonw_init(&j, fp, true);
+	jsonw_string(&j, in);
 	s = slurp(fp);
 	good = text_is(s, want);
 	free(s);
@@ -224,11 +224,11 @@ number_is(const char *in, const char *want)
 
 	if ((fp = tmpfile()) == NULL)
 		abort();
-	json_init(&j, fp, true);
-	json_begin_array(&j);
-	json_raw_number(&j, in);
-	json_int(&j, -7);
-	json_end_array(&j);
+	jsonw_init(&j, fp, true);
+	jsonw_begin_array(&j);
+	jsonw_raw_number(&j, in);
+	jsonw_int(&j, -7);
+	jsonw_end_array(&j);
 	s = slurp(fp);
 	good = text_is(s, want);
 	free(s);
@@ -264,7 +264,7 @@ dies(void (*fn)(struct json *))
 		if (freopen("/dev/null", "w", stderr) == NULL ||
 		    (fp = tmpfile()) == NULL)
 			_exit(99);
-		json_init(&j, fp, false);
+		jsonw_init(&j, fp, false);
 		fn(&j);
 		_exit(0);
 	}
@@ -276,51 +276,51 @@ dies(void (*fn)(struct json *))
 static void
 misuse_value_without_key(struct json *j)
 {
-	json_begin_object(j);
-	json_int(j, 1);
+	jsonw_begin_object(j);
+	jsonw_int(j, 1);
 }
 
 static void
 misuse_key_in_array(struct json *j)
 {
-	json_begin_array(j);
-	json_key(j, "k");
+	jsonw_begin_array(j);
+	jsonw_key(j, "k");
 }
 
 static void
 misuse_two_keys(struct json *j)
 {
-	json_begin_object(j);
-	json_key(j, "a");
-	json_key(j, "b");
+	jsonw_begin_object(j);
+	jsonw_key(j, "a");
+	jsonw_key(j, "b");
 }
 
 static void
 misuse_end_with_key(struct json *j)
 {
-	json_begin_object(j);
-	json_key(j, "a");
-	json_end_object(j);
+	jsonw_begin_object(j);
+	jsonw_key(j, "a");
+	jsonw_end_object(j);
 }
 
 static void
 misuse_wrong_end(struct json *j)
 {
-	json_begin_object(j);
-	json_end_array(j);
+	jsonw_begin_object(j);
+	jsonw_end_array(j);
 }
 
 static void
 misuse_end_at_top(struct json *j)
 {
-	json_end_object(j);
+	jsonw_end_object(j);
 }
 
 static void
 misuse_second_value(struct json *j)
 {
-	json_int(j, 1);
-	json_int(j, 2);
+	jsonw_int(j, 1);
+	jsonw_int(j, 2);
 }
 
 static void
@@ -329,13 +329,13 @@ misuse_too_deep(struct json *j)
 	int	 i;
 
 	for (i = 0; i <= JSON_MAX_DEPTH; i++)
-		json_begin_array(j);
+		jsonw_begin_array(j);
 }
 
 static void
 misuse_nan(struct json *j)
 {
-	json_raw_number(j, "nan");
+	jsonw_raw_number(j, "nan");
 }
 
 static void
@@ -353,7 +353,7 @@ misuse_bad_numbers(struct json *j)
 		if ((pid = fork()) == -1)
 			_exit(99);
 		if (pid == 0) {
-			json_raw_number(j, bad[i]);
+			jsonw_raw_number(j, bad[i]);
 			_exit(0);
 		}
 		if (waitpid(pid, &status, 0) != pid ||
@@ -369,9 +369,9 @@ fine_depth(struct json *j)
 	int	 i;
 
 	for (i = 0; i < JSON_MAX_DEPTH; i++)
-		json_begin_array(j);
+		jsonw_begin_array(j);
 	for (i = 0; i < JSON_MAX_DEPTH; i++)
-		json_end_array(j);
+		jsonw_end_array(j);
 }
 
 static void

@@ -166,7 +166,7 @@ render_json(const struct audit *a, bool expand)
 	size_t			 len;
 	FILE			*fp = open_memstream(&buf, &len);
 
-	json_init(&j, fp, false);
+	jsonw_init(&j, fp, false);
 	report_json(&j, a, &opt);
 	fclose(fp);
 	return buf;
@@ -328,7 +328,7 @@ test_text_numeric(void)
 
 /* Is the text valid JSON?  -1 when python3 is not there to tell. */
 static int
-json_valid(const char *text)
+jsonw_valid(const char *text)
 {
 	FILE	*p;
 	int	 status;
@@ -369,7 +369,7 @@ test_json(void)
 	ok_lacks(s, "\"hash\"", "no hashes for a symbolic audit");
 	ok_lacks(s, "\"reference_hash\"",
 	    "no reference hashes for a symbolic audit");
-	valid = json_valid(s);
+	valid = jsonw_valid(s);
 	if (valid < 0)
 		tap_skip("no python3", "JSON well-formed");
 	else
