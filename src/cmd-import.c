@@ -253,6 +253,7 @@ cmd_import_exec(struct options *o)
 	}
 	memset(&mi, 0, sizeof(mi));
 	mi.world = o->world;
+	mi.eod_document_tokens = o->eod_document_tokens;
 	if (o->framework != NULL && resolve_framework(o->framework, &mi) < 0)
 		return EXIT_USAGE;
 	if ((words = collect_words(o, &nwords)) == NULL)

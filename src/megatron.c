@@ -2087,12 +2087,30 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	/*
 	 * The loss mask of GPTDataset (megatron/core/datasets/gpt_dataset.py):
 	 * all ones, unless --eod-mask-loss zeroes the end-of-document tokens,
-	 * whose number differs between micro-batches.
+	 * one a document, whose number differs between micro-batches as the
+	 * documents' ends fall.  How long the documents are is the data's,
+	 * which no argument says.
 	 */
 	free(c->loss.valid_tokens);
-	c->loss.valid_tokens = xstrdup(v->eod_mask ? "uneven" : "all");
-	explain(st, KEY_VALID_TOKENS, "%s--eod-mask-loss", v->eod_mask ?
-	    "" : "no ");
+	if (!v->eod_mask) {
+		c->loss.valid_tokens = xstrdup("all");
+		explain(st, KEY_VALID_TOKENS, "no --eod-mask-loss");
+		if (st->mi->eod_document_tokens > 0)
+			note(st, "--eod-document-tokens %ld changes nothing "
+			    "without --eod-mask-loss",
+			    st->mi->eod_document_tokens);
+	} else if (st->mi->eod_document_tokens > 0) {
+		xasprintf(&c->loss.valid_tokens, "eod:%ld",
+		    st->mi->eod_document_tokens);
+		explain(st, KEY_VALID_TOKENS, "--eod-mask-loss, "
+		    "--eod-document-tokens");
+	} else {
+		xasprintf(&c->loss.valid_tokens, "eod:%d",
+		    MEGATRON_EOD_DOCUMENT_TOKENS);
+		explain(st, KEY_VALID_TOKENS, "--eod-mask-loss; documents of "
+		    "%d tokens assumed (--eod-document-tokens)",
+		    MEGATRON_EOD_DOCUMENT_TOKENS);
+	}
 	/*
 	 * The objective is the user's to state (loss.objective); Megatron's
 	 * documented choice without --calculate-per-token-loss is the mean

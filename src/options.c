@@ -23,7 +23,7 @@ enum option_id {
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
-	OPT_MIN, OPT_MAX,
+	OPT_MIN, OPT_MAX, OPT_EOD_DOCUMENT_TOKENS,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -70,6 +70,8 @@ static const struct option_spec specs[] = {
 	  "the one-process reference trace of the same step" },
 	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT, 0,
 	  "import: read the arguments from FILE (- for stdin)" },
+	{ "eod-document-tokens", OPT_EOD_DOCUMENT_TOKENS, "N", SCOPE_IMPORT, 0,
+	  "import: document length, for eod-mask-loss (513)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
 	  "sweep: try both values of these flags" },
 	{ "keep", OPT_KEEP, "DIM,...", SCOPE_SWEEP, 0,
@@ -441,6 +443,12 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		if (*arg == '\0')
 			goto bad;
 		o->args_file = arg;
+		break;
+	case OPT_EOD_DOCUMENT_TOKENS:
+		/* cfg_token_mask's range: a document ends in its one token. */
+		if (parse_int(arg, 2, 999999999, &v) < 0)
+			goto bad;
+		o->eod_document_tokens = v;
 		break;
 	case OPT_REFERENCE:
 		if (*arg == '\0')

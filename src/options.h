@@ -62,6 +62,7 @@ struct options {
 	int			 nbounds;
 	const char		*framework;	/* import --framework */
 	const char		*args_file;	/* import --args-file */
+	long			 eod_document_tokens; /* import; 0: default */
 	const char		*reference;	/* compare --reference DIR */
 	int			 numeric_max;	/* sweep: largest mesh run numerically */
 	char			**args;		/* operands */
