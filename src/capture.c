@@ -129,7 +129,9 @@ shim_text(const char *name, const char *launches)
 
 /*
  * BASH_ENV: the user's own BASH_ENV first, as bash would read it, then a
- * function for each launcher, which a change of PATH cannot bypass.
+ * function for each launcher, which a change of PATH cannot bypass.  The
+ * function has sh read its stand-in rather than execute it, so that it
+ * works where the temporary directory is mounted noexec.
  */
 static char *
 bash_env_text(const char *bin)
@@ -146,7 +148,7 @@ bash_env_text(const char *bin)
 		xasprintf(&more, "%s/%s", bin, capture_launchers[i]);
 		quoted = shellwords_quote(more);
 		free(more);
-		xasprintf(&more, "%s%s() { %s \"$@\"; }\n", text,
+		xasprintf(&more, "%s%s() { /bin/sh %s \"$@\"; }\n", text,
 		    capture_launchers[i], quoted);
 		free(quoted);
 		free(text);
