@@ -4,20 +4,34 @@
  * printed as the gradaudit configuration that audits them.  The command's
  * operands are the framework's arguments, options included, so main()
  * parses only import's own options (options_parse_own); megatron.c knows
- * what each of Megatron's means.
+ * what each of Megatron's means.  With --script FILE the operands are the
+ * script's, and the arguments are those the script would launch training
+ * with (capture.h).
  */
+#include <sys/wait.h>
+
 #include <errno.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
+#include "capture.h"
 #include "commands.h"
 #include "exitcode.h"
 #include "framework.h"
+#include "launch.h"
 #include "megatron.h"
 #include "options.h"
 #include "shellwords.h"
 #include "xmalloc.h"
+
+/*
+ * How long a launch script may run, --timeout aside: with its launchers
+ * replaced it runs in milliseconds, unless it waits for something.
+ */
+#define SCRIPT_TIMEOUT	30.0
 
 /* A launch script's arguments are a few KiB; this is a generous bound. */
 #define ARGS_FILE_MAX	(1 << 20)
@@ -97,6 +111,234 @@ collect_words(const struct options *o, size_t *nwords)
 	words[n] = NULL;
 	*nwords = n;
 	return words;
+}
+
+static void	script_note(const char *, ...)
+		    __attribute__((format(printf, 1, 2)));
+
+static void
+script_note(const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(stderr, "%s: import: note: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+}
+
+/* "launch 2 (torchrun ... pretrain_gpt.py)", for the notes. */
+static char *
+describe_launch(const struct capture *cap, size_t i)
+{
+	const struct capture_launch	*l = &cap->launches[i];
+	char				**words, *text;
+	const char			*base;
+	size_t				 n, k;
+
+	if ((words = capture_python_command(l, &n, &k)) == NULL) {
+		xasprintf(&text, "launch %zu (%s%s, no Python script)", i + 1,
+		    l->argv[0], l->argc > 1 ? " ..." : "");
+		return text;
+	}
+	base = strrchr(words[k], '/') != NULL ? strrchr(words[k], '/') + 1 :
+	    words[k];
+	xasprintf(&text, "launch %zu (%s%s %s)", i + 1, l->argv[0],
+	    k > 1 ? " ..." : "", base);
+	shellwords_free(words, n);
+	return text;
+}
+
+/* One of Megatron's entry points: pretrain_gpt.py, pretrain_mamba.py ... */
+static bool
+is_entry_point(char *const *words, size_t script)
+{
+	const char	*w = words[script];
+	const char	*base = strrchr(w, '/') != NULL ? strrchr(w, '/') + 1 : w;
+
+	return strncmp(base, "pretrain_", strlen("pretrain_")) == 0;
+}
+
+/*
+ * The launch to import: the first that runs one of Megatron's entry
+ * points, else the first that runs any Python script (a training script
+ * of the user's own); a data-preparation step before training
+ * (tools/preprocess_data.py) is then passed over.  Returns its index and
+ * its words, or -1.
+ */
+static long
+choose_launch(const struct capture *cap, char ***chosen, size_t *nchosen)
+{
+	char	**words;
+	size_t	 i, n = 0, k;
+	long	 found = -1;
+	int	 pass;
+
+	*chosen = NULL;
+	for (pass = 0; pass < 2 && *chosen == NULL; pass++)
+		for (i = 0; i < cap->n && *chosen == NULL; i++) {
+			words = capture_python_command(&cap->launches[i], &n,
+			    &k);
+			if (words != NULL && (pass == 1 ||
+			    is_entry_point(words, k))) {
+				*chosen = words;
+				*nchosen = n;
+				found = (long)i;
+			} else
+				shellwords_free(words, n);
+		}
+	return found;
+}
+
+/* "exited with status 3" or "was killed by SIGKILL". */
+static void
+describe_end(const struct capture *cap, char *buf, size_t size)
+{
+	char	 name[16];
+
+	if (WIFEXITED(cap->status))
+		snprintf(buf, size, "exited with status %d",
+		    WEXITSTATUS(cap->status));
+	else if (WIFSIGNALED(cap->status))
+		snprintf(buf, size, "was killed by %s", launch_signal_name(
+		    WTERMSIG(cap->status), name, sizeof(name)));
+	else
+		snprintf(buf, size, "ended with wait status %#x",
+		    (unsigned)cap->status);
+}
+
+static bool
+failed(const struct capture *cap)
+{
+	return !WIFEXITED(cap->status) || WEXITSTATUS(cap->status) != 0;
+}
+
+/* Why nothing of the script can be imported: exit status 2. */
+static void
+refuse_script(const struct options *o, const struct capture *cap,
+    double timeout)
+{
+	char	 end[64], *what, *more, *one;
+	size_t	 i;
+	bool	 batch = false;
+
+	fprintf(stderr, "%s: import: %s: ", progname, o->script);
+	describe_end(cap, end, sizeof(end));
+	if (cap->timed_out)
+		fprintf(stderr, "still running after %g s without a launch of "
+		    "a Python script: it was killed with its process group "
+		    "(--timeout gives it longer)", timeout);
+	else if (failed(cap) && cap->n == 0)
+		fprintf(stderr, "%s before any launch: nothing was imported "
+		    "(its output is above)", end);
+	else if (cap->n == 0)
+		fprintf(stderr, "%s without running a launcher (torchrun, "
+		    "python, python3, srun, deepspeed, mpirun or mpiexec): "
+		    "nothing to import", end);
+	else {
+		what = xstrdup("");
+		for (i = 0; i < cap->n; i++) {
+			one = describe_launch(cap, i);
+			xasprintf(&more, "%s%s%s", what, i > 0 ? ", " : "",
+			    one);
+			free(one);
+			free(what);
+			what = more;
+			batch = batch || strcmp(cap->launches[i].argv[0],
+			    "sbatch") == 0 || strcmp(cap->launches[i].argv[0],
+			    "salloc") == 0;
+		}
+		fprintf(stderr, "%s after %zu launch%s, none of a Python "
+		    "script: %s", end, cap->n, cap->n == 1 ? "" : "es", what);
+		free(what);
+		if (batch)
+			fprintf(stderr, "; sbatch and salloc submit nothing "
+			    "here, nor run the job's script: give that script "
+			    "to --script");
+	}
+	fputc('\n', stderr);
+}
+
+/* What the user should know about the run of a script that launched. */
+static void
+script_notes(const struct capture *cap, long chosen, double timeout)
+{
+	char	 end[64], *what, *more, *one;
+	size_t	 i;
+
+	if (cap->n > 1) {
+		what = xstrdup("");
+		for (i = 0; i < cap->n; i++) {
+			if ((long)i == chosen)
+				continue;
+			one = describe_launch(cap, i);
+			xasprintf(&more, "%s%s%s", what, *what != '\0' ? ", " :
+			    "", one);
+			free(one);
+			free(what);
+			what = more;
+		}
+		one = describe_launch(cap, (size_t)chosen);
+		script_note("the script launched %zu times; imported %s, "
+		    "not %s", cap->n, one, what);
+		free(one);
+		free(what);
+	}
+	describe_end(cap, end, sizeof(end));
+	if (cap->timed_out)
+		script_note("the script was still running after %g s, after "
+		    "its launch: it was killed with its process group",
+		    timeout);
+	else if (failed(cap))
+		script_note("the script %s after its launch, which ran "
+		    "nothing", end);
+	if (cap->file_cut)
+		script_note("the record of the launches was cut short: "
+		    "later ones are lost");
+}
+
+/*
+ * --script: run the script with its launchers replaced and take the words
+ * of the launch to import.  Returns EXIT_OK with *words set, or the exit
+ * status after a message.
+ */
+static int
+script_words(const struct options *o, char ***words, size_t *nwords)
+{
+	struct capture_options	 co;
+	struct capture		 cap;
+	char			 name[16];
+	long			 chosen;
+	int			 rc = EXIT_OK;
+
+	if (access(o->script, R_OK) == -1) {
+		fprintf(stderr, "%s: import: --script %s: %s\n", progname,
+		    o->script, strerror(errno));
+		return EXIT_USAGE;
+	}
+	memset(&co, 0, sizeof(co));
+	co.script = o->script;
+	co.args = o->args + 1;
+	co.nargs = (size_t)o->nargs - 1;
+	co.timeout = o->timeout_given ? o->timeout : SCRIPT_TIMEOUT;
+	if (capture_script(&co, &cap) == -1)
+		return EXIT_RUNTIME;
+	if (cap.output_cut > 0)
+		script_note("the script's output was cut after %d bytes: %zu "
+		    "more were not shown", CAPTURE_OUTPUT_MAX, cap.output_cut);
+	if (cap.interrupted != 0) {
+		fprintf(stderr, "%s: import: the script was interrupted by "
+		    "%s and ended\n", progname,
+		    launch_signal_name(cap.interrupted, name, sizeof(name)));
+		rc = LAUNCH_INTERRUPTED(cap.interrupted);
+	} else if ((chosen = choose_launch(&cap, words, nwords)) < 0) {
+		refuse_script(o, &cap, co.timeout);
+		rc = EXIT_USAGE;
+	} else
+		script_notes(&cap, chosen, co.timeout);
+	capture_free(&cap);
+	return rc;
 }
 
 /*
@@ -242,8 +484,8 @@ cmd_import_exec(struct options *o)
 {
 	struct megatron_import	 mi;
 	struct yaml_doc		 doc = { NULL, 0 };
-	char			**words;
-	size_t			 nwords;
+	char			**words = NULL;
+	size_t			 nwords = 0;
 	int			 rc = EXIT_USAGE;
 
 	if (strcmp(o->args[0], "megatron") != 0) {
@@ -253,9 +495,26 @@ cmd_import_exec(struct options *o)
 	}
 	memset(&mi, 0, sizeof(mi));
 	mi.world = o->world;
+	mi.eod_document_tokens = o->eod_document_tokens;
 	if (o->framework != NULL && resolve_framework(o->framework, &mi) < 0)
 		return EXIT_USAGE;
-	if ((words = collect_words(o, &nwords)) == NULL)
+	if (o->script != NULL && o->args_file != NULL) {
+		fprintf(stderr, "%s: import: --script and --args-file are two "
+		    "ways to give the arguments: give one\n", progname);
+		return EXIT_USAGE;
+	}
+	if (o->timeout_given && o->script == NULL) {
+		fprintf(stderr, "%s: import: --timeout limits a --script: "
+		    "give one, or no --timeout\n", progname);
+		return EXIT_USAGE;
+	}
+	if (o->script != NULL) {
+		if ((rc = script_words(o, &words, &nwords)) != EXIT_OK) {
+			launch_exit_interrupted(rc);
+			return rc;
+		}
+		rc = EXIT_USAGE;
+	} else if ((words = collect_words(o, &nwords)) == NULL)
 		return EXIT_USAGE;
 	if (nwords == 0)
 		fprintf(stderr, "%s: import: no Megatron arguments: give them "

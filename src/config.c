@@ -1671,6 +1671,73 @@ cfg_decimal(const char *s, int64_t *num, int64_t *den)
 	return true;
 }
 
+static int64_t
+gcd64(int64_t a, int64_t b)
+{
+	int64_t	 t;
+
+	while (b != 0) {
+		t = a % b;
+		a = b;
+		b = t;
+	}
+	return a;
+}
+
+/*
+ * The prefixes of the masks that the data has rather than counts given:
+ * "eod:" one token a document (its end-of-document token, which Megatron's
+ * --eod-mask-loss masks), "fraction:" a share of every token.
+ */
+#define EOD_PREFIX	"eod:"
+#define FRACTION_PREFIX	"fraction:"
+
+int
+cfg_token_mask(const char *spec, int64_t *num, int64_t *den, char *buf,
+    size_t size)
+{
+	const char	*v;
+	int64_t		 g;
+	size_t		 digits;
+
+	if (spec != NULL && strncmp(spec, EOD_PREFIX, strlen(EOD_PREFIX)) ==
+	    0) {
+		v = spec + strlen(EOD_PREFIX);
+		digits = strspn(v, "0123456789");
+		/*
+		 * A document of one token is its end-of-document token alone:
+		 * every token would be masked.
+		 */
+		if (digits == 0 || digits > 9 || v[digits] != '\0' ||
+		    (*den = strtoll(v, NULL, 10)) < 2) {
+			snprintf(buf, size, "eod:N needs the tokens of a "
+			    "document, a whole number from 2 to 999999999, "
+			    "not \"%.*s\"", 40, v);
+			return -1;
+		}
+		*num = 1;
+		return 1;
+	}
+	if (spec == NULL || strncmp(spec, FRACTION_PREFIX,
+	    strlen(FRACTION_PREFIX)) != 0)
+		return 0;
+	v = spec + strlen(FRACTION_PREFIX);
+	if (!cfg_decimal(v, num, den) || *num >= *den) {
+		snprintf(buf, size, "fraction:F needs the share of the tokens "
+		    "masked, a decimal or p/q from 0 up to, not including, 1, "
+		    "not \"%.*s\"", 40, v);
+		return -1;
+	}
+	if (*num == 0)
+		*den = 1;
+	else {
+		g = gcd64(*num, *den);
+		*num /= g;
+		*den /= g;
+	}
+	return 1;
+}
+
 static bool
 coeff_fits(const char *what, const char *v, char *buf, size_t size)
 {
@@ -1841,9 +1908,11 @@ seq_split_over_tp(const struct config *c, char *buf, size_t size)
 }
 
 /*
- * loss.valid_tokens: "uneven", "all", or one count per (micro-batch, dp
- * rank, cp rank), in that order (the cp rank fastest), each between 1 and
- * the tokens a cp rank holds (micro_batch * seq / cp).
+ * loss.valid_tokens: "uneven", "all", "eod:N", "fraction:F", or one count
+ * per (micro-batch, dp rank, cp rank), in that order (the cp rank
+ * fastest), each between 1 and the tokens a cp rank holds (micro_batch *
+ * seq / cp).  A mask must leave every chunk a valid token: a chunk with
+ * none would divide by zero where a framework divides by its count.
  */
 static bool
 valid_tokens_fit(const struct config *c, char *buf, size_t size)
@@ -1851,12 +1920,27 @@ valid_tokens_fit(const struct config *c, char *buf, size_t size)
 	const char	*v = c->loss.valid_tokens, *p;
 	char		*end;
 	long		 n;
-	int64_t		 want, got = 0;
+	int64_t		 want, got = 0, num, den, most;
 	int64_t		 tokens = (int64_t)c->model.micro_batch * c->model.seq /
 	    c->mesh.cp;
 
 	if (v == NULL || strcmp(v, "uneven") == 0 || strcmp(v, "all") == 0)
 		return true;
+	switch (cfg_token_mask(v, &num, &den, buf, size)) {
+	case -1:
+		return false;
+	case 1:
+		/* lossnorm_masked_count masks at most ceil(tokens*num/den). */
+		most = tokens / den * num + (tokens % den * num + den - 1) /
+		    den;
+		if (most < tokens)
+			return true;
+		snprintf(buf, size, "%s masks up to %" PRId64 " of the %"
+		    PRId64 " token slots of a chunk (micro_batch*seq/cp), "
+		    "leaving none valid: every chunk needs a valid token", v,
+		    most, tokens);
+		return false;
+	}
 	want = (int64_t)c->training.micro_batches * c->mesh.dp * c->mesh.cp;
 	/* Counts separated by spaces, or by one comma and spaces. */
 	for (p = v; *p == ' '; p++)
@@ -1866,8 +1950,9 @@ valid_tokens_fit(const struct config *c, char *buf, size_t size)
 
 		if (digits == 0 || digits > 9) {
 			snprintf(buf, size, digits == 0 ? "valid_tokens is "
-			    "\"uneven\", \"all\" or a list of token counts "
-			    "separated by spaces or commas" : "valid token count "
+			    "\"uneven\", \"all\", \"eod:N\", \"fraction:F\" or a "
+			    "list of token counts separated by spaces or "
+			    "commas" : "valid token count "
 			    "%.*s (item %" PRId64 ") is too large", (int)digits,
 			    p, got + 1);
 			return false;

@@ -657,6 +657,15 @@ int64_t	 cfg_padded_vocab(const struct config *);
  * is neither or does not fit.
  */
 bool	 cfg_decimal(const char *s, int64_t *num, int64_t *den);
+/*
+ * loss.valid_tokens "eod:N" and "fraction:F": the share num/den of the
+ * step's token slots that the data masks, 1/N or F, in lowest terms
+ * (lossnorm_masked_count lays it over the chunks).  Returns 1 for either
+ * spelling, 0 when spec is neither, and -1 when it starts like one but
+ * its value is malformed, saying why in buf.
+ */
+int	 cfg_token_mask(const char *spec, int64_t *num, int64_t *den,
+	    char *buf, size_t size);
 /* The width of a shared expert: model.moe.shared_expert_ffn or model.ffn. */
 int	 cfg_shared_expert_ffn(const struct config *);
 /*

@@ -40,6 +40,40 @@ lossnorm_uneven_count(int64_t tokens, int chunk)
 	return (int)(tokens - (step * (int64_t)chunk + 1) % span);
 }
 
+/*
+ * floor(slots num/den), without the overflow of slots * num: the slots of
+ * a step times a den of up to 10^9.
+ */
+static int64_t
+masked_before(int64_t slots, int64_t num, int64_t den)
+{
+	return slots / den * num + slots % den * num / den;
+}
+
+/*
+ * loss.valid_tokens "eod:N" and "fraction:F" (cfg_token_mask gives the
+ * share num/den, 1/N or F): the chunks of the step, in the order the
+ * counts are listed, are laid end to end as one stream of token slots,
+ * chunk c holding slots [c T, (c + 1) T), and slot k is masked when
+ * floor((k + 1) num/den) > floor(k num/den).  So chunk c loses
+ *
+ *	floor((c + 1) T num/den) - floor(c T num/den)
+ *
+ * slots, floor(T num/den) or one more, and the first c chunks together
+ * lose floor(c T num/den): the share, spread as evenly as whole tokens
+ * allow.  For eod:N (num/den = 1/N) the masked slots are N - 1, 2N - 1,
+ * ...: the last token of each document of N tokens, as Megatron's
+ * --eod-mask-loss masks each document's end-of-document token.  The
+ * counts depend on the chunk only, like the "uneven" ones, and differ
+ * between chunks unless T num/den is a whole number.
+ */
+int64_t
+lossnorm_masked_count(int64_t tokens, int chunk, int64_t num, int64_t den)
+{
+	return masked_before(tokens * (chunk + 1), num, den) -
+	    masked_before(tokens * chunk, num, den);
+}
+
 static void
 read_counts(struct loss_norm *ln, const char *spec)
 {
@@ -516,6 +550,8 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
 {
 	const char	*spec = cfg->loss.valid_tokens;
+	char		 why[256];
+	int64_t		 num, den;
 	int		 i, m, d, scale;
 
 	memset(ln, 0, sizeof *ln);
@@ -535,6 +571,11 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 	else if (spec == NULL || strcmp(spec, "uneven") == 0)
 		for (i = 0; i < ln->chunks; i++)
 			ln->valid[i] = lossnorm_uneven_count(ln->tokens, i);
+	/* The loader checked that every chunk keeps a token (valid_tokens_fit). */
+	else if (cfg_token_mask(spec, &num, &den, why, sizeof why) == 1)
+		for (i = 0; i < ln->chunks; i++)
+			ln->valid[i] = (int)(ln->tokens -
+			    lossnorm_masked_count(ln->tokens, i, num, den));
 	else
 		read_counts(ln, spec);
 	for (i = 0; i < ln->chunks; i++)

@@ -135,6 +135,12 @@ bool	 lossnorm_slot_counts(const struct loss_norm *, int c, int64_t t,
 const char *lossnorm_objective_note(enum loss_objective);
 /* The default ("uneven") valid tokens of a chunk of `tokens` slots. */
 int	 lossnorm_uneven_count(int64_t tokens, int chunk);
+/*
+ * The slots of chunk `chunk`, of `tokens` slots, that a mask of the share
+ * num/den ("eod:N", "fraction:F": cfg_token_mask) takes away.
+ */
+int64_t	 lossnorm_masked_count(int64_t tokens, int chunk, int64_t num,
+	    int64_t den);
 /* The size loss.scale or sync.dp_divisor names: dp*cp, dp, cp or 1. */
 int	 lossnorm_size(const struct mesh *, enum data_size);
 

@@ -325,6 +325,7 @@ static const struct arg_def args[] = {
 	HARMLESS("init-method-xavier-uniform", ARG_FLAG),
 	HARMLESS("embedding-init-method-std", ARG_VALUE),
 	HARMLESS("use-cpu-initialization", ARG_FLAG),
+	HARMLESS("init-model-with-meta-device", ARG_FLAG),
 	HARMLESS("no-initialization", ARG_FLAG),
 	HARMLESS("data-parallel-random-init", ARG_FLAG),
 	HARMLESS("te-rng-tracker", ARG_FLAG),
@@ -478,6 +479,25 @@ static const struct arg_def args[] = {
 	HARMLESS("no-position-embedding", ARG_FLAG),
 	HARMLESS("no-rope-fusion", ARG_FLAG),
 	HARMLESS("yarn-original-max-position-embeddings", ARG_VALUE),
+	/*
+	 * The sizes and rotary scaling of multi-latent attention, which does
+	 * nothing without --multi-latent-attention (and is refused): the
+	 * DeepSeek-V3 example's (issue 27).
+	 */
+	HARMLESS("q-lora-rank", ARG_VALUE),
+	HARMLESS("kv-lora-rank", ARG_VALUE),
+	HARMLESS("qk-head-dim", ARG_VALUE),
+	HARMLESS("qk-pos-emb-head-dim", ARG_VALUE),
+	HARMLESS("v-head-dim", ARG_VALUE),
+	HARMLESS("rotary-scaling-factor", ARG_VALUE),
+	HARMLESS("mscale", ARG_VALUE),
+	HARMLESS("mscale-all-dim", ARG_VALUE),
+	/*
+	 * It only permits the features marked experimental (core/utils.py
+	 * experimental_fn and experimental_cls, the dispatcher's permute
+	 * fusion): what selects one is another argument, judged on its own.
+	 */
+	HARMLESS("enable-experimental", ARG_FLAG),
 	HARMLESS("yarn-beta-fast", ARG_VALUE),
 	HARMLESS("yarn-beta-slow", ARG_VALUE),
 	HARMLESS("attention-dropout", ARG_VALUE),
@@ -584,6 +604,8 @@ static const struct arg_def args[] = {
 	HARMLESS("fsdp-double-buffer", ARG_FLAG),
 	HARMLESS("enable-full-sharding-in-hsdp", ARG_FLAG),
 	HARMLESS("megatron-fsdp-version", ARG_VALUE),
+	HARMLESS("megatron-fsdp-grad-comm-dtype", ARG_VALUE),
+	HARMLESS("megatron-fsdp-main-grads-dtype", ARG_VALUE),
 	HARMLESS("torch-fsdp2-no-reshard-after-forward", ARG_FLAG),
 	HARMLESS("cp-comm-type", ARG_LIST),
 	/*
@@ -634,8 +656,9 @@ struct import_state {
 	size_t			 nwords;
 	struct arg_use		 use[NARGS];
 	int			 errors;
-	/* torchrun's --nproc_per_node and --nnodes, 0 when not given. */
-	long			 nproc, nnodes;
+	/* The ranks the launcher starts (read_launcher), 0: unknown. */
+	long			 launch_world;
+	const char		*launcher;	/* "torchrun", "srun" ... */
 	char			*notes;		/* lines for stderr */
 };
 
@@ -760,7 +783,10 @@ list_value(const struct import_state *st, const struct arg_use *u, size_t j)
 	return u->value != NULL ? u->value : st->words[u->first + j];
 }
 
-/* A launcher option's value ("--nnodes 2", "--nnodes=2"): digits only. */
+/*
+ * A launcher option's value ("--nnodes 2", "--nnodes=2", and for a short
+ * option "-n 8" or "-n8"): digits only, else 0.
+ */
 static long
 launcher_number(char *const *words, size_t *i, size_t end, size_t len)
 {
@@ -772,7 +798,7 @@ launcher_number(char *const *words, size_t *i, size_t end, size_t len)
 		v++;
 	else if (*v == '\0' && *i + 1 < end)
 		v = words[++*i];
-	else
+	else if (*v == '\0' || len != 2)
 		return 0;
 	if (!isdigit((unsigned char)*v))
 		return 0;
@@ -784,31 +810,123 @@ launcher_number(char *const *words, size_t *i, size_t end, size_t len)
 }
 
 /*
- * torchrun's options between the program and the script: the world size is
- * --nproc_per_node times --nnodes (torchrun's default is one node).  Other
- * spellings of the sizes (auto, gpu, a range of nodes) say nothing certain.
+ * The launchers' options that say how many processes they start: per
+ * node, nodes, or all of them.  The launchers' other options (addresses,
+ * ports, ranks, rendezvous, containers) are theirs alone, and skipped with
+ * the rest of what runs Megatron.
+ */
+enum launch_size { SIZE_PER_NODE, SIZE_NODES, SIZE_TASKS };
+
+static const struct launcher_size {
+	const char		*launcher;
+	const char		*option;
+	enum launch_size	 size;
+} launcher_sizes[] = {
+	{ "torchrun", "--nproc_per_node", SIZE_PER_NODE },
+	{ "torchrun", "--nproc-per-node", SIZE_PER_NODE },
+	{ "torchrun", "--nnodes", SIZE_NODES },
+	{ "deepspeed", "--num_gpus", SIZE_PER_NODE },
+	{ "deepspeed", "--num-gpus", SIZE_PER_NODE },
+	{ "deepspeed", "--num_nodes", SIZE_NODES },
+	{ "deepspeed", "--num-nodes", SIZE_NODES },
+	{ "srun", "--ntasks-per-node", SIZE_PER_NODE },
+	{ "srun", "--nodes", SIZE_NODES },
+	{ "srun", "-N", SIZE_NODES },
+	{ "srun", "--ntasks", SIZE_TASKS },
+	{ "srun", "-n", SIZE_TASKS },
+	{ "mpirun", "-np", SIZE_TASKS },
+	{ "mpirun", "-n", SIZE_TASKS },
+	{ "mpirun", "--np", SIZE_TASKS },
+	{ "mpirun", "--n", SIZE_TASKS },
+};
+
+/*
+ * The launcher a word of the launch line names, by the name its sizes are
+ * filed under: `python -m torch.distributed.run` (or .launch) is torchrun,
+ * mpiexec is mpirun.  NULL for any other word.
+ */
+static const char *
+launcher_of(const char *w)
+{
+	static const struct {
+		const char	*word, *launcher;
+	} names[] = {
+		{ "torchrun", "torchrun" },
+		{ "torch.distributed.run", "torchrun" },
+		{ "torch.distributed.launch", "torchrun" },
+		{ "deepspeed", "deepspeed" },
+		{ "srun", "srun" },
+		{ "mpirun", "mpirun" },
+		{ "mpiexec", "mpirun" },
+	};
+	const char	*base = strrchr(w, '/') != NULL ? strrchr(w, '/') + 1 : w;
+	size_t		 i;
+
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++)
+		if (strcmp(base, names[i].word) == 0)
+			return names[i].launcher;
+	return NULL;
+}
+
+/* The ranks a launcher starts by the sizes its options gave, or 0. */
+static long
+launcher_world(long sizes[3])
+{
+	/* A size given but not a number ("--nnodes 1:4") leaves it unknown. */
+	if (sizes[SIZE_PER_NODE] < 0 || sizes[SIZE_NODES] < 0 ||
+	    sizes[SIZE_TASKS] < 0)
+		return 0;
+	if (sizes[SIZE_TASKS] > 0)
+		return sizes[SIZE_TASKS];
+	if (sizes[SIZE_PER_NODE] == 0)
+		return 0;
+	if (sizes[SIZE_NODES] == 0)
+		return sizes[SIZE_PER_NODE];
+	if (sizes[SIZE_PER_NODE] > CFG_MAX_WORLD / sizes[SIZE_NODES])
+		return 0;
+	return sizes[SIZE_PER_NODE] * sizes[SIZE_NODES];
+}
+
+/*
+ * The world size the launchers before the script give: torchrun's
+ * --nproc_per_node times its --nnodes (one node by default), deepspeed's
+ * --num_gpus times --num_nodes, srun's --ntasks or --ntasks-per-node
+ * times --nodes, mpirun's -n.  When launchers nest (srun running
+ * torchrun), the innermost that says a size starts the ranks.  Other
+ * spellings of the sizes (auto, gpu, a range of nodes) say nothing
+ * certain.
  */
 static void
 read_launcher(struct import_state *st, size_t end)
 {
-	static const char *const nproc[] = {
-		"--nproc_per_node", "--nproc-per-node", NULL
-	};
-	size_t	 i, j, len;
+	const struct launcher_size	*ls;
+	const char			*current = NULL, *name, *w;
+	long				 sizes[3] = { 0, 0, 0 }, n;
+	size_t				 i, k, len;
 
-	for (i = 1; i < end; i++) {
-		for (j = 0; nproc[j] != NULL; j++) {
-			len = strlen(nproc[j]);
-			if (strncmp(st->words[i], nproc[j], len) == 0 &&
-			    (st->words[i][len] == '\0' ||
-			    st->words[i][len] == '='))
-				st->nproc = launcher_number(st->words, &i, end,
-				    len);
+	for (i = 0; i < end; i++) {
+		w = st->words[i];
+		if ((name = launcher_of(w)) != NULL) {
+			current = name;
+			memset(sizes, 0, sizeof(sizes));
+			continue;
 		}
-		len = strlen("--nnodes");
-		if (strncmp(st->words[i], "--nnodes", len) == 0 &&
-		    (st->words[i][len] == '\0' || st->words[i][len] == '='))
-			st->nnodes = launcher_number(st->words, &i, end, len);
+		for (k = 0; current != NULL &&
+		    k < sizeof(launcher_sizes) / sizeof(launcher_sizes[0]); k++) {
+			ls = &launcher_sizes[k];
+			len = strlen(ls->option);
+			if (strcmp(ls->launcher, current) != 0 ||
+			    strncmp(w, ls->option, len) != 0 ||
+			    (w[len] != '\0' && w[len] != '=' && !(len == 2 &&
+			    isdigit((unsigned char)w[len]))))
+				continue;
+			n = launcher_number(st->words, &i, end, len);
+			sizes[ls->size] = n > 0 ? n : -1;
+			n = launcher_world(sizes);
+			st->launch_world = n;
+			st->launcher = n > 0 ? current : NULL;
+			break;
+		}
 	}
 }
 
@@ -852,14 +970,36 @@ skip_program(struct import_state *st)
 static void
 read_args(struct import_state *st, size_t i)
 {
-	const struct arg_def	*def;
+	const struct arg_def	*def, *valued = NULL;
 	struct arg_use		*u;
 	struct shown		 sh;
 	const char		*w, *name, *eq;
-	size_t			 len, k;
+	size_t			 len, k, first;
 
 	while (i < st->nwords) {
 		w = st->words[i++];
+		if (!is_option(w) && valued != NULL && *w != '$') {
+			/*
+			 * Words after an argument's value: a value with blanks
+			 * that an unquoted ${ARGS[@]} split into words, as the
+			 * GPT-3 example's --step-batch-size-schedule "0:16
+			 * 2.4B:320 ..." at core_v0.19.0.
+			 */
+			for (first = i - 1; i < st->nwords &&
+			    !is_option(st->words[i]) && *st->words[i] != '$';
+			    i++)
+				continue;
+			refuse(st, "\"%s\"%s: Megatron takes no operands: the "
+			    "value of --%s, split into words? (an unquoted "
+			    "${ARGS[@]} splits a value with blanks, and "
+			    "Megatron's parser refuses the words after its "
+			    "first too)", shown(&sh, st->words[first]),
+			    i - first > 1 ? " and the words after it" : "",
+			    valued->name);
+			valued = NULL;
+			continue;
+		}
+		valued = NULL;
 		if (!is_option(w)) {
 			refuse(st, "\"%s\": Megatron takes no operands (%s)",
 			    shown(&sh, w), *w == '$' ? "a shell variable that "
@@ -892,9 +1032,10 @@ read_args(struct import_state *st, size_t i)
 		case ARG_VALUE:
 			if (eq != NULL)
 				u->value = eq + 1;
-			else if (i < st->nwords && !is_option(st->words[i]))
+			else if (i < st->nwords && !is_option(st->words[i])) {
 				u->value = st->words[i++];
-			else
+				valued = def;
+			} else
 				refuse(st, "--%s needs a value", def->name);
 			break;
 		case ARG_LIST:
@@ -1441,14 +1582,12 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 	if (st->mi->world > 0) {
 		world = st->mi->world;
 		xasprintf(&from, "--world %ld", world);
-		if (st->nproc > 0 && world != st->nproc * (st->nnodes > 0 ?
-		    st->nnodes : 1))
-			note(st, "--world %ld, not torchrun's %ld ranks", world,
-			    st->nproc * (st->nnodes > 0 ? st->nnodes : 1));
-	} else if (st->nproc > 0 && (st->nnodes == 0 ||
-	    st->nproc <= CFG_MAX_WORLD / st->nnodes)) {
-		world = st->nproc * (st->nnodes > 0 ? st->nnodes : 1);
-		xasprintf(&from, "%ld ranks (torchrun)", world);
+		if (st->launch_world > 0 && world != st->launch_world)
+			note(st, "--world %ld, not %s's %ld ranks", world,
+			    st->launcher, st->launch_world);
+	} else if (st->launch_world > 0) {
+		world = st->launch_world;
+		xasprintf(&from, "%ld ranks (%s)", world, st->launcher);
 	} else {
 		refuse(st, "the world size is unknown: give --world N (Megatron "
 		    "reads it from WORLD_SIZE)");
@@ -1929,50 +2068,81 @@ import_coeff(struct import_state *st, const char *value, const char *flag,
  * #5047); 0.8 to 0.11 do neither, and the gradient is divided by the
  * step's valid tokens, which loss.aux_scale has no value for.
  */
+/*
+ * The load-balancing type and its coefficient, "aux_loss" when not given;
+ * NULL for the coefficient when none is given or every one is zero (zeros
+ * change nothing, and are then listed as ignored).  *several when more
+ * types, or more nonzero coefficients, than one are given.
+ */
+static const char *
+aux_loss_type(struct import_state *st, const char **coeff, bool *several)
+{
+	struct arg_use	*a = &st->use[MA_AUX_COEFF], *t = &st->use[MA_LB_TYPE];
+	const char	*type = "aux_loss";
+	char		 dec[64];
+	size_t		 j, n, nonzero = 0;
+
+	*coeff = NULL;
+	*several = false;
+	if (t->given) {
+		*several = t->count > 1 || (t->value == NULL && t->count == 0);
+		if (!*several)
+			type = list_value(st, t, 0);
+	}
+	if (!a->given)
+		return type;
+	n = a->value != NULL ? 1 : a->count;
+	for (j = 0; j < n; j++)
+		if (!float_as_decimal(list_value(st, a, j), dec, sizeof dec) ||
+		    strcmp(dec, "0") != 0)
+			nonzero++;
+	*several = *several || (nonzero > 0 && n > 1);
+	if (nonzero > 0)
+		*coeff = list_value(st, a, 0);
+	return type;
+}
+
+/*
+ * The auxiliary losses gradaudit cannot model, refused with the other
+ * refused arguments (check_fates) so that one run names them all.
+ */
+static void
+check_aux_losses(struct import_state *st)
+{
+	struct shown	 sh;
+	const char	*type, *coeff;
+	bool		 several;
+
+	type = aux_loss_type(st, &coeff, &several);
+	/* Without a type, read_args said that it needs one. */
+	if (st->use[MA_LB_TYPE].given && st->use[MA_LB_TYPE].value == NULL &&
+	    st->use[MA_LB_TYPE].count == 0)
+		return;
+	if (st->use[MA_LB_TYPE].count > 1)
+		refuse(st, "--moe-router-load-balancing-type with several "
+		    "types: gradaudit models one, aux_loss");
+	else if (several)
+		refuse(st, "--moe-aux-loss-coeff with several values: "
+		    "gradaudit models one, for aux_loss");
+	else if (coeff != NULL && strcmp(type, "aux_loss") != 0 &&
+	    strcmp(type, "none") != 0 && strcmp(type, "sinkhorn") != 0)
+		refuse(st, "--moe-router-load-balancing-type %s: gradaudit "
+		    "models aux_loss's normalization only", shown(&sh, type));
+}
+
 static void
 import_aux_losses(struct import_state *st, const struct megatron_values *v)
 {
 	struct config	*c = &st->mi->cfg;
-	struct arg_use	*a = &st->use[MA_AUX_COEFF], *z = &st->use[MA_Z_COEFF];
-	struct arg_use	*t = &st->use[MA_LB_TYPE];
-	struct shown	 sh;
-	const char	*av = NULL, *type = "aux_loss";
+	struct arg_use	*z = &st->use[MA_Z_COEFF];
+	const char	*av, *type;
 	char		 dec[64];
-	bool		 any = false;
+	bool		 any = false, several;
 
-	if (t->given) {
-		if (t->count > 1 || (t->value == NULL && t->count == 0)) {
-			refuse(st, "--moe-router-load-balancing-type with several "
-			    "types: gradaudit models one, aux_loss");
-			return;
-		}
-		type = list_value(st, t, 0);
-		t->used = true;
-	}
-	if (a->given) {
-		size_t	 j, n = a->value != NULL ? 1 : a->count, nonzero = 0;
-
-		/* Zeros change nothing: then it is ignored (listed so). */
-		for (j = 0; j < n; j++)
-			if (!float_as_decimal(list_value(st, a, j), dec,
-			    sizeof dec) || strcmp(dec, "0") != 0)
-				nonzero++;
-		if (nonzero > 0 && n > 1) {
-			refuse(st, "--moe-aux-loss-coeff with several values: "
-			    "gradaudit models one, for aux_loss");
-			return;
-		}
-		if (nonzero > 0) {
-			av = list_value(st, a, 0);
-			a->used = true;
-		}
-	}
-	if (av != NULL && strcmp(type, "aux_loss") != 0 &&
-	    strcmp(type, "none") != 0 && strcmp(type, "sinkhorn") != 0) {
-		refuse(st, "--moe-router-load-balancing-type %s: gradaudit "
-		    "models aux_loss's normalization only", shown(&sh, type));
-		return;
-	}
+	/* check_aux_losses refused what this cannot import. */
+	type = aux_loss_type(st, &av, &several);
+	st->use[MA_LB_TYPE].used = st->use[MA_LB_TYPE].given;
+	st->use[MA_AUX_COEFF].used = av != NULL;
 	if (!c->model.has_moe)
 		return;
 	/* Sinkhorn and "none" apply no load-balancing loss (router.py). */
@@ -2087,12 +2257,30 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	/*
 	 * The loss mask of GPTDataset (megatron/core/datasets/gpt_dataset.py):
 	 * all ones, unless --eod-mask-loss zeroes the end-of-document tokens,
-	 * whose number differs between micro-batches.
+	 * one a document, whose number differs between micro-batches as the
+	 * documents' ends fall.  How long the documents are is the data's,
+	 * which no argument says.
 	 */
 	free(c->loss.valid_tokens);
-	c->loss.valid_tokens = xstrdup(v->eod_mask ? "uneven" : "all");
-	explain(st, KEY_VALID_TOKENS, "%s--eod-mask-loss", v->eod_mask ?
-	    "" : "no ");
+	if (!v->eod_mask) {
+		c->loss.valid_tokens = xstrdup("all");
+		explain(st, KEY_VALID_TOKENS, "no --eod-mask-loss");
+		if (st->mi->eod_document_tokens > 0)
+			note(st, "--eod-document-tokens %ld changes nothing "
+			    "without --eod-mask-loss",
+			    st->mi->eod_document_tokens);
+	} else if (st->mi->eod_document_tokens > 0) {
+		xasprintf(&c->loss.valid_tokens, "eod:%ld",
+		    st->mi->eod_document_tokens);
+		explain(st, KEY_VALID_TOKENS, "--eod-mask-loss, "
+		    "--eod-document-tokens");
+	} else {
+		xasprintf(&c->loss.valid_tokens, "eod:%d",
+		    MEGATRON_EOD_DOCUMENT_TOKENS);
+		explain(st, KEY_VALID_TOKENS, "--eod-mask-loss; documents of "
+		    "%d tokens assumed (--eod-document-tokens)",
+		    MEGATRON_EOD_DOCUMENT_TOKENS);
+	}
 	/*
 	 * The objective is the user's to state (loss.objective); Megatron's
 	 * documented choice without --calculate-per-token-loss is the mean
@@ -2141,8 +2329,12 @@ megatron_import(struct megatron_import *mi, char *const *words,
 	st->nwords = nwords;
 	memset(&v, 0, sizeof(v));
 	read_args(st, skip_program(st));
-	if (st->errors == 0)
-		check_fates(st);
+	/*
+	 * Every refused argument is named in one run, unknown ones included,
+	 * so that a launch is not fixed one refusal at a time.
+	 */
+	check_fates(st);
+	check_aux_losses(st);
 	if (st->errors == 0)
 		read_values(st, &v);
 	if (st->errors == 0 && (!st->use[MA_LAYERS].given ||

@@ -25,7 +25,7 @@ enum option_id {
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
 	OPT_MIN, OPT_MAX, OPT_BASELINE, OPT_STRICT_BASELINE,
-	OPT_WRITE_BASELINE,
+	OPT_WRITE_BASELINE, OPT_EOD_DOCUMENT_TOKENS, OPT_SCRIPT,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -70,8 +70,9 @@ static const struct option_spec specs[] = {
 	  "MPI processes (default one per core)" },
 	{ "launcher", OPT_LAUNCHER, "CMD", SCOPE_RUN | SCOPE_SWEEP, 0,
 	  "MPI launcher ($GRADAUDIT_MPIEXEC, else mpiexec)" },
-	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP, 0,
-	  "give up a numeric audit: exit 3 (default 120)" },
+	{ "timeout", OPT_TIMEOUT, "SECONDS", SCOPE_RUN | SCOPE_SWEEP |
+	  SCOPE_IMPORT, 0,
+	  "give up a numeric audit (120) or a --script (30)" },
 	{ "world", OPT_WORLD, "N", SCOPE_SWEEP | SCOPE_IMPORT, SCOPE_SWEEP,
 	  "sweep: every mesh of N ranks; import: world size" },
 	{ "framework", OPT_FRAMEWORK, "NAME@VERSION",
@@ -81,6 +82,10 @@ static const struct option_spec specs[] = {
 	  "the one-process reference trace of the same step" },
 	{ "args-file", OPT_ARGS_FILE, "FILE", SCOPE_IMPORT, 0,
 	  "import: read the arguments from FILE (- for stdin)" },
+	{ "script", OPT_SCRIPT, "FILE", SCOPE_IMPORT, 0,
+	  "import: run this launch script, launchers replaced" },
+	{ "eod-document-tokens", OPT_EOD_DOCUMENT_TOKENS, "N", SCOPE_IMPORT, 0,
+	  "import: document length, for eod-mask-loss (513)" },
 	{ "vary", OPT_VARY, "FLAG,...", SCOPE_SWEEP, 0,
 	  "sweep: try both values of these flags" },
 	{ "keep", OPT_KEEP, "DIM,...", SCOPE_SWEEP, 0,
@@ -414,6 +419,7 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		if (*arg == '\0' || *end != '\0' || errno != 0 ||
 		    !(o->timeout > 0) || o->timeout > 1e6)
 			goto bad;
+		o->timeout_given = true;
 		break;
 	case OPT_WORLD:
 		if (parse_int(arg, 1, CFG_MAX_WORLD, &v) < 0)
@@ -465,6 +471,17 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		if (*arg == '\0')
 			goto bad;
 		o->args_file = arg;
+		break;
+	case OPT_SCRIPT:
+		if (*arg == '\0')
+			goto bad;
+		o->script = arg;
+		break;
+	case OPT_EOD_DOCUMENT_TOKENS:
+		/* cfg_token_mask's range: a document ends in its one token. */
+		if (parse_int(arg, 2, 999999999, &v) < 0)
+			goto bad;
+		o->eod_document_tokens = v;
 		break;
 	case OPT_REFERENCE:
 		if (*arg == '\0')

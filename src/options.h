@@ -60,6 +60,7 @@ struct options {
 	int			 procs;		/* --procs, 0 = default */
 	const char		*launcher;	/* --launcher */
 	double			 timeout;	/* --timeout seconds */
+	bool			 timeout_given;
 	enum color_mode		 color;
 	bool			 quiet, verbose;
 	bool			 expand;	/* --expand: JSON cell per rank */
@@ -74,6 +75,8 @@ struct options {
 	int			 nbounds;
 	const char		*framework;	/* import --framework */
 	const char		*args_file;	/* import --args-file */
+	const char		*script;	/* import --script */
+	long			 eod_document_tokens; /* import; 0: default */
 	const char		*reference;	/* compare --reference DIR */
 	int			 numeric_max;	/* sweep: largest mesh run numerically */
 	char			**args;		/* operands */

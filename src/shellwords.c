@@ -100,6 +100,31 @@ shellwords_split(const char *s, unsigned flags, size_t *nwords)
 	return words;
 }
 
+size_t
+shellwords_command_len(const char *s)
+{
+	const char	*p;
+	char		 quote = '\0';
+
+	for (p = s; *p != '\0'; p++) {
+		if (quote == '\'') {
+			if (*p == '\'')
+				quote = '\0';
+		} else if (*p == '\\' && p[1] != '\0')
+			p++;
+		else if (quote == '"') {
+			if (*p == '"')
+				quote = '\0';
+		} else if (*p == '\'' || *p == '"')
+			quote = *p;
+		else if (*p == '&' && p > s && (p[-1] == '>' || p[-1] == '<'))
+			continue;
+		else if (strchr(";&|\n", *p) != NULL)
+			break;
+	}
+	return (size_t)(p - s);
+}
+
 void
 shellwords_free(char **words, size_t n)
 {

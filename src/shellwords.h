@@ -22,6 +22,14 @@
 char	**shellwords_split(const char *s, unsigned flags, size_t *nwords);
 void	 shellwords_free(char **, size_t);
 /*
+ * The length of the first command of the command line s: up to the first
+ * ';', '&', '|' or newline outside quotes and not escaped, where a command
+ * list or pipeline goes on to the next command.  An '&' right after '>'
+ * or '<' belongs to a redirection (2>&1).  The whole of s when it holds
+ * one command.
+ */
+size_t	 shellwords_command_len(const char *s);
+/*
  * The word w as sh(1) reads it back: as it is when it holds only letters,
  * digits and -_./=:,+@%, else in single quotes ('\'' for a quote).
  * Allocated; the caller frees it.

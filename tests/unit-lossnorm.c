@@ -2,8 +2,9 @@
  * TAP unit test of lossnorm.c: every loss.normalize_by, loss.scale and the
  * default counts, checked against factors worked out by hand on a mesh
  * where dp, cp and the micro-batches all differ (dp 3, cp 2, K 2), so
- * that no rule can swap two of them unseen; and the default "uneven"
- * counts, which must differ for every chunk size but one token.
+ * that no rule can swap two of them unseen; the default "uneven"
+ * counts, which must differ for every chunk size but one token; and the
+ * masks of the data, "eod:N" and "fraction:F".
  */
 #include <stdbool.h>
 #include <stdio.h>
@@ -144,10 +145,85 @@ test_uneven(void)
 	    "from 2 to 4096 slots (12 and 26 included)");
 }
 
+/*
+ * "eod:N" and "fraction:F": a step's chunks laid end to end lose the
+ * share of their slots, each floor(T F) or one more, and for eod:N the
+ * masked slots are the last of every document of N.
+ */
+static void
+test_masks(void)
+{
+	struct config	 c;
+	struct mesh	 m;
+	struct loss_norm ln;
+	char		 why[256];
+	int64_t		 num, den, sum, n, tokens;
+	int		 i, chunks = 50;
+	bool		 share = true, spread = true, ends = true;
+
+	for (tokens = 1; tokens <= 40; tokens++)
+		for (den = 2; den <= 13; den++)
+			for (num = 1; num < den; num++) {
+				for (sum = 0, i = 0; i < chunks; i++) {
+					n = lossnorm_masked_count(tokens, i,
+					    num, den);
+					sum += n;
+					if (n != tokens * num / den && n !=
+					    tokens * num / den + 1)
+						spread = false;
+				}
+				if (sum != tokens * chunks * num / den)
+					share = false;
+			}
+	tap_ok(share, "the chunks together lose floor(slots x share)");
+	tap_ok(spread, "each chunk loses floor(T x share) or one more");
+	/* eod:5 over chunks of 3 slots: slots 4, 9, 14 are masked. */
+	for (i = 0; i < 5; i++)
+		if (lossnorm_masked_count(3, i, 1, 5) !=
+		    (int64_t)(i == 1 || i == 3 || i == 4))
+			ends = false;
+	tap_ok(ends, "eod:5 masks slot 4 of every 5, the document's end");
+	/*
+	 * A share of 10^9 - 1 over 10^9 on a step of 10^12 slots, whose
+	 * product would overflow: the first chunk of 10^6 slots loses
+	 * floor(999999.999), the last floor(10^12 - 1000) -
+	 * floor(10^12 - 10^6 - 999.999), all of them.
+	 */
+	tap_ok(lossnorm_masked_count(1000000, 0, 999999999, 1000000000) ==
+	    999999 && lossnorm_masked_count(1000000, 999999, 999999999,
+	    1000000000) == 1000000,
+	    "a share in billionths of a large step, exactly");
+
+	tap_ok(cfg_token_mask("eod:511", &num, &den, why, sizeof why) == 1 &&
+	    num == 1 && den == 511, "eod:511 is the share 1/511");
+	tap_ok(cfg_token_mask("fraction:0.25", &num, &den, why, sizeof why) ==
+	    1 && num == 1 && den == 4, "fraction:0.25 is 1/4, in lowest terms");
+	tap_ok(cfg_token_mask("fraction:0", &num, &den, why, sizeof why) == 1 &&
+	    num == 0, "fraction:0 masks nothing");
+	tap_ok(cfg_token_mask("eod:1", &num, &den, why, sizeof why) == -1 &&
+	    cfg_token_mask("fraction:1", &num, &den, why, sizeof why) == -1 &&
+	    cfg_token_mask("eod:", &num, &den, why, sizeof why) == -1 &&
+	    cfg_token_mask("fraction:1e-3", &num, &den, why, sizeof why) == -1,
+	    "eod:1, fraction:1, eod: and fraction:1e-3 are malformed");
+	tap_ok(cfg_token_mask("uneven", &num, &den, why, sizeof why) == 0 &&
+	    cfg_token_mask("3 4", &num, &den, why, sizeof why) == 0,
+	    "uneven and a list are not masks");
+
+	/* Through lossnorm_build: 12 chunks of 8 slots, eod:3. */
+	setup(&c, &m, LOSS_GLOBAL, SIZE_DP_CP);
+	c.loss.valid_tokens = (char *)"eod:3";
+	lossnorm_build(&ln, &c, &m);
+	tap_ok(ln.valid[0] == 6 && ln.valid[1] == 5 && ln.valid[2] == 5 &&
+	    ln.total == 96 - 32, "eod:3 on chunks of 8: 6, 5, 5, ..., 32 "
+	    "masked of 96");
+	lossnorm_free(&ln);
+}
+
 int
 main(void)
 {
 	test_divisors();
 	test_uneven();
+	test_masks();
 	return tap_done();
 }

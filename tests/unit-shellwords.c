@@ -70,6 +70,20 @@ static const char *const quote_cases[] = {
 	"*.yaml",
 };
 
+/* shellwords_command_len: the first command of a line, what it leaves. */
+static const struct {
+	const char	*line;
+	const char	*first;
+} command_cases[] = {
+	{ "python pretrain_gpt.py --a 1", "python pretrain_gpt.py --a 1" },
+	{ "cd /x; python p.py", "cd /x" },
+	{ "\ncd /x;\npython p.py", "" },
+	{ "git rev-parse HEAD && python p.py", "git rev-parse HEAD " },
+	{ "python p.py 2>&1 | tee log", "python p.py 2>&1 " },
+	{ "echo 'a;b' \"c|d\" e\\;f; g", "echo 'a;b' \"c|d\" e\\;f" },
+	{ "sleep 1 & wait", "sleep 1 " },
+};
+
 int
 main(void)
 {
@@ -106,6 +120,13 @@ main(void)
 		tap_ok_str_eq(got, c->want, "case %zu: words", i);
 		free(got);
 		shellwords_free(words, n);
+	}
+	for (i = 0; i < sizeof(command_cases) / sizeof(command_cases[0]); i++) {
+		n = shellwords_command_len(command_cases[i].line);
+		tap_ok(n == strlen(command_cases[i].first) &&
+		    strncmp(command_cases[i].line, command_cases[i].first, n) ==
+		    0, "command case %zu: the first command is \"%s\"", i,
+		    command_cases[i].first);
 	}
 	return tap_done();
 }
