@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "framework.h"
+#include "text.h"
 #include "xmalloc.h"
 
 #ifndef PKGDATADIR
@@ -685,7 +686,7 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 	const char		*at = strchr(spec, '@');
 	size_t			 namelen = at != NULL ? (size_t)(at - spec) :
 				    strlen(spec);
-	char			 known[512], oldest[32];
+	char			 known[512], oldest[32], q[TEXT_QUOTE_SIZE];
 	int			 n, i;
 
 	*newer = false;
@@ -698,29 +699,32 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 		if (strlen(fws[i].name) == namelen &&
 		    strncmp(fws[i].name, spec, namelen) == 0)
 			fw = &fws[i];
+	/*
+	 * The spec is the user's (--framework, a config's framework:) and
+	 * is quoted escaped: a newline in it split the message (issue 26).
+	 */
 	if (fw == NULL) {
-		snprintf(err, errlen, "unknown framework \"%.*s%s\": expected "
-		    "reference or NAME@VERSION, one of %s",
-		    (int)(namelen > 40 ? 40 : namelen), spec,
-		    namelen > 40 ? "..." : "", known);
+		text_escape(q, sizeof(q), spec, namelen);
+		snprintf(err, errlen, "unknown framework \"%s\": expected "
+		    "reference or NAME@VERSION, one of %s", q, known);
 		return NULL;
 	}
 	if (at == NULL) {
 		snprintf(err, errlen, "\"%s\" names no version: write "
-		    "%s@VERSION (known: %s)", spec, fw->name, known);
+		    "%s@VERSION (known: %s)", fw->name, fw->name, known);
 		return NULL;
 	}
+	text_escape(q, sizeof(q), at + 1, strlen(at + 1));
 	if (fw_version_parse(at + 1, &v) == -1) {
-		snprintf(err, errlen, "\"%.40s%s\" is not a version: expected "
-		    "MAJOR.MINOR.PATCH or main (known: %s)", at + 1,
-		    strlen(at + 1) > 40 ? "..." : "", known);
+		snprintf(err, errlen, "\"%s\" is not a version: expected "
+		    "MAJOR.MINOR.PATCH or main (known: %s)", q, known);
 		return NULL;
 	}
 	if (fw_version_cmp(&v, &fw->profiles[0].since) < 0) {
 		fw_version_format(&fw->profiles[0].since, oldest,
 		    sizeof(oldest));
 		snprintf(err, errlen, "%s is older than the oldest %s profile "
-		    "(%s): no profile models it (known: %s)", at + 1, fw->name,
+		    "(%s): no profile models it (known: %s)", q, fw->name,
 		    oldest, known);
 		return NULL;
 	}
