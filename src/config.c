@@ -784,6 +784,28 @@ error_at(const struct loader *ld, const yaml_mark_t *m, const char *key,
 	report(ld, ld->ovr, to_mark(m), key, "%s", msg);
 }
 
+/*
+ * libyaml's reader reports a byte offset, not a mark: count the lines of
+ * the text up to it, and the characters of its line, as libyaml's marks
+ * count them (bytes put the column of "é\xff" at 3, not 2).
+ */
+struct cfg_mark
+cfg_offset_mark(const unsigned char *text, size_t len, size_t offset)
+{
+	struct cfg_mark	 m = { 1, 1 };
+	size_t		 i, bol = 0;
+
+	if (text == NULL)
+		return m;
+	for (i = 0; i < offset && i < len; i++)
+		if (text[i] == '\n') {
+			m.line++;
+			bol = i + 1;
+		}
+	m.col = 1 + (int)text_columns(text + bol, i - bol);
+	return m;
+}
+
 /* libyaml's own description of a syntax or encoding error. */
 static void
 syntax_error(const struct loader *ld)
@@ -792,7 +814,6 @@ syntax_error(const struct loader *ld)
 	const char		*problem;
 	struct cfg_mark		 m = { 1, 1 };
 	char			 msg[MSG_SIZE];
-	size_t			 i, bol = 0;
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		errno = ENOMEM;
@@ -801,23 +822,12 @@ syntax_error(const struct loader *ld)
 	problem = p->problem != NULL ? p->problem : "invalid YAML";
 	snprintf(msg, sizeof(msg), "%s", problem);
 	if (p->error == YAML_READER_ERROR) {
-		/*
-		 * The reader reports a byte offset, not a mark: count lines
-		 * in the file up to it, and the characters of its line, as
-		 * libyaml's marks count them (bytes put the column of
-		 * "é\xff" at 3, not 2).
-		 */
 		if (p->problem_value != -1)
 			append(msg, sizeof(msg), " (#%X)",
 			    (unsigned)p->problem_value);
-		for (i = 0; ld->ovr == NULL && i < p->problem_offset &&
-		    i < ld->len; i++)
-			if (ld->text[i] == '\n') {
-				m.line++;
-				bol = i + 1;
-			}
 		if (ld->ovr == NULL)
-			m.col = 1 + (int)text_columns(ld->text + bol, i - bol);
+			m = cfg_offset_mark(ld->text, ld->len,
+			    p->problem_offset);
 	} else {
 		m = to_mark(&p->problem_mark);
 		if (p->context != NULL)
@@ -3005,7 +3015,7 @@ cfg_key_is_job(enum cfg_key k)
 
 int
 cfg_load_settings(struct yaml_parser_s *parser, const char *path,
-    struct config *c)
+    const unsigned char *text, size_t len, struct config *c)
 {
 	struct loader	 ld;
 	int		 k;
@@ -3013,6 +3023,13 @@ cfg_load_settings(struct yaml_parser_s *parser, const char *path,
 	memset(&ld, 0, sizeof(ld));
 	ld.path = path;
 	ld.open_path = path;
+	/*
+	 * The profile's text, for the place of an encoding error: without
+	 * it the error was reported at 1:1, after arithmetic on a null
+	 * pointer that UBSan stopped at (issue 26).
+	 */
+	ld.text = text;
+	ld.len = len;
 	ld.parser = parser;
 	ld.cfg = c;
 	if (load_mapping(&ld, ROOT) == -1)

@@ -603,11 +603,19 @@ struct yaml_parser_s;
  * Read a profile's settings: the mapping of configuration keys the parser
  * is at (its start event already read) into c, whose `given` bits then say
  * which keys were set and whose marks where.  Only settings may appear:
- * not the mesh, a name or a framework.  path and text are for messages.
- * Returns 0, or -1 after printing "path:line:col: key: what is wrong".
+ * not the mesh, a name or a framework.  path and text (the whole file the
+ * parser reads, len bytes) are for messages.  Returns 0, or -1 after
+ * printing "path:line:col: key: what is wrong".
  */
 int	 cfg_load_settings(struct yaml_parser_s *, const char *path,
-	    struct config *c);
+	    const unsigned char *text, size_t len, struct config *c);
+/*
+ * The place of byte `offset` of text (len bytes), where libyaml's reader
+ * reports an encoding error: its line, and its column in characters as
+ * libyaml's marks count them.
+ */
+struct cfg_mark cfg_offset_mark(const unsigned char *text, size_t len,
+	    size_t offset);
 /*
  * Copy into dst the value of every key src sets; with keep_given, not
  * those dst already has in its `given` set.  Returns the keys copied.

@@ -195,9 +195,11 @@ fw_profile_range(const struct fw_profile *p, char *buf, size_t len)
  */
 
 struct reader {
-	const char	*path;
-	yaml_parser_t	 parser;
-	bool		 failed;
+	const char		*path;
+	unsigned char		*text;	/* the whole file, len bytes */
+	size_t			 len;
+	yaml_parser_t		 parser;
+	bool			 failed;
 };
 
 static void
@@ -224,10 +226,31 @@ fail(struct reader *r, const yaml_mark_t *m, const char *fmt, ...)
 static int
 next(struct reader *r, yaml_event_t *ev)
 {
+	const yaml_parser_t	*p = &r->parser;
+	struct cfg_mark		 cm;
+	yaml_mark_t		 m = p->problem_mark;
+
 	if (yaml_parser_parse(&r->parser, ev))
 		return 0;
-	fail(r, &r->parser.problem_mark, "%s", r->parser.problem != NULL ?
-	    r->parser.problem : "invalid YAML");
+	if (p->error == YAML_MEMORY_ERROR) {
+		errno = ENOMEM;
+		fatal("libyaml");
+	}
+	/*
+	 * An encoding error has an offset, not a mark, and was reported at
+	 * 1:1 (issue 26); as config.c reports one, with the byte.
+	 */
+	if (p->error == YAML_READER_ERROR) {
+		cm = cfg_offset_mark(r->text, r->len, p->problem_offset);
+		m.line = (size_t)cm.line - 1;
+		m.column = (size_t)cm.col - 1;
+		if (p->problem_value != -1) {
+			fail(r, &m, "%s (#%X)", p->problem,
+			    (unsigned)p->problem_value);
+			return -1;
+		}
+	}
+	fail(r, &m, "%s", p->problem != NULL ? p->problem : "invalid YAML");
 	return -1;
 }
 
@@ -413,7 +436,8 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 				goto out;
 			}
 			has_config = true;
-			if (cfg_load_settings(&r->parser, r->path, &own) == -1)
+			if (cfg_load_settings(&r->parser, r->path, r->text,
+			    r->len, &own) == -1)
 				r->failed = true;
 			/* What sources: checks is this profile's own keys. */
 			p->settings.given = own.given;
@@ -521,26 +545,54 @@ framework_free(struct framework *fw)
 	memset(fw, 0, sizeof(*fw));
 }
 
+/*
+ * The whole file in memory, which the messages need for the place of an
+ * encoding error (cfg_offset_mark).
+ */
+static int
+read_text(struct reader *r)
+{
+	FILE	*f;
+	int	 saved;
+
+	if ((f = fopen(r->path, "rb")) == NULL) {
+		fail(r, NULL, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	r->text = xmalloc(FW_MAX_FILE_BYTES + 1);
+	r->len = fread(r->text, 1, FW_MAX_FILE_BYTES + 1, f);
+	saved = errno;
+	if (ferror(f))
+		fail(r, NULL, "cannot read: %s", strerror(saved));
+	else if (r->len > FW_MAX_FILE_BYTES)
+		fail(r, NULL, "larger than %d MiB: not a profile file",
+		    FW_MAX_FILE_BYTES >> 20);
+	fclose(f);
+	if (r->failed) {
+		free(r->text);
+		r->text = NULL;
+		return -1;
+	}
+	return 0;
+}
+
 static int
 read_framework(const char *path, struct framework *fw)
 {
 	struct reader	 r;
 	yaml_event_t	 ev;
-	FILE		*f;
 	bool		 has_latest = false;
 	int		 depth = 0;
 
 	memset(fw, 0, sizeof(*fw));
 	memset(&r, 0, sizeof(r));
 	r.path = path;
-	if ((f = fopen(path, "rb")) == NULL) {
-		fail(&r, NULL, "cannot open: %s", strerror(errno));
+	if (read_text(&r) == -1)
 		return -1;
-	}
 	fw->file = xstrdup(path);
 	if (!yaml_parser_initialize(&r.parser))
 		fatal("yaml_parser_initialize");
-	yaml_parser_set_input_file(&r.parser, f);
+	yaml_parser_set_input_string(&r.parser, r.text, r.len);
 	/* Stream start, document start, the top-level mapping. */
 	for (depth = 0; depth < 3; depth++) {
 		if (next(&r, &ev) == -1)
@@ -580,9 +632,7 @@ read_framework(const char *path, struct framework *fw)
 		    "at least one profile");
 out:
 	yaml_parser_delete(&r.parser);
-	if (ferror(f))
-		fail(&r, NULL, "cannot read: %s", strerror(errno));
-	fclose(f);
+	free(r.text);
 	if (r.failed) {
 		framework_free(fw);
 		return -1;
