@@ -576,16 +576,54 @@ read_text(struct reader *r)
 	return 0;
 }
 
+/*
+ * The keys of a profile file's top-level mapping.  A second one of them
+ * is an error, as it is in a configuration: the later one won, and the
+ * first one's strings leaked (issue 26).
+ */
+static const char *const top_keys[] = {
+	"framework", "description", "latest", "profiles"
+};
+#define NTOP_KEYS	(sizeof(top_keys) / sizeof(top_keys[0]))
+
+/*
+ * True, after the message, when ev is a top-level key already read; else
+ * it is marked read, where it is.
+ */
+static bool
+seen_before(struct reader *r, const yaml_event_t *ev, bool seen[NTOP_KEYS],
+    yaml_mark_t first[NTOP_KEYS])
+{
+	size_t	 i;
+
+	for (i = 0; i < NTOP_KEYS; i++) {
+		if (!is_key(ev, top_keys[i]))
+			continue;
+		if (!seen[i]) {
+			seen[i] = true;
+			first[i] = ev->start_mark;
+			return false;
+		}
+		fail(r, &ev->start_mark, "duplicate key \"%s\" (first at line "
+		    "%zu column %zu)", top_keys[i], first[i].line + 1,
+		    first[i].column + 1);
+		return true;
+	}
+	return false;
+}
+
 static int
 read_framework(const char *path, struct framework *fw)
 {
 	struct reader	 r;
 	yaml_event_t	 ev;
-	bool		 has_latest = false;
+	yaml_mark_t	 first[NTOP_KEYS];
+	bool		 has_latest = false, seen[NTOP_KEYS];
 	int		 depth = 0;
 
 	memset(fw, 0, sizeof(*fw));
 	memset(&r, 0, sizeof(r));
+	memset(seen, 0, sizeof(seen));
 	r.path = path;
 	if (read_text(&r) == -1)
 		return -1;
@@ -610,6 +648,10 @@ read_framework(const char *path, struct framework *fw)
 			goto out;
 		if (ev.type == YAML_MAPPING_END_EVENT)
 			break;
+		if (seen_before(&r, &ev, seen, first)) {
+			yaml_event_delete(&ev);
+			goto out;
+		}
 		if (is_key(&ev, "framework"))
 			fw->name = read_string(&r, "framework");
 		else if (is_key(&ev, "description"))
