@@ -1247,9 +1247,9 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 	keyset_add(&c->given, k);
 	ld->origin[k] = ld->ovr;
 	if (ld->ovr != NULL || m == NULL)
-		c->marks[k] = (struct cfg_mark){ 0, 0 };
+		cfg_set_key_mark(c, k, (struct cfg_mark){ 0, 0 });
 	else
-		c->marks[k] = to_mark(m);
+		cfg_set_key_mark(c, k, to_mark(m));
 }
 
 static int
@@ -1297,8 +1297,8 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 		if (ld->ovr == NULL)
 			error_at(ld, &kev->start_mark, keys[k].path,
 			    "duplicate key \"%s\" (first at line %d column %d)",
-			    key_leaf(k), ld->cfg->marks[k].line,
-			    ld->cfg->marks[k].col);
+			    key_leaf(k), cfg_key_mark(ld->cfg, k).line,
+			    cfg_key_mark(ld->cfg, k).col);
 		else
 			error_at(ld, &kev->start_mark, keys[k].path,
 			    "duplicate key \"%s\"", key_leaf(k));
@@ -2445,7 +2445,7 @@ blame(const struct loader *ld, enum cfg_key k,
 		k = KEY_MESH;
 	if (keyset_has(&c->given, k)) {
 		*ovr = ld->origin[k];
-		*m = c->marks[k];
+		*m = cfg_key_mark(c, k);
 	} else {
 		*ovr = NULL;
 		*m = c->doc_mark;
@@ -2468,7 +2468,8 @@ apply_framework(struct loader *ld)
 	    strcmp(c->framework, "reference") == 0)
 		return 0;
 	if ((p = fw_resolve(c->framework, &newer, err, sizeof(err))) == NULL) {
-		report(ld, ld->origin[KEY_FRAMEWORK], c->marks[KEY_FRAMEWORK],
+		report(ld, ld->origin[KEY_FRAMEWORK],
+		    cfg_key_mark(c, KEY_FRAMEWORK),
 		    keys[KEY_FRAMEWORK].path, "%s", err);
 		return -1;
 	}
@@ -2830,10 +2831,12 @@ void
 cfg_error(const struct config *c, enum cfg_key k, char **keep,
     const char *fmt, ...)
 {
-	struct cfg_mark	 m = c->marks[k].line > 0 ? c->marks[k] : c->doc_mark;
+	struct cfg_mark	 m = cfg_key_mark(c, k);
 	char		 msg[MSG_SIZE], *line;
 	va_list		 ap;
 
+	if (m.line == 0)
+		m = c->doc_mark;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -2867,6 +2870,10 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
 	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
 	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
+	dst->marks = xreallocarray(NULL, (size_t)src->nmarks + 1,
+	    sizeof(*dst->marks));
+	memcpy(dst->marks, src->marks, (size_t)src->nmarks *
+	    sizeof(*dst->marks));
 }
 
 void
@@ -2904,6 +2911,9 @@ cfg_free(struct config *c)
 	c->name = NULL;
 	c->framework = NULL;
 	c->model.moe.pattern = NULL;
+	free(c->marks);
+	c->marks = NULL;
+	c->nmarks = 0;
 }
 
 /*
@@ -2962,6 +2972,33 @@ cfg_key_value_type(enum cfg_key k)
 	}
 }
 
+struct cfg_mark
+cfg_key_mark(const struct config *c, enum cfg_key k)
+{
+	int	 i;
+
+	for (i = 0; i < c->nmarks; i++)
+		if (c->marks[i].key == (int)k)
+			return c->marks[i].mark;
+	return (struct cfg_mark){ 0, 0 };
+}
+
+void
+cfg_set_key_mark(struct config *c, enum cfg_key k, struct cfg_mark m)
+{
+	int	 i;
+
+	for (i = 0; i < c->nmarks; i++)
+		if (c->marks[i].key == (int)k) {
+			c->marks[i].mark = m;
+			return;
+		}
+	c->marks = xreallocarray(c->marks, (size_t)c->nmarks + 1,
+	    sizeof(*c->marks));
+	c->marks[c->nmarks].key = (int)k;
+	c->marks[c->nmarks++].mark = m;
+}
+
 bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {
@@ -2971,10 +3008,11 @@ cfg_key_is_active(const struct config *c, enum cfg_key k)
 void
 cfg_key_origin(const struct config *c, enum cfg_key k, char *buf, size_t len)
 {
+	struct cfg_mark	 m = cfg_key_mark(c, k);
+
 	if (keyset_has(&c->given, k)) {
-		if (c->marks[k].line > 0)
-			snprintf(buf, len, "%s:%d:%d", c->file, c->marks[k].line,
-			    c->marks[k].col);
+		if (m.line > 0)
+			snprintf(buf, len, "%s:%d:%d", c->file, m.line, m.col);
 		else
 			snprintf(buf, len, "--set");
 	} else if (keyset_has(&c->from_profile, k))
@@ -3037,7 +3075,7 @@ cfg_load_settings(struct yaml_parser_s *parser, const char *path,
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!keyset_has(&c->given, k) || !cfg_key_is_job(k))
 			continue;
-		report(&ld, NULL, c->marks[k], keys[k].path, "a profile "
+		report(&ld, NULL, cfg_key_mark(c, k), keys[k].path, "a profile "
 		    "sets how a framework synchronizes, not the job: "
 		    "%s belongs in the configuration", keys[k].path);
 		return -1;
@@ -3060,7 +3098,8 @@ cfg_merge_settings(struct config *dst, const struct config *src,
 		keyset_add(&copied, k);
 		if (!keep_given) {
 			keyset_add(&dst->given, k);
-			dst->marks[k] = src->marks[k];
+			cfg_set_key_mark(dst, (enum cfg_key)k,
+			    cfg_key_mark(src, (enum cfg_key)k));
 		}
 	}
 	return copied;

@@ -335,6 +335,12 @@ keyset_add(struct keyset *s, int k)
 
 struct fw_profile;
 
+/* Where one key was written (struct config's marks). */
+struct cfg_key_mark {
+	int		 key;	/* enum cfg_key */
+	struct cfg_mark	 mark;
+};
+
 struct config {
 	char	*file;		/* path as given on the command line */
 	char	*name;		/* name:, or the file's base name without .yaml */
@@ -479,8 +485,14 @@ struct config {
 	char			*framework;
 	const struct fw_profile	*profile;
 
-	/* Where each key was written (line 0 if defaulted or from --set). */
-	struct cfg_mark	 marks[KEY__COUNT];
+	/*
+	 * Where each written key was written (line 0: by --set), one pair
+	 * per key of `given`, read through cfg_key_mark().  A mark for
+	 * every key was two thirds of a config, and a list of 932,000
+	 * configs took 2.6 GB (issue 26).
+	 */
+	struct cfg_key_mark	*marks;
+	int			 nmarks;
 	/* The keys written in the file or by --set. */
 	struct keyset	 given;
 	/* The keys whose value came from the framework profile. */
@@ -570,6 +582,11 @@ const char *cfg_expert_input_sync_name(enum expert_input_sync);
 const char *cfg_sp_param_sync_name(enum sp_param_sync);
 const char *cfg_expert_divisor_name(enum expert_divisor);
 const char *cfg_score_func_name(enum score_func);
+
+/* Where key k was written: line 0 when it was not, or by --set. */
+struct cfg_mark	 cfg_key_mark(const struct config *, enum cfg_key);
+/* Record where key k was written (line 0: by --set). */
+void	 cfg_set_key_mark(struct config *, enum cfg_key, struct cfg_mark);
 
 /* The dotted path of a key ("sync.embedding_grad"). */
 const char *cfg_key_path(enum cfg_key);

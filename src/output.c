@@ -154,10 +154,27 @@ batch_config(struct batch *b, struct config *c)
 	batch_push(b, &it);
 }
 
+/*
+ * The batch's first configs are the array cfg_load made, moved in place:
+ * a copy held the configs of a file twice, as long as it took to load it
+ * (issue 26: 2.6 GB for a list of 932,000).
+ */
+static void
+batch_adopt(struct batch *b, struct config_list *one)
+{
+	if (b->list.n > 0 || one->n == 0)
+		return;
+	free(b->list.v);
+	b->list.v = one->v;
+	b->listcap = one->n;
+	one->v = NULL;
+}
+
 size_t
 output_load_batch(const struct options *o, struct batch *b)
 {
 	struct config_list	 one;
+	struct config		*v;
 	const char		*why;
 	enum cfg_key		 blame;
 	char			 whybuf[SYM_WHY_SIZE];
@@ -172,16 +189,21 @@ output_load_batch(const struct options *o, struct batch *b)
 			config_list_free(&one);
 			continue;
 		}
+		/*
+		 * Adopted, one.v is b->list.v: config k moves to place
+		 * b->list.n, which is never past it.
+		 */
+		batch_adopt(b, &one);
+		v = one.v != NULL ? one.v : b->list.v;
 		for (k = 0; k < one.n; k++) {
-			if ((why = sym_unauditable(&one.v[k], &blame,
+			if ((why = sym_unauditable(&v[k], &blame,
 			    whybuf, sizeof whybuf)) == NULL) {
-				batch_config(b, &one.v[k]);
+				batch_config(b, &v[k]);
 				continue;
 			}
-			cfg_error(&one.v[k], blame, &one.error, "%s", why);
-			batch_error(b, one.v[k].file, one.v[k].name,
-			    one.error);
-			cfg_free(&one.v[k]);
+			cfg_error(&v[k], blame, &one.error, "%s", why);
+			batch_error(b, v[k].file, v[k].name, one.error);
+			cfg_free(&v[k]);
 		}
 		free(one.v);
 		free(one.error);
