@@ -249,7 +249,7 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 		} else
 			printf("%s%s: %s (%s)", n == 0 ? "  (shards cut by " :
 			    ", ", cfg_key_path(k), value, !given ? "profile" :
-			    c->marks[k].line > 0 ? "config" : "--set");
+			    cfg_key_mark(c, k).line > 0 ? "config" : "--set");
 		n++;
 	}
 	if (n > 0 && json)

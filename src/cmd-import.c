@@ -25,6 +25,7 @@
 #include "megatron.h"
 #include "options.h"
 #include "shellwords.h"
+#include "text.h"
 #include "xmalloc.h"
 
 /*
@@ -349,25 +350,26 @@ static int
 resolve_framework(const char *spec, struct megatron_import *mi)
 {
 	const struct fw_profile	*p;
-	char			 err[1024];
+	char			 err[1024], q[TEXT_QUOTE_SIZE];
 	bool			 newer;
 
 	if (strcmp(spec, "reference") == 0)
 		return 0;
+	text_cut(q, sizeof(q), spec, strlen(spec));
 	if ((p = fw_resolve(spec, &newer, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "%s: import: --framework %s: %s\n", progname,
-		    spec, err);
+		    q, err);
 		return -1;
 	}
 	if (strcmp(p->framework->name, "megatron-core") != 0) {
 		fprintf(stderr, "%s: import: --framework %s: import megatron "
-		    "takes a megatron-core profile\n", progname, spec);
+		    "takes a megatron-core profile\n", progname, q);
 		return -1;
 	}
 	if (newer)
 		fprintf(stderr, "%s: import: %s is newer than the newest "
 		    "release checked: the newest profile applies\n", progname,
-		    spec);
+		    q);
 	mi->have_version = fw_version_parse(strchr(spec, '@') + 1,
 	    &mi->version) == 0;
 	return 0;
@@ -484,13 +486,14 @@ cmd_import_exec(struct options *o)
 {
 	struct megatron_import	 mi;
 	struct yaml_doc		 doc = { NULL, 0 };
-	char			**words = NULL;
+	char			**words = NULL, q[TEXT_QUOTE_SIZE];
 	size_t			 nwords = 0;
 	int			 rc = EXIT_USAGE;
 
 	if (strcmp(o->args[0], "megatron") != 0) {
+		text_escape(q, sizeof(q), o->args[0], strlen(o->args[0]));
 		fprintf(stderr, "%s: import: cannot import from \"%s\": the "
-		    "one framework known is megatron\n", progname, o->args[0]);
+		    "one framework known is megatron\n", progname, q);
 		return EXIT_USAGE;
 	}
 	memset(&mi, 0, sizeof(mi));

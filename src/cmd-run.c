@@ -62,25 +62,37 @@ shm_free(void)
 	return (uint64_t)sv.f_bavail * sv.f_frsize;
 }
 
-/* How many MPI processes the shared memory free holds, at least 1. */
+/*
+ * How many MPI processes the shared memory free holds: 0 when not even
+ * one.  It was at least 1, so that 1 MiB had "room for 1 MPI process" and
+ * a job of one process that failed for want of it was not told why
+ * (issue 26).
+ */
 static int
 shm_fit(uint64_t avail)
 {
 	uint64_t	 n = avail / SHM_PER_PROC;
 
-	return n < 1 ? 1 : n > INT_MAX ? INT_MAX : (int)n;
+	return n > INT_MAX ? INT_MAX : (int)n;
 }
 
 /* What to do about too small a /dev/shm, after saying what is wrong. */
 static void
 shm_advice(uint64_t avail, int procs)
 {
-	fprintf(stderr, "%s: %s has %llu MiB free and %d MPI processes need "
-	    "about %llu MiB: use --procs %d, or give the container more "
-	    "shared memory (docker run --shm-size=1g)\n", progname, SHM_DIR,
+	int	 fit = shm_fit(avail);
+
+	fprintf(stderr, "%s: %s has %llu MiB free and %d MPI process%s "
+	    "about %llu MiB: ", progname, SHM_DIR,
 	    (unsigned long long)(avail >> 20), procs,
-	    (unsigned long long)((procs * SHM_PER_PROC) >> 20),
-	    shm_fit(avail));
+	    procs == 1 ? " needs" : "es need",
+	    (unsigned long long)((procs * SHM_PER_PROC) >> 20));
+	if (fit >= 1)
+		fprintf(stderr, "use --procs %d, or give the container more "
+		    "shared memory (docker run --shm-size=1g)\n", fit);
+	else
+		fprintf(stderr, "give the container more shared memory "
+		    "(docker run --shm-size=1g)\n");
 }
 
 /*
@@ -112,12 +124,20 @@ choose_procs(const struct config_list *list, int asked)
 	if (most < want)
 		want = (int)most;
 	if (asked <= 0 && (avail = shm_free()) > 0 && shm_fit(avail) < want) {
-		fprintf(stderr, "%s: %s has %llu MiB free, room for %d MPI "
-		    "process%s, not %d (docker run --shm-size=1g gives a "
-		    "container more)\n", progname, SHM_DIR,
-		    (unsigned long long)(avail >> 20), shm_fit(avail),
-		    shm_fit(avail) == 1 ? "" : "es", want);
-		want = shm_fit(avail);
+		if (shm_fit(avail) == 0)
+			fprintf(stderr, "%s: %s has %llu MiB free, not room for "
+			    "one MPI process (about %llu MiB): the MPI job "
+			    "will probably fail (docker run --shm-size=1g "
+			    "gives a container more)\n", progname, SHM_DIR,
+			    (unsigned long long)(avail >> 20),
+			    (unsigned long long)(SHM_PER_PROC >> 20));
+		else
+			fprintf(stderr, "%s: %s has %llu MiB free, room for %d "
+			    "MPI process%s, not %d (docker run --shm-size=1g "
+			    "gives a container more)\n", progname, SHM_DIR,
+			    (unsigned long long)(avail >> 20), shm_fit(avail),
+			    shm_fit(avail) == 1 ? "" : "es", want);
+		want = shm_fit(avail) > 0 ? shm_fit(avail) : 1;
 	}
 	return want;
 }

@@ -791,6 +791,28 @@ error_at(const struct loader *ld, const yaml_mark_t *m, const char *key,
 	report(ld, ld->ovr, to_mark(m), key, "%s", msg);
 }
 
+/*
+ * libyaml's reader reports a byte offset, not a mark: count the lines of
+ * the text up to it, and the characters of its line, as libyaml's marks
+ * count them (bytes put the column of "é\xff" at 3, not 2).
+ */
+struct cfg_mark
+cfg_offset_mark(const unsigned char *text, size_t len, size_t offset)
+{
+	struct cfg_mark	 m = { 1, 1 };
+	size_t		 i, bol = 0;
+
+	if (text == NULL)
+		return m;
+	for (i = 0; i < offset && i < len; i++)
+		if (text[i] == '\n') {
+			m.line++;
+			bol = i + 1;
+		}
+	m.col = 1 + (int)text_columns(text + bol, i - bol);
+	return m;
+}
+
 /* libyaml's own description of a syntax or encoding error. */
 static void
 syntax_error(const struct loader *ld)
@@ -799,7 +821,6 @@ syntax_error(const struct loader *ld)
 	const char		*problem;
 	struct cfg_mark		 m = { 1, 1 };
 	char			 msg[MSG_SIZE];
-	size_t			 i, bol = 0;
 
 	if (p->error == YAML_MEMORY_ERROR) {
 		errno = ENOMEM;
@@ -808,23 +829,12 @@ syntax_error(const struct loader *ld)
 	problem = p->problem != NULL ? p->problem : "invalid YAML";
 	snprintf(msg, sizeof(msg), "%s", problem);
 	if (p->error == YAML_READER_ERROR) {
-		/*
-		 * The reader reports a byte offset, not a mark: count lines
-		 * in the file up to it, and the characters of its line, as
-		 * libyaml's marks count them (bytes put the column of
-		 * "é\xff" at 3, not 2).
-		 */
 		if (p->problem_value != -1)
 			append(msg, sizeof(msg), " (#%X)",
 			    (unsigned)p->problem_value);
-		for (i = 0; ld->ovr == NULL && i < p->problem_offset &&
-		    i < ld->len; i++)
-			if (ld->text[i] == '\n') {
-				m.line++;
-				bol = i + 1;
-			}
 		if (ld->ovr == NULL)
-			m.col = 1 + (int)text_columns(ld->text + bol, i - bol);
+			m = cfg_offset_mark(ld->text, ld->len,
+			    p->problem_offset);
 	} else {
 		m = to_mark(&p->problem_mark);
 		if (p->context != NULL)
@@ -1244,9 +1254,9 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 	keyset_add(&c->given, k);
 	ld->origin[k] = ld->ovr;
 	if (ld->ovr != NULL || m == NULL)
-		c->marks[k] = (struct cfg_mark){ 0, 0 };
+		cfg_set_key_mark(c, k, (struct cfg_mark){ 0, 0 });
 	else
-		c->marks[k] = to_mark(m);
+		cfg_set_key_mark(c, k, to_mark(m));
 }
 
 static int
@@ -1294,8 +1304,8 @@ load_pair(struct loader *ld, enum cfg_key parent, const yaml_event_t *kev,
 		if (ld->ovr == NULL)
 			error_at(ld, &kev->start_mark, keys[k].path,
 			    "duplicate key \"%s\" (first at line %d column %d)",
-			    key_leaf(k), ld->cfg->marks[k].line,
-			    ld->cfg->marks[k].col);
+			    key_leaf(k), cfg_key_mark(ld->cfg, k).line,
+			    cfg_key_mark(ld->cfg, k).col);
 		else
 			error_at(ld, &kev->start_mark, keys[k].path,
 			    "duplicate key \"%s\"", key_leaf(k));
@@ -2549,7 +2559,7 @@ blame(const struct loader *ld, enum cfg_key k,
 		k = KEY_MESH;
 	if (keyset_has(&c->given, k)) {
 		*ovr = ld->origin[k];
-		*m = c->marks[k];
+		*m = cfg_key_mark(c, k);
 	} else {
 		*ovr = NULL;
 		*m = c->doc_mark;
@@ -2572,7 +2582,8 @@ apply_framework(struct loader *ld)
 	    strcmp(c->framework, "reference") == 0)
 		return 0;
 	if ((p = fw_resolve(c->framework, &newer, err, sizeof(err))) == NULL) {
-		report(ld, ld->origin[KEY_FRAMEWORK], c->marks[KEY_FRAMEWORK],
+		report(ld, ld->origin[KEY_FRAMEWORK],
+		    cfg_key_mark(c, KEY_FRAMEWORK),
 		    keys[KEY_FRAMEWORK].path, "%s", err);
 		return -1;
 	}
@@ -2934,10 +2945,12 @@ void
 cfg_error(const struct config *c, enum cfg_key k, char **keep,
     const char *fmt, ...)
 {
-	struct cfg_mark	 m = c->marks[k].line > 0 ? c->marks[k] : c->doc_mark;
+	struct cfg_mark	 m = cfg_key_mark(c, k);
 	char		 msg[MSG_SIZE], *line;
 	va_list		 ap;
 
+	if (m.line == 0)
+		m = c->doc_mark;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
@@ -2971,6 +2984,10 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
 	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
 	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
+	dst->marks = xreallocarray(NULL, (size_t)src->nmarks + 1,
+	    sizeof(*dst->marks));
+	memcpy(dst->marks, src->marks, (size_t)src->nmarks *
+	    sizeof(*dst->marks));
 }
 
 void
@@ -3008,6 +3025,9 @@ cfg_free(struct config *c)
 	c->name = NULL;
 	c->framework = NULL;
 	c->model.moe.pattern = NULL;
+	free(c->marks);
+	c->marks = NULL;
+	c->nmarks = 0;
 }
 
 /*
@@ -3066,6 +3086,33 @@ cfg_key_value_type(enum cfg_key k)
 	}
 }
 
+struct cfg_mark
+cfg_key_mark(const struct config *c, enum cfg_key k)
+{
+	int	 i;
+
+	for (i = 0; i < c->nmarks; i++)
+		if (c->marks[i].key == (int)k)
+			return c->marks[i].mark;
+	return (struct cfg_mark){ 0, 0 };
+}
+
+void
+cfg_set_key_mark(struct config *c, enum cfg_key k, struct cfg_mark m)
+{
+	int	 i;
+
+	for (i = 0; i < c->nmarks; i++)
+		if (c->marks[i].key == (int)k) {
+			c->marks[i].mark = m;
+			return;
+		}
+	c->marks = xreallocarray(c->marks, (size_t)c->nmarks + 1,
+	    sizeof(*c->marks));
+	c->marks[c->nmarks].key = (int)k;
+	c->marks[c->nmarks++].mark = m;
+}
+
 bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {
@@ -3075,10 +3122,11 @@ cfg_key_is_active(const struct config *c, enum cfg_key k)
 void
 cfg_key_origin(const struct config *c, enum cfg_key k, char *buf, size_t len)
 {
+	struct cfg_mark	 m = cfg_key_mark(c, k);
+
 	if (keyset_has(&c->given, k)) {
-		if (c->marks[k].line > 0)
-			snprintf(buf, len, "%s:%d:%d", c->file, c->marks[k].line,
-			    c->marks[k].col);
+		if (m.line > 0)
+			snprintf(buf, len, "%s:%d:%d", c->file, m.line, m.col);
 		else
 			snprintf(buf, len, "--set");
 	} else if (keyset_has(&c->from_profile, k))
@@ -3119,7 +3167,7 @@ cfg_key_is_job(enum cfg_key k)
 
 int
 cfg_load_settings(struct yaml_parser_s *parser, const char *path,
-    struct config *c)
+    const unsigned char *text, size_t len, struct config *c)
 {
 	struct loader	 ld;
 	int		 k;
@@ -3127,6 +3175,13 @@ cfg_load_settings(struct yaml_parser_s *parser, const char *path,
 	memset(&ld, 0, sizeof(ld));
 	ld.path = path;
 	ld.open_path = path;
+	/*
+	 * The profile's text, for the place of an encoding error: without
+	 * it the error was reported at 1:1, after arithmetic on a null
+	 * pointer that UBSan stopped at (issue 26).
+	 */
+	ld.text = text;
+	ld.len = len;
 	ld.parser = parser;
 	ld.cfg = c;
 	if (load_mapping(&ld, ROOT) == -1)
@@ -3134,7 +3189,7 @@ cfg_load_settings(struct yaml_parser_s *parser, const char *path,
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!keyset_has(&c->given, k) || !cfg_key_is_job(k))
 			continue;
-		report(&ld, NULL, c->marks[k], keys[k].path, "a profile "
+		report(&ld, NULL, cfg_key_mark(c, k), keys[k].path, "a profile "
 		    "sets how a framework synchronizes, not the job: "
 		    "%s belongs in the configuration", keys[k].path);
 		return -1;
@@ -3157,7 +3212,8 @@ cfg_merge_settings(struct config *dst, const struct config *src,
 		keyset_add(&copied, k);
 		if (!keep_given) {
 			keyset_add(&dst->given, k);
-			dst->marks[k] = src->marks[k];
+			cfg_set_key_mark(dst, (enum cfg_key)k,
+			    cfg_key_mark(src, (enum cfg_key)k));
 		}
 	}
 	return copied;

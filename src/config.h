@@ -349,6 +349,12 @@ keyset_add(struct keyset *s, int k)
 
 struct fw_profile;
 
+/* Where one key was written (struct config's marks). */
+struct cfg_key_mark {
+	int		 key;	/* enum cfg_key */
+	struct cfg_mark	 mark;
+};
+
 struct config {
 	char	*file;		/* path as given on the command line */
 	char	*name;		/* name:, or the file's base name without .yaml */
@@ -494,8 +500,14 @@ struct config {
 	char			*framework;
 	const struct fw_profile	*profile;
 
-	/* Where each key was written (line 0 if defaulted or from --set). */
-	struct cfg_mark	 marks[KEY__COUNT];
+	/*
+	 * Where each written key was written (line 0: by --set), one pair
+	 * per key of `given`, read through cfg_key_mark().  A mark for
+	 * every key was two thirds of a config, and a list of 932,000
+	 * configs took 2.6 GB (issue 26).
+	 */
+	struct cfg_key_mark	*marks;
+	int			 nmarks;
 	/* The keys written in the file or by --set. */
 	struct keyset	 given;
 	/* The keys whose value came from the framework profile. */
@@ -586,6 +598,11 @@ const char *cfg_sp_param_sync_name(enum sp_param_sync);
 const char *cfg_expert_divisor_name(enum expert_divisor);
 const char *cfg_score_func_name(enum score_func);
 
+/* Where key k was written: line 0 when it was not, or by --set. */
+struct cfg_mark	 cfg_key_mark(const struct config *, enum cfg_key);
+/* Record where key k was written (line 0: by --set). */
+void	 cfg_set_key_mark(struct config *, enum cfg_key, struct cfg_mark);
+
 /* The dotted path of a key ("sync.embedding_grad"). */
 const char *cfg_key_path(enum cfg_key);
 /* The value of a key as it would be written in YAML, into buf. */
@@ -618,11 +635,19 @@ struct yaml_parser_s;
  * Read a profile's settings: the mapping of configuration keys the parser
  * is at (its start event already read) into c, whose `given` bits then say
  * which keys were set and whose marks where.  Only settings may appear:
- * not the mesh, a name or a framework.  path and text are for messages.
- * Returns 0, or -1 after printing "path:line:col: key: what is wrong".
+ * not the mesh, a name or a framework.  path and text (the whole file the
+ * parser reads, len bytes) are for messages.  Returns 0, or -1 after
+ * printing "path:line:col: key: what is wrong".
  */
 int	 cfg_load_settings(struct yaml_parser_s *, const char *path,
-	    struct config *c);
+	    const unsigned char *text, size_t len, struct config *c);
+/*
+ * The place of byte `offset` of text (len bytes), where libyaml's reader
+ * reports an encoding error: its line, and its column in characters as
+ * libyaml's marks count them.
+ */
+struct cfg_mark cfg_offset_mark(const unsigned char *text, size_t len,
+	    size_t offset);
 /*
  * Copy into dst the value of every key src sets; with keep_given, not
  * those dst already has in its `given` set.  Returns the keys copied.

@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "framework.h"
+#include "text.h"
 #include "xmalloc.h"
 
 #ifndef PKGDATADIR
@@ -194,9 +195,11 @@ fw_profile_range(const struct fw_profile *p, char *buf, size_t len)
  */
 
 struct reader {
-	const char	*path;
-	yaml_parser_t	 parser;
-	bool		 failed;
+	const char		*path;
+	unsigned char		*text;	/* the whole file, len bytes */
+	size_t			 len;
+	yaml_parser_t		 parser;
+	bool			 failed;
 };
 
 static void
@@ -223,10 +226,31 @@ fail(struct reader *r, const yaml_mark_t *m, const char *fmt, ...)
 static int
 next(struct reader *r, yaml_event_t *ev)
 {
+	const yaml_parser_t	*p = &r->parser;
+	struct cfg_mark		 cm;
+	yaml_mark_t		 m = p->problem_mark;
+
 	if (yaml_parser_parse(&r->parser, ev))
 		return 0;
-	fail(r, &r->parser.problem_mark, "%s", r->parser.problem != NULL ?
-	    r->parser.problem : "invalid YAML");
+	if (p->error == YAML_MEMORY_ERROR) {
+		errno = ENOMEM;
+		fatal("libyaml");
+	}
+	/*
+	 * An encoding error has an offset, not a mark, and was reported at
+	 * 1:1 (issue 26); as config.c reports one, with the byte.
+	 */
+	if (p->error == YAML_READER_ERROR) {
+		cm = cfg_offset_mark(r->text, r->len, p->problem_offset);
+		m.line = (size_t)cm.line - 1;
+		m.column = (size_t)cm.col - 1;
+		if (p->problem_value != -1) {
+			fail(r, &m, "%s (#%X)", p->problem,
+			    (unsigned)p->problem_value);
+			return -1;
+		}
+	}
+	fail(r, &m, "%s", p->problem != NULL ? p->problem : "invalid YAML");
 	return -1;
 }
 
@@ -412,7 +436,8 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 				goto out;
 			}
 			has_config = true;
-			if (cfg_load_settings(&r->parser, r->path, &own) == -1)
+			if (cfg_load_settings(&r->parser, r->path, r->text,
+			    r->len, &own) == -1)
 				r->failed = true;
 			/* What sources: checks is this profile's own keys. */
 			p->settings.given = own.given;
@@ -520,26 +545,92 @@ framework_free(struct framework *fw)
 	memset(fw, 0, sizeof(*fw));
 }
 
+/*
+ * The whole file in memory, which the messages need for the place of an
+ * encoding error (cfg_offset_mark).
+ */
+static int
+read_text(struct reader *r)
+{
+	FILE	*f;
+	int	 saved;
+
+	if ((f = fopen(r->path, "rb")) == NULL) {
+		fail(r, NULL, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	r->text = xmalloc(FW_MAX_FILE_BYTES + 1);
+	r->len = fread(r->text, 1, FW_MAX_FILE_BYTES + 1, f);
+	saved = errno;
+	if (ferror(f))
+		fail(r, NULL, "cannot read: %s", strerror(saved));
+	else if (r->len > FW_MAX_FILE_BYTES)
+		fail(r, NULL, "larger than %d MiB: not a profile file",
+		    FW_MAX_FILE_BYTES >> 20);
+	fclose(f);
+	if (r->failed) {
+		free(r->text);
+		r->text = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * The keys of a profile file's top-level mapping.  A second one of them
+ * is an error, as it is in a configuration: the later one won, and the
+ * first one's strings leaked (issue 26).
+ */
+static const char *const top_keys[] = {
+	"framework", "description", "latest", "profiles"
+};
+#define NTOP_KEYS	(sizeof(top_keys) / sizeof(top_keys[0]))
+
+/*
+ * True, after the message, when ev is a top-level key already read; else
+ * it is marked read, where it is.
+ */
+static bool
+seen_before(struct reader *r, const yaml_event_t *ev, bool seen[NTOP_KEYS],
+    yaml_mark_t first[NTOP_KEYS])
+{
+	size_t	 i;
+
+	for (i = 0; i < NTOP_KEYS; i++) {
+		if (!is_key(ev, top_keys[i]))
+			continue;
+		if (!seen[i]) {
+			seen[i] = true;
+			first[i] = ev->start_mark;
+			return false;
+		}
+		fail(r, &ev->start_mark, "duplicate key \"%s\" (first at line "
+		    "%zu column %zu)", top_keys[i], first[i].line + 1,
+		    first[i].column + 1);
+		return true;
+	}
+	return false;
+}
+
 static int
 read_framework(const char *path, struct framework *fw)
 {
 	struct reader	 r;
 	yaml_event_t	 ev;
-	FILE		*f;
-	bool		 has_latest = false;
+	yaml_mark_t	 first[NTOP_KEYS];
+	bool		 has_latest = false, seen[NTOP_KEYS];
 	int		 depth = 0;
 
 	memset(fw, 0, sizeof(*fw));
 	memset(&r, 0, sizeof(r));
+	memset(seen, 0, sizeof(seen));
 	r.path = path;
-	if ((f = fopen(path, "rb")) == NULL) {
-		fail(&r, NULL, "cannot open: %s", strerror(errno));
+	if (read_text(&r) == -1)
 		return -1;
-	}
 	fw->file = xstrdup(path);
 	if (!yaml_parser_initialize(&r.parser))
 		fatal("yaml_parser_initialize");
-	yaml_parser_set_input_file(&r.parser, f);
+	yaml_parser_set_input_string(&r.parser, r.text, r.len);
 	/* Stream start, document start, the top-level mapping. */
 	for (depth = 0; depth < 3; depth++) {
 		if (next(&r, &ev) == -1)
@@ -557,6 +648,10 @@ read_framework(const char *path, struct framework *fw)
 			goto out;
 		if (ev.type == YAML_MAPPING_END_EVENT)
 			break;
+		if (seen_before(&r, &ev, seen, first)) {
+			yaml_event_delete(&ev);
+			goto out;
+		}
 		if (is_key(&ev, "framework"))
 			fw->name = read_string(&r, "framework");
 		else if (is_key(&ev, "description"))
@@ -579,9 +674,7 @@ read_framework(const char *path, struct framework *fw)
 		    "at least one profile");
 out:
 	yaml_parser_delete(&r.parser);
-	if (ferror(f))
-		fail(&r, NULL, "cannot read: %s", strerror(errno));
-	fclose(f);
+	free(r.text);
 	if (r.failed) {
 		framework_free(fw);
 		return -1;
@@ -685,7 +778,7 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 	const char		*at = strchr(spec, '@');
 	size_t			 namelen = at != NULL ? (size_t)(at - spec) :
 				    strlen(spec);
-	char			 known[512], oldest[32];
+	char			 known[512], oldest[32], q[TEXT_QUOTE_SIZE];
 	int			 n, i;
 
 	*newer = false;
@@ -698,29 +791,32 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 		if (strlen(fws[i].name) == namelen &&
 		    strncmp(fws[i].name, spec, namelen) == 0)
 			fw = &fws[i];
+	/*
+	 * The spec is the user's (--framework, a config's framework:) and
+	 * is quoted escaped: a newline in it split the message (issue 26).
+	 */
 	if (fw == NULL) {
-		snprintf(err, errlen, "unknown framework \"%.*s%s\": expected "
-		    "reference or NAME@VERSION, one of %s",
-		    (int)(namelen > 40 ? 40 : namelen), spec,
-		    namelen > 40 ? "..." : "", known);
+		text_escape(q, sizeof(q), spec, namelen);
+		snprintf(err, errlen, "unknown framework \"%s\": expected "
+		    "reference or NAME@VERSION, one of %s", q, known);
 		return NULL;
 	}
 	if (at == NULL) {
 		snprintf(err, errlen, "\"%s\" names no version: write "
-		    "%s@VERSION (known: %s)", spec, fw->name, known);
+		    "%s@VERSION (known: %s)", fw->name, fw->name, known);
 		return NULL;
 	}
+	text_escape(q, sizeof(q), at + 1, strlen(at + 1));
 	if (fw_version_parse(at + 1, &v) == -1) {
-		snprintf(err, errlen, "\"%.40s%s\" is not a version: expected "
-		    "MAJOR.MINOR.PATCH or main (known: %s)", at + 1,
-		    strlen(at + 1) > 40 ? "..." : "", known);
+		snprintf(err, errlen, "\"%s\" is not a version: expected "
+		    "MAJOR.MINOR.PATCH or main (known: %s)", q, known);
 		return NULL;
 	}
 	if (fw_version_cmp(&v, &fw->profiles[0].since) < 0) {
 		fw_version_format(&fw->profiles[0].since, oldest,
 		    sizeof(oldest));
 		snprintf(err, errlen, "%s is older than the oldest %s profile "
-		    "(%s): no profile models it (known: %s)", at + 1, fw->name,
+		    "(%s): no profile models it (known: %s)", q, fw->name,
 		    oldest, known);
 		return NULL;
 	}

@@ -23,6 +23,7 @@
 #include <string.h>
 
 #include "megatron.h"
+#include "text.h"
 #include "xmalloc.h"
 
 enum arg_kind {
@@ -704,22 +705,20 @@ note(struct import_state *st, const char *fmt, ...)
 }
 
 /*
- * A word of the launch as messages quote it: at most SHOWN_MAX bytes, and
- * control characters as '?', so that a message stays one readable line.
+ * A word of the launch as messages quote it (text.h): cut after
+ * TEXT_QUOTE_MAX characters, with control characters and bytes that are
+ * no UTF-8 as \xNN, so that a message stays one line whatever a launch
+ * script quoted.  Control characters were '?', which hid what the word
+ * held (issue 26).
  */
-#define SHOWN_MAX	40
 struct shown {
-	char	 s[SHOWN_MAX + 4];
+	char	 s[TEXT_QUOTE_SIZE];
 };
 
 static const char *
 shown_len(struct shown *buf, const char *word, size_t len)
 {
-	size_t	 i;
-
-	for (i = 0; i < len && i < SHOWN_MAX; i++)
-		buf->s[i] = iscntrl((unsigned char)word[i]) ? '?' : word[i];
-	strcpy(buf->s + i, i < len ? "..." : "");
+	text_escape(buf->s, sizeof(buf->s), word, len);
 	return buf->s;
 }
 
@@ -941,7 +940,7 @@ static size_t
 skip_program(struct import_state *st)
 {
 	size_t	 i, start;
-	char	*program = NULL, *more;
+	char	*program = NULL, *more, *word;
 
 	if (st->nwords == 0 || is_option(st->words[0]))
 		return 0;
@@ -955,9 +954,12 @@ skip_program(struct import_state *st)
 		for (start = 0; start < st->nwords &&
 		    strncmp(st->words[start], "--", 2) != 0; start++)
 			;
+	/* Whole words, escaped: a quoted newline split the note (issue 26). */
 	for (i = 0; i < start; i++) {
+		word = text_visible(st->words[i]);
 		xasprintf(&more, "%s%s%s", program != NULL ? program : "",
-		    program != NULL ? " " : "", st->words[i]);
+		    program != NULL ? " " : "", word);
+		free(word);
 		free(program);
 		program = more;
 	}

@@ -60,7 +60,10 @@ output_junit_not_audited(const struct options *o, const char *why)
  * Whether path can be written, found before an audit that may take
  * minutes: an existing file is opened for writing without truncating it,
  * a new one is created and removed again, so that a failed run leaves no
- * empty report for CI to read.
+ * empty report for CI to read.  A file that opens may still refuse every
+ * write (/proc/version to root, /dev/full): a write of no bytes asks its
+ * driver, and changes nothing.  Those were found only after the audit,
+ * exit 3 (issue 26).
  */
 static int
 check_writable(const char *path, const char *what)
@@ -74,10 +77,15 @@ check_writable(const char *path, const char *what)
 			goto fail;
 		}
 		/* Opening a FIFO could wait for its reader. */
-		if (!S_ISREG(st.st_mode))
+		if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode))
 			return EXIT_OK;
-		if ((fd = open(path, O_WRONLY | O_APPEND | O_CLOEXEC)) == -1)
+		if ((fd = open(path, O_WRONLY | O_APPEND | O_NONBLOCK |
+		    O_CLOEXEC)) == -1)
 			goto fail;
+		if (write(fd, "", 0) == -1) {
+			close(fd);
+			goto fail;
+		}
 		close(fd);
 		return EXIT_OK;
 	}
@@ -255,10 +263,27 @@ batch_config(struct batch *b, struct config *c)
 	batch_push(b, &it);
 }
 
+/*
+ * The batch's first configs are the array cfg_load made, moved in place:
+ * a copy held the configs of a file twice, as long as it took to load it
+ * (issue 26: 2.6 GB for a list of 932,000).
+ */
+static void
+batch_adopt(struct batch *b, struct config_list *one)
+{
+	if (b->list.n > 0 || one->n == 0)
+		return;
+	free(b->list.v);
+	b->list.v = one->v;
+	b->listcap = one->n;
+	one->v = NULL;
+}
+
 size_t
 output_load_batch(const struct options *o, struct batch *b)
 {
 	struct config_list	 one;
+	struct config		*v;
 	const char		*why;
 	enum cfg_key		 blame;
 	char			 whybuf[SYM_WHY_SIZE];
@@ -273,16 +298,21 @@ output_load_batch(const struct options *o, struct batch *b)
 			config_list_free(&one);
 			continue;
 		}
+		/*
+		 * Adopted, one.v is b->list.v: config k moves to place
+		 * b->list.n, which is never past it.
+		 */
+		batch_adopt(b, &one);
+		v = one.v != NULL ? one.v : b->list.v;
 		for (k = 0; k < one.n; k++) {
-			if ((why = sym_unauditable(&one.v[k], &blame,
+			if ((why = sym_unauditable(&v[k], &blame,
 			    whybuf, sizeof whybuf)) == NULL) {
-				batch_config(b, &one.v[k]);
+				batch_config(b, &v[k]);
 				continue;
 			}
-			cfg_error(&one.v[k], blame, &one.error, "%s", why);
-			batch_error(b, one.v[k].file, one.v[k].name,
-			    one.error);
-			cfg_free(&one.v[k]);
+			cfg_error(&v[k], blame, &one.error, "%s", why);
+			batch_error(b, v[k].file, v[k].name, one.error);
+			cfg_free(&v[k]);
 		}
 		free(one.v);
 		free(one.error);

@@ -37,7 +37,8 @@ skip_blanks(const char *s, unsigned flags)
 
 /*
  * Read one word starting at *sp into w (large enough for the rest of the
- * input); returns false for an unterminated quote.
+ * input: shellwords_split's one scratch buffer); returns false for an
+ * unterminated quote.
  */
 static bool
 read_word(const char **sp, char *w)
@@ -76,26 +77,39 @@ read_word(const char **sp, char *w)
 	return quote == '\0';
 }
 
+/*
+ * Each word is read into one scratch buffer as long as the input, then
+ * copied at its own size.  A buffer of the rest of the input for every
+ * word made a 1 MiB --args-file take 1.2 GB and its strlen() calls
+ * quadratic time (issue 26).
+ */
 char **
 shellwords_split(const char *s, unsigned flags, size_t *nwords)
 {
-	char	**words = xcalloc(1, sizeof(*words)), *w;
-	size_t	 n = 0;
+	char	**words, *scratch;
+	size_t	 n = 0, cap = 8;
 
+	words = xreallocarray(NULL, cap, sizeof(*words));
+	words[0] = NULL;
+	scratch = xmalloc(strlen(s) + 1);
 	for (;;) {
 		s = skip_blanks(s, flags);
 		if (*s == '\0')
 			break;
-		w = xmalloc(strlen(s) + 1);
-		words = xreallocarray(words, n + 2, sizeof(*words));
-		words[n++] = w;
-		words[n] = NULL;
-		if (!read_word(&s, w)) {
+		if (!read_word(&s, scratch)) {
+			free(scratch);
 			shellwords_free(words, n);
 			*nwords = 0;
 			return NULL;
 		}
+		if (n + 2 > cap) {
+			cap *= 2;
+			words = xreallocarray(words, cap, sizeof(*words));
+		}
+		words[n++] = xstrdup(scratch);
+		words[n] = NULL;
 	}
+	free(scratch);
 	*nwords = n;
 	return words;
 }

@@ -181,8 +181,9 @@ dump_chunk_layers(const struct config *c)
 static void
 dump(const struct config *c)
 {
-	char	 value[64];
-	int	 k;
+	struct cfg_mark	 m;
+	char		 value[64];
+	int		 k;
 
 	printf("file=%s\n", c->file);
 	printf("name=%s\n", c->name);
@@ -245,17 +246,18 @@ dump(const struct config *c)
 	dump_chunk_layers(c);
 	/* Written keys: their position, or "set" for a --set. */
 	for (k = 0; k < KEY__COUNT; k++) {
+		m = cfg_key_mark(c, k);
 		if (!keyset_has(&c->given, k)) {
-			if (c->marks[k].line != 0)
+			if (m.line != 0)
 				printf("error=%s has a mark but is not given\n",
 				    key_names[k]);
 			continue;
 		}
-		if (c->marks[k].line == 0)
+		if (m.line == 0)
 			printf("given.%s=set\n", key_names[k]);
 		else
-			printf("given.%s=%d:%d\n", key_names[k],
-			    c->marks[k].line, c->marks[k].col);
+			printf("given.%s=%d:%d\n", key_names[k], m.line,
+			    m.col);
 	}
 }
 
