@@ -2260,6 +2260,23 @@ json_effect(struct json *j, const struct effect *e)
 	json_end_object(j);
 }
 
+/* A fix as the --set options that make it: ["loss.scale=dp-cp", ...]. */
+static void
+json_fix_settings(struct json *j, const char *key,
+    const struct fix_setting *s, size_t n)
+{
+	char	 buf[256];
+	size_t	 i;
+
+	json_key(j, key);
+	json_begin_array(j);
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof buf, "%s=%s", s[i].key, s[i].value);
+		json_string(j, buf);
+	}
+	json_end_array(j);
+}
+
 static void
 json_finding(struct json *j, const struct finding *f)
 {
@@ -2282,6 +2299,11 @@ json_finding(struct json *j, const struct finding *f)
 	json_key_string_or_null(j, "dim", f->dim);
 	json_key_string_or_null(j, "message", f->message);
 	json_key_string_or_null(j, "fix", f->fix);
+	json_key_string_or_null(j, "cause", f->cause < KEY__COUNT ?
+	    cfg_key_path(f->cause) : NULL);
+	json_fix_settings(j, "fix_set", f->fix_set, f->nfix_set);
+	json_fix_settings(j, "fix_alternative", f->fix_alternative,
+	    f->nfix_alternative);
 	json_effect(j, &f->effect);
 	json_end_object(j);
 }
