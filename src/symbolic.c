@@ -1791,6 +1791,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	const struct model *m = run->model;
 	struct audit	*a = fl->audit;
 	const struct sync_step *scale_step = NULL, *factor_step;
+	enum cfg_key	 scale_cause;
 	struct rational	 c;
 	char		 q[48];
 	bool		 explained = false, uniform;
@@ -1845,26 +1846,29 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (explained || pr->correct)
 		return;
 	/*
-	 * The scaling step's setting is the cause of a wrong factor only
-	 * when it decides one (sync.dp_divisor, expert_grad_divisor, ...)
-	 * and its fix names it: a step decided by its rule alone (the
-	 * distributed optimizer's reduce-scatter) leaves the loss's own
-	 * factor as the cause (issue 23: a dense model was told to set
-	 * sync.expert_grad_divisor).
+	 * The scaling step's setting is the cause of a wrong factor (or
+	 * group) only when it decides one (sync.dp_divisor, dp_group,
+	 * expert_grad_divisor, ...) and its fix names it: a step decided by
+	 * its rule alone (the distributed optimizer's reduce-scatter) leaves
+	 * the loss's own factor as the cause (issue 23: a dense model was
+	 * told to set sync.expert_grad_divisor).
 	 */
 	factor_step = scale_step != NULL && scale_step->fix != NULL &&
 	    strstr(scale_step->fix, cfg_key_path(scale_step->key)) != NULL ?
 	    scale_step : NULL;
+	/* The group a reduction runs over is no factor. */
+	scale_cause = factor_step != NULL && factor_step->key !=
+	    KEY_DP_GROUP ? factor_step->key : KEY__COUNT;
 	if (all_wrong_proportional(pr, &c)) {
 		q_format(c, q, sizeof q);
-		add_finding(fl, FINDING_WRONG_SCALE, factor_step ?
-		    factor_step->key : KEY_SCALE, pr, scale_step ?
+		add_finding(fl, FINDING_WRONG_SCALE, scale_cause, pr,
+		    scale_step ?
 		    scale_step->label : "gradient scaling", scale_step ?
 		    mesh_group_name(scale_step->group) : "dp",
 		    fmt(a, "the used values are %s times the expected "
 		    "gradient: the right contributions with the wrong "
 		    "factor (the data-parallel divisor, or the loss's own "
-		    "normalization and scale)", q), factor_step ?
+		    "normalization and scale)", q), scale_cause != KEY__COUNT ?
 		    factor_step->fix : "make the loss "
 		    "factor times the data-parallel divisor 1/N for every "
 		    "token (loss.normalize_by, loss.scale, sync.dp_divisor)");
@@ -1973,7 +1977,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    layout_buffer_of(m, p) == BUFFER_DENSE;
 
 		add_finding(fl, FINDING_WRONG_GROUP, dense_expert ?
-		    KEY_EXPERT_BUFFER : scale_step ? scale_step->key :
+		    KEY_EXPERT_BUFFER : factor_step ? factor_step->key :
 		    KEY__COUNT, pr, scale_step ?
 		    scale_step->label : "gradient synchronization", scale_step ?
 		    mesh_group_name(scale_step->group) : "dp", fmt(a, "each "
@@ -1992,14 +1996,14 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		return;
 	}
 	if (!pr->consistent)
-		add_finding(fl, FINDING_REPLICA_MISMATCH, scale_step ?
-		    scale_step->key : KEY__COUNT, pr, "gradient "
+		add_finding(fl, FINDING_REPLICA_MISMATCH, factor_step ?
+		    factor_step->key : KEY__COUNT, pr, "gradient "
 		    "synchronization", "dp", "replicas that must hold the "
 		    "same gradient disagree", "run gradaudit explain on this "
 		    "parameter to see which collective separates them");
 	else
-		add_finding(fl, FINDING_WRONG_GROUP, scale_step ?
-		    scale_step->key : KEY__COUNT, pr, "gradient "
+		add_finding(fl, FINDING_WRONG_GROUP, factor_step ?
+		    factor_step->key : KEY__COUNT, pr, "gradient "
 		    "synchronization", "dp", "the used values combine "
 		    "contributions of the wrong set of ranks",
 		    "run gradaudit explain on this parameter to see which "
