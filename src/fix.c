@@ -1537,29 +1537,36 @@ static bool
 agree(struct fixer *fx, struct candidate *fixes, bool *have)
 {
 	struct audit	*a = fx->audit;
-	struct candidate all, x, u;
-	size_t		 i, first = a->nfindings;
+	struct candidate all, x, u, *scratch;
+	size_t		 i, n = a->nfindings;
 	int		 k, j;
+	bool		 ok = false;
 
-	if (union_of(a, fixes, have, &all)) {
-		close_over(fx, &all, fixes, have);
-		if (passes(fx, &all))
+	/* What close_over adds is kept only when the whole passes. */
+	scratch = xcalloc(n, sizeof *scratch);
+	memcpy(scratch, fixes, n * sizeof *fixes);
+	if (union_of(a, scratch, have, &all)) {
+		close_over(fx, &all, scratch, have);
+		if (passes(fx, &all)) {
+			memcpy(fixes, scratch, n * sizeof *fixes);
+			free(scratch);
 			return true;
+		}
 	}
 	memset(&all, 0, sizeof all);
-	for (i = 0; i < a->nfindings; i++)
+	for (i = 0; i < n; i++)
 		if (have[i] && search_after(fx, &a->findings[i], &all, &x))
 			all = x;
-	close_over(fx, &all, fixes, have);
+	memcpy(scratch, fixes, n * sizeof *fixes);
+	close_over(fx, &all, scratch, have);
 	if (all.n == 0 || !passes(fx, &all)) {
 		fx->failed = all;
+		free(scratch);
 		return false;	/* each finding keeps the fix it has alone */
 	}
-	for (i = 0; i < a->nfindings; i++) {
+	for (i = 0; i < n; i++) {
 		if (!have[i])
 			continue;
-		if (first == a->nfindings)
-			first = i;
 		x = all;
 		x.flag = NULL;
 		if (judge(fx, &a->findings[i], evaluate(fx, &x)) != FIX_YES)
@@ -1573,14 +1580,27 @@ agree(struct fixer *fx, struct candidate *fixes, bool *have)
 			x.flag = fixes[i].flag;
 		fixes[i] = x;
 	}
-	/* What no finding needs alone but the whole does: the first's. */
-	if (union_of(a, fixes, have, &u) && !passes(fx, &u) &&
-	    first < a->nfindings)
-		for (j = 0; j < all.n; j++)
-			if (!candidate_has(&u, all.key[j]))
-				(void)candidate_add(&fixes[first], all.key[j],
-				    all.value[j]);
-	return true;
+	/*
+	 * What no finding needs alone but the whole does goes to the first
+	 * finding whose fix still removes it with them.
+	 */
+	if (union_of(a, fixes, have, &u) && !(ok = passes(fx, &u)))
+		for (i = 0; i < n && !ok; i++) {
+			if (!have[i])
+				continue;
+			x = fixes[i];
+			for (j = 0; j < all.n; j++)
+				if (!candidate_has(&u, all.key[j]))
+					(void)candidate_add(&x, all.key[j],
+					    all.value[j]);
+			if (judge(fx, &a->findings[i], evaluate(fx, &x)) ==
+			    FIX_YES) {
+				fixes[i] = x;
+				ok = true;
+			}
+		}
+	free(scratch);
+	return ok;
 }
 
 /*
