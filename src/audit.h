@@ -13,6 +13,7 @@
 
 #include "arena.h"
 #include "atom.h"
+#include "config.h"
 #include "effect.h"
 #include "lincomb.h"
 #include "mesh.h"
@@ -82,6 +83,12 @@ struct param_result {
 	const char	*note;
 };
 
+/* One --set KEY=VALUE of a finding's fix (fix.h). */
+struct fix_setting {
+	const char	*key;		/* "loss.scale" */
+	const char	*value;		/* "dp-cp" */
+};
+
 struct finding {
 	enum finding_kind kind;
 	const char	*param;		/* first affected parameter */
@@ -105,6 +112,24 @@ struct finding {
 	const char	*reason;
 	const char	*baseline_at;
 	const char	*expires;	/* "2026-12-31", or NULL */
+	/*
+	 * The setting that decided the step, loss factor or norm that went
+	 * wrong (KEY__COUNT: none), as the engines saw it; fix.c may find
+	 * that another one is the cause.
+	 */
+	enum cfg_key	 cause;
+	/*
+	 * The fix as settings (fix.c): the --set options that make this
+	 * finding disappear from this config without adding another, checked
+	 * by auditing it again with them; none when no change of the
+	 * settings that bear on it does, and the fix is prose only.  The
+	 * alternative, when there is one, changes what the config states
+	 * rather than what the framework does (loss.objective).
+	 */
+	const struct fix_setting *fix_set;
+	size_t		 nfix_set;
+	const struct fix_setting *fix_alternative;
+	size_t		 nfix_alternative;
 };
 
 /*

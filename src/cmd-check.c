@@ -8,6 +8,7 @@
 
 #include "commands.h"
 #include "exitcode.h"
+#include "fix.h"
 #include "output.h"
 #include "symbolic.h"
 #include "xmalloc.h"
@@ -46,6 +47,7 @@ cmd_check_exec(struct options *o)
 		sym_audit(&ctx, &a, NULL, NULL);
 		/* The audit outlives the model: it points only at its arena. */
 		sym_context_free(&ctx);
+		fix_derive(&a);
 		v.audit = &a;
 		v.seconds = output_now() - t0;
 		output_add(&out, &v);

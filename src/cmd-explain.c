@@ -11,6 +11,7 @@
 #include "atom.h"
 #include "commands.h"
 #include "exitcode.h"
+#include "fix.h"
 #include "gradnorm.h"
 #include "json.h"
 #include "layout.h"
@@ -670,6 +671,7 @@ cmd_explain_exec(struct options *o)
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}
 	sym_audit(&ctx, &a, hook, &ex);
+	fix_derive(&a);
 	if (o->format == FORMAT_JSON) {
 		jsonw_end_array(&ex.json);
 		explain_norm(&ex, &ctx);

@@ -26,6 +26,7 @@
 #include "commands.h"
 #include "cores.h"
 #include "exitcode.h"
+#include "fix.h"
 #include "hash.h"
 #include "launch.h"
 #include "numeric.h"
@@ -506,7 +507,13 @@ run_in_job(struct options *o)
 	if (status == EXIT_OK && proc == 0) {
 		struct options report_only = *o;
 		struct launch_capture cap;
-		bool	 sent = launch_report_begin(&cap);
+		bool	 sent;
+
+		/* Only the reporting process says how to fix what it found. */
+		for (i = 0; i < b.n; i++)
+			if (v[i].audit != NULL)
+				fix_derive(v[i].audit);
+		sent = launch_report_begin(&cap);
 
 		report_only.junit = NULL;
 		report_only.summary = NULL;

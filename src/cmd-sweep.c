@@ -28,6 +28,7 @@
 #include "json.h"
 #include "junit.h"
 #include "exitcode.h"
+#include "fix.h"
 #include "launch.h"
 #include "numeric.h"
 #include "output.h"
@@ -1366,6 +1367,12 @@ cmd_sweep_exec(struct options *o)
 		}
 		sym_audit(&ctx, &a, NULL, NULL);
 		sym_context_free(&ctx);
+		/*
+		 * Each fix audits the mesh again: only where it is shown
+		 * (JSON, -v, JUnit), not for the rows of a large sweep.
+		 */
+		if (json || o->verbose || o->junit != NULL)
+			fix_derive(&a);
 		accept_point(o, &sw, &a, &c);
 		summarize(&sw, pt, &a, o->junit != NULL);
 		if (o->numeric && o->world <= o->numeric_max &&

@@ -1025,6 +1025,8 @@ emit_findings(struct cmp *c)
 			continue;
 		fd = &a->findings[a->nfindings++];
 		fd->kind = finding_text[i].kind;
+		/* Measured, not derived: no setting is known to cause it. */
+		fd->cause = KEY__COUNT;
 		fd->params = arena_alloc(&a->arena, (g->nparams + 1) *
 		    sizeof(*fd->params));
 		for (k = 0; k < g->nparams; k++)

@@ -3113,6 +3113,54 @@ cfg_set_key_mark(struct config *c, enum cfg_key k, struct cfg_mark m)
 	c->marks[c->nmarks++].mark = m;
 }
 
+/* The values a boolean may be set to, as report writes them. */
+static const char *const bool_words[] = { "false", "true", NULL };
+
+const char *const *
+cfg_key_words(enum cfg_key k)
+{
+	switch (keys[k].type) {
+	case TYPE_ENUM:
+		return keys[k].words;
+	case TYPE_BOOL:
+		return bool_words;
+	default:
+		return NULL;
+	}
+}
+
+void
+cfg_key_default(enum cfg_key k, char *buf, size_t len)
+{
+	const char *const *words = cfg_key_words(k);
+
+	if (words == NULL)
+		snprintf(buf, len, "%" PRId64, keys[k].def);
+	else
+		snprintf(buf, len, "%s", spelling(words, (int)keys[k].def));
+}
+
+int
+cfg_key_set(struct config *c, enum cfg_key k, const char *value)
+{
+	const char *const *words = cfg_key_words(k);
+	int	 i;
+
+	if (words == NULL || !key_active(c, k))
+		return -1;
+	for (i = 0; words[i] != NULL; i++)
+		if (strcmp(words[i], value) == 0)
+			break;
+	if (words[i] == NULL)
+		return -1;
+	key_set(c, k, i);
+	/* As a --set of it: written, at no position, over any profile. */
+	keyset_add(&c->given, k);
+	c->from_profile.w[k / 64] &= ~((uint64_t)1 << (k % 64));
+	cfg_set_key_mark(c, k, (struct cfg_mark){ 0, 0 });
+	return 0;
+}
+
 bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {

@@ -613,6 +613,21 @@ bool	 cfg_key_is_setting(enum cfg_key);
 /* What JSON type a key's value is: a number, a boolean or a string. */
 enum cfg_value_type { CFG_VALUE_STRING, CFG_VALUE_NUMBER, CFG_VALUE_BOOL };
 enum cfg_value_type cfg_key_value_type(enum cfg_key);
+/*
+ * The values a setting may be set to, as written: an enumeration's
+ * spellings in their order, "false" and "true" for a boolean; NULL for
+ * numbers, strings and sections.
+ */
+const char *const *cfg_key_words(enum cfg_key);
+/* The reference default of a key, as written, into buf. */
+void	 cfg_key_default(enum cfg_key, char *buf, size_t len);
+/*
+ * Set key k of a loaded config to one of its cfg_key_words, as --set KEY=
+ * VALUE would have: the key counts as written, over any profile.  The
+ * caller checks the constraints again (cfg_check_constraints).  -1 when
+ * value is not one of its words or the key is inactive.
+ */
+int	 cfg_key_set(struct config *, enum cfg_key, const char *value);
 /* False for keys under an absent optional section (model.moe). */
 bool	 cfg_key_is_active(const struct config *, enum cfg_key);
 /* True for the keys that describe the job (mesh, model.moe), not a framework. */

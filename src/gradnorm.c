@@ -953,11 +953,15 @@ fmt(struct audit *a, const char *format, ...)
 	return arena_strdup(&a->arena, buf);
 }
 
-/* The settings that differ from the correct norm, for a message. */
-static void
+/*
+ * The settings that differ from the correct norm, for a message; the
+ * first is the finding's cause (KEY__COUNT: none).
+ */
+static enum cfg_key
 wrong_settings(const struct config *c, enum finding_kind kind, char *names,
     size_t nlen, char *fixes, size_t flen, const char **dim)
 {
+	enum cfg_key cause = KEY__COUNT;
 	size_t	i;
 	char	v[64];
 
@@ -968,19 +972,22 @@ wrong_settings(const struct config *c, enum finding_kind kind, char *names,
 		    !(settings[i].kinds & (1u << kind)))
 			continue;
 		cfg_key_value(c, settings[i].key, v, sizeof v);
-		if (names[0] == '\0')
+		if (names[0] == '\0') {
 			*dim = settings[i].dim;
+			cause = settings[i].key;
+		}
 		snprintf(names + strlen(names), nlen - strlen(names), "%s%s: %s",
 		    names[0] ? ", " : "", cfg_key_path(settings[i].key), v);
 		snprintf(fixes + strlen(fixes), flen - strlen(fixes), "%s%s",
 		    fixes[0] ? "; " : "", settings[i].fix);
 	}
+	return cause;
 }
 
 static void
-add_finding(struct audit *a, enum finding_kind kind, const char **params,
-    size_t nparams, const int *ranks, size_t nranks, const char *dim,
-    const char *message, const char *fix)
+add_finding(struct audit *a, enum finding_kind kind, enum cfg_key cause,
+    const char **params, size_t nparams, const int *ranks, size_t nranks,
+    const char *dim, const char *message, const char *fix)
 {
 	struct finding	*nf, *f;
 	size_t		 i, j, k, n;
@@ -1024,6 +1031,7 @@ add_finding(struct audit *a, enum finding_kind kind, const char **params,
 	f->dim = dim;
 	f->message = message;
 	f->fix = fix;
+	f->cause = cause;
 }
 
 /* One finding per direction of a wrong class: over- and under-count. */
@@ -1034,13 +1042,14 @@ explain_class(struct audit *a, const struct gn_class *cl)
 	const char	*dim, **params;
 	size_t		 i, n;
 	int		 over;
+	enum cfg_key	 cause;
 
 	for (over = 1; over >= 0; over--) {
 		enum finding_kind kind = over ? FINDING_OVER_COUNT :
 		    FINDING_UNDER_COUNT;
 
-		wrong_settings(a->config, kind, names, sizeof names, fixes,
-		    sizeof fixes, &dim);
+		cause = wrong_settings(a->config, kind, names, sizeof names,
+		    fixes, sizeof fixes, &dim);
 		params = arena_alloc(&a->arena, (cl->nmults + 1) *
 		    sizeof *params);
 		for (i = n = 0; i < cl->nmults; i++)
@@ -1049,7 +1058,8 @@ explain_class(struct audit *a, const struct gn_class *cl)
 				params[n++] = cl->mults[i].param;
 		if (n == 0)
 			continue;
-		add_finding(a, kind, params, n, cl->ranks, cl->nranks, dim, fmt(a, "the "
+		add_finding(a, kind, cause, params, n, cl->ranks, cl->nranks,
+		    dim, fmt(a, "the "
 		    "gradient norm of these ranks counts the elements of %zu "
 		    "parameter%s %s%s%s%s, so clipping scales the update by a "
 		    "wrong factor", n, n == 1 ? "" : "s", over ? "more than "
@@ -1071,6 +1081,7 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 	int		 r, first = g->class_of[0];
 	size_t		 norms = g->nclasses;
 	bool		 idle = false;
+	enum cfg_key	 cause;
 
 	for (r = 0; r < a->mesh.world; r++)
 		if (g->class_of[r] != first)
@@ -1081,7 +1092,7 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 			idle = true;
 			break;
 		}
-	wrong_settings(a->config, FINDING_INCONSISTENT_CLIP, names,
+	cause = wrong_settings(a->config, FINDING_INCONSISTENT_CLIP, names,
 	    sizeof names, fixes, sizeof fixes, &dim);
 	/*
 	 * The parameters the norms disagree on; where they count the same
@@ -1100,7 +1111,8 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 	if (np == 0)
 		for (i = 0; i < a->nparams; i++)
 			params[np++] = a->params[i].name;
-	add_finding(a, FINDING_INCONSISTENT_CLIP, params, np, ranks, n, dim,
+	add_finding(a, FINDING_INCONSISTENT_CLIP, cause, params, np, ranks, n,
+	    dim,
 	    fmt(a, "the ranks clip by %zu different gradient norms%s: "
 	    "replicas that must stay equal scale their updates by different "
 	    "factors and drift apart%s%s%s", norms, idle ? " (these ranks "

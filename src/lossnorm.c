@@ -602,6 +602,57 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 	mtp_build(ln, cfg, mesh);
 }
 
+/*
+ * Does every chunk's loss factor, divided by `divisor` in the
+ * data-parallel reduction, give its atoms the objective's weight: the
+ * main loss's, each multi-token prediction layer's and the auxiliary
+ * losses'?  A chunk without valid tokens has no atoms to weigh.
+ */
+static bool
+factors_match(const struct loss_norm *ln, int which, int divisor)
+{
+	struct rational	 d = q_make(1, divisor);
+	int		 c, k;
+
+	switch (which) {
+	case 0:
+		for (c = 0; c < ln->chunks; c++)
+			if (ln->valid[c] > 0 && !q_equal(q_mul(ln->coef[c], d),
+			    ln->weight[c]))
+				return false;
+		return true;
+	case 1:
+		for (k = 0; k < ln->mtp; k++)
+			for (c = 0; c < ln->chunks; c++)
+				if (ln->mtp_valid[k * ln->chunks + c] > 0 &&
+				    !q_equal(q_mul(ln->mtp_coef[k * ln->chunks +
+				    c], d), ln->mtp_expected[k]))
+					return false;
+		return true;
+	default:
+		return ln->aux_source < 0 || q_equal(q_mul(ln->aux_coef, d),
+		    ln->aux_expected);
+	}
+}
+
+bool
+lossnorm_main_matches(const struct loss_norm *ln, int divisor)
+{
+	return factors_match(ln, 0, divisor);
+}
+
+bool
+lossnorm_mtp_matches(const struct loss_norm *ln, int divisor)
+{
+	return factors_match(ln, 1, divisor);
+}
+
+bool
+lossnorm_aux_matches(const struct loss_norm *ln, int divisor)
+{
+	return factors_match(ln, 2, divisor);
+}
+
 void
 lossnorm_free(struct loss_norm *ln)
 {

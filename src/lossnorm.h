@@ -133,6 +133,16 @@ bool	 lossnorm_slot_counts(const struct loss_norm *, int c, int64_t t,
  * line for the report's header (NULL for token-mean, the default).
  */
 const char *lossnorm_objective_note(enum loss_objective);
+/*
+ * Does each chunk's loss factor, divided by `divisor` in the
+ * data-parallel reduction (lossnorm_size of sync.dp_divisor), weigh its
+ * atoms as the objective does: the main loss's, the multi-token
+ * prediction layers' and the auxiliary losses' (true when the model has
+ * none)?  What fix.c derives a loss's fix from, before it audits it.
+ */
+bool	 lossnorm_main_matches(const struct loss_norm *, int divisor);
+bool	 lossnorm_mtp_matches(const struct loss_norm *, int divisor);
+bool	 lossnorm_aux_matches(const struct loss_norm *, int divisor);
 /* The default ("uneven") valid tokens of a chunk of `tokens` slots. */
 int	 lossnorm_uneven_count(int64_t tokens, int chunk);
 /*

@@ -2338,6 +2338,23 @@ jsonw_effect(struct json *j, const struct effect *e)
 	jsonw_end_object(j);
 }
 
+/* A fix as the --set options that make it: ["loss.scale=dp-cp", ...]. */
+static void
+jsonw_fix_settings(struct json *j, const char *key,
+    const struct fix_setting *s, size_t n)
+{
+	char	 buf[256];
+	size_t	 i;
+
+	jsonw_key(j, key);
+	jsonw_begin_array(j);
+	for (i = 0; i < n; i++) {
+		snprintf(buf, sizeof buf, "%s=%s", s[i].key, s[i].value);
+		jsonw_string(j, buf);
+	}
+	jsonw_end_array(j);
+}
+
 static void
 jsonw_finding(struct json *j, const struct finding *f)
 {
@@ -2360,6 +2377,11 @@ jsonw_finding(struct json *j, const struct finding *f)
 	jsonw_key_string_or_null(j, "dim", f->dim);
 	jsonw_key_string_or_null(j, "message", f->message);
 	jsonw_key_string_or_null(j, "fix", f->fix);
+	jsonw_key_string_or_null(j, "cause", f->cause < KEY__COUNT ?
+	    cfg_key_path(f->cause) : NULL);
+	jsonw_fix_settings(j, "fix_set", f->fix_set, f->nfix_set);
+	jsonw_fix_settings(j, "fix_alternative", f->fix_alternative,
+	    f->nfix_alternative);
 	jsonw_effect(j, &f->effect);
 	jsonw_key_bool(j, "accepted", f->accepted);
 	/* The baseline entry that matched, even an expired one. */

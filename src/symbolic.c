@@ -1346,8 +1346,8 @@ wrong_ranks(struct audit *a, const struct param_result *pr, size_t *n)
  */
 static void
 add_finding(struct finding_list *fl, enum finding_kind kind,
-    const struct param_result *pr, const char *op, const char *dim,
-    const char *message, const char *fix)
+    enum cfg_key cause, const struct param_result *pr, const char *op,
+    const char *dim, const char *message, const char *fix)
 {
 	struct audit	*a = fl->audit;
 	struct finding	*f;
@@ -1407,6 +1407,7 @@ add_finding(struct finding_list *fl, enum finding_kind kind,
 	f->dim = dim;
 	f->message = message;
 	f->fix = fix;
+	f->cause = cause;
 }
 
 static const char *
@@ -1458,7 +1459,8 @@ explain_placement(struct finding_list *fl, const struct mesh *mesh,
 	    (s->truth.etp == PLACE_REPLICATE &&
 	    s->declared.etp == PLACE_PARTIAL);
 	if (missing)
-		add_finding(fl, FINDING_MISSING_REDUCTION, pr, s->label, "tp",
+		add_finding(fl, FINDING_MISSING_REDUCTION, s->key, pr, s->label,
+		    "tp",
 		    fmt(a, "over tp the gradient is %s (each tp rank holds "
 		    "only its share) but is declared %s, so the %s never "
 		    "runs%s%s%s", pl_format(mesh, s->truth, truth, sizeof truth),
@@ -1466,7 +1468,7 @@ explain_placement(struct finding_list *fl, const struct mesh *mesh,
 		    s->label, s->cite ? " (" : "", s->cite ? s->cite : "",
 		    s->cite ? ")" : ""), s->fix);
 	else if (doubled)
-		add_finding(fl, FINDING_DOUBLE_COUNT, pr, s->label, "tp",
+		add_finding(fl, FINDING_DOUBLE_COUNT, s->key, pr, s->label, "tp",
 		    fmt(a, "over tp the gradient is %s but is declared %s "
 		    "and reduced over tp, which counts its replicated part "
 		    "once per replica", pl_format(mesh, s->truth, truth,
@@ -1492,7 +1494,8 @@ explain_backward_reductions(struct finding_list *fl, const struct model *m,
 		if (r->stage != stage || r->boundary ||
 		    pl_equal(r->truth, r->declared))
 			continue;
-		add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
+		add_finding(fl, FINDING_MISSING_REDUCTION, KEY_EXPERT_INPUT_GRAD,
+		    pr, r->what, r->dim,
 		    fmt(fl->audit, "the %s is %s over %s but declared %s, so "
 		    "its all-reduce over %s (%s) is skipped and the router's "
 		    "score gradient stays Partial", r->what, pl_format(&m->mesh,
@@ -1563,7 +1566,8 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		return false;
 	r = &ctx->reductions[m->params[p].boundary];
 	if (r->router_twice)
-		add_finding(fl, FINDING_DOUBLE_COUNT, pr, r->what, r->dim,
+		add_finding(fl, FINDING_DOUBLE_COUNT, KEY_ROUTER_INPUT_GRAD, pr,
+		    r->what, r->dim,
 		    fmt(fl->audit, "in the MoE block of layer %d the router's "
 		    "input gradient is all-reduced over tp although it is "
 		    "complete on every tp rank already, so it is counted tp "
@@ -1575,7 +1579,8 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		    "(sync.router_input_grad: none; torchtitan PR #3386 stops "
 		    "wrapping the gate's input in from_local(Replicate))");
 	if (r->summed_whole)
-		add_finding(fl, FINDING_DOUBLE_COUNT, pr, r->what, r->dim,
+		add_finding(fl, FINDING_DOUBLE_COUNT, KEY_ROUTER_INPUT_GRAD, pr,
+		    r->what, r->dim,
 		    fmt(fl->audit, "at the boundary of the MoE block of layer "
 		    "%d the block input's gradient is declared Partial and "
 		    "summed over tp as it is, but part of it was all-reduced "
@@ -1591,8 +1596,8 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		    "from_local(Replicate))");
 	if (!r->missing)
 		return true;
-	add_finding(fl, FINDING_MISSING_REDUCTION, pr, r->what, r->dim,
-	    fmt(fl->audit, "at the boundary of the MoE block of layer %d the "
+	add_finding(fl, FINDING_MISSING_REDUCTION, KEY_MOE_INPUT_GRAD, pr,
+	    r->what, r->dim, fmt(fl->audit, "at the boundary of the MoE block of layer %d the "
 	    "block input's gradient is %s over tp but declared %s, so it is "
 	    "never summed over tp: each tp rank keeps its own share, and "
 	    "every gradient computed before the block (norms, mixer, "
@@ -1785,7 +1790,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	const struct sym_context *ctx = run->ctx;
 	const struct model *m = run->model;
 	struct audit	*a = fl->audit;
-	const struct sync_step *scale_step = NULL;
+	const struct sync_step *scale_step = NULL, *factor_step;
+	enum cfg_key	 scale_cause;
 	struct rational	 c;
 	char		 q[48];
 	bool		 explained = false, uniform;
@@ -1828,7 +1834,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 
 		if (run->issues[i].logical != l)
 			continue;
-		add_finding(fl, FINDING_WRONG_ORDER, pr, s->label,
+		add_finding(fl, FINDING_WRONG_ORDER, s->key, pr, s->label,
 		    mesh_group_name(s->group), fmt(a, "the %s combined copies "
 		    "in different states: parts of one were already reduced "
 		    "by an earlier collective and parts of the other were "
@@ -1839,16 +1845,31 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	}
 	if (explained || pr->correct)
 		return;
+	/*
+	 * The scaling step's setting is the cause of a wrong factor (or
+	 * group) only when it decides one (sync.dp_divisor, dp_group,
+	 * expert_grad_divisor, ...) and its fix names it: a step decided by
+	 * its rule alone (the distributed optimizer's reduce-scatter) leaves
+	 * the loss's own factor as the cause (issue 23: a dense model was
+	 * told to set sync.expert_grad_divisor).
+	 */
+	factor_step = scale_step != NULL && scale_step->fix != NULL &&
+	    strstr(scale_step->fix, cfg_key_path(scale_step->key)) != NULL ?
+	    scale_step : NULL;
+	/* The group a reduction runs over is no factor. */
+	scale_cause = factor_step != NULL && factor_step->key !=
+	    KEY_DP_GROUP ? factor_step->key : KEY__COUNT;
 	if (all_wrong_proportional(pr, &c)) {
 		q_format(c, q, sizeof q);
-		add_finding(fl, FINDING_WRONG_SCALE, pr, scale_step ?
+		add_finding(fl, FINDING_WRONG_SCALE, scale_cause, pr,
+		    scale_step ?
 		    scale_step->label : "gradient scaling", scale_step ?
 		    mesh_group_name(scale_step->group) : "dp",
 		    fmt(a, "the used values are %s times the expected "
 		    "gradient: the right contributions with the wrong "
 		    "factor (the data-parallel divisor, or the loss's own "
-		    "normalization and scale)", q), scale_step &&
-		    scale_step->fix ? scale_step->fix : "make the loss "
+		    "normalization and scale)", q), scale_cause != KEY__COUNT ?
+		    factor_step->fix : "make the loss "
 		    "factor times the data-parallel divisor 1/N for every "
 		    "token (loss.normalize_by, loss.scale, sync.dp_divisor)");
 		return;
@@ -1860,7 +1881,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 */
 	if (all_wrong_aux(&ctx->atoms, pr, &c)) {
 		q_format(c, q, sizeof q);
-		add_finding(fl, FINDING_WRONG_SCALE, pr, "auxiliary loss "
+		add_finding(fl, FINDING_WRONG_SCALE, KEY_AUX_SCALE, pr,
+		    "auxiliary loss "
 		    "scaling", "dp", q_is_zero(c) ? fmt(a, "the router's "
 		    "gradient holds the main loss's part but none of the "
 		    "auxiliary losses' (load balancing, z-loss): their "
@@ -1883,7 +1905,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (m->loss.mtp > 0 && all_wrong_mtp(&ctx->atoms, pr, &c, &uniform)) {
 		q_format(c, q, sizeof q);
 		if (uniform)
-			add_finding(fl, FINDING_WRONG_SCALE, pr, "multi-token "
+			add_finding(fl, FINDING_WRONG_SCALE, KEY_MTP_SCALE, pr,
+			    "multi-token "
 			    "prediction loss scaling", "dp", fmt(a, "the main "
 			    "loss's part is right, but the multi-token "
 			    "prediction losses' part is %s times the expected "
@@ -1894,8 +1917,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "step's valid tokens of its rolled mask "
 			    "(loss.mtp_scale)");
 		else if (mtp_unequal_over_cp(&ctx->atoms, pr))
-			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
-			    "multi-token prediction loss normalization", "cp",
+			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
+			    pr, "multi-token prediction loss normalization", "cp",
 			    fmt(a, "the main loss's part is right, but the "
 			    "multi-token prediction losses' atoms of one "
 			    "micro-batch weigh differently on its cp ranks: "
@@ -1910,8 +1933,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "count over the cp group, times cp (loss.mtp_scale: "
 			    "micro-batches-cp-group)");
 		else
-			add_finding(fl, FINDING_WRONG_WEIGHTS, pr,
-			    "multi-token prediction loss normalization", "dp",
+			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
+			    pr, "multi-token prediction loss normalization", "dp",
 			    fmt(a, "the main loss's part is right, but the "
 			    "multi-token prediction losses' atoms are weighted "
 			    "unequally: their losses are divided by token "
@@ -1928,7 +1951,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * makes them (lossnorm.h).
 	 */
 	if (all_wrong(pr, lc_same_atoms)) {
-		add_finding(fl, FINDING_WRONG_WEIGHTS, pr, "loss "
+		add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_NORMALIZE_BY, pr,
+		    "loss "
 		    "normalization", "dp", fmt(a, "the used values hold "
 		    "every chunk's contribution (a micro-batch of a dp or cp "
 		    "rank), but weighted unequally: the chunks' losses are "
@@ -1952,7 +1976,9 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		bool dense_expert = m->params[p].expert &&
 		    layout_buffer_of(m, p) == BUFFER_DENSE;
 
-		add_finding(fl, FINDING_WRONG_GROUP, pr, scale_step ?
+		add_finding(fl, FINDING_WRONG_GROUP, dense_expert ?
+		    KEY_EXPERT_BUFFER : factor_step ? factor_step->key :
+		    KEY__COUNT, pr, scale_step ?
 		    scale_step->label : "gradient synchronization", scale_step ?
 		    mesh_group_name(scale_step->group) : "dp", fmt(a, "each "
 		    "wrong rank holds a partial sum: contributions computed "
@@ -1970,12 +1996,14 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		return;
 	}
 	if (!pr->consistent)
-		add_finding(fl, FINDING_REPLICA_MISMATCH, pr, "gradient "
+		add_finding(fl, FINDING_REPLICA_MISMATCH, factor_step ?
+		    factor_step->key : KEY__COUNT, pr, "gradient "
 		    "synchronization", "dp", "replicas that must hold the "
 		    "same gradient disagree", "run gradaudit explain on this "
 		    "parameter to see which collective separates them");
 	else
-		add_finding(fl, FINDING_WRONG_GROUP, pr, "gradient "
+		add_finding(fl, FINDING_WRONG_GROUP, factor_step ?
+		    factor_step->key : KEY__COUNT, pr, "gradient "
 		    "synchronization", "dp", "the used values combine "
 		    "contributions of the wrong set of ranks",
 		    "run gradaudit explain on this parameter to see which "

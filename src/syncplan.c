@@ -303,6 +303,9 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	    "of the group they are reduced over, dp*cp, or by nothing when "
 	    "the loss is divided by the valid tokens of the whole step "
 	    "(sync.dp_divisor; Megatron 3bdcbbbe5d for #906)";
+	static const char group_fix[] = "reduce the data-parallel "
+	    "gradients over dp x cp, every rank that holds the same weights, "
+	    "not over dp alone (sync.dp_group: dp-cp; VeOmni #1115)";
 	static const char avg_fix[] = "pre-scale the expert buffers by "
 	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
 	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
@@ -367,8 +370,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		}
 		s = new_step(plan, m, rule, buffer_is_sharded(m, k) ?
 		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
-		if (pure)
+		if (pure) {
 			s->key = KEY_DP_GROUP;
+			s->fix = group_fix;
+		}
 		if (k == BUFFER_EXPERT &&
 		    cfg->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE)
 			s->key = KEY_EXPERT_BUFFER;
