@@ -678,8 +678,13 @@ expectation(char *buf, size_t size, enum cfg_key k)
 	switch (keys[k].type) {
 	case TYPE_INT:
 	case TYPE_INT64:
-		snprintf(buf, size, "%s", keys[k].min > 0 ?
-		    "a positive integer" : "a non-negative integer");
+		/* limits.vpp_min_pp starts at 2: "positive" would admit 1. */
+		if (keys[k].min > 1)
+			snprintf(buf, size, "an integer of at least %" PRId64,
+			    keys[k].min);
+		else
+			snprintf(buf, size, "%s", keys[k].min > 0 ?
+			    "a positive integer" : "a non-negative integer");
 		break;
 	case TYPE_BOOL:
 		snprintf(buf, size, "%s", BOOL_WORDS);
@@ -1126,8 +1131,8 @@ load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	}
 	if (r == INT_HUGE || v > d->max) {
 		error_at(ld, &ev->start_mark, d->path,
-		    "expected %s at most %" PRId64 ", got %s", what, d->max,
-		    got);
+		    "expected %s%s at most %" PRId64 ", got %s", what,
+		    d->min > 1 ? " and" : "", d->max, got);
 		return -1;
 	}
 	key_set(ld->cfg, k, v);
@@ -2526,7 +2531,10 @@ find_violation(const struct config *c, char *buf, size_t size)
 		v = key_get(c, (enum cfg_key)k);
 		if (v >= d->min && v <= d->max)
 			continue;
-		if (v < d->min)
+		if (v < d->min && d->min > 1)
+			snprintf(buf, size, "%s (%" PRId64 ") must be at least %"
+			    PRId64, key_leaf((enum cfg_key)k), v, d->min);
+		else if (v < d->min)
 			snprintf(buf, size, "%s (%" PRId64 ") must be %s",
 			    key_leaf((enum cfg_key)k), v, d->min > 0 ?
 			    "positive" : "non-negative");
