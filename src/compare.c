@@ -1299,25 +1299,44 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 	return 0;
 }
 
-/* What both comparisons share: tolerances, atoms, the header's facts. */
-static void
-compare_begin(struct cmp *c, const struct trace *t, struct audit *a,
-    const char *against)
+/* The coarsest dtype of t's finals not finer than dt. */
+static enum trace_dtype
+coarsest_final(const struct trace *t, enum trace_dtype dt)
 {
-	struct audit_trace	*at;
-	enum trace_dtype	 dt = TRACE_F64;
-	size_t			 i;
+	size_t	i;
 
-	memset(c, 0, sizeof *c);
-	c->t = t;
-	c->a = a;
-	c->K = t->micro_batches;
-	/* The coarsest dtype of any final sets the tolerances. */
 	for (i = 0; i < t->ntensors; i++)
 		if (t->tensors[i].kind == TRACE_FINAL &&
 		    trace_dtype_size(t->tensors[i].dtype) <
 		    trace_dtype_size(dt))
 			dt = t->tensors[i].dtype;
+	return dt;
+}
+
+/*
+ * What both comparisons share: tolerances, atoms, the header's facts.
+ * ref is the reference, or NULL against a config.
+ */
+static void
+compare_begin(struct cmp *c, const struct trace *t, const struct trace *ref,
+    struct audit *a, const char *against)
+{
+	struct audit_trace	*at;
+	enum trace_dtype	 dt;
+
+	memset(c, 0, sizeof *c);
+	c->t = t;
+	c->a = a;
+	c->K = t->micro_batches;
+	/*
+	 * The coarsest dtype of any final, the reference's too, sets the
+	 * tolerances: a float32 reference holds a float64 step's values
+	 * only to float32's rounding, and held to float64's tolerance every
+	 * right parameter would be wrong.
+	 */
+	dt = coarsest_final(t, TRACE_F64);
+	if (ref != NULL)
+		dt = coarsest_final(ref, dt);
 	compare_tolerance(dt, &c->tol);
 	atom_space_init(&a->atoms);
 	a->atoms.mesh = a->mesh;
@@ -1371,7 +1390,7 @@ compare_config(const struct trace *t, const struct audit *cfg,
 		return -1;
 	}
 	a->mesh = cfg->mesh;
-	compare_begin(&c, t, a, config_file);
+	compare_begin(&c, t, NULL, a, config_file);
 	c.cfg = cfg;
 	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
 	    sizeof(*a->params));
@@ -1442,7 +1461,7 @@ compare_traces(const struct trace *t, const struct trace *ref,
 		return -1;
 	}
 	build_mesh(t, &a->mesh);
-	compare_begin(&c, t, a, ref->dir);
+	compare_begin(&c, t, ref, a, ref->dir);
 	c.ref = ref;
 	a->numeric = true;
 	a->params = arena_alloc(&a->arena, (t->nparams + 1) *

@@ -2,7 +2,8 @@
 """Write a small gradaudit trace and its reference, for the tests.
 
     python3 tests/trace/mktrace.py [--dp D] [--tp T] [--micro-batches K]
-        [--dtype F32|F64] [--seed S] [--bug NAME] [--defect NAME] OUT
+        [--dtype F32|F64] [--ref-dtype F32|F64] [--seed S] [--bug NAME]
+        [--defect NAME] OUT
 
 writes OUT/parallel (D x T ranks, tp fastest as Megatron numbers them) and
 OUT/reference (one rank), in the format of gradaudit-trace(5).  The step
@@ -19,6 +20,9 @@ each kind of final:
 
 W is D x T x K, so that every region has more elements than contributions
 (fewer could not be fitted).
+
+--ref-dtype writes the reference in another dtype than the step (a reference
+run without the step's default dtype).
 
 --bug makes the step wrong (missing, double, noise, huge); --defect makes the
 trace itself bad (see DEFECTS), for gradaudit compare to refuse with exit 2.
@@ -178,10 +182,11 @@ def make_step(args):
         x = par.ranks[0].find("final/norm.weight")
         x[3][0] = 1e300 if dt == "F64" else 3e38
 
+    rdt = args.ref_dtype or dt
     ref = Trace({"format": "gradaudit-trace", "version": 1,
                  "mode": "reference", "step": "ref-" + STEP,
                  "reference_of": STEP, "world": 1, "micro_batches": 1,
-                 "dtype": NAMES[dt], "files": ["rank-0.safetensors"]})
+                 "dtype": NAMES[rdt], "files": ["rank-0.safetensors"]})
     rk = Rank({"rank": 0, "world": 1, "step": "ref-" + STEP,
                "mode": "reference", "micro_batches": 1,
                "grad_norm": ref_norm,
@@ -193,7 +198,7 @@ def make_step(args):
         rk.add("final/" + name, {"param": name, "kind": "final",
                                  "offset": [0] * len(shapes[name]),
                                  "box": shapes[name]},
-               dt, shapes[name], rounded(dt, values))
+               rdt, shapes[name], rounded(rdt, values))
     ref.ranks.append(rk)
     return par, ref
 
@@ -443,6 +448,7 @@ def main(argv):
     ap.add_argument("--tp", type=int, default=2)
     ap.add_argument("--micro-batches", type=int, default=2)
     ap.add_argument("--dtype", choices=sorted(PACK), default="F64")
+    ap.add_argument("--ref-dtype", choices=sorted(PACK))
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
                                       "huge"], default="none")
