@@ -47,6 +47,7 @@ compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
 		tol->value = 1e-10;
 		tol->residual = 1e-10;
 		tol->snap = 1e-8;
+		tol->rank = 1e-9;
 		tol->infer = true;
 		break;
 	case TRACE_F32:
@@ -58,6 +59,12 @@ compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
 		tol->value = 1e-5;
 		tol->residual = 1e-5;
 		tol->snap = 1e-4;
+		/*
+		 * Copies that differ in the last bits (2^-24 relative) are
+		 * dependent here: fitted apart, any split of their sum would
+		 * snap to some fraction and pass the residual check.
+		 */
+		tol->rank = 1e-5;
 		tol->infer = true;
 		break;
 	case TRACE_BF16:
@@ -66,6 +73,7 @@ compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
 		tol->value = 2e-2;
 		tol->residual = 0;
 		tol->snap = 0;
+		tol->rank = 0;
 		tol->infer = false;
 		break;
 	}
@@ -241,10 +249,15 @@ make_lincomb(struct arena *ar, const struct column *cols, size_t ncols,
 	return lc;
 }
 
-/* Fit v (m sampled rows) over the kept columns and snap; NULL: undetermined. */
+/*
+ * Fit v (m sampled rows) over the kept columns and snap; false:
+ * undetermined, with *dependent set when the columns themselves are (a
+ * combination of the others on these rows).
+ */
 static bool
 fit_snap(struct cmp *c, const double *rows, size_t m, size_t width,
-    int vcol, const int *keptcol, int nk, struct rational *q, double *coef)
+    int vcol, const int *keptcol, int nk, struct rational *q, double *coef,
+    bool *dependent)
 {
 	double	*x, *y;
 	size_t	 i;
@@ -258,7 +271,8 @@ fit_snap(struct cmp *c, const double *rows, size_t m, size_t width,
 		for (j = 0; j < nk; j++)
 			x[j * m + i] = rows[i * width + keptcol[j]];
 	}
-	ok = fit_least_squares(x, (int)m, nk, y, coef);
+	ok = fit_least_squares(x, (int)m, nk, y, coef, c->tol.rank);
+	*dependent = !ok;
 	for (j = 0; ok && j < nk; j++)
 		ok = fit_rational(coef[j], c->tol.snap, &q[j]);
 	free(x);
@@ -298,6 +312,7 @@ struct region_result {
 	size_t		 rows;		/* nonzero elements sampled */
 	double		 residual;	/* relative, of the held values */
 	bool		 has_residual;	/* they snapped: residual is theirs */
+	bool		 dependent;	/* columns dependent on the rows fitted */
 };
 
 /* The relative residual: sqrt(e / s), or sqrt(e) for values all zero. */
@@ -424,9 +439,9 @@ audit_region(struct cmp *c, const struct trace_param *p,
 	qy = xcalloc((size_t)nk + 1, sizeof(*qy));
 	qr = xcalloc((size_t)nk + 1, sizeof(*qr));
 	res->determined = fit_snap(c, c->sample, m, width, 0, keptcol, nk,
-	    qy, cy);
+	    qy, cy, &res->dependent);
 	res->ref_determined = fit_snap(c, c->sample, m, width, 1, keptcol, nk,
-	    qr, cr);
+	    qr, cr, &res->dependent);
 	/* The snapped expressions must reproduce every element. */
 	if (res->determined || res->ref_determined) {
 		for (i0 = lo; i0 < hi; i0 += CHUNK) {
@@ -845,6 +860,15 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
 				    "%d contributions on %zu nonzero elements "
 				    "cannot be told apart: undetermined",
+				    f->rank, rlo, rhi, res.fitted, res.rows));
+			else if (!res.determined && c->tol.infer &&
+			    res.dependent)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contributions are not independent on "
+				    "the %zu elements fitted (copies that "
+				    "differ only in rounding, or contributions "
+				    "nonzero on few elements): undetermined",
 				    f->rank, rlo, rhi, res.fitted, res.rows));
 			else if (!res.determined && c->tol.infer)
 				note_add(&c->a->arena, notes, &nnotes, &more,

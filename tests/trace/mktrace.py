@@ -2,8 +2,8 @@
 """Write a small gradaudit trace and its reference, for the tests.
 
     python3 tests/trace/mktrace.py [--dp D] [--tp T] [--micro-batches K]
-        [--dtype F32|F64] [--ref-dtype F32|F64] [--seed S] [--bug NAME]
-        [--defect NAME] OUT
+        [--dtype F32|F64] [--ref-dtype F32|F64] [--ulp-copies] [--seed S]
+        [--bug NAME] [--defect NAME] OUT
 
 writes OUT/parallel (D x T ranks, tp fastest as Megatron numbers them) and
 OUT/reference (one rank), in the format of gradaudit-trace(5).  The step
@@ -22,7 +22,10 @@ W is D x T x K, so that every region has more elements than contributions
 (fewer could not be fitted).
 
 --ref-dtype writes the reference in another dtype than the step (a reference
-run without the step's default dtype).
+run without the step's default dtype).  --ulp-copies makes the tp copies of
+norm.weight differ from tp rank 0's in the last bit of every third element,
+as copies computed by kernels that sum in another order do: they are then
+not identical, only nearly.
 
 --bug makes the step wrong (missing, double, noise, huge); --defect makes the
 trace itself bad (see DEFECTS), for gradaudit compare to refuse with exit 2.
@@ -73,6 +76,16 @@ def rounded(dtype, values):
     return list(struct.unpack(fmt, struct.pack(fmt, *values)))
 
 
+def next_up(dtype, v):
+    """The next value of dtype above v (v finite and stored in dtype)."""
+    code = {"F32": ("<f", "<i"), "F64": ("<d", "<q")}[dtype]
+    bits = struct.unpack(code[1], struct.pack(code[0], v))[0]
+    bits += 1 if v >= 0 else -1
+    if v == 0:
+        bits = 1
+    return struct.unpack(code[0], struct.pack(code[1], bits))[0]
+
+
 def combine(terms):
     """sum of coef * vector over (coef, vector) pairs."""
     out = [0.0] * len(terms[0][1])
@@ -107,6 +120,10 @@ def make_step(args):
                 rounded(dt, box_values(rng, size["norm.weight"]))
                 if r % tp == 0
                 else contrib["norm.weight"][r - r % tp][m])
+            if r % tp != 0 and args.ulp_copies:
+                contrib["norm.weight"][r][m] = [
+                    next_up(dt, v) if i % 3 == 0 else v
+                    for i, v in enumerate(contrib["norm.weight"][r][m])]
 
     def rank(d, t):
         return d * tp + t
@@ -449,6 +466,7 @@ def main(argv):
     ap.add_argument("--micro-batches", type=int, default=2)
     ap.add_argument("--dtype", choices=sorted(PACK), default="F64")
     ap.add_argument("--ref-dtype", choices=sorted(PACK))
+    ap.add_argument("--ulp-copies", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
                                       "huge"], default="none")
