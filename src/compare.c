@@ -1388,10 +1388,67 @@ compare_end(struct cmp *c)
 	free(c->sample);
 }
 
+/*
+ * The config describes the traced ranks: the same mesh where the trace
+ * names one, and each rank where its coordinates place it.  Otherwise the
+ * config's rank r is another rank than the trace's r, and every
+ * difference would be a finding about the code.
+ */
+static int
+check_config_mesh(const struct trace *t, const struct mesh *m,
+    const char *config_file, char *err, size_t errlen)
+{
+	struct coord	 c;
+	int		 want[TRACE_DIM__COUNT], r, d;
+
+	want[TRACE_DIM_DP] = m->pure_dp;
+	want[TRACE_DIM_PP] = m->pp;
+	want[TRACE_DIM_TP] = m->tp;
+	want[TRACE_DIM_CP] = m->cp;
+	want[TRACE_DIM_EP] = m->ep;
+	want[TRACE_DIM_ETP] = m->etp;
+	/* ep and etp: a trace leaves them out (1) unless they regroup. */
+	for (d = 0; t->has_mesh && d < TRACE_DIM__COUNT; d++)
+		if (t->mesh[d] != want[d] && (d < TRACE_DIM_EP ||
+		    t->mesh[d] > 1)) {
+			snprintf(err, errlen, "%s/manifest.json: mesh dp=%d "
+			    "pp=%d tp=%d cp=%d, but %s has dp=%d pp=%d tp=%d "
+			    "cp=%d: give the config the traced job's mesh",
+			    t->dir, t->mesh[TRACE_DIM_DP], t->mesh[TRACE_DIM_PP],
+			    t->mesh[TRACE_DIM_TP], t->mesh[TRACE_DIM_CP],
+			    config_file, m->pure_dp, m->pp, m->tp, m->cp);
+			return -1;
+		}
+	for (r = 0; r < t->world; r++) {
+		const struct trace_rank *k = &t->ranks[r];
+
+		mesh_coord_of(m, r, &c);
+		want[TRACE_DIM_DP] = c.pure_dp;
+		want[TRACE_DIM_PP] = c.pp;
+		want[TRACE_DIM_TP] = c.tp;
+		want[TRACE_DIM_CP] = c.cp;
+		for (d = TRACE_DIM_DP; d <= TRACE_DIM_CP; d++)
+			if (k->has_coord[d] && k->coord[d] != want[d]) {
+				snprintf(err, errlen, "%s: coords: %s %d, but "
+				    "%s places rank %d at %s %d: the job "
+				    "numbers its ranks otherwise than "
+				    "Megatron (tp fastest, then cp, dp, pp)",
+				    k->file, trace_dim_name(d), k->coord[d],
+				    config_file, r, trace_dim_name(d),
+				    want[d]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 int
 compare_config(const struct trace *t, const struct audit *cfg,
     const char *config_file, struct audit *a, char *err, size_t errlen)
 {
+	struct compare_tolerance tol;
+	enum trace_dtype	 dt = coarsest_final(t, TRACE_F64);
+
 	struct cmp		 c;
 	struct audit_trace	*at;
 	size_t			 i, k, n = 0;
@@ -1410,6 +1467,21 @@ compare_config(const struct trace *t, const struct audit *cfg,
 			    t->world, t->micro_batches, config_file,
 			    cfg->mesh.world,
 			    atom_space_micro_batches(&cfg->atoms));
+		arena_free(&a->arena);
+		return -1;
+	}
+	/* Against a config, the expressions are the verdict. */
+	memset(&tol, 0, sizeof tol);
+	compare_tolerance(dt, &tol);
+	if (!tol.infer) {
+		snprintf(err, errlen, "%s: the finals are %s, too coarse to "
+		    "infer expressions, and against %s the expressions are "
+		    "the verdict: trace the step in float32 or float64",
+		    t->dir, trace_dtype_name(dt), config_file);
+		arena_free(&a->arena);
+		return -1;
+	}
+	if (check_config_mesh(t, &cfg->mesh, config_file, err, errlen) != 0) {
 		arena_free(&a->arena);
 		return -1;
 	}
