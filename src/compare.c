@@ -315,6 +315,20 @@ struct region_result {
 	bool		 dependent;	/* columns dependent on the rows fitted */
 };
 
+/* Row i of the chunk in c->buf as a sample row: y, reference, columns. */
+static void
+sample_row(const struct cmp *c, const struct column *cols, size_t ncols,
+    size_t i, double y, double r, double *row)
+{
+	size_t	j;
+
+	row[0] = y;
+	row[1] = r;
+	for (j = 0; j < ncols; j++)
+		row[2 + j] = cols[j].kept == -2 ? 0 :
+		    c->buf[(j + 2) * CHUNK + i];
+}
+
 /* The relative residual: sqrt(e / s), or sqrt(e) for values all zero. */
 static double
 relative_residual(double e, double s)
@@ -329,7 +343,8 @@ audit_region(struct cmp *c, const struct trace_param *p,
 {
 	struct hash_state	 hy, hr, *hc;
 	size_t			 width = ncols + 2, cap, m = 0, stride = 1;
-	size_t			 seen = 0, i, j, n;
+	size_t			 seen = 0, i, j, n, rcap, nr = 0, *rcount;
+	double			*strided;
 	int64_t			 i0;
 	int			*keptcol, nk = 0;
 	double			 yy = 0, rr = 0, ey = 0, er = 0;
@@ -345,8 +360,20 @@ audit_region(struct cmp *c, const struct trace_param *p,
 		cols[j].nonzero = false;
 		cols[j].same_as = -1;
 	}
+	/*
+	 * The sample: every stride-th nonzero row, and before those the
+	 * first SAMPLE_PER_COLUMN rows where each column is nonzero.  A
+	 * column nonzero on a few rows only (an embedding row that one
+	 * micro-batch's tokens alone touch) is then never missing from the
+	 * fit, which would leave a region undetermined that has an exact
+	 * expression.
+	 */
+	rcap = SAMPLE_PER_COLUMN * ncols;
 	cap = 2 * (SAMPLE_PER_COLUMN * ncols + SAMPLE_EXTRA);
-	c->sample = xreallocarray(c->sample, cap * width, sizeof(double));
+	c->sample = xreallocarray(c->sample, (rcap + cap) * width,
+	    sizeof(double));
+	strided = c->sample + rcap * width;
+	rcount = xcalloc(ncols + 1, sizeof(*rcount));
 	hc = xcalloc(ncols + 1, sizeof(*hc));
 	hash_begin(&hy);
 	hash_begin(&hr);
@@ -375,6 +402,22 @@ audit_region(struct cmp *c, const struct trace_param *p,
 				}
 			if (!any)
 				continue;
+			/* A column short of rows: reserved, once. */
+			for (j = 0; nr < rcap && j < ncols; j++)
+				if (cols[j].kept != -2 && rcount[j] <
+				    SAMPLE_PER_COLUMN &&
+				    c->buf[(j + 2) * CHUNK + i] != 0)
+					break;
+			if (nr < rcap && j < ncols) {
+				sample_row(c, cols, ncols, i, y, r,
+				    &c->sample[nr++ * width]);
+				for (j = 0; j < ncols; j++)
+					if (cols[j].kept != -2 &&
+					    c->buf[(j + 2) * CHUNK + i] != 0)
+						rcount[j]++;
+				seen++;
+				continue;
+			}
 			/* Keep every stride-th nonzero row; thin when full. */
 			if (seen++ % stride != 0)
 				continue;
@@ -382,21 +425,16 @@ audit_region(struct cmp *c, const struct trace_param *p,
 				size_t k;
 
 				for (k = 0; k < m / 2; k++)
-					memcpy(&c->sample[k * width],
-					    &c->sample[2 * k * width],
+					memcpy(&strided[k * width],
+					    &strided[2 * k * width],
 					    width * sizeof(double));
 				m /= 2;
 				stride *= 2;
 				if ((seen - 1) % stride != 0)
 					continue;
 			}
-			c->sample[m * width] = y;
-			c->sample[m * width + 1] = r;
-			for (j = 0; j < ncols; j++)
-				c->sample[m * width + 2 + j] =
-				    cols[j].kept == -2 ? 0 :
-				    c->buf[(j + 2) * CHUNK + i];
-			m++;
+			sample_row(c, cols, ncols, i, y, r,
+			    &strided[m++ * width]);
 		}
 		for (j = 0; j < ncols; j++)
 			if (cols[j].kept != -2)
@@ -408,6 +446,10 @@ audit_region(struct cmp *c, const struct trace_param *p,
 	for (j = 0; j < ncols; j++)
 		cols[j].hash = hash_end(&hc[j]);
 	free(hc);
+	free(rcount);
+	/* The reserved rows, then the strided ones: m rows in all. */
+	memmove(&c->sample[nr * width], strided, m * width * sizeof(double));
+	m += nr;
 	if (!c->tol.infer)
 		return;
 

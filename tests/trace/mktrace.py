@@ -2,8 +2,8 @@
 """Write a small gradaudit trace and its reference, for the tests.
 
     python3 tests/trace/mktrace.py [--dp D] [--tp T] [--micro-batches K]
-        [--dtype F32|F64] [--ref-dtype F32|F64] [--ulp-copies] [--seed S]
-        [--bug NAME] [--defect NAME] OUT
+        [--dtype F32|F64] [--ref-dtype F32|F64] [--ulp-copies] [--sparse]
+        [--seed S] [--bug NAME] [--defect NAME] OUT
 
 writes OUT/parallel (D x T ranks, tp fastest as Megatron numbers them) and
 OUT/reference (one rank), in the format of gradaudit-trace(5).  The step
@@ -25,7 +25,10 @@ W is D x T x K, so that every region has more elements than contributions
 run without the step's default dtype).  --ulp-copies makes the tp copies of
 norm.weight differ from tp rank 0's in the last bit of every third element,
 as copies computed by kernels that sum in another order do: they are then
-not identical, only nearly.
+not identical, only nearly.  --sparse makes W 40 times larger, so that
+compare fits a sample of each region's elements, and rank 0's micro-batch 0
+contribution to layer.weight zero but on elements 1001 and 1003, as an
+embedding row that one micro-batch's tokens alone touch.
 
 --bug makes the step wrong (missing, double, noise, huge); --defect makes the
 trace itself bad (see DEFECTS), for gradaudit compare to refuse with exit 2.
@@ -100,7 +103,7 @@ def make_step(args):
     dp, tp, k, dt = args.dp, args.tp, args.micro_batches, args.dtype
     world = dp * tp
     rng = random.Random(args.seed)
-    w = world * k
+    w = world * k * (40 if args.sparse else 1)
     shapes = {"embedding.weight": [4 * tp, w], "layer.weight": [5, 2 * w],
               "norm.weight": [3 * w]}
     boxes = [{"embedding.weight": ([4 * t, 0], [4, w]),
@@ -124,6 +127,11 @@ def make_step(args):
                 contrib["norm.weight"][r][m] = [
                     next_up(dt, v) if i % 3 == 0 else v
                     for i, v in enumerate(contrib["norm.weight"][r][m])]
+
+    if args.sparse:
+        contrib["layer.weight"][0][0] = [
+            v if i in (1001, 1003) else 0.0
+            for i, v in enumerate(contrib["layer.weight"][0][0])]
 
     def rank(d, t):
         return d * tp + t
@@ -467,6 +475,7 @@ def main(argv):
     ap.add_argument("--dtype", choices=sorted(PACK), default="F64")
     ap.add_argument("--ref-dtype", choices=sorted(PACK))
     ap.add_argument("--ulp-copies", action="store_true")
+    ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
                                       "huge"], default="none")
