@@ -30,8 +30,9 @@ compare fits a sample of each region's elements, and rank 0's micro-batch 0
 contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
---bug makes the step wrong (missing, double, noise, huge); --defect makes the
-trace itself bad (see DEFECTS), for gradaudit compare to refuse with exit 2.
+--bug makes the step wrong (missing, double, noise, huge, unowned); --defect
+makes the trace itself bad (see DEFECTS), for gradaudit compare to refuse
+with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
 """
 
@@ -193,6 +194,18 @@ def make_step(args):
                         for m in range(k)])
         rk.find("final/layer.weight")[3] = rounded(dt, [
             v - g for v, g in zip(layer[lo:hi], gone[lo:hi])])
+    elif args.bug == "unowned" and dp > 1:
+        # Rank 0 steps with the whole layer.weight, as a distributed
+        # optimizer's buffer after its reduce-scatter: its own shard
+        # reduced, the rest only its own dp rank's contributions.  Its
+        # final then has two expressions, split where rank tp's shard
+        # (another rank's final) starts inside it.
+        own = combine([(1.0 / dp, contrib["layer.weight"][u][m])
+                       for u in range(tp) for m in range(k)])
+        x = par.ranks[0].find("final/layer.weight")
+        x[2] = boxes[0]["layer.weight"][1]
+        x[3] = rounded(dt, layer[:cuts[1]] + own[cuts[1]:])
+        del par.ranks[0].meta["tensors"]["final/layer.weight"]["flat"]
     elif args.bug == "double":
         # Summed over dp and never averaged.
         for rk in par.ranks:
@@ -478,7 +491,7 @@ def main(argv):
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
-                                      "huge"], default="none")
+                                      "huge", "unowned"], default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
     ap.add_argument("--list-defects", action="store_true")
     ap.add_argument("out", nargs="?")
