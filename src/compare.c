@@ -47,6 +47,7 @@ compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
 		tol->value = 1e-10;
 		tol->residual = 1e-10;
 		tol->snap = 1e-8;
+		tol->rank = 1e-9;
 		tol->infer = true;
 		break;
 	case TRACE_F32:
@@ -58,6 +59,12 @@ compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
 		tol->value = 1e-5;
 		tol->residual = 1e-5;
 		tol->snap = 1e-4;
+		/*
+		 * Copies that differ in the last bits (2^-24 relative) are
+		 * dependent here: fitted apart, any split of their sum would
+		 * snap to some fraction and pass the residual check.
+		 */
+		tol->rank = 1e-5;
 		tol->infer = true;
 		break;
 	case TRACE_BF16:
@@ -66,6 +73,7 @@ compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
 		tol->value = 2e-2;
 		tol->residual = 0;
 		tol->snap = 0;
+		tol->rank = 0;
 		tol->infer = false;
 		break;
 	}
@@ -241,10 +249,15 @@ make_lincomb(struct arena *ar, const struct column *cols, size_t ncols,
 	return lc;
 }
 
-/* Fit v (m sampled rows) over the kept columns and snap; NULL: undetermined. */
+/*
+ * Fit v (m sampled rows) over the kept columns and snap; false:
+ * undetermined, with *dependent set when the columns themselves are (a
+ * combination of the others on these rows).
+ */
 static bool
 fit_snap(struct cmp *c, const double *rows, size_t m, size_t width,
-    int vcol, const int *keptcol, int nk, struct rational *q, double *coef)
+    int vcol, const int *keptcol, int nk, struct rational *q, double *coef,
+    bool *dependent)
 {
 	double	*x, *y;
 	size_t	 i;
@@ -258,7 +271,8 @@ fit_snap(struct cmp *c, const double *rows, size_t m, size_t width,
 		for (j = 0; j < nk; j++)
 			x[j * m + i] = rows[i * width + keptcol[j]];
 	}
-	ok = fit_least_squares(x, (int)m, nk, y, coef);
+	ok = fit_least_squares(x, (int)m, nk, y, coef, c->tol.rank);
+	*dependent = !ok;
 	for (j = 0; ok && j < nk; j++)
 		ok = fit_rational(coef[j], c->tol.snap, &q[j]);
 	free(x);
@@ -298,7 +312,22 @@ struct region_result {
 	size_t		 rows;		/* nonzero elements sampled */
 	double		 residual;	/* relative, of the held values */
 	bool		 has_residual;	/* they snapped: residual is theirs */
+	bool		 dependent;	/* columns dependent on the rows fitted */
 };
+
+/* Row i of the chunk in c->buf as a sample row: y, reference, columns. */
+static void
+sample_row(const struct cmp *c, const struct column *cols, size_t ncols,
+    size_t i, double y, double r, double *row)
+{
+	size_t	j;
+
+	row[0] = y;
+	row[1] = r;
+	for (j = 0; j < ncols; j++)
+		row[2 + j] = cols[j].kept == -2 ? 0 :
+		    c->buf[(j + 2) * CHUNK + i];
+}
 
 /* The relative residual: sqrt(e / s), or sqrt(e) for values all zero. */
 static double
@@ -314,7 +343,8 @@ audit_region(struct cmp *c, const struct trace_param *p,
 {
 	struct hash_state	 hy, hr, *hc;
 	size_t			 width = ncols + 2, cap, m = 0, stride = 1;
-	size_t			 seen = 0, i, j, n;
+	size_t			 seen = 0, i, j, n, rcap, nr = 0, *rcount;
+	double			*strided;
 	int64_t			 i0;
 	int			*keptcol, nk = 0;
 	double			 yy = 0, rr = 0, ey = 0, er = 0;
@@ -330,8 +360,20 @@ audit_region(struct cmp *c, const struct trace_param *p,
 		cols[j].nonzero = false;
 		cols[j].same_as = -1;
 	}
+	/*
+	 * The sample: every stride-th nonzero row, and before those the
+	 * first SAMPLE_PER_COLUMN rows where each column is nonzero.  A
+	 * column nonzero on a few rows only (an embedding row that one
+	 * micro-batch's tokens alone touch) is then never missing from the
+	 * fit, which would leave a region undetermined that has an exact
+	 * expression.
+	 */
+	rcap = SAMPLE_PER_COLUMN * ncols;
 	cap = 2 * (SAMPLE_PER_COLUMN * ncols + SAMPLE_EXTRA);
-	c->sample = xreallocarray(c->sample, cap * width, sizeof(double));
+	c->sample = xreallocarray(c->sample, (rcap + cap) * width,
+	    sizeof(double));
+	strided = c->sample + rcap * width;
+	rcount = xcalloc(ncols + 1, sizeof(*rcount));
 	hc = xcalloc(ncols + 1, sizeof(*hc));
 	hash_begin(&hy);
 	hash_begin(&hr);
@@ -360,6 +402,22 @@ audit_region(struct cmp *c, const struct trace_param *p,
 				}
 			if (!any)
 				continue;
+			/* A column short of rows: reserved, once. */
+			for (j = 0; nr < rcap && j < ncols; j++)
+				if (cols[j].kept != -2 && rcount[j] <
+				    SAMPLE_PER_COLUMN &&
+				    c->buf[(j + 2) * CHUNK + i] != 0)
+					break;
+			if (nr < rcap && j < ncols) {
+				sample_row(c, cols, ncols, i, y, r,
+				    &c->sample[nr++ * width]);
+				for (j = 0; j < ncols; j++)
+					if (cols[j].kept != -2 &&
+					    c->buf[(j + 2) * CHUNK + i] != 0)
+						rcount[j]++;
+				seen++;
+				continue;
+			}
 			/* Keep every stride-th nonzero row; thin when full. */
 			if (seen++ % stride != 0)
 				continue;
@@ -367,21 +425,16 @@ audit_region(struct cmp *c, const struct trace_param *p,
 				size_t k;
 
 				for (k = 0; k < m / 2; k++)
-					memcpy(&c->sample[k * width],
-					    &c->sample[2 * k * width],
+					memcpy(&strided[k * width],
+					    &strided[2 * k * width],
 					    width * sizeof(double));
 				m /= 2;
 				stride *= 2;
 				if ((seen - 1) % stride != 0)
 					continue;
 			}
-			c->sample[m * width] = y;
-			c->sample[m * width + 1] = r;
-			for (j = 0; j < ncols; j++)
-				c->sample[m * width + 2 + j] =
-				    cols[j].kept == -2 ? 0 :
-				    c->buf[(j + 2) * CHUNK + i];
-			m++;
+			sample_row(c, cols, ncols, i, y, r,
+			    &strided[m++ * width]);
 		}
 		for (j = 0; j < ncols; j++)
 			if (cols[j].kept != -2)
@@ -393,6 +446,10 @@ audit_region(struct cmp *c, const struct trace_param *p,
 	for (j = 0; j < ncols; j++)
 		cols[j].hash = hash_end(&hc[j]);
 	free(hc);
+	free(rcount);
+	/* The reserved rows, then the strided ones: m rows in all. */
+	memmove(&c->sample[nr * width], strided, m * width * sizeof(double));
+	m += nr;
 	if (!c->tol.infer)
 		return;
 
@@ -424,9 +481,9 @@ audit_region(struct cmp *c, const struct trace_param *p,
 	qy = xcalloc((size_t)nk + 1, sizeof(*qy));
 	qr = xcalloc((size_t)nk + 1, sizeof(*qr));
 	res->determined = fit_snap(c, c->sample, m, width, 0, keptcol, nk,
-	    qy, cy);
+	    qy, cy, &res->dependent);
 	res->ref_determined = fit_snap(c, c->sample, m, width, 1, keptcol, nk,
-	    qr, cr);
+	    qr, cr, &res->dependent);
 	/* The snapped expressions must reproduce every element. */
 	if (res->determined || res->ref_determined) {
 		for (i0 = lo; i0 < hi; i0 += CHUNK) {
@@ -845,6 +902,15 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
 				    "%d contributions on %zu nonzero elements "
 				    "cannot be told apart: undetermined",
+				    f->rank, rlo, rhi, res.fitted, res.rows));
+			else if (!res.determined && c->tol.infer &&
+			    res.dependent)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contributions are not independent on "
+				    "the %zu elements fitted (copies that "
+				    "differ only in rounding, or contributions "
+				    "nonzero on few elements): undetermined",
 				    f->rank, rlo, rhi, res.fitted, res.rows));
 			else if (!res.determined && c->tol.infer)
 				note_add(&c->a->arena, notes, &nnotes, &more,
@@ -1301,25 +1367,44 @@ check_pair(const struct trace *t, const struct trace *ref, char *err,
 	return 0;
 }
 
-/* What both comparisons share: tolerances, atoms, the header's facts. */
-static void
-compare_begin(struct cmp *c, const struct trace *t, struct audit *a,
-    const char *against)
+/* The coarsest dtype of t's finals not finer than dt. */
+static enum trace_dtype
+coarsest_final(const struct trace *t, enum trace_dtype dt)
 {
-	struct audit_trace	*at;
-	enum trace_dtype	 dt = TRACE_F64;
-	size_t			 i;
+	size_t	i;
 
-	memset(c, 0, sizeof *c);
-	c->t = t;
-	c->a = a;
-	c->K = t->micro_batches;
-	/* The coarsest dtype of any final sets the tolerances. */
 	for (i = 0; i < t->ntensors; i++)
 		if (t->tensors[i].kind == TRACE_FINAL &&
 		    trace_dtype_size(t->tensors[i].dtype) <
 		    trace_dtype_size(dt))
 			dt = t->tensors[i].dtype;
+	return dt;
+}
+
+/*
+ * What both comparisons share: tolerances, atoms, the header's facts.
+ * ref is the reference, or NULL against a config.
+ */
+static void
+compare_begin(struct cmp *c, const struct trace *t, const struct trace *ref,
+    struct audit *a, const char *against)
+{
+	struct audit_trace	*at;
+	enum trace_dtype	 dt;
+
+	memset(c, 0, sizeof *c);
+	c->t = t;
+	c->a = a;
+	c->K = t->micro_batches;
+	/*
+	 * The coarsest dtype of any final, the reference's too, sets the
+	 * tolerances: a float32 reference holds a float64 step's values
+	 * only to float32's rounding, and held to float64's tolerance every
+	 * right parameter would be wrong.
+	 */
+	dt = coarsest_final(t, TRACE_F64);
+	if (ref != NULL)
+		dt = coarsest_final(ref, dt);
 	compare_tolerance(dt, &c->tol);
 	atom_space_init(&a->atoms);
 	a->atoms.mesh = a->mesh;
@@ -1347,10 +1432,67 @@ compare_end(struct cmp *c)
 	free(c->sample);
 }
 
+/*
+ * The config describes the traced ranks: the same mesh where the trace
+ * names one, and each rank where its coordinates place it.  Otherwise the
+ * config's rank r is another rank than the trace's r, and every
+ * difference would be a finding about the code.
+ */
+static int
+check_config_mesh(const struct trace *t, const struct mesh *m,
+    const char *config_file, char *err, size_t errlen)
+{
+	struct coord	 c;
+	int		 want[TRACE_DIM__COUNT], r, d;
+
+	want[TRACE_DIM_DP] = m->pure_dp;
+	want[TRACE_DIM_PP] = m->pp;
+	want[TRACE_DIM_TP] = m->tp;
+	want[TRACE_DIM_CP] = m->cp;
+	want[TRACE_DIM_EP] = m->ep;
+	want[TRACE_DIM_ETP] = m->etp;
+	/* ep and etp: a trace leaves them out (1) unless they regroup. */
+	for (d = 0; t->has_mesh && d < TRACE_DIM__COUNT; d++)
+		if (t->mesh[d] != want[d] && (d < TRACE_DIM_EP ||
+		    t->mesh[d] > 1)) {
+			snprintf(err, errlen, "%s/manifest.json: mesh dp=%d "
+			    "pp=%d tp=%d cp=%d, but %s has dp=%d pp=%d tp=%d "
+			    "cp=%d: give the config the traced job's mesh",
+			    t->dir, t->mesh[TRACE_DIM_DP], t->mesh[TRACE_DIM_PP],
+			    t->mesh[TRACE_DIM_TP], t->mesh[TRACE_DIM_CP],
+			    config_file, m->pure_dp, m->pp, m->tp, m->cp);
+			return -1;
+		}
+	for (r = 0; r < t->world; r++) {
+		const struct trace_rank *k = &t->ranks[r];
+
+		mesh_coord_of(m, r, &c);
+		want[TRACE_DIM_DP] = c.pure_dp;
+		want[TRACE_DIM_PP] = c.pp;
+		want[TRACE_DIM_TP] = c.tp;
+		want[TRACE_DIM_CP] = c.cp;
+		for (d = TRACE_DIM_DP; d <= TRACE_DIM_CP; d++)
+			if (k->has_coord[d] && k->coord[d] != want[d]) {
+				snprintf(err, errlen, "%s: coords: %s %d, but "
+				    "%s places rank %d at %s %d: the job "
+				    "numbers its ranks otherwise than "
+				    "Megatron (tp fastest, then cp, dp, pp)",
+				    k->file, trace_dim_name(d), k->coord[d],
+				    config_file, r, trace_dim_name(d),
+				    want[d]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
 int
 compare_config(const struct trace *t, const struct audit *cfg,
     const char *config_file, struct audit *a, char *err, size_t errlen)
 {
+	struct compare_tolerance tol;
+	enum trace_dtype	 dt = coarsest_final(t, TRACE_F64);
+
 	struct cmp		 c;
 	struct audit_trace	*at;
 	size_t			 i, k, n = 0;
@@ -1372,8 +1514,23 @@ compare_config(const struct trace *t, const struct audit *cfg,
 		arena_free(&a->arena);
 		return -1;
 	}
+	/* Against a config, the expressions are the verdict. */
+	memset(&tol, 0, sizeof tol);
+	compare_tolerance(dt, &tol);
+	if (!tol.infer) {
+		snprintf(err, errlen, "%s: the finals are %s, too coarse to "
+		    "infer expressions, and against %s the expressions are "
+		    "the verdict: trace the step in float32 or float64",
+		    t->dir, trace_dtype_name(dt), config_file);
+		arena_free(&a->arena);
+		return -1;
+	}
+	if (check_config_mesh(t, &cfg->mesh, config_file, err, errlen) != 0) {
+		arena_free(&a->arena);
+		return -1;
+	}
 	a->mesh = cfg->mesh;
-	compare_begin(&c, t, a, config_file);
+	compare_begin(&c, t, NULL, a, config_file);
 	c.cfg = cfg;
 	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
 	    sizeof(*a->params));
@@ -1444,7 +1601,7 @@ compare_traces(const struct trace *t, const struct trace *ref,
 		return -1;
 	}
 	build_mesh(t, &a->mesh);
-	compare_begin(&c, t, a, ref->dir);
+	compare_begin(&c, t, ref, a, ref->dir);
 	c.ref = ref;
 	a->numeric = true;
 	a->params = arena_alloc(&a->arena, (t->nparams + 1) *

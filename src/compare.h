@@ -19,6 +19,11 @@ struct compare_tolerance {
 	double	value;		/* max |held - reference| / max |reference| */
 	double	residual;	/* ||fit residual||_2 / ||values||_2 */
 	double	snap;		/* |coefficient - p/q| / max(1, |coefficient|) */
+	/*
+	 * A column whose part independent of the others is at most this of
+	 * its norm is a combination of them (fit_least_squares).
+	 */
+	double	rank;
 	bool	infer;		/* fine enough to infer expressions at all */
 };
 

@@ -14,9 +14,10 @@
 #define FIT_RANK_TOL	1e-9
 
 bool
-fit_least_squares(double *x, int m, int k, double *y, double *c)
+fit_least_squares(double *x, int m, int k, double *y, double *c,
+    double rank_tol)
 {
-	double	maxnorm = 0, norm, alpha, beta, s;
+	double	maxnorm = 0, norm, full, alpha, beta, s;
 	int	i, j, l;
 
 	if (k == 0)
@@ -34,10 +35,18 @@ fit_least_squares(double *x, int m, int k, double *y, double *c)
 	for (j = 0; j < k; j++) {
 		double *v = &x[j * m];
 
+		/*
+		 * The reflections so far are orthogonal: all m rows still
+		 * have the column's own norm, rows j on what the columns
+		 * before it leave of it.
+		 */
+		for (full = 0, i = 0; i < j; i++)
+			full += v[i] * v[i];
 		for (norm = 0, i = j; i < m; i++)
 			norm += v[i] * v[i];
+		full = sqrt(full + norm);
 		norm = sqrt(norm);
-		if (norm <= FIT_RANK_TOL * maxnorm)
+		if (norm <= FIT_RANK_TOL * maxnorm || norm <= rank_tol * full)
 			return false;
 		alpha = v[j] > 0 ? -norm : norm;
 		/* v becomes the Householder vector u = x - alpha e_j. */

@@ -20,9 +20,14 @@
  * rows each) by Householder QR: c gets k coefficients.  Returns false when
  * the columns are linearly dependent on these rows (fewer rows than
  * columns, or a column a combination of others): the coefficients are then
- * not determined.  x and y are overwritten.
+ * not determined.  A column is taken as a combination of the others when
+ * what it has apart from them is at most rank_tol of its norm: columns
+ * that differ by rounding alone (tp copies summed in another order) only
+ * determine their sum, and any split of it would fit.  x and y are
+ * overwritten.
  */
-bool	 fit_least_squares(double *x, int m, int k, double *y, double *c);
+bool	 fit_least_squares(double *x, int m, int k, double *y, double *c,
+	    double rank_tol);
 
 /*
  * The rational with the smallest denominator (at most FIT_MAX_DEN) within

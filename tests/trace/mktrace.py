@@ -2,7 +2,8 @@
 """Write a small gradaudit trace and its reference, for the tests.
 
     python3 tests/trace/mktrace.py [--dp D] [--tp T] [--micro-batches K]
-        [--dtype F32|F64] [--seed S] [--bug NAME] [--defect NAME] OUT
+        [--dtype F32|F64] [--ref-dtype F32|F64] [--ulp-copies] [--sparse]
+        [--seed S] [--bug NAME] [--defect NAME] OUT
 
 writes OUT/parallel (D x T ranks, tp fastest as Megatron numbers them) and
 OUT/reference (one rank), in the format of gradaudit-trace(5).  The step
@@ -20,8 +21,18 @@ each kind of final:
 W is D x T x K, so that every region has more elements than contributions
 (fewer could not be fitted).
 
---bug makes the step wrong (missing, double, noise, huge); --defect makes the
-trace itself bad (see DEFECTS), for gradaudit compare to refuse with exit 2.
+--ref-dtype writes the reference in another dtype than the step (a reference
+run without the step's default dtype).  --ulp-copies makes the tp copies of
+norm.weight differ from tp rank 0's in the last bit of every third element,
+as copies computed by kernels that sum in another order do: they are then
+not identical, only nearly.  --sparse makes W 40 times larger, so that
+compare fits a sample of each region's elements, and rank 0's micro-batch 0
+contribution to layer.weight zero but on elements 1001 and 1003, as an
+embedding row that one micro-batch's tokens alone touch.
+
+--bug makes the step wrong (missing, double, noise, huge, unowned, speck);
+--defect makes the trace itself bad (see DEFECTS), for gradaudit compare
+to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
 """
 
@@ -69,6 +80,16 @@ def rounded(dtype, values):
     return list(struct.unpack(fmt, struct.pack(fmt, *values)))
 
 
+def next_up(dtype, v):
+    """The next value of dtype above v (v finite and stored in dtype)."""
+    code = {"F32": ("<f", "<i"), "F64": ("<d", "<q")}[dtype]
+    bits = struct.unpack(code[1], struct.pack(code[0], v))[0]
+    bits += 1 if v >= 0 else -1
+    if v == 0:
+        bits = 1
+    return struct.unpack(code[0], struct.pack(code[1], bits))[0]
+
+
 def combine(terms):
     """sum of coef * vector over (coef, vector) pairs."""
     out = [0.0] * len(terms[0][1])
@@ -83,7 +104,7 @@ def make_step(args):
     dp, tp, k, dt = args.dp, args.tp, args.micro_batches, args.dtype
     world = dp * tp
     rng = random.Random(args.seed)
-    w = world * k
+    w = world * k * (40 if args.sparse else 1)
     shapes = {"embedding.weight": [4 * tp, w], "layer.weight": [5, 2 * w],
               "norm.weight": [3 * w]}
     boxes = [{"embedding.weight": ([4 * t, 0], [4, w]),
@@ -103,6 +124,15 @@ def make_step(args):
                 rounded(dt, box_values(rng, size["norm.weight"]))
                 if r % tp == 0
                 else contrib["norm.weight"][r - r % tp][m])
+            if r % tp != 0 and args.ulp_copies:
+                contrib["norm.weight"][r][m] = [
+                    next_up(dt, v) if i % 3 == 0 else v
+                    for i, v in enumerate(contrib["norm.weight"][r][m])]
+
+    if args.sparse:
+        contrib["layer.weight"][0][0] = [
+            v if i in (1001, 1003) else 0.0
+            for i, v in enumerate(contrib["layer.weight"][0][0])]
 
     def rank(d, t):
         return d * tp + t
@@ -164,6 +194,26 @@ def make_step(args):
                         for m in range(k)])
         rk.find("final/layer.weight")[3] = rounded(dt, [
             v - g for v, g in zip(layer[lo:hi], gone[lo:hi])])
+    elif args.bug == "unowned" and dp > 1:
+        # Rank 0 steps with the whole layer.weight, as a distributed
+        # optimizer's buffer after its reduce-scatter: its own shard
+        # reduced, the rest only its own dp rank's contributions.  Its
+        # final then has two expressions, split where rank tp's shard
+        # (another rank's final) starts inside it.
+        own = combine([(1.0 / dp, contrib["layer.weight"][u][m])
+                       for u in range(tp) for m in range(k)])
+        x = par.ranks[0].find("final/layer.weight")
+        x[2] = boxes[0]["layer.weight"][1]
+        x[3] = rounded(dt, layer[:cuts[1]] + own[cuts[1]:])
+        del par.ranks[0].meta["tensors"]["final/layer.weight"]["flat"]
+    elif args.bug == "speck":
+        # One element of rank 0's layer.weight off by a tenth of the
+        # largest value: an odd element, which the strided sample of a
+        # --sparse trace skips, so only the residual over every element
+        # can refuse the expression that fits the sample.
+        x = par.ranks[0].find("final/layer.weight")
+        x[3][1999 % len(x[3])] += 0.1 * max(abs(v) for v in x[3])
+        x[3] = rounded(dt, x[3])
     elif args.bug == "double":
         # Summed over dp and never averaged.
         for rk in par.ranks:
@@ -178,10 +228,11 @@ def make_step(args):
         x = par.ranks[0].find("final/norm.weight")
         x[3][0] = 1e300 if dt == "F64" else 3e38
 
+    rdt = args.ref_dtype or dt
     ref = Trace({"format": "gradaudit-trace", "version": 1,
                  "mode": "reference", "step": "ref-" + STEP,
                  "reference_of": STEP, "world": 1, "micro_batches": 1,
-                 "dtype": NAMES[dt], "files": ["rank-0.safetensors"]})
+                 "dtype": NAMES[rdt], "files": ["rank-0.safetensors"]})
     rk = Rank({"rank": 0, "world": 1, "step": "ref-" + STEP,
                "mode": "reference", "micro_batches": 1,
                "grad_norm": ref_norm,
@@ -193,7 +244,7 @@ def make_step(args):
         rk.add("final/" + name, {"param": name, "kind": "final",
                                  "offset": [0] * len(shapes[name]),
                                  "box": shapes[name]},
-               dt, shapes[name], rounded(dt, values))
+               rdt, shapes[name], rounded(rdt, values))
     ref.ranks.append(rk)
     return par, ref
 
@@ -443,9 +494,13 @@ def main(argv):
     ap.add_argument("--tp", type=int, default=2)
     ap.add_argument("--micro-batches", type=int, default=2)
     ap.add_argument("--dtype", choices=sorted(PACK), default="F64")
+    ap.add_argument("--ref-dtype", choices=sorted(PACK))
+    ap.add_argument("--ulp-copies", action="store_true")
+    ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
-                                      "huge"], default="none")
+                                      "huge", "unowned", "speck"],
+                    default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
     ap.add_argument("--list-defects", action="store_true")
     ap.add_argument("out", nargs="?")
