@@ -788,25 +788,42 @@ values_from_current(const struct config *c, enum cfg_key k,
 }
 
 /*
+ * Does the loss of config t, divided by its dp_divisor, weigh its atoms
+ * as the objective does (which: lossnorm_main_matches, ...)?  False for
+ * a config the loader would refuse, which lossnorm does not model (MTP
+ * with expert gradients kept per source).
+ */
+static bool
+loss_matches(const struct config *t, const struct mesh *mesh,
+    bool (*which)(const struct loss_norm *, int))
+{
+	struct loss_norm ln;
+	char		 why[CFG_WHY_SIZE];
+	bool		 ok;
+
+	if (cfg_check_constraints(t, why, sizeof why) != NULL)
+		return false;
+	lossnorm_build(&ln, t, mesh);
+	ok = which(&ln, lossnorm_size(mesh, t->sync.dp_divisor));
+	lossnorm_free(&ln);
+	return ok;
+}
+
+/*
  * The first value of k (the current one first) with which lossnorm says
  * the loss of config t weighs its atoms right, divisor d; set in t.
  */
 static const char *
 matching_value(struct config *t, const struct mesh *mesh, enum cfg_key k,
-    bool (*matches)(const struct loss_norm *, int), int d)
+    bool (*matches)(const struct loss_norm *, int))
 {
-	struct loss_norm ln;
 	const char	*vals[16];
 	int		 n, v;
-	bool		 ok;
 
 	n = values_from_current(t, k, vals, 16);
 	for (v = 0; v < n; v++) {
 		(void)cfg_key_set(t, k, vals[v]);
-		lossnorm_build(&ln, t, mesh);
-		ok = matches(&ln, d);
-		lossnorm_free(&ln);
-		if (ok)
+		if (loss_matches(t, mesh, matches))
 			return vals[v];
 	}
 	return NULL;
@@ -830,10 +847,8 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 	const char	*dv[8], *nv[16], *sv[8], *ev[2];
 	struct config	 t;
 	struct mesh	 mesh;
-	struct loss_norm ln;
 	struct candidate r;
 	int		 nd, nn, ns, d, i, j, e, n = 0, size, k;
-	bool		 ok;
 
 	cfg_copy(&t, c);
 	mesh_from_config(&mesh, c);
@@ -846,8 +861,7 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 			(void)cfg_key_set(&t, KEY_NORMALIZE_BY, nv[0]);
 			(void)cfg_key_set(&t, KEY_SCALE, sv[0]);
 			ev[e] = matching_value(&t, &mesh, extra[e],
-			    extra_matches[e], lossnorm_size(&mesh,
-			    t.sync.dp_divisor));
+			    extra_matches[e]);
 		}
 		if (ev[0] == NULL || ev[1] == NULL)
 			continue;
@@ -855,11 +869,8 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 			for (j = 0; j < ns && n < max; j++) {
 				(void)cfg_key_set(&t, KEY_NORMALIZE_BY, nv[i]);
 				(void)cfg_key_set(&t, KEY_SCALE, sv[j]);
-				lossnorm_build(&ln, &t, &mesh);
-				ok = lossnorm_main_matches(&ln,
-				    lossnorm_size(&mesh, t.sync.dp_divisor));
-				lossnorm_free(&ln);
-				if (!ok)
+				if (!loss_matches(&t, &mesh,
+				    lossnorm_main_matches))
 					continue;
 				memset(&r, 0, sizeof r);
 				if (i > 0)
