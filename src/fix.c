@@ -32,6 +32,12 @@
 /* The most loss recipes kept (lossnorm's checks pass for them). */
 #define FIX_MAX_RECIPES		64
 #define FIX_TEXT_SIZE		2048
+/*
+ * An audit larger than this is freed while its fixes are audited, and
+ * audited again after: a second audit held beside it doubled the memory
+ * of check on 32,768 ranks (tests/memory.test).
+ */
+#define FIX_FRUGAL_BYTES	((size_t)8 << 20)
 
 /*
  * The settings that bear on a finding, in the order they are tried after
@@ -788,25 +794,42 @@ values_from_current(const struct config *c, enum cfg_key k,
 }
 
 /*
+ * Does the loss of config t, divided by its dp_divisor, weigh its atoms
+ * as the objective does (which: lossnorm_main_matches, ...)?  False for
+ * a config the loader would refuse, which lossnorm does not model (MTP
+ * with expert gradients kept per source).
+ */
+static bool
+loss_matches(const struct config *t, const struct mesh *mesh,
+    bool (*which)(const struct loss_norm *, int))
+{
+	struct loss_norm ln;
+	char		 why[CFG_WHY_SIZE];
+	bool		 ok;
+
+	if (cfg_check_constraints(t, why, sizeof why) != NULL)
+		return false;
+	lossnorm_build(&ln, t, mesh);
+	ok = which(&ln, lossnorm_size(mesh, t->sync.dp_divisor));
+	lossnorm_free(&ln);
+	return ok;
+}
+
+/*
  * The first value of k (the current one first) with which lossnorm says
  * the loss of config t weighs its atoms right, divisor d; set in t.
  */
 static const char *
 matching_value(struct config *t, const struct mesh *mesh, enum cfg_key k,
-    bool (*matches)(const struct loss_norm *, int), int d)
+    bool (*matches)(const struct loss_norm *, int))
 {
-	struct loss_norm ln;
 	const char	*vals[16];
 	int		 n, v;
-	bool		 ok;
 
 	n = values_from_current(t, k, vals, 16);
 	for (v = 0; v < n; v++) {
 		(void)cfg_key_set(t, k, vals[v]);
-		lossnorm_build(&ln, t, mesh);
-		ok = matches(&ln, d);
-		lossnorm_free(&ln);
-		if (ok)
+		if (loss_matches(t, mesh, matches))
 			return vals[v];
 	}
 	return NULL;
@@ -830,10 +853,8 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 	const char	*dv[8], *nv[16], *sv[8], *ev[2];
 	struct config	 t;
 	struct mesh	 mesh;
-	struct loss_norm ln;
 	struct candidate r;
 	int		 nd, nn, ns, d, i, j, e, n = 0, size, k;
-	bool		 ok;
 
 	cfg_copy(&t, c);
 	mesh_from_config(&mesh, c);
@@ -846,8 +867,7 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 			(void)cfg_key_set(&t, KEY_NORMALIZE_BY, nv[0]);
 			(void)cfg_key_set(&t, KEY_SCALE, sv[0]);
 			ev[e] = matching_value(&t, &mesh, extra[e],
-			    extra_matches[e], lossnorm_size(&mesh,
-			    t.sync.dp_divisor));
+			    extra_matches[e]);
 		}
 		if (ev[0] == NULL || ev[1] == NULL)
 			continue;
@@ -855,11 +875,8 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 			for (j = 0; j < ns && n < max; j++) {
 				(void)cfg_key_set(&t, KEY_NORMALIZE_BY, nv[i]);
 				(void)cfg_key_set(&t, KEY_SCALE, sv[j]);
-				lossnorm_build(&ln, &t, &mesh);
-				ok = lossnorm_main_matches(&ln,
-				    lossnorm_size(&mesh, t.sync.dp_divisor));
-				lossnorm_free(&ln);
-				if (!ok)
+				if (!loss_matches(&t, &mesh,
+				    lossnorm_main_matches))
 					continue;
 				memset(&r, 0, sizeof r);
 				if (i > 0)
@@ -1656,8 +1673,9 @@ search_all(struct fixer *fx, struct candidate *fixes, bool *have)
 	}
 }
 
-void
-fix_derive(struct audit *a)
+/* Derive the fixes of a's findings into a (fix_derive). */
+static void
+derive(struct audit *a)
 {
 	struct fixer	 fx;
 	struct candidate *fixes, alt, none;
@@ -1666,8 +1684,6 @@ fix_derive(struct audit *a)
 	bool		*have, have_alt;
 	size_t		 i;
 
-	if (a->config == NULL || a->trace != NULL || a->nfindings == 0)
-		return;
 	memset(&fx, 0, sizeof fx);
 	memset(&none, 0, sizeof none);
 	fx.audit = a;
@@ -1736,4 +1752,88 @@ fix_derive(struct audit *a)
 	if (fx.avoid != NULL)
 		free_seen(fx.avoid, fx.navoid);
 	free_seen(fx.orig, fx.norig);
+}
+
+static const struct fix_setting *
+copy_settings(struct arena *ar, const struct fix_setting *s, size_t n)
+{
+	struct fix_setting *c = arena_alloc(ar, (n + 1) * sizeof *c);
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		c[i].key = s[i].key;		/* cfg_key_path's */
+		c[i].value = s[i].value;	/* cfg_key_words' */
+	}
+	return c;
+}
+
+static const char *
+copy_string(struct arena *ar, const char *s)
+{
+	return s != NULL ? arena_strdup(ar, s) : NULL;
+}
+
+/*
+ * The fixes of a large audit: its findings copied, the audit freed, the
+ * fixes derived from the copy, and the config audited again, the fixes
+ * then given to its findings, which are the same.
+ */
+static void
+derive_frugally(struct audit *a)
+{
+	const struct config *cfg = a->config;
+	struct sym_context ctx;
+	struct audit	 view;
+	struct finding	*f, *v;
+	size_t		 i, k;
+
+	memset(&view, 0, sizeof view);
+	arena_init(&view.arena);
+	view.config = cfg;
+	view.nfindings = a->nfindings;
+	view.findings = arena_alloc(&view.arena, (a->nfindings + 1) *
+	    sizeof *view.findings);
+	for (i = 0; i < a->nfindings; i++) {
+		f = &a->findings[i];
+		v = &view.findings[i];
+		v->kind = f->kind;
+		v->cause = f->cause;
+		v->op = copy_string(&view.arena, f->op);
+		v->fix = copy_string(&view.arena, f->fix);
+		v->nparams = f->nparams;
+		v->params = arena_alloc(&view.arena, (f->nparams + 1) *
+		    sizeof *v->params);
+		for (k = 0; k < f->nparams; k++)
+			v->params[k] = arena_strdup(&view.arena, f->params[k]);
+	}
+	audit_free(a);
+	derive(&view);
+	sym_context_build(&ctx, cfg);
+	sym_audit(&ctx, a, NULL, NULL);
+	sym_context_free(&ctx);
+	for (i = 0; i < a->nfindings && a->nfindings == view.nfindings; i++) {
+		f = &a->findings[i];
+		v = &view.findings[i];
+		if (f->kind != v->kind)
+			continue;
+		f->cause = v->cause;
+		f->fix = copy_string(&a->arena, v->fix);
+		f->fix_set = copy_settings(&a->arena, v->fix_set, v->nfix_set);
+		f->nfix_set = v->nfix_set;
+		f->fix_alternative = copy_settings(&a->arena,
+		    v->fix_alternative, v->nfix_alternative);
+		f->nfix_alternative = v->nfix_alternative;
+	}
+	arena_free(&view.arena);
+}
+
+void
+fix_derive(struct audit *a)
+{
+	if (a->config == NULL || a->trace != NULL || a->nfindings == 0)
+		return;
+	if (!a->numeric && a->arena.used_bytes > FIX_FRUGAL_BYTES)
+		derive_frugally(a);
+	else
+		derive(a);
 }

@@ -21,9 +21,12 @@
 struct audit;
 
 /*
- * Fill fix_set, fix_alternative and fix of every finding of a symbolic
- * audit of a->config (check, run, sweep and explain call it before they
- * report).  Findings measured from a trace (compare) are left alone.
+ * Fill fix_set, fix_alternative, cause and fix of every finding of a
+ * symbolic audit of a->config (check, run, sweep and explain call it
+ * before they report).  Findings measured from a trace (compare) are left
+ * alone.  A large audit without numeric results is freed while the fixes
+ * are audited and audited again after, so that only one audit is held at
+ * a time: nothing may point into it across the call.
  */
 void	 fix_derive(struct audit *);
 
