@@ -2,12 +2,15 @@
  * The context of one audit (context.h): built once, read by both engines,
  * and the reasons a valid config cannot be audited at all.
  */
+#include <ctype.h>
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "context.h"
 #include "framework.h"
+#include "text.h"
 #include "xmalloc.h"
 
 void
@@ -26,20 +29,127 @@ sym_context_build(struct sym_context *ctx, const struct config *cfg)
 }
 
 /*
- * Parameter copies (parameters times the ranks holding each) audited, and
- * the memory each takes at most, measured: 1.75 GB for the 7,733,248 of
- * the 1,048,576-rank MoE config of scripts/bench (issue 10: the limit was
- * 4,194,304, which refused the config's own world limit).
+ * What the symbolic audit takes: a value per parameter copy (a parameter,
+ * experts and multi-token prediction layers among them, on a rank holding
+ * it: cp, tp and dp multiply them) of about 240 bytes, and in it a term
+ * per gradient atom it sums, each micro-batch of each of its sources (the
+ * rank's own loss; the auxiliary losses, each multi-token prediction
+ * layer, the ranks of an ep group whose expert gradients are kept apart;
+ * twice past a lossy MoE boundary).  Measured as the peak resident size
+ * over meshes of 256 to 1,048,576 ranks: up to 80 bytes a term and copy,
+ * with multi-token prediction (dense micro-batches took 15 to 50).  The
+ * limit counted the copies alone, so mesh: {dp: 32768, cp: 32} with 32
+ * micro-batches was accepted and took 7.6 to 9 GB (issue 26).  The
+ * default, 2^24 copies of one term, is what the 1,048,576-rank MoE config
+ * of scripts/bench needs (1.75 GB for its 7,733,248 copies); a machine
+ * with more or less memory says so in GRADAUDIT_MAX_MEMORY.
  */
-#define SYM_MAX_COPIES		((int64_t)1 << 24)
 #define SYM_BYTES_PER_COPY	240
+#define SYM_BYTES_PER_TERM	80
+#define SYM_MAX_MIB		((int64_t)240 << 4)	/* 2^24 copies, 3840 MiB */
+#define SYM_MAX_MIB_ENV		"GRADAUDIT_MAX_MEMORY"
+
+/* The memory the audit may take, in bytes, or -1 after *why. */
+static int64_t
+memory_budget(char *why, size_t len)
+{
+	const char	*env = getenv(SYM_MAX_MIB_ENV);
+	char		*end, q[TEXT_QUOTE_SIZE];
+	long long	 mib;
+
+	if (env == NULL || *env == '\0')
+		return SYM_MAX_MIB << 20;
+	errno = 0;
+	mib = strtoll(env, &end, 10);
+	if (!isdigit((unsigned char)*env) || *end != '\0' || errno != 0 ||
+	    mib < 1 || mib > ((int64_t)1 << 30)) {
+		text_escape(q, sizeof q, env, strlen(env));
+		snprintf(why, len, "%s=\"%s\": expected the MiB the symbolic "
+		    "audit may take, from 1 to %lld", SYM_MAX_MIB_ENV, q,
+		    (long long)1 << 30);
+		return -1;
+	}
+	return (int64_t)mib << 20;
+}
+
+/* The terms of a copy's value: micro-batches x sources (atom.h). */
+static int64_t
+terms_per_copy(const struct model *m)
+{
+	int64_t	 terms = (int64_t)m->loss.sources * m->loss.micro_batches;
+	int	 p;
+
+	for (p = 0; p < m->nparams; p++)
+		if (m->params[p].boundary >= 0)
+			return 2 * terms;
+	return terms;
+}
+
+static int64_t
+bytes_per_copy(int64_t terms)
+{
+	return SYM_BYTES_PER_COPY + SYM_BYTES_PER_TERM * (terms - 1);
+}
+
+/*
+ * The audit too large for the budget: the product, and the largest
+ * training.micro_batches that fits, else the largest mesh.dp.
+ */
+static const char *
+too_large(const struct model *m, int64_t budget, enum cfg_key *blame,
+    char *why, size_t len)
+{
+	int64_t	 copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
+	int64_t	 terms = terms_per_copy(m), per = terms /
+		    m->loss.micro_batches, k_max, dp_max, gib;
+	int	 n;
+
+	if (copies <= budget / bytes_per_copy(terms))
+		return NULL;
+	/* Rounded up: "up to 0 GiB" is no reason to refuse. */
+	gib = (int64_t)(((double)copies * (double)bytes_per_copy(terms) +
+	    (1 << 30) - 1) / (1 << 30));
+	n = snprintf(why, len, "the audit would hold %lld parameter copies "
+	    "(parameters x ranks holding them) of %lld gradient term%s each "
+	    "(%d micro-batch%s x %lld source%s), up to %lld GiB; at most "
+	    "%lld MiB is supported (%s): ", (long long)copies,
+	    (long long)terms, terms == 1 ? "" : "s", m->loss.micro_batches,
+	    m->loss.micro_batches == 1 ? "" : "es", (long long)per,
+	    per == 1 ? "" : "s", (long long)gib, (long long)(budget >> 20),
+	    SYM_MAX_MIB_ENV);
+	if (n < 0 || (size_t)n >= len)
+		return why;
+	k_max = budget / copies < SYM_BYTES_PER_COPY ? 0 :
+	    ((budget / copies - SYM_BYTES_PER_COPY) / SYM_BYTES_PER_TERM +
+	    1) / per;
+	if (m->loss.micro_batches > 1 && k_max >= 1) {
+		*blame = KEY_MICRO_BATCHES;
+		snprintf(why + n, len - (size_t)n, "audit fewer micro-batches, "
+		    "with --set training.micro_batches=N (N at most %lld)",
+		    (long long)k_max);
+		return why;
+	}
+	/* The mesh multiplies the copies: the config's dp, cp counted. */
+	*blame = KEY_MESH;
+	dp_max = budget / bytes_per_copy(terms) / ((int64_t)m->nparams *
+	    m->mesh.cp * m->mesh.tp);
+	if (dp_max < 1)
+		snprintf(why + n, len - (size_t)n, "audit the recipe with "
+		    "fewer model.layers%s (--set)", m->loss.micro_batches > 1 ?
+		    " and training.micro_batches" : "");
+	else
+		snprintf(why + n, len - (size_t)n, "audit the recipe on a "
+		    "smaller mesh, with --set mesh.dp=N (N at most %lld) or "
+		    "fewer model.layers", (long long)dp_max);
+	return why;
+}
 
 /* The copies of a model's parameters, if too many to audit. */
 static const char *
 too_many_copies(const struct model *m, enum cfg_key *blame, char *why,
     size_t len)
 {
-	int64_t	 copies, dp_max;
+	int64_t	 budget;
 
 	if ((int64_t)m->mesh.world * m->loss.sources *
 	    m->loss.micro_batches > (int64_t)UINT32_MAX) {
@@ -51,29 +161,11 @@ too_many_copies(const struct model *m, enum cfg_key *blame, char *why,
 		    m->loss.micro_batches, (long long)UINT32_MAX);
 		return why;
 	}
-	copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
-	if (copies <= SYM_MAX_COPIES)
-		return NULL;
-	/*
-	 * The mesh multiplies the copies: point at it, and at the smaller
-	 * dp that would fit with the same layers.
-	 */
-	*blame = KEY_MESH;
-	dp_max = SYM_MAX_COPIES / ((int64_t)m->nparams * m->mesh.tp);
-	if (dp_max < 1)
-		snprintf(why, len, "the audit would hold %lld parameter copies "
-		    "(parameters x ranks holding them); at most %lld are "
-		    "supported: audit the recipe with fewer model.layers "
-		    "(--set)", (long long)copies, (long long)SYM_MAX_COPIES);
-	else
-		snprintf(why, len, "the audit would hold %lld parameter copies "
-		    "(parameters x ranks holding them, about %lld GiB); at "
-		    "most %lld are supported: audit the recipe on a smaller "
-		    "mesh, with --set mesh.dp=N (N at most %lld) or fewer "
-		    "model.layers", (long long)copies,
-		    (long long)((copies * SYM_BYTES_PER_COPY >> 30) + 1),
-		    (long long)SYM_MAX_COPIES, (long long)dp_max);
-	return why;
+	if ((budget = memory_budget(why, len)) < 0) {
+		*blame = KEY_MESH;
+		return why;
+	}
+	return too_large(m, budget, blame, why, len);
 }
 
 /* A layout the framework would stop at start-up on. */
