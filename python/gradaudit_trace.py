@@ -96,7 +96,8 @@ micro_batch(m, tokens=None)    (a context manager)
     loss the script backpropagates, so it carries that loss's factors (a
     1/micro-batches for accumulation, a division by a token count): with
     gradaudit's atoms (a chunk's summed token loss over its token slots) it
-    agrees only where those factors are 1/slots.
+    agrees only where those factors are 1/slots.  A sparse gradient
+    (nn.Embedding(sparse=True)) is stored dense, as is a sparse final.
 
 final(name, tensor, offset=None, box=None, flat=None)
     The gradient this rank holds for `name` when the optimizer steps: the
@@ -327,6 +328,11 @@ def _is_dtensor(t):
 
 def _local(t):
     return t.to_local() if _is_dtensor(t) else t
+
+
+def _dense(t):
+    """t, or its dense value if it is sparse (nn.Embedding(sparse=True))."""
+    return t.to_dense() if getattr(t, "is_sparse", False) else t
 
 
 def _placement_kind(p):
@@ -680,7 +686,7 @@ class Trace:
                 raise ValueError("gradient of %r outside a micro_batch block "
                                  "(wrap each backward in `with "
                                  "trace.micro_batch(m):`)" % p.name)
-            g = _local(grad).detach()
+            g = _dense(_local(grad).detach())
             if list(g.shape) != p.box:
                 raise ValueError("gradient of %r has shape %r, its tensor %r"
                                  % (p.name, list(g.shape), p.box))
@@ -733,6 +739,7 @@ class Trace:
             tensor = tensor.to_local()
         if not isinstance(tensor, torch.Tensor):
             raise ValueError("%s of %r is not a tensor" % (what, name))
+        tensor = _dense(tensor)
         if tensor.dtype not in _CODES:
             raise ValueError("%s of %r has dtype %s (float32, float64, "
                              "bfloat16 or float16)" % (what, name, tensor.dtype))

@@ -30,7 +30,8 @@ compare fits a sample of each region's elements, and rank 0's micro-batch 0
 contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
---bug makes the step wrong (missing, double, noise, huge, unowned, speck);
+--bug makes the step wrong (missing, double, noise, huge, unowned, speck,
+small);
 --defect makes the trace itself bad (see DEFECTS), for gradaudit compare
 to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
@@ -206,6 +207,12 @@ def make_step(args):
         x[2] = boxes[0]["layer.weight"][1]
         x[3] = rounded(dt, layer[:cuts[1]] + own[cuts[1]:])
         del par.ranks[0].meta["tensors"]["final/layer.weight"]["flat"]
+    elif args.bug == "small":
+        # One element of rank 0's norm.weight off by 1e-4 of the largest:
+        # ten times float32's value tolerance, far under a gross bug's.
+        x = par.ranks[0].find("final/norm.weight")
+        x[3][1] += 1e-4 * max(abs(v) for v in x[3])
+        x[3] = rounded(dt, x[3])
     elif args.bug == "speck":
         # One element of rank 0's layer.weight off by a tenth of the
         # largest value: an odd element, which the strided sample of a
@@ -499,7 +506,7 @@ def main(argv):
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
-                                      "huge", "unowned", "speck"],
+                                      "huge", "unowned", "speck", "small"],
                     default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
     ap.add_argument("--list-defects", action="store_true")

@@ -238,6 +238,27 @@ class CaptureTest(Base):
         self.assertTrue(torch.equal(ts["contrib/1/w"], torch.full((3,), 5.0)))
         self.assertEqual(read_trace(self.path("p"))["manifest"]["micro_batches"], 2)
 
+    def test_sparse_gradients_are_stored_dense(self):
+        # nn.Embedding(sparse=True): a sparse gradient per backward, and a
+        # sparse .grad for the final.
+        emb = torch.nn.Embedding(5, 2, sparse=True)
+        t = Trace(self.path("p"), emb.named_parameters(), step="s")
+        t.save_weights()
+        with t.micro_batch(0):
+            emb(torch.tensor([1, 3, 3])).sum().backward()
+        with t.micro_batch(1):
+            emb(torch.tensor([3])).sum().backward()
+        t.finals_from_grads()
+        t.close()
+        ts = read_trace(self.path("p"))["ranks"][0]["tensors"]
+        rows = torch.zeros(5, 2)
+        rows[1], rows[3] = 1, 2
+        self.assertTrue(torch.equal(ts["contrib/0/weight"], rows))
+        rows[1], rows[3] = 0, 1
+        self.assertTrue(torch.equal(ts["contrib/1/weight"], rows))
+        rows[1], rows[3] = 1, 3
+        self.assertTrue(torch.equal(ts["final/weight"], rows))
+
     def test_float32_gradients_and_hooks_removed(self):
         w = torch.ones(2, dtype=torch.float32, requires_grad=True)
         t = Trace(self.path("p"), {"w": w}, step="s")
