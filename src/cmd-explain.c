@@ -511,7 +511,7 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 	    divisor);
 	cfg_key_value(cfg, KEY_OBJECTIVE, by, sizeof by);
 	if (ln->uniform) {
-		q_format(ln->weight[0], q, sizeof q);
+		q_format(lossnorm_weight(ln, 0), q, sizeof q);
 		fprintf(fp, "  objective %s: every atom's expected weight %s\n",
 		    by, q);
 	} else
@@ -524,7 +524,7 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 		char w[48];
 
 		q_format(ln->coef[i], q, sizeof q);
-		q_format(ln->weight[i], w, sizeof w);
+		q_format(lossnorm_weight(ln, i), w, sizeof w);
 		snprintf(by, sizeof by, "m%d dp%d cp%d", i / m->mesh.dp,
 		    d / m->mesh.cp, d % m->mesh.cp);
 		if (ln->uniform)
@@ -579,7 +579,7 @@ jsonw_loss(struct json *j, const struct model *m)
 	jsonw_key_int(j, "micro_batches", ln->micro_batches);
 	jsonw_key_int(j, "tokens_per_chunk", ln->tokens);
 	jsonw_key_int(j, "valid_tokens", ln->total);
-	q_format(ln->weight[0], q, sizeof q);
+	q_format(lossnorm_weight(ln, 0), q, sizeof q);
 	/* One weight for every atom, or null: each chunk has its own. */
 	if (ln->uniform)
 		jsonw_key_string(j, "expected_weight", q);
@@ -596,7 +596,7 @@ jsonw_loss(struct json *j, const struct model *m)
 		jsonw_key_int(j, "valid", ln->valid[i]);
 		q_format(ln->coef[i], q, sizeof q);
 		jsonw_key_string(j, "factor", q);
-		q_format(ln->weight[i], q, sizeof q);
+		q_format(lossnorm_weight(ln, i), q, sizeof q);
 		jsonw_key_string(j, "expected_weight", q);
 		jsonw_end_object(j);
 	}

@@ -522,6 +522,9 @@ objective_build(struct loss_norm *ln, const struct config *cfg,
 	int	 K = ln->micro_batches, cp = mesh->cp, m, d, c, pure;
 	int64_t	 n;
 
+	ln->uniform = true;
+	if (cfg->loss.objective == OBJECTIVE_TOKEN_MEAN)
+		return;		/* lossnorm_weight: every one `expected` */
 	ln->weight = xcalloc((size_t)ln->chunks, sizeof *ln->weight);
 	for (m = 0; m < K; m++)
 		for (d = 0; d < mesh->dp; d++) {
@@ -618,7 +621,7 @@ factors_match(const struct loss_norm *ln, int which, int divisor)
 	case 0:
 		for (c = 0; c < ln->chunks; c++)
 			if (ln->valid[c] > 0 && !q_equal(q_mul(ln->coef[c], d),
-			    ln->weight[c]))
+			    lossnorm_weight(ln, c)))
 				return false;
 		return true;
 	case 1:

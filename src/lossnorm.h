@@ -154,6 +154,17 @@ int64_t	 lossnorm_masked_count(int64_t tokens, int chunk, int64_t num,
 /* The size loss.scale or sync.dp_divisor names: dp*cp, dp, cp or 1. */
 int	 lossnorm_size(const struct mesh *, enum data_size);
 
+/*
+ * The objective's weight of chunk c's atoms.  The per-token mean, the
+ * default, keeps no array: every weight is `expected`, and a chunk array
+ * of 2^25 rationals would double the loss's memory at the size limit.
+ */
+static inline struct rational
+lossnorm_weight(const struct loss_norm *ln, int c)
+{
+	return ln->weight != NULL ? ln->weight[c] : ln->expected;
+}
+
 /* The chunk of micro-batch m on the rank with dp_cp index d. */
 static inline int
 lossnorm_chunk(const struct mesh *mesh, int m, int d)

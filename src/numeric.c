@@ -922,7 +922,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		}
 		run_model(&eng, NULL);
 		/* The objective's weight of this chunk (lossnorm.h). */
-		factor = num_from_rational(audited->loss.weight[d]);
+		factor = num_from_rational(lossnorm_weight(&audited->loss, d));
 		for (k = 0; k < ref.nparams; k++) {
 			const union num *ag = eng.ranks[0].aux_grad != NULL ?
 			    eng.ranks[0].aux_grad[k] : NULL;

@@ -456,8 +456,8 @@ atom_objective_weight(const struct sym_run *run, uint32_t a)
 		r = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp, c.edp);
 		mesh_coord_of(&m->mesh, r, &c);
 	}
-	return m->loss.weight[lossnorm_chunk(&m->mesh,
-	    atom_micro_batch(sp, a), c.dp)];
+	return lossnorm_weight(&m->loss, lossnorm_chunk(&m->mesh,
+	    atom_micro_batch(sp, a), c.dp));
 }
 
 /*
@@ -538,7 +538,7 @@ init_expected(struct sym_run *run)
 	uint32_t *bucket = xcalloc(cap, sizeof *bucket);
 	size_t	*start = xcalloc(nkeys + 1, sizeof *start);
 	const struct lincomb **by_key = xcalloc(nkeys, sizeof *by_key);
-	struct rational weight = m->loss.weight[0];	/* when uniform */
+	struct rational weight = lossnorm_weight(&m->loss, 0);	/* uniform */
 	int	 l, k, i, key;
 	size_t	 n, j, z, na, a;
 	uint32_t *mine = xcalloc(per, sizeof *mine);
