@@ -1299,9 +1299,8 @@ profile_text(struct fixer *fx, const struct finding *f,
 			append(buf, len, ", which %s %s changes to %s (%s)",
 			    c->profile->framework->name, version, value, head);
 		} else
-			append(buf, len, ", which no later release changes to "
-			    "a value that fixes this: the framework's code "
-			    "must change");
+			append(buf, len, ", which no later release with a "
+			    "profile changes to a value that fixes this");
 	}
 }
 
