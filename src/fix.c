@@ -481,7 +481,7 @@ judge(const struct fixer *fx, const struct finding *f,
 			if (strcmp(o->seen[i].op, f->op != NULL ? f->op :
 			    "") == 0)
 				return FIX_NO;
-			/* Its kind there from another step, not the config's. */
+			/* Its kind there from another step, new here. */
 			if (!had(fx, &o->seen[i]))
 				v = FIX_PARTIAL;
 		} else if (unresolved(fx, f, &o->seen[i]))
@@ -849,7 +849,8 @@ loss_recipes(const struct config *c, struct candidate *out, int max)
 {
 	static const enum cfg_key extra[] = { KEY_MTP_SCALE, KEY_AUX_SCALE };
 	bool		(*const extra_matches[])(const struct loss_norm *,
-			    int) = { lossnorm_mtp_matches, lossnorm_aux_matches };
+			    int) = { lossnorm_mtp_matches,
+			    lossnorm_aux_matches };
 	const char	*dv[8], *nv[16], *sv[8], *ev[2];
 	struct config	 t;
 	struct mesh	 mesh;
@@ -1298,9 +1299,8 @@ profile_text(struct fixer *fx, const struct finding *f,
 			append(buf, len, ", which %s %s changes to %s (%s)",
 			    c->profile->framework->name, version, value, head);
 		} else
-			append(buf, len, ", which no later release changes to "
-			    "a value that fixes this: the framework's code "
-			    "must change");
+			append(buf, len, ", which no later release with a "
+			    "profile changes to a value that fixes this");
 	}
 }
 

@@ -1468,7 +1468,8 @@ explain_placement(struct finding_list *fl, const struct mesh *mesh,
 		    s->label, s->cite ? " (" : "", s->cite ? s->cite : "",
 		    s->cite ? ")" : ""), s->fix);
 	else if (doubled)
-		add_finding(fl, FINDING_DOUBLE_COUNT, s->key, pr, s->label, "tp",
+		add_finding(fl, FINDING_DOUBLE_COUNT, s->key, pr, s->label,
+		    "tp",
 		    fmt(a, "over tp the gradient is %s but is declared %s "
 		    "and reduced over tp, which counts its replicated part "
 		    "once per replica", pl_format(mesh, s->truth, truth,
@@ -1494,8 +1495,8 @@ explain_backward_reductions(struct finding_list *fl, const struct model *m,
 		if (r->stage != stage || r->boundary ||
 		    pl_equal(r->truth, r->declared))
 			continue;
-		add_finding(fl, FINDING_MISSING_REDUCTION, KEY_EXPERT_INPUT_GRAD,
-		    pr, r->what, r->dim,
+		add_finding(fl, FINDING_MISSING_REDUCTION,
+		    KEY_EXPERT_INPUT_GRAD, pr, r->what, r->dim,
 		    fmt(fl->audit, "the %s is %s over %s but declared %s, so "
 		    "its all-reduce over %s (%s) is skipped and the router's "
 		    "score gradient stays Partial", r->what, pl_format(&m->mesh,
@@ -1597,7 +1598,8 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (!r->missing)
 		return true;
 	add_finding(fl, FINDING_MISSING_REDUCTION, KEY_MOE_INPUT_GRAD, pr,
-	    r->what, r->dim, fmt(fl->audit, "at the boundary of the MoE block of layer %d the "
+	    r->what, r->dim, fmt(fl->audit, "at the boundary of the MoE "
+	    "block of layer %d the "
 	    "block input's gradient is %s over tp but declared %s, so it is "
 	    "never summed over tp: each tp rank keeps its own share, and "
 	    "every gradient computed before the block (norms, mixer, "
@@ -1918,7 +1920,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "(loss.mtp_scale)");
 		else if (mtp_unequal_over_cp(&ctx->atoms, pr))
 			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
-			    pr, "multi-token prediction loss normalization", "cp",
+			    pr, "multi-token prediction loss normalization",
+			    "cp",
 			    fmt(a, "the main loss's part is right, but the "
 			    "multi-token prediction losses' atoms of one "
 			    "micro-batch weigh differently on its cp ranks: "
@@ -1934,7 +1937,8 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "micro-batches-cp-group)");
 		else
 			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
-			    pr, "multi-token prediction loss normalization", "dp",
+			    pr, "multi-token prediction loss normalization",
+			    "dp",
 			    fmt(a, "the main loss's part is right, but the "
 			    "multi-token prediction losses' atoms are weighted "
 			    "unequally: their losses are divided by token "
