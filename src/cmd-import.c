@@ -481,13 +481,60 @@ print_yaml(FILE *fp, const struct yaml_doc *doc)
 	}
 }
 
+/*
+ * The configuration printed must load: check, run and explain take it as
+ * it is.  Megatron asserts most of what the loader checks (layers divisible
+ * by pp, top-k at most the experts), and fails on most of the rest (a
+ * swiglu ffn of 0 from a hidden size under 24); import printed such
+ * configurations with exit 0 (issue 26).  Now it refuses them, with the
+ * loader's word on the key and the argument the key came from.
+ */
+static int
+check_loads(const struct megatron_import *mi, const char *text, size_t len)
+{
+	struct config_list	 list;
+	const char		*msg, *at;
+	char			*from, *key;
+	int			 k = KEY__COUNT;
+
+	memset(&list, 0, sizeof(list));
+	if (cfg_load_quietly("import", text, len, &list) == 0) {
+		config_list_free(&list);
+		return 0;
+	}
+	msg = list.error != NULL ? list.error : "invalid configuration";
+	if (list.error_key != NULL)
+		for (k = 0; k < KEY__COUNT; k++)
+			if (strcmp(cfg_key_path(k), list.error_key) == 0)
+				break;
+	if (k == KEY__COUNT)
+		from = xstrdup("");
+	else if (keyset_has(&mi->cfg.given, k) && mi->why[k] != NULL)
+		xasprintf(&from, " (%s: %s)", cfg_key_path(k), mi->why[k]);
+	else
+		xasprintf(&from, " (%s: gradaudit's default)", cfg_key_path(k));
+	/* The loader's "import:12:8: " says nothing here: the key does. */
+	if (k < KEY__COUNT) {
+		xasprintf(&key, ": %s: ", cfg_key_path(k));
+		if ((at = strstr(msg, key)) != NULL)
+			msg = at + 2;
+		free(key);
+	}
+	fprintf(stderr, "%s: import: gradaudit cannot load what these "
+	    "arguments give: %s%s\n", progname, msg, from);
+	free(from);
+	config_list_free(&list);
+	return -1;
+}
+
 static int
 cmd_import_exec(struct options *o)
 {
 	struct megatron_import	 mi;
 	struct yaml_doc		 doc = { NULL, 0 };
-	char			**words = NULL, q[TEXT_QUOTE_SIZE];
-	size_t			 nwords = 0;
+	FILE			*fp;
+	char			**words = NULL, q[TEXT_QUOTE_SIZE], *text;
+	size_t			 nwords = 0, len;
 	int			 rc = EXIT_USAGE;
 
 	if (strcmp(o->args[0], "megatron") != 0) {
@@ -528,9 +575,17 @@ cmd_import_exec(struct options *o)
 			keyset_add(&mi.cfg.given, KEY_FRAMEWORK);
 		}
 		collect_keys(&doc, &mi, "", 0, 0);
-		print_yaml(stdout, &doc);
+		if ((fp = open_memstream(&text, &len)) == NULL)
+			fatal("open_memstream");
+		print_yaml(fp, &doc);
+		if (fclose(fp) != 0)
+			fatal("open_memstream");
 		free(doc.lines);
-		rc = EXIT_OK;
+		if (check_loads(&mi, text, len) == 0) {
+			fwrite(text, 1, len, stdout);
+			rc = EXIT_OK;
+		}
+		free(text);
 	}
 	megatron_import_free(&mi);
 	shellwords_free(words, nwords);

@@ -433,6 +433,8 @@ struct loader {
 	enum cfg_key			*ovr_keys; /* ovrs[i].key, resolved */
 	struct config_list		 list;	/* configs of this file so far */
 	char				**error; /* the caller's last error */
+	char				**error_key; /* and its key */
+	bool				 quiet;	/* keep errors, print none */
 	size_t				 cap;	/* allocated length of list.v */
 	struct config			*cfg;	/* the one being filled */
 	/* Which --set wrote each key of cfg last (NULL: the file did). */
@@ -724,7 +726,7 @@ to_mark(const yaml_mark_t *m)
  * terminal).
  */
 static void
-emit(char **keep, const char *line)
+emit(char **keep, const char *line, bool quiet)
 {
 	char	*out = text_visible(line);
 	size_t	 n = strlen(out), skip = strlen(progname);
@@ -740,7 +742,8 @@ emit(char **keep, const char *line)
 	}
 
 	out[n] = '\n';
-	fwrite(out, 1, n + 1, stderr);
+	if (!quiet)
+		fwrite(out, 1, n + 1, stderr);
 	free(out);
 }
 
@@ -773,7 +776,11 @@ report(const struct loader *ld, const struct cfg_override *ovr,
 		xasprintf(&line, "%s: %s: %s: %s", progname, where, key, msg);
 	else
 		xasprintf(&line, "%s: %s: %s", progname, where, msg);
-	emit(ld->error, line);
+	emit(ld->error, line, ld->quiet);
+	if (ld->error_key != NULL) {
+		free(*ld->error_key);
+		*ld->error_key = key != NULL ? xstrdup(key) : NULL;
+	}
 	free(line);
 	free(where);
 }
@@ -976,7 +983,7 @@ resolve_override(const char *path, enum cfg_key *out, char **keep)
 			/* No value is involved yet: name the key alone. */
 			xasprintf(&line, "%s: --set %s: unknown key %s (%s)",
 			    progname, cut, q, hint);
-			emit(keep, line);
+			emit(keep, line, false);
 			free(line);
 			return -1;
 		}
@@ -2595,7 +2602,7 @@ apply_framework(struct loader *ld)
 		    keys[KEY_FRAMEWORK].path, "%s", err);
 		return -1;
 	}
-	if (newer) {
+	if (newer && !ld->quiet) {
 		fw_version_format(&p->framework->latest, v, sizeof(v));
 		fprintf(stderr, "%s: %s: %s is newer than %s %s, the newest "
 		    "release the profiles were checked against: auditing it "
@@ -2871,14 +2878,58 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 	return 0;
 }
 
+/* The configurations of ld->text, ld->len bytes, appended to out. */
+static int
+load_text(struct loader *ld, struct config_list *out)
+{
+	yaml_parser_t	 parser;
+	uint64_t	 digest;
+	size_t		 i;
+	int		 rc;
+
+	if (!yaml_parser_initialize(&parser))
+		fatal("yaml_parser_initialize");
+	yaml_parser_set_input_string(&parser, ld->text, ld->len);
+	ld->parser = &parser;
+	rc = load_stream(ld);
+	yaml_parser_delete(&parser);
+	if (rc == 0) {
+		/*
+		 * Whether the file was a list is known only once it has been
+		 * read to the end (a second document may follow the first).
+		 */
+		digest = hash_bytes(ld->text, ld->len);
+		for (i = 0; i < ld->list.n; i++) {
+			ld->list.v[i].in_list = ld->is_list;
+			ld->list.v[i].source_digest = digest;
+		}
+		default_names(ld);
+		if (out->n == 0) {
+			/* No copy: a list of 100,000 configs is 50 MB. */
+			free(out->v);
+			out->v = ld->list.v;
+			out->n = ld->list.n;
+		} else {
+			out->v = xreallocarray(out->v, out->n + ld->list.n,
+			    sizeof(*out->v));
+			memcpy(out->v + out->n, ld->list.v,
+			    ld->list.n * sizeof(*ld->list.v));
+			out->n += ld->list.n;
+			free(ld->list.v);
+		}
+		ld->list.v = NULL;
+		ld->list.n = 0;
+	}
+	config_list_free(&ld->list);
+	return rc;
+}
+
 int
 cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
     struct config_list *out)
 {
 	struct loader	 ld;
-	yaml_parser_t	 parser;
 	unsigned char	*text = NULL;
-	uint64_t	 digest;
 	size_t		 i;
 	int		 rc = -1;
 
@@ -2901,44 +2952,28 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	if (read_file(&ld, &text, &ld.len) == -1)
 		goto out;
 	ld.text = text;
-	if (!yaml_parser_initialize(&parser))
-		fatal("yaml_parser_initialize");
-	yaml_parser_set_input_string(&parser, text, ld.len);
-	ld.parser = &parser;
-	rc = load_stream(&ld);
-	yaml_parser_delete(&parser);
-	if (rc == 0) {
-		/*
-		 * Whether the file was a list is known only once it has been
-		 * read to the end (a second document may follow the first).
-		 */
-		digest = hash_bytes(text, ld.len);
-		for (i = 0; i < ld.list.n; i++) {
-			ld.list.v[i].in_list = ld.is_list;
-			ld.list.v[i].source_digest = digest;
-		}
-		default_names(&ld);
-		if (out->n == 0) {
-			/* No copy: a list of 100,000 configs is 50 MB. */
-			free(out->v);
-			out->v = ld.list.v;
-			out->n = ld.list.n;
-		} else {
-			out->v = xreallocarray(out->v, out->n + ld.list.n,
-			    sizeof(*out->v));
-			memcpy(out->v + out->n, ld.list.v,
-			    ld.list.n * sizeof(*ld.list.v));
-			out->n += ld.list.n;
-			free(ld.list.v);
-		}
-		ld.list.v = NULL;
-		ld.list.n = 0;
-	}
+	rc = load_text(&ld, out);
 out:
 	config_list_free(&ld.list);
 	free(ld.ovr_keys);
 	free(text);
 	return rc;
+}
+
+int
+cfg_load_quietly(const char *name, const char *text, size_t len,
+    struct config_list *out)
+{
+	struct loader	 ld;
+
+	memset(&ld, 0, sizeof(ld));
+	ld.error = &out->error;
+	ld.error_key = &out->error_key;
+	ld.quiet = true;
+	ld.path = ld.open_path = name;
+	ld.text = (const unsigned char *)text;
+	ld.len = len;
+	return load_text(&ld, out);
 }
 
 const char *
@@ -2968,7 +3003,7 @@ cfg_error(const struct config *c, enum cfg_key k, char **keep,
 	else
 		xasprintf(&line, "%s: %s: %s: %s", progname, c->file,
 		    keys[k].path, msg);
-	emit(keep, line);
+	emit(keep, line, false);
 	free(line);
 }
 
@@ -3284,9 +3319,11 @@ config_list_free(struct config_list *l)
 		cfg_free(&l->v[i]);
 	free(l->v);
 	free(l->error);
+	free(l->error_key);
 	l->v = NULL;
 	l->n = 0;
 	l->error = NULL;
+	l->error_key = NULL;
 }
 
 static const char *

@@ -538,6 +538,11 @@ struct config_list {
 	 * it.
 	 */
 	char		*error;
+	/*
+	 * With cfg_load_quietly, the key that message is about
+	 * ("model.ffn"), or NULL.
+	 */
+	char		*error_key;
 };
 
 /*
@@ -548,6 +553,15 @@ struct config_list {
  * Appends to *out on success and returns 0.
  */
 int	 cfg_load(const char *path, const struct cfg_override *, size_t,
+	    struct config_list *out);
+
+/*
+ * Load the configurations of text, len bytes named `name` in messages, as
+ * cfg_load loads a file's, without printing a message: the error is only
+ * kept, in out->error and out->error_key.  For a program that wrote the
+ * text and says in its own words what is wrong (import).
+ */
+int	 cfg_load_quietly(const char *name, const char *text, size_t len,
 	    struct config_list *out);
 
 /*
