@@ -31,7 +31,7 @@ contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
 --bug makes the step wrong (missing, double, noise, huge, unowned, speck,
-small);
+small, clip);
 --defect makes the trace itself bad (see DEFECTS), for gradaudit compare
 to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
@@ -207,6 +207,9 @@ def make_step(args):
         x[2] = boxes[0]["layer.weight"][1]
         x[3] = rounded(dt, layer[:cuts[1]] + own[cuts[1]:])
         del par.ranks[0].meta["tensors"]["final/layer.weight"]["flat"]
+    elif args.bug == "clip":
+        # Rank 1 clipped by another coefficient than the others.
+        par.ranks[1].meta["clip_coef"] *= 2
     elif args.bug == "small":
         # One element of rank 0's norm.weight off by 1e-4 of the largest:
         # ten times float32's value tolerance, far under a gross bug's.
@@ -418,6 +421,15 @@ def edit_ref_shape(par, ref):
     x[2] = shape
 
 
+def edit_ref_part(par, ref):
+    # The reference holds the first half of norm.weight only.
+    rk = ref.ranks[0]
+    x = rk.find("final/norm.weight")
+    half = len(x[3]) // 2
+    x[2], x[3] = [half], x[3][:half]
+    rk.meta["tensors"]["final/norm.weight"]["flat"] = [0, half]
+
+
 def edit_ref_mode(par, ref):
     ref.manifest["mode"] = "parallel"
     del ref.manifest["reference_of"]
@@ -485,6 +497,7 @@ DEFECTS = {
     "reference-param": (edit_ref_param, None, None),
     "reference-shape": (edit_ref_shape, None, None),
     "reference-mode": (edit_ref_mode, None, None),
+    "reference-part": (edit_ref_part, None, None),
     "world-files": (edit_world_files, None, None),
     "rank-dir": (None, after_rank_dir, None),
     "rank-fifo": (None, after_rank_fifo, None),
@@ -506,7 +519,8 @@ def main(argv):
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
-                                      "huge", "unowned", "speck", "small"],
+                                      "huge", "unowned", "speck", "small",
+                                      "clip"],
                     default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
     ap.add_argument("--list-defects", action="store_true")
