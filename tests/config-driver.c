@@ -264,7 +264,7 @@ dump(const struct config *c)
 int
 main(int argc, char *argv[])
 {
-	struct config_list	 list = { NULL, 0, NULL };
+	struct config_list	 list;
 	struct cfg_override	*ovr;
 	struct config		 copy;
 	const char		*why;
@@ -284,6 +284,7 @@ main(int argc, char *argv[])
 		ovr[novr].key = argv[++a];
 		ovr[novr++].value = eq + 1;
 	}
+	memset(&list, 0, sizeof list);
 	if (cfg_load(argv[1], ovr, novr, &list) == -1) {
 		/* The message it kept (config_list.error). */
 		config_list_free(&list);

@@ -64,10 +64,11 @@ key_type(enum cfg_key k)
 static int
 print_values(const char *path)
 {
-	struct config_list	 list = { NULL, 0, NULL };
+	struct config_list	 list;
 	char			 value[256];
 	int			 k;
 
+	memset(&list, 0, sizeof list);
 	if (cfg_load(path, NULL, 0, &list) != 0 || list.n == 0) {
 		config_list_free(&list);
 		return EXIT_USAGE;
