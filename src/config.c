@@ -3029,8 +3029,10 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
 	dst->marks = xreallocarray(NULL, (size_t)src->nmarks + 1,
 	    sizeof(*dst->marks));
-	memcpy(dst->marks, src->marks, (size_t)src->nmarks *
-	    sizeof(*dst->marks));
+	/* A config with no key written has no marks (NULL): UBSan. */
+	if (src->nmarks > 0)
+		memcpy(dst->marks, src->marks, (size_t)src->nmarks *
+		    sizeof(*dst->marks));
 }
 
 void
