@@ -287,10 +287,12 @@ configs_digest(const struct batch *b)
 }
 
 /*
- * The job reads the config files again, after the parent checked them: a
- * file replaced meanwhile was audited in its new form (issue 8).  The
- * parent passes the digest of what it checked in GRADAUDIT_CONFIG_DIGEST,
- * and a process of the job that read anything else fails.
+ * The job reads the configurations again, after the parent checked them:
+ * a file replaced meanwhile was audited in its new form (issue 8).  It
+ * reads the parent's copies now (jobdir.h), and the digest still guards
+ * them: the parent passes the digest of what it checked in
+ * GRADAUDIT_CONFIG_DIGEST, and a process of the job that read anything
+ * else fails.
  */
 #define CONFIG_DIGEST_VAR	"GRADAUDIT_CONFIG_DIGEST"
 
@@ -529,21 +531,28 @@ report_unloaded(struct options *o, const struct batch *b)
 }
 
 /*
- * In a job the user started, every process reads every operand: the
- * standard input would give each a part, or nothing.
+ * In a job the user started, every process reads every operand: one that
+ * cannot be read twice (jobdir.h) would give each a part, or nothing.
  */
 static int
 refuse_uncopied(const struct options *o)
 {
 	int	 i;
 
-	for (i = 0; i < o->nargs; i++)
-		if (strcmp(o->args[i], "-") == 0) {
+	for (i = 0; i < o->nargs; i++) {
+		if (!jobdir_read_once(o->args[i]))
+			continue;
+		if (strcmp(o->args[i], "-") == 0)
 			fprintf(stderr, "%s: run: inside an MPI job the "
 			    "standard input (-) is not read: save the "
 			    "configuration to a file\n", progname);
-			return EXIT_USAGE;
-		}
+		else
+			fprintf(stderr, "%s: run: inside an MPI job every "
+			    "process reads %s, which is not a regular file: "
+			    "save the configuration to a file\n", progname,
+			    o->args[i]);
+		return EXIT_USAGE;
+	}
 	return EXIT_OK;
 }
 
@@ -591,7 +600,7 @@ cmd_run_exec(struct options *o)
 	}
 	if (output_check_paths(o) != EXIT_OK)
 		return EXIT_USAGE;
-	/* The parent checks what the job will read: the copy of stdin. */
+	/* The parent checks what the job will read: the copies. */
 	if (jobdir_make(&jd, o->argc, o->argv, o->nargs, o->args) == -1)
 		return EXIT_RUNTIME;
 	o->read_from = jd.copies;

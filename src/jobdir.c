@@ -5,6 +5,8 @@
  * n arguments (the job's argv[1..n]), then pairs of an operand's index and
  * the path of its copy.
  */
+#include <sys/stat.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -18,6 +20,17 @@
 #include "xmalloc.h"
 
 #define JOBDIR_MAGIC	"gradaudit-job-args 1"
+
+bool
+jobdir_read_once(const char *operand)
+{
+	struct stat	 st;
+
+	if (strcmp(operand, "-") == 0)
+		return true;
+	return stat(operand, &st) == 0 && !S_ISREG(st.st_mode) &&
+	    !S_ISDIR(st.st_mode);
+}
 
 /* Write all of buf, or -1 with errno. */
 static int
@@ -164,8 +177,6 @@ jobdir_make(struct jobdir *jd, int argc, char **argv, int nargs, char **args)
 	jd->ncopies = nargs;
 	jd->copies = xcalloc((size_t)nargs + 1, sizeof *jd->copies);
 	for (i = 0; i < nargs; i++) {
-		if (strcmp(args[i], "-") != 0)
-			continue;
 		xasprintf(&jd->copies[i], "%s/config.%d", jd->path, i);
 		if ((rc = copy_operand(args[i], jd->copies[i])) == 0)
 			continue;

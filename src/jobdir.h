@@ -7,10 +7,15 @@
  * path whatever the number of configurations: with every config path on
  * it, hydra's mpiexec crashed from 997 paths on (issue 26).  The job reads
  * every configuration again, after its parent checked them, and the
- * standard input can be read once: the parent reads it into DIR/config.N,
- * and both parent and job load that copy, still named <stdin>.  DIR is in
- * $TMPDIR, which a job over several hosts must share, as it shares the
- * configurations.
+ * standard input, a FIFO or a process substitution can be read once, and
+ * /dev/stdin or /dev/fd/N name another file in another process: the
+ * parent reads every operand into DIR/config.N, and both parent and job
+ * load that copy, still named as the user named it.  The job's second read
+ * of a process substitution was empty (a false "configuration file
+ * changed"), and of /dev/stdin or a FIFO waited until the timeout (issue
+ * 26); and a file replaced meanwhile can no longer be audited in its new
+ * form (issue 8).  DIR is in $TMPDIR, which a job over several hosts
+ * must share, as it shares the configurations.
  */
 #ifndef GRADAUDIT_JOBDIR_H
 #define GRADAUDIT_JOBDIR_H
@@ -26,10 +31,18 @@ struct jobdir {
 };
 
 /*
- * Make the directory in $TMPDIR (or /tmp), copy into it the operand "-"
- * of args[0..nargs), the operands of argv, and write the job's argument
- * vector argv[1..argc) with the copy's place.  Returns 0, or -1 after a
- * message (nothing is left behind).
+ * An operand that cannot be read twice: "-", or an existing file that is
+ * neither a regular file nor a directory.  A job the user started, whose
+ * processes all read every operand, refuses them.
+ */
+bool	 jobdir_read_once(const char *operand);
+
+/*
+ * Make the directory in $TMPDIR (or /tmp), copy into it each operand
+ * (args[0..nargs), the operands of argv), and write the job's argument
+ * vector argv[1..argc) with the copies' places.  An operand that does not
+ * open or read (a directory) is not copied: the loader says why.  Returns
+ * 0, or -1 after a message (nothing is left behind).
  */
 int	 jobdir_make(struct jobdir *, int argc, char **argv, int nargs,
 	    char **args);
