@@ -419,8 +419,12 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	return rc;
 }
 
+/*
+ * The job: o its options, and in a job run started (jobargs, its
+ * arguments' file, not NULL) args_read false when that file did not read.
+ */
 static int
-run_in_job(struct options *o, bool args_read)
+run_in_job(struct options *o, bool args_read, const char *jobargs)
 {
 	struct batch		 b;
 	struct audited		*v;
@@ -444,7 +448,11 @@ run_in_job(struct options *o, bool args_read)
 	load_quietly(o, &b, proc);
 	if (!same_as_checked(&b))
 		rc = EXIT_RUNTIME;
-	if ((status = agree(rc)) == EXIT_RUNTIME) {
+	status = agree(rc);
+	/* Every process has read the job's directory: it can go. */
+	if (proc == 0 && jobargs != NULL)
+		jobdir_discard(jobargs, o->read_from, o->nargs);
+	if (status == EXIT_RUNTIME) {
 		if (proc == 0)
 			fprintf(stderr, "%s: a configuration file changed "
 			    "after gradaudit run checked it, before its MPI "
@@ -572,10 +580,10 @@ run_launched(struct options *outer)
 	    options_parse(&o, "run", SCOPE_RUN, cmd_run_entry.operands, argc,
 	    argv) != 0)
 		/* Every process fails alike, and they agree on it. */
-		status = run_in_job(outer, false);
+		status = run_in_job(outer, false, NULL);
 	else {
 		o.read_from = copies;
-		status = run_in_job(&o, o.nargs <= ncopies);
+		status = run_in_job(&o, o.nargs <= ncopies, outer->args[0]);
 		options_free(&o);
 	}
 	free(argv);
@@ -596,7 +604,7 @@ cmd_run_exec(struct options *o)
 			return run_launched(o);
 		if (refuse_uncopied(o) != EXIT_OK)
 			return EXIT_USAGE;
-		return run_in_job(o, true);
+		return run_in_job(o, true, NULL);
 	}
 	if (output_check_paths(o) != EXIT_OK)
 		return EXIT_USAGE;

@@ -297,6 +297,24 @@ bad:
 }
 
 void
+jobdir_discard(const char *path, char *const *copies, int ncopies)
+{
+	char	*dir, *slash;
+	int	 i;
+
+	for (i = 0; i < ncopies; i++)
+		if (copies[i] != NULL)
+			unlink(copies[i]);
+	unlink(path);
+	dir = xstrdup(path);
+	if ((slash = strrchr(dir, '/')) != NULL) {
+		*slash = '\0';
+		rmdir(dir);
+	}
+	free(dir);
+}
+
+void
 jobdir_remove(struct jobdir *jd)
 {
 	int	 i;

@@ -56,6 +56,14 @@ int	 jobdir_make(struct jobdir *, int argc, char **argv, int nargs,
 int	 jobdir_read(const char *path, const char *argv0, int *argc,
 	    char ***argv, char ***copies, int *ncopies, char **buf);
 
+/*
+ * In the job, once every process has read them: remove the arguments'
+ * file path, the copies and their directory, so that a parent killed by
+ * SIGKILL, which cannot remove them, leaves nothing behind.  What is gone
+ * already, or on another host, is no error.
+ */
+void	 jobdir_discard(const char *path, char *const *copies, int ncopies);
+
 /* Remove the directory and what is in it, and free the struct's memory. */
 void	 jobdir_remove(struct jobdir *);
 
