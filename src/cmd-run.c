@@ -28,6 +28,7 @@
 #include "exitcode.h"
 #include "fix.h"
 #include "hash.h"
+#include "jobdir.h"
 #include "launch.h"
 #include "numeric.h"
 #include "output.h"
@@ -155,13 +156,15 @@ not_audited_why(int status)
 }
 
 /*
- * Run the job and, with --junit or --summary, write the reports it
+ * Run the job, `gradaudit run ARGS` with ARGS its arguments' file
+ * (jobdir.h), and, with --junit or --summary, write the reports it
  * rendered (or, if it failed, an error per config) here, on the host the
  * user is on.
  */
 static int
-launch(struct options *o, const struct config_list *list)
+launch(struct options *o, const struct config_list *list, char *args)
 {
+	char			*job[] = { o->argv[0], "run", args, NULL };
 	struct launch_options	 lo;
 	struct launch_attachment junit = { NULL, 0 }, summary = { NULL, 0 };
 	struct launch_attachment baseline = { NULL, 0 };
@@ -187,7 +190,7 @@ launch(struct options *o, const struct config_list *list)
 	if (o->color == COLOR_AUTO && setenv("GRADAUDIT_COLOR",
 	    options_use_color(o, stdout) ? "always" : "never", 1) != 0)
 		fatal("setenv");
-	status = launch_job(&lo, o->argc, o->argv);
+	status = launch_job(&lo, 3, job);
 	/*
 	 * A job that failed with more processes than /dev/shm holds most
 	 * likely failed in MPI_Init for want of it: say so.
@@ -311,10 +314,12 @@ configs_digest(const struct batch *b)
 }
 
 /*
- * The job reads the config files again, after the parent checked them: a
- * file replaced meanwhile was audited in its new form (issue 8).  The
- * parent passes the digest of what it checked in GRADAUDIT_CONFIG_DIGEST,
- * and a process of the job that read anything else fails.
+ * The job reads the configurations again, after the parent checked them:
+ * a file replaced meanwhile was audited in its new form (issue 8).  It
+ * reads the parent's copies now (jobdir.h), and the digest still guards
+ * them: the parent passes the digest of what it checked in
+ * GRADAUDIT_CONFIG_DIGEST, and a process of the job that read anything
+ * else fails.
  */
 #define CONFIG_DIGEST_VAR	"GRADAUDIT_CONFIG_DIGEST"
 
@@ -444,8 +449,12 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	return rc;
 }
 
+/*
+ * The job: o its options, and in a job run started (jobargs, its
+ * arguments' file, not NULL) args_read false when that file did not read.
+ */
 static int
-run_in_job(struct options *o)
+run_in_job(struct options *o, bool args_read, const char *jobargs)
 {
 	struct batch		 b;
 	struct audited		*v;
@@ -460,6 +469,9 @@ run_in_job(struct options *o)
 		launch_arm_watchdog(o->timeout);
 	else
 		launch_arm_worker_watchdog(o->timeout);
+	/* The arguments' file did not read (said): nothing to audit. */
+	if (!args_read)
+		return finish(proc, agree(EXIT_RUNTIME));
 	/* The parent checked the paths when there is one. */
 	if (proc == 0 && getenv("GRADAUDIT_WORKER") == NULL)
 		rc = output_check_paths(o);
@@ -467,7 +479,11 @@ run_in_job(struct options *o)
 		rc = EXIT_USAGE;
 	if (!same_as_checked(&b))
 		rc = EXIT_RUNTIME;
-	if ((status = agree(rc)) == EXIT_RUNTIME) {
+	status = agree(rc);
+	/* Every process has read the job's directory: it can go. */
+	if (proc == 0 && jobargs != NULL)
+		jobdir_discard(jobargs, o->read_from, o->nargs);
+	if (status == EXIT_RUNTIME) {
 		if (proc == 0)
 			fprintf(stderr, "%s: a configuration file changed "
 			    "after gradaudit run checked it, before its MPI "
@@ -561,101 +577,92 @@ report_unloaded(struct options *o, const struct batch *b)
 	return status;
 }
 
-/* The operand "-", or -1. */
+/*
+ * In a job the user started, every process reads every operand: one that
+ * cannot be read twice (jobdir.h) would give each a part, or nothing.
+ */
 static int
-stdin_operand(const struct options *o)
+refuse_uncopied(const struct options *o)
 {
 	int	 i;
 
-	for (i = 0; i < o->nargs; i++)
+	for (i = 0; i < o->nargs; i++) {
+		if (!jobdir_read_once(o->args[i]))
+			continue;
 		if (strcmp(o->args[i], "-") == 0)
-			return i;
-	return -1;
+			fprintf(stderr, "%s: run: inside an MPI job the "
+			    "standard input (-) is not read: save the "
+			    "configuration to a file\n", progname);
+		else
+			fprintf(stderr, "%s: run: inside an MPI job every "
+			    "process reads %s, which is not a regular file: "
+			    "save the configuration to a file\n", progname,
+			    o->args[i]);
+		return EXIT_USAGE;
+	}
+	return EXIT_OK;
 }
 
 /*
- * run -: the MPI job reads every configuration again, and the standard
- * input can be read only once, so run copies it to a file of its own,
- * gives the job that file instead of "-", and names it in the
- * environment, so that reports still say <stdin>.  Returns the file's
- * path, NULL without "-", or "" when the copy failed (said on stderr).
+ * In the job run started: its one operand is the file of its arguments
+ * (jobdir.h), which are parsed as the user's own were.
  */
-static char *
-copy_stdin(struct options *o)
+static int
+run_launched(struct options *outer)
 {
-	const char	*dir = getenv("TMPDIR");
-	char		*path, buf[65536];
-	size_t		 total = 0, n;
-	int		 i, fd;
+	struct options	 o;
+	char		**argv = NULL, **copies = NULL, *buf = NULL;
+	int		 argc, ncopies, status;
 
-	if ((i = stdin_operand(o)) < 0)
-		return NULL;
-	if (dir == NULL || *dir == '\0')
-		dir = "/tmp";
-	xasprintf(&path, "%s/gradaudit-stdin-XXXXXX", dir);
-	if ((fd = mkstemp(path)) == -1) {
-		fprintf(stderr, "%s: %s: cannot copy the standard input: %s\n",
-		    progname, path, strerror(errno));
-		free(path);
-		return xstrdup("");
+	if (outer->nargs != 1 || jobdir_read(outer->args[0], outer->argv[0],
+	    &argc, &argv, &copies, &ncopies, &buf) == -1 ||
+	    options_parse(&o, "run", SCOPE_RUN, cmd_run_entry.operands, argc,
+	    argv) != 0)
+		/* Every process fails alike, and they agree on it. */
+		status = run_in_job(outer, false, NULL);
+	else {
+		o.read_from = copies;
+		status = run_in_job(&o, o.nargs <= ncopies, outer->args[0]);
+		options_free(&o);
 	}
-	/* One byte past the limit is enough for the loader to refuse it. */
-	while (total <= CFG_MAX_FILE_BYTES &&
-	    (n = fread(buf, 1, sizeof buf, stdin)) > 0) {
-		if (write(fd, buf, n) != (ssize_t)n) {
-			fprintf(stderr, "%s: %s: cannot copy the standard "
-			    "input: %s\n", progname, path, strerror(errno));
-			close(fd);
-			unlink(path);
-			free(path);
-			return xstrdup("");
-		}
-		total += n;
-	}
-	close(fd);
-	if (setenv(CFG_STDIN_COPY_ENV, path, 1) != 0)
-		fatal("setenv");
-	o->args[i] = path;
-	return path;
+	free(argv);
+	free(copies);
+	free(buf);
+	return status;
 }
 
 static int
 cmd_run_exec(struct options *o)
 {
 	struct batch	 b;
-	char		*copy;
+	struct jobdir	 jd;
 	int		 status;
 
 	if (launch_under_mpi()) {
-		/* A job the user started has no one to copy stdin for it. */
-		if (stdin_operand(o) >= 0) {
-			fprintf(stderr, "%s: run: inside an MPI job the standard "
-			    "input (-) is not read: save the configuration to "
-			    "a file\n", progname);
+		if (getenv("GRADAUDIT_WORKER") != NULL)
+			return run_launched(o);
+		if (refuse_uncopied(o) != EXIT_OK)
 			return EXIT_USAGE;
-		}
-		return run_in_job(o);
+		return run_in_job(o, true, NULL);
 	}
 	if (output_check_paths(o) != EXIT_OK ||
 	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
-	if ((copy = copy_stdin(o)) != NULL && *copy == '\0') {
-		free(copy);
+	/* The parent checks what the job will read: the copies. */
+	if (jobdir_make(&jd, o->argc, o->argv, o->nargs, o->args) == -1)
 		return EXIT_RUNTIME;
-	}
+	o->read_from = jd.copies;
 	output_load_batch(o, &b);
 	if (b.list.n == 0) {
 		status = report_unloaded(o, &b);
 		batch_free(&b);
 	} else {
 		pass_digest(&b);
-		status = launch(o, &b.list);
+		status = launch(o, &b.list, jd.args);
 		batch_free(&b);
 	}
-	if (copy != NULL) {
-		unlink(copy);
-		free(copy);
-	}
+	o->read_from = NULL;
+	jobdir_remove(&jd);
 	launch_exit_interrupted(status);
 	return status;
 }

@@ -2775,14 +2775,6 @@ load_stream(struct loader *ld)
  * The default name is the file's base name without .yaml or .yml; the
  * configs of a list are told apart by their position ("sweep#1").
  */
-bool
-cfg_is_stdin_copy(const char *path)
-{
-	const char	*copy = getenv(CFG_STDIN_COPY_ENV);
-
-	return copy != NULL && *copy != '\0' && strcmp(path, copy) == 0;
-}
-
 char *
 cfg_file_name(const char *path)
 {
@@ -2928,6 +2920,13 @@ int
 cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
     struct config_list *out)
 {
+	return cfg_load_as(path, NULL, ovrs, novrs, out);
+}
+
+int
+cfg_load_as(const char *path, const char *copy,
+    const struct cfg_override *ovrs, size_t novrs, struct config_list *out)
+{
 	struct loader	 ld;
 	unsigned char	*text = NULL;
 	size_t		 i;
@@ -2936,12 +2935,12 @@ cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
 	memset(&ld, 0, sizeof(ld));
 	ld.error = &out->error;
 	/*
-	 * "-" is the standard input, named in messages as a compiler does;
-	 * so is the copy of it that run gives its MPI job (cmd-run.c).
+	 * "-" is the standard input, named in messages as a compiler does,
+	 * and so is the copy of it that run gives its MPI job (jobdir.h).
 	 */
-	ld.from_stdin = strcmp(path, "-") == 0;
-	ld.open_path = path;
-	ld.path = ld.from_stdin || cfg_is_stdin_copy(path) ? "<stdin>" : path;
+	ld.from_stdin = copy == NULL && strcmp(path, "-") == 0;
+	ld.open_path = copy != NULL ? copy : path;
+	ld.path = strcmp(path, "-") == 0 ? "<stdin>" : path;
 	ld.ovrs = ovrs;
 	ld.novrs = novrs;
 	ld.ovr_keys = xreallocarray(NULL, novrs, sizeof(*ld.ovr_keys));

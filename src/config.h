@@ -554,6 +554,15 @@ struct config_list {
  */
 int	 cfg_load(const char *path, const struct cfg_override *, size_t,
 	    struct config_list *out);
+/*
+ * cfg_load of path ("-": the standard input), whose bytes are read from
+ * the file copy instead when it is not NULL: the copy that run made of
+ * an operand that cannot be read twice (jobdir.h).  Messages and reports
+ * name path.
+ */
+int	 cfg_load_as(const char *path, const char *copy,
+	    const struct cfg_override *, size_t,
+	    struct config_list *out);
 
 /*
  * Load the configurations of text, len bytes named `name` in messages, as
@@ -687,12 +696,6 @@ struct keyset cfg_merge_settings(struct config *dst, const struct config *src,
 /* True when layer i (0-based) is a MoE layer (SPEC section 4). */
 bool	 cfg_layer_is_moe(const struct config *, int layer);
 
-/*
- * run gives its MPI job a copy of the standard input in a file named by
- * this variable; the loader names that file "<stdin>" as it names "-".
- */
-#define CFG_STDIN_COPY_ENV	"GRADAUDIT_STDIN_COPY"
-bool	 cfg_is_stdin_copy(const char *path);
 /*
  * The layers pipeline stage `stage` builds: [*first, *first + *count),
  * an even split or Megatron's uneven one (get_num_layers_to_build).

@@ -72,17 +72,37 @@ memory_budget(char *why, size_t len)
 	return (int64_t)mib << 20;
 }
 
-/* The terms of a copy's value: micro-batches x sources (atom.h). */
-static int64_t
-terms_per_copy(const struct model *m)
+/*
+ * The size of an audit: its parameter copies, and the terms of each,
+ * micro-batches x sources (atom.h); at_least when the sources are those
+ * of one micro-batch, which more micro-batches may split (lossnorm.h).
+ */
+struct audit_size {
+	int64_t	 copies;
+	int	 nparams, cp, tp;
+	int	 micro_batches;
+	int64_t	 sources;
+	bool	 at_least;
+};
+
+static void
+size_of(const struct model *m, struct audit_size *z)
 {
-	int64_t	 terms = (int64_t)m->loss.sources * m->loss.micro_batches;
 	int	 p;
 
+	memset(z, 0, sizeof *z);
+	z->nparams = m->nparams;
+	z->cp = m->mesh.cp;
+	z->tp = m->mesh.tp;
+	z->copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
+	z->micro_batches = m->loss.micro_batches;
+	z->sources = m->loss.sources;
+	/* Held atoms double every term (atom.h). */
 	for (p = 0; p < m->nparams; p++)
-		if (m->params[p].boundary >= 0)
-			return 2 * terms;
-	return terms;
+		if (m->params[p].boundary >= 0) {
+			z->sources *= 2;
+			break;
+		}
 }
 
 static int64_t
@@ -96,33 +116,32 @@ bytes_per_copy(int64_t terms)
  * training.micro_batches that fits, else the largest mesh.dp.
  */
 static const char *
-too_large(const struct model *m, int64_t budget, enum cfg_key *blame,
+too_large(const struct audit_size *z, int64_t budget, enum cfg_key *blame,
     char *why, size_t len)
 {
-	int64_t	 copies = (int64_t)m->nparams * m->mesh.dp * m->mesh.tp;
-	int64_t	 terms = terms_per_copy(m), per = terms /
-		    m->loss.micro_batches, k_max, dp_max, gib;
+	int64_t	 terms = z->sources * z->micro_batches, k_max, dp_max, gib;
+	const char *least = z->at_least ? "at least " : "";
 	int	 n;
 
-	if (copies <= budget / bytes_per_copy(terms))
+	if (z->copies <= budget / bytes_per_copy(terms))
 		return NULL;
 	/* Rounded up: "up to 0 GiB" is no reason to refuse. */
-	gib = (int64_t)(((double)copies * (double)bytes_per_copy(terms) +
+	gib = (int64_t)(((double)z->copies * (double)bytes_per_copy(terms) +
 	    (1 << 30) - 1) / (1 << 30));
 	n = snprintf(why, len, "the audit would hold %lld parameter copies "
-	    "(parameters x ranks holding them) of %lld gradient term%s each "
-	    "(%d micro-batch%s x %lld source%s), up to %lld GiB; at most "
-	    "%lld MiB is supported (%s): ", (long long)copies,
-	    (long long)terms, terms == 1 ? "" : "s", m->loss.micro_batches,
-	    m->loss.micro_batches == 1 ? "" : "es", (long long)per,
-	    per == 1 ? "" : "s", (long long)gib, (long long)(budget >> 20),
-	    SYM_MAX_MIB_ENV);
+	    "(parameters x ranks holding them) of %s%lld gradient term%s each "
+	    "(%d micro-batch%s x %s%lld source%s), %s%lld GiB; at most "
+	    "%lld MiB is supported (%s): ", (long long)z->copies, least,
+	    (long long)terms, terms == 1 ? "" : "s", z->micro_batches,
+	    z->micro_batches == 1 ? "" : "es", least, (long long)z->sources,
+	    z->sources == 1 ? "" : "s", z->at_least ? "over " : "up to ",
+	    (long long)gib, (long long)(budget >> 20), SYM_MAX_MIB_ENV);
 	if (n < 0 || (size_t)n >= len)
 		return why;
-	k_max = budget / copies < SYM_BYTES_PER_COPY ? 0 :
-	    ((budget / copies - SYM_BYTES_PER_COPY) / SYM_BYTES_PER_TERM +
-	    1) / per;
-	if (m->loss.micro_batches > 1 && k_max >= 1) {
+	k_max = budget / z->copies < SYM_BYTES_PER_COPY ? 0 :
+	    ((budget / z->copies - SYM_BYTES_PER_COPY) / SYM_BYTES_PER_TERM +
+	    1) / z->sources;
+	if (z->micro_batches > 1 && k_max >= 1) {
 		*blame = KEY_MICRO_BATCHES;
 		snprintf(why + n, len - (size_t)n, "audit fewer micro-batches, "
 		    "with --set training.micro_batches=N (N at most %lld)",
@@ -131,11 +150,11 @@ too_large(const struct model *m, int64_t budget, enum cfg_key *blame,
 	}
 	/* The mesh multiplies the copies: the config's dp, cp counted. */
 	*blame = KEY_MESH;
-	dp_max = budget / bytes_per_copy(terms) / ((int64_t)m->nparams *
-	    m->mesh.cp * m->mesh.tp);
+	dp_max = budget / bytes_per_copy(terms) / ((int64_t)z->nparams *
+	    z->cp * z->tp);
 	if (dp_max < 1)
 		snprintf(why + n, len - (size_t)n, "audit the recipe with "
-		    "fewer model.layers%s (--set)", m->loss.micro_batches > 1 ?
+		    "fewer model.layers%s (--set)", z->micro_batches > 1 ?
 		    " and training.micro_batches" : "");
 	else
 		snprintf(why + n, len - (size_t)n, "audit the recipe on a "
@@ -149,7 +168,8 @@ static const char *
 too_many_copies(const struct model *m, enum cfg_key *blame, char *why,
     size_t len)
 {
-	int64_t	 budget;
+	struct audit_size z;
+	int64_t		 budget;
 
 	if ((int64_t)m->mesh.world * m->loss.sources *
 	    m->loss.micro_batches > (int64_t)UINT32_MAX) {
@@ -165,7 +185,41 @@ too_many_copies(const struct model *m, enum cfg_key *blame, char *why,
 		*blame = KEY_MESH;
 		return why;
 	}
-	return too_large(m, budget, blame, why, len);
+	size_of(m, &z);
+	return too_large(&z, budget, blame, why, len);
+}
+
+/*
+ * The model's loss holds numbers per chunk (micro-batch x dp x cp) and
+ * per multi-token prediction layer: refusing 32 micro-batches of 1,048,576
+ * ranks with 4 such layers first took 3.3 GB to build them (issue 26).  So
+ * a model of one micro-batch, whose loss is that many times smaller, says
+ * first whether the audit would be too large even with its sources, which
+ * more micro-batches can only split further.
+ */
+static const char *
+too_large_at_once(const struct config *cfg, enum cfg_key *blame, char *why,
+    size_t len)
+{
+	struct config	 one;
+	struct model	 m;
+	struct audit_size z;
+	const char	*r = NULL;
+	int64_t		 budget;
+
+	if (cfg->training.micro_batches == 1 || (budget = memory_budget(why,
+	    len)) < 0)
+		return NULL;
+	cfg_copy(&one, cfg);
+	one.training.micro_batches = 1;
+	model_build(&m, &one);
+	size_of(&m, &z);
+	z.micro_batches = cfg->training.micro_batches;
+	z.at_least = cfg->model.has_moe && cfg->mesh.ep > 1 && !m.loss.split;
+	r = too_large(&z, budget, blame, why, len);
+	model_free(&m);
+	cfg_free(&one);
+	return r;
 }
 
 /* A layout the framework would stop at start-up on. */
@@ -193,6 +247,8 @@ sym_unauditable(const struct config *cfg, enum cfg_key *blame, char *why,
 	struct layout	 lay;
 	const char	*r;
 
+	if ((r = too_large_at_once(cfg, blame, why, len)) != NULL)
+		return r;
 	model_build(&m, cfg);
 	if ((r = too_many_copies(&m, blame, why, len)) == NULL) {
 		layout_build(&lay, &m);

@@ -81,6 +81,11 @@ struct options {
 	int			 numeric_max;	/* sweep: largest mesh run numerically */
 	char			**args;		/* operands */
 	int			 nargs;
+	/*
+	 * run: per operand, the copy to read in its place (jobdir.h), or
+	 * NULL; the reports still name the operand.  NULL: none.
+	 */
+	char			**read_from;
 	/* The original argument vector, for relaunching under MPI. */
 	int			 argc;
 	char			**argv;

@@ -293,7 +293,8 @@ output_load_batch(const struct options *o, struct batch *b)
 	memset(b, 0, sizeof *b);
 	for (i = 0; i < o->nargs; i++) {
 		memset(&one, 0, sizeof one);
-		if (cfg_load(o->args[i], o->sets, o->nsets, &one) < 0) {
+		if (cfg_load_as(o->args[i], o->read_from != NULL ?
+		    o->read_from[i] : NULL, o->sets, o->nsets, &one) < 0) {
 			batch_error(b, o->args[i], NULL, one.error);
 			config_list_free(&one);
 			continue;
