@@ -31,9 +31,7 @@ atom_space_build(struct atom_space *space, const struct loss_norm *ln,
 	memcpy(space->factor, ln->coef, ln->chunks * sizeof *space->factor);
 	/*
 	 * Weighted pieces only make sense when the factors differ and none
-	 * is zero, and not with expert gradients kept per source; atoms of
-	 * another source (auxiliary losses) or held ones stay single terms in
-	 * meshsum anyway.
+	 * is zero.
 	 */
 	for (c = 0; c < ln->chunks; c++) {
 		if (q_is_zero(ln->coef[c])) {
@@ -43,8 +41,6 @@ atom_space_build(struct atom_space *space, const struct loss_norm *ln,
 		if (!q_equal(ln->coef[c], ln->coef[0]))
 			space->weighted = true;
 	}
-	if (ln->split)
-		space->weighted = false;
 }
 
 /* The space of a config without atoms beyond its ranks, holding nothing. */
@@ -99,12 +95,20 @@ atom_chunk_factor(const struct atom_space *space, int chunk)
 	return space->factor[chunk];
 }
 
+/*
+ * An expert atom kept per source holds the tokens of its source rank,
+ * scaled as that rank's chunk: the factor is the source's.
+ */
 struct rational
 atom_loss_factor(const struct atom_space *space, uint32_t a)
 {
 	struct coord	 c;
+	int		 j = atom_expert_source(space, a);
 
 	mesh_coord_of(&space->mesh, atom_rank(space, a), &c);
+	if (j >= 0)
+		mesh_coord_of(&space->mesh, mesh_rank_of_expert(&space->mesh,
+		    c.pp, j, c.etp, c.edp), &c);
 	return space->factor[lossnorm_chunk(&space->mesh,
 	    atom_micro_batch(space, a), c.dp)];
 }
@@ -124,6 +128,22 @@ atom_mtp_layer(const struct atom_space *space, uint32_t a)
 	    j >= space->mtp_source + space->mtp)
 		return 0;
 	return j - space->mtp_source + 1;
+}
+
+int
+atom_expert_source(const struct atom_space *space, uint32_t a)
+{
+	int	 j = atom_source(space, a);
+
+	if (j == 0 || j == space->aux_source || atom_mtp_layer(space, a) > 0)
+		return -1;
+	return j - 1;
+}
+
+int
+atom_space_expert_sources(const struct atom_space *space)
+{
+	return space->sources - 1 - (space->aux_source >= 0) - space->mtp;
 }
 
 bool
@@ -218,8 +238,8 @@ atom_name(const struct atom_space *space, char *buf, size_t size,
 	else if (j > 0 && n >= 0 && (size_t)n < size) {
 		mesh_coord_of(&space->mesh, rank, &c);
 		n += snprintf(buf + n, size - n, "s%d",
-		    mesh_rank_of_expert(&space->mesh, c.pp, j - 1, c.etp,
-		    c.edp));
+		    mesh_rank_of_expert(&space->mesh, c.pp,
+		    atom_expert_source(space, a), c.etp, c.edp));
 	}
 	if (space->micro_batches > 1 && n >= 0 && (size_t)n < size)
 		snprintf(buf + n, size - n, "m%d", atom_micro_batch(space, a));

@@ -68,7 +68,7 @@ bool		 atom_space_trivial(const struct atom_space *);
 int		 atom_space_micro_batches(const struct atom_space *);
 int		 atom_space_sources(const struct atom_space *);
 /*
- * True when the chunks' loss factors differ (none zero, one source): a
+ * True when the chunks' loss factors differ (none zero): a
  * value may then be written as a sum weighted by them (meshsum.h).
  */
 bool		 atom_space_weighted(const struct atom_space *);
@@ -86,6 +86,14 @@ int		 atom_micro_batch(const struct atom_space *, uint32_t);
 int		 atom_space_aux_source(const struct atom_space *);
 /* The multi-token prediction layer (1..D) of an atom, or 0. */
 int		 atom_mtp_layer(const struct atom_space *, uint32_t);
+/*
+ * For an expert atom kept per source, the ep coordinate of the tokens'
+ * source ("g5s3": rank 3 is that coordinate's member of rank 5's ep
+ * group); -1 for any other atom.  How many such sources there are: ep
+ * when expert atoms are kept per source, else 0.
+ */
+int		 atom_expert_source(const struct atom_space *, uint32_t);
+int		 atom_space_expert_sources(const struct atom_space *);
 /*
  * "g5", "g5m1" (micro-batch 1 of rank 5, with K > 1), "g5s3m1" (rank 5's
  * expert gradient from the tokens of rank 3), "g5am1" (rank 5's gradient

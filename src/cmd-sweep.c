@@ -1391,7 +1391,10 @@ cmd_sweep_exec(struct options *o)
 			a.nvaried = point_varied(&sw, pt, varied);
 			a.varied = varied;
 		}
-		if (json)
+		if (json && output_expand_refused(o, &a, "sweep")) {
+			if (status < EXIT_USAGE)
+				status = EXIT_USAGE;
+		} else if (json)
 			report_json(&js, &a, &(struct report_options){
 			    .expand = o->expand });
 		else if (o->format == FORMAT_JSONL) {

@@ -29,6 +29,13 @@ struct sym_context {
 	struct layout		 layout;
 	struct sync_plan	 plan;
 	struct atom_space	 atoms;		/* its atoms */
+	/*
+	 * The findings' effect sizes are not wanted: the fix search audits
+	 * candidate settings only to see which findings remain, and measuring
+	 * each one's effect was half its time on a wrong MoE config of 512
+	 * ranks (issue 24).
+	 */
+	bool			 no_effects;
 };
 
 void	 sym_context_build(struct sym_context *, const struct config *);

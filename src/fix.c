@@ -358,6 +358,7 @@ audit_candidate(const struct fixer *fx, const struct candidate *c,
 	if (cfg_check_constraints(cfg, why, sizeof why) != NULL)
 		return false;
 	sym_context_build(&ctx, cfg);
+	ctx.no_effects = true;
 	if (sym_context_unauditable(&ctx, cfg, &blame, why,
 	    sizeof why) == NULL) {
 		audit_free(a);

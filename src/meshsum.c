@@ -7,7 +7,9 @@
  * (pp, dp, tp) or the expert one (pp, ep, etp, edp).  Sorting the atoms
  * left by their fixed coordinates puts each group's members side by side,
  * and a run as long as the group is the whole group, since atoms are
- * distinct.  The cost is O(candidates * m log m) for m terms.
+ * distinct.  The class of an atom (its source, and whether it is held) is
+ * part of that key: a group never mixes classes.  The cost is
+ * O(candidates * m log m) for m terms.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L		/* open_memstream */
@@ -24,32 +26,38 @@
 #include "xmalloc.h"
 
 static const char *const dim_name[MS__COUNT] = {
-	"pp", "dp", "tp", "ep", "etp", "edp", "mb"
+	"pp", "dp", "tp", "ep", "etp", "edp", "mb", "src"
 };
 
 #define VIEW_DENSE	((1u << MS_PP) | (1u << MS_DP) | (1u << MS_TP) | \
-			    (1u << MS_MB))
+			    (1u << MS_MB) | (1u << MS_SRC))
 #define VIEW_EXPERT	((1u << MS_PP) | (1u << MS_EP) | (1u << MS_ETP) | \
-			    (1u << MS_EDP) | (1u << MS_MB))
+			    (1u << MS_EDP) | (1u << MS_MB) | (1u << MS_SRC))
 
-/* An atom's rank coordinates and micro-batch (-1 for a rank). */
+/*
+ * An atom's rank coordinates, micro-batch and expert source (0 for an atom
+ * not kept per source); -1 for both of a rank.
+ */
 struct acoord {
 	struct coord	 c;
-	int		 mb;
+	int		 mb, src;
 };
 
 static void
 atom_coord(const struct atom_space *sp, uint32_t atom, struct acoord *a)
 {
+	int	 src = atom_expert_source(sp, atom);
+
 	mesh_coord_of(&sp->mesh, atom_rank(sp, atom), &a->c);
 	a->mb = atom_micro_batch(sp, atom);
+	a->src = src >= 0 ? src : 0;
 }
 
 static void
 rank_coord(const struct atom_space *sp, int rank, struct acoord *a)
 {
 	mesh_coord_of(&sp->mesh, rank, &a->c);
-	a->mb = -1;
+	a->mb = a->src = -1;
 }
 
 struct candidate {
@@ -58,18 +66,18 @@ struct candidate {
 };
 
 /*
- * The nonempty subsets of each view's coordinates: 15 of the dense view's
- * four and 31 of the expert view's five.  32 overflowed once the
+ * The nonempty subsets of each view's coordinates: 31 of the dense view's
+ * five and 63 of the expert view's six.  32 overflowed once the
  * micro-batch became a coordinate of both.
  */
-#define MAX_CANDIDATES	((1 << 4) - 1 + (1 << 5) - 1)
+#define MAX_CANDIDATES	((1 << 5) - 1 + (1 << 6) - 1)
 
 static int
 dim_size(const struct atom_space *sp, int d)
 {
 	const struct mesh *m = &sp->mesh;
 	const int v[MS__COUNT] = { m->pp, m->dp, m->tp, m->ep, m->etp, m->edp,
-	    atom_space_micro_batches(sp) };
+	    atom_space_micro_batches(sp), atom_space_expert_sources(sp) };
 
 	return v[d] > 0 ? v[d] : 1;
 }
@@ -78,7 +86,7 @@ static int
 dim_coord(const struct acoord *a, int d)
 {
 	const int v[MS__COUNT] = { a->c.pp, a->c.dp, a->c.tp, a->c.ep,
-	    a->c.etp, a->c.edp, a->mb };
+	    a->c.etp, a->c.edp, a->mb, a->src };
 
 	return v[d];
 }
@@ -146,8 +154,27 @@ cmp_slot(const void *pa, const void *pb)
 	return (a->idx > b->idx) - (a->idx < b->idx);
 }
 
+/*
+ * An atom's class (meshsum.h): its source, one for every expert source,
+ * and held or not.  When experts are kept per source those are sources 1
+ * to ep, so source 1 stands for them all.
+ */
+static int
+class_source(const struct atom_space *sp, uint32_t atom)
+{
+	return atom_expert_source(sp, atom) >= 0 ? 1 : atom_source(sp, atom);
+}
+
 static int64_t
-fixed_key(const struct atom_space *sp, const struct acoord *c, unsigned fixed)
+atom_class(const struct atom_space *sp, uint32_t atom)
+{
+	return (int64_t)class_source(sp, atom) * 2 + atom_is_held(sp, atom);
+}
+
+/* The fixed coordinates and the class: equal for a group's members. */
+static int64_t
+fixed_key(const struct atom_space *sp, const struct acoord *c, unsigned fixed,
+    int64_t cls)
 {
 	int64_t	 k = 0;
 	int	 d;
@@ -155,7 +182,14 @@ fixed_key(const struct atom_space *sp, const struct acoord *c, unsigned fixed)
 	for (d = 0; d < MS__COUNT; d++)
 		if (fixed >> d & 1)
 			k = k * dim_size(sp, d) + dim_coord(c, d);
-	return k;
+	return k * 2 * atom_space_sources(sp) + cls;
+}
+
+static void
+set_class(const struct atom_space *sp, struct ms_piece *p)
+{
+	p->source = class_source(sp, p->atom);
+	p->held = atom_is_held(sp, p->atom);
 }
 
 static int
@@ -188,7 +222,8 @@ bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
 			continue;
 		for (i = ns = 0; i < nt; i++)
 			if (!dead[i]) {
-				slot[ns].key = fixed_key(sp, &co[i], fixed);
+				slot[ns].key = fixed_key(sp, &co[i], fixed,
+				    atom_class(sp, t[i].atom));
 				slot[ns++].idx = i;
 			}
 		qsort(slot, ns, sizeof *slot, cmp_slot);
@@ -203,6 +238,7 @@ bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
 			out[n].n = (uint32_t)(j - i);
 			out[n].varied = cand[k].varied;
 			out[n].fixed = fixed;
+			set_class(sp, &out[n]);
 			n++;
 			for (x = i; x < j; x++)
 				dead[slot[x].idx] = true;
@@ -215,6 +251,7 @@ bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
 			out[n].atom = t[i].atom;
 			out[n].n = 1;
 			out[n].varied = out[n].fixed = 0;
+			set_class(sp, &out[n]);
 			n++;
 		}
 	qsort(out, n, sizeof *out, cmp_piece);
@@ -302,7 +339,7 @@ ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 	struct candidate cand[MAX_CANDIDATES];
 	struct ms_piece	*out, *wout;
 	struct term	*t;
-	size_t		 nt = x->nterms, ncand, i, n, nw;
+	size_t		 nt = x->nterms, ncand, n, nw;
 
 	*np = 0;
 	if (nt == 0)
@@ -312,25 +349,6 @@ ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 	memcpy(t, x->terms, nt * sizeof *t);
 	qsort(t, nt, sizeof *t, lc_cmp_format_order);
 	out = xcalloc(nt, sizeof *out);
-	/*
-	 * Expert atoms kept per source (atom.h) have a coordinate no
-	 * group is written by: each stays a piece of its own, as do held
-	 * atoms, which no group of plain ones can stand for.
-	 */
-	for (i = 0; i < nt && atom_source(sp, t[i].atom) == 0 &&
-	    !atom_is_held(sp, t[i].atom); i++)
-		continue;
-	if (i < nt) {
-		for (i = 0; i < nt; i++) {
-			out[i].coef = t[i].coef;
-			out[i].atom = t[i].atom;
-			out[i].n = 1;
-			out[i].varied = out[i].fixed = 0;
-		}
-		free(t);
-		*np = nt;
-		return out;
-	}
 	n = group_terms(sp, cand, ncand, t, nt, out);
 	if (n > 1 && atom_space_weighted(sp) && !plain_is_short(sp, out, n)) {
 		wout = xcalloc(nt, sizeof *wout);
@@ -368,9 +386,60 @@ ms_piece_sum(const struct ms_piece *p, char *buf, size_t len)
 	put_dims(buf, len, p->varied, " ");
 }
 
+/*
+ * The class of a group's atoms as words after its coordinates, each as the
+ * atoms' names mark it (atom_name): "a" for the auxiliary losses, "t2" for
+ * multi-token prediction layer 2, "held" for held atoms.  Expert atoms kept
+ * per source need none: "src" is among the coordinates summed or fixed.
+ */
+static size_t
+put_class(const struct atom_space *sp, const struct ms_piece *p, char *buf,
+    size_t len, size_t off, const char *sep)
+{
+	char	 w[2][24];
+	int	 nw = 0, i;
+
+	if (p->source > 0 && p->source == atom_space_aux_source(sp))
+		snprintf(w[nw++], sizeof w[0], "a");
+	else if (atom_mtp_layer(sp, p->atom) > 0)
+		snprintf(w[nw++], sizeof w[0], "t%d",
+		    atom_mtp_layer(sp, p->atom));
+	if (p->held)
+		snprintf(w[nw++], sizeof w[0], "held");
+	for (i = 0; i < nw && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+		    off > 0 ? sep : "", w[i]);
+	return off;
+}
+
+/*
+ * Whether a coordinate of size > 1 says something of the piece: "src"
+ * only of expert atoms kept per source, the others being its 0.
+ */
+static bool
+dim_shown(const struct atom_space *sp, const struct ms_piece *p, int d)
+{
+	if (dim_size(sp, d) == 1)
+		return false;
+	return d != MS_SRC || atom_expert_source(sp, p->atom) >= 0;
+}
+
+/* Whether the piece holds some coordinate of size > 1 fixed. */
+static bool
+fixes_some(const struct atom_space *sp, const struct ms_piece *p)
+{
+	int	 d;
+
+	for (d = 0; d < MS__COUNT; d++)
+		if ((p->fixed >> d & 1) && dim_shown(sp, p, d))
+			return true;
+	return false;
+}
+
+/* The fixed coordinates of size > 1 and the class; "" for the world. */
 static void
 put_fixed(const struct atom_space *sp, const struct ms_piece *p, char *buf,
-    size_t len, const char *sep)
+    size_t len, const char *sep, bool self)
 {
 	struct acoord	 c;
 	size_t		 off = 0;
@@ -378,12 +447,18 @@ put_fixed(const struct atom_space *sp, const struct ms_piece *p, char *buf,
 
 	if (len > 0)
 		buf[0] = '\0';
-	atom_coord(sp, p->atom, &c);
-	for (d = 0; d < MS__COUNT && off < len; d++)
-		if ((p->fixed >> d & 1) && dim_size(sp, d) > 1)
-			off += (size_t)snprintf(buf + off, len - off,
-			    "%s%s%d", off > 0 ? sep : "", dim_name[d],
-			    dim_coord(&c, d));
+	if (self)
+		off = (size_t)snprintf(buf, len, "self");
+	else {
+		atom_coord(sp, p->atom, &c);
+		for (d = 0; d < MS__COUNT && off < len; d++)
+			if ((p->fixed >> d & 1) && dim_shown(sp, p, d))
+				off += (size_t)snprintf(buf + off, len - off,
+				    "%s%s%d", off > 0 ? sep : "", dim_name[d],
+				    dim_coord(&c, d));
+	}
+	if (off < len)
+		put_class(sp, p, buf, len, off, sep);
 }
 
 bool
@@ -396,11 +471,13 @@ ms_piece_is_self(const struct atom_space *sp, const struct ms_piece *p,
 	if (rank < 0)
 		return false;
 	if (p->varied == 0)
-		return atom_space_trivial(sp) && p->atom == (uint32_t)rank;
+		return !p->held && atom_rank(sp, p->atom) == rank &&
+		    (p->source == 0 || p->source == atom_space_aux_source(sp) ||
+		    atom_mtp_layer(sp, p->atom) > 0);
 	atom_coord(sp, p->atom, &a);
 	rank_coord(sp, rank, &r);
 	for (d = 0; d < MS__COUNT; d++) {
-		if (!(p->fixed >> d & 1) || dim_size(sp, d) == 1)
+		if (!(p->fixed >> d & 1) || !dim_shown(sp, p, d))
 			continue;
 		if (dim_coord(&a, d) != dim_coord(&r, d))
 			return false;
@@ -419,6 +496,9 @@ ms_piece_has(const struct atom_space *sp, const struct ms_piece *p,
 
 	if (p->varied == 0)
 		return p->atom == atom;
+	if (class_source(sp, atom) != p->source ||
+	    atom_is_held(sp, atom) != p->held)
+		return false;
 	atom_coord(sp, p->atom, &a);
 	atom_coord(sp, atom, &b);
 	for (d = 0; d < MS__COUNT; d++)
@@ -427,16 +507,36 @@ ms_piece_has(const struct atom_space *sp, const struct ms_piece *p,
 	return true;
 }
 
+/*
+ * A rank's own atom relative to it: "self", or with the rest of its name
+ * when the rank has several ("selft1m3" for its micro-batch 3 of
+ * multi-token prediction layer 1), so that the ranks of a cell group read
+ * the same words however many sources and micro-batches there are.
+ */
+static void
+put_self_atom(const struct atom_space *sp, const struct ms_piece *p,
+    char *buf, size_t len)
+{
+	char	 name[ATOM_NAME_SIZE];
+	size_t	 i = 1;
+
+	atom_name(sp, name, sizeof name, "g", p->atom);
+	while (name[i] >= '0' && name[i] <= '9')
+		i++;
+	snprintf(buf, len, "self%s", name + i);
+}
+
 void
 ms_piece_of(const struct atom_space *sp, const struct ms_piece *p, int rank,
     char *buf, size_t len)
 {
-	if (ms_piece_is_self(sp, p, rank))
-		snprintf(buf, len, "self");
-	else if (p->varied == 0)
-		atom_name(sp, buf, len, "g", p->atom);
-	else
-		put_fixed(sp, p, buf, len, " ");
+	if (p->varied == 0) {
+		if (ms_piece_is_self(sp, p, rank))
+			put_self_atom(sp, p, buf, len);
+		else
+			atom_name(sp, buf, len, "g", p->atom);
+	} else
+		put_fixed(sp, p, buf, len, " ", ms_piece_is_self(sp, p, rank));
 }
 
 void
@@ -448,17 +548,15 @@ ms_piece_name(const struct atom_space *sp, const struct ms_piece *p, int rank,
 
 	if (p->varied == 0) {
 		if (self)
-			snprintf(buf, len, "self");
+			put_self_atom(sp, p, buf, len);
 		else
 			atom_name(sp, buf, len, "g", p->atom);
 		return;
 	}
-	if (self)
-		snprintf(of, sizeof of, "self");
-	else
-		put_fixed(sp, p, of, sizeof of, ",");
-	if (of[0] == '\0') {
-		snprintf(buf, len, "%ssum_all()", p->weighted ? "w" : "");
+	put_fixed(sp, p, of, sizeof of, ",", self);
+	if (!self && !fixes_some(sp, p)) {
+		/* No coordinate fixed: the whole world, of this class. */
+		snprintf(buf, len, "%ssum_all(%s)", p->weighted ? "w" : "", of);
 		return;
 	}
 	put_dims(sum, sizeof sum, p->varied, "_");

@@ -20,14 +20,27 @@ struct arena;
 
 /*
  * The coordinates a piece can sum over, in the order they are printed: the
- * mesh's, and the micro-batch of an atom (atom.h), "mb".
+ * mesh's, the micro-batch of an atom (atom.h), "mb", and for expert atoms
+ * kept per source, the ep coordinate of the tokens' source, "src".
  */
-enum ms_dim { MS_PP, MS_DP, MS_TP, MS_EP, MS_ETP, MS_EDP, MS_MB, MS__COUNT };
+enum ms_dim { MS_PP, MS_DP, MS_TP, MS_EP, MS_ETP, MS_EDP, MS_MB, MS_SRC,
+	MS__COUNT };
 
 struct ms_piece {
 	struct rational	 coef;
 	uint32_t	 atom;		/* the lowest atom of the piece */
 	uint32_t	 n;		/* its number of atoms */
+	/*
+	 * The class every atom of the piece shares: its loss (atom.h: 0 for
+	 * the main loss, else the auxiliary losses' or a multi-token
+	 * prediction layer's source; expert atoms kept per source are one
+	 * class, their source a coordinate) and whether the atoms are held
+	 * ones.  A group sums atoms of one class only, and its name says
+	 * which ("sum_dp(pp0,t1)"): written atom by atom, a DeepSeek-V3
+	 * shape's JSON report at 2,048 ranks was over 36 GB (issue 24).
+	 */
+	int		 source;
+	bool		 held;
 	/*
 	 * Bits (1 << enum ms_dim) of the coordinates summed over; 0 for a
 	 * single atom.  The other coordinates of the view (pp, dp, tp for a

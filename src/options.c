@@ -23,6 +23,7 @@ enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
+	OPT_FORCE_EXPAND,
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
 	OPT_MIN, OPT_MAX, OPT_BASELINE, OPT_STRICT_BASELINE,
 	OPT_WRITE_BASELINE, OPT_EOD_DOCUMENT_TOKENS, OPT_SCRIPT,
@@ -103,6 +104,9 @@ static const struct option_spec specs[] = {
 	{ "expand", OPT_EXPAND, NULL,
 	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
 	  "JSON: a cell per rank, terms atom by atom" },
+	{ "force-expand", OPT_FORCE_EXPAND, NULL,
+	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
+	  "JSON: --expand past its size bound" },
 	{ "param", OPT_PARAM, "NAME",
 	  SCOPE_RUN | SCOPE_CHECK | SCOPE_COMPARE, 0,
 	  "text: show this parameter only, with its table" },
@@ -435,6 +439,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_EXPAND:
 		o->expand = true;
+		break;
+	case OPT_FORCE_EXPAND:
+		o->expand = o->force_expand = true;
 		break;
 	case OPT_PARAM:
 		if (*arg == '\0')

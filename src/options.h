@@ -64,6 +64,7 @@ struct options {
 	enum color_mode		 color;
 	bool			 quiet, verbose;
 	bool			 expand;	/* --expand: JSON cell per rank */
+	bool			 force_expand;	/* past REPORT_EXPAND_MAX */
 	const char		*param;		/* --param NAME: text */
 	bool			 select_rank;	/* --rank N given: text */
 	int			 rank;

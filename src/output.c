@@ -612,6 +612,29 @@ entry_status(const struct audited *v)
 	return audit_passes(v->audit) ? EXIT_OK : EXIT_WRONG;
 }
 
+/*
+ * --expand of an audit whose expanded report would pass REPORT_EXPAND_MAX,
+ * unforced: said on stderr with the size, and nothing written for it.
+ */
+bool
+output_expand_refused(const struct options *o, const struct audit *a,
+    const char *what)
+{
+	uint64_t	 size;
+
+	if (!o->expand || o->force_expand)
+		return false;
+	if ((size = report_expand_size(a)) <= REPORT_EXPAND_MAX)
+		return false;
+	fprintf(stderr, "%s: %s: --expand would write about %llu MiB of JSON "
+	    "for this configuration, over its bound of %llu MiB: leave out "
+	    "--expand (the report groups ranks and atoms), or give "
+	    "--force-expand\n", progname, what,
+	    (unsigned long long)(size >> 20),
+	    (unsigned long long)(REPORT_EXPAND_MAX >> 20));
+	return true;
+}
+
 void
 output_begin(struct output_stream *s, const struct options *o, bool array,
     size_t n)
@@ -691,7 +714,15 @@ output_add(struct output_stream *s, const struct audited *v)
 	if (a != NULL && o->write_baseline != NULL)
 		baseline_draft_add(&s->draft, a, v->label);
 	s->unaudited |= a == NULL;
-	if (a != NULL && o->format == FORMAT_JSON)
+	if (a != NULL && o->format == FORMAT_JSON && output_expand_refused(o,
+	    a, v->file != NULL ? v->file : "-")) {
+		struct audited refused = *v;
+
+		st = EXIT_USAGE;
+		refused.why_not = "--expand past its size bound";
+		if (s->array)
+			jsonw_not_audited(&s->json, &refused);
+	} else if (a != NULL && o->format == FORMAT_JSON)
 		report_json(&s->json, a, &s->report);
 	else if (o->format == FORMAT_JSONL) {
 		/* A line per config: the same shape for one config or many. */

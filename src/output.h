@@ -181,4 +181,12 @@ int	 output_summary_bytes(const char *path, const char *md, size_t len);
 
 double	 output_now(void);	/* monotonic seconds */
 
+/*
+ * --expand of audit a, unforced, past REPORT_EXPAND_MAX (report.h): said on
+ * stderr with the size and what (a file, a mesh); its report is not
+ * written, and the caller exits 2.
+ */
+bool	 output_expand_refused(const struct options *, const struct audit *,
+	    const char *what);
+
 #endif

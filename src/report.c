@@ -736,7 +736,9 @@ relative_hash(const struct atom_space *sp, const struct piece_memo *pm,
 		h = mix(h, (uint64_t)p->coef.den);
 		h = mix(h, (uint64_t)p->weighted << 32 |
 		    (uint64_t)p->varied << 16 | p->fixed);
-		h = mix(h, ms_piece_is_self(sp, p, rank) ? UINT64_MAX :
+		h = mix(h, (uint64_t)p->source << 1 | p->held);
+		h = mix(h, ms_piece_is_self(sp, p, rank) ?
+		    UINT64_MAX - (uint64_t)atom_micro_batch(sp, p->atom) :
 		    p->atom);
 	}
 	return mix(h, pm->n);
@@ -761,11 +763,16 @@ same_relative(const struct atom_space *sp, const struct piece_memo *x, int rx,
 		q = &y->p[i];
 		if (!q_equal(p->coef, q->coef) || p->varied != q->varied ||
 		    p->fixed != q->fixed || p->n != q->n ||
-		    p->weighted != q->weighted)
+		    p->weighted != q->weighted || p->source != q->source ||
+		    p->held != q->held)
 			return false;
 		selfp = ms_piece_is_self(sp, p, rx);
 		selfq = ms_piece_is_self(sp, q, ry);
 		if (selfp != selfq || (!selfp && p->atom != q->atom))
+			return false;
+		/* Each rank's own atom of the same micro-batch (and class). */
+		if (selfp && atom_micro_batch(sp, p->atom) !=
+		    atom_micro_batch(sp, q->atom))
 			return false;
 	}
 	return true;
@@ -1158,6 +1165,19 @@ print_title(struct text *t, const struct param_result *p)
  */
 #define CELL_EXPR_MAX	24
 
+/*
+ * Whether x may print in CELL_EXPR_MAX characters: lc_format writes each
+ * atom, or each run of a rank's micro-batches as "g3m*", in two characters
+ * at least, so a longer value is not formatted to find out (a 4,096-term
+ * value per cell took half of a 2,048-rank check).
+ */
+static bool
+short_enough(const struct atom_space *sp, const struct lincomb *x)
+{
+	return x->nterms <= (uint32_t)(CELL_EXPR_MAX *
+	    atom_space_micro_batches(sp));
+}
+
 static void
 rank_cell_text(struct text *t, const struct cell *cells, size_t n,
     char *buf, size_t len)
@@ -1185,7 +1205,7 @@ rank_cell_text(struct text *t, const struct cell *cells, size_t n,
 		hash_hex(shown->hash, hex);
 		hex[8] = ' ';
 		hex[9] = '\0';
-	} else if (n == 1) {
+	} else if (n == 1 && short_enough(&t->audit->atoms, shown->value)) {
 		const char *e = lc_format(&t->scratch,
 		    &t->audit->atoms, shown->value, "g");
 
@@ -2621,6 +2641,36 @@ jsonw_findings(struct json *j, const struct audit *a)
 	for (i = 0; i < a->nfindings; i++)
 		jsonw_finding(j, &a->findings[i]);
 	jsonw_end_array(j);
+}
+
+/*
+ * An --expand cell costs about 400 bytes besides its terms (region,
+ * coordinates, flags, expressions' brackets), and a term about 24 twice
+ * over: "g1234m3": "1/2048" in the terms and again in the expression.  A
+ * lower estimate would let a report far past the bound through.
+ */
+#define EXPAND_CELL_BYTES	400
+#define EXPAND_TERM_BYTES	48
+
+uint64_t
+report_expand_size(const struct audit *a)
+{
+	const struct cell *c;
+	uint64_t	 n = 0;
+	size_t		 i, k;
+
+	for (i = 0; i < a->nparams; i++)
+		for (k = 0; k < a->params[i].ncells; k++) {
+			c = &a->params[i].cells[k];
+			n += EXPAND_CELL_BYTES;
+			if (c->value != NULL)
+				n += (uint64_t)c->value->nterms *
+				    EXPAND_TERM_BYTES;
+			if (c->expected != NULL)
+				n += (uint64_t)c->expected->nterms *
+				    EXPAND_TERM_BYTES;
+		}
+	return n;
 }
 
 void

@@ -1507,6 +1507,48 @@ explain_backward_reductions(struct finding_list *fl, const struct model *m,
 	}
 }
 
+/*
+ * The used wrong cells of pr with distinct (value, expected) pairs, in
+ * *dw (its cells xmalloc'd, for the caller to free): the tests below
+ * depend on those pairs alone, and values are interned (lc_intern), so
+ * each distinct pair is classified once instead of once per rank (issue
+ * 24: at 2,048 ranks the same 24,000-term pair was read per rank).
+ */
+static void
+distinct_wrong(const struct param_result *pr, struct param_result *dw)
+{
+	const struct cell **slot;
+	struct cell	*out;
+	size_t		 i, k, cap = 16, n = 0;
+
+	while (cap < 2 * pr->ncells)
+		cap *= 2;
+	slot = xcalloc(cap, sizeof *slot);
+	out = xreallocarray(NULL, pr->ncells + 1, sizeof *out);
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+		uintptr_t h;
+
+		if (!ce->used || ce->ok)
+			continue;
+		h = ((uintptr_t)ce->value >> 4) * 31 +
+		    ((uintptr_t)ce->expected >> 4);
+		for (k = (h * 0x9e3779b97f4a7c15u) & (cap - 1); slot[k] != NULL;
+		    k = (k + 1) & (cap - 1))
+			if (slot[k]->value == ce->value &&
+			    slot[k]->expected == ce->expected)
+				break;
+		if (slot[k] != NULL)
+			continue;
+		slot[k] = ce;
+		out[n++] = *ce;
+	}
+	free(slot);
+	*dw = *pr;
+	dw->cells = out;
+	dw->ncells = n;
+}
+
 static bool
 all_wrong_proportional(const struct param_result *pr, struct rational *c)
 {
@@ -1787,7 +1829,7 @@ all_wrong_mtp(const struct atom_space *sp, const struct param_result *pr,
 
 static void
 explain_param(struct finding_list *fl, const struct sym_run *run, int l,
-    const struct param_result *pr)
+    const struct param_result *pr, const struct param_result *dw)
 {
 	const struct sym_context *ctx = run->ctx;
 	const struct model *m = run->model;
@@ -1861,7 +1903,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	/* The group a reduction runs over is no factor. */
 	scale_cause = factor_step != NULL && factor_step->key !=
 	    KEY_DP_GROUP ? factor_step->key : KEY__COUNT;
-	if (all_wrong_proportional(pr, &c)) {
+	if (all_wrong_proportional(dw, &c)) {
 		q_format(c, q, sizeof q);
 		add_finding(fl, FINDING_WRONG_SCALE, scale_cause, pr,
 		    scale_step ?
@@ -1881,7 +1923,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * load-balancing and z-loss) by another factor or not at all: their
 	 * own normalization is wrong (catalogue class AUX).
 	 */
-	if (all_wrong_aux(&ctx->atoms, pr, &c)) {
+	if (all_wrong_aux(&ctx->atoms, dw, &c)) {
 		q_format(c, q, sizeof q);
 		add_finding(fl, FINDING_WRONG_SCALE, KEY_AUX_SCALE, pr,
 		    "auxiliary loss "
@@ -1904,7 +1946,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * part wrong: their scale (Megatron #3943) or their token counts
 	 * (#2417, #7452 finding 3) are (catalogue class AUX).
 	 */
-	if (m->loss.mtp > 0 && all_wrong_mtp(&ctx->atoms, pr, &c, &uniform)) {
+	if (m->loss.mtp > 0 && all_wrong_mtp(&ctx->atoms, dw, &c, &uniform)) {
 		q_format(c, q, sizeof q);
 		if (uniform)
 			add_finding(fl, FINDING_WRONG_SCALE, KEY_MTP_SCALE, pr,
@@ -1918,7 +1960,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			    "weighs mtp_loss_scaling_factor / depth over the "
 			    "step's valid tokens of its rolled mask "
 			    "(loss.mtp_scale)");
-		else if (mtp_unequal_over_cp(&ctx->atoms, pr))
+		else if (mtp_unequal_over_cp(&ctx->atoms, dw))
 			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
 			    pr, "multi-token prediction loss normalization",
 			    "cp",
@@ -1954,7 +1996,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * with unequal weights, as a loss divided by the wrong token counts
 	 * makes them (lossnorm.h).
 	 */
-	if (all_wrong(pr, lc_same_atoms)) {
+	if (all_wrong(dw, lc_same_atoms)) {
 		add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_NORMALIZE_BY, pr,
 		    "loss "
 		    "normalization", "dp", fmt(a, "the used values hold "
@@ -1975,7 +2017,7 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * contributing ranks never reached it, so the reduction ran over too
 	 * small a group.
 	 */
-	if (all_wrong(pr, lc_strict_part)) {
+	if (all_wrong(dw, lc_strict_part)) {
 		int p = m->logical[l].instance[0];
 		bool dense_expert = m->params[p].expert &&
 		    layout_buffer_of(m, p) == BUFFER_DENSE;
@@ -2052,12 +2094,18 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 		arena_free(&run.seg_arenas[l]);
 	}
 	for (l = 0; l < m->nlogical; l++)
-		if (!a->params[l].correct || !a->params[l].consistent)
-			explain_param(&fl, &run, l, &a->params[l]);
+		if (!a->params[l].correct || !a->params[l].consistent) {
+			struct param_result dw;
+
+			distinct_wrong(&a->params[l], &dw);
+			explain_param(&fl, &run, l, &a->params[l], &dw);
+			free(dw.cells);
+		}
 	/* The norm clipping divides by, from the cells just made. */
 	gn_audit(ctx, a);
 	/* How much each finding matters, from the same cells (issue 23). */
-	effect_measure(a);
+	if (!ctx->no_effects)
+		effect_measure(a);
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);

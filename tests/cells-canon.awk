@@ -50,36 +50,77 @@ function atom_coef(w, i, a, mb) {
 		return P[w, i, "coef"]
 	return qmul(P[w, i, "wcoef"], F[mb * M["dp"] + coord(a, "dp")])
 }
+# The expert rank of ep coordinate j beside rank a (same pp, etp, edp): the
+# source an atom "g5s3" names.
+function expert_rank(a, j) {
+	return coord(a, "pp") * M["dp"] * M["tp"] + coord(a, "etp") + \
+	    M["etp"] * (j + M["ep"] * coord(a, "edp"))
+}
+# An atom's name: g (h when held), the rank, the class or the expert
+# source's rank (src >= 0), the micro-batch.
+function atom_of(a, mb, src,    s) {
+	s = (held ? "h" : "g") a
+	if (src >= 0)
+		s = s "s" expert_rank(a, src)
+	else
+		s = s cls
+	return s (M["micro_batches"] > 1 ? "m" mb : "")
+}
+# Add the atom of rank a, micro-batch mb and expert source src to acc: a
+# weighted piece takes the factor of the chunk whose tokens it holds, the
+# source's for an expert atom kept per source.
+function add_atom(w, i, acc, a, mb, src) {
+	acc[atom_of(a, mb, src)] = atom_coef(w, i, src >= 0 ? \
+	    expert_rank(a, src) : a, mb)
+}
 function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
-    f, fix, member, count, mb) {
+    f, fix, member, count, mb, self, persrc, j) {
 	if (P[w, i, "sum"] == "") {
-		a = P[w, i, "of"] == "self" ? "g" r : P[w, i, "of"]
+		a = P[w, i, "of"]
+		if (a ~ /^self/)
+			a = "g" r substr(a, 5)
 		acc[a] = P[w, i, "coef"]
 		return
 	}
 	ns = split(P[w, i, "sum"], summed, " ")
-	nv = split("pp dp tp mb", view, " ")
+	nv = split("pp dp tp mb src", view, " ")
 	for (k = 1; k <= ns; k++)
-		if (summed[k] !~ /^(pp|dp|tp|mb)$/)
-			nv = split("pp ep etp edp mb", view, " ")
+		if (summed[k] !~ /^(pp|dp|tp|mb|src)$/)
+			nv = split("pp ep etp edp mb src", view, " ")
+	persrc = 0
+	for (k = 1; k <= ns; k++)
+		if (summed[k] == "src")
+			persrc = 1
 	for (k = 1; k <= nv; k++)
 		fix[view[k]] = 1
 	for (k = 1; k <= ns; k++)
 		delete fix[summed[k]]
-	if (P[w, i, "of"] != "self") {
-		nf = split(P[w, i, "of"], f, " ")
-		for (k = 1; k <= nf; k++) {
+	# "of": "self" or coordinates, then the class of the atoms ("a",
+	# "t1", "held"); "src" summed or fixed marks expert atoms kept per
+	# source.
+	self = 0; cls = ""; held = 0
+	nf = split(P[w, i, "of"], f, " ")
+	for (k = 1; k <= nf; k++) {
+		if (f[k] == "self")
+			self = 1
+		else if (f[k] == "held")
+			held = 1
+		else if (f[k] ~ /^(a|t[0-9]+)$/)
+			cls = f[k]
+		else {
 			d = f[k]; sub(/[0-9]+$/, "", d)
 			want[d] = substr(f[k], length(d) + 1) + 0
+			if (d == "src")
+				persrc = 1
 		}
 	}
 	count = 0
 	for (a = 0; a < M["world"]; a++) {
 		member = 1
 		for (d in fix) {
-			if (d == "mb")
+			if (d == "mb" || d == "src")
 				continue
-			if (P[w, i, "of"] == "self")
+			if (self)
 				member = member && coord(a, d) == coord(r, d)
 			else
 				member = member && coord(a, d) == \
@@ -90,12 +131,19 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 		# The micro-batches: all of them when summed, else the one
 		# "of" names; atoms are "g5m1" only with several.
 		for (mb = 0; mb < M["micro_batches"]; mb++) {
-			if (!("mb" in fix) || mb == (("mb" in want) ? \
-			    want["mb"] : 0)) {
-				acc["g" a (M["micro_batches"] > 1 ? "m" mb : \
-				    "")] = atom_coef(w, i, a, mb)
+			if (("mb" in fix) && mb != (("mb" in want) ? \
+			    want["mb"] : 0))
+				continue
+			if (!persrc) {
+				add_atom(w, i, acc, a, mb, -1)
 				count++
+				continue
 			}
+			for (j = 0; j < M["ep"]; j++)
+				if (!("src" in fix) || j == want["src"]) {
+					add_atom(w, i, acc, a, mb, j)
+					count++
+				}
 		}
 	}
 	if (count != P[w, i, "n"])
