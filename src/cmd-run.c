@@ -527,7 +527,7 @@ run_in_job(struct options *o, bool args_read, const char *jobargs)
 
 		/* Only the reporting process says how to fix what it found. */
 		for (i = 0; i < b.n; i++)
-			if (v[i].audit != NULL)
+			if (v[i].audit != NULL && output_wants_fixes(o))
 				fix_derive(v[i].audit);
 		sent = launch_report_begin(&cap);
 

@@ -181,6 +181,8 @@ int	 output_summary_bytes(const char *path, const char *md, size_t len);
 
 double	 output_now(void);	/* monotonic seconds */
 
+/* Whether a report asked for shows findings' fixes (fix_derive). */
+bool	 output_wants_fixes(const struct options *);
 /*
  * --expand of audit a, unforced, past REPORT_EXPAND_MAX (report.h): said on
  * stderr with the size and what (a file, a mesh); its report is not
