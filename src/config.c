@@ -128,6 +128,7 @@ static const char *const bucket_stages_words[] = {
 static const char *const expert_avg_words[] = {
 	"edp-over-dp", "one-over-ep", NULL
 };
+static const char *const per_token_avg_words[] = { "net", "avg", NULL };
 static const char *const bucket_chunks_words[] = { "all", "first", NULL };
 static const char *const bucket_padding_words[] = {
 	"group", "lcm-128", NULL
@@ -380,6 +381,10 @@ static const struct key_def keys[KEY__COUNT] = {
 	    KEY_LIMITS, TYPE_BOOL, F(limits.uneven_vpp), 0, 1, 1, NULL },
 	[KEY_AVG_CP_SUPPORTED] = { "limits.avg_cp_supported", KEY_LIMITS,
 	    TYPE_BOOL, F(limits.avg_cp), 0, 1, 1, NULL },
+	[KEY_PER_TOKEN_AVG] = WORD("sync.per_token_avg", KEY_SYNC,
+	    sync.per_token_avg, per_token_avg_words),
+	[KEY_AVG_PER_TOKEN_SUPPORTED] = { "limits.avg_per_token_supported",
+	    KEY_LIMITS, TYPE_BOOL, F(limits.avg_per_token), 0, 1, 1, NULL },
 	[KEY_DP_REPLICATE] = INTEGER("mesh.dp_replicate", KEY_MESH,
 	    mesh.dp_replicate, 1, CFG_MAX_MESH_DIM, 1),
 	[KEY_DP_ENGINE] = WORD("layout.dp_engine", KEY_LAYOUT,
@@ -2397,14 +2402,37 @@ flatten_fits(const struct config *c, char *buf, size_t size)
 	return false;
 }
 
+/*
+ * Megatron 0.8.0 asserts the AVG's scaling factor against the dp size
+ * without cp only when the loss is not per token (core_v0.8.0 DDP
+ * __init__: "if not config.calculate_per_token_loss"), a per-token loss
+ * being sync.dp_divisor: none.
+ */
 static bool
 framework_avg_cp(const struct config *c, char *buf, size_t size)
 {
 	return framework_runs(c, c->limits.avg_cp ||
-	    !c->training.average_in_collective || c->mesh.cp == 1,
+	    !c->training.average_in_collective || c->mesh.cp == 1 ||
+	    c->sync.dp_divisor == SIZE_ONE,
 	    "stops at start-up with average_in_collective and cp > 1: "
 	    "DistributedDataParallel asserts its scaling factor",
 	    buf, size);
+}
+
+/*
+ * Megatron from 5946e24b37 (core_v0.12.0) refuses average_in_collective
+ * with a per-token loss (calculate_per_token_loss: sync.dp_divisor none).
+ */
+static bool
+framework_avg_per_token(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.avg_per_token ||
+	    !c->training.average_in_collective ||
+	    c->sync.dp_divisor != SIZE_ONE,
+	    "stops at start-up with average_in_collective and a per-token "
+	    "loss (sync.dp_divisor: none): DistributedDataParallel asserts "
+	    "\"Cannot average in collective when calculating per-token "
+	    "loss!\"", buf, size);
 }
 
 static bool
@@ -2503,6 +2531,7 @@ static const struct constraint constraints[] = {
 	{ KEY_VPP, false, framework_vpp_pp },
 	{ KEY_VPP, false, framework_uneven_vpp },
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_cp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_per_token },
 	{ KEY_DP_REPLICATE, false, replicate_fits },
 	{ KEY_DP_REPLICATE, true, expert_shard_fits },
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },

@@ -89,6 +89,11 @@ enum expert_avg_scale {		/* sync.expert_avg_scale */
 	EXPERT_AVG_ONE_OVER_EP	/* "one-over-ep" */
 };
 
+enum per_token_avg {		/* sync.per_token_avg */
+	PER_TOKEN_AVG_NET,	/* "net": pre-scaled to a sum */
+	PER_TOKEN_AVG_AVG	/* "avg": factor 1, then AVG */
+};
+
 enum expert_divisor {		/* sync.expert_grad_divisor */
 	EXPERT_DIVISOR_DP,	/* "dp" */
 	EXPERT_DIVISOR_EDP	/* "edp" */
@@ -326,6 +331,7 @@ enum cfg_key {
 	KEY_MTP, KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP_SCALE,
 	KEY_MTP_SUPPORTED, KEY_MTP_CP_SUPPORTED,
 	KEY_OBJECTIVE,
+	KEY_PER_TOKEN_AVG, KEY_AVG_PER_TOKEN_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -429,6 +435,7 @@ struct config {
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;
 		enum expert_avg_scale	expert_avg_scale;
+		enum per_token_avg	per_token_avg;
 		enum data_size		dp_divisor;
 		enum dp_group_choice	dp_group;
 		enum fsdp_one_member		fsdp_one_member;
@@ -469,6 +476,7 @@ struct config {
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
 		bool	avg_cp;		/* average_in_collective with cp > 1 */
+		bool	avg_per_token;	/* ... with sync.dp_divisor: none */
 		bool	mtp;		/* multi-token prediction */
 		bool	mtp_cp;		/* MTP with cp > 1 */
 		bool	ep;		/* expert parallelism exists */

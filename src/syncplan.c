@@ -306,6 +306,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	static const char group_fix[] = "reduce the data-parallel "
 	    "gradients over dp x cp, every rank that holds the same weights, "
 	    "not over dp alone (sync.dp_group: dp-cp; VeOmni #1115)";
+	static const char per_token_avg_fix[] = "with a per-token loss, sum "
+	    "the gradients over dp*cp, not AVG (Megatron refuses "
+	    "--ddp-average-in-collective with --calculate-per-token-loss "
+	    "from 5946e24b37, core_v0.12.0; sync.per_token_avg: net)";
 	static const char avg_fix[] = "pre-scale the expert buffers by "
 	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
 	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
@@ -342,11 +346,24 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		struct rational pre = cfg->training.average_in_collective ?
 		    q_make(n, divisor) : q_make(1, divisor);
 		/*
+		 * Megatron 0.8.0 to 0.11: a per-token loss sets both
+		 * gradient_scaling_factors to 1.0, and the buffers still
+		 * reduce with AVG: a net 1/n where the loss wants a sum
+		 * (core_v0.8.0 DDP __init__, ParamAndGradBuffer's reduce_op).
+		 */
+		bool per_token_avg = cfg->training.average_in_collective &&
+		    cfg->sync.dp_divisor == SIZE_ONE &&
+		    cfg->sync.per_token_avg == PER_TOKEN_AVG_AVG;
+
+		if (per_token_avg)
+			pre = q_make(1, 1);
+		/*
 		 * Megatron 0.8 to 0.11 pre-scaled expert buffers by 1/ep
 		 * before the AVG over edp: 1/dp only when etp == tp.
 		 */
 		if (k == BUFFER_EXPERT && cfg->training.average_in_collective &&
-		    cfg->sync.expert_avg_scale == EXPERT_AVG_ONE_OVER_EP)
+		    cfg->sync.expert_avg_scale == EXPERT_AVG_ONE_OVER_EP &&
+		    !per_token_avg)
 			pre = q_make(1, m->mesh.ep);
 		if (!q_equal(pre, q_make(1, 1))) {
 			s = new_step(plan, m, rule, SYNC_SCALE, group);
@@ -382,6 +399,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		s->target = TARGET_BUFFER;
 		s->buffer = k;
 		s->average = cfg->training.average_in_collective;
+		if (per_token_avg) {
+			s->key = KEY_PER_TOKEN_AVG;
+			s->fix = per_token_avg_fix;
+		}
 	}
 }
 
