@@ -492,13 +492,66 @@ no_such_param(const struct model *m, const char *name, const char *file)
  */
 #define EXPLAIN_MAX_CHUNKS	64
 
+/* Chunks i and j count and weigh the same. */
+static bool
+same_chunk(const struct loss_norm *ln, int i, int j)
+{
+	return ln->valid[i] == ln->valid[j] &&
+	    q_equal(ln->coef[i], ln->coef[j]) &&
+	    q_equal(lossnorm_weight(ln, i), lossnorm_weight(ln, j));
+}
+
+/*
+ * The chunks from i on that print as one line, labelled in by: whole dp
+ * ranks of one micro-batch alike ("m0 dp0-63 cp0-1"), or else the cp ranks
+ * alike within one dp rank ("m1 dp3 cp0-2"); returns the chunk after
+ * them.  Chunk i is micro-batch i / dp, dp rank (i % dp) / cp, cp rank
+ * i % cp, dp counting every dp x cp rank (lossnorm_chunk).  A table of one
+ * line per chunk repeated the same line 64 times for a plain dp of 64
+ * (issue 24).
+ */
+static int
+chunk_run(const struct model *m, int i, char *by, size_t len)
+{
+	const struct loss_norm *ln = &m->loss;
+	int	 ranks = m->mesh.dp, cp = m->mesh.cp;
+	int	 mb = i / ranks, d = (i % ranks) / cp, c = i % cp;
+	int	 end = (mb + 1) * ranks, j = i, nd;
+	char	 cps[16];
+
+	if (cp == 1)
+		snprintf(cps, sizeof cps, "cp0");
+	else
+		snprintf(cps, sizeof cps, "cp0-%d", cp - 1);
+	/* Whole dp ranks alike, from a dp rank's first cp rank. */
+	if (c == 0) {
+		while (j < end && same_chunk(ln, i, j))
+			j++;
+		if ((nd = (j - i) / cp) == 1)
+			snprintf(by, len, "m%d dp%d %s", mb, d, cps);
+		else if (nd > 1)
+			snprintf(by, len, "m%d dp%d-%d %s", mb, d, d + nd - 1,
+			    cps);
+		if (nd >= 1)
+			return i + nd * cp;
+	}
+	/* Else the cp ranks of this dp rank alike. */
+	for (j = i + 1; j < (i / cp + 1) * cp && same_chunk(ln, i, j); j++)
+		continue;
+	if (j - i == 1)
+		snprintf(by, len, "m%d dp%d cp%d", mb, d, c);
+	else
+		snprintf(by, len, "m%d dp%d cp%d-%d", mb, d, c, c + j - i - 1);
+	return j;
+}
+
 static void
 print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 {
 	const struct loss_norm *ln = &m->loss;
-	char	 q[48], by[32], scale[32], divisor[32];
-	int	 i, k, n = ln->chunks < EXPLAIN_MAX_CHUNKS ? ln->chunks :
-		    EXPLAIN_MAX_CHUNKS;
+	char	 q[48], by[64], scale[32], divisor[32];
+	int	 i, j, k, lines, n = ln->chunks < EXPLAIN_MAX_CHUNKS ?
+		    ln->chunks : EXPLAIN_MAX_CHUNKS;
 
 	cfg_key_value(cfg, KEY_NORMALIZE_BY, by, sizeof by);
 	cfg_key_value(cfg, KEY_SCALE, scale, sizeof scale);
@@ -519,22 +572,21 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 		    by);
 	fprintf(fp, "  chunk           valid  loss factor (atom units)%s\n",
 	    ln->uniform ? "" : "  expected weight");
-	for (i = 0; i < n; i++) {
-		int d = i % m->mesh.dp;
+	for (i = 0, lines = 0; i < ln->chunks && lines < EXPLAIN_MAX_CHUNKS;
+	    i = j, lines++) {
 		char w[48];
 
+		j = chunk_run(m, i, by, sizeof by);
 		q_format(ln->coef[i], q, sizeof q);
 		q_format(lossnorm_weight(ln, i), w, sizeof w);
-		snprintf(by, sizeof by, "m%d dp%d cp%d", i / m->mesh.dp,
-		    d / m->mesh.cp, d % m->mesh.cp);
 		if (ln->uniform)
 			fprintf(fp, "  %-14s %6d  %s\n", by, ln->valid[i], q);
 		else
 			fprintf(fp, "  %-14s %6d  %-24s  %s\n", by,
 			    ln->valid[i], q, w);
 	}
-	if (n < ln->chunks)
-		fprintf(fp, "  (%d more chunks)\n", ln->chunks - n);
+	if (i < ln->chunks)
+		fprintf(fp, "  (%d more chunks)\n", ln->chunks - i);
 	/* The auxiliary losses' atoms (gRa) have a factor of their own. */
 	if (ln->aux_source >= 0) {
 		cfg_key_value(cfg, KEY_AUX_SCALE, scale, sizeof scale);
