@@ -49,11 +49,17 @@ struct arg_def {
 	 * "adam sgd"), with which it is ignored; NULL when any use is refused.
 	 */
 	const char	*inert;
-	const char	*why;		/* ARG_REFUSED: what gradaudit lacks */
+	/*
+	 * ARG_REFUSED: what gradaudit lacks.  ARG_HARMLESS: NULL, or why an
+	 * argument that does act in Megatron changes no gradient that
+	 * gradaudit audits, printed as a note when it is given.
+	 */
+	const char	*why;
 };
 
 #define MAPPED(n, k, since)	{ n, k, ARG_MAPPED, since, NULL, NULL }
 #define HARMLESS(n, k)		{ n, k, ARG_HARMLESS, NULL, NULL, NULL }
+#define NOTED(n, k, why)	{ n, k, ARG_HARMLESS, NULL, NULL, why }
 #define REFUSED(n, k, inert, why) { n, k, ARG_REFUSED, NULL, inert, why }
 
 /*
@@ -152,9 +158,6 @@ static const struct arg_def args[] = {
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("moe-router-enable-expert-bias", ARG_FLAG, NULL,
-	    "the expert bias is updated from token counts that "
-	    "finalize_model_grads reduces, which gradaudit does not model"),
 	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
@@ -634,6 +637,29 @@ static const struct arg_def args[] = {
 	HARMLESS("moe-deepep-num-sms", ARG_VALUE),
 	HARMLESS("moe-hybridep-num-sms", ARG_VALUE),
 	HARMLESS("moe-shared-expert-overlap", ARG_FLAG),
+	/*
+	 * Aux-loss-free balancing (core_v0.19.0): TopKRouter.__init__
+	 * registers expert_bias as a buffer, not a parameter, and
+	 * moe_utils.topk_routing_with_score_function adds it to the scores
+	 * only to choose the top k, the probabilities being gathered from
+	 * the unbiased scores; _apply_expert_bias counts the tokens under
+	 * torch.no_grad().  finalize_model_grads._update_router_expert_bias
+	 * then moves the bias by the sign of the counts' offset from their
+	 * mean (moe_utils.get_updated_expert_bias), after all-reducing them
+	 * over the tp_dp_cp group.  No gradient passes through the bias, and
+	 * which experts a token goes to changes no synchronization
+	 * (--moe-router-force-load-balancing above replaces the logits
+	 * themselves).  That all-reduce is a collective gradaudit does not
+	 * audit: a wrong group would let the replicas' biases drift apart.
+	 */
+	NOTED("moe-router-enable-expert-bias", ARG_FLAG,
+	    "the expert bias is a buffer outside autograd that only chooses "
+	    "the top-k experts (router.py TopKRouter, "
+	    "moe_utils.topk_routing_with_score_function): it changes no "
+	    "gradient gradaudit audits; gradaudit does not check the "
+	    "all-reduce of its token counts over tp*dp*cp "
+	    "(finalize_model_grads._update_router_expert_bias), which keeps "
+	    "the replicas' biases equal"),
 	HARMLESS("moe-router-bias-update-rate", ARG_VALUE),
 	HARMLESS("moe-router-force-load-balancing", ARG_FLAG),
 	HARMLESS("moe-use-upcycling", ARG_FLAG),
@@ -1153,6 +1179,29 @@ check_fates(struct import_state *st)
 			    "(it came in %s)", def->name, release, def->since);
 		}
 	}
+}
+
+/*
+ * The notes of the ignored arguments that do act in Megatron, outside
+ * every gradient (NOTED in args[]), in the launch's order.
+ */
+static void
+note_harmless(struct import_state *st)
+{
+	size_t	 k, j, n = 0, noted[NARGS];
+
+	for (k = 0; k < NARGS; k++) {
+		if (!st->use[k].given || args[k].fate != ARG_HARMLESS ||
+		    args[k].why == NULL)
+			continue;
+		for (j = n++; j > 0 && st->use[noted[j - 1]].at >
+		    st->use[k].at; j--)
+			noted[j] = noted[j - 1];
+		noted[j] = k;
+	}
+	for (j = 0; j < n; j++)
+		note(st, "--%s is ignored: %s", args[noted[j]].name,
+		    args[noted[j]].why);
 }
 
 /* One line: every argument given that set no key, in the launch's order. */
@@ -2350,6 +2399,7 @@ megatron_import(struct megatron_import *mi, char *const *words,
 		import_training(st, &v);
 	}
 	if (st->errors == 0) {
+		note_harmless(st);
 		fputs(st->notes != NULL ? st->notes : "", stderr);
 		list_ignored(st);
 		rc = 0;
