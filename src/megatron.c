@@ -161,12 +161,36 @@ static const struct arg_def args[] = {
 	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
+	/*
+	 * Megatron-FSDP as Megatron core runs it up to core_v0.19.0 (and on
+	 * main d98e8a64dd without --megatron-fsdp-version 2): version 1,
+	 * MegatronFSDP over megatron_fsdp/param_and_grad_buffer.py.  Its
+	 * _get_parameter_groups splits each FSDP unit's parameters by dtype
+	 * and expert, sorts each group by row size (largest first) and
+	 * buckets what is outside the units by 40M elements;
+	 * build_data_parallel_buffer_index then packs a group in that order,
+	 * fills the gaps with small tensors unaligned, pads to dp times the
+	 * lcm of the row sizes and cuts it in dp shards.  gradaudit's
+	 * layout.fsdp_flatten: unit is version 2's GlobalLayout.build
+	 * (experimental/layout.py): registration order, fragments aligned to
+	 * their rows, one buffer a unit.  The shards differ, and with them
+	 * what each rank owns, so --use-megatron-fsdp is refused;
+	 * --use-custom-fsdp is its old name (validate_args sets it).
+	 */
 	REFUSED("use-megatron-fsdp", ARG_FLAG, NULL,
-	    "FSDP shards parameters and gradients in a way gradaudit does not "
-	    "model"),
+	    "Megatron-FSDP version 1 (param_and_grad_buffer.py "
+	    "_get_parameter_groups, build_data_parallel_buffer_index) sorts "
+	    "each unit's parameters by row size and packs small ones "
+	    "unaligned into its shards, a layout gradaudit does not model "
+	    "(layout.fsdp_flatten: unit is version 2's, which megatron-core "
+	    "0.19.0 does not have)"),
 	REFUSED("use-custom-fsdp", ARG_FLAG, NULL,
-	    "FSDP shards parameters and gradients in a way gradaudit does not "
-	    "model"),
+	    "Megatron-FSDP version 1 (param_and_grad_buffer.py "
+	    "_get_parameter_groups, build_data_parallel_buffer_index) sorts "
+	    "each unit's parameters by row size and packs small ones "
+	    "unaligned into its shards, a layout gradaudit does not model "
+	    "(layout.fsdp_flatten: unit is version 2's, which megatron-core "
+	    "0.19.0 does not have)"),
 	REFUSED("num-distributed-optimizer-instances", ARG_VALUE, "1",
 	    "several distributed-optimizer instances reduce gradients in two "
 	    "levels; gradaudit models one"),
@@ -607,7 +631,10 @@ static const struct arg_def args[] = {
 	HARMLESS("keep-fp8-transpose-cache", ARG_FLAG),
 	HARMLESS("fsdp-double-buffer", ARG_FLAG),
 	HARMLESS("enable-full-sharding-in-hsdp", ARG_FLAG),
-	HARMLESS("megatron-fsdp-version", ARG_VALUE),
+	/* Main's choice of Megatron-FSDP (after 0.19.0): 1 is the default. */
+	REFUSED("megatron-fsdp-version", ARG_VALUE, "1",
+	    "Megatron-FSDP version 2 (experimental/layout.py), whose layout "
+	    "is layout.fsdp_flatten: unit, is not imported yet"),
 	HARMLESS("megatron-fsdp-grad-comm-dtype", ARG_VALUE),
 	HARMLESS("megatron-fsdp-main-grads-dtype", ARG_VALUE),
 	HARMLESS("torch-fsdp2-no-reshard-after-forward", ARG_FLAG),
