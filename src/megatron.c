@@ -78,7 +78,7 @@ enum mapped_arg {
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
 	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA_CP, MA_EOD_MASK,
 	MA_PER_TOKEN, MA_VPP_LAYERS, MA_VPP_STAGES, MA_AUX_COEFF, MA_Z_COEFF,
-	MA_LB_TYPE, MA_MTP, MA_MTP_FACTOR, MA__COUNT
+	MA_LB_TYPE, MA_MTP, MA_MTP_FACTOR, MA_MLA, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -139,6 +139,11 @@ static const struct arg_def args[] = {
 	[MA_MTP] = MAPPED("mtp-num-layers", ARG_VALUE, "0.12.0"),
 	[MA_MTP_FACTOR] = MAPPED("mtp-loss-scaling-factor", ARG_VALUE,
 	    "0.12.0"),
+	/*
+	 * Multi-latent attention, from 32eac88714 (0.10.0): imported onto
+	 * the mixer's classes of parameters, or refused, by check_mla.
+	 */
+	[MA_MLA] = MAPPED("multi-latent-attention", ARG_FLAG, "0.10.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -229,9 +234,6 @@ static const struct arg_def args[] = {
 	REFUSED("transformer-impl", ARG_VALUE, "transformer_engine",
 	    "gradaudit has only been checked against Megatron's default "
 	    "Transformer Engine layers"),
-	REFUSED("multi-latent-attention", ARG_FLAG, NULL,
-	    "multi-latent attention has parameters and tp reductions that "
-	    "gradaudit's mixer does not model"),
 	REFUSED("spec", ARG_LIST, NULL,
 	    "a custom layer spec, which gradaudit cannot read"),
 	REFUSED("yaml-cfg", ARG_VALUE, NULL,
@@ -508,9 +510,10 @@ static const struct arg_def args[] = {
 	HARMLESS("no-rope-fusion", ARG_FLAG),
 	HARMLESS("yarn-original-max-position-embeddings", ARG_VALUE),
 	/*
-	 * The sizes and rotary scaling of multi-latent attention, which does
-	 * nothing without --multi-latent-attention (and is refused): the
-	 * DeepSeek-V3 example's (issue 27).
+	 * The sizes and rotary scaling of multi-latent attention: the
+	 * DeepSeek-V3 example's (issue 27).  gradaudit's mixer stands in for
+	 * MLA's projections by their synchronization classes (check_mla),
+	 * not their shapes, as it does for attention's.
 	 */
 	HARMLESS("q-lora-rank", ARG_VALUE),
 	HARMLESS("kv-lora-rank", ARG_VALUE),
@@ -1571,6 +1574,7 @@ struct megatron_values {
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
 	long	 vpp_layers, vpp_stages;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
+	bool	 mla;
 	bool	 shared_gate;
 	bool	 sp, average, pad;
 	long	 cp;
@@ -1606,7 +1610,12 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->experts = int_arg(st, MA_EXPERTS, 0, CFG_MAX_EXPERTS, 0);
 	v->swiglu = flag_arg(st, MA_SWIGLU);
 	v->untie = flag_arg(st, MA_UNTIE);
-	v->qk_layernorm = flag_arg(st, MA_QK_LAYERNORM);
+	v->mla = flag_arg(st, MA_MLA);
+	/*
+	 * With multi-latent attention --qk-layernorm normalizes the latents
+	 * (check_mla), not each head: no model.qk_norm.
+	 */
+	v->qk_layernorm = !v->mla && flag_arg(st, MA_QK_LAYERNORM);
 	v->distopt = flag_arg(st, MA_DISTOPT);
 	v->overlap = flag_arg(st, MA_OVERLAP);
 	v->sp = flag_arg(st, MA_SP);
@@ -1797,6 +1806,28 @@ import_vpp(struct import_state *st, const struct megatron_values *v)
 	explain(st, KEY_VPP, "%ld layers a stage / "
 	    "--num-layers-per-virtual-pipeline-stage %ld", per_stage,
 	    v->vpp_layers);
+}
+
+/*
+ * Multi-latent attention, which check_mla let through: the mixer's
+ * classes stand for its parameters, and a note says which for which.
+ */
+static void
+import_mla(struct import_state *st, const struct megatron_values *v)
+{
+	if (!v->mla)
+		return;
+	/* Read here: the latent norms are the mixer's norms' class. */
+	st->use[MA_QK_LAYERNORM].used = st->use[MA_QK_LAYERNORM].given;
+	note(st, "--multi-latent-attention: the mixer stands for MLA's "
+	    "parameters by how they are reduced: the layer's norms for "
+	    "input_layernorm, the duplicated linear_q_down_proj and "
+	    "linear_kv_down_proj%s (replicated over tp, summed over tp with "
+	    "sequence parallelism), mixer.fc1 for the column-parallel "
+	    "linear_q_up_proj and linear_kv_up_proj, mixer.fc2 for the "
+	    "row-parallel linear_proj; MLA's sizes are not the stand-in's",
+	    st->use[MA_QK_LAYERNORM].given ? " and the latent norms of "
+	    "--qk-layernorm (not model.qk_norm, which is per head)" : "");
 }
 
 static void
@@ -2181,6 +2212,97 @@ aux_loss_type(struct import_state *st, const char **coeff, bool *several)
 }
 
 /*
+ * An integer argument as written, for the checks that run before the
+ * values are read (check_mla): def when it is not given
+ * or not a plain number, which int_arg refuses later.
+ */
+static long
+raw_long(const struct import_state *st, enum mapped_arg k, long def)
+{
+	const char	*v = st->use[k].value;
+	char		*end;
+	long		 n;
+
+	if (!st->use[k].given || v == NULL || !isdigit((unsigned char)*v))
+		return def;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *end != '\0' || errno != 0 ? def : n;
+}
+
+/*
+ * --multi-latent-attention (megatron/core/transformer/
+ * multi_latent_attention.py at core_v0.19.0, MLASelfAttention with the
+ * Transformer Engine layer spec of gpt_layer_specs.py).  Its parameters
+ * fall in the classes of gradaudit's mixer:
+ *
+ *   input_layernorm, a norm replicated over tp on the sequence shard;
+ *   linear_q_down_proj and linear_kv_down_proj, TELinear with
+ *   parallel_mode "duplicated": replicated over tp, computed on the
+ *   sequence shard, and marked sequence_parallel when it is on
+ *   (transformer_engine.py TELinear.__init__), so that
+ *   finalize_model_grads._allreduce_non_tensor_model_parallel_grads sums
+ *   them over tp as it sums the norms;
+ *   the latent norms, which --qk-layernorm fuses into linear_q_up_proj
+ *   and linear_kv_up_proj as TELayerNormColumnParallelLinear
+ *   (mla_qk_norm_config.py _resolve_mla_qk_layernorm): a norm on the
+ *   sequence shard before the gather, like input_layernorm, and not
+ *   named q_layernorm or k_layernorm, so not summed over tp otherwise;
+ *   linear_q_up_proj, linear_kv_up_proj, column-parallel (mixer.fc1);
+ *   linear_proj, row-parallel (mixer.fc2).
+ *
+ * With tp 1 none of this is reduced over tp.  With tp > 1 one tensor is
+ * not in any of these classes: k_pos_emb, the rotary key that every head
+ * shares, split from the kv down projection's output.  Each tp rank uses
+ * it for its own heads, so its gradient is Partial over tp;
+ * get_query_key_value_tensors sums it only through the sequence-parallel
+ * gather (gather_from_sequence_parallel_region, whose backward
+ * reduce-scatters).  Without sequence parallelism nothing sums it
+ * (Megatron-LM issue #1699, PR #6839 open), and the partial gradient
+ * flows on into linear_kv_down_proj and the layer's input: a wrong
+ * activation gradient that the mixer, whose head-shared norm leaves its
+ * input's gradient alone, cannot represent.  Before 0.14.0 (720c8b40d8)
+ * the down projections were column-parallel from 0.12.0 (1c425a8313),
+ * where k_pos_emb is not summed either (#1699), and before 0.17.0
+ * (e3ae6e492b) Transformer Engine's tensor_model_parallel mark on the
+ * duplicated TELinears made the gradient norm count them on every tp
+ * rank while the norms count once, which grad_norm.tp_duplicates cannot
+ * say of some replicated parameters only.
+ */
+static void
+check_mla(struct import_state *st)
+{
+	long	 tp = raw_long(st, MA_TP, 1);
+
+	if (!st->use[MA_MLA].given || tp <= 1)
+		return;
+	if (!st->use[MA_SP].given)
+		refuse(st, "--multi-latent-attention with tp %ld and no "
+		    "--sequence-parallel: k_pos_emb, the rotary key all heads "
+		    "share, gets each tp rank's heads' gradient and no "
+		    "collective sums it (multi_latent_attention.py "
+		    "get_query_key_value_tensors gathers it over tp only with "
+		    "sequence parallelism; Megatron-LM issue #1699, PR #6839); "
+		    "the partial gradient reaches linear_kv_down_proj and the "
+		    "layer's input, which gradaudit's mixer cannot represent",
+		    tp);
+	else if (older_than(st, "0.14.0"))
+		refuse(st, "--multi-latent-attention with tp %ld before "
+		    "megatron-core 0.14.0: the down projections were "
+		    "column-parallel from 0.12.0 (1c425a8313) until 720c8b40d8, "
+		    "and k_pos_emb's gradient is not summed over tp "
+		    "(Megatron-LM issue #1699); gradaudit models 0.14.0's "
+		    "duplicated down projections", tp);
+	else if (older_than(st, "0.17.0"))
+		refuse(st, "--multi-latent-attention with tp %ld before "
+		    "megatron-core 0.17.0: Transformer Engine marks the "
+		    "duplicated down projections tensor-parallel until "
+		    "e3ae6e492b, so the gradient norm counts them on every tp "
+		    "rank but the norms once, which grad_norm.tp_duplicates "
+		    "cannot express", tp);
+}
+
+/*
  * The auxiliary losses gradaudit cannot model, refused with the other
  * refused arguments (check_fates) so that one run names them all.
  */
@@ -2412,6 +2534,7 @@ megatron_import(struct megatron_import *mi, char *const *words,
 	 * so that a launch is not fixed one refusal at a time.
 	 */
 	check_fates(st);
+	check_mla(st);
 	check_aux_losses(st);
 	if (st->errors == 0)
 		read_values(st, &v);
@@ -2422,6 +2545,7 @@ megatron_import(struct megatron_import *mi, char *const *words,
 	if (st->errors == 0 && import_mesh(st, &v)) {
 		import_vocab(st, &v);
 		import_dense(st, &v);
+		import_mla(st, &v);
 		import_moe(st, &v);
 		import_training(st, &v);
 	}
