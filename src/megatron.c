@@ -2213,7 +2213,7 @@ aux_loss_type(struct import_state *st, const char **coeff, bool *several)
 
 /*
  * An integer argument as written, for the checks that run before the
- * values are read (check_mla): def when it is not given
+ * values are read (check_mla, check_aux_losses): def when it is not given
  * or not a plain number, which int_arg refuses later.
  */
 static long
@@ -2303,6 +2303,47 @@ check_mla(struct import_state *st)
 }
 
 /*
+ * The sequence-level load-balancing loss (router.py at core_v0.19.0,
+ * TopKRouter._apply_seq_aux_loss): the routing map and the scores are
+ * reshaped so that each sequence of the micro-batch has experts of its
+ * own, the counts all-reduced over the tp_cp group and the total the
+ * sequence's tokens over that group (moe_utils.
+ * get_tokens_per_expert_and_token_count), the same
+ * switch_load_balancing_loss_func divided by the micro-batch size, and
+ * the same attach_and_log_load_balancing_loss as aux_loss: the same
+ * MoEAuxLossAutoScaler, and under --calculate-per-token-loss the same
+ * pre-multiplication by the micro-batch's local tokens times the tp_cp
+ * size.  Its gradient takes aux_loss's path, with aux_loss's reductions
+ * and scales, and only the loss differs: the mean of each sequence's
+ * Switch loss where aux_loss is the micro-batch's, the same with one
+ * sequence a micro-batch, which import_aux_losses notes as the stand-in's
+ * approximation.  Refused where the path differs: before 0.14.0
+ * (c08d89bea0, MR !3809) sequence_load_balancing_loss_func counted each
+ * rank's own tokens and all-gathered the scores over the tp_cp group,
+ * whose backward reduce-scatters; from 0.16.0 (71c49b56da) to 0.18
+ * --calculate-per-token-loss pre-multiplied by one sequence's tokens, the
+ * gradient 1/micro_batch too small until e3fe5508c9 (PR #5798, 0.19.0).
+ */
+static void
+check_seq_aux_loss(struct import_state *st)
+{
+	if (older_than(st, "0.14.0"))
+		refuse(st, "--moe-router-load-balancing-type seq_aux_loss "
+		    "before megatron-core 0.14.0: sequence_load_balancing_loss_"
+		    "func counts each rank's own tokens and all-gathers the "
+		    "scores over the tp_cp group, a gradient path gradaudit "
+		    "does not model (0.14.0's c08d89bea0 gives it aux_loss's)");
+	else if (st->use[MA_PER_TOKEN].given && older_than(st, "0.19.0") &&
+	    !older_than(st, "0.16.0") && raw_long(st, MA_MICRO_BATCH, 0) != 1)
+		refuse(st, "--moe-router-load-balancing-type seq_aux_loss with "
+		    "--calculate-per-token-loss and a micro-batch other than "
+		    "1 before megatron-core 0.19.0: _apply_seq_aux_loss "
+		    "pre-multiplies by one sequence's tokens, so the gradient "
+		    "is 1/micro-batch-size too small (e3fe5508c9, PR #5798), "
+		    "which loss.aux_scale has no value for");
+}
+
+/*
  * The auxiliary losses gradaudit cannot model, refused with the other
  * refused arguments (check_fates) so that one run names them all.
  */
@@ -2324,10 +2365,13 @@ check_aux_losses(struct import_state *st)
 	else if (several)
 		refuse(st, "--moe-aux-loss-coeff with several values: "
 		    "gradaudit models one, for aux_loss");
+	else if (coeff != NULL && strcmp(type, "seq_aux_loss") == 0)
+		check_seq_aux_loss(st);
 	else if (coeff != NULL && strcmp(type, "aux_loss") != 0 &&
 	    strcmp(type, "none") != 0 && strcmp(type, "sinkhorn") != 0)
 		refuse(st, "--moe-router-load-balancing-type %s: gradaudit "
-		    "models aux_loss's normalization only", shown(&sh, type));
+		    "models the normalization of aux_loss and seq_aux_loss "
+		    "only", shown(&sh, type));
 }
 
 static void
@@ -2345,11 +2389,21 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
 	st->use[MA_AUX_COEFF].used = av != NULL;
 	if (!c->model.has_moe)
 		return;
-	/* Sinkhorn and "none" apply no load-balancing loss (router.py). */
-	if (av != NULL && strcmp(type, "aux_loss") == 0 &&
+	/*
+	 * Sinkhorn and "none" apply no load-balancing loss (router.py);
+	 * seq_aux_loss takes aux_loss's path (check_seq_aux_loss).
+	 */
+	if (av != NULL && (strcmp(type, "aux_loss") == 0 ||
+	    strcmp(type, "seq_aux_loss") == 0) &&
 	    !import_coeff(st, av, "--moe-aux-loss-coeff", KEY_AUX_LOSS_COEFF,
 	    &c->model.moe.aux_loss_coeff, &any))
 		return;
+	if (av != NULL && strcmp(type, "seq_aux_loss") == 0)
+		note(st, "--moe-router-load-balancing-type seq_aux_loss: "
+		    "imported as aux_loss, whose reductions and scales its "
+		    "gradient takes (router.py _apply_seq_aux_loss); the "
+		    "stand-in's loss is the micro-batch's, Megatron's the mean "
+		    "of each sequence's, the same with --micro-batch-size 1");
 	if (z->given && z->value != NULL && (!float_as_decimal(z->value, dec,
 	    sizeof dec) || strcmp(dec, "0") != 0)) {
 		z->used = true;
