@@ -49,11 +49,17 @@ struct arg_def {
 	 * "adam sgd"), with which it is ignored; NULL when any use is refused.
 	 */
 	const char	*inert;
-	const char	*why;		/* ARG_REFUSED: what gradaudit lacks */
+	/*
+	 * ARG_REFUSED: what gradaudit lacks.  ARG_HARMLESS: NULL, or why an
+	 * argument that does act in Megatron changes no gradient that
+	 * gradaudit audits, printed as a note when it is given.
+	 */
+	const char	*why;
 };
 
 #define MAPPED(n, k, since)	{ n, k, ARG_MAPPED, since, NULL, NULL }
 #define HARMLESS(n, k)		{ n, k, ARG_HARMLESS, NULL, NULL, NULL }
+#define NOTED(n, k, why)	{ n, k, ARG_HARMLESS, NULL, NULL, why }
 #define REFUSED(n, k, inert, why) { n, k, ARG_REFUSED, NULL, inert, why }
 
 /*
@@ -72,7 +78,7 @@ enum mapped_arg {
 	MA_PROBS_ON_INPUT, MA_DISTOPT, MA_OVERLAP, MA_SP, MA_BUCKET, MA_AVERAGE,
 	MA_SHARED_GATE, MA_FIRST_STAGE, MA_LAST_STAGE, MA_CP, MA_EOD_MASK,
 	MA_PER_TOKEN, MA_VPP_LAYERS, MA_VPP_STAGES, MA_AUX_COEFF, MA_Z_COEFF,
-	MA_LB_TYPE, MA_MTP, MA_MTP_FACTOR, MA__COUNT
+	MA_LB_TYPE, MA_MTP, MA_MTP_FACTOR, MA_MLA, MA__COUNT
 };
 
 static const struct arg_def args[] = {
@@ -133,6 +139,11 @@ static const struct arg_def args[] = {
 	[MA_MTP] = MAPPED("mtp-num-layers", ARG_VALUE, "0.12.0"),
 	[MA_MTP_FACTOR] = MAPPED("mtp-loss-scaling-factor", ARG_VALUE,
 	    "0.12.0"),
+	/*
+	 * Multi-latent attention, from 32eac88714 (0.10.0): imported onto
+	 * the mixer's classes of parameters, or refused, by check_mla.
+	 */
+	[MA_MLA] = MAPPED("multi-latent-attention", ARG_FLAG, "0.10.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -152,18 +163,39 @@ static const struct arg_def args[] = {
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
 	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("moe-router-enable-expert-bias", ARG_FLAG, NULL,
-	    "the expert bias is updated from token counts that "
-	    "finalize_model_grads reduces, which gradaudit does not model"),
 	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
+	/*
+	 * Megatron-FSDP as Megatron core runs it up to core_v0.19.0 (and on
+	 * main d98e8a64dd without --megatron-fsdp-version 2): version 1,
+	 * MegatronFSDP over megatron_fsdp/param_and_grad_buffer.py.  Its
+	 * _get_parameter_groups splits each FSDP unit's parameters by dtype
+	 * and expert, sorts each group by row size (largest first) and
+	 * buckets what is outside the units by 40M elements;
+	 * build_data_parallel_buffer_index then packs a group in that order,
+	 * fills the gaps with small tensors unaligned, pads to dp times the
+	 * lcm of the row sizes and cuts it in dp shards.  gradaudit's
+	 * layout.fsdp_flatten: unit is version 2's GlobalLayout.build
+	 * (experimental/layout.py): registration order, fragments aligned to
+	 * their rows, one buffer a unit.  The shards differ, and with them
+	 * what each rank owns, so --use-megatron-fsdp is refused;
+	 * --use-custom-fsdp is its old name (validate_args sets it).
+	 */
 	REFUSED("use-megatron-fsdp", ARG_FLAG, NULL,
-	    "FSDP shards parameters and gradients in a way gradaudit does not "
-	    "model"),
+	    "Megatron-FSDP version 1 (param_and_grad_buffer.py "
+	    "_get_parameter_groups, build_data_parallel_buffer_index) sorts "
+	    "each unit's parameters by row size and packs small ones "
+	    "unaligned into its shards, a layout gradaudit does not model "
+	    "(layout.fsdp_flatten: unit is version 2's, which megatron-core "
+	    "0.19.0 does not have)"),
 	REFUSED("use-custom-fsdp", ARG_FLAG, NULL,
-	    "FSDP shards parameters and gradients in a way gradaudit does not "
-	    "model"),
+	    "Megatron-FSDP version 1 (param_and_grad_buffer.py "
+	    "_get_parameter_groups, build_data_parallel_buffer_index) sorts "
+	    "each unit's parameters by row size and packs small ones "
+	    "unaligned into its shards, a layout gradaudit does not model "
+	    "(layout.fsdp_flatten: unit is version 2's, which megatron-core "
+	    "0.19.0 does not have)"),
 	REFUSED("num-distributed-optimizer-instances", ARG_VALUE, "1",
 	    "several distributed-optimizer instances reduce gradients in two "
 	    "levels; gradaudit models one"),
@@ -202,9 +234,6 @@ static const struct arg_def args[] = {
 	REFUSED("transformer-impl", ARG_VALUE, "transformer_engine",
 	    "gradaudit has only been checked against Megatron's default "
 	    "Transformer Engine layers"),
-	REFUSED("multi-latent-attention", ARG_FLAG, NULL,
-	    "multi-latent attention has parameters and tp reductions that "
-	    "gradaudit's mixer does not model"),
 	REFUSED("spec", ARG_LIST, NULL,
 	    "a custom layer spec, which gradaudit cannot read"),
 	REFUSED("yaml-cfg", ARG_VALUE, NULL,
@@ -481,9 +510,10 @@ static const struct arg_def args[] = {
 	HARMLESS("no-rope-fusion", ARG_FLAG),
 	HARMLESS("yarn-original-max-position-embeddings", ARG_VALUE),
 	/*
-	 * The sizes and rotary scaling of multi-latent attention, which does
-	 * nothing without --multi-latent-attention (and is refused): the
-	 * DeepSeek-V3 example's (issue 27).
+	 * The sizes and rotary scaling of multi-latent attention: the
+	 * DeepSeek-V3 example's (issue 27).  gradaudit's mixer stands in for
+	 * MLA's projections by their synchronization classes (check_mla),
+	 * not their shapes, as it does for attention's.
 	 */
 	HARMLESS("q-lora-rank", ARG_VALUE),
 	HARMLESS("kv-lora-rank", ARG_VALUE),
@@ -604,7 +634,10 @@ static const struct arg_def args[] = {
 	HARMLESS("keep-fp8-transpose-cache", ARG_FLAG),
 	HARMLESS("fsdp-double-buffer", ARG_FLAG),
 	HARMLESS("enable-full-sharding-in-hsdp", ARG_FLAG),
-	HARMLESS("megatron-fsdp-version", ARG_VALUE),
+	/* Main's choice of Megatron-FSDP (after 0.19.0): 1 is the default. */
+	REFUSED("megatron-fsdp-version", ARG_VALUE, "1",
+	    "Megatron-FSDP version 2 (experimental/layout.py), whose layout "
+	    "is layout.fsdp_flatten: unit, is not imported yet"),
 	HARMLESS("megatron-fsdp-grad-comm-dtype", ARG_VALUE),
 	HARMLESS("megatron-fsdp-main-grads-dtype", ARG_VALUE),
 	HARMLESS("torch-fsdp2-no-reshard-after-forward", ARG_FLAG),
@@ -634,6 +667,29 @@ static const struct arg_def args[] = {
 	HARMLESS("moe-deepep-num-sms", ARG_VALUE),
 	HARMLESS("moe-hybridep-num-sms", ARG_VALUE),
 	HARMLESS("moe-shared-expert-overlap", ARG_FLAG),
+	/*
+	 * Aux-loss-free balancing (core_v0.19.0): TopKRouter.__init__
+	 * registers expert_bias as a buffer, not a parameter, and
+	 * moe_utils.topk_routing_with_score_function adds it to the scores
+	 * only to choose the top k, the probabilities being gathered from
+	 * the unbiased scores; _apply_expert_bias counts the tokens under
+	 * torch.no_grad().  finalize_model_grads._update_router_expert_bias
+	 * then moves the bias by the sign of the counts' offset from their
+	 * mean (moe_utils.get_updated_expert_bias), after all-reducing them
+	 * over the tp_dp_cp group.  No gradient passes through the bias, and
+	 * which experts a token goes to changes no synchronization
+	 * (--moe-router-force-load-balancing above replaces the logits
+	 * themselves).  That all-reduce is a collective gradaudit does not
+	 * audit: a wrong group would let the replicas' biases drift apart.
+	 */
+	NOTED("moe-router-enable-expert-bias", ARG_FLAG,
+	    "the expert bias is a buffer outside autograd that only chooses "
+	    "the top-k experts (router.py TopKRouter, "
+	    "moe_utils.topk_routing_with_score_function): it changes no "
+	    "gradient gradaudit audits; gradaudit does not check the "
+	    "all-reduce of its token counts over tp*dp*cp "
+	    "(finalize_model_grads._update_router_expert_bias), which keeps "
+	    "the replicas' biases equal"),
 	HARMLESS("moe-router-bias-update-rate", ARG_VALUE),
 	HARMLESS("moe-router-force-load-balancing", ARG_FLAG),
 	HARMLESS("moe-use-upcycling", ARG_FLAG),
@@ -1155,6 +1211,29 @@ check_fates(struct import_state *st)
 	}
 }
 
+/*
+ * The notes of the ignored arguments that do act in Megatron, outside
+ * every gradient (NOTED in args[]), in the launch's order.
+ */
+static void
+note_harmless(struct import_state *st)
+{
+	size_t	 k, j, n = 0, noted[NARGS];
+
+	for (k = 0; k < NARGS; k++) {
+		if (!st->use[k].given || args[k].fate != ARG_HARMLESS ||
+		    args[k].why == NULL)
+			continue;
+		for (j = n++; j > 0 && st->use[noted[j - 1]].at >
+		    st->use[k].at; j--)
+			noted[j] = noted[j - 1];
+		noted[j] = k;
+	}
+	for (j = 0; j < n; j++)
+		note(st, "--%s is ignored: %s", args[noted[j]].name,
+		    args[noted[j]].why);
+}
+
 /* One line: every argument given that set no key, in the launch's order. */
 static void
 list_ignored(const struct import_state *st)
@@ -1495,6 +1574,7 @@ struct megatron_values {
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
 	long	 vpp_layers, vpp_stages;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
+	bool	 mla;
 	bool	 shared_gate;
 	bool	 sp, average, pad;
 	long	 cp;
@@ -1530,7 +1610,12 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->experts = int_arg(st, MA_EXPERTS, 0, CFG_MAX_EXPERTS, 0);
 	v->swiglu = flag_arg(st, MA_SWIGLU);
 	v->untie = flag_arg(st, MA_UNTIE);
-	v->qk_layernorm = flag_arg(st, MA_QK_LAYERNORM);
+	v->mla = flag_arg(st, MA_MLA);
+	/*
+	 * With multi-latent attention --qk-layernorm normalizes the latents
+	 * (check_mla), not each head: no model.qk_norm.
+	 */
+	v->qk_layernorm = !v->mla && flag_arg(st, MA_QK_LAYERNORM);
 	v->distopt = flag_arg(st, MA_DISTOPT);
 	v->overlap = flag_arg(st, MA_OVERLAP);
 	v->sp = flag_arg(st, MA_SP);
@@ -1721,6 +1806,28 @@ import_vpp(struct import_state *st, const struct megatron_values *v)
 	explain(st, KEY_VPP, "%ld layers a stage / "
 	    "--num-layers-per-virtual-pipeline-stage %ld", per_stage,
 	    v->vpp_layers);
+}
+
+/*
+ * Multi-latent attention, which check_mla let through: the mixer's
+ * classes stand for its parameters, and a note says which for which.
+ */
+static void
+import_mla(struct import_state *st, const struct megatron_values *v)
+{
+	if (!v->mla)
+		return;
+	/* Read here: the latent norms are the mixer's norms' class. */
+	st->use[MA_QK_LAYERNORM].used = st->use[MA_QK_LAYERNORM].given;
+	note(st, "--multi-latent-attention: the mixer stands for MLA's "
+	    "parameters by how they are reduced: the layer's norms for "
+	    "input_layernorm, the duplicated linear_q_down_proj and "
+	    "linear_kv_down_proj%s (replicated over tp, summed over tp with "
+	    "sequence parallelism), mixer.fc1 for the column-parallel "
+	    "linear_q_up_proj and linear_kv_up_proj, mixer.fc2 for the "
+	    "row-parallel linear_proj; MLA's sizes are not the stand-in's",
+	    st->use[MA_QK_LAYERNORM].given ? " and the latent norms of "
+	    "--qk-layernorm (not model.qk_norm, which is per head)" : "");
 }
 
 static void
@@ -2105,6 +2212,138 @@ aux_loss_type(struct import_state *st, const char **coeff, bool *several)
 }
 
 /*
+ * An integer argument as written, for the checks that run before the
+ * values are read (check_mla, check_aux_losses): def when it is not given
+ * or not a plain number, which int_arg refuses later.
+ */
+static long
+raw_long(const struct import_state *st, enum mapped_arg k, long def)
+{
+	const char	*v = st->use[k].value;
+	char		*end;
+	long		 n;
+
+	if (!st->use[k].given || v == NULL || !isdigit((unsigned char)*v))
+		return def;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *end != '\0' || errno != 0 ? def : n;
+}
+
+/*
+ * --multi-latent-attention (megatron/core/transformer/
+ * multi_latent_attention.py at core_v0.19.0, MLASelfAttention with the
+ * Transformer Engine layer spec of gpt_layer_specs.py).  Its parameters
+ * fall in the classes of gradaudit's mixer:
+ *
+ *   input_layernorm, a norm replicated over tp on the sequence shard;
+ *   linear_q_down_proj and linear_kv_down_proj, TELinear with
+ *   parallel_mode "duplicated": replicated over tp, computed on the
+ *   sequence shard, and marked sequence_parallel when it is on
+ *   (transformer_engine.py TELinear.__init__), so that
+ *   finalize_model_grads._allreduce_non_tensor_model_parallel_grads sums
+ *   them over tp as it sums the norms;
+ *   the latent norms, which --qk-layernorm fuses into linear_q_up_proj
+ *   and linear_kv_up_proj as TELayerNormColumnParallelLinear
+ *   (mla_qk_norm_config.py _resolve_mla_qk_layernorm): a norm on the
+ *   sequence shard before the gather, like input_layernorm, and not
+ *   named q_layernorm or k_layernorm, so not summed over tp otherwise;
+ *   linear_q_up_proj, linear_kv_up_proj, column-parallel (mixer.fc1);
+ *   linear_proj, row-parallel (mixer.fc2).
+ *
+ * With tp 1 none of this is reduced over tp.  With tp > 1 one tensor is
+ * not in any of these classes: k_pos_emb, the rotary key that every head
+ * shares, split from the kv down projection's output.  Each tp rank uses
+ * it for its own heads, so its gradient is Partial over tp;
+ * get_query_key_value_tensors sums it only through the sequence-parallel
+ * gather (gather_from_sequence_parallel_region, whose backward
+ * reduce-scatters).  Without sequence parallelism nothing sums it
+ * (Megatron-LM issue #1699, PR #6839 open), and the partial gradient
+ * flows on into linear_kv_down_proj and the layer's input: a wrong
+ * activation gradient that the mixer, whose head-shared norm leaves its
+ * input's gradient alone, cannot represent.  Before 0.14.0 (720c8b40d8)
+ * the down projections were column-parallel from 0.12.0 (1c425a8313),
+ * where k_pos_emb is not summed either (#1699), and before 0.17.0
+ * (e3ae6e492b) Transformer Engine's tensor_model_parallel mark on the
+ * duplicated TELinears made the gradient norm count them on every tp
+ * rank while the norms count once, which grad_norm.tp_duplicates cannot
+ * say of some replicated parameters only.
+ */
+static void
+check_mla(struct import_state *st)
+{
+	long	 tp = raw_long(st, MA_TP, 1);
+
+	if (!st->use[MA_MLA].given || tp <= 1)
+		return;
+	if (!st->use[MA_SP].given)
+		refuse(st, "--multi-latent-attention with tp %ld and no "
+		    "--sequence-parallel: k_pos_emb, the rotary key all heads "
+		    "share, gets each tp rank's heads' gradient and no "
+		    "collective sums it (multi_latent_attention.py "
+		    "get_query_key_value_tensors gathers it over tp only with "
+		    "sequence parallelism; Megatron-LM issue #1699, PR #6839); "
+		    "the partial gradient reaches linear_kv_down_proj and the "
+		    "layer's input, which gradaudit's mixer cannot represent",
+		    tp);
+	else if (older_than(st, "0.14.0"))
+		refuse(st, "--multi-latent-attention with tp %ld before "
+		    "megatron-core 0.14.0: the down projections were "
+		    "column-parallel from 0.12.0 (1c425a8313) until 720c8b40d8, "
+		    "and k_pos_emb's gradient is not summed over tp "
+		    "(Megatron-LM issue #1699); gradaudit models 0.14.0's "
+		    "duplicated down projections", tp);
+	else if (older_than(st, "0.17.0"))
+		refuse(st, "--multi-latent-attention with tp %ld before "
+		    "megatron-core 0.17.0: Transformer Engine marks the "
+		    "duplicated down projections tensor-parallel until "
+		    "e3ae6e492b, so the gradient norm counts them on every tp "
+		    "rank but the norms once, which grad_norm.tp_duplicates "
+		    "cannot express", tp);
+}
+
+/*
+ * The sequence-level load-balancing loss (router.py at core_v0.19.0,
+ * TopKRouter._apply_seq_aux_loss): the routing map and the scores are
+ * reshaped so that each sequence of the micro-batch has experts of its
+ * own, the counts all-reduced over the tp_cp group and the total the
+ * sequence's tokens over that group (moe_utils.
+ * get_tokens_per_expert_and_token_count), the same
+ * switch_load_balancing_loss_func divided by the micro-batch size, and
+ * the same attach_and_log_load_balancing_loss as aux_loss: the same
+ * MoEAuxLossAutoScaler, and under --calculate-per-token-loss the same
+ * pre-multiplication by the micro-batch's local tokens times the tp_cp
+ * size.  Its gradient takes aux_loss's path, with aux_loss's reductions
+ * and scales, and only the loss differs: the mean of each sequence's
+ * Switch loss where aux_loss is the micro-batch's, the same with one
+ * sequence a micro-batch, which import_aux_losses notes as the stand-in's
+ * approximation.  Refused where the path differs: before 0.14.0
+ * (c08d89bea0, MR !3809) sequence_load_balancing_loss_func counted each
+ * rank's own tokens and all-gathered the scores over the tp_cp group,
+ * whose backward reduce-scatters; from 0.16.0 (71c49b56da) to 0.18
+ * --calculate-per-token-loss pre-multiplied by one sequence's tokens, the
+ * gradient 1/micro_batch too small until e3fe5508c9 (PR #5798, 0.19.0).
+ */
+static void
+check_seq_aux_loss(struct import_state *st)
+{
+	if (older_than(st, "0.14.0"))
+		refuse(st, "--moe-router-load-balancing-type seq_aux_loss "
+		    "before megatron-core 0.14.0: sequence_load_balancing_loss_"
+		    "func counts each rank's own tokens and all-gathers the "
+		    "scores over the tp_cp group, a gradient path gradaudit "
+		    "does not model (0.14.0's c08d89bea0 gives it aux_loss's)");
+	else if (st->use[MA_PER_TOKEN].given && older_than(st, "0.19.0") &&
+	    !older_than(st, "0.16.0") && raw_long(st, MA_MICRO_BATCH, 0) != 1)
+		refuse(st, "--moe-router-load-balancing-type seq_aux_loss with "
+		    "--calculate-per-token-loss and a micro-batch other than "
+		    "1 before megatron-core 0.19.0: _apply_seq_aux_loss "
+		    "pre-multiplies by one sequence's tokens, so the gradient "
+		    "is 1/micro-batch-size too small (e3fe5508c9, PR #5798), "
+		    "which loss.aux_scale has no value for");
+}
+
+/*
  * The auxiliary losses gradaudit cannot model, refused with the other
  * refused arguments (check_fates) so that one run names them all.
  */
@@ -2126,10 +2365,13 @@ check_aux_losses(struct import_state *st)
 	else if (several)
 		refuse(st, "--moe-aux-loss-coeff with several values: "
 		    "gradaudit models one, for aux_loss");
+	else if (coeff != NULL && strcmp(type, "seq_aux_loss") == 0)
+		check_seq_aux_loss(st);
 	else if (coeff != NULL && strcmp(type, "aux_loss") != 0 &&
 	    strcmp(type, "none") != 0 && strcmp(type, "sinkhorn") != 0)
 		refuse(st, "--moe-router-load-balancing-type %s: gradaudit "
-		    "models aux_loss's normalization only", shown(&sh, type));
+		    "models the normalization of aux_loss and seq_aux_loss "
+		    "only", shown(&sh, type));
 }
 
 static void
@@ -2147,11 +2389,21 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
 	st->use[MA_AUX_COEFF].used = av != NULL;
 	if (!c->model.has_moe)
 		return;
-	/* Sinkhorn and "none" apply no load-balancing loss (router.py). */
-	if (av != NULL && strcmp(type, "aux_loss") == 0 &&
+	/*
+	 * Sinkhorn and "none" apply no load-balancing loss (router.py);
+	 * seq_aux_loss takes aux_loss's path (check_seq_aux_loss).
+	 */
+	if (av != NULL && (strcmp(type, "aux_loss") == 0 ||
+	    strcmp(type, "seq_aux_loss") == 0) &&
 	    !import_coeff(st, av, "--moe-aux-loss-coeff", KEY_AUX_LOSS_COEFF,
 	    &c->model.moe.aux_loss_coeff, &any))
 		return;
+	if (av != NULL && strcmp(type, "seq_aux_loss") == 0)
+		note(st, "--moe-router-load-balancing-type seq_aux_loss: "
+		    "imported as aux_loss, whose reductions and scales its "
+		    "gradient takes (router.py _apply_seq_aux_loss); the "
+		    "stand-in's loss is the micro-batch's, Megatron's the mean "
+		    "of each sequence's, the same with --micro-batch-size 1");
 	if (z->given && z->value != NULL && (!float_as_decimal(z->value, dec,
 	    sizeof dec) || strcmp(dec, "0") != 0)) {
 		z->used = true;
@@ -2336,6 +2588,7 @@ megatron_import(struct megatron_import *mi, char *const *words,
 	 * so that a launch is not fixed one refusal at a time.
 	 */
 	check_fates(st);
+	check_mla(st);
 	check_aux_losses(st);
 	if (st->errors == 0)
 		read_values(st, &v);
@@ -2346,10 +2599,12 @@ megatron_import(struct megatron_import *mi, char *const *words,
 	if (st->errors == 0 && import_mesh(st, &v)) {
 		import_vocab(st, &v);
 		import_dense(st, &v);
+		import_mla(st, &v);
 		import_moe(st, &v);
 		import_training(st, &v);
 	}
 	if (st->errors == 0) {
+		note_harmless(st);
 		fputs(st->notes != NULL ? st->notes : "", stderr);
 		list_ignored(st);
 		rc = 0;
