@@ -375,6 +375,35 @@ resolve_framework(const char *spec, struct megatron_import *mi)
 	return 0;
 }
 
+/*
+ * Without --framework, the newest megatron-core release the profiles were
+ * read at: an imported config audits Megatron's own synchronization, not
+ * the ideal one (issue 28), and says so in a comment.  NULL, said, when
+ * the profiles do not load.
+ */
+static char *
+newest_megatron(void)
+{
+	const struct framework	*fw;
+	char			 v[32], *spec;
+	int			 i, n;
+
+	if ((n = fw_all(&fw)) < 0) {
+		fprintf(stderr, "%s: import: the framework profiles did not "
+		    "load (see gradaudit frameworks); give --framework "
+		    "reference to import without one\n", progname);
+		return NULL;
+	}
+	for (i = 0; i < n; i++)
+		if (strcmp(fw[i].name, "megatron-core") == 0)
+			break;
+	if (i == n)
+		return xstrdup("reference");
+	fw_version_format(&fw[i].latest, v, sizeof v);
+	xasprintf(&spec, "megatron-core@%s", v);
+	return spec;
+}
+
 /* True when some key lies under k: k is a mapping. */
 static bool
 is_mapping(enum cfg_key k)
@@ -534,6 +563,7 @@ cmd_import_exec(struct options *o)
 	struct yaml_doc		 doc = { NULL, 0 };
 	FILE			*fp;
 	char			**words = NULL, q[TEXT_QUOTE_SIZE], *text;
+	char			*spec = NULL;
 	size_t			 nwords = 0, len;
 	int			 rc = EXIT_USAGE;
 
@@ -566,13 +596,23 @@ cmd_import_exec(struct options *o)
 		rc = EXIT_USAGE;
 	} else if ((words = collect_words(o, &nwords)) == NULL)
 		return EXIT_USAGE;
-	if (nwords == 0)
+	/* --framework was resolved above; the default is resolved here. */
+	spec = o->framework != NULL ? xstrdup(o->framework) :
+	    newest_megatron();
+	if (spec == NULL || (o->framework == NULL &&
+	    resolve_framework(spec, &mi) < 0))
+		;	/* said */
+	else if (nwords == 0)
 		fprintf(stderr, "%s: import: no Megatron arguments: give them "
 		    "after \"megatron\" or in --args-file\n", progname);
 	else if (megatron_import(&mi, words, nwords) == 0) {
-		if (o->framework != NULL) {
-			mi.cfg.framework = xstrdup(o->framework);
+		if (strcmp(spec, "reference") != 0) {
+			mi.cfg.framework = xstrdup(spec);
 			keyset_add(&mi.cfg.given, KEY_FRAMEWORK);
+			if (o->framework == NULL)
+				xasprintf(&mi.why[KEY_FRAMEWORK], "the newest "
+				    "release checked; give --framework for "
+				    "the job's");
 		}
 		collect_keys(&doc, &mi, "", 0, 0);
 		if ((fp = open_memstream(&text, &len)) == NULL)
@@ -589,6 +629,7 @@ cmd_import_exec(struct options *o)
 	}
 	megatron_import_free(&mi);
 	shellwords_free(words, nwords);
+	free(spec);
 	return rc;
 }
 
