@@ -129,6 +129,11 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_MTP_SUPPORTED] = "limits.mtp_supported",
 	[KEY_MTP_CP_SUPPORTED] = "limits.mtp_cp_supported",
 	[KEY_OBJECTIVE] = "loss.objective",
+	[KEY_REPLICATE_ONLY] = "sync.replicate_only",
+	[KEY_DDP_NEEDS_ONE_DIM] = "limits.ddp_needs_one_dim",
+	[KEY_PP_NORMALIZE_BY] = "loss.pp_normalize_by",
+	[KEY_EP_BORROWS_ALL_CP_TP] = "limits.ep_borrows_all_cp_tp",
+	[KEY_SEQ_DIVISOR] = "limits.seq_divisor",
 };
 
 static void
