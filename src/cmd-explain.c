@@ -553,15 +553,20 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 	int	 i, j, k, lines, n = ln->chunks < EXPLAIN_MAX_CHUNKS ?
 		    ln->chunks : EXPLAIN_MAX_CHUNKS;
 
-	cfg_key_value(cfg, KEY_NORMALIZE_BY, by, sizeof by);
+	/* With pp > 1 the pipeline's loss may be normalized otherwise. */
+	if (m->mesh.pp > 1 && cfg->loss.pp_normalize_by != PP_NORMALIZE_SAME)
+		cfg_key_value(cfg, KEY_PP_NORMALIZE_BY, by, sizeof by);
+	else
+		cfg_key_value(cfg, KEY_NORMALIZE_BY, by, sizeof by);
 	cfg_key_value(cfg, KEY_SCALE, scale, sizeof scale);
 	cfg_key_value(cfg, KEY_DP_DIVISOR, divisor, sizeof divisor);
 	fprintf(fp, "loss: %lld valid tokens of %lld in %d chunks "
-	    "(micro-batches %d x dp %d x cp %d); normalize_by %s, scale %s, "
-	    "dp_divisor %s\n", (long long)ln->total,
+	    "(micro-batches %d x dp %d x cp %d); %snormalize_by %s, "
+	    "scale %s, dp_divisor %s\n", (long long)ln->total,
 	    (long long)ln->tokens * ln->chunks, ln->chunks,
-	    ln->micro_batches, m->mesh.pure_dp, m->mesh.cp, by, scale,
-	    divisor);
+	    ln->micro_batches, m->mesh.pure_dp, m->mesh.cp,
+	    m->mesh.pp > 1 && cfg->loss.pp_normalize_by != PP_NORMALIZE_SAME ?
+	    "pp_" : "", by, scale, divisor);
 	cfg_key_value(cfg, KEY_OBJECTIVE, by, sizeof by);
 	if (ln->uniform) {
 		q_format(lossnorm_weight(ln, 0), q, sizeof q);

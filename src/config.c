@@ -64,6 +64,9 @@ _Static_assert(sizeof(enum dp_engine) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_one_member) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_flatten) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum loss_objective) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum replicate_only) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum pp_normalize) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum seq_divisor) == sizeof(int), "enum size");
 
 enum key_type {
 	TYPE_MAP,		/* a mapping of further keys */
@@ -174,6 +177,11 @@ static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
 };
 static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
+static const char *const replicate_only_words[] = {
+	"fsdp", "ddp-average", NULL
+};
+static const char *const pp_normalize_words[] = { "same", "none", NULL };
+static const char *const seq_divisor_words[] = { "cp-tp", "2-cp-tp", NULL };
 /* In enum mtp_scale order: Megatron's schedule without per-token loss. */
 /* In enum loss_objective order: the default (token-mean) first. */
 static const char *const objective_words[] = {
@@ -422,6 +430,16 @@ static const struct key_def keys[KEY__COUNT] = {
 	    TYPE_BOOL, F(limits.mtp), 0, 1, 1, NULL },
 	[KEY_MTP_CP_SUPPORTED] = { "limits.mtp_cp_supported", KEY_LIMITS,
 	    TYPE_BOOL, F(limits.mtp_cp), 0, 1, 1, NULL },
+	[KEY_REPLICATE_ONLY] = WORD("sync.replicate_only", KEY_SYNC,
+	    sync.replicate_only, replicate_only_words),
+	[KEY_DDP_NEEDS_ONE_DIM] = FLAG("limits.ddp_needs_one_dim",
+	    KEY_LIMITS, limits.ddp_needs_one_dim),
+	[KEY_PP_NORMALIZE_BY] = WORD("loss.pp_normalize_by", KEY_LOSS,
+	    loss.pp_normalize_by, pp_normalize_words),
+	[KEY_EP_BORROWS_ALL_CP_TP] = FLAG("limits.ep_borrows_all_cp_tp",
+	    KEY_LIMITS, limits.ep_borrows_all_cp_tp),
+	[KEY_SEQ_DIVISOR] = WORD("limits.seq_divisor", KEY_LIMITS,
+	    limits.seq_divisor, seq_divisor_words),
 };
 
 /* The state of one cfg_load call. */
@@ -2227,13 +2245,75 @@ framework_etp_one_or_tp(const struct config *c, char *buf, size_t size)
 		return framework_runs(c, etp == tp, "shards the experts "
 		    "over tp like dense layers when ep is 1: etp must equal tp",
 		    buf, size);
-	if (etp != 1 && etp != tp)
-		return framework_runs(c, false, "supports only etp = 1 or etp "
-		    "= tp with ep > 1 (ParallelDims: \"Currently we only "
-		    "support ETP=TP or ETP=1\")", buf, size);
-	return framework_runs(c, etp == tp || ep % (c->mesh.cp * tp) == 0,
-	    "borrows tp for ep with etp = 1: ep must be a multiple of "
-	    "cp*tp", buf, size);
+	return framework_runs(c, etp == 1 || etp == tp, "supports only etp "
+	    "= 1 or etp = tp with ep > 1 (ParallelDims: \"Currently we only "
+	    "support ETP=TP or ETP=1\")", buf, size);
+}
+
+/*
+ * torchtitan v0.2.0's ParallelDims._validate: ep borrows all of cp, and
+ * with etp = 1 all of tp too ("EP would borrow all cp and tp and some
+ * dp_shard degree"), asserting ep % cp == 0 or ep % (cp * tp) == 0.
+ * v0.2.1's mesh (183a0d2e7, PR #1660) asks only that ep * etp divide
+ * dp_shard * cp * tp.
+ */
+static bool
+framework_ep_borrows_all_cp_tp(const struct config *c, char *buf,
+    size_t size)
+{
+	int	 ep = c->mesh.ep, cp = c->mesh.cp, tp = c->mesh.tp;
+	bool	 tp_too = c->mesh.etp == 1;
+
+	if (!c->limits.ep_borrows_all_cp_tp || ep == 1)
+		return true;
+	return framework_runs(c, ep % (tp_too ? cp * tp : cp) == 0, tp_too ?
+	    "borrows all of cp and tp for ep with etp = 1: ep must be a "
+	    "multiple of cp*tp (ParallelDims asserts ep % (cp * tp) == 0)" :
+	    "borrows all of cp for ep with etp = tp: ep must be a multiple "
+	    "of cp (ParallelDims asserts ep % cp == 0)", buf, size);
+}
+
+bool
+cfg_ddp_path(const struct config *c)
+{
+	return c->sync.replicate_only == REPLICATE_ONLY_DDP_AVERAGE &&
+	    c->layout.dp_engine != DP_ENGINE_MEGATRON &&
+	    c->mesh.dp_replicate > 1 && c->mesh.dp == c->mesh.dp_replicate &&
+	    c->mesh.cp == 1;
+}
+
+/*
+ * torchtitan's parallelize (llama3 and llama4 at every release): on the
+ * DDP path, raise RuntimeError when the world is more than the
+ * dp_replicate mesh.
+ */
+static bool
+framework_ddp_one_dim(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.ddp_needs_one_dim ||
+	    !cfg_ddp_path(c) || (c->mesh.tp == 1 && c->mesh.pp == 1),
+	    "wraps the model in DDP when dp_shard and cp are 1 and refuses "
+	    "it with tp or pp > 1 (parallelize: \"DDP has not supported "
+	    "> 1D parallelism\")", buf, size);
+}
+
+/*
+ * torchtitan's seq_len_divisor (v0.2.0 on), asserted by every model's
+ * parallelize: tp * (cp * 2), even with cp = 1.
+ */
+static bool
+framework_seq_divisor(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 d = (int64_t)2 * c->mesh.cp * c->mesh.tp;
+	char	 what[160];
+
+	if (c->limits.seq_divisor != SEQ_DIVISOR_2_CP_TP ||
+	    c->model.seq % d == 0)
+		return true;
+	snprintf(what, sizeof what, "needs seq (%d) divisible by 2*cp*tp "
+	    "(%" PRId64 "): \"Sequence length must be divisible by the "
+	    "product of TP degree and 2 * CP degree\"", c->model.seq, d);
+	return framework_runs(c, false, what, buf, size);
 }
 
 static bool
@@ -2519,6 +2599,7 @@ static const struct constraint constraints[] = {
 	{ KEY_DISTRIBUTED_OPTIMIZER, true, framework_ep_distopt },
 	{ KEY_EP, true, framework_has_ep },
 	{ KEY_ETP, true, framework_etp_one_or_tp },
+	{ KEY_EP, true, framework_ep_borrows_all_cp_tp },
 	{ KEY_TOP_K, true, framework_top_k },
 	{ KEY_EVERY, true, framework_moe_every },
 	{ KEY_EXPERT_FFN, true, framework_expert_ffn },
@@ -2534,6 +2615,8 @@ static const struct constraint constraints[] = {
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_per_token },
 	{ KEY_DP_REPLICATE, false, replicate_fits },
 	{ KEY_DP_REPLICATE, true, expert_shard_fits },
+	{ KEY_DP_REPLICATE, false, framework_ddp_one_dim },
+	{ KEY_SEQ, false, framework_seq_divisor },
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
 	{ KEY_MTP, true, mtp_one_source },
 	{ KEY_OBJECTIVE, false, sample_mean_expressible },

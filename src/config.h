@@ -249,6 +249,33 @@ enum fsdp_one_member {
 };
 
 /*
+ * sync.replicate_only: the data-parallel reduction of an FSDP engine's
+ * mesh that has replicas and nothing to shard over (dp_replicate > 1,
+ * dp_shard * cp = 1).
+ */
+enum replicate_only {
+	/* "fsdp": the FSDP engine's collectives, as on any mesh */
+	REPLICATE_ONLY_FSDP,
+	/* "ddp-average": DDP's all-reduce, averaged over the replicas */
+	REPLICATE_ONLY_DDP_AVERAGE
+};
+
+/*
+ * loss.pp_normalize_by: what divides the loss that is back-propagated
+ * with pp > 1, where a pipeline schedule calls the loss function.
+ */
+enum pp_normalize {
+	PP_NORMALIZE_SAME,	/* "same": loss.normalize_by */
+	PP_NORMALIZE_NONE	/* "none": the summed token losses */
+};
+
+/* limits.seq_divisor: what model.seq must be a multiple of */
+enum seq_divisor {
+	SEQ_DIVISOR_CP_TP,	/* "cp-tp": cp * tp */
+	SEQ_DIVISOR_2_CP_TP	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
+};
+
+/*
  * loss.aux_scale: what multiplies the gradient of a micro-batch's MoE
  * auxiliary losses (load balancing and z-loss) on one rank, besides their
  * coefficients (lossnorm.c has the table).
@@ -332,6 +359,8 @@ enum cfg_key {
 	KEY_MTP_SUPPORTED, KEY_MTP_CP_SUPPORTED,
 	KEY_OBJECTIVE,
 	KEY_PER_TOKEN_AVG, KEY_AVG_PER_TOKEN_SUPPORTED,
+	KEY_REPLICATE_ONLY, KEY_DDP_NEEDS_ONE_DIM, KEY_PP_NORMALIZE_BY,
+	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
 	KEY__COUNT
 };
 
@@ -423,6 +452,7 @@ struct config {
 		enum aux_scale		 aux_scale;
 		enum mtp_scale		 mtp_scale;
 		enum loss_objective	 objective;
+		enum pp_normalize	 pp_normalize_by;
 	} loss;
 
 	struct {
@@ -439,6 +469,7 @@ struct config {
 		enum data_size		dp_divisor;
 		enum dp_group_choice	dp_group;
 		enum fsdp_one_member		fsdp_one_member;
+		enum replicate_only	replicate_only;
 	} sync;
 
 	/* How the gradient norm for clipping is computed (gradnorm.h). */
@@ -481,6 +512,9 @@ struct config {
 		bool	mtp_cp;		/* MTP with cp > 1 */
 		bool	ep;		/* expert parallelism exists */
 		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
+		bool	ddp_needs_one_dim;	/* the DDP path alone on the mesh */
+		bool	ep_borrows_all_cp_tp;	/* torchtitan v0.2.0 */
+		enum seq_divisor seq_divisor;
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
@@ -733,6 +767,11 @@ int	 cfg_token_mask(const char *spec, int64_t *num, int64_t *den,
 	    char *buf, size_t size);
 /* The width of a shared expert: model.moe.shared_expert_ffn or model.ffn. */
 int	 cfg_shared_expert_ffn(const struct config *);
+/*
+ * Whether the data-parallel reduction is DDP's (sync.replicate_only:
+ * ddp-average on a mesh of replicas alone, dp_shard and cp 1).
+ */
+bool	 cfg_ddp_path(const struct config *);
 /*
  * The layers model chunk `chunk` of pipeline stage `stage` builds, with
  * mesh.vpp chunks a stage: Megatron's interleaved assignment

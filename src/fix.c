@@ -47,7 +47,8 @@
 static const enum cfg_key loss_family[] = {
 	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_EXPERT_GRAD_DIVISOR,
 	KEY_EXPERT_AVG_SCALE, KEY_AVERAGE_IN_COLLECTIVE, KEY_FSDP_ONE_MEMBER,
-	KEY_DP_GROUP, KEY_EXPERT_BUFFER, KEY__COUNT
+	KEY_REPLICATE_ONLY, KEY_PP_NORMALIZE_BY, KEY_DP_GROUP,
+	KEY_EXPERT_BUFFER, KEY__COUNT
 };
 static const enum cfg_key aux_family[] = { KEY_AUX_SCALE, KEY__COUNT };
 static const enum cfg_key mtp_family[] = { KEY_MTP_SCALE, KEY__COUNT };
@@ -80,6 +81,8 @@ static const struct {
 	{ KEY_EXPERT_GRAD_DIVISOR, loss_family },
 	{ KEY_EXPERT_AVG_SCALE, loss_family },
 	{ KEY_AVERAGE_IN_COLLECTIVE, loss_family },
+	{ KEY_REPLICATE_ONLY, loss_family },
+	{ KEY_PP_NORMALIZE_BY, loss_family },
 	{ KEY_AUX_SCALE, aux_family },
 	{ KEY_MTP_SCALE, mtp_family },
 	{ KEY_ROUTER_GRAD, tp_family },
@@ -202,6 +205,14 @@ static const struct {
 	{ KEY_FSDP_ONE_MEMBER, NULL, "apply the divide factor and reduce "
 	  "over the replicas when a reduce-scatter group has one member "
 	  "(sync.fsdp_one_member: %s; pytorch PR #167178, verl PR #7494)" },
+	{ KEY_REPLICATE_ONLY, "fsdp", "sum over the replicas when the loss is "
+	  "divided by the valid tokens of the whole step: replicate with the "
+	  "gradient division off (sync.replicate_only: fsdp; torchtitan "
+	  "e1847f439, PR #2458)" },
+	{ KEY_PP_NORMALIZE_BY, "same", "divide the loss the pipeline "
+	  "schedule back-propagates as without pp, by the valid tokens of "
+	  "the whole step (loss.pp_normalize_by: same; torchtitan "
+	  "786e26f8e, #2972)" },
 	{ KEY_DP_GROUP, NULL, "reduce the data-parallel gradients over every "
 	  "rank that holds the same weights, the cp ranks included "
 	  "(sync.dp_group: %s; VeOmni #1115)" },

@@ -115,8 +115,16 @@ divisor_of(const struct loss_norm *ln, const struct config *cfg,
 	int	 K = ln->micro_batches, cp = mesh->cp, i, c;
 	int	 pure = d / cp, mine = d % cp;
 	int64_t	 n = 0;
+	enum loss_divisor by = cfg->loss.normalize_by;
 
-	switch (cfg->loss.normalize_by) {
+	/*
+	 * torchtitan v0.2.2 to 786e26f8e (#2972): with pp > 1 the pipeline
+	 * schedule back-propagates its loss_fn, the summed cross entropy;
+	 * only the loss reported is divided by the step's valid tokens.
+	 */
+	if (mesh->pp > 1 && cfg->loss.pp_normalize_by == PP_NORMALIZE_NONE)
+		by = LOSS_NONE;
+	switch (by) {
 	case LOSS_GLOBAL:
 		return ln->total;
 	case LOSS_GLOBAL_WITHOUT_CP:

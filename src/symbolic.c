@@ -1996,6 +1996,22 @@ explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * with unequal weights, as a loss divided by the wrong token counts
 	 * makes them (lossnorm.h).
 	 */
+	/*
+	 * With pp > 1 a loss.pp_normalize_by other than "same" decides the
+	 * normalization (torchtitan #2972): it is the setting to change.
+	 */
+	if (all_wrong(dw, lc_same_atoms) && m->mesh.pp > 1 &&
+	    m->config->loss.pp_normalize_by != PP_NORMALIZE_SAME) {
+		add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_PP_NORMALIZE_BY, pr,
+		    "loss normalization", "dp", fmt(a, "the used values hold "
+		    "every chunk's contribution, but weighted unequally for "
+		    "the stated objective: with pp > 1 the loss the pipeline "
+		    "back-propagates is normalized otherwise than without it "
+		    "(torchtitan #2972)"), "divide the loss the pipeline "
+		    "schedule back-propagates as without pp (loss."
+		    "pp_normalize_by: same; torchtitan 786e26f8e, #2972)");
+		return;
+	}
 	if (all_wrong(dw, lc_same_atoms)) {
 		add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_NORMALIZE_BY, pr,
 		    "loss "

@@ -216,6 +216,10 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	static const char replicate_fix[] = "all-reduce over the replicate "
 	    "dimension when the shard group has one member, or use a 1-D "
 	    "mesh (verl PR #7494; sync.fsdp_one_member: full)";
+	static const char ddp_fix[] = "sum over the replicas when the loss "
+	    "is divided by the valid tokens of the whole step: replicate "
+	    "with the gradient division off (sync.replicate_only: fsdp; "
+	    "torchtitan e1847f439, PR #2458)";
 	enum group_kind	 shard = k == BUFFER_EXPERT ? GROUP_EFSDP :
 			    GROUP_DP_SHARD;
 	enum group_kind	 replicate = k == BUFFER_EXPERT ?
@@ -229,6 +233,19 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	bool		 avg;
 	struct sync_step *s;
 
+	/*
+	 * torchtitan's apply_ddp (until e1847f439): with nothing to shard
+	 * over, DDP all-reduces every gradient over the replicas and
+	 * divides by their number, whatever the loss normalization did
+	 * (torchtitan #2318).
+	 */
+	if (cfg_ddp_path(cfg)) {
+		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k,
+		    KEY_REPLICATE_ONLY, ddp_fix);
+		s->average = true;
+		s->cite = "torchtitan #2318";
+		return;
+	}
 	if (k == BUFFER_EXPERT &&
 	    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP) {
 		f = ns * nr;

@@ -131,6 +131,11 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_OBJECTIVE] = "loss.objective",
 	[KEY_PER_TOKEN_AVG] = "sync.per_token_avg",
 	[KEY_AVG_PER_TOKEN_SUPPORTED] = "limits.avg_per_token_supported",
+	[KEY_REPLICATE_ONLY] = "sync.replicate_only",
+	[KEY_DDP_NEEDS_ONE_DIM] = "limits.ddp_needs_one_dim",
+	[KEY_PP_NORMALIZE_BY] = "loss.pp_normalize_by",
+	[KEY_EP_BORROWS_ALL_CP_TP] = "limits.ep_borrows_all_cp_tp",
+	[KEY_SEQ_DIVISOR] = "limits.seq_divisor",
 };
 
 static void
