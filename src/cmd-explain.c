@@ -550,7 +550,7 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 {
 	const struct loss_norm *ln = &m->loss;
 	char	 q[48], by[64], scale[32], divisor[32];
-	int	 i, j, k, lines, n = ln->chunks < EXPLAIN_MAX_CHUNKS ?
+	int	 i, j, k, lines, width, n = ln->chunks < EXPLAIN_MAX_CHUNKS ?
 		    ln->chunks : EXPLAIN_MAX_CHUNKS;
 
 	/* With pp > 1 the pipeline's loss may be normalized otherwise. */
@@ -575,8 +575,15 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 	} else
 		fprintf(fp, "  objective %s: each chunk's atoms weigh as below\n",
 		    by);
-	fprintf(fp, "  chunk           valid  loss factor (atom units)%s\n",
-	    ln->uniform ? "" : "  expected weight");
+	/* The labels' width first, so that the columns line up. */
+	for (i = 0, lines = 0, width = 14; i < ln->chunks &&
+	    lines < EXPLAIN_MAX_CHUNKS; i = j, lines++) {
+		j = chunk_run(m, i, by, sizeof by);
+		if ((int)strlen(by) > width)
+			width = (int)strlen(by);
+	}
+	fprintf(fp, "  %-*s  valid  loss factor (atom units)%s\n", width,
+	    "chunk", ln->uniform ? "" : "  expected weight");
 	for (i = 0, lines = 0; i < ln->chunks && lines < EXPLAIN_MAX_CHUNKS;
 	    i = j, lines++) {
 		char w[48];
@@ -585,9 +592,10 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 		q_format(ln->coef[i], q, sizeof q);
 		q_format(lossnorm_weight(ln, i), w, sizeof w);
 		if (ln->uniform)
-			fprintf(fp, "  %-14s %6d  %s\n", by, ln->valid[i], q);
+			fprintf(fp, "  %-*s %6d  %s\n", width, by,
+			    ln->valid[i], q);
 		else
-			fprintf(fp, "  %-14s %6d  %-24s  %s\n", by,
+			fprintf(fp, "  %-*s %6d  %-24s  %s\n", width, by,
 			    ln->valid[i], q, w);
 	}
 	if (i < ln->chunks)

@@ -1391,7 +1391,11 @@ cmd_sweep_exec(struct options *o)
 			a.nvaried = point_varied(&sw, pt, varied);
 			a.varied = varied;
 		}
-		if (json && output_expand_refused(o, &a, "sweep")) {
+		if (json && output_expand_refused(o, &a, pt->label)) {
+			struct audited refused = { .label = pt->label,
+			    .why_not = "--expand past its size bound" };
+
+			jsonw_not_audited(&js, &refused);
 			if (status < EXIT_USAGE)
 				status = EXIT_USAGE;
 		} else if (json)

@@ -581,7 +581,7 @@ output_summary_bytes(const char *path, const char *md, size_t len)
 }
 
 /* A config not audited, in a JSON array: which, and why. */
-static void
+void
 jsonw_not_audited(struct json *j, const struct audited *v)
 {
 	jsonw_begin_object(j);
@@ -613,10 +613,6 @@ entry_status(const struct audited *v)
 }
 
 /*
- * --expand of an audit whose expanded report would pass REPORT_EXPAND_MAX,
- * unforced: said on stderr with the size, and nothing written for it.
- */
-/*
  * Whether any report asked for shows a finding's fix: -q text alone
  * prints the summary line, and deriving fixes audits the config again
  * once per candidate setting (30 times for MTP with cp at 4,096 ranks,
@@ -628,6 +624,10 @@ output_wants_fixes(const struct options *o)
 	return !(o->format == FORMAT_TEXT && o->quiet) || o->junit != NULL;
 }
 
+/*
+ * --expand of an audit whose expanded report would pass REPORT_EXPAND_MAX,
+ * unforced: said on stderr with the size, and nothing written for it.
+ */
 bool
 output_expand_refused(const struct options *o, const struct audit *a,
     const char *what)

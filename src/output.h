@@ -181,6 +181,8 @@ int	 output_summary_bytes(const char *path, const char *md, size_t len);
 
 double	 output_now(void);	/* monotonic seconds */
 
+/* A config not audited, in a JSON array: its file, name and why_not. */
+void	 jsonw_not_audited(struct json *, const struct audited *);
 /* Whether a report asked for shows findings' fixes (fix_derive). */
 bool	 output_wants_fixes(const struct options *);
 /*

@@ -323,10 +323,10 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	static const char group_fix[] = "reduce the data-parallel "
 	    "gradients over dp x cp, every rank that holds the same weights, "
 	    "not over dp alone (sync.dp_group: dp-cp; VeOmni #1115)";
-	static const char per_token_avg_fix[] = "with a per-token loss, sum "
-	    "the gradients over dp*cp, not AVG (Megatron refuses "
-	    "--ddp-average-in-collective with --calculate-per-token-loss "
-	    "from 5946e24b37, core_v0.12.0; sync.per_token_avg: net)";
+	static const char per_token_avg_fix[] = "with a per-token loss, "
+	    "sum the gradients over their group instead of averaging them: "
+	    "drop --ddp-average-in-collective (training.average_in_collective: "
+	    "false), which Megatron requires from 5946e24b37, core_v0.12.0";
 	static const char avg_fix[] = "pre-scale the expert buffers by "
 	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
 	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
@@ -416,8 +416,12 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		s->target = TARGET_BUFFER;
 		s->buffer = k;
 		s->average = cfg->training.average_in_collective;
+		/*
+		 * The user's flag is what a 0.8 to 0.11 job can change; the
+		 * profile's sync.per_token_avg is the release's code.
+		 */
 		if (per_token_avg) {
-			s->key = KEY_PER_TOKEN_AVG;
+			s->key = KEY_AVERAGE_IN_COLLECTIVE;
 			s->fix = per_token_avg_fix;
 		}
 	}

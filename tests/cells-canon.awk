@@ -9,8 +9,9 @@
 # page tells a script to, with no other knowledge of gradaudit: the two
 # readings of one audit must print the same lines (tests/json-shape.test).
 # A term whose group has not "n" members prints "BAD-N"; a weighted one
-# ("wcoef") multiplies each atom by its chunk's "loss_factors".  It relies only on
-# the emitter's layout: one key per line, two spaces per level.
+# ("wcoef") multiplies each atom by its chunk's "loss_factors" (its source
+# rank's chunk for an expert atom kept per source, "src").  It relies only
+# on the emitter's layout: one key per line, two spaces per level.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
 	gsub(/^"|"$/, "", s)

@@ -398,6 +398,61 @@ test_json(void)
 	audit_free(&a);
 }
 
+/*
+ * A rank's own atom reads "self" plus the rest of its name, and two ranks
+ * share a grouped cell only when that rest is the same: here dp 4 with two
+ * micro-batches and a multi-token prediction layer, rank 1 holding its
+ * micro-batch 0 of the main loss, rank 2 its micro-batch 1, rank 3 its
+ * micro-batch 1 of the MTP loss, rank 0 like rank 2 (issue 24).
+ */
+static void
+test_self_classes(void)
+{
+	static const int	 source[4] = { 0, 0, 0, 1 }, mb[4] = { 1, 0, 1, 1 };
+	struct audit		 a;
+	struct param_result	*p;
+	char			*s;
+	int			 r;
+
+	memset(&a, 0, sizeof(a));
+	arena_init(&a.arena);
+	mesh_init(&a.mesh, 4, 1, 1, 1, 1, 1);
+	atom_space_init(&a.atoms);
+	a.atoms.mesh = a.mesh;
+	a.atoms.micro_batches = 2;
+	a.atoms.sources = 2;
+	a.atoms.mtp_source = 1;
+	a.atoms.mtp = 1;
+	p = a.params = arena_alloc(&a.arena, sizeof(*p));
+	a.nparams = 1;
+	p->name = "layers.0.norm1.weight";
+	p->elems = 8;
+	p->cells = arena_alloc(&a.arena, 4 * sizeof(*p->cells));
+	p->ncells = 4;
+	for (r = 0; r < 4; r++) {
+		struct cell *c = &p->cells[r];
+
+		c->rank = r;
+		mesh_coord_of(&a.mesh, r, &c->coord);
+		c->lo = 0;
+		c->hi = 8;
+		c->used = true;
+		c->ok = true;
+		c->value = c->expected = lc_atom(&a.arena,
+		    atom_id(&a.atoms, r, source[r], mb[r]));
+	}
+	s = render_json(&a, false);
+	ok_contains(s, "\"ranks\": \"0,2\"", "self atoms: ranks 0 and 2 share a cell");
+	ok_contains(s, "\"ranks\": \"1\"",
+	    "self atoms: another micro-batch, another cell");
+	ok_contains(s, "\"ranks\": \"3\"",
+	    "self atoms: another loss, another cell");
+	ok_contains(s, "\"of\": \"selfm0\"", "self atoms: selfm0");
+	ok_contains(s, "\"of\": \"selft1m1\"", "self atoms: selft1m1");
+	free(s);
+	audit_free(&a);
+}
+
 /* A 64-rank average: its expression is cut, its ranks become a range. */
 static void
 test_long_expression(void)
@@ -846,6 +901,7 @@ main(void)
 	test_counts();
 	test_json();
 	test_long_expression();
+	test_self_classes();
 	test_json_grouped();
 	test_text_folding();
 	test_text_missing();
