@@ -523,8 +523,8 @@ read_profiles(struct reader *r, struct framework *fw)
 	}
 }
 
-static void
-framework_free(struct framework *fw)
+void
+fw_free(struct framework *fw)
 {
 	int	 i, k;
 
@@ -612,8 +612,8 @@ seen_before(struct reader *r, const yaml_event_t *ev, bool seen[NTOP_KEYS],
 	return false;
 }
 
-static int
-read_framework(const char *path, struct framework *fw)
+int
+fw_read(const char *path, struct framework *fw)
 {
 	struct reader	 r;
 	yaml_event_t	 ev;
@@ -676,7 +676,7 @@ out:
 	yaml_parser_delete(&r.parser);
 	free(r.text);
 	if (r.failed) {
-		framework_free(fw);
+		fw_free(fw);
 		return -1;
 	}
 	return 0;
@@ -688,7 +688,7 @@ registry_free(void)
 	int	 i;
 
 	for (i = 0; i < nregistry; i++)
-		framework_free(&registry[i]);
+		fw_free(&registry[i]);
 	free(registry);
 	free(registry_dir);
 	registry = NULL;
@@ -736,7 +736,7 @@ fw_all(const struct framework **out)
 	atexit(registry_free);
 	for (i = 0; i < n; i++) {
 		xasprintf(&path, "%s/%s", registry_dir, names[i]);
-		if (rc == 0 && read_framework(path, &registry[nregistry]) == 0)
+		if (rc == 0 && fw_read(path, &registry[nregistry]) == 0)
 			nregistry++;
 		else
 			rc = -1;
