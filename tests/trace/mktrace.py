@@ -349,6 +349,16 @@ def after_manifest_json(out):
         f.write(text.replace('"version": 1,', '"version": 1', 1))
 
 
+def after_manifest_duplicate(out):
+    # "world" written twice, the same both times: JSON parsers differ on
+    # duplicate keys (most keep the later one), so a trace is refused.
+    path = os.path.join(out, "parallel", "manifest.json")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace('"world": 4,', '"world": 4,\n "world": 4,', 1))
+
+
 def after_manifest_fifo(out):
     path = os.path.join(out, "parallel", "manifest.json")
     os.remove(path)
@@ -378,6 +388,30 @@ def hack_key_newline(r, raw, data):
     raw = raw.replace(b'"final/norm.weight": {', b'"final/norm\\nweight": {',
                       1)
     return header_bytes(json.loads(raw)), data
+
+
+def hack_header_duplicate(r, raw, data):
+    # A tensor's header entry written twice, alike.
+    if r != 1:
+        return raw, data
+    header = json.loads(raw)
+    again = header["final/norm.weight"]
+    text = json.dumps(header)
+    text = text[:-1] + ', "final/norm.weight": ' + json.dumps(again) + "}"
+    return text.encode() + b" " * (-len(text) % 8), data
+
+
+def hack_metadata_duplicate(r, raw, data):
+    # The gradaudit metadata (a JSON string in the header) giving "rank"
+    # twice, alike.
+    if r != 1:
+        return raw, data
+    header = json.loads(raw)
+    meta = header["__metadata__"]["gradaudit"]
+    header["__metadata__"]["gradaudit"] = meta.replace('"rank": 1,',
+                                                       '"rank": 1, "rank": 1,',
+                                                       1)
+    return header_bytes(header), data
 
 
 def hack_offsets(r, raw, data):
@@ -483,6 +517,9 @@ DEFECTS = {
     "header-length": (None, after_header_length, None),
     "manifest-json": (None, after_manifest_json, None),
     "manifest-fifo": (None, after_manifest_fifo, None),
+    "manifest-duplicate": (None, after_manifest_duplicate, None),
+    "header-duplicate": (None, None, hack_header_duplicate),
+    "metadata-duplicate": (None, None, hack_metadata_duplicate),
     "header-json": (None, None, hack_header_json),
     "shape-box": (edit_shape_box, None, None),
     "dtype-i32": (edit_dtype, None, None),
