@@ -16,10 +16,13 @@
  * not start with '{' is written as it is, length and all.
  *
  * The contract checked: trace_open returns 0 or -1, with one line that
- * names a file of the trace (or the directory) and nothing to free; when
- * both traces open, compare_traces returns 0 or -1 in the same manner,
- * and on 0 an audit of every parameter of the step, whose text and JSON
- * reports are rendered.
+ * names a file of the trace (or the directory) and nothing to free; on 0
+ * a trace that keeps trace.h's promises: every tensor of a known
+ * parameter and rank, its box inside the parameter, its elements inside
+ * its rank's file, the tensors sorted so that trace_tensors_of finds
+ * each.  When both traces open, compare_traces returns 0 or -1 in the
+ * same manner, and on 0 an audit of every parameter of the step, whose
+ * text and JSON reports are rendered.
  */
 #include <sys/stat.h>
 
@@ -137,6 +140,52 @@ check_message(const char *what, const char *err)
 }
 
 static void
+check_trace(const struct trace *t)
+{
+	const struct trace_tensor *x;
+	const struct trace_param *p;
+	const unsigned char	*map;
+	size_t			 i, first, n, seen = 0;
+	int			 d, param, kind;
+
+	if (t->world < 1 || t->world > TRACE_MAX_WORLD || t->ranks == NULL)
+		harness_fail(NULL, "a trace of %d ranks", t->world);
+	for (i = 0; i < t->ntensors; i++) {
+		x = &t->tensors[i];
+		if (x->param < 0 || (size_t)x->param >= t->nparams ||
+		    x->rank < 0 || x->rank >= t->world)
+			harness_fail(NULL, "tensor %s: parameter %d, rank %d",
+			    x->key, x->param, x->rank);
+		p = &t->params[x->param];
+		for (d = 0; d < p->ndim; d++)
+			if (x->offset[d] < 0 || x->box[d] < 0 ||
+			    x->offset[d] + x->box[d] > p->shape[d])
+				harness_fail(NULL, "tensor %s: its box leaves "
+				    "%s", x->key, p->name);
+		map = t->ranks[x->rank].map;
+		if (x->lo < 0 || x->hi < x->lo || x->data < map ||
+		    (size_t)(x->data - map) + (size_t)(x->hi - x->lo) *
+		    trace_dtype_size(x->dtype) > t->ranks[x->rank].maplen)
+			harness_fail(NULL, "tensor %s: its elements leave its "
+			    "file", x->key);
+	}
+	for (param = 0; (size_t)param < t->nparams; param++)
+		for (kind = TRACE_CONTRIB; kind <= TRACE_WEIGHT; kind++) {
+			n = trace_tensors_of(t, param, (enum trace_kind)kind,
+			    &first);
+			for (i = first; i < first + n; i++)
+				if (t->tensors[i].param != param ||
+				    (int)t->tensors[i].kind != kind)
+					harness_fail(NULL, "trace_tensors_of "
+					    "found another tensor");
+			seen += n;
+		}
+	if (seen != t->ntensors)
+		harness_fail(NULL, "trace_tensors_of found %zu of %zu tensors",
+		    seen, t->ntensors);
+}
+
+static void
 init(void)
 {
 	step_dir = harness_path("step");
@@ -174,6 +223,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	if (rc != 0)
 		harness_fail(NULL, "trace_open returned %d", rc);
+	check_trace(&t);
 	err[0] = '\0';
 	if (trace_open(&ref, ref_dir, err, sizeof err) == -1) {
 		check_message("trace_open of the reference", err);
