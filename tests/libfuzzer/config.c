@@ -12,7 +12,9 @@
  * was; on 0 it printed nothing but such notes and appended configs that
  * name their file and pass cfg_check_constraints.  The quiet load agrees:
  * the same result, the same number of configs, and as its error the line
- * the loud one printed.  Each config loaded is written back as YAML, the
+ * the loud one printed.  The --set of the third load are the input's own
+ * when it has lines "#set KEY=VALUE" (a YAML comment: the file loads as
+ * it would without them), else a few chosen by its hash.  Each config loaded is written back as YAML, the
  * keys it wrote with the values cfg_key_value gives ("as it would be
  * written in YAML"), and that must load as one config with the same
  * value for every key.
@@ -255,6 +257,34 @@ check_round_trip(const struct config *c)
 	free(text);
 }
 
+/*
+ * The overrides of the input's "#set KEY=VALUE" lines, at most
+ * MAX_SETS, into ovr (their strings into *buf); their number.
+ */
+#define MAX_SETS	4
+static size_t
+input_sets(const uint8_t *data, size_t size, struct cfg_override *ovr,
+    char **buf)
+{
+	char	*s, *line, *eq, *next;
+	size_t	 n = 0;
+
+	s = *buf = xmalloc(size + 1);
+	memcpy(s, data, size);
+	s[size] = '\0';
+	for (line = s; line != NULL && n < MAX_SETS; line = next) {
+		if ((next = strchr(line, '\n')) != NULL)
+			*next++ = '\0';
+		if (strncmp(line, "#set ", 5) != 0 ||
+		    (eq = strchr(line + 5, '=')) == NULL)
+			continue;
+		*eq = '\0';
+		ovr[n].key = line + 5;
+		ovr[n++].value = eq + 1;
+	}
+	return n;
+}
+
 /* Drop the configs an input added, after copying each once. */
 static void
 trim_list(void)
@@ -290,6 +320,8 @@ int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	const struct cfg_override *ovr;
+	struct cfg_override	 sets[MAX_SETS];
+	char			*setbuf;
 	struct config_list	 quiet;
 	const char		*last;
 	char			*err;
@@ -329,13 +361,18 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	free(err);
 
 	/* With --set, a framework's profile among them. */
-	ovr = overrides[harness_hash(data, size) % NOVERRIDES];
-	novr = ovr[1].key != NULL ? 2 : 1;
+	if ((novr = input_sets(data, size, sets, &setbuf)) > 0)
+		ovr = sets;
+	else {
+		ovr = overrides[harness_hash(data, size) % NOVERRIDES];
+		novr = ovr[1].key != NULL ? 2 : 1;
+	}
 	harness_capture_begin();
 	rc = cfg_load(path, ovr, novr, &list);
 	err = harness_capture_end(&len, NULL, NULL);
 	check_loud(rc, err, len, &last);
 	trim_list();
+	free(setbuf);
 	free(err);
 	return 0;
 }
