@@ -35,6 +35,7 @@ static char	*err_buf, *out_buf;
 static size_t	 err_len, out_len;
 
 static void	 say(const char *, size_t);
+static void	 say_string(const char *);
 
 static int
 remove_entry(const char *path, const struct stat *st, int flag,
@@ -55,7 +56,7 @@ static void
 at_exit(void)
 {
 	if (err_stream != NULL && fflush(err_stream) == 0 && err_len > 0) {
-		say("the library said, before exiting:\n", 35);
+		say_string("the library said, before exiting:\n");
 		say(err_buf, err_len);
 	}
 	if (dir[0] != '\0')
@@ -72,6 +73,12 @@ say(const char *s, size_t n)
 		s += w;
 		n -= (size_t)w;
 	}
+}
+
+static void
+say_string(const char *s)
+{
+	say(s, strlen(s));
 }
 
 static void
@@ -216,12 +223,12 @@ harness_fail(const char *said, const char *fmt, ...)
 	va_start(ap, fmt);
 	n = vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
-	say("==harness== invariant failed: ", 31);
+	say_string("==harness== invariant failed: ");
 	say(msg, n > 0 ? strnlen(msg, sizeof msg) : 0);
-	say("\n", 1);
+	say_string("\n");
 	if (said != NULL) {
-		say("==harness== the library said:\n", 31);
-		say(said, strlen(said));
+		say_string("==harness== the library said:\n");
+		say_string(said);
 	}
 	abort();
 }
