@@ -617,7 +617,7 @@ fw_read(const char *path, struct framework *fw)
 {
 	struct reader	 r;
 	yaml_event_t	 ev;
-	yaml_mark_t	 first[NTOP_KEYS];
+	yaml_mark_t	 first[NTOP_KEYS], top;
 	bool		 has_latest = false, seen[NTOP_KEYS];
 	int		 depth = 0;
 
@@ -641,6 +641,7 @@ fw_read(const char *path, struct framework *fw)
 			yaml_event_delete(&ev);
 			goto out;
 		}
+		top = ev.start_mark;
 		yaml_event_delete(&ev);
 	}
 	for (;;) {
@@ -669,8 +670,13 @@ fw_read(const char *path, struct framework *fw)
 			goto out;
 	}
 	yaml_event_delete(&ev);
+	/*
+	 * Where the mapping that lacks them starts, as config.c names the
+	 * document that lacks its mesh: an error with no line and column
+	 * was the one exception to file:line:col in a profile file.
+	 */
 	if (fw->name == NULL || !has_latest || fw->nprofiles == 0)
-		fail(&r, NULL, "a profile file needs framework, latest and "
+		fail(&r, &top, "a profile file needs framework, latest and "
 		    "at least one profile");
 out:
 	yaml_parser_delete(&r.parser);
