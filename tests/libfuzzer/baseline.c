@@ -5,13 +5,13 @@
  *
  * The contract checked, as tests/fuzz-baseline.c checks it on its own
  * mutations: baseline_load returns 0 or -1; on -1 it printed exactly one
- * line "gradaudit: FILE..." and left the baseline empty; on 0 nothing,
- * and entries that keep the file's promises (a kind, a config, at least
- * one parameter glob, a reason of one line, a date or none, where the
- * entry is).  A baseline that loads is applied to an audit with findings
- * of every kind, and the baseline --write-baseline writes of what it
- * accepted must read back and accept the same findings with the same
- * reasons.
+ * line "gradaudit: FILE:LINE:COL: ..." and left the baseline empty; on 0
+ * nothing, and entries that keep the file's promises (a kind, a config,
+ * at least one parameter glob, a reason of one line, a date or none,
+ * where the entry is).  A baseline that loads is applied to an audit
+ * with findings of every kind, and the baseline --write-baseline writes
+ * of what it accepted must read back and accept the same findings with
+ * the same reasons.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -175,8 +175,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (rc == -1) {
 		if (b.n != 0 || b.entries != NULL || b.path != NULL)
 			harness_fail(err, "a failed load left entries");
-		if (!harness_lines(err, len, want, &n) || n != 1)
-			harness_fail(err, "not one line \"%s...\"", want);
+		if (!harness_lines(err, len, want, &n) || n != 1 ||
+		    !harness_at_place(err, path))
+			harness_fail(err, "not one line \"%s:LINE:COL: ...\"",
+			    path);
 	} else if (rc == 0) {
 		if (len != 0)
 			harness_fail(err, "baseline_load returned 0 with a "

@@ -6,8 +6,8 @@
  * name a framework profile (the profiles of the source tree are applied).
  *
  * The contract checked, besides no crash, leak or undefined behaviour:
- * cfg_load returns 0 or -1; on -1 it printed one "gradaudit: FILE..." or
- * "gradaudit: --set ..." line, after at most the notes that a framework
+ * cfg_load returns 0 or -1; on -1 it printed one "gradaudit: FILE:LINE:COL:
+ * ..." or "gradaudit: --set ..." line, after at most the notes that a framework
  * release is newer than its profiles, and left the caller's list as it
  * was; on 0 it printed nothing but such notes and appended configs that
  * name their file and pass cfg_check_constraints.  The quiet load agrees:
@@ -73,7 +73,7 @@ static void
 check_loud(int rc, const char *err, size_t len, const char **last)
 {
 	const char	*line, *nl;
-	char		*want, why[CFG_WHY_SIZE];
+	char		 why[CFG_WHY_SIZE];
 	size_t		 n, i, llen;
 
 	if (!harness_lines(err, len, "gradaudit: ", &n))
@@ -93,12 +93,10 @@ check_loud(int rc, const char *err, size_t len, const char **last)
 		if (n == 0)
 			harness_fail(err, "cfg_load returned -1 without a "
 			    "message");
-		xasprintf(&want, "gradaudit: %s", path);
-		if (strncmp(*last, want, strlen(want)) != 0 &&
+		if (!harness_at_place(*last, path) &&
 		    strncmp(*last, "gradaudit: --set ", 17) != 0)
-			harness_fail(err, "the message names neither the "
-			    "file nor a --set");
-		free(want);
+			harness_fail(err, "the message names neither a place "
+			    "of the file nor a --set");
 		return;
 	}
 	if (rc != 0)

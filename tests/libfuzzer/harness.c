@@ -255,6 +255,25 @@ harness_lines(const char *text, size_t len, const char *prefix,
 	return true;
 }
 
+bool
+harness_at_place(const char *line, const char *path)
+{
+	const char	*p;
+	int		 i;
+
+	if (strncmp(line, "gradaudit: ", 11) != 0 ||
+	    strncmp(line + 11, path, strlen(path)) != 0)
+		return false;
+	p = line + 11 + strlen(path);
+	for (i = 0; i < 2; i++) {
+		if (*p++ != ':' || *p < '1' || *p > '9')
+			return false;
+		while (*p >= '0' && *p <= '9')
+			p++;
+	}
+	return p[0] == ':' && p[1] == ' ';
+}
+
 uint64_t
 harness_hash(const uint8_t *data, size_t len)
 {

@@ -61,6 +61,12 @@ void		 harness_fail(const char *said, const char *fmt, ...)
 bool		 harness_lines(const char *text, size_t len, const char *prefix,
 		    size_t *nlines);
 
+/*
+ * True when line starts "gradaudit: PATH:LINE:COL: ", the place every
+ * message about an input's content names (STYLE item 4).
+ */
+bool		 harness_at_place(const char *line, const char *path);
+
 /* A hash of the input, to choose among a harness's variants for it. */
 uint64_t	 harness_hash(const uint8_t *data, size_t len);
 

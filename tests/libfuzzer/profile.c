@@ -5,13 +5,14 @@
  * of $GRADAUDIT_FRAMEWORKS.
  *
  * The contract checked: fw_read returns 0 or -1; on -1 it printed exactly
- * one line "gradaudit: FILE..." and left the framework empty; on 0
- * nothing, and a framework that keeps gradaudit-frameworks(5)'s promises:
- * a name, from 1 to 256 profiles in strictly increasing release order,
- * each with a label and where it was read, and every setting a profile
- * holds cited.  Each profile is then laid over a small configuration, as
- * a config's `framework:` lays it, and the result checked against the
- * constraints (whatever they say), and its range of versions printed.
+ * one line "gradaudit: FILE:LINE:COL: ..." and left the framework empty;
+ * on 0 nothing, and a framework that keeps gradaudit-frameworks(5)'s
+ * promises: a name, from 1 to 256 profiles in strictly increasing release
+ * order, each with a label and where it was read, and every setting a
+ * profile holds cited.  Each profile is then laid over a small
+ * configuration, as a config's `framework:` lays it, and the result
+ * checked against the constraints (whatever they say), and its range of
+ * versions printed.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -94,8 +95,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (fw.name != NULL || fw.profiles != NULL ||
 		    fw.nprofiles != 0 || fw.file != NULL)
 			harness_fail(err, "a failed read left a framework");
-		if (!harness_lines(err, len, want, &n) || n != 1)
-			harness_fail(err, "not one line \"%s...\"", want);
+		if (!harness_lines(err, len, want, &n) || n != 1 ||
+		    !harness_at_place(err, path))
+			harness_fail(err, "not one line \"%s:LINE:COL: ...\"",
+			    path);
 	} else if (rc == 0) {
 		if (len != 0)
 			harness_fail(err, "fw_read returned 0 with a message");
