@@ -30,8 +30,8 @@ compare fits a sample of each region's elements, and rank 0's micro-batch 0
 contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
---bug makes the step wrong (missing, double, noise, huge, unowned, speck,
-small, clip);
+--bug makes the step wrong (missing, double, noise, huge, overflow,
+unowned, speck, small, clip);
 --defect makes the trace itself bad (see DEFECTS), for gradaudit compare
 to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
@@ -237,6 +237,11 @@ def make_step(args):
         # Finite, but its square is not: the fit must not pass on a NaN.
         x = par.ranks[0].find("final/norm.weight")
         x[3][0] = 1e300 if dt == "F64" else 3e38
+    elif args.bug == "overflow":
+        # A step diverged on one element, against a reference of small
+        # gradients: both finite, the relative difference is not.
+        x = par.ranks[0].find("final/norm.weight")
+        x[3][0] = 1e300 if dt == "F64" else 3e38
 
     rdt = args.ref_dtype or dt
     ref = Trace({"format": "gradaudit-trace", "version": 1,
@@ -255,6 +260,10 @@ def make_step(args):
                                  "offset": [0] * len(shapes[name]),
                                  "box": shapes[name]},
                rdt, shapes[name], rounded(rdt, values))
+    if args.bug == "overflow":
+        # The reference's gradients of --bug overflow (above) are small.
+        x = rk.find("final/norm.weight")
+        x[3] = rounded(rdt, [1e-10 * v for v in x[3]])
     ref.ranks.append(rk)
     return par, ref
 
@@ -556,7 +565,8 @@ def main(argv):
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
-                                      "huge", "unowned", "speck", "small",
+                                      "huge", "overflow", "unowned", "speck",
+                                      "small",
                                       "clip"],
                     default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
