@@ -523,8 +523,8 @@ read_profiles(struct reader *r, struct framework *fw)
 	}
 }
 
-static void
-framework_free(struct framework *fw)
+void
+fw_free(struct framework *fw)
 {
 	int	 i, k;
 
@@ -612,12 +612,12 @@ seen_before(struct reader *r, const yaml_event_t *ev, bool seen[NTOP_KEYS],
 	return false;
 }
 
-static int
-read_framework(const char *path, struct framework *fw)
+int
+fw_read(const char *path, struct framework *fw)
 {
 	struct reader	 r;
 	yaml_event_t	 ev;
-	yaml_mark_t	 first[NTOP_KEYS];
+	yaml_mark_t	 first[NTOP_KEYS], top;
 	bool		 has_latest = false, seen[NTOP_KEYS];
 	int		 depth = 0;
 
@@ -641,6 +641,7 @@ read_framework(const char *path, struct framework *fw)
 			yaml_event_delete(&ev);
 			goto out;
 		}
+		top = ev.start_mark;
 		yaml_event_delete(&ev);
 	}
 	for (;;) {
@@ -669,14 +670,19 @@ read_framework(const char *path, struct framework *fw)
 			goto out;
 	}
 	yaml_event_delete(&ev);
+	/*
+	 * Where the mapping that lacks them starts, as config.c names the
+	 * document that lacks its mesh: an error with no line and column
+	 * was the one exception to file:line:col in a profile file.
+	 */
 	if (fw->name == NULL || !has_latest || fw->nprofiles == 0)
-		fail(&r, NULL, "a profile file needs framework, latest and "
+		fail(&r, &top, "a profile file needs framework, latest and "
 		    "at least one profile");
 out:
 	yaml_parser_delete(&r.parser);
 	free(r.text);
 	if (r.failed) {
-		framework_free(fw);
+		fw_free(fw);
 		return -1;
 	}
 	return 0;
@@ -688,7 +694,7 @@ registry_free(void)
 	int	 i;
 
 	for (i = 0; i < nregistry; i++)
-		framework_free(&registry[i]);
+		fw_free(&registry[i]);
 	free(registry);
 	free(registry_dir);
 	registry = NULL;
@@ -736,7 +742,7 @@ fw_all(const struct framework **out)
 	atexit(registry_free);
 	for (i = 0; i < n; i++) {
 		xasprintf(&path, "%s/%s", registry_dir, names[i]);
-		if (rc == 0 && read_framework(path, &registry[nregistry]) == 0)
+		if (rc == 0 && fw_read(path, &registry[nregistry]) == 0)
 			nregistry++;
 		else
 			rc = -1;

@@ -68,6 +68,15 @@ const char	*fw_dir(void);
  * (file:line:col) for a profile file that does not load.
  */
 int		 fw_all(const struct framework **);
+/*
+ * Read the one profile file at path into fw, as fw_all reads each of
+ * fw_dir()'s: 0, or -1 after printing one "gradaudit: path:line:col: ..."
+ * line, with fw left empty.  fw_free frees what a read filled in; the
+ * profile reader's fuzz harness (tests/libfuzzer/profile.c) calls both
+ * on files of its own.
+ */
+int		 fw_read(const char *path, struct framework *fw);
+void		 fw_free(struct framework *fw);
 
 /*
  * Resolve "NAME@VERSION".  Returns the profile, or NULL with a message in

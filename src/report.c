@@ -2317,6 +2317,26 @@ jsonw_param(struct json *j, const struct audit *a,
  * "min" and "max" for weights, "fraction" for a norm, "difference"
  * otherwise; null when there is nothing to measure.
  */
+/*
+ * A measure of an effect, to six digits, or null when it is no number: a
+ * traced step's relative difference overflows a double when a diverged
+ * element meets a reference of small gradients, and that was an internal
+ * error (exit 3), found by the trace reader's fuzz harness.
+ */
+static void
+jsonw_key_g6(struct json *j, const char *key, double v)
+{
+	char	 buf[32];
+
+	if (!isfinite(v)) {
+		jsonw_key_null(j, key);
+		return;
+	}
+	snprintf(buf, sizeof buf, "%.6g", v);
+	jsonw_key(j, key);
+	jsonw_raw_number(j, buf);
+}
+
 static void
 jsonw_effect(struct json *j, const struct effect *e)
 {
@@ -2341,14 +2361,10 @@ jsonw_effect(struct json *j, const struct effect *e)
 		jsonw_key_string(j, "max", buf);
 		break;
 	case EFFECT_NORM:
-		snprintf(buf, sizeof buf, "%.6g", e->fraction);
-		jsonw_key(j, "fraction");
-		jsonw_raw_number(j, buf);
+		jsonw_key_g6(j, "fraction", e->fraction);
 		break;
 	case EFFECT_DIFFERENCE:
-		snprintf(buf, sizeof buf, "%.6g", e->difference);
-		jsonw_key(j, "difference");
-		jsonw_raw_number(j, buf);
+		jsonw_key_g6(j, "difference", e->difference);
 		break;
 	case EFFECT_NONE:
 		break;

@@ -30,8 +30,8 @@ compare fits a sample of each region's elements, and rank 0's micro-batch 0
 contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
---bug makes the step wrong (missing, double, noise, huge, unowned, speck,
-small, clip);
+--bug makes the step wrong (missing, double, noise, huge, overflow,
+unowned, speck, small, clip);
 --defect makes the trace itself bad (see DEFECTS), for gradaudit compare
 to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
@@ -237,6 +237,11 @@ def make_step(args):
         # Finite, but its square is not: the fit must not pass on a NaN.
         x = par.ranks[0].find("final/norm.weight")
         x[3][0] = 1e300 if dt == "F64" else 3e38
+    elif args.bug == "overflow":
+        # A step diverged on one element, against a reference of small
+        # gradients: both finite, the relative difference is not.
+        x = par.ranks[0].find("final/norm.weight")
+        x[3][0] = 1e300 if dt == "F64" else 3e38
 
     rdt = args.ref_dtype or dt
     ref = Trace({"format": "gradaudit-trace", "version": 1,
@@ -255,6 +260,10 @@ def make_step(args):
                                  "offset": [0] * len(shapes[name]),
                                  "box": shapes[name]},
                rdt, shapes[name], rounded(rdt, values))
+    if args.bug == "overflow":
+        # The reference's gradients of --bug overflow (above) are small.
+        x = rk.find("final/norm.weight")
+        x[3] = rounded(rdt, [1e-10 * v for v in x[3]])
     ref.ranks.append(rk)
     return par, ref
 
@@ -349,6 +358,16 @@ def after_manifest_json(out):
         f.write(text.replace('"version": 1,', '"version": 1', 1))
 
 
+def after_manifest_duplicate(out):
+    # "world" written twice, the same both times: JSON parsers differ on
+    # duplicate keys (most keep the later one), so a trace is refused.
+    path = os.path.join(out, "parallel", "manifest.json")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace('"world": 4,', '"world": 4,\n "world": 4,', 1))
+
+
 def after_manifest_fifo(out):
     path = os.path.join(out, "parallel", "manifest.json")
     os.remove(path)
@@ -378,6 +397,30 @@ def hack_key_newline(r, raw, data):
     raw = raw.replace(b'"final/norm.weight": {', b'"final/norm\\nweight": {',
                       1)
     return header_bytes(json.loads(raw)), data
+
+
+def hack_header_duplicate(r, raw, data):
+    # A tensor's header entry written twice, alike.
+    if r != 1:
+        return raw, data
+    header = json.loads(raw)
+    again = header["final/norm.weight"]
+    text = json.dumps(header)
+    text = text[:-1] + ', "final/norm.weight": ' + json.dumps(again) + "}"
+    return text.encode() + b" " * (-len(text) % 8), data
+
+
+def hack_metadata_duplicate(r, raw, data):
+    # The gradaudit metadata (a JSON string in the header) giving "rank"
+    # twice, alike.
+    if r != 1:
+        return raw, data
+    header = json.loads(raw)
+    meta = header["__metadata__"]["gradaudit"]
+    header["__metadata__"]["gradaudit"] = meta.replace('"rank": 1,',
+                                                       '"rank": 1, "rank": 1,',
+                                                       1)
+    return header_bytes(header), data
 
 
 def hack_offsets(r, raw, data):
@@ -483,6 +526,9 @@ DEFECTS = {
     "header-length": (None, after_header_length, None),
     "manifest-json": (None, after_manifest_json, None),
     "manifest-fifo": (None, after_manifest_fifo, None),
+    "manifest-duplicate": (None, after_manifest_duplicate, None),
+    "header-duplicate": (None, None, hack_header_duplicate),
+    "metadata-duplicate": (None, None, hack_metadata_duplicate),
     "header-json": (None, None, hack_header_json),
     "shape-box": (edit_shape_box, None, None),
     "dtype-i32": (edit_dtype, None, None),
@@ -519,7 +565,8 @@ def main(argv):
     ap.add_argument("--sparse", action="store_true")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
-                                      "huge", "unowned", "speck", "small",
+                                      "huge", "overflow", "unowned", "speck",
+                                      "small",
                                       "clip"],
                     default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
