@@ -12,6 +12,7 @@
 #include "commands.h"
 #include "exitcode.h"
 #include "fix.h"
+#include "framework.h"
 #include "gradnorm.h"
 #include "json.h"
 #include "layout.h"
@@ -245,7 +246,7 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 				jsonw_key(&ex->json, "layout");
 				jsonw_begin_array(&ex->json);
 			}
-			cfg_key_origin(c, k, origin, sizeof origin);
+			fw_key_origin(c, k, origin, sizeof origin);
 			jsonw_setting(&ex->json, k, value, origin);
 		} else
 			printf("%s%s: %s (%s)", n == 0 ? "  (shards cut by " :
@@ -276,7 +277,7 @@ hook(void *arg, const struct sym_run *run, int step)
 	if (s != NULL) {
 		syncplan_describe(s, m, what, sizeof what);
 		cfg_key_value(ex->config, s->key, value, sizeof value);
-		cfg_key_origin(ex->config, s->key, origin, sizeof origin);
+		fw_key_origin(ex->config, s->key, origin, sizeof origin);
 	} else {
 		snprintf(what, sizeof what, "local gradients before "
 		    "synchronization (atom gR: rank R's own)");
@@ -351,7 +352,7 @@ norm_setting(struct explain *ex, enum cfg_key k)
 	char	 value[64], origin[512];
 
 	cfg_key_value(ex->config, k, value, sizeof value);
-	cfg_key_origin(ex->config, k, origin, sizeof origin);
+	fw_key_origin(ex->config, k, origin, sizeof origin);
 	if (ex->options->format == FORMAT_JSON)
 		jsonw_setting(&ex->json, k, value, origin);
 	else

@@ -22,6 +22,7 @@
 #include "exitcode.h"
 #include "framework.h"
 #include "launch.h"
+#include "load.h"
 #include "megatron.h"
 #include "options.h"
 #include "shellwords.h"

@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include "commands.h"
+#include "constraints.h"
 #include "cores.h"
 #include "json.h"
 #include "junit.h"

@@ -26,6 +26,7 @@
 #include "fit.h"
 #include "hash.h"
 #include "mesh.h"
+#include "measure.h"
 #include "text.h"
 #include "xmalloc.h"
 
@@ -1426,7 +1427,7 @@ static void
 compare_end(struct cmp *c)
 {
 	emit_findings(c);
-	effect_measure(c->a);
+	measure_effects(c->a);
 	free(c->refv);
 	free(c->buf);
 	free(c->sample);

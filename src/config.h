@@ -588,15 +588,6 @@ struct config_list {
 };
 
 /*
- * Load every configuration in path (one document, or a sequence of
- * documents), apply the overrides in order, fill in defaults and validate.
- * On error, print "gradaudit: FILE:LINE:COL: KEY: what is wrong" to stderr
- * and return -1 (the caller exits EXIT_USAGE); the list is left empty.
- * Appends to *out on success and returns 0.
- */
-int	 cfg_load(const char *path, const struct cfg_override *, size_t,
-	    struct config_list *out);
-/*
  * cfg_load of path ("-": the standard input), whose bytes are read from
  * the file copy instead when it is not NULL: the copy that run made of
  * an operand that cannot be read twice (jobdir.h).  Messages and reports
@@ -607,39 +598,56 @@ int	 cfg_load_as(const char *path, const char *copy,
 	    struct config_list *out);
 
 /*
- * Load the configurations of text, len bytes named `name` in messages, as
- * cfg_load loads a file's, without printing a message: the error is only
- * kept, in out->error and out->error_key.  For a program that wrote the
- * text and says in its own words what is wrong (import).
+ * The schema (SPEC section 3): one entry per key, in enum cfg_key order,
+ * parents before their children.  Everything that depends on it reads
+ * this table: the YAML reader (reader.c), the constraints, --set, sweep's
+ * variables and the documentation checks.
  */
-int	 cfg_load_quietly(const char *name, const char *text, size_t len,
-	    struct config_list *out);
+enum cfg_key_type {
+	CFG_TYPE_MAP,		/* a mapping of further keys */
+	CFG_TYPE_STRING,		/* a one-line label */
+	CFG_TYPE_INT,		/* a decimal int within [min, max] */
+	CFG_TYPE_INT64,		/* a decimal int64_t within [min, max] */
+	CFG_TYPE_BOOL,		/* true/false, yes/no, on/off */
+	CFG_TYPE_ENUM		/* one of words[], stored as its index */
+};
 
-/*
- * Check the constraints of SPEC section 5 on an already loaded config whose
- * mesh or flags were changed (sweep).  Returns NULL when valid, otherwise
- * buf, holding a description of the failing constraint ("etp must divide
- * tp"); CFG_WHY_SIZE bytes hold any.
- */
-#define CFG_WHY_SIZE	1024	/* config.c's MSG_SIZE */
-const char *cfg_check_constraints(const struct config *, char *buf,
-	    size_t len);
+struct cfg_key_def {
+	const char		*path;	/* dotted path, "mesh.tp" */
+	enum cfg_key		 parent; /* CFG_ROOT for the top level */
+	enum cfg_key_type		 type;
+	size_t			 offset; /* the field; for a mapping its presence flag */
+	int64_t			 min, max;
+	int64_t			 def;	/* default (CFG_DEFAULT_PP: the value of mesh.pp) */
+	const char *const	*words;	/* spellings of an enum, NULL-terminated */
+};
 
-/*
- * Report a problem found in a loaded config after loading (an audit too
- * large to hold) as the loader reports its own: "gradaudit:
- * FILE:LINE:COL: KEY: message" at key k, or at the document when the file
- * does not write k.  With keep, the message is also stored in *keep (as
- * config_list.error holds one): any old value there is freed and replaced.
- */
-void	 cfg_error(const struct config *, enum cfg_key, char **keep,
-	    const char *, ...) __attribute__((format(printf, 4, 5)));
+/* The parent of the top-level keys; a mapping with no presence flag. */
+#define CFG_ROOT		KEY__COUNT
+#define CFG_NO_FIELD	SIZE_MAX
+#define CFG_DEFAULT_PP	(-1)
 
+extern const struct cfg_key_def cfg_keys[KEY__COUNT];
+
+/* The last component of a key's path ("tp" of "mesh.tp"). */
+const char *cfg_key_leaf(enum cfg_key);
+/* The child of parent spelt s[0..len), or KEY__COUNT. */
+enum cfg_key cfg_key_child(enum cfg_key parent, const char *s, size_t len);
 /*
- * The name a config file gives its configs when they have none: its base
- * name without .yaml or .yml; xmalloc'd.
+ * The field of key k in a config, or NULL for a section without a
+ * presence flag.
  */
-char	*cfg_file_name(const char *path);
+const void *cfg_key_cfield(const struct config *, enum cfg_key);
+void	*cfg_key_field(struct config *, enum cfg_key);
+/* The value of an integer, boolean, enumeration or section key. */
+int64_t	 cfg_key_get(const struct config *, enum cfg_key);
+/* Store v into such a key (no mark, no `given` bit: the caller's). */
+void	 cfg_key_put(struct config *, enum cfg_key, int64_t v);
+/* words[i], the spelling of enumeration value i. */
+const char *cfg_spelling(const char *const *words, int i);
+
+/* Room for any message about a config: a loader's or a constraint's. */
+#define CFG_WHY_SIZE	1024
 
 /* Deep copy and free; config_list_free frees the configs and the array. */
 void	 cfg_copy(struct config *dst, const struct config *src);
@@ -697,37 +705,6 @@ int	 cfg_key_set(struct config *, enum cfg_key, const char *value);
 bool	 cfg_key_is_active(const struct config *, enum cfg_key);
 /* True for the keys that describe the job (mesh, model.moe), not a framework. */
 bool	 cfg_key_is_job(enum cfg_key);
-/*
- * Where the value of k came from, for explain: "FILE:LINE:COL", "--set",
- * "megatron-core@0.5.0 (profile core_v0.4.0): read from COMMIT ..." or
- * "the reference default".
- */
-void	 cfg_key_origin(const struct config *, enum cfg_key, char *buf,
-	    size_t len);
-/*
- * The keys the config writes over its framework profile's settings, with
- * another value than the profile's.
- */
-struct keyset cfg_profile_overridden(const struct config *);
-
-struct yaml_parser_s;
-/*
- * Read a profile's settings: the mapping of configuration keys the parser
- * is at (its start event already read) into c, whose `given` bits then say
- * which keys were set and whose marks where.  Only settings may appear:
- * not the mesh, a name or a framework.  path and text (the whole file the
- * parser reads, len bytes) are for messages.  Returns 0, or -1 after
- * printing "path:line:col: key: what is wrong".
- */
-int	 cfg_load_settings(struct yaml_parser_s *, const char *path,
-	    const unsigned char *text, size_t len, struct config *c);
-/*
- * The place of byte `offset` of text (len bytes), where libyaml's reader
- * reports an encoding error: its line, and its column in characters as
- * libyaml's marks count them.
- */
-struct cfg_mark cfg_offset_mark(const unsigned char *text, size_t len,
-	    size_t offset);
 /*
  * Copy into dst the value of every key src sets; with keep_given, not
  * those dst already has in its `given` set.  Returns the keys copied.

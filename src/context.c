@@ -222,6 +222,18 @@ too_large_at_once(const struct config *cfg, enum cfg_key *blame, char *why,
 	return r;
 }
 
+/* What the model's loss normalization cannot express (lossnorm.h). */
+static const char *
+unmodelled_loss(const struct model *m, enum cfg_key *blame, char *why,
+    size_t len)
+{
+	if (m->loss.unmodelled == NULL)
+		return NULL;
+	snprintf(why, len, "%s", m->loss.unmodelled);
+	*blame = KEY_MTP;
+	return why;
+}
+
 /* A layout the framework would stop at start-up on. */
 static const char *
 refused_layout(const struct config *cfg, const struct layout *lay,
@@ -250,7 +262,8 @@ sym_unauditable(const struct config *cfg, enum cfg_key *blame, char *why,
 	if ((r = too_large_at_once(cfg, blame, why, len)) != NULL)
 		return r;
 	model_build(&m, cfg);
-	if ((r = too_many_copies(&m, blame, why, len)) == NULL) {
+	if ((r = unmodelled_loss(&m, blame, why, len)) == NULL &&
+	    (r = too_many_copies(&m, blame, why, len)) == NULL) {
 		layout_build(&lay, &m);
 		r = refused_layout(cfg, &lay, blame, why, len);
 		layout_free(&lay);
@@ -265,7 +278,8 @@ sym_context_unauditable(const struct sym_context *ctx,
 {
 	const char	*r;
 
-	if ((r = too_many_copies(&ctx->model, blame, why, len)) == NULL)
+	if ((r = unmodelled_loss(&ctx->model, blame, why, len)) == NULL &&
+	    (r = too_many_copies(&ctx->model, blame, why, len)) == NULL)
 		r = refused_layout(cfg, &ctx->layout, blame, why, len);
 	return r;
 }

@@ -12,8 +12,6 @@
 
 #include "lincomb.h"
 
-struct audit;
-
 enum effect_kind {
 	EFFECT_NONE,		/* nothing to measure (not wrong, or no cells) */
 	EFFECT_FACTOR,		/* one factor on every wrong value: lo (== hi) */
@@ -29,8 +27,6 @@ struct effect {
 	double		 difference;	/* DIFFERENCE */
 };
 
-/* Measure the effect of every finding of the audit (after its findings). */
-void	 effect_measure(struct audit *);
 /*
  * "x1/8", "weights x4/15..x1/2", "norm^2 +25%", "relative difference
  * 0.41": the effect in a few words, into buf (empty for EFFECT_NONE).

@@ -10,7 +10,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "lincomb.h"
+#include "rational.h"
 
 /* The largest denominator a snapped coefficient may have. */
 #define FIT_MAX_DEN	4096

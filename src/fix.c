@@ -13,6 +13,7 @@
 #include "arena.h"
 #include "audit.h"
 #include "config.h"
+#include "constraints.h"
 #include "context.h"
 #include "fix.h"
 #include "framework.h"

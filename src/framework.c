@@ -21,6 +21,7 @@
 
 #include "config.h"
 #include "framework.h"
+#include "reader.h"
 #include "text.h"
 #include "xmalloc.h"
 
@@ -844,4 +845,39 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 	if (v.pre && p > fw->profiles && fw_version_cmp(&p->since, &v) == 0)
 		p--;
 	return p;
+}
+
+void
+fw_key_origin(const struct config *c, enum cfg_key k, char *buf, size_t len)
+{
+	struct cfg_mark	 m = cfg_key_mark(c, k);
+
+	if (keyset_has(&c->given, k)) {
+		if (m.line > 0)
+			snprintf(buf, len, "%s:%d:%d", c->file, m.line, m.col);
+		else
+			snprintf(buf, len, "--set");
+	} else if (keyset_has(&c->from_profile, k))
+		snprintf(buf, len, "%s (profile %s): read from %s",
+		    c->framework, c->profile->label, c->profile->source[k]);
+	else
+		snprintf(buf, len, "the reference default");
+}
+
+struct keyset
+fw_profile_overridden(const struct config *c)
+{
+	struct keyset	 over = { { 0 } };
+	int		 k;
+
+	if (c->profile == NULL)
+		return over;
+	/* A key written with the profile's own value overrides nothing. */
+	for (k = 0; k < KEY__COUNT; k++)
+		if (keyset_has(&c->given, k) &&
+		    keyset_has(&c->profile->settings.given, k) &&
+		    cfg_key_is_setting(k) && cfg_key_get(c, k) !=
+		    cfg_key_get(&c->profile->settings, k))
+			keyset_add(&over, k);
+	return over;
 }

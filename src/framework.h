@@ -99,4 +99,17 @@ void		 fw_version_format(const struct fw_version *, char *, size_t);
  */
 void		 fw_profile_range(const struct fw_profile *, char *, size_t);
 
+/*
+ * Where the value of k came from, for explain: "FILE:LINE:COL", "--set",
+ * "megatron-core@0.5.0 (profile core_v0.4.0): read from COMMIT ..." or
+ * "the reference default".
+ */
+void	 fw_key_origin(const struct config *, enum cfg_key, char *buf,
+	    size_t len);
+/*
+ * The keys the config writes over its framework profile's settings, with
+ * another value than the profile's.
+ */
+struct keyset fw_profile_overridden(const struct config *);
+
 #endif

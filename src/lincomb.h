@@ -16,22 +16,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "rational.h"
+
 struct arena;
-
-/* A reduced fraction, den > 0.  Overflow is an internal error (exit 3). */
-struct rational {
-	int64_t	num;
-	int64_t	den;
-};
-
-struct rational	 q_make(int64_t num, int64_t den);
-struct rational	 q_add(struct rational, struct rational);
-struct rational	 q_mul(struct rational, struct rational);
-struct rational	 q_div(struct rational, struct rational);
-bool		 q_is_zero(struct rational);
-bool		 q_equal(struct rational, struct rational);
-/* "1", "1/2", "-3/4": writes at most 48 bytes including the NUL. */
-void		 q_format(struct rational, char *buf, size_t len);
 
 struct term {
 	uint32_t	atom;

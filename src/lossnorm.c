@@ -464,10 +464,19 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 	ln->mtp = D;
 	if (D == 0)
 		return;
-	if (ln->split)
-		fatalx("model.mtp is not modelled with expert gradients kept "
-		    "per source (the ranks of an ep group scale a "
-		    "micro-batch differently)");
+	/*
+	 * Each layer's loss has one atom per micro-batch and rank, which
+	 * cannot follow expert gradients kept per source: a limit of this
+	 * model, which it states for the audit to refuse (context.c), not
+	 * a constraint on the config.
+	 */
+	if (ln->split) {
+		ln->unmodelled = "model.mtp is not modelled when the ranks of "
+		    "an ep group scale a micro-batch's loss differently "
+		    "(their expert gradients are kept per source)";
+		ln->mtp = 0;
+		return;
+	}
 	if (cfg->model.mtp_loss_scaling_factor == NULL)
 		ln->mtp_factor = q_make(1, 10);	/* Megatron's default */
 	else {

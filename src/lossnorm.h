@@ -60,7 +60,7 @@
 #include <stdint.h>
 
 #include "config.h"
-#include "lincomb.h"
+#include "rational.h"
 #include "mesh.h"
 
 struct loss_norm {
@@ -86,6 +86,8 @@ struct loss_norm {
 	 */
 	int		 sources;
 	bool		 split;		/* expert atoms kept per source */
+	/* What of the config this loss cannot express, or NULL (mtp_build). */
+	const char	*unmodelled;
 	/*
 	 * The auxiliary losses' atoms (-1: no auxiliary loss), the
 	 * coefficients of the load-balancing and z-loss, the framework's

@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "audit.h"
-#include "lincomb.h"
+#include "rational.h"
 
 union num {
 	uint64_t	f;	/* exact: an element of GF(2^61-1) */

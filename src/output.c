@@ -14,6 +14,7 @@
 #include "exitcode.h"
 #include "json.h"
 #include "junit.h"
+#include "load.h"
 #include "output.h"
 #include "report.h"
 #include "suggest.h"

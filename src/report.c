@@ -1023,7 +1023,7 @@ report_framework(FILE *fp, const struct config *c)
 	}
 	fprintf(fp, "framework: %s, profile %s (read at %s)\n", c->framework,
 	    p->label, p->read_at);
-	over = cfg_profile_overridden(c);
+	over = fw_profile_overridden(c);
 	for (k = 0; k < KEY__COUNT; k++)
 		if (keyset_has(&over, k)) {
 			fprintf(fp, "%s%s", any ? ", " : "overridden by the "
@@ -2070,7 +2070,7 @@ jsonw_settings(struct json *j, const struct config *c)
 		jsonw_key_string(j, "spec", c->framework);
 		jsonw_key_string(j, "profile", p->label);
 		jsonw_key_string(j, "read_at", p->read_at);
-		over = cfg_profile_overridden(c);
+		over = fw_profile_overridden(c);
 		jsonw_key(j, "overridden");
 		jsonw_begin_array(j);
 		for (k = 0; k < KEY__COUNT; k++)

@@ -24,6 +24,7 @@
 #include "layout.h"
 #include "lincomb.h"
 #include "lossnorm.h"
+#include "measure.h"
 #include "symbolic.h"
 #include "xmalloc.h"
 
@@ -2121,7 +2122,7 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	gn_audit(ctx, a);
 	/* How much each finding matters, from the same cells (issue 23). */
 	if (!ctx->no_effects)
-		effect_measure(a);
+		measure_effects(a);
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);

@@ -15,7 +15,7 @@
 
 #include "config.h"
 #include "layout.h"
-#include "lincomb.h"
+#include "rational.h"
 #include "mesh.h"
 #include "placement.h"
 

@@ -20,7 +20,9 @@
 #include <string.h>
 
 #include "config.h"
+#include "constraints.h"
 #include "exitcode.h"
+#include "load.h"
 #include "xmalloc.h"
 
 static const char *const key_names[KEY__COUNT] = {

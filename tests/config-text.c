@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include "config-text.h"
+#include "load.h"
 #include "xmalloc.h"
 
 int

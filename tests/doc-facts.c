@@ -26,6 +26,7 @@
 #include "audit.h"
 #include "config.h"
 #include "exitcode.h"
+#include "load.h"
 
 /* A key that is not a setting is a mapping when other keys lie under it. */
 static bool

@@ -26,6 +26,8 @@
 #include <unistd.h>
 
 #include "config.h"
+#include "constraints.h"
+#include "load.h"
 #include "tap.h"
 #include "xmalloc.h"
 

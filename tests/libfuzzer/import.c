@@ -21,8 +21,10 @@
 
 #include "commands.h"
 #include "config.h"
+#include "constraints.h"
 #include "exitcode.h"
 #include "harness.h"
+#include "load.h"
 #include "shellwords.h"
 #include "xmalloc.h"
 

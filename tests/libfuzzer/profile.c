@@ -20,8 +20,10 @@
 #include <string.h>
 
 #include "config.h"
+#include "constraints.h"
 #include "framework.h"
 #include "harness.h"
+#include "load.h"
 #include "xmalloc.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
