@@ -40,44 +40,28 @@
 #include "symbolic/fix.h"
 #include "symbolic/symbolic.h"
 
-/* The flags --vary may name, and where they live in a config. */
-static const struct vary_flag {
-	const char	*name;
-	const char	*path;		/* for --set */
-	size_t		 offset;
-} vary_flags[] = {
-	{ "tie_embeddings", "model.tie_embeddings",
-	  offsetof(struct config, model.tie_embeddings) },
-	{ "distributed_optimizer", "training.distributed_optimizer",
-	  offsetof(struct config, training.distributed_optimizer) },
-	{ "sequence_parallel", "training.sequence_parallel",
-	  offsetof(struct config, training.sequence_parallel) },
-	{ "score_before_experts", "model.moe.score_before_experts",
-	  offsetof(struct config, model.moe.score_before_experts) },
-	{ "average_in_collective", "training.average_in_collective",
-	  offsetof(struct config, training.average_in_collective) },
+/*
+ * The flags --vary may name, by the last component of their key: the
+ * schema (config.h) says where each lives, how --set spells it, and
+ * whether it means anything in a config (model.moe's under a dense model
+ * do not).
+ */
+static const enum cfg_key vary_keys[] = {
+	KEY_TIE_EMBEDDINGS, KEY_DISTRIBUTED_OPTIMIZER, KEY_SEQUENCE_PARALLEL,
+	KEY_SCORE_BEFORE_EXPERTS, KEY_AVERAGE_IN_COLLECTIVE,
 };
-#define NVARY_FLAGS (sizeof vary_flags / sizeof vary_flags[0])
+#define NVARY_FLAGS (sizeof vary_keys / sizeof vary_keys[0])
 
 /* The mesh dimensions a sweep enumerates, in the order of its labels. */
 enum sweep_dim { DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, NDIMS };
 
-static const char *const dim_names[NDIMS] = { "dp", "pp", "tp", "ep", "etp" };
+static const enum cfg_key dim_keys[NDIMS] = {
+	KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP,
+};
 
 /* Model sizes that follow the mesh when the config leaves them defaulted. */
-static const struct size_key {
-	const char	*path;
-	size_t		 offset;
-	bool		 moe;
-} size_keys[] = {
-	{ "model.layers", offsetof(struct config, model.layers), false },
-	{ "model.vocab", offsetof(struct config, model.vocab), false },
-	{ "model.ffn", offsetof(struct config, model.ffn), false },
-	{ "model.seq", offsetof(struct config, model.seq), false },
-	{ "model.moe.experts", offsetof(struct config, model.moe.experts),
-	  true },
-	{ "model.moe.expert_ffn", offsetof(struct config,
-	  model.moe.expert_ffn), true },
+static const enum cfg_key size_keys[] = {
+	KEY_LAYERS, KEY_VOCAB, KEY_FFN, KEY_SEQ, KEY_EXPERTS, KEY_EXPERT_FFN,
 };
 #define NSIZE_KEYS (sizeof size_keys / sizeof size_keys[0])
 
@@ -108,7 +92,7 @@ struct sweep_point {
 
 struct sweep {
 	const struct config	*base;
-	const struct vary_flag	**vary;
+	enum cfg_key		*vary;		/* --vary, vary_keys[] */
 	int			 nvary;
 	struct sweep_point	*points;
 	size_t			 npoints, cap;
@@ -205,7 +189,7 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	c->mesh.ep = pt->ep;
 	c->mesh.etp = pt->etp;
 	for (k = 0; k < sw->nvary; k++)
-		*(bool *)((char *)c + sw->vary[k]->offset) = pt->flags >> k & 1;
+		cfg_key_put(c, sw->vary[k], pt->flags >> k & 1);
 	adjust_defaults(c);
 	if ((why = cfg_check_constraints(c, whybuf, whylen)) != NULL) {
 		cfg_free(c);
@@ -220,7 +204,7 @@ point_config(const struct sweep *sw, struct sweep_point *pt,
 	fprintf(fp, "pp=%d,tp=%d,ep=%d,etp=%d", pt->pp, pt->tp, pt->ep,
 	    pt->etp);
 	for (k = 0; k < sw->nvary; k++)
-		fprintf(fp, ",%s=%d", sw->vary[k]->name, pt->flags >> k & 1);
+		fprintf(fp, ",%s=%d", cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
 	putc(']', fp);
 	if (fclose(fp) != 0)
 		fatal("open_memstream");
@@ -410,7 +394,7 @@ point_label(const struct sweep *sw, const struct sweep_point *pt,
 		    pt->ep, pt->etp);
 	for (k = 0; k < sw->nvary && off < len; k++)
 		off += (size_t)snprintf(label + off, len - off, " %s=%d",
-		    sw->vary[k]->name, pt->flags >> k & 1);
+		    cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
 }
 
 /*
@@ -500,16 +484,15 @@ point_sets(const struct sweep *sw, const struct sweep_point *pt,
 		arg_add(al, "mesh.etp=%d", c->mesh.etp);
 	}
 	for (z = 0; z < NSIZE_KEYS; z++) {
-		if (size_keys[z].moe && !c->model.has_moe)
+		if (!cfg_key_is_active(c, size_keys[z]))
 			continue;
-		v = *(const int *)((const char *)c + size_keys[z].offset);
-		w = *(const int *)((const char *)sw->base +
-		    size_keys[z].offset);
+		v = (int)cfg_key_get(c, size_keys[z]);
+		w = (int)cfg_key_get(sw->base, size_keys[z]);
 		if (all || v != w)
-			arg_add(al, "%s=%d", size_keys[z].path, v);
+			arg_add(al, "%s=%d", cfg_key_path(size_keys[z]), v);
 	}
 	for (k = 0; k < sw->nvary; k++)
-		arg_add(al, "%s=%s", sw->vary[k]->path,
+		arg_add(al, "%s=%s", cfg_key_path(sw->vary[k]),
 		    pt->flags >> k & 1 ? "true" : "false");
 }
 
@@ -672,7 +655,7 @@ point_varied(const struct sweep *sw, const struct sweep_point *pt,
 	int		 d, k, n = 0;
 
 	for (d = 0; d < NDIMS; d++) {
-		v[n].name = dim_names[d];
+		v[n].name = cfg_key_leaf(dim_keys[d]);
 		v[n].value = dims[d];
 		v[n++].flag = false;
 		/* The config's cp, so that dp*cp*pp*tp is the world. */
@@ -683,7 +666,7 @@ point_varied(const struct sweep *sw, const struct sweep_point *pt,
 		}
 	}
 	for (k = 0; k < sw->nvary; k++) {
-		v[n].name = sw->vary[k]->name;
+		v[n].name = cfg_key_leaf(sw->vary[k]);
 		v[n].value = pt->flags >> k & 1;
 		v[n++].flag = true;
 	}
@@ -910,31 +893,46 @@ skip_numeric(struct sweep *sw, const struct sweep_point *pt, const char *why)
 	return "skipped";
 }
 
+/* "a, b, c or d": the flags --vary may name, for its message. */
+static void
+vary_names(char *buf, size_t size)
+{
+	size_t	 f, used = 0;
+
+	buf[0] = '\0';
+	for (f = 0; f < NVARY_FLAGS && used < size; f++) {
+		snprintf(buf + used, size - used, "%s%s", f == 0 ? "" :
+		    f + 1 == NVARY_FLAGS ? " or " : ", ",
+		    cfg_key_leaf(vary_keys[f]));
+		used = strlen(buf);
+	}
+}
+
 static int
 parse_vary(struct sweep *sw, const struct options *o)
 {
+	char	 names[256];
 	int	 k, i;
 	size_t	 f;
 
 	sw->vary = xcalloc(o->nvary + 1, sizeof *sw->vary);
 	for (k = 0; k < o->nvary; k++) {
 		for (f = 0; f < NVARY_FLAGS; f++)
-			if (strcmp(o->vary[k], vary_flags[f].name) == 0)
+			if (strcmp(o->vary[k], cfg_key_leaf(vary_keys[f])) == 0)
 				break;
 		if (f == NVARY_FLAGS) {
+			vary_names(names, sizeof names);
 			fprintf(stderr, "%s: sweep: --vary: unknown flag \"%s\": "
-			    "expected tie_embeddings, distributed_optimizer, "
-			    "sequence_parallel, score_before_experts or "
-			    "average_in_collective\n", progname, o->vary[k]);
+			    "expected %s\n", progname, o->vary[k], names);
 			return -1;
 		}
 		for (i = 0; i < sw->nvary; i++)
-			if (sw->vary[i] == &vary_flags[f]) {
+			if (sw->vary[i] == vary_keys[f]) {
 				fprintf(stderr, "%s: sweep: --vary: %s named "
 				    "twice\n", progname, o->vary[k]);
 				return -1;
 			}
-		sw->vary[sw->nvary++] = &vary_flags[f];
+		sw->vary[sw->nvary++] = vary_keys[f];
 	}
 	return 0;
 }
@@ -943,15 +941,7 @@ parse_vary(struct sweep *sw, const struct options *o)
 static int
 base_dim(const struct sweep *sw, enum sweep_dim d)
 {
-	static const size_t off[NDIMS] = {
-		offsetof(struct config, mesh.dp),
-		offsetof(struct config, mesh.pp),
-		offsetof(struct config, mesh.tp),
-		offsetof(struct config, mesh.ep),
-		offsetof(struct config, mesh.etp),
-	};
-
-	return *(const int *)((const char *)sw->base + off[d]);
+	return (int)cfg_key_get(sw->base, dim_keys[d]);
 }
 
 /*
@@ -979,8 +969,8 @@ parse_bounds(struct sweep *sw, const struct options *o)
 		    strlen(b->item);
 
 		for (d = 0; d < NDIMS; d++)
-			if (strlen(dim_names[d]) == len &&
-			    strncmp(dim_names[d], b->item, len) == 0)
+			if (strlen(cfg_key_leaf(dim_keys[d])) == len &&
+			    strncmp(cfg_key_leaf(dim_keys[d]), b->item, len) == 0)
 				break;
 		text_escape(q, sizeof q, b->item, len);
 		if (d == NDIMS) {
@@ -1034,9 +1024,9 @@ drop_inapplicable(struct sweep *sw)
 
 	for (k = 0; k < sw->nvary; k++) {
 		if (!sw->base->model.has_moe &&
-		    strncmp(sw->vary[k]->path, "model.moe.", 10) == 0) {
+		    strncmp(cfg_key_path(sw->vary[k]), "model.moe.", 10) == 0) {
 			fprintf(stderr, "%s: sweep: %s has no effect on a dense "
-			    "model: not varied\n", progname, sw->vary[k]->name);
+			    "model: not varied\n", progname, cfg_key_leaf(sw->vary[k]));
 			continue;
 		}
 		sw->vary[n++] = sw->vary[k];
