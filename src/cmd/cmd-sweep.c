@@ -35,6 +35,7 @@
 #include "config/constraints.h"
 #include "launch/launch.h"
 #include "numeric/numeric.h"
+#include "report/json-report.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "symbolic/fix.h"

@@ -17,9 +17,11 @@
 #include "base/xmalloc.h"
 #include "cmd/output.h"
 #include "config/load.h"
+#include "report/json-report.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "report/summary.h"
+#include "report/text-report.h"
 #include "symbolic/symbolic.h"
 
 /*
