@@ -9,12 +9,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -1062,12 +1066,16 @@ sweep_free(struct sweep *sw, struct config_list *list)
 /*
  * Workers for a text sweep on several cores.  Almost every mesh of a sweep
  * is correct, and a correct mesh's row needs only its verdict: forked
- * workers audit the meshes, worker w those with index i % n == w, and send
- * back one verdict each, in order, through a pipe of their own.  The sweep
- * itself stays in order: it prints a correct mesh's row from the verdict,
- * and audits again, itself, any mesh a worker found wrong or skipped, so
- * that its row, findings and reproduce line come out exactly as without
- * workers.  A worker that fails ends them all, and the sweep goes on alone.
+ * workers audit the meshes and send back one verdict each through a pipe
+ * of their own.  Meshes are handed out one at a time from a counter the
+ * workers share, not dealt round-robin: their costs differ by orders of
+ * magnitude (dp 2,048 against tp 8 of the same world), and a worker dealt
+ * the costly ones left the others idle (1.22x on 2 cores, issue 24).  The
+ * sweep itself stays in order: it keeps the verdicts that arrive, prints
+ * a correct mesh's row from its verdict, and audits again, itself, any
+ * mesh a worker found wrong or skipped, so that its row, findings and
+ * reproduce line come out exactly as without workers.  A worker that
+ * fails ends them all, and the sweep goes on alone.
  */
 enum verdict_kind { VERDICT_OK, VERDICT_OTHER };
 
@@ -1078,9 +1086,14 @@ struct verdict {
 };
 
 struct workers {
-	int	 n;		/* 0: no workers */
-	pid_t	*pid;
-	int	*fd;		/* read end of worker w's pipe */
+	int		 n;		/* 0: no workers */
+	pid_t		*pid;
+	int		*fd;		/* read end of worker w's pipe, or -1 */
+	/* The next mesh to hand out, shared with the workers (mmap). */
+	atomic_size_t	*next;
+	/* The verdicts arrived so far, by mesh; got[i] once verdict[i] is. */
+	struct verdict	*verdict;
+	bool		*got;
 };
 
 static int
@@ -1120,7 +1133,7 @@ read_all(int fd, void *buf, size_t len)
 }
 
 static void
-worker_main(struct sweep *sw, int w, int n, int fd)
+worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 {
 	struct sym_context	 ctx;
 	struct config		 c;
@@ -1131,7 +1144,7 @@ worker_main(struct sweep *sw, int w, int n, int fd)
 	const char		*why;
 	size_t			 i;
 
-	for (i = (size_t)w; i < sw->npoints; i += (size_t)n) {
+	while ((i = atomic_fetch_add(next, 1)) < sw->npoints) {
 		double t0 = output_now();
 
 		v.index = (uint32_t)i;
@@ -1165,14 +1178,19 @@ workers_stop(struct workers *wk)
 	int	 w, st;
 
 	for (w = 0; w < wk->n; w++) {
-		close(wk->fd[w]);
+		if (wk->fd[w] >= 0)
+			close(wk->fd[w]);
 		kill(wk->pid[w], SIGTERM);
 	}
 	for (w = 0; w < wk->n; w++)
 		while (waitpid(wk->pid[w], &st, 0) < 0 && errno == EINTR)
 			;
+	if (wk->next != NULL)
+		munmap(wk->next, sizeof *wk->next);
 	free(wk->pid);
 	free(wk->fd);
+	free(wk->verdict);
+	free(wk->got);
 	memset(wk, 0, sizeof *wk);
 }
 
@@ -1186,8 +1204,17 @@ workers_start(struct workers *wk, struct sweep *sw, const struct options *o)
 	if (o->numeric || o->format != FORMAT_TEXT || n < 2 ||
 	    sw->npoints < (size_t)(8 * n))
 		return;
+	wk->next = mmap(NULL, sizeof *wk->next, PROT_READ | PROT_WRITE,
+	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+	if (wk->next == MAP_FAILED) {
+		wk->next = NULL;
+		return;
+	}
+	atomic_init(wk->next, 0);
 	wk->pid = xcalloc((size_t)n, sizeof *wk->pid);
 	wk->fd = xcalloc((size_t)n, sizeof *wk->fd);
+	wk->verdict = xcalloc(sw->npoints, sizeof *wk->verdict);
+	wk->got = xcalloc(sw->npoints, sizeof *wk->got);
 	fflush(NULL);
 	for (w = 0; w < n; w++) {
 		if (pipe(p) < 0)
@@ -1205,7 +1232,7 @@ workers_start(struct workers *wk, struct sweep *sw, const struct options *o)
 			/* A worker outlives no sweep. */
 			prctl(PR_SET_PDEATHSIG, SIGTERM);
 #endif
-			worker_main(sw, w, n, p[1]);
+			worker_main(sw, wk->next, p[1]);
 		}
 		close(p[1]);
 		(void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
@@ -1217,23 +1244,68 @@ workers_start(struct workers *wk, struct sweep *sw, const struct options *o)
 }
 
 /*
+ * Read the verdicts that are ready, waiting for at least one: false when
+ * a worker failed (a short read, or its end of the pipe closed before the
+ * meshes ran out), or every pipe is closed.
+ */
+static bool
+workers_collect(struct workers *wk, size_t npoints)
+{
+	struct pollfd	*pfd;
+	struct verdict	 v;
+	int		 w, open = 0, rc;
+	bool		 ok = true;
+
+	pfd = xcalloc((size_t)wk->n, sizeof *pfd);
+	for (w = 0; w < wk->n; w++) {
+		pfd[w].fd = wk->fd[w];	/* -1: poll ignores it */
+		pfd[w].events = POLLIN;
+		open += wk->fd[w] >= 0;
+	}
+	if (open == 0) {
+		free(pfd);
+		return false;
+	}
+	while ((rc = poll(pfd, (nfds_t)wk->n, -1)) < 0 && errno == EINTR)
+		;
+	for (w = 0; rc > 0 && w < wk->n && ok; w++) {
+		if (pfd[w].revents == 0)
+			continue;
+		if (read_all(wk->fd[w], &v, sizeof v) == 0 && v.index <
+		    npoints && !wk->got[v.index]) {
+			wk->verdict[v.index] = v;
+			wk->got[v.index] = true;
+			continue;
+		}
+		/*
+		 * End of file: the worker is done if the meshes ran out,
+		 * since it writes every verdict before it exits.
+		 */
+		close(wk->fd[w]);
+		wk->fd[w] = -1;
+		ok = atomic_load(wk->next) >= npoints;
+	}
+	free(pfd);
+	return ok && rc > 0;
+}
+
+/*
  * The verdict of mesh i, if a worker found it correct; false when the
  * sweep must audit it itself (then, if the workers failed, they are gone).
  */
 static bool
-worker_says_ok(struct workers *wk, size_t i, double *seconds)
+worker_says_ok(struct workers *wk, size_t i, size_t npoints,
+    double *seconds)
 {
-	struct verdict	 v;
-
 	if (wk->n == 0)
 		return false;
-	if (read_all(wk->fd[i % (size_t)wk->n], &v, sizeof v) < 0 ||
-	    v.index != (uint32_t)i) {
-		workers_stop(wk);
-		return false;
-	}
-	*seconds = v.seconds;
-	return v.kind == VERDICT_OK;
+	while (!wk->got[i])
+		if (!workers_collect(wk, npoints)) {
+			workers_stop(wk);
+			return false;
+		}
+	*seconds = wk->verdict[i].seconds;
+	return wk->verdict[i].kind == VERDICT_OK;
 }
 
 static int
@@ -1325,7 +1397,7 @@ cmd_sweep_exec(struct options *o)
 		if (ferror(stdout))
 			break;
 		progress_update((int64_t)i);
-		if (worker_says_ok(&wk, i, &seconds) &&
+		if (worker_says_ok(&wk, i, sw.npoints, &seconds) &&
 		    point_config(&sw, pt, &c, whybuf, sizeof whybuf) == NULL) {
 			struct audit correct;
 
