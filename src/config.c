@@ -3317,6 +3317,28 @@ cfg_key_set(struct config *c, enum cfg_key k, const char *value)
 	return 0;
 }
 
+int64_t
+cfg_key_number(const struct config *c, enum cfg_key k)
+{
+	if (keys[k].type == TYPE_STRING || keys[k].type == TYPE_MAP)
+		fatalx("cfg_key_number on %s", keys[k].path);
+	return key_get(c, k);
+}
+
+int
+cfg_key_set_number(struct config *c, enum cfg_key k, int64_t value)
+{
+	if ((keys[k].type != TYPE_INT && keys[k].type != TYPE_INT64) ||
+	    !key_active(c, k) || value < keys[k].min || value > keys[k].max)
+		return -1;
+	key_set(c, k, value);
+	/* As a --set of it, like cfg_key_set. */
+	keyset_add(&c->given, k);
+	c->from_profile.w[k / 64] &= ~((uint64_t)1 << (k % 64));
+	cfg_set_key_mark(c, k, (struct cfg_mark){ 0, 0 });
+	return 0;
+}
+
 bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {
