@@ -1034,6 +1034,28 @@ report_framework(FILE *fp, const struct config *c)
 		putc('\n', fp);
 }
 
+/*
+ * run --shrink: which config the numeric audit proved, as the --set
+ * options that give it, so that the user can audit it again.
+ */
+static void
+put_shrunk(FILE *fp, const struct audit *a)
+{
+	size_t	i;
+
+	if (a->shrunk) {
+		fprintf(fp, "numeric: proven on a shrunk config with the same "
+		    "symbolic verdict, world %lld:",
+		    (long long)a->shrunk_world);
+		for (i = 0; i < a->nshrunk_sets; i++)
+			fprintf(fp, " --set %s", a->shrunk_sets[i]);
+		putc('\n', fp);
+	} else if (a->shrink_note != NULL)
+		fprintf(fp, "numeric: %s; %s\n", a->shrink_note,
+		    a->numeric ? "the full config is proven" :
+		    "nothing proven numerically");
+}
+
 static void
 print_header(struct text *t)
 {
@@ -1102,6 +1124,7 @@ print_header(struct text *t)
 		fprintf(t->fp, "arithmetic: %s, %d process%s\n",
 		    a->arith == ARITH_EXACT ? "exact GF(2^61-1)" :
 		    arith_name(a->arith), a->procs, a->procs == 1 ? "" : "es");
+	put_shrunk(t->fp, a);
 	putc('\n', t->fp);
 }
 
@@ -1905,6 +1928,9 @@ print_summary(struct text *t)
 	if (t->opt->quiet && t->audit->numeric_skipped != NULL)
 		fprintf(t->fp, "; numeric: skipped (%s)",
 		    t->audit->numeric_skipped);
+	if (t->opt->quiet && t->audit->shrunk)
+		fprintf(t->fp, "; numeric: shrunk to world %lld",
+		    (long long)t->audit->shrunk_world);
 	putc('\n', t->fp);
 	free(s);
 }
@@ -2457,6 +2483,32 @@ jsonw_stale(struct json *j, const struct audit *a)
 	jsonw_end_array(j);
 }
 
+/*
+ * run --shrink: "shrink": {"world": 8, "set": ["mesh.dp=2", ...]} when the
+ * numeric audit ran on a smaller config, {"note": "..."} when none was
+ * found.
+ */
+static void
+jsonw_shrunk(struct json *j, const struct audit *a)
+{
+	size_t	i;
+
+	if (!a->shrunk && a->shrink_note == NULL)
+		return;
+	jsonw_key(j, "shrink");
+	jsonw_begin_object(j);
+	if (a->shrunk) {
+		jsonw_key_int(j, "world", a->shrunk_world);
+		jsonw_key(j, "set");
+		jsonw_begin_array(j);
+		for (i = 0; i < a->nshrunk_sets; i++)
+			jsonw_string(j, a->shrunk_sets[i]);
+		jsonw_end_array(j);
+	} else
+		jsonw_key_string(j, "note", a->shrink_note);
+	jsonw_end_object(j);
+}
+
 static void
 jsonw_numerics(struct json *j, const struct audit *a)
 {
@@ -2464,6 +2516,7 @@ jsonw_numerics(struct json *j, const struct audit *a)
 		jsonw_key(j, "numerics");
 		jsonw_begin_object(j);
 		jsonw_key_string(j, "skipped", a->numeric_skipped);
+		jsonw_shrunk(j, a);
 		jsonw_end_object(j);
 	}
 	if (!a->numeric)
@@ -2473,6 +2526,7 @@ jsonw_numerics(struct json *j, const struct audit *a)
 	jsonw_key_string(j, "arith", arith_name(a->arith));
 	jsonw_key_int(j, "procs", a->procs);
 	jsonw_key_bool(j, "correct", a->numeric_correct);
+	jsonw_shrunk(j, a);
 	jsonw_end_object(j);
 }
 
