@@ -473,11 +473,12 @@ audit_shrunk(const struct config *cfg, const struct sym_context *ctx,
 	    MPI_SUCCESS)
 		return EXIT_RUNTIME;
 	if (!r.smaller || !r.fits) {
-		xasprintf(&note, "%s (%d candidate%s audited in %.1f s%s)",
+		/* No time in it: the report stays the same run after run. */
+		xasprintf(&note, "%s (%d candidate%s audited%s)",
 		    !r.smaller ? "no smaller config keeps the symbolic verdict" :
 		    "the smallest config found that keeps the symbolic verdict "
 		    "is still too large", r.tried, r.tried == 1 ? "" : "s",
-		    r.seconds, r.timed_out ? ", time budget spent" : "");
+		    r.timed_out ? ", time budget spent" : "");
 		audit->shrink_note = arena_strdup(&audit->arena, note);
 		free(note);
 		/* Then the full config, when it fits, is the one proven. */

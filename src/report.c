@@ -1050,6 +1050,9 @@ put_shrunk(FILE *fp, const struct audit *a)
 		for (i = 0; i < a->nshrunk_sets; i++)
 			fprintf(fp, " --set %s", a->shrunk_sets[i]);
 		putc('\n', fp);
+		if (a->shrunk_world == a->mesh.world)
+			fputs("numeric: no smaller mesh keeps the symbolic "
+			    "verdict: only model sizes shrunk\n", fp);
 	} else if (a->shrink_note != NULL)
 		fprintf(fp, "numeric: %s; %s\n", a->shrink_note,
 		    a->numeric ? "the full config is proven" :

@@ -12,10 +12,10 @@
  *     gradients);
  *   - the set of findings, each as its kind, mesh dimension, operation and
  *     the roles of the parameters it names;
- *   - the set of rank classes: for each rank, the set of what it shows
- *     (the findings that name it, the parameters it holds wrongly, whether
- *     it clips and by a correct norm), and the signature keeps the distinct
- *     sets.  A shrink that leaves no rank clean where some were clean, or
+ *   - the set of rank classes: for each rank, the set of what it holds
+ *     and shows (the roles of the parameters it holds, the findings that name it, the parameters it holds wrongly,
+ *     whether it clips and by a correct norm), and the signature keeps the
+ *     distinct sets.  A shrink that leaves no rank clean where some were clean, or
  *     merges the first stage's class with the last's, changes it.
  * A parameter's role is its name with every run of digits read as one
  * symbol ("layers.#.mlp.experts.#.weight"), so that dropping layers or
@@ -64,6 +64,19 @@ is_mesh_axis(enum cfg_key k)
 	return k == KEY_DP || k == KEY_DP_REPLICATE || k == KEY_CP ||
 	    k == KEY_PP || k == KEY_VPP || k == KEY_TP || k == KEY_EP ||
 	    k == KEY_ETP;
+}
+
+/*
+ * Knobs that may have to move together with a mesh axis, by the same
+ * factor: a group of one (dp = ep, pytorch #167178) survives dividing
+ * both, not either; experts and layers follow ep and pp.
+ */
+static bool
+is_count(enum cfg_key k)
+{
+	return is_mesh_axis(k) || k == KEY_EXPERTS || k == KEY_LAYERS ||
+	    k == KEY_FIRST_STAGE_LAYERS || k == KEY_LAST_STAGE_LAYERS ||
+	    k == KEY_MICRO_BATCHES;
 }
 
 /* The most candidates of one knob audited in one pass. */
@@ -217,9 +230,19 @@ rank_items(const struct audit *a, struct items *it)
 	for (i = 0; i < a->nparams; i++) {
 		p = &a->params[i];
 		role = role_hash(p->name);
-		for (j = 0; j < p->ncells; j++)
+		for (j = 0; j < p->ncells; j++) {
+			/*
+			 * What a rank holds is part of its class: without
+			 * it, a correct config would shrink to one without
+			 * the MTP layer or the shared experts whose
+			 * synchronization it had to prove.  Which shard it
+			 * uses is not: that moves with dp, and a wrong shard
+			 * shows as a wrong cell.
+			 */
+			push(it, p->cells[j].rank, mix(4, role, 0, 0));
 			if (p->cells[j].used && !p->cells[j].ok)
 				push(it, p->cells[j].rank, mix(2, role, 0, 0));
+		}
 	}
 	if (!g->present || g->class_of == NULL)
 		return;
@@ -349,61 +372,139 @@ keeps_verdict(const struct config *c, const struct signature *want, int *tried)
 	return same;
 }
 
-void
-shrink_search(const struct config *full, const struct audit *audit,
-    double budget, struct shrink_result *r)
-{
-	struct config	 cur, cand;
-	struct signature want;
-	int64_t		 cost, cand_cost, v, cs[MAX_CANDIDATES];
-	size_t		 k, i, n;
-	double		 t0 = now();
-	bool		 changed;
-	char		 why[NUMERIC_WHY_SIZE];
+struct search {
+	struct config		 cur;
+	int64_t			 cost;
+	const struct signature	*want;
+	struct shrink_result	*r;
+	double			 t0, budget;
+};
 
-	memset(r, 0, sizeof *r);
-	signature_of(audit, &want);
-	cfg_copy(&cur, full);
-	cost = r->full_values = numeric_values(full);
-	r->full_world = cfg_world(full);
-	do {
-		changed = false;
-		for (k = 0; k < SHRINK_KNOBS && !r->timed_out; k++) {
-			if (!cfg_key_is_active(&cur, knobs[k]))
+static bool
+out_of_time(struct search *s)
+{
+	if (now() - s->t0 > s->budget)
+		s->r->timed_out = true;
+	return s->r->timed_out;
+}
+
+/* Keep cand (consumed either way) when it is no dearer and keeps the verdict. */
+static bool
+try_candidate(struct search *s, struct config *cand)
+{
+	int64_t	 cost;
+
+	if ((cost = numeric_values(cand)) > s->cost ||
+	    !keeps_verdict(cand, s->want, &s->r->tried)) {
+		cfg_free(cand);
+		return false;
+	}
+	cfg_free(&s->cur);
+	s->cur = *cand;
+	s->cost = cost;
+	return true;
+}
+
+/* One knob at a time, the smallest value that keeps the verdict. */
+static bool
+single_pass(struct search *s)
+{
+	struct config	 cand;
+	int64_t		 cs[MAX_CANDIDATES];
+	size_t		 k, i, n;
+	bool		 changed = false;
+
+	for (k = 0; k < SHRINK_KNOBS && !s->r->timed_out; k++) {
+		if (!cfg_key_is_active(&s->cur, knobs[k]))
+			continue;
+		n = candidates(knobs[k], cfg_key_number(&s->cur, knobs[k]),
+		    cs);
+		for (i = 0; i < n && !out_of_time(s); i++) {
+			cfg_copy(&cand, &s->cur);
+			if (cfg_key_set_number(&cand, knobs[k], cs[i]) != 0) {
+				cfg_free(&cand);
 				continue;
-			v = cfg_key_number(&cur, knobs[k]);
-			n = candidates(knobs[k], v, cs);
-			for (i = 0; i < n; i++) {
-				if (now() - t0 > budget) {
-					r->timed_out = true;
-					break;
-				}
-				cfg_copy(&cand, &cur);
-				if (cfg_key_set_number(&cand, knobs[k], cs[i])
-				    != 0 || (cand_cost = numeric_values(&cand))
-				    > cost || !keeps_verdict(&cand, &want,
-				    &r->tried)) {
-					cfg_free(&cand);
-					continue;
-				}
-				cfg_free(&cur);
-				cur = cand;
-				cost = cand_cost;
+			}
+			if (try_candidate(s, &cand)) {
 				changed = true;
 				break;
 			}
 		}
-	} while (changed && !r->timed_out);
-	for (k = 0; k < SHRINK_KNOBS; k++)
-		r->value[k] = cfg_key_number(&cur, knobs[k]);
-	for (k = 0; k < SHRINK_KNOBS; k++)
+	}
+	return changed;
+}
+
+/*
+ * A mesh axis and another count divided by one factor, the largest first:
+ * what no single move can keep.
+ */
+static bool
+pair_pass(struct search *s)
+{
+	struct config	 cand;
+	int64_t		 a, b, d;
+	size_t		 k, l;
+	bool		 changed = false;
+
+	for (k = 0; k < SHRINK_KNOBS && !s->r->timed_out; k++) {
+		if (!is_mesh_axis(knobs[k]))
+			continue;
+		for (l = 0; l < SHRINK_KNOBS && !s->r->timed_out; l++) {
+			if (l == k || !is_count(knobs[l]) ||
+			    !cfg_key_is_active(&s->cur, knobs[l]))
+				continue;
+			a = cfg_key_number(&s->cur, knobs[k]);
+			b = cfg_key_number(&s->cur, knobs[l]);
+			for (d = a; d > 1 && !out_of_time(s); d--) {
+				if (a % d != 0 || b % d != 0)
+					continue;
+				cfg_copy(&cand, &s->cur);
+				if (cfg_key_set_number(&cand, knobs[k], a / d)
+				    != 0 || cfg_key_set_number(&cand,
+				    knobs[l], b / d) != 0) {
+					cfg_free(&cand);
+					continue;
+				}
+				if (try_candidate(s, &cand)) {
+					changed = true;
+					break;
+				}
+			}
+		}
+	}
+	return changed;
+}
+
+void
+shrink_search(const struct config *full, const struct audit *audit,
+    double budget, struct shrink_result *r)
+{
+	struct search	 s;
+	struct signature want;
+	size_t		 k;
+	char		 why[NUMERIC_WHY_SIZE];
+
+	memset(r, 0, sizeof *r);
+	signature_of(audit, &want);
+	cfg_copy(&s.cur, full);
+	s.cost = r->full_values = numeric_values(full);
+	s.want = &want;
+	s.r = r;
+	s.t0 = now();
+	s.budget = budget;
+	r->full_world = cfg_world(full);
+	while (!r->timed_out && (single_pass(&s) || pair_pass(&s)))
+		continue;
+	for (k = 0; k < SHRINK_KNOBS; k++) {
+		r->value[k] = cfg_key_number(&s.cur, knobs[k]);
 		if (r->value[k] != cfg_key_number(full, knobs[k]))
 			r->smaller = true;
-	r->values = cost;
-	r->world = cfg_world(&cur);
-	r->fits = numeric_skip_reason(&cur, why, sizeof why) == NULL;
-	r->seconds = now() - t0;
-	cfg_free(&cur);
+	}
+	r->values = s.cost;
+	r->world = cfg_world(&s.cur);
+	r->fits = numeric_skip_reason(&s.cur, why, sizeof why) == NULL;
+	r->seconds = now() - s.t0;
+	cfg_free(&s.cur);
 	free(want.classes);
 }
 
