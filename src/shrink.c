@@ -10,6 +10,9 @@
  *     consistent, and the gradient norm's verdict (present, correct, the
  *     same on every clipping rank, miscounted, wrong only through wrong
  *     gradients);
+ *   - which groups of the audited mesh (dp, tp, edp, efsdp, ... and the
+ *     micro-batches) have a single member, over which a collective does
+ *     nothing;
  *   - the set of findings, each as its kind, mesh dimension, operation and
  *     the roles of the parameters it names;
  *   - the set of rank classes: for each rank, the set of what it holds
@@ -252,6 +255,32 @@ rank_items(const struct audit *a, struct items *it)
 	}
 }
 
+/*
+ * Which of the audited mesh's groups have one member, as bits.  A
+ * collective over a group of one does nothing: a shrink that leaves dp or
+ * tp with one rank would prove a correct config without running the
+ * reduction it is about, and one that gives a group of one (efsdp, pytorch
+ * #167178) more members would prove another code path.  The accumulation
+ * over micro-batches is such a group too.
+ */
+static uint64_t
+groups_of_one(const struct audit *a)
+{
+	const struct mesh *m = &a->mesh;
+	const int	 sizes[] = {
+		m->dp, m->pp, m->tp, m->ep, m->etp, m->pure_dp, m->cp, m->edp,
+		m->slices, m->dp_replicate, m->dp_shard, m->efsdp,
+		a->config != NULL ? a->config->mesh.vpp : 1,
+		a->config != NULL ? a->config->training.micro_batches : 1
+	};
+	uint64_t	 bits = 0;
+	size_t		 i;
+
+	for (i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+		bits |= (uint64_t)(sizes[i] == 1) << i;
+	return bits;
+}
+
 static void
 signature_of(const struct audit *a, struct signature *s)
 {
@@ -270,7 +299,7 @@ signature_of(const struct audit *a, struct signature *s)
 	    (uint64_t)a->consistent << 2 | (uint64_t)g->present << 3 |
 	    (uint64_t)g->correct << 4 | (uint64_t)g->consistent << 5 |
 	    (uint64_t)g->miscounted << 6 | (uint64_t)g->gradients_wrong << 7;
-	s->global = mix(flags, hash_u64s(found, n), n, 0);
+	s->global = mix(flags, hash_u64s(found, n), n, groups_of_one(a));
 	free(found);
 
 	rank_items(a, &it);
