@@ -6,8 +6,9 @@
  *
  * The signature is built from what the symbolic engine reports, never from
  * config values:
- *   - the gate (audit_passes), whether every parameter is correct and
- *     consistent, and the gradient norm's verdict (present, correct, the
+ *   - the verdict before any baseline (audit_correct: a baseline accepts
+ *     findings of the full config only), whether every parameter is
+ *     correct and consistent, and the gradient norm's verdict (present, correct, the
  *     same on every clipping rank, miscounted, wrong only through wrong
  *     gradients);
  *   - which groups of the audited mesh (dp, tp, edp, efsdp, ... and the
@@ -295,7 +296,7 @@ signature_of(const struct audit *a, struct signature *s)
 	for (i = 0; i < a->nfindings; i++)
 		found[i] = finding_item(&a->findings[i]);
 	n = unique_u64(found, a->nfindings);
-	flags = (uint64_t)audit_passes(a) | (uint64_t)a->correct << 1 |
+	flags = (uint64_t)audit_correct(a) | (uint64_t)a->correct << 1 |
 	    (uint64_t)a->consistent << 2 | (uint64_t)g->present << 3 |
 	    (uint64_t)g->correct << 4 | (uint64_t)g->consistent << 5 |
 	    (uint64_t)g->miscounted << 6 | (uint64_t)g->gradients_wrong << 7;
