@@ -116,15 +116,15 @@ choose_procs(const struct config_list *list, int asked, bool shrink)
 	char	 why[NUMERIC_WHY_SIZE];
 
 	for (i = 0; i < list->n; i++) {
-		/*
-		 * --shrink audits a smaller config, which only the job finds:
-		 * too large a config leaves the count to the cores.
-		 */
-		if (shrink && numeric_skip_reason(&list->v[i], why,
-		    sizeof why) != NULL)
-			most = INT64_MAX;
-		if (numeric_skip_reason(&list->v[i], why, sizeof why) != NULL)
+		if (numeric_skip_reason(&list->v[i], why, sizeof why) != NULL) {
+			/*
+			 * --shrink audits a smaller config, which only the
+			 * job finds: the count is left to the cores.
+			 */
+			if (shrink)
+				most = INT64_MAX;
 			continue;
+		}
 		/* Issue 22: without cp, a 4-rank cp config started 2. */
 		world = cfg_world(&list->v[i]);
 		if (world > most)

@@ -51,7 +51,7 @@
  * the widths.  Model sizes outside this list (head counts hidden in
  * head_dim, coefficients) stay as written.
  */
-static const enum cfg_key knobs[SHRINK_KNOBS] = {
+static const enum cfg_key knobs[] = {
 	KEY_DP, KEY_DP_REPLICATE, KEY_CP, KEY_PP, KEY_VPP, KEY_TP, KEY_EP,
 	KEY_ETP, KEY_MICRO_BATCHES, KEY_LAYERS, KEY_FIRST_STAGE_LAYERS,
 	KEY_LAST_STAGE_LAYERS, KEY_MTP, KEY_EXPERTS, KEY_TOP_K,
@@ -60,6 +60,8 @@ static const enum cfg_key knobs[SHRINK_KNOBS] = {
 	KEY_MICRO_BATCH, KEY_HEAD_DIM, KEY_BUCKET_ELEMS,
 	KEY_BUCKET_ELEMS_PER_DP
 };
+_Static_assert(sizeof knobs / sizeof knobs[0] == SHRINK_KNOBS,
+    "shrink.h's SHRINK_KNOBS counts the knobs");
 
 /* Mesh axes only take divisors: a new prime factor is a new mesh. */
 static bool
