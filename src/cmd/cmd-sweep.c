@@ -39,6 +39,7 @@
 #include "config/constraints.h"
 #include "launch/launch.h"
 #include "numeric/numeric.h"
+#include "numeric/shrink.h"
 #include "report/json-report.h"
 #include "report/junit.h"
 #include "report/report.h"
@@ -103,6 +104,7 @@ struct sweep {
 	size_t			 npoints, cap;
 	int			 skipped;	/* meshes whose constraints fail */
 	int			 too_big;	/* meshes too large to run */
+	int			 shrunk;	/* ... run on a shrunk config */
 	char			**families;	/* "layers.*.moe.router.weight" */
 	int			 nfamilies;
 	int			 lo[NDIMS], hi[NDIMS];	/* --keep ... --max */
@@ -793,7 +795,8 @@ wait_for_run(pid_t pid, int *sig)
  */
 static const char *
 numeric_point(const struct options *o, const struct sweep *sw,
-    const struct sweep_point *pt, const struct config *c, int *status)
+    const struct sweep_point *pt, const struct config *c,
+    const char *const *shrunk, size_t nshrunk, int *status)
 {
 	struct arglist	 al = { NULL, 0 }, sets = { NULL, 0 };
 	struct launch_signals saved;
@@ -826,6 +829,8 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	point_sets(sw, pt, c, true, &sets);
 	for (k = 0; k < sets.n; k++)
 		arg_add(&al, "--set=%s", sets.v[k]);
+	for (k = 0; k < (int)nshrunk; k++)
+		arg_add(&al, "--set=%s", shrunk[k]);
 	arglist_free(&sets);
 	arg_add(&al, "%s", o->args[0]);
 
@@ -896,6 +901,30 @@ skip_numeric(struct sweep *sw, const struct sweep_point *pt, const char *why)
 		fprintf(stderr, "%s: sweep: %s: not audited numerically: %s\n",
 		    progname, pt->label, why);
 	return "skipped";
+}
+
+/*
+ * A mesh too large for the numeric audit is audited numerically on the
+ * smaller config run --shrink would find (shrink.h), with the same
+ * symbolic verdict, when there is one that fits; else it is skipped.
+ */
+#define SWEEP_SHRINK_BUDGET	10.0	/* seconds per mesh */
+
+static const char *
+shrunk_numeric(const struct options *o, struct sweep *sw,
+    const struct sweep_point *pt, const struct config *c,
+    struct audit *a, const char *why, int *status)
+{
+	struct shrink_result	 r;
+	const char		**sets;
+	size_t			 n;
+
+	shrink_search(c, a, SWEEP_SHRINK_BUDGET, &r);
+	if (!r.smaller || !r.fits)
+		return skip_numeric(sw, pt, why);
+	sets = shrink_sets(c, &r, &a->arena, &n);
+	sw->shrunk++;
+	return numeric_point(o, sw, pt, c, sets, n, status);
 }
 
 /* "a, b, c or d": the flags --vary may name, for its message. */
@@ -1441,11 +1470,11 @@ cmd_sweep_exec(struct options *o)
 		summarize(&sw, pt, &a, o->junit != NULL);
 		if (o->numeric && o->world <= o->numeric_max &&
 		    (why = numeric_too_big(&c, whybuf, sizeof whybuf)) != NULL)
-			a.numeric_verdict = pt->numeric = skip_numeric(&sw, pt,
-			    why);
+			a.numeric_verdict = pt->numeric = shrunk_numeric(o,
+			    &sw, pt, &c, &a, why, &status);
 		else if (o->numeric && o->world <= o->numeric_max)
 			a.numeric_verdict = pt->numeric = numeric_point(o, &sw,
-			    pt, &c, &status);
+			    pt, &c, NULL, 0, &status);
 		if (status > EXIT_RUNTIME) {
 			audit_free(&a);
 			cfg_free(&c);
@@ -1479,6 +1508,11 @@ cmd_sweep_exec(struct options *o)
 	if (wk.n > 0)
 		workers_stop(&wk);
 	progress_end();
+	if (sw.shrunk > 0)
+		fprintf(stderr, "%s: sweep: %d mesh%s too large to run audited "
+		    "numerically on a smaller config with the same symbolic "
+		    "verdict (run --shrink)\n", progname, sw.shrunk,
+		    sw.shrunk == 1 ? "" : "es");
 	if (sw.too_big > 0)
 		fprintf(stderr, "%s: sweep: %d mesh%s not audited numerically, "
 		    "too large to run: their verdicts are symbolic only\n",

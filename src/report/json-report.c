@@ -524,6 +524,32 @@ jsonw_stale(struct json *j, const struct audit *a)
 	jsonw_end_array(j);
 }
 
+/*
+ * run --shrink: "shrink": {"world": 8, "set": ["mesh.dp=2", ...]} when the
+ * numeric audit ran on a smaller config, {"note": "..."} when none was
+ * found.
+ */
+static void
+jsonw_shrunk(struct json *j, const struct audit *a)
+{
+	size_t	i;
+
+	if (!a->shrunk && a->shrink_note == NULL)
+		return;
+	jsonw_key(j, "shrink");
+	jsonw_begin_object(j);
+	if (a->shrunk) {
+		jsonw_key_int(j, "world", a->shrunk_world);
+		jsonw_key(j, "set");
+		jsonw_begin_array(j);
+		for (i = 0; i < a->nshrunk_sets; i++)
+			jsonw_string(j, a->shrunk_sets[i]);
+		jsonw_end_array(j);
+	} else
+		jsonw_key_string(j, "note", a->shrink_note);
+	jsonw_end_object(j);
+}
+
 static void
 jsonw_numerics(struct json *j, const struct audit *a)
 {
@@ -531,6 +557,7 @@ jsonw_numerics(struct json *j, const struct audit *a)
 		jsonw_key(j, "numerics");
 		jsonw_begin_object(j);
 		jsonw_key_string(j, "skipped", a->numeric_skipped);
+		jsonw_shrunk(j, a);
 		jsonw_end_object(j);
 	}
 	if (!a->numeric)
@@ -540,6 +567,7 @@ jsonw_numerics(struct json *j, const struct audit *a)
 	jsonw_key_string(j, "arith", arith_name(a->arith));
 	jsonw_key_int(j, "procs", a->procs);
 	jsonw_key_bool(j, "correct", a->numeric_correct);
+	jsonw_shrunk(j, a);
 	jsonw_end_object(j);
 }
 

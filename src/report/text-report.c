@@ -154,6 +154,31 @@ report_framework(FILE *fp, const struct config *c)
 		putc('\n', fp);
 }
 
+/*
+ * run --shrink: which config the numeric audit proved, as the --set
+ * options that give it, so that the user can audit it again.
+ */
+static void
+put_shrunk(FILE *fp, const struct audit *a)
+{
+	size_t	i;
+
+	if (a->shrunk) {
+		fprintf(fp, "numeric: proven on a shrunk config with the same "
+		    "symbolic verdict, world %lld:",
+		    (long long)a->shrunk_world);
+		for (i = 0; i < a->nshrunk_sets; i++)
+			fprintf(fp, " --set %s", a->shrunk_sets[i]);
+		putc('\n', fp);
+		if (a->shrunk_world == a->mesh.world)
+			fputs("numeric: no smaller mesh keeps the symbolic "
+			    "verdict: only model sizes shrunk\n", fp);
+	} else if (a->shrink_note != NULL)
+		fprintf(fp, "numeric: %s; %s\n", a->shrink_note,
+		    a->numeric ? "the full config is proven" :
+		    "nothing proven numerically");
+}
+
 static void
 print_header(struct text *t)
 {
@@ -222,6 +247,7 @@ print_header(struct text *t)
 		fprintf(t->fp, "arithmetic: %s, %d process%s\n",
 		    a->arith == ARITH_EXACT ? "exact GF(2^61-1)" :
 		    arith_name(a->arith), a->procs, a->procs == 1 ? "" : "es");
+	put_shrunk(t->fp, a);
 	putc('\n', t->fp);
 }
 
@@ -1013,6 +1039,9 @@ print_summary(struct text *t)
 	if (t->opt->quiet && t->audit->numeric_skipped != NULL)
 		fprintf(t->fp, "; numeric: skipped (%s)",
 		    t->audit->numeric_skipped);
+	if (t->opt->quiet && t->audit->shrunk)
+		fprintf(t->fp, "; numeric: shrunk to world %lld",
+		    (long long)t->audit->shrunk_world);
 	putc('\n', t->fp);
 	free(s);
 }
