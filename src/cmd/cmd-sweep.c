@@ -36,6 +36,8 @@
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
 #include "cmd/output.h"
+#include "cmd/sweep-points.h"
+#include "cmd/sweep-workers.h"
 #include "config/constraints.h"
 #include "launch/launch.h"
 #include "numeric/numeric.h"
@@ -45,227 +47,6 @@
 #include "report/report.h"
 #include "symbolic/fix.h"
 #include "symbolic/symbolic.h"
-
-/*
- * The flags --vary may name, by the last component of their key: the
- * schema (config.h) says where each lives, how --set spells it, and
- * whether it means anything in a config (model.moe's under a dense model
- * do not).
- */
-static const enum cfg_key vary_keys[] = {
-	KEY_TIE_EMBEDDINGS, KEY_DISTRIBUTED_OPTIMIZER, KEY_SEQUENCE_PARALLEL,
-	KEY_SCORE_BEFORE_EXPERTS, KEY_AVERAGE_IN_COLLECTIVE,
-};
-#define NVARY_FLAGS (sizeof vary_keys / sizeof vary_keys[0])
-
-/* The mesh dimensions a sweep enumerates, in the order of its labels. */
-enum sweep_dim { DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, NDIMS };
-
-static const enum cfg_key dim_keys[NDIMS] = {
-	KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP,
-};
-
-/* Model sizes that follow the mesh when the config leaves them defaulted. */
-static const enum cfg_key size_keys[] = {
-	KEY_LAYERS, KEY_VOCAB, KEY_FFN, KEY_SEQ, KEY_EXPERTS, KEY_EXPERT_FFN,
-};
-#define NSIZE_KEYS (sizeof size_keys / sizeof size_keys[0])
-
-/*
- * What a sweep keeps of each audited mesh: a sweep of thousands of meshes
- * cannot hold thousands of audits, so each one is printed (JSON) and
- * summarized as soon as it is done, then freed.
- */
-struct sweep_point {
-	int		 dp, pp, tp, ep, etp;
-	unsigned	 flags;		/* bit k: vary flag k set */
-	char		*label;
-	bool		 failed;
-	/*
-	 * --baseline: wrong, but accepted (not failed); and the verdict
-	 * before the baseline, which --numeric's run, without it, must
-	 * reach.
-	 */
-	bool		 accepted;
-	bool		 correct;
-	int		*families;	/* failing parameter families */
-	int		 nfamilies;
-	char		*failure_text;	/* JUnit: failed or accepted */
-	char		*failure_message;	/* or the skipped one's */
-	const char	*numeric;	/* --numeric outcome, or NULL */
-	double		 seconds;
-};
-
-struct sweep {
-	const struct config	*base;
-	enum cfg_key		*vary;		/* --vary, vary_keys[] */
-	int			 nvary;
-	struct sweep_point	*points;
-	size_t			 npoints, cap;
-	int			 skipped;	/* meshes whose constraints fail */
-	int			 too_big;	/* meshes too large to run */
-	int			 shrunk;	/* ... run on a shrunk config */
-	char			**families;	/* "layers.*.moe.router.weight" */
-	int			 nfamilies;
-	int			 lo[NDIMS], hi[NDIMS];	/* --keep ... --max */
-
-	/* The streamed text table. */
-	const struct options	*options;
-	bool			 rows;		/* print a row per mesh */
-	int			 label_width;
-	bool			 color;		/* --color: the verdicts */
-	char			**seen;		/* findings printed in full */
-	int			 nseen;
-	struct baseline_draft	 draft;	/* --write-baseline */
-};
-
-static int
-round_up(int v, int m)
-{
-	return (v + m - 1) / m * m;
-}
-
-/*
- * Model sizes the config leaves to their defaults follow the mesh (layers
- * = pp, divisibility by tp, ep, etp); sizes the user wrote stay as written,
- * and a mesh they do not fit is skipped.
- */
-static void
-adjust_defaults(struct config *c)
-{
-	int	tp = c->mesh.tp;
-
-#define DEFAULTED(k) (!keyset_has(&c->given, (k)))
-	if (DEFAULTED(KEY_LAYERS))
-		c->model.layers = c->mesh.pp;
-	if (DEFAULTED(KEY_VOCAB))
-		c->model.vocab = round_up(c->model.vocab, tp);
-	if (DEFAULTED(KEY_FFN))
-		c->model.ffn = round_up(c->model.ffn, tp);
-	if (DEFAULTED(KEY_SEQ))
-		c->model.seq = round_up(c->model.seq, c->mesh.cp * tp);
-	if (c->model.has_moe && DEFAULTED(KEY_EXPERTS))
-		c->model.moe.experts = round_up(c->model.moe.experts,
-		    c->mesh.ep);
-	if (c->model.has_moe && DEFAULTED(KEY_EXPERT_FFN))
-		c->model.moe.expert_ffn = round_up(c->model.moe.expert_ffn,
-		    c->mesh.etp);
-#undef DEFAULTED
-}
-
-static void
-add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
-    unsigned flags)
-{
-	struct sweep_point *pt;
-
-	if (sw->npoints == sw->cap) {
-		sw->cap = sw->cap ? 2 * sw->cap : 64;
-		sw->points = xreallocarray(sw->points, sw->cap,
-		    sizeof *sw->points);
-	}
-	pt = &sw->points[sw->npoints++];
-	memset(pt, 0, sizeof *pt);
-	pt->dp = dp;
-	pt->pp = pp;
-	pt->tp = tp;
-	pt->ep = ep;
-	pt->etp = etp;
-	pt->flags = flags;
-}
-
-/*
- * The config of a point: the base with the mesh and flags set and the
- * defaulted sizes adjusted.  NULL when it is valid, else why not, in
- * whybuf (and *c freed).
- */
-static const char *
-point_config(const struct sweep *sw, struct sweep_point *pt,
-    struct config *c, char *whybuf, size_t whylen)
-{
-	char		*label = NULL;
-	size_t		 len = 0;
-	FILE		*fp;
-	const char	*why;
-	int		 k;
-
-	cfg_copy(c, sw->base);
-	c->mesh.dp = pt->dp;
-	c->mesh.pp = pt->pp;
-	c->mesh.tp = pt->tp;
-	c->mesh.ep = pt->ep;
-	c->mesh.etp = pt->etp;
-	for (k = 0; k < sw->nvary; k++)
-		cfg_key_put(c, sw->vary[k], pt->flags >> k & 1);
-	adjust_defaults(c);
-	if ((why = cfg_check_constraints(c, whybuf, whylen)) != NULL) {
-		cfg_free(c);
-		return why;
-	}
-	/* A stream, not a fixed buffer: the config's name has any length. */
-	if ((fp = open_memstream(&label, &len)) == NULL)
-		fatal("open_memstream");
-	fprintf(fp, "%s[dp=%d,", sw->base->name, pt->dp);
-	if (c->mesh.cp > 1)
-		fprintf(fp, "cp=%d,", c->mesh.cp);
-	fprintf(fp, "pp=%d,tp=%d,ep=%d,etp=%d", pt->pp, pt->tp, pt->ep,
-	    pt->etp);
-	for (k = 0; k < sw->nvary; k++)
-		fprintf(fp, ",%s=%d", cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
-	putc(']', fp);
-	if (fclose(fp) != 0)
-		fatal("open_memstream");
-	pt->label = label;
-	free(c->name);
-	c->name = xstrdup(label);
-	return NULL;
-}
-
-static bool
-within(const struct sweep *sw, enum sweep_dim d, int v)
-{
-	return sw->lo[d] <= v && v <= sw->hi[d];
-}
-
-/*
- * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
- * times every flag set; cp is the config's.  Experts regroup the dp*cp*tp
- * ranks of a stage.
- */
-static void
-enumerate(struct sweep *sw, int world)
-{
-	int		 cp = sw->base->mesh.cp;
-	int		 pp, tp, dp, ep, etp;
-	unsigned	 flags, nflags = 1u << sw->nvary;
-	bool		 moe = sw->base->model.has_moe;
-
-	world /= cp;
-	for (pp = 1; pp <= world; pp++) {
-		if (world % pp || !within(sw, DIM_PP, pp))
-			continue;
-		for (tp = 1; tp <= world / pp; tp++) {
-			if ((world / pp) % tp || !within(sw, DIM_TP, tp))
-				continue;
-			dp = world / pp / tp;
-			if (!within(sw, DIM_DP, dp))
-				continue;
-			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
-				if (tp % etp || !within(sw, DIM_ETP, etp))
-					continue;
-				for (ep = 1; ep <= (moe ? dp * cp * tp / etp :
-				    1); ep++) {
-					if ((dp * cp * tp) % (ep * etp) ||
-					    !within(sw, DIM_EP, ep))
-						continue;
-					for (flags = 0; flags < nflags; flags++)
-						add_point(sw, dp, pp, tp, ep,
-						    etp, flags);
-				}
-			}
-		}
-	}
-}
 
 /* "layers.3.moe.router.weight" -> "layers.*.moe.router.weight". */
 static char *
@@ -490,13 +271,13 @@ point_sets(const struct sweep *sw, const struct sweep_point *pt,
 		arg_add(al, "mesh.ep=%d", c->mesh.ep);
 		arg_add(al, "mesh.etp=%d", c->mesh.etp);
 	}
-	for (z = 0; z < NSIZE_KEYS; z++) {
-		if (!cfg_key_is_active(c, size_keys[z]))
+	for (z = 0; z < sweep_nsize_keys; z++) {
+		if (!cfg_key_is_active(c, sweep_size_keys[z]))
 			continue;
-		v = (int)cfg_key_get(c, size_keys[z]);
-		w = (int)cfg_key_get(sw->base, size_keys[z]);
+		v = (int)cfg_key_get(c, sweep_size_keys[z]);
+		w = (int)cfg_key_get(sw->base, sweep_size_keys[z]);
 		if (all || v != w)
-			arg_add(al, "%s=%d", cfg_key_path(size_keys[z]), v);
+			arg_add(al, "%s=%d", cfg_key_path(sweep_size_keys[z]), v);
 	}
 	for (k = 0; k < sw->nvary; k++)
 		arg_add(al, "%s=%s", cfg_key_path(sw->vary[k]),
@@ -662,7 +443,7 @@ point_varied(const struct sweep *sw, const struct sweep_point *pt,
 	int		 d, k, n = 0;
 
 	for (d = 0; d < NDIMS; d++) {
-		v[n].name = cfg_key_leaf(dim_keys[d]);
+		v[n].name = cfg_key_leaf(sweep_dim_keys[d]);
 		v[n].value = dims[d];
 		v[n++].flag = false;
 		/* The config's cp, so that dp*cp*pp*tp is the world. */
@@ -927,416 +708,6 @@ shrunk_numeric(const struct options *o, struct sweep *sw,
 	return numeric_point(o, sw, pt, c, sets, n, status);
 }
 
-/* "a, b, c or d": the flags --vary may name, for its message. */
-static void
-vary_names(char *buf, size_t size)
-{
-	size_t	 f, used = 0;
-
-	buf[0] = '\0';
-	for (f = 0; f < NVARY_FLAGS && used < size; f++) {
-		snprintf(buf + used, size - used, "%s%s", f == 0 ? "" :
-		    f + 1 == NVARY_FLAGS ? " or " : ", ",
-		    cfg_key_leaf(vary_keys[f]));
-		used = strlen(buf);
-	}
-}
-
-static int
-parse_vary(struct sweep *sw, const struct options *o)
-{
-	char	 names[256];
-	int	 k, i;
-	size_t	 f;
-
-	sw->vary = xcalloc(o->nvary + 1, sizeof *sw->vary);
-	for (k = 0; k < o->nvary; k++) {
-		for (f = 0; f < NVARY_FLAGS; f++)
-			if (strcmp(o->vary[k], cfg_key_leaf(vary_keys[f])) == 0)
-				break;
-		if (f == NVARY_FLAGS) {
-			vary_names(names, sizeof names);
-			fprintf(stderr, "%s: sweep: --vary: unknown flag \"%s\": "
-			    "expected %s\n", progname, o->vary[k], names);
-			return -1;
-		}
-		for (i = 0; i < sw->nvary; i++)
-			if (sw->vary[i] == vary_keys[f]) {
-				fprintf(stderr, "%s: sweep: --vary: %s named "
-				    "twice\n", progname, o->vary[k]);
-				return -1;
-			}
-		sw->vary[sw->nvary++] = vary_keys[f];
-	}
-	return 0;
-}
-
-/* A mesh dimension of the base config. */
-static int
-base_dim(const struct sweep *sw, enum sweep_dim d)
-{
-	return (int)cfg_key_get(sw->base, dim_keys[d]);
-}
-
-/*
- * --keep DIM (the config's own size), --fix DIM=N, --min DIM=N and
- * --max DIM=N: each narrows the range of one dimension, and enumerate
- * only builds the meshes inside every range.
- */
-static int
-parse_bounds(struct sweep *sw, const struct options *o)
-{
-	static const char *const opt[] = { "keep", "fix", "min", "max" };
-	char		 q[TEXT_QUOTE_SIZE];
-	int		 k, d, v;
-	long		 n;
-	char		*end;
-
-	for (d = 0; d < NDIMS; d++) {
-		sw->lo[d] = 1;
-		sw->hi[d] = CFG_MAX_WORLD;
-	}
-	for (k = 0; k < o->nbounds; k++) {
-		const struct sweep_bound *b = &o->bounds[k];
-		const char *eq = strchr(b->item, '=');
-		size_t len = eq != NULL ? (size_t)(eq - b->item) :
-		    strlen(b->item);
-
-		for (d = 0; d < NDIMS; d++)
-			if (strlen(cfg_key_leaf(dim_keys[d])) == len &&
-			    strncmp(cfg_key_leaf(dim_keys[d]), b->item, len) == 0)
-				break;
-		text_escape(q, sizeof q, b->item, len);
-		if (d == NDIMS) {
-			fprintf(stderr, "%s: sweep: --%s: unknown mesh "
-			    "dimension \"%s\": expected dp, pp, tp, ep or etp\n",
-			    progname, opt[b->kind], q);
-			return -1;
-		}
-		if (b->kind == BOUND_KEEP) {
-			if (eq != NULL) {
-				text_escape(q, sizeof q, b->item,
-				    strlen(b->item));
-				fprintf(stderr, "%s: sweep: --keep %s: --keep "
-				    "takes the names of dimensions that keep "
-				    "the config's size; --fix %s sets one\n",
-				    progname, q, q);
-				return -1;
-			}
-			v = base_dim(sw, (enum sweep_dim)d);
-		} else {
-			errno = 0;
-			n = eq != NULL ? strtol(eq + 1, &end, 10) : 0;
-			if (eq == NULL || eq[1] == '\0' || *end != '\0' ||
-			    errno != 0 || n < 1 || n > CFG_MAX_WORLD) {
-				text_escape(q, sizeof q, b->item,
-				    strlen(b->item));
-				fprintf(stderr, "%s: sweep: --%s: expected "
-				    "DIM=N with N from 1 to %d, got \"%s\"\n",
-				    progname, opt[b->kind], CFG_MAX_WORLD, q);
-				return -1;
-			}
-			v = (int)n;
-		}
-		if (b->kind != BOUND_MAX && v > sw->lo[d])
-			sw->lo[d] = v;
-		if (b->kind != BOUND_MIN && v < sw->hi[d])
-			sw->hi[d] = v;
-	}
-	return 0;
-}
-
-/*
- * A flag of the MoE block changes nothing in a dense model: varying it
- * would only audit every mesh twice (and --numeric would build an MoE
- * model from the --set), so it is dropped with a note.
- */
-static void
-drop_inapplicable(struct sweep *sw)
-{
-	int	k, n = 0;
-
-	for (k = 0; k < sw->nvary; k++) {
-		if (!sw->base->model.has_moe &&
-		    strncmp(cfg_key_path(sw->vary[k]), "model.moe.", 10) == 0) {
-			fprintf(stderr, "%s: sweep: %s has no effect on a dense "
-			    "model: not varied\n", progname, cfg_key_leaf(sw->vary[k]));
-			continue;
-		}
-		sw->vary[n++] = sw->vary[k];
-	}
-	sw->nvary = n;
-}
-
-static void
-sweep_free(struct sweep *sw, struct config_list *list)
-{
-	size_t	 i;
-	int	 f;
-
-	for (i = 0; i < sw->npoints; i++) {
-		free(sw->points[i].label);
-		free(sw->points[i].families);
-		free(sw->points[i].failure_text);
-		free(sw->points[i].failure_message);
-	}
-	for (f = 0; f < sw->nfamilies; f++)
-		free(sw->families[f]);
-	free(sw->families);
-	for (f = 0; f < sw->nseen; f++)
-		free(sw->seen[f]);
-	free(sw->seen);
-	baseline_draft_free(&sw->draft);
-	free(sw->points);
-	free(sw->vary);
-	config_list_free(list);
-}
-
-/*
- * Workers for a text sweep on several cores.  Almost every mesh of a sweep
- * is correct, and a correct mesh's row needs only its verdict: forked
- * workers audit the meshes and send back one verdict each through a pipe
- * of their own.  Meshes are handed out one at a time from a counter the
- * workers share, not dealt round-robin: their costs differ by orders of
- * magnitude (dp 2,048 against tp 8 of the same world), and a worker dealt
- * the costly ones left the others idle (1.22x on 2 cores, issue 24).  The
- * sweep itself stays in order: it keeps the verdicts that arrive, prints
- * a correct mesh's row from its verdict, and audits again, itself, any
- * mesh a worker found wrong or skipped, so that its row, findings and
- * reproduce line come out exactly as without workers.  A worker that
- * fails ends them all, and the sweep goes on alone.
- */
-enum verdict_kind { VERDICT_OK, VERDICT_OTHER };
-
-struct verdict {
-	uint32_t	index;
-	uint32_t	kind;
-	double		seconds;
-};
-
-struct workers {
-	int		 n;		/* 0: no workers */
-	pid_t		*pid;
-	int		*fd;		/* read end of worker w's pipe, or -1 */
-	/* The next mesh to hand out, shared with the workers (mmap). */
-	atomic_size_t	*next;
-	/* The verdicts arrived so far, by mesh; got[i] once verdict[i] is. */
-	struct verdict	*verdict;
-	bool		*got;
-};
-
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const char	*p = buf;
-	ssize_t		 k;
-
-	while (len > 0) {
-		if ((k = write(fd, p, len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
-read_all(int fd, void *buf, size_t len)
-{
-	char	*p = buf;
-	ssize_t	 k;
-
-	while (len > 0) {
-		if ((k = read(fd, p, len)) <= 0) {
-			if (k < 0 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-static void
-worker_main(struct sweep *sw, atomic_size_t *next, int fd)
-{
-	struct sym_context	 ctx;
-	struct config		 c;
-	struct audit		 a;
-	struct verdict		 v;
-	enum cfg_key		 blame;
-	char			 whybuf[SYM_WHY_SIZE];
-	const char		*why;
-	size_t			 i;
-
-	while ((i = atomic_fetch_add(next, 1)) < sw->npoints) {
-		double t0 = output_now();
-
-		v.index = (uint32_t)i;
-		v.kind = VERDICT_OTHER;
-		if (point_config(sw, &sw->points[i], &c, whybuf,
-		    sizeof whybuf) == NULL) {
-			sym_context_build(&ctx, &c);
-			why = sym_context_unauditable(&ctx, &c, &blame,
-			    whybuf, sizeof whybuf);
-			if (why == NULL) {
-				sym_audit(&ctx, &a, NULL, NULL);
-				/* A wrong one is audited again, baseline
-				 * and all. */
-				if (audit_correct(&a))
-					v.kind = VERDICT_OK;
-				audit_free(&a);
-			}
-			sym_context_free(&ctx);
-			cfg_free(&c);
-		}
-		v.seconds = output_now() - t0;
-		if (write_all(fd, &v, sizeof v) < 0)
-			_exit(1);
-	}
-	_exit(0);
-}
-
-static void
-workers_stop(struct workers *wk)
-{
-	int	 w, st;
-
-	for (w = 0; w < wk->n; w++) {
-		if (wk->fd[w] >= 0)
-			close(wk->fd[w]);
-		kill(wk->pid[w], SIGTERM);
-	}
-	for (w = 0; w < wk->n; w++)
-		while (waitpid(wk->pid[w], &st, 0) < 0 && errno == EINTR)
-			;
-	if (wk->next != NULL)
-		munmap(wk->next, sizeof *wk->next);
-	free(wk->pid);
-	free(wk->fd);
-	free(wk->verdict);
-	free(wk->got);
-	memset(wk, 0, sizeof *wk);
-}
-
-/* Workers for the cores there are, when the sweep is worth them. */
-static void
-workers_start(struct workers *wk, struct sweep *sw, const struct options *o)
-{
-	int	 n = cores_available(), w, p[2];
-
-	memset(wk, 0, sizeof *wk);
-	if (o->numeric || o->format != FORMAT_TEXT || n < 2 ||
-	    sw->npoints < (size_t)(8 * n))
-		return;
-	wk->next = mmap(NULL, sizeof *wk->next, PROT_READ | PROT_WRITE,
-	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-	if (wk->next == MAP_FAILED) {
-		wk->next = NULL;
-		return;
-	}
-	atomic_init(wk->next, 0);
-	wk->pid = xcalloc((size_t)n, sizeof *wk->pid);
-	wk->fd = xcalloc((size_t)n, sizeof *wk->fd);
-	wk->verdict = xcalloc(sw->npoints, sizeof *wk->verdict);
-	wk->got = xcalloc(sw->npoints, sizeof *wk->got);
-	fflush(NULL);
-	for (w = 0; w < n; w++) {
-		if (pipe(p) < 0)
-			break;
-		if ((wk->pid[w] = fork()) < 0) {
-			close(p[0]);
-			close(p[1]);
-			break;
-		}
-		if (wk->pid[w] == 0) {
-			close(p[0]);
-			for (int k = 0; k < w; k++)
-				close(wk->fd[k]);
-#ifdef __linux__
-			/* A worker outlives no sweep. */
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-#endif
-			worker_main(sw, wk->next, p[1]);
-		}
-		close(p[1]);
-		(void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
-		wk->fd[w] = p[0];
-		wk->n = w + 1;
-	}
-	if (wk->n < n)
-		workers_stop(wk);
-}
-
-/*
- * Read the verdicts that are ready, waiting for at least one: false when
- * a worker failed (a short read, or its end of the pipe closed before the
- * meshes ran out), or every pipe is closed.
- */
-static bool
-workers_collect(struct workers *wk, size_t npoints)
-{
-	struct pollfd	*pfd;
-	struct verdict	 v;
-	int		 w, open = 0, rc;
-	bool		 ok = true;
-
-	pfd = xcalloc((size_t)wk->n, sizeof *pfd);
-	for (w = 0; w < wk->n; w++) {
-		pfd[w].fd = wk->fd[w];	/* -1: poll ignores it */
-		pfd[w].events = POLLIN;
-		open += wk->fd[w] >= 0;
-	}
-	if (open == 0) {
-		free(pfd);
-		return false;
-	}
-	while ((rc = poll(pfd, (nfds_t)wk->n, -1)) < 0 && errno == EINTR)
-		;
-	for (w = 0; rc > 0 && w < wk->n && ok; w++) {
-		if (pfd[w].revents == 0)
-			continue;
-		if (read_all(wk->fd[w], &v, sizeof v) == 0 && v.index <
-		    npoints && !wk->got[v.index]) {
-			wk->verdict[v.index] = v;
-			wk->got[v.index] = true;
-			continue;
-		}
-		/*
-		 * End of file: the worker is done if the meshes ran out,
-		 * since it writes every verdict before it exits.
-		 */
-		close(wk->fd[w]);
-		wk->fd[w] = -1;
-		ok = atomic_load(wk->next) >= npoints;
-	}
-	free(pfd);
-	return ok && rc > 0;
-}
-
-/*
- * The verdict of mesh i, if a worker found it correct; false when the
- * sweep must audit it itself (then, if the workers failed, they are gone).
- */
-static bool
-worker_says_ok(struct workers *wk, size_t i, size_t npoints,
-    double *seconds)
-{
-	if (wk->n == 0)
-		return false;
-	while (!wk->got[i])
-		if (!workers_collect(wk, npoints)) {
-			workers_stop(wk);
-			return false;
-		}
-	*seconds = wk->verdict[i].seconds;
-	return wk->verdict[i].kind == VERDICT_OK;
-}
-
 static int
 cmd_sweep_exec(struct options *o)
 {
@@ -1346,7 +717,7 @@ cmd_sweep_exec(struct options *o)
 	struct config		 c;
 	struct audit		 a;
 	struct json		 js;
-	struct varied_value	 varied[NDIMS + 1 + NVARY_FLAGS];
+	struct varied_value	 varied[NDIMS + 1 + SWEEP_NVARY_FLAGS];
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
 	enum cfg_key		 blame;
@@ -1366,7 +737,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	memset(&sw, 0, sizeof sw);
 	sw.options = o;
-	if (parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
+	if (sweep_parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
 		free(sw.vary);
 		return EXIT_USAGE;
 	}
@@ -1378,7 +749,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	sw.base = &list.v[0];
-	if (parse_bounds(&sw, o) < 0) {
+	if (sweep_parse_bounds(&sw, o) < 0) {
 		command_usage(stderr, &cmd_sweep_entry);
 		sweep_free(&sw, &list);
 		return EXIT_USAGE;
@@ -1395,8 +766,8 @@ cmd_sweep_exec(struct options *o)
 		sweep_free(&sw, &list);
 		return EXIT_USAGE;
 	}
-	drop_inapplicable(&sw);
-	enumerate(&sw, o->world);
+	sweep_drop_inapplicable(&sw);
+	sweep_enumerate(&sw, o->world);
 	if (sw.npoints == 0) {
 		fprintf(stderr, "%s: sweep: no mesh of %d ranks is within "
 		    "--keep, --fix, --min and --max\n", progname, o->world);
@@ -1417,7 +788,7 @@ cmd_sweep_exec(struct options *o)
 	/* On a terminal the rows that come show the progress themselves. */
 	if (!(sw.rows && isatty(STDOUT_FILENO)))
 		progress_start("sweep", (int64_t)sw.npoints);
-	workers_start(&wk, &sw, o);
+	sweep_workers_start(&wk, &sw, o);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = output_now(), seconds;
@@ -1426,8 +797,8 @@ cmd_sweep_exec(struct options *o)
 		if (ferror(stdout))
 			break;
 		progress_update((int64_t)i);
-		if (worker_says_ok(&wk, i, sw.npoints, &seconds) &&
-		    point_config(&sw, pt, &c, whybuf, sizeof whybuf) == NULL) {
+		if (sweep_worker_says_ok(&wk, i, sw.npoints, &seconds) &&
+		    sweep_point_config(&sw, pt, &c, whybuf, sizeof whybuf) == NULL) {
 			struct audit correct;
 
 			memset(&correct, 0, sizeof correct);
@@ -1441,7 +812,7 @@ cmd_sweep_exec(struct options *o)
 			pt->seconds = seconds;
 			continue;
 		}
-		if ((why = point_config(&sw, pt, &c, whybuf, sizeof whybuf)) ==
+		if ((why = sweep_point_config(&sw, pt, &c, whybuf, sizeof whybuf)) ==
 		    NULL) {
 			sym_context_build(&ctx, &c);
 			if ((why = sym_context_unauditable(&ctx, &c,
@@ -1506,7 +877,7 @@ cmd_sweep_exec(struct options *o)
 		pt->seconds = output_now() - t0;
 	}
 	if (wk.n > 0)
-		workers_stop(&wk);
+		sweep_workers_stop(&wk);
 	progress_end();
 	if (sw.shrunk > 0)
 		fprintf(stderr, "%s: sweep: %d mesh%s too large to run audited "
