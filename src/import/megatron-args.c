@@ -80,6 +80,18 @@ const struct arg_def megatron_args[] = {
 	 * the mixer's classes of parameters, or refused, by check_mla.
 	 */
 	[MA_MLA] = MAPPED("multi-latent-attention", ARG_FLAG, "0.10.0"),
+	/*
+	 * NeMo's recipes split the pipeline this way (TransformerConfig
+	 * account_for_{embedding,loss}_in_pipeline_split, ef490839e8 in
+	 * 0.11.0): the embedding and the loss count as a layer each, and
+	 * get_num_layers_to_build gives the first and last stages one layer
+	 * fewer; import_split_accounting maps it onto the first and last
+	 * stages' layers.
+	 */
+	[MA_SPLIT_EMBEDDING] = MAPPED("account-for-embedding-in-pipeline-split",
+	    ARG_FLAG, "0.11.0"),
+	[MA_SPLIT_LOSS] = MAPPED("account-for-loss-in-pipeline-split", ARG_FLAG,
+	    "0.11.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -95,10 +107,6 @@ const struct arg_def megatron_args[] = {
 	REFUSED("pipeline-model-parallel-layout", ARG_VALUE, NULL,
 	    "a custom pipeline layout; gradaudit splits the layers evenly or "
 	    "as --decoder-first/last-pipeline-num-layers do"),
-	REFUSED("account-for-embedding-in-pipeline-split", ARG_FLAG, NULL,
-	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
-	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
