@@ -1093,20 +1093,35 @@ void
 megatron_map(struct import_state *st)
 {
 	struct megatron_values	 v;
+	int			 before;
 
+	/*
+	 * The values are mapped even after an argument was refused, so that
+	 * one run names every problem of a launch (issue 28): the Megatron
+	 * examples' took several rounds when each stage stopped the next.
+	 * Only a missing size stops it, and is said only when nothing else
+	 * was refused (a refused argument may be where the size was).
+	 */
 	memset(&v, 0, sizeof(v));
-	if (st->errors == 0)
-		read_values(st, &v);
-	if (st->errors == 0 && (!st->use[MA_LAYERS].given ||
-	    !st->use[MA_HIDDEN].given))
-		mg_refuse(st, "--%s is missing (Megatron requires it)",
-		    megatron_args[st->use[MA_LAYERS].given ? MA_HIDDEN :
-		    MA_LAYERS].name);
-	if (st->errors == 0 && import_mesh(st, &v)) {
+	if (!st->use[MA_LAYERS].given || !st->use[MA_HIDDEN].given) {
+		if (st->errors == 0)
+			mg_refuse(st, "--%s is missing (Megatron requires it)",
+			    megatron_args[st->use[MA_LAYERS].given ?
+			    MA_HIDDEN : MA_LAYERS].name);
+		return;
+	}
+	before = st->errors;
+	read_values(st, &v);
+	if (import_mesh(st, &v)) {
 		import_vocab(st, &v);
 		import_dense(st, &v);
 		import_mla(st, &v);
 		import_moe(st, &v);
 		import_training(st, &v);
+		/*
+		 * Only values mapped without a refusal of their own are
+		 * worth the loader's word: a malformed one left a default.
+		 */
+		st->mi->mapped = st->errors == before;
 	}
 }
