@@ -193,6 +193,52 @@ const struct arg_def megatron_args[] = {
 	    "heterogeneous layers; gradaudit's layers are all alike"),
 	REFUSED("heterogeneous-layers-config-encoded-json", ARG_VALUE, NULL,
 	    "heterogeneous layers; gradaudit's layers are all alike"),
+	/*
+	 * Other models than a GPT decoder: T5's encoder and decoder
+	 * (pretrain_t5.py, examples/t5 at core_v0.19.0) and the Mamba layers
+	 * of a hybrid model (pretrain_hybrid.py, examples/mamba).
+	 */
+	REFUSED("encoder-num-layers", ARG_VALUE, NULL,
+	    "an encoder-decoder model (T5Model); gradaudit's model is a "
+	    "decoder: give --num-layers"),
+	REFUSED("decoder-num-layers", ARG_VALUE, NULL,
+	    "an encoder-decoder model (T5Model); gradaudit's model is a "
+	    "decoder: give --num-layers"),
+	REFUSED("encoder-seq-length", ARG_VALUE, NULL,
+	    "an encoder-decoder model (T5Model); gradaudit's model is a "
+	    "decoder: give --seq-length"),
+	REFUSED("decoder-seq-length", ARG_VALUE, NULL,
+	    "an encoder-decoder model (T5Model); gradaudit's model is a "
+	    "decoder: give --seq-length"),
+	REFUSED("hybrid-layer-pattern", ARG_VALUE, NULL,
+	    "Mamba layers (megatron/core/ssm: the mixer's own parameters, "
+	    "conv1d, A_log, D and dt_bias, split over tp), which gradaudit's "
+	    "transformer layers do not stand for"),
+	REFUSED("hybrid-override-pattern", ARG_VALUE, NULL,
+	    "Mamba layers (megatron/core/ssm: the mixer's own parameters, "
+	    "conv1d, A_log, D and dt_bias, split over tp), which gradaudit's "
+	    "transformer layers do not stand for"),
+	/*
+	 * dot_product_attention.py: "learnable" registers softmax_offset, a
+	 * parameter of one value a head on each tp rank; "off-by-one" keeps
+	 * a tensor of zeros that is no parameter.
+	 */
+	REFUSED("softmax-type", ARG_VALUE, "vanilla off-by-one",
+	    "a learnable softmax offset (dot_product_attention.py "
+	    "softmax_offset, one a head, split over tp) is a parameter "
+	    "gradaudit's model does not have"),
+	/*
+	 * Arguments that Megatron-LM's parser no longer has, which the
+	 * academic_paper_scripts examples still pass: Megatron refuses the
+	 * launch (arguments.py parse_args, allow_abbrev=False).
+	 */
+	REFUSED("DDP-impl", ARG_VALUE, NULL,
+	    "not an argument of Megatron-LM since 3fb3e95ec6 (2023, "
+	    "\"Deprecate torchDDP and get rid of args.DDP_impl\"): Megatron's "
+	    "parser refuses it; remove it (its DDP is the local one)"),
+	REFUSED("activations-checkpoint-method", ARG_VALUE, NULL,
+	    "not an argument of Megatron-LM since cfd2e21607 (2022): "
+	    "Megatron's parser refuses it; its name is now --recompute-method"),
 	REFUSED("data-parallel-size", ARG_VALUE, NULL,
 	    "not a Megatron-LM argument: Megatron's dp is WORLD_SIZE / "
 	    "(tp*pp*cp); give gradaudit's --world N"),
@@ -477,6 +523,25 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("yarn-beta-slow", ARG_VALUE),
 	HARMLESS("attention-dropout", ARG_VALUE),
 	HARMLESS("hidden-dropout", ARG_VALUE),
+	/*
+	 * The activation's shape (gpt-oss's clamped GLU with a linear
+	 * offset, examples/gptoss at core_v0.19.0) and a matmul's precision.
+	 */
+	HARMLESS("glu-linear-offset", ARG_VALUE),
+	HARMLESS("activation-func-clamp-value", ARG_VALUE),
+	HARMLESS("disable-bf16-reduced-precision-matmul", ARG_FLAG),
+	/*
+	 * ModelOpt's arguments (megatron/post_training/arguments.py, added
+	 * by pretrain_gpt.py when nvidia-modelopt is installed), which the
+	 * gptoss example passes.
+	 */
+	NOTED("enable-gpt-oss", ARG_FLAG,
+	    "a ModelOpt argument: model_builder.py sets YaRN's rotary "
+	    "scaling from it, which is no parameter"),
+	NOTED("export-force-local-attention", ARG_FLAG,
+	    "a ModelOpt argument: Megatron's own core attention instead of "
+	    "Transformer Engine's, neither of which holds a parameter unless "
+	    "--softmax-type learnable"),
 	HARMLESS("squared-relu", ARG_FLAG),
 	HARMLESS("openai-gelu", ARG_FLAG),
 	HARMLESS("quick-geglu", ARG_FLAG),
@@ -577,6 +642,7 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("suggested-communication-unit-size", ARG_VALUE),
 	HARMLESS("keep-fp8-transpose-cache", ARG_FLAG),
 	HARMLESS("fsdp-double-buffer", ARG_FLAG),
+	HARMLESS("fsdp-manual-registration", ARG_FLAG),
 	HARMLESS("enable-full-sharding-in-hsdp", ARG_FLAG),
 	/* Main's choice of Megatron-FSDP (after 0.19.0): 1 is the default. */
 	REFUSED("megatron-fsdp-version", ARG_VALUE, "1",
