@@ -30,6 +30,7 @@ struct megatron_values {
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
 	long	 vpp_layers, vpp_stages, split_extra;
+	enum mapped_arg layers_arg, seq_arg;
 	bool	 split_embedding, split_loss;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 mla;
@@ -38,6 +39,25 @@ struct megatron_values {
 	long	 cp;
 	bool	 eod_mask, per_token;
 };
+
+/*
+ * validate_args: a size given by its old name (--encoder-num-layers for
+ * --num-layers, --encoder-seq-length for --seq-length) when the new one is
+ * not; Megatron asserts that not both are.
+ */
+static enum mapped_arg
+size_argument(struct import_state *st, enum mapped_arg name, enum mapped_arg old)
+{
+	if (!st->use[old].given)
+		return name;
+	if (st->use[name].given) {
+		mg_refuse(st, "--%s and --%s: Megatron's validate_args asserts "
+		    "that only one is given", megatron_args[name].name,
+		    megatron_args[old].name);
+		return name;
+	}
+	return old;
+}
 
 static void
 read_values(struct import_state *st, struct megatron_values *v)
@@ -51,7 +71,8 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->eod_mask = mg_flag_arg(st, MA_EOD_MASK);
 	v->per_token = mg_flag_arg(st, MA_PER_TOKEN);
 	v->pp = mg_int_arg(st, MA_PP, 1, mesh, 1);
-	v->layers = mg_int_arg(st, MA_LAYERS, 1, CFG_MAX_LAYERS, 0);
+	v->layers_arg = size_argument(st, MA_LAYERS, MA_ENCODER_LAYERS);
+	v->layers = mg_int_arg(st, v->layers_arg, 1, CFG_MAX_LAYERS, 0);
 	v->first_stage = mg_int_arg(st, MA_FIRST_STAGE, 1, CFG_MAX_LAYERS, 0);
 	v->last_stage = mg_int_arg(st, MA_LAST_STAGE, 1, CFG_MAX_LAYERS, 0);
 	v->vpp_layers = mg_int_arg(st, MA_VPP_LAYERS, 1, CFG_MAX_LAYERS, 0);
@@ -61,7 +82,8 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->split_extra = v->split_embedding + v->split_loss;
 	v->hidden = mg_int_arg(st, MA_HIDDEN, 1, dim, 0);
 	v->ffn = mg_int_arg(st, MA_FFN, 1, dim, 0);
-	v->seq = mg_int_arg(st, MA_SEQ, 1, dim, 0);
+	v->seq_arg = size_argument(st, MA_SEQ, MA_ENCODER_SEQ);
+	v->seq = mg_int_arg(st, v->seq_arg, 1, dim, 0);
 	v->micro_batch = mg_int_arg(st, MA_MICRO_BATCH, 1, dim, 0);
 	v->vocab = mg_int_arg(st, MA_VOCAB, 1, dim, 0);
 	v->padded = mg_int_arg(st, MA_PADDED, 1, dim, 0);
@@ -385,7 +407,7 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 		mg_explain(st, KEY_FFN, "Megatron's default, 4*hidden");
 	}
 	c->model.layers = (int)v->layers;
-	mg_explain(st, KEY_LAYERS, "--num-layers");
+	mg_explain(st, KEY_LAYERS, "--%s", megatron_args[v->layers_arg].name);
 	/* TransformerConfig.{first,last}_pipeline_num_layers (fa8bb5921b). */
 	if (v->first_stage > 0) {
 		c->model.first_stage_layers = (int)v->first_stage;
@@ -401,7 +423,7 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 	import_split_accounting(st, v);
 	if (v->seq > 0) {
 		c->model.seq = (int)v->seq;
-		mg_explain(st, KEY_SEQ, "--seq-length");
+		mg_explain(st, KEY_SEQ, "--%s", megatron_args[v->seq_arg].name);
 	} else
 		mg_note(st, "no --seq-length: model.seq is left to gradaudit's "
 		    "default");
@@ -1094,6 +1116,7 @@ megatron_map(struct import_state *st)
 {
 	struct megatron_values	 v;
 	int			 before;
+	bool			 layers;
 
 	/*
 	 * The values are mapped even after an argument was refused, so that
@@ -1103,11 +1126,11 @@ megatron_map(struct import_state *st)
 	 * was refused (a refused argument may be where the size was).
 	 */
 	memset(&v, 0, sizeof(v));
-	if (!st->use[MA_LAYERS].given || !st->use[MA_HIDDEN].given) {
+	layers = st->use[MA_LAYERS].given || st->use[MA_ENCODER_LAYERS].given;
+	if (!layers || !st->use[MA_HIDDEN].given) {
 		if (st->errors == 0)
 			mg_refuse(st, "--%s is missing (Megatron requires it)",
-			    megatron_args[st->use[MA_LAYERS].given ?
-			    MA_HIDDEN : MA_LAYERS].name);
+			    megatron_args[layers ? MA_HIDDEN : MA_LAYERS].name);
 		return;
 	}
 	before = st->errors;

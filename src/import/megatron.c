@@ -226,13 +226,17 @@ static const struct other_model {
 	    "a vision encoder and a projection besides the language model" },
 	{ "mimo/train.py", "MimoModel (megatron/core/models/mimo): modality "
 	    "encoders and projections besides the language model" },
+	{ "mimo.pretrain_mimo", "MimoModel (megatron/core/models/mimo): "
+	    "modality encoders and projections besides the language model" },
+	{ "modelopt/finetune.py", "ModelOpt's model and loss "
+	    "(megatron/post_training/model_builder.py, loss_func.py: quantized, "
+	    "distilled or with speculative-decoding heads)" },
 };
 
 /* Refuse a program that builds a model gradaudit's does not stand for. */
 static void
 check_program(struct import_state *st, const char *program)
 {
-	struct shown	 sh;
 	size_t		 k, n = sizeof(other_models) / sizeof(other_models[0]);
 	const char	*name;
 
@@ -242,11 +246,13 @@ check_program(struct import_state *st, const char *program)
 			continue;
 		/* A whole name: "x_pretrain_t5.py" is not pretrain_t5.py. */
 		if (strlen(program) > strlen(name) &&
-		    program[strlen(program) - strlen(name) - 1] != '/')
+		    program[strlen(program) - strlen(name) - 1] != '/' &&
+		    program[strlen(program) - strlen(name) - 1] != '.')
 			continue;
+		/* The name matched, which a long path would cut short. */
 		mg_refuse(st, "%s: it builds %s, which gradaudit's model (a "
 		    "GPT decoder, pretrain_gpt.py's GPTModel) does not stand "
-		    "for", mg_shown(&sh, program), other_models[k].model);
+		    "for", name, other_models[k].model);
 		return;
 	}
 }
@@ -266,8 +272,14 @@ skip_program(struct import_state *st)
 
 	if (st->nwords == 0 || is_option(st->words[0]))
 		return 0;
+	/*
+	 * The script, or a module that python -m runs other than a
+	 * launcher's (the MIMO example's -m examples.mimo.pretrain_mimo).
+	 */
 	for (i = 0; i < st->nwords; i++)
-		if (ends_with(st->words[i], ".py"))
+		if (ends_with(st->words[i], ".py") || (i > 0 &&
+		    strcmp(st->words[i - 1], "-m") == 0 &&
+		    launcher_of(st->words[i]) == NULL))
 			break;
 	if (i < st->nwords) {
 		read_launcher(st, i);
