@@ -114,6 +114,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_DP_ENGINE] = "layout.dp_engine",
 	[KEY_FSDP_ONE_MEMBER] = "sync.fsdp_one_member",
 	[KEY_FSDP_FLATTEN] = "layout.fsdp_flatten",
+	[KEY_EXPERT_DIM_MESH] = "layout.expert_dim_mesh",
 	[KEY_MOE_INPUT_GRAD] = "sync.moe_input_grad",
 	[KEY_EP_SUPPORTED] = "limits.ep_supported",
 	[KEY_ETP_ONE_OR_TP] = "limits.etp_one_or_tp",

@@ -130,6 +130,9 @@ static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
 };
 static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
+static const char *const expert_dim_words[] = {
+	"efsdp", "replicate-efsdp", NULL
+};
 static const char *const replicate_only_words[] = {
 	"fsdp", "ddp-average", NULL
 };
@@ -393,6 +396,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    KEY_LIMITS, limits.ep_borrows_all_cp_tp),
 	[KEY_SEQ_DIVISOR] = WORD("limits.seq_divisor", KEY_LIMITS,
 	    limits.seq_divisor, seq_divisor_words),
+	[KEY_EXPERT_DIM_MESH] = WORD("layout.expert_dim_mesh", KEY_LAYOUT,
+	    layout.expert_dim_mesh, expert_dim_words),
 };
 
 

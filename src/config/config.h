@@ -236,6 +236,19 @@ enum fsdp_flatten {
 };
 
 /*
+ * layout.expert_dim_mesh: which mesh's size, times ep, decides that
+ * FSDP2 shards the routed experts on dim 1 (when it exceeds the experts):
+ * the experts' shard group (torchtitan from 183a0d2e7, v0.2.1), or that
+ * group with the HSDP replicas (v0.2.0's dp_mod_ep_mesh).
+ */
+enum expert_dim_mesh {
+	/* "efsdp": efsdp * ep > experts */
+	EXPERT_DIM_EFSDP,
+	/* "replicate-efsdp": dp_replicate * efsdp * ep > experts */
+	EXPERT_DIM_REPLICATE_EFSDP
+};
+
+/*
  * sync.fsdp_one_member: what the FSDP engine does when a parameter's
  * reduce-scatter group has one member.
  */
@@ -361,6 +374,7 @@ enum cfg_key {
 	KEY_PER_TOKEN_AVG, KEY_AVG_PER_TOKEN_SUPPORTED,
 	KEY_REPLICATE_ONLY, KEY_DDP_NEEDS_ONE_DIM, KEY_PP_NORMALIZE_BY,
 	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
+	KEY_EXPERT_DIM_MESH,
 	KEY__COUNT
 };
 
@@ -532,6 +546,7 @@ struct config {
 		int64_t			bucket_elems_per_dp;
 		enum dp_engine		dp_engine;
 		enum fsdp_flatten	fsdp_flatten;
+		enum expert_dim_mesh	expert_dim_mesh;
 	} layout;
 
 	/*

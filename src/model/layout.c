@@ -236,10 +236,10 @@ open_own_bucket(const struct model *m, struct bucketer *bk, int64_t pos,
 	/* Megatron 0.6 to 0.8: assert data_start_index % dp == 0. */
 	if (m->config->layout.tied_start_asserted && bk->nparams > 0 &&
 	    pos % bk->n != 0 && bk->refusal == NULL)
-		xasprintf(&bk->refusal, "the tied weight's own bucket would "
-		    "start at element %lld of a stage's buffer, which the data "
-		    "parallel size %d does not divide: the gradient buffer "
-		    "asserts it does", (long long)pos, bk->n);
+		xasprintf(&bk->refusal, "at start-up: the tied weight's own "
+		    "bucket would start at element %lld of a stage's buffer, "
+		    "which the data parallel size %d does not divide: the "
+		    "gradient buffer asserts it does", (long long)pos, bk->n);
 	next = close_bucket(bk, pos);
 	if (how == TIED_START_PADDED || next == pos || bk->buf->nbuckets == 0)
 		return next;
@@ -487,6 +487,25 @@ build_flat_units(struct layout *lay, const struct model *m, int unit,
  * one FlatParameter padded to a multiple of n; here every parameter is a
  * unit of its own, cut in n equal flat shards.
  */
+/*
+ * What torchtitan compares with the experts to shard them on dim 1: the
+ * experts' FSDP mesh times ep.  That mesh is efsdp from 183a0d2e7
+ * (v0.2.1, edp_mesh["efsdp"].size() * ep_degree); at v0.2.0 it was
+ * dp_mod_ep_mesh, which under HSDP holds dp_replicate too (29624e37fa
+ * apply_fsdp), though the replicas do not shard: so dim 1 was chosen for
+ * meshes whose shard group alone does not exceed the experts.
+ */
+static int64_t
+dim1_sharders(const struct model *m)
+{
+	int64_t	 n = (int64_t)m->mesh.efsdp * m->mesh.ep;
+
+	if (m->config->layout.expert_dim_mesh ==
+	    EXPERT_DIM_REPLICATE_EFSDP)
+		n *= m->config->mesh.dp_replicate;
+	return n;
+}
+
 static void
 build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
     enum buffer_kind kind)
@@ -513,17 +532,20 @@ build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
 			continue;
 		}
 		if (kind == BUFFER_EXPERT && p->ndims == 3 &&
-		    (int64_t)m->mesh.efsdp * m->mesh.ep >
-		    c->model.moe.experts) {
+		    dim1_sharders(m) > c->model.moe.experts) {
 			rows = p->local_shape[1];
 			row = p->local_shape[2];
 			if (rows % n != 0 && lay->refusal == NULL)
-				xasprintf(&lay->refusal, "FSDP2 shards %s on "
-				    "dim 1 (efsdp*ep %d > %d experts) and "
+				xasprintf(&lay->refusal, "at the first backward: "
+				    "FSDP2 shards %s on "
+				    "dim 1 (%s %lld > %d experts) and "
 				    "asserts that efsdp %d divides that "
-				    "dimension, %lld", p->name, m->mesh.efsdp *
-				    m->mesh.ep, c->model.moe.experts, n,
-				    (long long)rows);
+				    "dimension, %lld", p->name,
+				    c->layout.expert_dim_mesh ==
+				    EXPERT_DIM_EFSDP ? "efsdp*ep" :
+				    "dp_replicate*efsdp*ep",
+				    (long long)dim1_sharders(m),
+				    c->model.moe.experts, n, (long long)rows);
 			per = rows * row;
 			for (e = 0; e < p->local_shape[0]; e++)
 				add_bucket(buf, pos + e * per, pos + (e + 1) *
@@ -573,7 +595,8 @@ check_single_bucket(struct layout *lay, const struct model *m)
 					owner_buckets++;
 			}
 			if (owner_buckets > 1) {
-				xasprintf(&lay->refusal, "data parallel rank %d "
+				xasprintf(&lay->refusal, "at start-up: data "
+				    "parallel rank %d "
 				    "would own parts of %s in two buckets, and "
 				    "the distributed optimizer asserts each "
 				    "parameter belongs to a single bucket", k,

@@ -61,8 +61,9 @@ struct layout {
 	 */
 	int64_t			*offset;
 	/*
-	 * Why the framework would stop at start-up on this layout (an assert
-	 * of Megatron's buffers or distributed optimizer), or NULL.
+	 * When and why the framework would stop on this layout, "at
+	 * start-up: ..." (an assert of Megatron's buffers or distributed
+	 * optimizer) or "at the first backward: ..." (FSDP2's), or NULL.
 	 */
 	char			*refusal;
 };

@@ -242,11 +242,11 @@ refused_layout(const struct config *cfg, const struct layout *lay,
 	if (lay->refusal == NULL)
 		return NULL;
 	if (cfg->profile != NULL)
-		snprintf(why, len, "%s (profile %s) stops at start-up: %s",
+		snprintf(why, len, "%s (profile %s) stops %s",
 		    cfg->framework, cfg->profile->label, lay->refusal);
 	else
-		snprintf(why, len, "the layout: rules stop training at "
-		    "start-up: %s", lay->refusal);
+		snprintf(why, len, "the layout: rules stop training %s",
+		    lay->refusal);
 	*blame = cfg->profile != NULL ? KEY_FRAMEWORK : KEY_LAYOUT;
 	return why;
 }
