@@ -333,21 +333,6 @@ pump(struct capture_run *r, int msec)
 	}
 }
 
-static bool
-exited(pid_t pid)
-{
-	siginfo_t	 info;
-
-	for (;;) {
-		memset(&info, 0, sizeof(info));
-		if (waitid(P_PID, (id_t)pid, &info,
-		    WEXITED | WNOHANG | WNOWAIT) == 0)
-			return info.si_pid == pid;
-		if (errno != EINTR)
-			fatal("waitid");
-	}
-}
-
 /* Ask the script's group to end, then kill whatever is left, anywhere. */
 static void
 end_script(struct capture_run *r, pid_t pid, int sig, int *status)
@@ -356,7 +341,7 @@ end_script(struct capture_run *r, pid_t pid, int sig, int *status)
 
 	kill(-pid, sig);
 	kill(-pid, SIGCONT);
-	while (!exited(pid) && capture_now() < deadline)
+	while (!proctree_exited(pid) && capture_now() < deadline)
 		pump(r, CAPTURE_POLL_MSEC);
 	proctree_kill_all(pid, status, CAPTURE_KILL_WAIT);
 }
@@ -403,8 +388,7 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 	while (n == -1 && errno == EINTR);
 	close(errpipe[0]);
 	if (n == (ssize_t)sizeof(child_errno)) {
-		while (waitpid(pid, &cap->status, 0) == -1 && errno == EINTR)
-			continue;
+		cap->status = proctree_wait(pid);
 		proctree_release();
 		launch_signals_restore(&old);
 		close(r->fd);
@@ -413,7 +397,7 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 		return -1;
 	}
 	deadline = start + opts->timeout;
-	while (!exited(pid)) {
+	while (!proctree_exited(pid)) {
 		if ((sig = launch_signals_caught()) != 0) {
 			end_script(r, pid, sig, &cap->status);
 			cap->interrupted = sig;

@@ -506,33 +506,6 @@ launch_drain(struct launch_watch *w)
 		}
 }
 
-/* True once the launcher has exited; it stays a zombie until reaped. */
-static bool
-launch_exited(pid_t pid)
-{
-	siginfo_t	 info;
-
-	for (;;) {
-		memset(&info, 0, sizeof(info));
-		if (waitid(P_PID, (id_t)pid, &info,
-		    WEXITED | WNOHANG | WNOWAIT) == 0)
-			return info.si_pid == pid;
-		if (errno != EINTR)
-			fatal("waitid");
-	}
-}
-
-static int
-launch_reap(pid_t pid)
-{
-	int	 status;
-
-	while (waitpid(pid, &status, 0) == -1)
-		if (errno != EINTR)
-			fatal("waitpid");
-	return status;
-}
-
 /*
  * What became of the job's processes, as proctree_kill_all counted them,
  * in words that claim no more than the parent saw.
@@ -566,7 +539,7 @@ launch_end_job(struct launch_watch *w, pid_t pid, int sig, int *status)
 	kill(-pid, SIGCONT);
 	proctree_signal(SIGCONT);
 	deadline = launch_now() + LAUNCH_GRACE;
-	while (!launch_exited(pid) && launch_now() < deadline)
+	while (!proctree_exited(pid) && launch_now() < deadline)
 		launch_pump(w);
 	left = proctree_kill_all(pid, status, LAUNCH_KILL_WAIT);
 	launch_drain(w);
@@ -603,7 +576,7 @@ launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
 	int				 sig, status;
 	long				 left;
 
-	while (!launch_exited(pid)) {
+	while (!proctree_exited(pid)) {
 		if ((sig = launch_caught) != 0) {
 			left = launch_end_job(w, pid, sig, &status);
 			fprintf(stderr, "%s: numeric audit interrupted by %s; "
@@ -832,7 +805,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	while (n == -1 && errno == EINTR);
 	close(errpipe[0]);
 	if (n == (ssize_t)sizeof(child_errno)) {
-		launch_reap(pid);
+		proctree_wait(pid);
 		launch_drain(&w);
 		proctree_release();
 		launch_signals_restore(&old);

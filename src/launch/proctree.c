@@ -281,3 +281,29 @@ proctree_kill_all(pid_t leader, int *leader_status, double wait)
 	}
 	return left;
 }
+
+bool
+proctree_exited(pid_t pid)
+{
+	siginfo_t	 info;
+
+	for (;;) {
+		memset(&info, 0, sizeof(info));
+		if (waitid(P_PID, (id_t)pid, &info,
+		    WEXITED | WNOHANG | WNOWAIT) == 0)
+			return info.si_pid == pid;
+		if (errno != EINTR)
+			fatal("waitid");
+	}
+}
+
+int
+proctree_wait(pid_t pid)
+{
+	int	 status;
+
+	while (waitpid(pid, &status, 0) == -1)
+		if (errno != EINTR)
+			fatal("waitpid");
+	return status;
+}

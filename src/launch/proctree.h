@@ -17,6 +17,15 @@
 #include <stdbool.h>
 #include <sys/types.h>
 
+/*
+ * True once child pid has exited; it stays a zombie, its status kept,
+ * until proctree_wait.  The launcher of a numeric audit and the shell of
+ * an import's launch script are watched alike.
+ */
+bool	 proctree_exited(pid_t);
+/* Reap child pid, waiting for it; its wait status. */
+int	 proctree_wait(pid_t);
+
 /* Adopt the orphans among this process's descendants, from now on. */
 void	 proctree_adopt(void);
 /* Undo proctree_adopt, once the job is gone. */
