@@ -1014,6 +1014,7 @@ report_framework(FILE *fp, const struct config *c)
 {
 	const struct fw_profile	*p = c->profile;
 	struct keyset		 over;
+	char			 window[160];
 	bool			 any = false;
 	int			 k;
 
@@ -1023,6 +1024,9 @@ report_framework(FILE *fp, const struct config *c)
 	}
 	fprintf(fp, "framework: %s, profile %s (read at %s)\n", c->framework,
 	    p->label, p->read_at);
+	/* Which code of main a window audits (issue 28). */
+	if (fw_profile_window(p, window, sizeof(window)))
+		fprintf(fp, "window of main: %s\n", window);
 	over = cfg_profile_overridden(c);
 	for (k = 0; k < KEY__COUNT; k++)
 		if (keyset_has(&over, k)) {
@@ -2058,7 +2062,7 @@ jsonw_settings(struct json *j, const struct config *c)
 {
 	const struct fw_profile	*p = c->profile;
 	struct keyset		 over;
-	char			 v[64];
+	char			 v[64], window[160];
 	int			 k;
 
 	jsonw_key(j, "framework");
@@ -2070,6 +2074,10 @@ jsonw_settings(struct json *j, const struct config *c)
 		jsonw_key_string(j, "spec", c->framework);
 		jsonw_key_string(j, "profile", p->label);
 		jsonw_key_string(j, "read_at", p->read_at);
+		if (fw_profile_window(p, window, sizeof(window))) {
+			jsonw_key_string(j, "commit", p->commit);
+			jsonw_key_string(j, "window", window);
+		}
 		over = cfg_profile_overridden(c);
 		jsonw_key(j, "overridden");
 		jsonw_begin_array(j);
