@@ -145,7 +145,8 @@ cmd_frameworks_exec(struct options *o)
 			return EXIT_USAGE;
 		}
 		if (newer) {
-			fw_newest_read(only, newest, sizeof(newest));
+			fw_newest_read(only, o->args[0], newest,
+			    sizeof(newest));
 			fprintf(stderr, "%s: frameworks: %s is newer than %s: "
 			    "showing the newest profile\n", progname,
 			    o->args[0], newest);

@@ -272,7 +272,8 @@ enum pp_normalize {
 /* limits.seq_divisor: what model.seq must be a multiple of */
 enum seq_divisor {
 	SEQ_DIVISOR_CP_TP,	/* "cp-tp": cp * tp */
-	SEQ_DIVISOR_2_CP_TP	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
+	SEQ_DIVISOR_2_CP_TP,	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
+	SEQ_DIVISOR_2_CP_TP_IF_CP /* "2-cp-tp-if-cp": tp with cp 1 */
 };
 
 /*

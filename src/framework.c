@@ -66,6 +66,8 @@ fw_dir(void)
 	return PKGDATADIR "/frameworks";
 }
 
+static bool	is_date(const char *);
+
 /*
  * Versions.
  */
@@ -164,8 +166,13 @@ fw_profile_range(const struct fw_profile *p, char *buf, size_t len)
 	char			 a[32], b[32];
 
 	fw_version_format(&p->since, a, sizeof(a));
+	/* A window: "de329200b to e1847f439^", "ecae62f15 and later, main". */
 	if (p->since.main && p->commit != NULL) {
-		snprintf(buf, len, "main from %s", p->commit);
+		if (next < fw->profiles + fw->nprofiles)
+			snprintf(buf, len, "%s to %s^", p->commit,
+			    next->commit);
+		else
+			snprintf(buf, len, "%s and later, main", p->commit);
 		return;
 	}
 	if (p->since.main) {
@@ -219,13 +226,15 @@ fw_profile_window(const struct fw_profile *p, char *buf, size_t len)
 }
 
 void
-fw_newest_read(const struct fw_profile *p, char *buf, size_t len)
+fw_newest_read(const struct fw_profile *p, const char *spec, char *buf,
+    size_t len)
 {
 	const struct framework	*fw = p->framework;
 	const struct fw_commit	*c;
+	const char		*at = strchr(spec, '@');
 	char			 v[32];
 
-	if (p->since.main && fw->history != NULL) {
+	if (at != NULL && is_date(at + 1) && fw->history != NULL) {
 		c = &fw->history->commits[fw->history->ncommits - 1];
 		snprintf(buf, len, "the newest commit of %s main read, %.10s "
 		    "(%s)", fw->name, c->hash, c->date);
@@ -325,9 +334,9 @@ is_key(const yaml_event_t *ev, const char *name)
 	    memcmp(ev->data.scalar.value, name, ev->data.scalar.length) == 0;
 }
 
-/* A one-line scalar value, xmalloc'd. */
+/* A one-line scalar value, xmalloc'd; *at, when given, is where it is. */
 static char *
-read_string(struct reader *r, const char *key)
+read_string_at(struct reader *r, const char *key, yaml_mark_t *at)
 {
 	yaml_event_t	 ev;
 	char		*s = NULL;
@@ -335,6 +344,8 @@ read_string(struct reader *r, const char *key)
 
 	if (next(r, &ev) == -1)
 		return NULL;
+	if (at != NULL)
+		*at = ev.start_mark;
 	if (ev.type != YAML_SCALAR_EVENT || ev.data.scalar.length == 0) {
 		fail(r, &ev.start_mark, "%s: expected a one-line string", key);
 		yaml_event_delete(&ev);
@@ -351,6 +362,12 @@ read_string(struct reader *r, const char *key)
 	s[ev.data.scalar.length] = '\0';
 	yaml_event_delete(&ev);
 	return s;
+}
+
+static char *
+read_string(struct reader *r, const char *key)
+{
+	return read_string_at(r, key, NULL);
 }
 
 static int
@@ -560,9 +577,9 @@ history_find(const struct fw_history *h, const char *s)
 static int
 read_commit(struct reader *r, struct framework *fw, struct fw_profile *p)
 {
-	yaml_mark_t	 m = r->parser.mark;
+	yaml_mark_t	 m;
 
-	if ((p->commit = read_string(r, "commit")) == NULL)
+	if ((p->commit = read_string_at(r, "commit", &m)) == NULL)
 		return -1;
 	if (fw->history == NULL) {
 		fail(r, &m, "commit: no main history next to this file "

@@ -136,10 +136,11 @@ void		 fw_profile_range(const struct fw_profile *, char *, size_t);
 bool		 fw_profile_window(const struct fw_profile *, char *, size_t);
 /*
  * What a spec fw_resolve marked newer is newer than, for the note that
- * the newest profile p applies: "torchtitan 0.2.2, the newest release
+ * the newest profile p applies to it: "torchtitan 0.2.2, the newest release
  * ...", or for a date after main's history "the newest commit of
  * torchtitan main read, b5bcd76c66 (2026-08-21)".
  */
-void		 fw_newest_read(const struct fw_profile *, char *, size_t);
+void		 fw_newest_read(const struct fw_profile *, const char *spec,
+		    char *, size_t);
 
 #endif
