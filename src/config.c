@@ -106,13 +106,13 @@ static const char *const embedding_words[] = {
 	"before-dp", "after-dp", "separate-bucket", "full-after-dp", NULL
 };
 static const char *const router_words[] = {
-	"auto", "tp-all-reduce", "none", NULL
+	"auto", "tp-all-reduce", "none", "none-without-ep", NULL
 };
 static const char *const expert_input_words[] = {
 	"etp-all-reduce", "none", NULL
 };
 static const char *const moe_input_words[] = {
-	"auto", "replicate", "partial", NULL
+	"auto", "replicate", "partial", "replicate-without-ep", NULL
 };
 static const char *const router_input_words[] = {
 	"none", "tp-all-reduce", NULL
@@ -1927,6 +1927,23 @@ cfg_shared_expert_ffn(const struct config *c)
 {
 	return c->model.moe.shared_expert_ffn > 0 ?
 	    c->model.moe.shared_expert_ffn : c->model.ffn;
+}
+
+enum router_sync
+cfg_router_sync(const struct config *c)
+{
+	if (c->sync.router_grad == ROUTER_NONE_WITHOUT_EP)
+		return c->mesh.ep == 1 ? ROUTER_NONE : ROUTER_AUTO;
+	return c->sync.router_grad;
+}
+
+enum moe_input_sync
+cfg_moe_input_sync(const struct config *c)
+{
+	if (c->sync.moe_input_grad == MOE_INPUT_REPLICATE_WITHOUT_EP)
+		return c->mesh.ep == 1 ? MOE_INPUT_REPLICATE :
+		    MOE_INPUT_PARTIAL;
+	return c->sync.moe_input_grad;
 }
 
 static bool
