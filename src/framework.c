@@ -1044,10 +1044,8 @@ list_known(char *buf, size_t len, const struct framework *fws, int n)
 		fw_version_format(&fws[i].profiles[0].since, a, sizeof(a));
 		fw_version_format(&fws[i].latest, b, sizeof(b));
 		used = strlen(buf);
-		snprintf(buf + used, len - used, "%s%s@%s to %s (or main%s)",
-		    i > 0 ? ", " : "", fws[i].name, a, b,
-		    fws[i].history != NULL ? ", a commit of main or a date" :
-		    "");
+		snprintf(buf + used, len - used, "%s%s@%s to %s (or main)",
+		    i > 0 ? ", " : "", fws[i].name, a, b);
 	}
 	if (n == 0)
 		snprintf(buf, len, "none in %s", registry_dir);
