@@ -8,7 +8,9 @@
 
 #include "base/json.h"
 #include "fuzz-render.h"
+#include "report/json-report.h"
 #include "report/report.h"
+#include "report/text-report.h"
 
 void
 fuzz_render(FILE *fp, const struct audit *a)

@@ -18,7 +18,10 @@
 #include "config/framework.h"
 #include "model/layout.h"
 #include "model/lossnorm.h"
+#include "model/syncplan.h"
+#include "report/json-report.h"
 #include "report/report.h"
+#include "report/text-report.h"
 #include "symbolic/atom.h"
 #include "symbolic/fix.h"
 #include "symbolic/gradnorm.h"
@@ -128,6 +131,59 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
  * 64 columns of distinct atoms, so the values are written relative to
  * their rank and identical neighbours fold as in the check report.
  */
+/*
+ * Under a sharded buffer each rank owns its own elements of a parameter,
+ * so relative texts still differ rank by rank in their ranges: dp 128
+ * under the distributed optimizer printed a column per owning rank, a
+ * line of thousands of characters (issue 24).  When the segments inside
+ * the ranges the rank owns all hold one value and those outside another,
+ * the cell says so without the ranges ("owned: X; rest: Y"), the same text
+ * on every owner, and the owners fold.  NULL when the segments do not
+ * split that way, or the rank owns none or all of the parameter.
+ */
+static const char *
+owned_text(struct arena *ar, const struct sym_context *ctx, int p,
+    int rank, const struct segment *sv, int n)
+{
+	const struct model *m = &ctx->model;
+	int64_t		 used[64][2];
+	const char	*in = NULL, *out = NULL, *e, *text;
+	struct ms_piece	*pieces;
+	size_t		 np, len;
+	int		 nused, i, k;
+	bool		 inside;
+
+	nused = syncplan_used_ranges(m, &ctx->layout, p, rank, used, 64);
+	if (nused == 0 || (nused == 1 && used[0][0] == 0 &&
+	    used[0][1] == m->params[p].local_elems))
+		return NULL;
+	for (i = 0; i < n; i++) {
+		inside = false;
+		for (k = 0; k < nused; k++) {
+			if (sv[i].lo >= used[k][0] && sv[i].hi <= used[k][1])
+				inside = true;
+			else if (sv[i].lo < used[k][1] && sv[i].hi > used[k][0])
+				return NULL;	/* straddles an owned range */
+		}
+		pieces = ms_pieces(&ctx->atoms, sv[i].value, &np);
+		e = ms_format(ar, &ctx->atoms, pieces, np, rank);
+		free(pieces);
+		if (inside ? in != NULL && strcmp(in, e) != 0 :
+		    out != NULL && strcmp(out, e) != 0)
+			return NULL;
+		*(inside ? &in : &out) = e;
+	}
+	if (in == NULL)
+		return NULL;
+	len = strlen(in) + (out != NULL ? strlen(out) : 0) + 32;
+	text = arena_alloc(ar, len);
+	if (out != NULL)
+		snprintf((char *)text, len, "owned: %s; rest: %s", in, out);
+	else
+		snprintf((char *)text, len, "owned: %s", in);
+	return text;
+}
+
 static void
 print_table(struct explain *ex, const struct sym_run *run, int p)
 {
@@ -136,6 +192,7 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 	struct param_result pr;
 	struct cell	 cell;
 	char		**cells;
+	const char	*text;
 	bool		 fold;
 	int		 rank, n, row, col, nrows, ncols;
 
@@ -153,8 +210,12 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 		mesh_coord_of(&m->mesh, rank, &cell.coord);
 		report_cell_position(&ex->layout_audit, &pr, &cell, &row, &col,
 		    &nrows, &ncols, NULL, 0);
-		cells[(size_t)row * ncols + col] = xstrdup(segments_text(
-		    sym_run_arena(run), &ctx->atoms, rank, sv, n, fold));
+		text = fold ? owned_text(sym_run_arena(run), ctx,
+		    instance_held(m, p, rank), rank, sv, n) : NULL;
+		if (text == NULL)
+			text = segments_text(sym_run_arena(run), &ctx->atoms,
+			    rank, sv, n, fold);
+		cells[(size_t)row * ncols + col] = xstrdup(text);
 	}
 	report_print_table(stdout, &ex->layout_audit, &pr, cells, fold);
 }

@@ -524,7 +524,7 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 {
 	struct config_list	 list;
 	const char		*msg, *at;
-	char			*from, *key;
+	char			*from, *key, *at_dp;
 	int			 k = KEY__COUNT;
 
 	memset(&list, 0, sizeof(list));
@@ -543,6 +543,22 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 		xasprintf(&from, " (%s: %s)", cfg_key_path(k), mi->why[k]);
 	else
 		xasprintf(&from, " (%s: gradaudit's default)", cfg_key_path(k));
+	/*
+	 * dp is no argument but what the world leaves: a rule on dp says
+	 * where it came from too, as an impossible world is the launch's
+	 * own (Mixtral's example on its one node, issue 28).
+	 */
+	if (k != KEY_DP && k < KEY__COUNT && strstr(msg, "dp") != NULL &&
+	    mi->why[KEY_DP] != NULL) {
+		xasprintf(&key, "%s; mesh.dp %d: %s)", from[0] != '\0' ?
+		    "" : " (", mi->cfg.mesh.dp, mi->why[KEY_DP]);
+		if (from[0] != '\0')
+			from[strlen(from) - 1] = '\0';
+		xasprintf(&at_dp, "%s%s", from, key);
+		free(key);
+		free(from);
+		from = at_dp;
+	}
 	/* The loader's "import:12:8: " says nothing here: the key does. */
 	if (k < KEY__COUNT) {
 		xasprintf(&key, ": %s: ", cfg_key_path(k));
@@ -557,12 +573,51 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 	return -1;
 }
 
+/* The framework the configuration names, and why, unless "reference". */
+static void
+name_framework(struct megatron_import *mi, const char *spec, bool defaulted)
+{
+	if (strcmp(spec, "reference") == 0)
+		return;
+	mi->cfg.framework = xstrdup(spec);
+	keyset_add(&mi->cfg.given, KEY_FRAMEWORK);
+	if (defaulted)
+		xasprintf(&mi->why[KEY_FRAMEWORK], "the newest release "
+		    "checked; give --framework for the job's");
+}
+
+/* The configuration as import prints it, asked of the loader. */
+static int
+print_and_check(struct megatron_import *mi, char **text, size_t *len)
+{
+	struct yaml_doc	 doc = { NULL, 0 };
+	FILE		*fp;
+
+	collect_keys(&doc, mi, "", 0, 0);
+	if ((fp = open_memstream(text, len)) == NULL)
+		fatal("open_memstream");
+	print_yaml(fp, &doc);
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	free(doc.lines);
+	return check_loads(mi, *text, *len);
+}
+
+/* A refused import's configuration: only the loader's word on it. */
+static void
+loads_quietly(struct megatron_import *mi)
+{
+	char	*text;
+	size_t	 len;
+
+	(void)print_and_check(mi, &text, &len);
+	free(text);
+}
+
 static int
 cmd_import_exec(struct options *o)
 {
 	struct megatron_import	 mi;
-	struct yaml_doc		 doc = { NULL, 0 };
-	FILE			*fp;
 	char			**words = NULL, q[TEXT_QUOTE_SIZE], *text;
 	char			*spec = NULL;
 	size_t			 nwords = 0, len;
@@ -606,23 +661,18 @@ cmd_import_exec(struct options *o)
 	else if (nwords == 0)
 		fprintf(stderr, "%s: import: no Megatron arguments: give them "
 		    "after \"megatron\" or in --args-file\n", progname);
-	else if (megatron_import(&mi, words, nwords) == 0) {
-		if (strcmp(spec, "reference") != 0) {
-			mi.cfg.framework = xstrdup(spec);
-			keyset_add(&mi.cfg.given, KEY_FRAMEWORK);
-			if (o->framework == NULL)
-				xasprintf(&mi.why[KEY_FRAMEWORK], "the newest "
-				    "release checked; give --framework for "
-				    "the job's");
+	else if (megatron_import(&mi, words, nwords) != 0) {
+		/*
+		 * Refused: what the loader would refuse in the rest is said
+		 * too, so that one run names every problem (issue 28).
+		 */
+		if (mi.mapped) {
+			name_framework(&mi, spec, o->framework == NULL);
+			loads_quietly(&mi);
 		}
-		collect_keys(&doc, &mi, "", 0, 0);
-		if ((fp = open_memstream(&text, &len)) == NULL)
-			fatal("open_memstream");
-		print_yaml(fp, &doc);
-		if (fclose(fp) != 0)
-			fatal("open_memstream");
-		free(doc.lines);
-		if (check_loads(&mi, text, len) == 0) {
+	} else {
+		name_framework(&mi, spec, o->framework == NULL);
+		if (print_and_check(&mi, &text, &len) == 0) {
 			fwrite(text, 1, len, stdout);
 			rc = EXIT_OK;
 		}

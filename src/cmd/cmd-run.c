@@ -32,6 +32,7 @@
 #include "launch/jobdir.h"
 #include "launch/launch.h"
 #include "numeric/numeric.h"
+#include "numeric/shrink.h"
 #include "numeric/transport.h"
 #include "report/summary.h"
 #include "symbolic/fix.h"
@@ -106,7 +107,7 @@ shm_advice(uint64_t avail, int procs)
  * 0.3 s (issue 10).
  */
 static int
-choose_procs(const struct config_list *list, int asked)
+choose_procs(const struct config_list *list, int asked, bool shrink)
 {
 	uint64_t avail;
 	size_t	 i;
@@ -115,8 +116,15 @@ choose_procs(const struct config_list *list, int asked)
 	char	 why[NUMERIC_WHY_SIZE];
 
 	for (i = 0; i < list->n; i++) {
-		if (numeric_skip_reason(&list->v[i], why, sizeof why) != NULL)
+		if (numeric_skip_reason(&list->v[i], why, sizeof why) != NULL) {
+			/*
+			 * --shrink audits a smaller config, which only the
+			 * job finds: the count is left to the cores.
+			 */
+			if (shrink)
+				most = INT64_MAX;
 			continue;
+		}
 		/* Issue 22: without cp, a 4-rank cp config started 2. */
 		world = cfg_world(&list->v[i]);
 		if (world > most)
@@ -176,7 +184,7 @@ launch(struct options *o, const struct config_list *list, char *args)
 	memset(&lo, 0, sizeof lo);
 	lo.launcher = o->launcher ? o->launcher :
 	    env && *env ? env : "mpiexec";
-	lo.procs = choose_procs(list, o->procs);
+	lo.procs = choose_procs(list, o->procs, o->shrink);
 	lo.timeout = o->timeout;
 	lo.progress = isatty(STDERR_FILENO);
 	lo.attachment = &junit;
@@ -418,32 +426,105 @@ finish(int proc, int status)
 }
 
 /*
- * The symbolic audit of one config, then its numeric audit unless it is
- * too large to hold: then it keeps its symbolic verdict and says why the
- * numeric one is missing (issue 10: one such config stopped the batch).
+ * The numeric audit of the config of ctx into audit, or why not: it is too
+ * large to hold (issue 10: one such config stopped the batch).
+ */
+static int
+numeric_or_skip(const struct sym_context *ctx, const char *skip,
+    const struct numeric_options *no, struct audit *audit)
+{
+	struct transport	 t;
+	int			 rc;
+
+	if (skip != NULL) {
+		audit->numeric_skipped = arena_strdup(&audit->arena, skip);
+		return EXIT_OK;
+	}
+	transport_init(&t, ctx->model.mesh.world);
+	rc = numeric_audit(ctx, &t, no, audit);
+	transport_free(&t);
+	return rc;
+}
+
+/*
+ * run --shrink: the numeric audit of the smallest config found whose
+ * symbolic verdict has the full one's signature (shrink.h), reported in
+ * the full config's audit as the mesh it proved.  Process 0 searches,
+ * since the search is bounded in time and two processes could stop at
+ * different candidates; the others take its result.
+ */
+#define SHRINK_BUDGET	40.0	/* seconds; issue 24's target is 60 */
+
+static int
+audit_shrunk(const struct config *cfg, const struct sym_context *ctx,
+    const char *skip, const struct numeric_options *no, int proc,
+    struct audit *audit)
+{
+	struct shrink_result	 r;
+	struct sym_context	 sctx;
+	struct config		 small;
+	struct audit		 sa;
+	char			*note;
+	int			 rc;
+
+	if (proc == 0)
+		shrink_search(cfg, audit, SHRINK_BUDGET, &r);
+	if (MPI_Bcast(&r, sizeof r, MPI_BYTE, 0, MPI_COMM_WORLD) !=
+	    MPI_SUCCESS)
+		return EXIT_RUNTIME;
+	if (!r.smaller || !r.fits) {
+		/* No time in it: the report stays the same run after run. */
+		xasprintf(&note, "%s (%d candidate%s audited%s)",
+		    !r.smaller ? "no smaller config keeps the symbolic verdict" :
+		    "the smallest config found that keeps the symbolic verdict "
+		    "is still too large", r.tried, r.tried == 1 ? "" : "s",
+		    r.timed_out ? ", time budget spent" : "");
+		audit->shrink_note = arena_strdup(&audit->arena, note);
+		free(note);
+		/* Then the full config, when it fits, is the one proven. */
+		return numeric_or_skip(ctx, skip, no, audit);
+	}
+	shrink_apply(&small, cfg, &r);
+	sym_context_build(&sctx, &small);
+	memset(&sa, 0, sizeof sa);
+	sym_audit(&sctx, &sa, NULL, NULL);
+	rc = numeric_or_skip(&sctx, NULL, no, &sa);
+	audit->numeric = sa.numeric;
+	audit->numeric_correct = audit_numeric_passes(&sa);
+	audit->arith = sa.arith;
+	audit->procs = sa.procs;
+	audit->shrunk = true;
+	audit->shrunk_sets = shrink_sets(cfg, &r, &audit->arena,
+	    &audit->nshrunk_sets);
+	audit->shrunk_world = r.world;
+	audit_free(&sa);
+	sym_context_free(&sctx);
+	cfg_free(&small);
+	return rc;
+}
+
+/*
+ * The symbolic audit of one config, then its numeric audit: of the config
+ * itself, or with --shrink of a smaller one with the same verdict.
  */
 static int
 audit_one(const struct config *cfg, const struct numeric_options *no,
-    struct audited *v)
+    bool shrink, int proc, struct audited *v)
 {
 	struct sym_context	 ctx;
-	struct transport	 t;
 	const char		*skip;
 	char			 why[NUMERIC_WHY_SIZE];
 	double			 t0 = output_now();
-	int			 rc = EXIT_OK;
+	int			 rc;
 
 	v->audit = xcalloc(1, sizeof *v->audit);
 	sym_context_build(&ctx, cfg);
 	sym_audit(&ctx, v->audit, NULL, NULL);
-	if ((skip = numeric_skip_reason(cfg, why, sizeof why)) != NULL)
-		v->audit->numeric_skipped = arena_strdup(&v->audit->arena,
-		    skip);
-	else {
-		transport_init(&t, ctx.model.mesh.world);
-		rc = numeric_audit(&ctx, &t, no, v->audit);
-		transport_free(&t);
-	}
+	skip = numeric_skip_reason(cfg, why, sizeof why);
+	if (shrink)
+		rc = audit_shrunk(cfg, &ctx, skip, no, proc, v->audit);
+	else
+		rc = numeric_or_skip(&ctx, skip, no, v->audit);
 	sym_context_free(&ctx);
 	v->seconds = output_now() - t0;
 	return rc;
@@ -516,7 +597,7 @@ run_in_job(struct options *o, bool args_read, const char *jobargs)
 		batch_entry(&b, i, &v[i]);
 		if (b.items[i].config >= 0)
 			status = audit_one(&b.list.v[b.items[i].config], &no,
-			    &v[i]);
+			    o->shrink, proc, &v[i]);
 		/* On every process, so that all reach process 0's verdict. */
 		output_accept(o, &v[i]);
 	}

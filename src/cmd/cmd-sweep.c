@@ -9,12 +9,16 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdarg.h>
+#include <stdatomic.h>
 #include <stddef.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #ifdef __linux__
 #include <sys/prctl.h>
@@ -32,233 +36,17 @@
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
 #include "cmd/output.h"
+#include "cmd/sweep-points.h"
+#include "cmd/sweep-workers.h"
 #include "config/constraints.h"
 #include "launch/launch.h"
 #include "numeric/numeric.h"
+#include "numeric/shrink.h"
+#include "report/json-report.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "symbolic/fix.h"
 #include "symbolic/symbolic.h"
-
-/*
- * The flags --vary may name, by the last component of their key: the
- * schema (config.h) says where each lives, how --set spells it, and
- * whether it means anything in a config (model.moe's under a dense model
- * do not).
- */
-static const enum cfg_key vary_keys[] = {
-	KEY_TIE_EMBEDDINGS, KEY_DISTRIBUTED_OPTIMIZER, KEY_SEQUENCE_PARALLEL,
-	KEY_SCORE_BEFORE_EXPERTS, KEY_AVERAGE_IN_COLLECTIVE,
-};
-#define NVARY_FLAGS (sizeof vary_keys / sizeof vary_keys[0])
-
-/* The mesh dimensions a sweep enumerates, in the order of its labels. */
-enum sweep_dim { DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, NDIMS };
-
-static const enum cfg_key dim_keys[NDIMS] = {
-	KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP,
-};
-
-/* Model sizes that follow the mesh when the config leaves them defaulted. */
-static const enum cfg_key size_keys[] = {
-	KEY_LAYERS, KEY_VOCAB, KEY_FFN, KEY_SEQ, KEY_EXPERTS, KEY_EXPERT_FFN,
-};
-#define NSIZE_KEYS (sizeof size_keys / sizeof size_keys[0])
-
-/*
- * What a sweep keeps of each audited mesh: a sweep of thousands of meshes
- * cannot hold thousands of audits, so each one is printed (JSON) and
- * summarized as soon as it is done, then freed.
- */
-struct sweep_point {
-	int		 dp, pp, tp, ep, etp;
-	unsigned	 flags;		/* bit k: vary flag k set */
-	char		*label;
-	bool		 failed;
-	/*
-	 * --baseline: wrong, but accepted (not failed); and the verdict
-	 * before the baseline, which --numeric's run, without it, must
-	 * reach.
-	 */
-	bool		 accepted;
-	bool		 correct;
-	int		*families;	/* failing parameter families */
-	int		 nfamilies;
-	char		*failure_text;	/* JUnit: failed or accepted */
-	char		*failure_message;	/* or the skipped one's */
-	const char	*numeric;	/* --numeric outcome, or NULL */
-	double		 seconds;
-};
-
-struct sweep {
-	const struct config	*base;
-	enum cfg_key		*vary;		/* --vary, vary_keys[] */
-	int			 nvary;
-	struct sweep_point	*points;
-	size_t			 npoints, cap;
-	int			 skipped;	/* meshes whose constraints fail */
-	int			 too_big;	/* meshes too large to run */
-	char			**families;	/* "layers.*.moe.router.weight" */
-	int			 nfamilies;
-	int			 lo[NDIMS], hi[NDIMS];	/* --keep ... --max */
-
-	/* The streamed text table. */
-	const struct options	*options;
-	bool			 rows;		/* print a row per mesh */
-	int			 label_width;
-	bool			 color;		/* --color: the verdicts */
-	char			**seen;		/* findings printed in full */
-	int			 nseen;
-	struct baseline_draft	 draft;	/* --write-baseline */
-};
-
-static int
-round_up(int v, int m)
-{
-	return (v + m - 1) / m * m;
-}
-
-/*
- * Model sizes the config leaves to their defaults follow the mesh (layers
- * = pp, divisibility by tp, ep, etp); sizes the user wrote stay as written,
- * and a mesh they do not fit is skipped.
- */
-static void
-adjust_defaults(struct config *c)
-{
-	int	tp = c->mesh.tp;
-
-#define DEFAULTED(k) (!keyset_has(&c->given, (k)))
-	if (DEFAULTED(KEY_LAYERS))
-		c->model.layers = c->mesh.pp;
-	if (DEFAULTED(KEY_VOCAB))
-		c->model.vocab = round_up(c->model.vocab, tp);
-	if (DEFAULTED(KEY_FFN))
-		c->model.ffn = round_up(c->model.ffn, tp);
-	if (DEFAULTED(KEY_SEQ))
-		c->model.seq = round_up(c->model.seq, c->mesh.cp * tp);
-	if (c->model.has_moe && DEFAULTED(KEY_EXPERTS))
-		c->model.moe.experts = round_up(c->model.moe.experts,
-		    c->mesh.ep);
-	if (c->model.has_moe && DEFAULTED(KEY_EXPERT_FFN))
-		c->model.moe.expert_ffn = round_up(c->model.moe.expert_ffn,
-		    c->mesh.etp);
-#undef DEFAULTED
-}
-
-static void
-add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
-    unsigned flags)
-{
-	struct sweep_point *pt;
-
-	if (sw->npoints == sw->cap) {
-		sw->cap = sw->cap ? 2 * sw->cap : 64;
-		sw->points = xreallocarray(sw->points, sw->cap,
-		    sizeof *sw->points);
-	}
-	pt = &sw->points[sw->npoints++];
-	memset(pt, 0, sizeof *pt);
-	pt->dp = dp;
-	pt->pp = pp;
-	pt->tp = tp;
-	pt->ep = ep;
-	pt->etp = etp;
-	pt->flags = flags;
-}
-
-/*
- * The config of a point: the base with the mesh and flags set and the
- * defaulted sizes adjusted.  NULL when it is valid, else why not, in
- * whybuf (and *c freed).
- */
-static const char *
-point_config(const struct sweep *sw, struct sweep_point *pt,
-    struct config *c, char *whybuf, size_t whylen)
-{
-	char		*label = NULL;
-	size_t		 len = 0;
-	FILE		*fp;
-	const char	*why;
-	int		 k;
-
-	cfg_copy(c, sw->base);
-	c->mesh.dp = pt->dp;
-	c->mesh.pp = pt->pp;
-	c->mesh.tp = pt->tp;
-	c->mesh.ep = pt->ep;
-	c->mesh.etp = pt->etp;
-	for (k = 0; k < sw->nvary; k++)
-		cfg_key_put(c, sw->vary[k], pt->flags >> k & 1);
-	adjust_defaults(c);
-	if ((why = cfg_check_constraints(c, whybuf, whylen)) != NULL) {
-		cfg_free(c);
-		return why;
-	}
-	/* A stream, not a fixed buffer: the config's name has any length. */
-	if ((fp = open_memstream(&label, &len)) == NULL)
-		fatal("open_memstream");
-	fprintf(fp, "%s[dp=%d,", sw->base->name, pt->dp);
-	if (c->mesh.cp > 1)
-		fprintf(fp, "cp=%d,", c->mesh.cp);
-	fprintf(fp, "pp=%d,tp=%d,ep=%d,etp=%d", pt->pp, pt->tp, pt->ep,
-	    pt->etp);
-	for (k = 0; k < sw->nvary; k++)
-		fprintf(fp, ",%s=%d", cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
-	putc(']', fp);
-	if (fclose(fp) != 0)
-		fatal("open_memstream");
-	pt->label = label;
-	free(c->name);
-	c->name = xstrdup(label);
-	return NULL;
-}
-
-static bool
-within(const struct sweep *sw, enum sweep_dim d, int v)
-{
-	return sw->lo[d] <= v && v <= sw->hi[d];
-}
-
-/*
- * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
- * times every flag set; cp is the config's.  Experts regroup the dp*cp*tp
- * ranks of a stage.
- */
-static void
-enumerate(struct sweep *sw, int world)
-{
-	int		 cp = sw->base->mesh.cp;
-	int		 pp, tp, dp, ep, etp;
-	unsigned	 flags, nflags = 1u << sw->nvary;
-	bool		 moe = sw->base->model.has_moe;
-
-	world /= cp;
-	for (pp = 1; pp <= world; pp++) {
-		if (world % pp || !within(sw, DIM_PP, pp))
-			continue;
-		for (tp = 1; tp <= world / pp; tp++) {
-			if ((world / pp) % tp || !within(sw, DIM_TP, tp))
-				continue;
-			dp = world / pp / tp;
-			if (!within(sw, DIM_DP, dp))
-				continue;
-			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
-				if (tp % etp || !within(sw, DIM_ETP, etp))
-					continue;
-				for (ep = 1; ep <= (moe ? dp * cp * tp / etp :
-				    1); ep++) {
-					if ((dp * cp * tp) % (ep * etp) ||
-					    !within(sw, DIM_EP, ep))
-						continue;
-					for (flags = 0; flags < nflags; flags++)
-						add_point(sw, dp, pp, tp, ep,
-						    etp, flags);
-				}
-			}
-		}
-	}
-}
 
 /* "layers.3.moe.router.weight" -> "layers.*.moe.router.weight". */
 static char *
@@ -483,13 +271,13 @@ point_sets(const struct sweep *sw, const struct sweep_point *pt,
 		arg_add(al, "mesh.ep=%d", c->mesh.ep);
 		arg_add(al, "mesh.etp=%d", c->mesh.etp);
 	}
-	for (z = 0; z < NSIZE_KEYS; z++) {
-		if (!cfg_key_is_active(c, size_keys[z]))
+	for (z = 0; z < sweep_nsize_keys; z++) {
+		if (!cfg_key_is_active(c, sweep_size_keys[z]))
 			continue;
-		v = (int)cfg_key_get(c, size_keys[z]);
-		w = (int)cfg_key_get(sw->base, size_keys[z]);
+		v = (int)cfg_key_get(c, sweep_size_keys[z]);
+		w = (int)cfg_key_get(sw->base, sweep_size_keys[z]);
 		if (all || v != w)
-			arg_add(al, "%s=%d", cfg_key_path(size_keys[z]), v);
+			arg_add(al, "%s=%d", cfg_key_path(sweep_size_keys[z]), v);
 	}
 	for (k = 0; k < sw->nvary; k++)
 		arg_add(al, "%s=%s", cfg_key_path(sw->vary[k]),
@@ -655,7 +443,7 @@ point_varied(const struct sweep *sw, const struct sweep_point *pt,
 	int		 d, k, n = 0;
 
 	for (d = 0; d < NDIMS; d++) {
-		v[n].name = cfg_key_leaf(dim_keys[d]);
+		v[n].name = cfg_key_leaf(sweep_dim_keys[d]);
 		v[n].value = dims[d];
 		v[n++].flag = false;
 		/* The config's cp, so that dp*cp*pp*tp is the world. */
@@ -788,7 +576,8 @@ wait_for_run(pid_t pid, int *sig)
  */
 static const char *
 numeric_point(const struct options *o, const struct sweep *sw,
-    const struct sweep_point *pt, const struct config *c, int *status)
+    const struct sweep_point *pt, const struct config *c,
+    const char *const *shrunk, size_t nshrunk, int *status)
 {
 	struct arglist	 al = { NULL, 0 }, sets = { NULL, 0 };
 	struct launch_signals saved;
@@ -821,6 +610,8 @@ numeric_point(const struct options *o, const struct sweep *sw,
 	point_sets(sw, pt, c, true, &sets);
 	for (k = 0; k < sets.n; k++)
 		arg_add(&al, "--set=%s", sets.v[k]);
+	for (k = 0; k < (int)nshrunk; k++)
+		arg_add(&al, "--set=%s", shrunk[k]);
 	arglist_free(&sets);
 	arg_add(&al, "%s", o->args[0]);
 
@@ -893,346 +684,28 @@ skip_numeric(struct sweep *sw, const struct sweep_point *pt, const char *why)
 	return "skipped";
 }
 
-/* "a, b, c or d": the flags --vary may name, for its message. */
-static void
-vary_names(char *buf, size_t size)
-{
-	size_t	 f, used = 0;
-
-	buf[0] = '\0';
-	for (f = 0; f < NVARY_FLAGS && used < size; f++) {
-		snprintf(buf + used, size - used, "%s%s", f == 0 ? "" :
-		    f + 1 == NVARY_FLAGS ? " or " : ", ",
-		    cfg_key_leaf(vary_keys[f]));
-		used = strlen(buf);
-	}
-}
-
-static int
-parse_vary(struct sweep *sw, const struct options *o)
-{
-	char	 names[256];
-	int	 k, i;
-	size_t	 f;
-
-	sw->vary = xcalloc(o->nvary + 1, sizeof *sw->vary);
-	for (k = 0; k < o->nvary; k++) {
-		for (f = 0; f < NVARY_FLAGS; f++)
-			if (strcmp(o->vary[k], cfg_key_leaf(vary_keys[f])) == 0)
-				break;
-		if (f == NVARY_FLAGS) {
-			vary_names(names, sizeof names);
-			fprintf(stderr, "%s: sweep: --vary: unknown flag \"%s\": "
-			    "expected %s\n", progname, o->vary[k], names);
-			return -1;
-		}
-		for (i = 0; i < sw->nvary; i++)
-			if (sw->vary[i] == vary_keys[f]) {
-				fprintf(stderr, "%s: sweep: --vary: %s named "
-				    "twice\n", progname, o->vary[k]);
-				return -1;
-			}
-		sw->vary[sw->nvary++] = vary_keys[f];
-	}
-	return 0;
-}
-
-/* A mesh dimension of the base config. */
-static int
-base_dim(const struct sweep *sw, enum sweep_dim d)
-{
-	return (int)cfg_key_get(sw->base, dim_keys[d]);
-}
-
 /*
- * --keep DIM (the config's own size), --fix DIM=N, --min DIM=N and
- * --max DIM=N: each narrows the range of one dimension, and enumerate
- * only builds the meshes inside every range.
+ * A mesh too large for the numeric audit is audited numerically on the
+ * smaller config run --shrink would find (shrink.h), with the same
+ * symbolic verdict, when there is one that fits; else it is skipped.
  */
-static int
-parse_bounds(struct sweep *sw, const struct options *o)
+#define SWEEP_SHRINK_BUDGET	10.0	/* seconds per mesh */
+
+static const char *
+shrunk_numeric(const struct options *o, struct sweep *sw,
+    const struct sweep_point *pt, const struct config *c,
+    struct audit *a, const char *why, int *status)
 {
-	static const char *const opt[] = { "keep", "fix", "min", "max" };
-	char		 q[TEXT_QUOTE_SIZE];
-	int		 k, d, v;
-	long		 n;
-	char		*end;
+	struct shrink_result	 r;
+	const char		**sets;
+	size_t			 n;
 
-	for (d = 0; d < NDIMS; d++) {
-		sw->lo[d] = 1;
-		sw->hi[d] = CFG_MAX_WORLD;
-	}
-	for (k = 0; k < o->nbounds; k++) {
-		const struct sweep_bound *b = &o->bounds[k];
-		const char *eq = strchr(b->item, '=');
-		size_t len = eq != NULL ? (size_t)(eq - b->item) :
-		    strlen(b->item);
-
-		for (d = 0; d < NDIMS; d++)
-			if (strlen(cfg_key_leaf(dim_keys[d])) == len &&
-			    strncmp(cfg_key_leaf(dim_keys[d]), b->item, len) == 0)
-				break;
-		text_escape(q, sizeof q, b->item, len);
-		if (d == NDIMS) {
-			fprintf(stderr, "%s: sweep: --%s: unknown mesh "
-			    "dimension \"%s\": expected dp, pp, tp, ep or etp\n",
-			    progname, opt[b->kind], q);
-			return -1;
-		}
-		if (b->kind == BOUND_KEEP) {
-			if (eq != NULL) {
-				text_escape(q, sizeof q, b->item,
-				    strlen(b->item));
-				fprintf(stderr, "%s: sweep: --keep %s: --keep "
-				    "takes the names of dimensions that keep "
-				    "the config's size; --fix %s sets one\n",
-				    progname, q, q);
-				return -1;
-			}
-			v = base_dim(sw, (enum sweep_dim)d);
-		} else {
-			errno = 0;
-			n = eq != NULL ? strtol(eq + 1, &end, 10) : 0;
-			if (eq == NULL || eq[1] == '\0' || *end != '\0' ||
-			    errno != 0 || n < 1 || n > CFG_MAX_WORLD) {
-				text_escape(q, sizeof q, b->item,
-				    strlen(b->item));
-				fprintf(stderr, "%s: sweep: --%s: expected "
-				    "DIM=N with N from 1 to %d, got \"%s\"\n",
-				    progname, opt[b->kind], CFG_MAX_WORLD, q);
-				return -1;
-			}
-			v = (int)n;
-		}
-		if (b->kind != BOUND_MAX && v > sw->lo[d])
-			sw->lo[d] = v;
-		if (b->kind != BOUND_MIN && v < sw->hi[d])
-			sw->hi[d] = v;
-	}
-	return 0;
-}
-
-/*
- * A flag of the MoE block changes nothing in a dense model: varying it
- * would only audit every mesh twice (and --numeric would build an MoE
- * model from the --set), so it is dropped with a note.
- */
-static void
-drop_inapplicable(struct sweep *sw)
-{
-	int	k, n = 0;
-
-	for (k = 0; k < sw->nvary; k++) {
-		if (!sw->base->model.has_moe &&
-		    strncmp(cfg_key_path(sw->vary[k]), "model.moe.", 10) == 0) {
-			fprintf(stderr, "%s: sweep: %s has no effect on a dense "
-			    "model: not varied\n", progname, cfg_key_leaf(sw->vary[k]));
-			continue;
-		}
-		sw->vary[n++] = sw->vary[k];
-	}
-	sw->nvary = n;
-}
-
-static void
-sweep_free(struct sweep *sw, struct config_list *list)
-{
-	size_t	 i;
-	int	 f;
-
-	for (i = 0; i < sw->npoints; i++) {
-		free(sw->points[i].label);
-		free(sw->points[i].families);
-		free(sw->points[i].failure_text);
-		free(sw->points[i].failure_message);
-	}
-	for (f = 0; f < sw->nfamilies; f++)
-		free(sw->families[f]);
-	free(sw->families);
-	for (f = 0; f < sw->nseen; f++)
-		free(sw->seen[f]);
-	free(sw->seen);
-	baseline_draft_free(&sw->draft);
-	free(sw->points);
-	free(sw->vary);
-	config_list_free(list);
-}
-
-/*
- * Workers for a text sweep on several cores.  Almost every mesh of a sweep
- * is correct, and a correct mesh's row needs only its verdict: forked
- * workers audit the meshes, worker w those with index i % n == w, and send
- * back one verdict each, in order, through a pipe of their own.  The sweep
- * itself stays in order: it prints a correct mesh's row from the verdict,
- * and audits again, itself, any mesh a worker found wrong or skipped, so
- * that its row, findings and reproduce line come out exactly as without
- * workers.  A worker that fails ends them all, and the sweep goes on alone.
- */
-enum verdict_kind { VERDICT_OK, VERDICT_OTHER };
-
-struct verdict {
-	uint32_t	index;
-	uint32_t	kind;
-	double		seconds;
-};
-
-struct workers {
-	int	 n;		/* 0: no workers */
-	pid_t	*pid;
-	int	*fd;		/* read end of worker w's pipe */
-};
-
-static int
-write_all(int fd, const void *buf, size_t len)
-{
-	const char	*p = buf;
-	ssize_t		 k;
-
-	while (len > 0) {
-		if ((k = write(fd, p, len)) < 0) {
-			if (errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-static int
-read_all(int fd, void *buf, size_t len)
-{
-	char	*p = buf;
-	ssize_t	 k;
-
-	while (len > 0) {
-		if ((k = read(fd, p, len)) <= 0) {
-			if (k < 0 && errno == EINTR)
-				continue;
-			return -1;
-		}
-		p += k;
-		len -= (size_t)k;
-	}
-	return 0;
-}
-
-static void
-worker_main(struct sweep *sw, int w, int n, int fd)
-{
-	struct sym_context	 ctx;
-	struct config		 c;
-	struct audit		 a;
-	struct verdict		 v;
-	enum cfg_key		 blame;
-	char			 whybuf[SYM_WHY_SIZE];
-	const char		*why;
-	size_t			 i;
-
-	for (i = (size_t)w; i < sw->npoints; i += (size_t)n) {
-		double t0 = output_now();
-
-		v.index = (uint32_t)i;
-		v.kind = VERDICT_OTHER;
-		if (point_config(sw, &sw->points[i], &c, whybuf,
-		    sizeof whybuf) == NULL) {
-			sym_context_build(&ctx, &c);
-			why = sym_context_unauditable(&ctx, &c, &blame,
-			    whybuf, sizeof whybuf);
-			if (why == NULL) {
-				sym_audit(&ctx, &a, NULL, NULL);
-				/* A wrong one is audited again, baseline
-				 * and all. */
-				if (audit_correct(&a))
-					v.kind = VERDICT_OK;
-				audit_free(&a);
-			}
-			sym_context_free(&ctx);
-			cfg_free(&c);
-		}
-		v.seconds = output_now() - t0;
-		if (write_all(fd, &v, sizeof v) < 0)
-			_exit(1);
-	}
-	_exit(0);
-}
-
-static void
-workers_stop(struct workers *wk)
-{
-	int	 w, st;
-
-	for (w = 0; w < wk->n; w++) {
-		close(wk->fd[w]);
-		kill(wk->pid[w], SIGTERM);
-	}
-	for (w = 0; w < wk->n; w++)
-		while (waitpid(wk->pid[w], &st, 0) < 0 && errno == EINTR)
-			;
-	free(wk->pid);
-	free(wk->fd);
-	memset(wk, 0, sizeof *wk);
-}
-
-/* Workers for the cores there are, when the sweep is worth them. */
-static void
-workers_start(struct workers *wk, struct sweep *sw, const struct options *o)
-{
-	int	 n = cores_available(), w, p[2];
-
-	memset(wk, 0, sizeof *wk);
-	if (o->numeric || o->format != FORMAT_TEXT || n < 2 ||
-	    sw->npoints < (size_t)(8 * n))
-		return;
-	wk->pid = xcalloc((size_t)n, sizeof *wk->pid);
-	wk->fd = xcalloc((size_t)n, sizeof *wk->fd);
-	fflush(NULL);
-	for (w = 0; w < n; w++) {
-		if (pipe(p) < 0)
-			break;
-		if ((wk->pid[w] = fork()) < 0) {
-			close(p[0]);
-			close(p[1]);
-			break;
-		}
-		if (wk->pid[w] == 0) {
-			close(p[0]);
-			for (int k = 0; k < w; k++)
-				close(wk->fd[k]);
-#ifdef __linux__
-			/* A worker outlives no sweep. */
-			prctl(PR_SET_PDEATHSIG, SIGTERM);
-#endif
-			worker_main(sw, w, n, p[1]);
-		}
-		close(p[1]);
-		(void)fcntl(p[0], F_SETFD, FD_CLOEXEC);
-		wk->fd[w] = p[0];
-		wk->n = w + 1;
-	}
-	if (wk->n < n)
-		workers_stop(wk);
-}
-
-/*
- * The verdict of mesh i, if a worker found it correct; false when the
- * sweep must audit it itself (then, if the workers failed, they are gone).
- */
-static bool
-worker_says_ok(struct workers *wk, size_t i, double *seconds)
-{
-	struct verdict	 v;
-
-	if (wk->n == 0)
-		return false;
-	if (read_all(wk->fd[i % (size_t)wk->n], &v, sizeof v) < 0 ||
-	    v.index != (uint32_t)i) {
-		workers_stop(wk);
-		return false;
-	}
-	*seconds = v.seconds;
-	return v.kind == VERDICT_OK;
+	shrink_search(c, a, SWEEP_SHRINK_BUDGET, &r);
+	if (!r.smaller || !r.fits)
+		return skip_numeric(sw, pt, why);
+	sets = shrink_sets(c, &r, &a->arena, &n);
+	sw->shrunk++;
+	return numeric_point(o, sw, pt, c, sets, n, status);
 }
 
 static int
@@ -1244,7 +717,7 @@ cmd_sweep_exec(struct options *o)
 	struct config		 c;
 	struct audit		 a;
 	struct json		 js;
-	struct varied_value	 varied[NDIMS + 1 + NVARY_FLAGS];
+	struct varied_value	 varied[NDIMS + 1 + SWEEP_NVARY_FLAGS];
 	bool			 json = o->format == FORMAT_JSON;
 	const char		*why;
 	enum cfg_key		 blame;
@@ -1264,7 +737,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	memset(&sw, 0, sizeof sw);
 	sw.options = o;
-	if (parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
+	if (sweep_parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
 		free(sw.vary);
 		return EXIT_USAGE;
 	}
@@ -1276,7 +749,7 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	sw.base = &list.v[0];
-	if (parse_bounds(&sw, o) < 0) {
+	if (sweep_parse_bounds(&sw, o) < 0) {
 		command_usage(stderr, &cmd_sweep_entry);
 		sweep_free(&sw, &list);
 		return EXIT_USAGE;
@@ -1293,8 +766,8 @@ cmd_sweep_exec(struct options *o)
 		sweep_free(&sw, &list);
 		return EXIT_USAGE;
 	}
-	drop_inapplicable(&sw);
-	enumerate(&sw, o->world);
+	sweep_drop_inapplicable(&sw);
+	sweep_enumerate(&sw, o->world);
 	if (sw.npoints == 0) {
 		fprintf(stderr, "%s: sweep: no mesh of %d ranks is within "
 		    "--keep, --fix, --min and --max\n", progname, o->world);
@@ -1315,7 +788,7 @@ cmd_sweep_exec(struct options *o)
 	/* On a terminal the rows that come show the progress themselves. */
 	if (!(sw.rows && isatty(STDOUT_FILENO)))
 		progress_start("sweep", (int64_t)sw.npoints);
-	workers_start(&wk, &sw, o);
+	sweep_workers_start(&wk, &sw, o);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = output_now(), seconds;
@@ -1324,8 +797,8 @@ cmd_sweep_exec(struct options *o)
 		if (ferror(stdout))
 			break;
 		progress_update((int64_t)i);
-		if (worker_says_ok(&wk, i, &seconds) &&
-		    point_config(&sw, pt, &c, whybuf, sizeof whybuf) == NULL) {
+		if (sweep_worker_says_ok(&wk, i, sw.npoints, &seconds) &&
+		    sweep_point_config(&sw, pt, &c, whybuf, sizeof whybuf) == NULL) {
 			struct audit correct;
 
 			memset(&correct, 0, sizeof correct);
@@ -1339,7 +812,7 @@ cmd_sweep_exec(struct options *o)
 			pt->seconds = seconds;
 			continue;
 		}
-		if ((why = point_config(&sw, pt, &c, whybuf, sizeof whybuf)) ==
+		if ((why = sweep_point_config(&sw, pt, &c, whybuf, sizeof whybuf)) ==
 		    NULL) {
 			sym_context_build(&ctx, &c);
 			if ((why = sym_context_unauditable(&ctx, &c,
@@ -1368,11 +841,11 @@ cmd_sweep_exec(struct options *o)
 		summarize(&sw, pt, &a, o->junit != NULL);
 		if (o->numeric && o->world <= o->numeric_max &&
 		    (why = numeric_too_big(&c, whybuf, sizeof whybuf)) != NULL)
-			a.numeric_verdict = pt->numeric = skip_numeric(&sw, pt,
-			    why);
+			a.numeric_verdict = pt->numeric = shrunk_numeric(o,
+			    &sw, pt, &c, &a, why, &status);
 		else if (o->numeric && o->world <= o->numeric_max)
 			a.numeric_verdict = pt->numeric = numeric_point(o, &sw,
-			    pt, &c, &status);
+			    pt, &c, NULL, 0, &status);
 		if (status > EXIT_RUNTIME) {
 			audit_free(&a);
 			cfg_free(&c);
@@ -1404,8 +877,13 @@ cmd_sweep_exec(struct options *o)
 		pt->seconds = output_now() - t0;
 	}
 	if (wk.n > 0)
-		workers_stop(&wk);
+		sweep_workers_stop(&wk);
 	progress_end();
+	if (sw.shrunk > 0)
+		fprintf(stderr, "%s: sweep: %d mesh%s too large to run audited "
+		    "numerically on a smaller config with the same symbolic "
+		    "verdict (run --shrink)\n", progname, sw.shrunk,
+		    sw.shrunk == 1 ? "" : "es");
 	if (sw.too_big > 0)
 		fprintf(stderr, "%s: sweep: %d mesh%s not audited numerically, "
 		    "too large to run: their verdicts are symbolic only\n",

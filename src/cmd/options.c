@@ -26,7 +26,7 @@ enum option_id {
 	OPT_FORCE_EXPAND,
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
 	OPT_MIN, OPT_MAX, OPT_BASELINE, OPT_STRICT_BASELINE,
-	OPT_WRITE_BASELINE, OPT_EOD_DOCUMENT_TOKENS, OPT_SCRIPT,
+	OPT_WRITE_BASELINE, OPT_EOD_DOCUMENT_TOKENS, OPT_SCRIPT, OPT_SHRINK,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -99,6 +99,8 @@ static const struct option_spec specs[] = {
 	  "sweep: only meshes where DIM is at most N" },
 	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, 0,
 	  "sweep: also audit small meshes on MPI" },
+	{ "shrink", OPT_SHRINK, NULL, SCOPE_RUN, 0,
+	  "numeric audit on a smaller config, same verdict" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
 	{ "expand", OPT_EXPAND, NULL,
@@ -436,6 +438,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_NUMERIC:
 		o->numeric = true;
+		break;
+	case OPT_SHRINK:
+		o->shrink = true;
 		break;
 	case OPT_EXPAND:
 		o->expand = true;

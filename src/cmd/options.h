@@ -72,6 +72,7 @@ struct options {
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;
 	bool			 numeric;	/* sweep --numeric */
+	bool			 shrink;	/* run --shrink (shrink.h) */
 	struct sweep_bound	*bounds;	/* sweep, split on commas */
 	int			 nbounds;
 	const char		*framework;	/* import --framework */

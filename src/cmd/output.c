@@ -17,9 +17,11 @@
 #include "base/xmalloc.h"
 #include "cmd/output.h"
 #include "config/load.h"
+#include "report/json-report.h"
 #include "report/junit.h"
 #include "report/report.h"
 #include "report/summary.h"
+#include "report/text-report.h"
 #include "symbolic/symbolic.h"
 
 /*
@@ -400,6 +402,30 @@ output_now(void)
 	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
+
+/* run --shrink: which config the numeric audit proved, for system-out. */
+static char *
+shrunk_text(const struct audit *a)
+{
+	char	*buf = NULL;
+	size_t	 len = 0, i;
+	FILE	*fp;
+
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	if (a->shrunk) {
+		fprintf(fp, "numeric: proven on a shrunk config with the same "
+		    "symbolic verdict, world %lld:", (long long)a->shrunk_world);
+		for (i = 0; i < a->nshrunk_sets; i++)
+			fprintf(fp, " --set %s", a->shrunk_sets[i]);
+	} else
+		fprintf(fp, "numeric: %s; the full config is proven",
+		    a->shrink_note);
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	return buf;
+}
+
 /*
  * The JUnit test case of one entry, with copies of its strings: a stream
  * keeps the case after the audit is freed.
@@ -414,8 +440,11 @@ case_of(const struct audited *v, struct junit_case *c)
 	c->file = v->file != NULL ? xstrdup(v->file) : NULL;
 	c->seconds = v->seconds;
 	if (a != NULL && a->numeric_skipped != NULL)
-		xasprintf((char **)&c->system_out, "numeric: skipped (%s)",
-		    a->numeric_skipped);
+		xasprintf((char **)&c->system_out, "numeric: skipped (%s)%s%s",
+		    a->numeric_skipped, a->shrink_note != NULL ? "; " : "",
+		    a->shrink_note != NULL ? a->shrink_note : "");
+	else if (a != NULL && (a->shrunk || a->shrink_note != NULL))
+		c->system_out = shrunk_text(a);
 	if (a == NULL) {
 		c->error = true;
 		c->failure_message = xstrdup(v->why_not ? v->why_not :

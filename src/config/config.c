@@ -497,6 +497,30 @@ cfg_key_child(enum cfg_key parent, const char *s, size_t len)
  * A key is active unless it lies under an absent optional mapping: the
  * fields of model.moe mean nothing in a dense model.
  */
+int64_t
+cfg_key_number(const struct config *c, enum cfg_key k)
+{
+	if (cfg_keys[k].type == CFG_TYPE_STRING ||
+	    cfg_keys[k].type == CFG_TYPE_MAP)
+		fatalx("cfg_key_number on %s", cfg_keys[k].path);
+	return cfg_key_get(c, k);
+}
+
+int
+cfg_key_set_number(struct config *c, enum cfg_key k, int64_t value)
+{
+	if ((cfg_keys[k].type != CFG_TYPE_INT &&
+	    cfg_keys[k].type != CFG_TYPE_INT64) || !cfg_key_is_active(c, k) ||
+	    value < cfg_keys[k].min || value > cfg_keys[k].max)
+		return -1;
+	cfg_key_put(c, k, value);
+	/* As a --set of it, like cfg_key_set. */
+	keyset_add(&c->given, k);
+	c->from_profile.w[k / 64] &= ~((uint64_t)1 << (k % 64));
+	cfg_set_key_mark(c, k, (struct cfg_mark){ 0, 0 });
+	return 0;
+}
+
 bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {

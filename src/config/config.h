@@ -709,6 +709,17 @@ void	 cfg_key_default(enum cfg_key, char *buf, size_t len);
  * value is not one of its words or the key is inactive.
  */
 int	 cfg_key_set(struct config *, enum cfg_key, const char *value);
+/*
+ * The value of a numeric key (an integer, a boolean as 0 or 1), and
+ * setting one as --set KEY=VALUE would: the key counts as written, over
+ * any profile.  cfg_key_set_number refuses (-1) a key that is not an
+ * integer, is inactive, or a value outside the key's range; the caller
+ * checks the constraints again (cfg_check_constraints).  run --shrink
+ * (shrink.h) moves sizes through these, so that the key table stays the
+ * one place that knows where a key lives and what it may hold.
+ */
+int64_t	 cfg_key_number(const struct config *, enum cfg_key);
+int	 cfg_key_set_number(struct config *, enum cfg_key, int64_t value);
 /* False for keys under an absent optional section (model.moe). */
 bool	 cfg_key_is_active(const struct config *, enum cfg_key);
 /* True for the keys that describe the job (mesh, model.moe), not a framework. */

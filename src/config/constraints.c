@@ -126,6 +126,14 @@ layers_split_over_pp(const struct config *c, char *buf, size_t size)
 	int	 f = c->model.first_stage_layers, l = c->model.last_stage_layers;
 	int	 rest = c->model.layers - f - l, left;
 
+	/*
+	 * With a virtual pipeline every one of the pp*vpp chunks takes
+	 * layers / (pp*vpp), so that is the divisor to name: "divisible by
+	 * pp" sent the user to a pp that was not the problem (issue 28).
+	 */
+	if (f == 0 && l == 0 && c->mesh.vpp > 1 && c->mesh.pp > 1)
+		return must_be_divisible(buf, size, "layers", c->model.layers,
+		    "pp*vpp", (int64_t)c->mesh.pp * c->mesh.vpp);
 	if (f == 0 && l == 0)
 		return must_be_divisible(buf, size, "layers", c->model.layers,
 		    "pp", c->mesh.pp);

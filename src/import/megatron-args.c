@@ -80,6 +80,26 @@ const struct arg_def megatron_args[] = {
 	 * the mixer's classes of parameters, or refused, by check_mla.
 	 */
 	[MA_MLA] = MAPPED("multi-latent-attention", ARG_FLAG, "0.10.0"),
+	/*
+	 * NeMo's recipes split the pipeline this way (TransformerConfig
+	 * account_for_{embedding,loss}_in_pipeline_split, ef490839e8 in
+	 * 0.11.0): the embedding and the loss count as a layer each, and
+	 * get_num_layers_to_build gives the first and last stages one layer
+	 * fewer; import_split_accounting maps it onto the first and last
+	 * stages' layers.
+	 */
+	[MA_SPLIT_EMBEDDING] = MAPPED("account-for-embedding-in-pipeline-split",
+	    ARG_FLAG, "0.11.0"),
+	[MA_SPLIT_LOSS] = MAPPED("account-for-loss-in-pipeline-split", ARG_FLAG,
+	    "0.11.0"),
+	/*
+	 * validate_args: without --num-layers (--seq-length) the model's
+	 * layers (sequence) are --encoder-num-layers (--encoder-seq-length),
+	 * the old names the MIMO examples still use; T5's decoder is refused
+	 * with its program and --decoder-num-layers.
+	 */
+	[MA_ENCODER_LAYERS] = MAPPED("encoder-num-layers", ARG_VALUE, NULL),
+	[MA_ENCODER_SEQ] = MAPPED("encoder-seq-length", ARG_VALUE, NULL),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -95,10 +115,6 @@ const struct arg_def megatron_args[] = {
 	REFUSED("pipeline-model-parallel-layout", ARG_VALUE, NULL,
 	    "a custom pipeline layout; gradaudit splits the layers evenly or "
 	    "as --decoder-first/last-pipeline-num-layers do"),
-	REFUSED("account-for-embedding-in-pipeline-split", ARG_FLAG, NULL,
-	    "an uneven pipeline split; gradaudit splits the layers evenly"),
-	REFUSED("account-for-loss-in-pipeline-split", ARG_FLAG, NULL,
-	    "an uneven pipeline split; gradaudit splits the layers evenly"),
 	REFUSED("use-torch-fsdp2", ARG_FLAG, NULL,
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
@@ -185,6 +201,72 @@ const struct arg_def megatron_args[] = {
 	    "heterogeneous layers; gradaudit's layers are all alike"),
 	REFUSED("heterogeneous-layers-config-encoded-json", ARG_VALUE, NULL,
 	    "heterogeneous layers; gradaudit's layers are all alike"),
+	/*
+	 * Other models than a GPT decoder: T5's encoder and decoder
+	 * (pretrain_t5.py, examples/t5 at core_v0.19.0) and the Mamba layers
+	 * of a hybrid model (pretrain_hybrid.py, examples/mamba).
+	 */
+	REFUSED("decoder-num-layers", ARG_VALUE, NULL,
+	    "the layers of a decoder apart from an encoder's (T5Model); "
+	    "gradaudit's model is one stack: give --num-layers"),
+	REFUSED("decoder-seq-length", ARG_VALUE, NULL,
+	    "the decoder's own sequence length, which T5 and the multimodal "
+	    "models (LLaVA's language model) set apart from --seq-length; "
+	    "gradaudit's model has one: give --seq-length"),
+	REFUSED("hybrid-layer-pattern", ARG_VALUE, NULL,
+	    "Mamba layers (megatron/core/ssm: the mixer's own parameters, "
+	    "conv1d, A_log, D and dt_bias, split over tp), which gradaudit's "
+	    "transformer layers do not stand for"),
+	REFUSED("hybrid-override-pattern", ARG_VALUE, NULL,
+	    "Mamba layers (megatron/core/ssm: the mixer's own parameters, "
+	    "conv1d, A_log, D and dt_bias, split over tp), which gradaudit's "
+	    "transformer layers do not stand for"),
+	REFUSED("mamba-num-heads", ARG_VALUE, NULL,
+	    "a Mamba mixer's size (TransformerConfig.mamba_num_heads): Mamba "
+	    "layers, which gradaudit's transformer layers do not stand for"),
+	REFUSED("mamba-head-dim", ARG_VALUE, NULL,
+	    "a Mamba mixer's size (TransformerConfig.mamba_head_dim): Mamba "
+	    "layers, which gradaudit's transformer layers do not stand for"),
+	REFUSED("mamba-num-groups", ARG_VALUE, NULL,
+	    "a Mamba mixer's size (TransformerConfig.mamba_num_groups): Mamba "
+	    "layers, which gradaudit's transformer layers do not stand for"),
+	REFUSED("mamba-state-dim", ARG_VALUE, NULL,
+	    "a Mamba mixer's size (TransformerConfig.mamba_state_dim): Mamba "
+	    "layers, which gradaudit's transformer layers do not stand for"),
+	REFUSED("linear-conv-kernel-dim", ARG_VALUE, NULL,
+	    "a Mamba mixer's size (TransformerConfig.linear_conv_kernel_dim): Mamba "
+	    "layers, which gradaudit's transformer layers do not stand for"),
+	/*
+	 * dot_product_attention.py: "learnable" registers softmax_offset, a
+	 * parameter of one value a head on each tp rank; "off-by-one" keeps
+	 * a tensor of zeros that is no parameter.
+	 */
+	/*
+	 * A vision encoder's sizes (arguments.py's vision group), which the
+	 * multimodal examples pass to their train.py.
+	 */
+	REFUSED("patch-dim", ARG_VALUE, NULL,
+	    "a vision encoder's size: a model gradaudit's does not stand for"),
+	REFUSED("img-h", ARG_VALUE, NULL,
+	    "a vision encoder's size: a model gradaudit's does not stand for"),
+	REFUSED("img-w", ARG_VALUE, NULL,
+	    "a vision encoder's size: a model gradaudit's does not stand for"),
+	REFUSED("softmax-type", ARG_VALUE, "vanilla off-by-one",
+	    "a learnable softmax offset (dot_product_attention.py "
+	    "softmax_offset, one a head, split over tp) is a parameter "
+	    "gradaudit's model does not have"),
+	/*
+	 * Arguments that Megatron-LM's parser no longer has, which the
+	 * academic_paper_scripts examples still pass: Megatron refuses the
+	 * launch (arguments.py parse_args, allow_abbrev=False).
+	 */
+	REFUSED("DDP-impl", ARG_VALUE, NULL,
+	    "not an argument of Megatron-LM since 3fb3e95ec6 (2023, "
+	    "\"Deprecate torchDDP and get rid of args.DDP_impl\"): Megatron's "
+	    "parser refuses it; remove it (its DDP is the local one)"),
+	REFUSED("activations-checkpoint-method", ARG_VALUE, NULL,
+	    "not an argument of Megatron-LM since cfd2e21607 (2022): "
+	    "Megatron's parser refuses it; its name is now --recompute-method"),
 	REFUSED("data-parallel-size", ARG_VALUE, NULL,
 	    "not a Megatron-LM argument: Megatron's dp is WORLD_SIZE / "
 	    "(tp*pp*cp); give gradaudit's --world N"),
@@ -383,6 +465,8 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("disable-straggler-on-startup", ARG_FLAG),
 	HARMLESS("config-logger-dir", ARG_VALUE),
 	/* Evaluation, data and tokenizer (the vocabulary size is read apart). */
+	/* The inference KV cache's length, which training does not use. */
+	HARMLESS("inference-max-seq-length", ARG_VALUE),
 	HARMLESS("eval-iters", ARG_VALUE),
 	HARMLESS("eval-interval", ARG_VALUE),
 	HARMLESS("eval-micro-batch-size", ARG_VALUE),
@@ -398,6 +482,15 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("data-cache-path", ARG_VALUE),
 	HARMLESS("data-args-path", ARG_VALUE),
 	HARMLESS("per-split-data-args-path", ARG_VALUE),
+	/*
+	 * SFTDataset masks each conversation's prompt out of the loss, so a
+	 * micro-batch's valid tokens follow the data, which gradaudit's
+	 * loss.valid_tokens can describe but the import cannot know.
+	 */
+	REFUSED("sft", ARG_FLAG, NULL,
+	    "supervised fine-tuning masks each prompt out of the loss "
+	    "(SFTDataset), so the valid tokens of a micro-batch depend on the "
+	    "data: give loss.valid_tokens in the configuration instead"),
 	HARMLESS("mock-data", ARG_FLAG),
 	HARMLESS("num-workers", ARG_VALUE),
 	HARMLESS("no-mmap-bin-files", ARG_FLAG),
@@ -469,6 +562,35 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("yarn-beta-slow", ARG_VALUE),
 	HARMLESS("attention-dropout", ARG_VALUE),
 	HARMLESS("hidden-dropout", ARG_VALUE),
+	/*
+	 * The activation's shape (gpt-oss's clamped GLU with a linear
+	 * offset, examples/gptoss at core_v0.19.0) and a matmul's precision.
+	 */
+	HARMLESS("use-fused-weighted-squared-relu", ARG_FLAG),
+	HARMLESS("glu-linear-offset", ARG_VALUE),
+	HARMLESS("activation-func-clamp-value", ARG_VALUE),
+	HARMLESS("disable-bf16-reduced-precision-matmul", ARG_FLAG),
+	/*
+	 * ModelOpt's arguments (megatron/post_training/arguments.py, added
+	 * by pretrain_gpt.py when nvidia-modelopt is installed), which the
+	 * gptoss example passes.
+	 */
+	REFUSED("modelopt-enabled", ARG_FLAG, NULL,
+	    "ModelOpt's model and loss (megatron/post_training/"
+	    "model_builder.py and loss_func.py: quantized and distilled "
+	    "models), which gradaudit has not been checked against"),
+	NOTED("finetune-hf-dataset", ARG_VALUE,
+	    "a ModelOpt argument: the Hugging Face data set to fine-tune on"),
+	NOTED("export-te-mcore-model", ARG_FLAG,
+	    "a ModelOpt argument: the ModelOpt model's layers are Transformer "
+	    "Engine's, Megatron's default"),
+	NOTED("enable-gpt-oss", ARG_FLAG,
+	    "a ModelOpt argument: model_builder.py sets YaRN's rotary "
+	    "scaling from it, which is no parameter"),
+	NOTED("export-force-local-attention", ARG_FLAG,
+	    "a ModelOpt argument: Megatron's own core attention instead of "
+	    "Transformer Engine's, neither of which holds a parameter unless "
+	    "--softmax-type learnable"),
 	HARMLESS("squared-relu", ARG_FLAG),
 	HARMLESS("openai-gelu", ARG_FLAG),
 	HARMLESS("quick-geglu", ARG_FLAG),
@@ -569,6 +691,7 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("suggested-communication-unit-size", ARG_VALUE),
 	HARMLESS("keep-fp8-transpose-cache", ARG_FLAG),
 	HARMLESS("fsdp-double-buffer", ARG_FLAG),
+	HARMLESS("fsdp-manual-registration", ARG_FLAG),
 	HARMLESS("enable-full-sharding-in-hsdp", ARG_FLAG),
 	/* Main's choice of Megatron-FSDP (after 0.19.0): 1 is the default. */
 	REFUSED("megatron-fsdp-version", ARG_VALUE, "1",

@@ -39,6 +39,12 @@ struct megatron_import {
 	 */
 	struct config		 cfg;
 	char			*why[KEY__COUNT];
+	/*
+	 * Every value was mapped, refused arguments aside: the caller can
+	 * still ask the loader about the configuration, and report what it
+	 * refuses in the same run (issue 28).
+	 */
+	bool			 mapped;
 };
 
 #endif

@@ -29,7 +29,9 @@ struct megatron_values {
 	long	 tp, pp, ep, etp, layers, hidden, ffn, heads, kv_channels;
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
-	long	 vpp_layers, vpp_stages;
+	long	 vpp_layers, vpp_stages, split_extra;
+	enum mapped_arg layers_arg, seq_arg;
+	bool	 split_embedding, split_loss;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 mla;
 	bool	 shared_gate;
@@ -37,6 +39,25 @@ struct megatron_values {
 	long	 cp;
 	bool	 eod_mask, per_token;
 };
+
+/*
+ * validate_args: a size given by its old name (--encoder-num-layers for
+ * --num-layers, --encoder-seq-length for --seq-length) when the new one is
+ * not; Megatron asserts that not both are.
+ */
+static enum mapped_arg
+size_argument(struct import_state *st, enum mapped_arg name, enum mapped_arg old)
+{
+	if (!st->use[old].given)
+		return name;
+	if (st->use[name].given) {
+		mg_refuse(st, "--%s and --%s: Megatron's validate_args asserts "
+		    "that only one is given", megatron_args[name].name,
+		    megatron_args[old].name);
+		return name;
+	}
+	return old;
+}
 
 static void
 read_values(struct import_state *st, struct megatron_values *v)
@@ -50,14 +71,19 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->eod_mask = mg_flag_arg(st, MA_EOD_MASK);
 	v->per_token = mg_flag_arg(st, MA_PER_TOKEN);
 	v->pp = mg_int_arg(st, MA_PP, 1, mesh, 1);
-	v->layers = mg_int_arg(st, MA_LAYERS, 1, CFG_MAX_LAYERS, 0);
+	v->layers_arg = size_argument(st, MA_LAYERS, MA_ENCODER_LAYERS);
+	v->layers = mg_int_arg(st, v->layers_arg, 1, CFG_MAX_LAYERS, 0);
 	v->first_stage = mg_int_arg(st, MA_FIRST_STAGE, 1, CFG_MAX_LAYERS, 0);
 	v->last_stage = mg_int_arg(st, MA_LAST_STAGE, 1, CFG_MAX_LAYERS, 0);
 	v->vpp_layers = mg_int_arg(st, MA_VPP_LAYERS, 1, CFG_MAX_LAYERS, 0);
 	v->vpp_stages = mg_int_arg(st, MA_VPP_STAGES, 1, CFG_MAX_LAYERS, 0);
+	v->split_embedding = mg_flag_arg(st, MA_SPLIT_EMBEDDING);
+	v->split_loss = mg_flag_arg(st, MA_SPLIT_LOSS);
+	v->split_extra = v->split_embedding + v->split_loss;
 	v->hidden = mg_int_arg(st, MA_HIDDEN, 1, dim, 0);
 	v->ffn = mg_int_arg(st, MA_FFN, 1, dim, 0);
-	v->seq = mg_int_arg(st, MA_SEQ, 1, dim, 0);
+	v->seq_arg = size_argument(st, MA_SEQ, MA_ENCODER_SEQ);
+	v->seq = mg_int_arg(st, v->seq_arg, 1, dim, 0);
 	v->micro_batch = mg_int_arg(st, MA_MICRO_BATCH, 1, dim, 0);
 	v->vocab = mg_int_arg(st, MA_VOCAB, 1, dim, 0);
 	v->padded = mg_int_arg(st, MA_PADDED, 1, dim, 0);
@@ -244,17 +270,95 @@ import_vpp(struct import_state *st, const struct megatron_values *v)
 		    "--num-virtual-stages-per-pipeline-rank");
 		return;
 	}
-	per_stage = v->layers / v->pp;
-	if (v->layers % v->pp != 0 || per_stage % v->vpp_layers != 0) {
+	/* validate_args counts the embedding and the loss as layers here. */
+	per_stage = (v->layers + v->split_extra) / v->pp;
+	if ((v->layers + v->split_extra) % v->pp != 0 ||
+	    per_stage % v->vpp_layers != 0) {
 		mg_refuse(st, "--num-layers-per-virtual-pipeline-stage %ld does "
 		    "not divide the %ld layers of a stage evenly (Megatron "
-		    "asserts it)", v->vpp_layers, v->layers / v->pp);
+		    "asserts it)", v->vpp_layers, per_stage);
 		return;
 	}
 	c->mesh.vpp = (int)(per_stage / v->vpp_layers);
 	mg_explain(st, KEY_VPP, "%ld layers a stage / "
 	    "--num-layers-per-virtual-pipeline-stage %ld", per_stage,
 	    v->vpp_layers);
+}
+
+/*
+ * --account-for-embedding-in-pipeline-split and
+ * --account-for-loss-in-pipeline-split, NeMo's way of splitting a pipeline:
+ * the embedding and the loss count as a layer each, every stage takes
+ * (layers + those) / pp, and get_num_layers_to_build then builds one layer
+ * fewer on the first stage's first chunk and the last stage's last one.
+ * Without a virtual pipeline that is an uneven pipeline of
+ * model.first_stage_layers and model.last_stage_layers.  With one, only
+ * the first (last) of the stage's chunks is one layer short, and
+ * gradaudit's chunks of a stage are all alike.
+ */
+static void
+import_split_accounting(struct import_state *st,
+    const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	const char	*which;
+	long		 layers = v->layers + v->split_extra, per_stage;
+	int		 vpp = c->mesh.vpp > 1 ? c->mesh.vpp : 1;
+
+	if (v->split_extra == 0)
+		return;
+	which = v->split_embedding && v->split_loss ? "the embedding and "
+	    "the loss" : v->split_embedding ? "the embedding" : "the loss";
+	if (v->first_stage > 0 || v->last_stage > 0) {
+		mg_refuse(st, "--account-for-%s-in-pipeline-split with "
+		    "--decoder-first/last-pipeline-num-layers: Megatron's "
+		    "TransformerConfig refuses them together",
+		    v->split_embedding ? "embedding" : "loss");
+		return;
+	}
+	if (v->pp == 1) {
+		mg_note(st, "--account-for-%s-in-pipeline-split: with pp 1 "
+		    "the one stage builds all --num-layers",
+		    v->split_embedding ? "embedding" : "loss");
+		return;
+	}
+	if (layers % (v->pp * vpp) != 0) {
+		mg_refuse(st, "--num-layers %ld and %s, %ld layers, must be "
+		    "divisible by %s %ld (Megatron's TransformerConfig "
+		    "asserts it)", v->layers, which, layers,
+		    vpp > 1 ? "pp*vpp" : "pp", v->pp * vpp);
+		return;
+	}
+	if (vpp > 1) {
+		mg_refuse(st, "--account-for-%s-in-pipeline-split with a "
+		    "virtual pipeline: of the pp*vpp = %ld model chunks, "
+		    "%s one layer fewer than the other chunks of %s stage; "
+		    "gradaudit's chunks of a stage are alike",
+		    v->split_embedding ? "embedding" : "loss", v->pp * vpp,
+		    v->split_extra == 2 ? "the first and the last hold" :
+		    v->split_embedding ? "the first holds" : "the last holds",
+		    v->split_extra == 2 ? "their" : "its");
+		return;
+	}
+	per_stage = layers / v->pp;
+	if (per_stage < 2) {
+		mg_refuse(st, "--num-layers %ld and %s over pp %ld leave the "
+		    "first or last stage no layer, which gradaudit cannot "
+		    "model", v->layers, which, v->pp);
+		return;
+	}
+	if (v->split_embedding) {
+		c->model.first_stage_layers = (int)(per_stage - 1);
+		mg_explain(st, KEY_FIRST_STAGE_LAYERS, "(--num-layers %ld + "
+		    "%ld) / pp %ld - 1: --account-for-embedding-in-pipeline-"
+		    "split", v->layers, v->split_extra, v->pp);
+	}
+	if (v->split_loss) {
+		c->model.last_stage_layers = (int)(per_stage - 1);
+		mg_explain(st, KEY_LAST_STAGE_LAYERS, "(--num-layers %ld + "
+		    "%ld) / pp %ld - 1: --account-for-loss-in-pipeline-split",
+		    v->layers, v->split_extra, v->pp);
+	}
 }
 
 /*
@@ -303,7 +407,7 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 		mg_explain(st, KEY_FFN, "Megatron's default, 4*hidden");
 	}
 	c->model.layers = (int)v->layers;
-	mg_explain(st, KEY_LAYERS, "--num-layers");
+	mg_explain(st, KEY_LAYERS, "--%s", megatron_args[v->layers_arg].name);
 	/* TransformerConfig.{first,last}_pipeline_num_layers (fa8bb5921b). */
 	if (v->first_stage > 0) {
 		c->model.first_stage_layers = (int)v->first_stage;
@@ -316,9 +420,10 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 		    "--decoder-last-pipeline-num-layers");
 	}
 	import_vpp(st, v);
+	import_split_accounting(st, v);
 	if (v->seq > 0) {
 		c->model.seq = (int)v->seq;
-		mg_explain(st, KEY_SEQ, "--seq-length");
+		mg_explain(st, KEY_SEQ, "--%s", megatron_args[v->seq_arg].name);
 	} else
 		mg_note(st, "no --seq-length: model.seq is left to gradaudit's "
 		    "default");
@@ -1010,20 +1115,36 @@ void
 megatron_map(struct import_state *st)
 {
 	struct megatron_values	 v;
+	int			 before;
+	bool			 layers;
 
+	/*
+	 * The values are mapped even after an argument was refused, so that
+	 * one run names every problem of a launch (issue 28): the Megatron
+	 * examples' took several rounds when each stage stopped the next.
+	 * Only a missing size stops it, and is said only when nothing else
+	 * was refused (a refused argument may be where the size was).
+	 */
 	memset(&v, 0, sizeof(v));
-	if (st->errors == 0)
-		read_values(st, &v);
-	if (st->errors == 0 && (!st->use[MA_LAYERS].given ||
-	    !st->use[MA_HIDDEN].given))
-		mg_refuse(st, "--%s is missing (Megatron requires it)",
-		    megatron_args[st->use[MA_LAYERS].given ? MA_HIDDEN :
-		    MA_LAYERS].name);
-	if (st->errors == 0 && import_mesh(st, &v)) {
+	layers = st->use[MA_LAYERS].given || st->use[MA_ENCODER_LAYERS].given;
+	if (!layers || !st->use[MA_HIDDEN].given) {
+		if (st->errors == 0)
+			mg_refuse(st, "--%s is missing (Megatron requires it)",
+			    megatron_args[layers ? MA_HIDDEN : MA_LAYERS].name);
+		return;
+	}
+	before = st->errors;
+	read_values(st, &v);
+	if (import_mesh(st, &v)) {
 		import_vocab(st, &v);
 		import_dense(st, &v);
 		import_mla(st, &v);
 		import_moe(st, &v);
 		import_training(st, &v);
+		/*
+		 * Only values mapped without a refusal of their own are
+		 * worth the loader's word: a malformed one left a default.
+		 */
+		st->mi->mapped = st->errors == before;
 	}
 }

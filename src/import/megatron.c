@@ -203,6 +203,61 @@ read_launcher(struct import_state *st, size_t end)
 }
 
 /*
+ * Megatron-LM's programs that build another model than GPTModel, which
+ * gradaudit's model stands for (pretrain_gpt.py; a script gradaudit does
+ * not know is taken to build it).  The examples under examples/ at
+ * core_v0.19.0 run them (issue 28); a path ending in the name matches.
+ */
+static const struct other_model {
+	const char	*program;
+	const char	*model;
+} other_models[] = {
+	{ "pretrain_bert.py", "BertModel (megatron/core/models/bert): a "
+	    "pooler, a binary head and the LM head's dense layer and norm" },
+	{ "pretrain_t5.py", "T5Model (megatron/core/models/T5): an encoder "
+	    "and a decoder with cross-attention" },
+	{ "pretrain_hybrid.py", "HybridModel (megatron/core/models/hybrid): "
+	    "Mamba mixers with their own parameters" },
+	{ "pretrain_mamba.py", "MambaModel (megatron/core/models/mamba): "
+	    "Mamba mixers with their own parameters" },
+	{ "pretrain_vlm.py", "LLaVAModel (megatron/core/models/multimodal): "
+	    "a vision encoder and a projection besides the language model" },
+	{ "multimodal/train.py", "LLaVAModel (megatron/core/models/multimodal): "
+	    "a vision encoder and a projection besides the language model" },
+	{ "mimo/train.py", "MimoModel (megatron/core/models/mimo): modality "
+	    "encoders and projections besides the language model" },
+	{ "mimo.pretrain_mimo", "MimoModel (megatron/core/models/mimo): "
+	    "modality encoders and projections besides the language model" },
+	{ "modelopt/finetune.py", "ModelOpt's model and loss "
+	    "(megatron/post_training/model_builder.py, loss_func.py: quantized, "
+	    "distilled or with speculative-decoding heads)" },
+};
+
+/* Refuse a program that builds a model gradaudit's does not stand for. */
+static void
+check_program(struct import_state *st, const char *program)
+{
+	size_t		 k, n = sizeof(other_models) / sizeof(other_models[0]);
+	const char	*name;
+
+	for (k = 0; k < n; k++) {
+		name = other_models[k].program;
+		if (!ends_with(program, name))
+			continue;
+		/* A whole name: "x_pretrain_t5.py" is not pretrain_t5.py. */
+		if (strlen(program) > strlen(name) &&
+		    program[strlen(program) - strlen(name) - 1] != '/' &&
+		    program[strlen(program) - strlen(name) - 1] != '.')
+			continue;
+		/* The name matched, which a long path would cut short. */
+		mg_refuse(st, "%s: it builds %s, which gradaudit's model (a "
+		    "GPT decoder, pretrain_gpt.py's GPTModel) does not stand "
+		    "for", name, other_models[k].model);
+		return;
+	}
+}
+
+/*
  * Where Megatron's own arguments start.  A launch line may begin with what
  * runs Megatron: environment assignments, python or torchrun with its
  * options, and the script (pretrain_gpt.py).  When the first word is not
@@ -217,11 +272,18 @@ skip_program(struct import_state *st)
 
 	if (st->nwords == 0 || is_option(st->words[0]))
 		return 0;
+	/*
+	 * The script, or a module that python -m runs other than a
+	 * launcher's (the MIMO example's -m examples.mimo.pretrain_mimo).
+	 */
 	for (i = 0; i < st->nwords; i++)
-		if (ends_with(st->words[i], ".py"))
+		if (ends_with(st->words[i], ".py") || (i > 0 &&
+		    strcmp(st->words[i - 1], "-m") == 0 &&
+		    launcher_of(st->words[i]) == NULL))
 			break;
 	if (i < st->nwords) {
 		read_launcher(st, i);
+		check_program(st, st->words[i]);
 		start = i + 1;
 	} else
 		for (start = 0; start < st->nwords &&

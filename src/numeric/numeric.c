@@ -1885,6 +1885,27 @@ numeric_too_big(const struct config *cfg, char *msg, size_t len)
 	return NULL;
 }
 
+int64_t
+numeric_values(const struct config *cfg)
+{
+	struct model	 m;
+	int64_t		 n, total = 0;
+	int		 s, per_stage;
+
+	model_build(&m, cfg);
+	per_stage = m.mesh.world / m.mesh.pp;
+	for (s = 0; s < m.mesh.pp; s++) {
+		n = stage_values(&m, s);
+		/* Saturate: a stage past the limit is past it whatever else. */
+		if (n > INT64_MAX / per_stage || total > INT64_MAX - n * per_stage)
+			total = INT64_MAX;
+		else
+			total += n * per_stage;
+	}
+	model_free(&m);
+	return total;
+}
+
 const char *
 numeric_skip_reason(const struct config *cfg, char *msg, size_t len)
 {

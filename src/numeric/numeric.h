@@ -50,6 +50,12 @@ int	 numeric_audit(const struct sym_context *, struct transport *,
  */
 const char *numeric_too_big(const struct config *, char *msg, size_t len);
 /*
+ * What the numeric audit of a config costs, in values held over its whole
+ * mesh (a rank past the per-rank limit counts in full): run --shrink
+ * (shrink.h) compares candidates by it.
+ */
+int64_t	 numeric_values(const struct config *);
+/*
  * The same test, said as a report line's reason: "needs N values per
  * rank, limit M" (or "over R ranks"), or NULL when the audit fits.  run
  * audits such a config symbolically and skips only its numeric audit.

@@ -1,7 +1,8 @@
 /*
- * The text and JSON reports of one audit (SPEC section 9), and the small
- * table type they share with `explain`: a grid of per-rank strings laid out
- * like the pp x dp matrices of the Megatron-LM #844 report.
+ * What the reports of one audit (SPEC section 9) share: their options,
+ * the summary line, a finding on one line, and where a cell goes in its
+ * parameter's table (a grid, grid.h).  The text report is text-report.h,
+ * the JSON report json-report.h.
  */
 #ifndef GRADAUDIT_REPORT_H
 #define GRADAUDIT_REPORT_H
@@ -16,6 +17,7 @@ struct cell;
 struct finding;
 struct json;
 struct param_result;
+struct grid;
 
 /* The version every JSON object names. */
 #ifdef PACKAGE_VERSION
@@ -48,59 +50,14 @@ struct report_options {
 	int	rank;
 };
 
-void	 report_text(FILE *, const struct audit *,
-	    const struct report_options *);
-/* One JSON object (SPEC section 9); the caller wraps several in an array. */
-void	 report_json(struct json *, const struct audit *,
-	    const struct report_options *);
-/*
- * --expand writes a cell per rank and region and every atom of its terms:
- * its size grows with the square of the world.  Above this many bytes, as
- * report_expand_size estimates them, it is refused unless forced
- * (--force-expand), since one such report of a 4,096-rank mesh was 11.6
- * GB (issue 26).
- */
-#define REPORT_EXPAND_MAX	((uint64_t)256 << 20)
-uint64_t report_expand_size(const struct audit *);
-/*
- * The same object without "params": verdicts, counts, settings and
- * findings, for --format jsonl and explain.
- */
-void	 report_json_summary(struct json *, const struct audit *);
-
 /*
  * The summary line without its newline, xmalloc'd:
  * "2 of 14 parameters wrong on 2 of 4 ranks" or
  * "all 14 parameters consistent and correct on 4 ranks".
  */
 char	*report_summary(const struct audit *);
-/*
- * The header line naming the framework profile applied ("framework:
- * megatron-core@0.5.0, profile core_v0.4.0 (read at ...)") and, on a line
- * of its own, the keys the config overrides it with.
- */
-struct config;
-void	 report_framework(FILE *, const struct config *);
 /* One finding on one line, without newline or "finding: " prefix, xmalloc'd. */
 char	*report_finding_line(const struct finding *);
-
-/*
- * A grid of strings with row and column labels.  grid_print sizes every
- * column first (ANSI colour sequences take no width), then prints the
- * header, a rule of dashes and the rows, left-aligned, two spaces between
- * columns and no trailing blanks.
- */
-struct grid;
-
-struct grid	*grid_new(int nrows, int ncols, const char *corner);
-void		 grid_row_label(struct grid *, int row, const char *);
-void		 grid_col_label(struct grid *, int col, const char *);
-void		 grid_set(struct grid *, int row, int col,
-		    const char *text);
-/* Remove the rows whose cells are all empty (stages that lack the param). */
-void		 grid_drop_empty_rows(struct grid *);
-void		 grid_print(FILE *, const struct grid *);
-void		 grid_free(struct grid *);
 
 /*
  * Where a cell of a parameter goes in that parameter's table.  The rule:
@@ -128,15 +85,5 @@ void	 report_cell_position(const struct audit *,
  */
 struct grid	*report_param_grid(const struct audit *,
 		    const struct param_result *);
-/*
- * The cells of param's table, nrows x ncols, all NULL: put xmalloc'd texts
- * at the positions of report_cell_position, and report_print_table prints
- * the table (without the stages that lack the param), folding identical
- * neighbours when fold is set (see report.c), and frees the cells.
- */
-char		**report_table_cells(const struct audit *,
-		    const struct param_result *, int *nrows, int *ncols);
-void		 report_print_table(FILE *, const struct audit *,
-		    const struct param_result *, char **cell, bool fold);
 
 #endif

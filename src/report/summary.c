@@ -115,6 +115,11 @@ numeric_cell(const struct audit *a)
 
 	if (a->numeric_skipped != NULL)
 		xasprintf(&s, "skipped (%s)", a->numeric_skipped);
+	else if (a->numeric && a->shrunk)
+		xasprintf(&s, "%s: %s (shrunk to world %lld)",
+		    arith_name(a->arith),
+		    audit_numeric_passes(a) ? "correct" : "wrong",
+		    (long long)a->shrunk_world);
 	else if (a->numeric)
 		xasprintf(&s, "%s: %s", arith_name(a->arith),
 		    audit_numeric_passes(a) ? "correct" : "wrong");

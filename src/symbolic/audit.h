@@ -248,6 +248,19 @@ struct audit {
 	 * values per rank, limit M"); the verdict is the symbolic one.
 	 */
 	const char		*numeric_skipped;
+	/*
+	 * run --shrink (shrink.h): the numeric audit ran on a smaller config
+	 * with the same symbolic verdict, the audited one with these --set
+	 * assignments ("mesh.dp=2"), of shrunk_world ranks.  Its verdict is
+	 * numeric_correct; the cells and norms here keep no hashes, being
+	 * another mesh's.  shrink_note says what the search found when it
+	 * is worth saying ("no smaller config keeps the verdict").
+	 */
+	bool			 shrunk;
+	const char		**shrunk_sets;
+	size_t			 nshrunk_sets;
+	int64_t			 shrunk_world;
+	const char		*shrink_note;
 	/* sweep: the mesh sizes and flags of this point, as JSON fields. */
 	const struct varied_value *varied;
 	size_t			 nvaried;
