@@ -33,7 +33,7 @@ static void
 print_text(FILE *fp, const struct framework *fws, int n,
     const struct fw_profile *only, bool verbose)
 {
-	char	 range[64];
+	char	 range[64], window[160];
 	int	 i, j;
 
 	for (i = 0; i < n; i++) {
@@ -52,6 +52,8 @@ print_text(FILE *fp, const struct framework *fws, int n,
 			fw_profile_range(p, range, sizeof(range));
 			fprintf(fp, "  %s@%s: profile %s, read at %s\n",
 			    fw->name, range, p->label, p->read_at);
+			if (fw_profile_window(p, window, sizeof(window)))
+				fprintf(fp, "    window: %s\n", window);
 			if (p->summary != NULL)
 				fprintf(fp, "    %s\n", p->summary);
 			if (verbose || only != NULL)
@@ -65,7 +67,7 @@ print_json(FILE *fp, const struct framework *fws, int n,
     const struct fw_profile *only)
 {
 	struct json	 j;
-	char		 buf[64];
+	char		 buf[64], window[160];
 	int		 i, k, q;
 
 	jsonw_init(&j, fp, false);
@@ -96,6 +98,10 @@ print_json(FILE *fp, const struct framework *fws, int n,
 			fw_profile_range(p, buf, sizeof(buf));
 			jsonw_key_string(&j, "versions", buf);
 			jsonw_key_string(&j, "read_at", p->read_at);
+			if (fw_profile_window(p, window, sizeof(window))) {
+				jsonw_key_string(&j, "commit", p->commit);
+				jsonw_key_string(&j, "window", window);
+			}
 			if (p->summary != NULL)
 				jsonw_key_string(&j, "summary", p->summary);
 			jsonw_key(&j, "settings");
@@ -126,7 +132,7 @@ cmd_frameworks_exec(struct options *o)
 {
 	const struct framework	*fws;
 	const struct fw_profile	*only = NULL;
-	char			 err[1024];
+	char			 err[1024], newest[160];
 	bool			 newer;
 	int			 n;
 
@@ -138,10 +144,13 @@ cmd_frameworks_exec(struct options *o)
 			fprintf(stderr, "%s: frameworks: %s\n", progname, err);
 			return EXIT_USAGE;
 		}
-		if (newer)
-			fprintf(stderr, "%s: frameworks: %s is newer than the "
-			    "newest release checked: showing the newest "
-			    "profile\n", progname, o->args[0]);
+		if (newer) {
+			fw_newest_read(only, o->args[0], newest,
+			    sizeof(newest));
+			fprintf(stderr, "%s: frameworks: %s is newer than %s: "
+			    "showing the newest profile\n", progname,
+			    o->args[0], newest);
+		}
 	}
 	if (o->format == FORMAT_JSON)
 		print_json(stdout, fws, n, only);

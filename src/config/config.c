@@ -59,13 +59,13 @@ static const char *const embedding_words[] = {
 	"before-dp", "after-dp", "separate-bucket", "full-after-dp", NULL
 };
 static const char *const router_words[] = {
-	"auto", "tp-all-reduce", "none", NULL
+	"auto", "tp-all-reduce", "none", "none-without-ep", NULL
 };
 static const char *const expert_input_words[] = {
 	"etp-all-reduce", "none", NULL
 };
 static const char *const moe_input_words[] = {
-	"auto", "replicate", "partial", NULL
+	"auto", "replicate", "partial", "replicate-without-ep", NULL
 };
 static const char *const router_input_words[] = {
 	"none", "tp-all-reduce", NULL
@@ -137,7 +137,8 @@ static const char *const replicate_only_words[] = {
 	"fsdp", "ddp-average", NULL
 };
 static const char *const pp_normalize_words[] = { "same", "none", NULL };
-static const char *const seq_divisor_words[] = { "cp-tp", "2-cp-tp", NULL };
+static const char *const seq_divisor_words[] = { "cp-tp", "2-cp-tp",
+    "2-cp-tp-if-cp", NULL };
 /* In enum mtp_scale order: Megatron's schedule without per-token loss. */
 /* In enum loss_objective order: the default (token-mean) first. */
 static const char *const objective_words[] = {
@@ -714,6 +715,23 @@ cfg_shared_expert_ffn(const struct config *c)
 {
 	return c->model.moe.shared_expert_ffn > 0 ?
 	    c->model.moe.shared_expert_ffn : c->model.ffn;
+}
+
+enum router_sync
+cfg_router_sync(const struct config *c)
+{
+	if (c->sync.router_grad == ROUTER_NONE_WITHOUT_EP)
+		return c->mesh.ep == 1 ? ROUTER_NONE : ROUTER_AUTO;
+	return c->sync.router_grad;
+}
+
+enum moe_input_sync
+cfg_moe_input_sync(const struct config *c)
+{
+	if (c->sync.moe_input_grad == MOE_INPUT_REPLICATE_WITHOUT_EP)
+		return c->mesh.ep == 1 ? MOE_INPUT_REPLICATE :
+		    MOE_INPUT_PARTIAL;
+	return c->sync.moe_input_grad;
 }
 
 bool

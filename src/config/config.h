@@ -34,7 +34,8 @@ enum embedding_sync {		/* sync.embedding_grad */
 enum router_sync {		/* sync.router_grad */
 	ROUTER_AUTO,		/* "auto" */
 	ROUTER_TP_ALL_REDUCE,	/* "tp-all-reduce" */
-	ROUTER_NONE		/* "none" */
+	ROUTER_NONE,		/* "none" */
+	ROUTER_NONE_WITHOUT_EP	/* "none-without-ep": none with ep 1, else auto */
 };
 
 enum expert_input_sync {	/* sync.expert_input_grad */
@@ -56,7 +57,13 @@ enum expert_input_sync {	/* sync.expert_input_grad */
 enum moe_input_sync {
 	MOE_INPUT_AUTO,		/* "auto" */
 	MOE_INPUT_REPLICATE,	/* "replicate" */
-	MOE_INPUT_PARTIAL	/* "partial" */
+	MOE_INPUT_PARTIAL,	/* "partial" */
+	/*
+	 * "replicate-without-ep": replicate with ep 1, else partial.
+	 * torchtitan b052f36fe (PR #3654) passes the routed experts'
+	 * local_map its in_grad_placements only "if enable_ep".
+	 */
+	MOE_INPUT_REPLICATE_WITHOUT_EP
 };
 
 /*
@@ -285,7 +292,8 @@ enum pp_normalize {
 /* limits.seq_divisor: what model.seq must be a multiple of */
 enum seq_divisor {
 	SEQ_DIVISOR_CP_TP,	/* "cp-tp": cp * tp */
-	SEQ_DIVISOR_2_CP_TP	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
+	SEQ_DIVISOR_2_CP_TP,	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
+	SEQ_DIVISOR_2_CP_TP_IF_CP /* "2-cp-tp-if-cp": tp with cp 1 */
 };
 
 /*
@@ -770,6 +778,14 @@ int	 cfg_token_mask(const char *spec, int64_t *num, int64_t *den,
 	    char *buf, size_t size);
 /* The width of a shared expert: model.moe.shared_expert_ffn or model.ffn. */
 int	 cfg_shared_expert_ffn(const struct config *);
+/*
+ * sync.router_grad and sync.moe_input_grad as they apply to the config's
+ * mesh: the "-without-ep" values resolved by mesh.ep (torchtitan
+ * b052f36fe declares the gradients wrong only without expert
+ * parallelism), the others as they are.
+ */
+enum router_sync	cfg_router_sync(const struct config *);
+enum moe_input_sync	cfg_moe_input_sync(const struct config *);
 /*
  * Whether the data-parallel reduction is DDP's (sync.replicate_only:
  * ddp-average on a mesh of replicas alone, dp_shard and cp 1).

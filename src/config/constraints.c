@@ -665,20 +665,32 @@ framework_ddp_one_dim(const struct config *c, char *buf, size_t size)
 
 /*
  * torchtitan's seq_len_divisor (v0.2.0 on), asserted by every model's
- * parallelize: tp * (cp * 2), even with cp = 1.
+ * parallelize: tp * (cp * 2), even with cp = 1.  From 565cb810c (PR #3664)
+ * on main the trainer checks tp * (2 * cp if cp > 1 else 1) instead.
  */
 static bool
 framework_seq_divisor(const struct config *c, char *buf, size_t size)
 {
 	int64_t	 d = (int64_t)2 * c->mesh.cp * c->mesh.tp;
-	char	 what[160];
+	char	 what[200];
 
-	if (c->limits.seq_divisor != SEQ_DIVISOR_2_CP_TP ||
+	if (c->limits.seq_divisor == SEQ_DIVISOR_2_CP_TP_IF_CP &&
+	    c->mesh.cp == 1)
+		d = c->mesh.tp;
+	if (c->limits.seq_divisor == SEQ_DIVISOR_CP_TP ||
 	    c->model.seq % d == 0)
 		return true;
-	snprintf(what, sizeof what, "needs seq (%d) divisible by 2*cp*tp "
-	    "(%" PRId64 "): \"Sequence length must be divisible by the "
-	    "product of TP degree and 2 * CP degree\"", c->model.seq, d);
+	if (c->limits.seq_divisor == SEQ_DIVISOR_2_CP_TP_IF_CP)
+		snprintf(what, sizeof what, "needs seq (%d) divisible by %s "
+		    "(%" PRId64 "): \"Training sequence length must be "
+		    "divisible by %" PRId64 " for the configured "
+		    "sequence/context parallelism\"", c->model.seq,
+		    c->mesh.cp == 1 ? "tp" : "2*cp*tp", d, d);
+	else
+		snprintf(what, sizeof what, "needs seq (%d) divisible by "
+		    "2*cp*tp (%" PRId64 "): \"Sequence length must be "
+		    "divisible by the product of TP degree and 2 * CP "
+		    "degree\"", c->model.seq, d);
 	return framework_runs(c, false, what, buf, size);
 }
 

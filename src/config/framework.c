@@ -67,6 +67,8 @@ fw_dir(void)
 	return PKGDATADIR "/frameworks";
 }
 
+static bool	is_date(const char *);
+
 /*
  * Versions.
  */
@@ -165,6 +167,15 @@ fw_profile_range(const struct fw_profile *p, char *buf, size_t len)
 	char			 a[32], b[32];
 
 	fw_version_format(&p->since, a, sizeof(a));
+	/* A window: "de329200b to e1847f439^", "ecae62f15 and later, main". */
+	if (p->since.main && p->commit != NULL) {
+		if (next < fw->profiles + fw->nprofiles)
+			snprintf(buf, len, "%s to %s^", p->commit,
+			    next->commit);
+		else
+			snprintf(buf, len, "%s and later, main", p->commit);
+		return;
+	}
 	if (p->since.main) {
 		snprintf(buf, len, "main");
 		return;
@@ -189,6 +200,50 @@ fw_profile_range(const struct fw_profile *p, char *buf, size_t len)
 		snprintf(buf, len, "%s and later, main", a);
 	else
 		snprintf(buf, len, "%s - %s and later, main", a, b);
+}
+
+bool
+fw_profile_window(const struct fw_profile *p, char *buf, size_t len)
+{
+	const struct framework	*fw = p->framework;
+	const struct fw_history	*h = fw->history;
+	const struct fw_profile	*next = p + 1;
+	const struct fw_commit	*a, *b;
+
+	buf[0] = '\0';
+	if (p->first < 0 || h == NULL)
+		return false;
+	a = &h->commits[p->first];
+	if (next < fw->profiles + fw->nprofiles) {
+		b = &h->commits[next->first - 1];
+		snprintf(buf, len, "%.10s (%s) to %.10s (%s)", a->hash,
+		    a->date, b->hash, b->date);
+	} else {
+		b = &h->commits[h->ncommits - 1];
+		snprintf(buf, len, "%.10s (%s) to %.10s (%s), the newest "
+		    "commit read", a->hash, a->date, b->hash, b->date);
+	}
+	return true;
+}
+
+void
+fw_newest_read(const struct fw_profile *p, const char *spec, char *buf,
+    size_t len)
+{
+	const struct framework	*fw = p->framework;
+	const struct fw_commit	*c;
+	const char		*at = strchr(spec, '@');
+	char			 v[32];
+
+	if (at != NULL && is_date(at + 1) && fw->history != NULL) {
+		c = &fw->history->commits[fw->history->ncommits - 1];
+		snprintf(buf, len, "the newest commit of %s main read, %.10s "
+		    "(%s)", fw->name, c->hash, c->date);
+		return;
+	}
+	fw_version_format(&fw->latest, v, sizeof(v));
+	snprintf(buf, len, "%s %s, the newest release the profiles were "
+	    "checked against", fw->name, v);
 }
 
 /*
@@ -280,9 +335,9 @@ is_key(const yaml_event_t *ev, const char *name)
 	    memcmp(ev->data.scalar.value, name, ev->data.scalar.length) == 0;
 }
 
-/* A one-line scalar value, xmalloc'd. */
+/* A one-line scalar value, xmalloc'd; *at, when given, is where it is. */
 static char *
-read_string(struct reader *r, const char *key)
+read_string_at(struct reader *r, const char *key, yaml_mark_t *at)
 {
 	yaml_event_t	 ev;
 	char		*s = NULL;
@@ -290,6 +345,8 @@ read_string(struct reader *r, const char *key)
 
 	if (next(r, &ev) == -1)
 		return NULL;
+	if (at != NULL)
+		*at = ev.start_mark;
 	if (ev.type != YAML_SCALAR_EVENT || ev.data.scalar.length == 0) {
 		fail(r, &ev.start_mark, "%s: expected a one-line string", key);
 		yaml_event_delete(&ev);
@@ -306,6 +363,12 @@ read_string(struct reader *r, const char *key)
 	s[ev.data.scalar.length] = '\0';
 	yaml_event_delete(&ev);
 	return s;
+}
+
+static char *
+read_string(struct reader *r, const char *key)
+{
+	return read_string_at(r, key, NULL);
 }
 
 static int
@@ -380,6 +443,167 @@ read_sources(struct reader *r, struct fw_profile *p)
 }
 
 /*
+ * The main history, frameworks/NAME.commits next to NAME.yaml: comment
+ * lines, then "base RELEASE HASH DATE", then "HASH DATE" per commit, as
+ * scripts/main-commits writes it.  Read before the profiles, whose
+ * commit: keys it resolves; an error names the history's file:line:col.
+ */
+static bool
+is_date(const char *s)
+{
+	int	 i, month, day;
+
+	for (i = 0; i < 10; i++)
+		if (i == 4 || i == 7 ? s[i] != '-' :
+		    !isdigit((unsigned char)s[i]))
+			return false;
+	if (s[10] != '\0')
+		return false;
+	month = (s[5] - '0') * 10 + (s[6] - '0');
+	day = (s[8] - '0') * 10 + (s[9] - '0');
+	return month >= 1 && month <= 12 && day >= 1 && day <= 31;
+}
+
+static bool
+is_hex(const char *s, size_t min, size_t max)
+{
+	size_t	 n;
+
+	for (n = 0; s[n] != '\0'; n++)
+		if (!isdigit((unsigned char)s[n]) && (s[n] < 'a' || s[n] > 'f'))
+			return false;
+	return n >= min && n <= max;
+}
+
+/* One "HASH DATE" pair from the words at w. */
+static int
+history_commit(struct reader *r, yaml_mark_t *m, char **w,
+    struct fw_commit *c)
+{
+	if (w[0] == NULL || !is_hex(w[0], 40, 40)) {
+		fail(r, m, "expected a full commit hash (40 hex digits)");
+		return -1;
+	}
+	if (w[1] == NULL || !is_date(w[1]) || w[2] != NULL) {
+		fail(r, m, "expected the commit's date, YYYY-MM-DD, and no more");
+		return -1;
+	}
+	memcpy(c->hash, w[0], 41);
+	memcpy(c->date, w[1], 11);
+	return 0;
+}
+
+static int
+read_history(struct reader *r, struct fw_history *h)
+{
+	FILE		*f;
+	char		 line[256], *w[5], *save;
+	yaml_mark_t	 m;
+	size_t		 lineno = 0;
+	int		 n;
+
+	memset(&m, 0, sizeof(m));
+	if ((f = fopen(r->path, "r")) == NULL) {
+		fail(r, NULL, "cannot open: %s", strerror(errno));
+		return -1;
+	}
+	h->file = xstrdup(r->path);
+	while (!r->failed && fgets(line, sizeof(line), f) != NULL) {
+		m.line = lineno++;
+		if (strchr(line, '\n') == NULL && !feof(f)) {
+			fail(r, &m, "line too long");
+			break;
+		}
+		line[strcspn(line, "\r\n")] = '\0';
+		if (line[0] == '#' || line[0] == '\0')
+			continue;
+		for (n = 0, save = NULL; n < 5; n++)
+			w[n] = strtok_r(n == 0 ? line : NULL, " \t", &save);
+		if (h->release == NULL) {
+			if (w[0] == NULL || strcmp(w[0], "base") != 0 ||
+			    w[1] == NULL) {
+				fail(r, &m, "expected \"base RELEASE HASH "
+				    "DATE\" first");
+				break;
+			}
+			h->release = xstrdup(w[1]);
+			history_commit(r, &m, w + 2, &h->base);
+			continue;
+		}
+		h->commits = xreallocarray(h->commits, h->ncommits + 1,
+		    sizeof(*h->commits));
+		if (history_commit(r, &m, w, &h->commits[h->ncommits]) == 0)
+			h->ncommits++;
+	}
+	if (!r->failed && ferror(f))
+		fail(r, NULL, "cannot read: %s", strerror(errno));
+	if (!r->failed && h->ncommits == 0)
+		fail(r, NULL, "no base line and commits: not a main history "
+		    "(write it with scripts/main-commits)");
+	fclose(f);
+	return r->failed ? -1 : 0;
+}
+
+static void
+history_free(struct fw_history *h)
+{
+	if (h == NULL)
+		return;
+	free(h->file);
+	free(h->release);
+	free(h->commits);
+	free(h);
+}
+
+/*
+ * The commits of h whose hash starts with the hex digits of s: the index
+ * of the one, or -1 for none and -2 for more than one.
+ */
+static int
+history_find(const struct fw_history *h, const char *s)
+{
+	size_t	 len = strlen(s);
+	int	 i, found = -1;
+
+	for (i = 0; i < h->ncommits; i++)
+		if (strncmp(h->commits[i].hash, s, len) == 0) {
+			if (found >= 0)
+				return -2;
+			found = i;
+		}
+	return found;
+}
+
+/* A window's commit: key, found in the history read before the profiles. */
+static int
+read_commit(struct reader *r, struct framework *fw, struct fw_profile *p)
+{
+	yaml_mark_t	 m;
+
+	if ((p->commit = read_string_at(r, "commit", &m)) == NULL)
+		return -1;
+	if (fw->history == NULL) {
+		fail(r, &m, "commit: no main history next to this file "
+		    "(write one with scripts/main-commits)");
+		return -1;
+	}
+	if (!is_hex(p->commit, 7, 40)) {
+		fail(r, &m, "commit: \"%s\" is not 7 to 40 lowercase hex "
+		    "digits", p->commit);
+		return -1;
+	}
+	p->first = history_find(fw->history, p->commit);
+	if (p->first < 0) {
+		fail(r, &m, "commit: %s is %s of main's first-parent commits "
+		    "after %s in %s", p->commit, p->first == -1 ? "none" :
+		    "more than one", fw->history->release,
+		    fw->history->file);
+		return -1;
+	}
+	return 0;
+}
+
+/*
  * One profile: its own settings are read into a fresh config, checked for
  * sources, then laid over a copy of the previous profile's.
  */
@@ -400,6 +624,7 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 	    sizeof(*fw->profiles));
 	p = &fw->profiles[fw->nprofiles++];
 	memset(p, 0, sizeof(*p));
+	p->first = -1;
 	memset(&own, 0, sizeof(own));
 	prev = fw->nprofiles > 1 ? p - 1 : NULL;
 	for (;;) {
@@ -410,6 +635,7 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 		if ((is_key(&ev, "label") && p->label != NULL) ||
 		    (is_key(&ev, "summary") && p->summary != NULL) ||
 		    (is_key(&ev, "read_at") && p->read_at != NULL) ||
+		    (is_key(&ev, "commit") && p->commit != NULL) ||
 		    (is_key(&ev, "since") && has_since) ||
 		    (is_key(&ev, "config") && has_config)) {
 			fail(r, &ev.start_mark, "duplicate key in a profile");
@@ -422,6 +648,10 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 			p->summary = read_string(r, "summary");
 		else if (is_key(&ev, "read_at"))
 			p->read_at = read_string(r, "read_at");
+		else if (is_key(&ev, "commit")) {
+			if (read_commit(r, fw, p) == -1)
+				r->failed = true;
+		}
 		else if (is_key(&ev, "since")) {
 			has_since = true;
 			if (read_version(r, "since", &p->since) == -1)
@@ -453,8 +683,8 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 				r->failed = true;
 		} else {
 			fail(r, &ev.start_mark, "unknown key in a profile "
-			    "(valid: label, summary, since, read_at, config, "
-			    "sources)");
+			    "(valid: label, summary, since, commit, read_at, "
+			    "config, sources)");
 			yaml_event_delete(&ev);
 			goto out;
 		}
@@ -466,9 +696,20 @@ read_profile(struct reader *r, struct framework *fw, const yaml_mark_t *at)
 		fail(r, at, "a profile needs label, since and read_at");
 		goto out;
 	}
-	if (prev != NULL && fw_version_cmp(&prev->since, &p->since) >= 0) {
-		fail(r, at, "profile %s: since must be later than profile "
-		    "%s's", p->label, prev->label);
+	/*
+	 * Windows of main are ordered by their first commits in the main
+	 * history, which is what resolves a commit or a date to one of them.
+	 */
+	if ((p->commit != NULL) != p->since.main) {
+		fail(r, at, "profile %s: a window of main needs since: main "
+		    "and commit:, a release neither", p->label);
+		goto out;
+	}
+	if (prev != NULL && prev->since.main && p->since.main ?
+	    prev->first >= p->first :
+	    prev != NULL && fw_version_cmp(&prev->since, &p->since) >= 0) {
+		fail(r, at, "profile %s: %s must be later than profile %s's",
+		    p->label, p->since.main ? "commit" : "since", prev->label);
 		goto out;
 	}
 	for (k = 0; k < KEY__COUNT; k++)
@@ -535,11 +776,13 @@ fw_free(struct framework *fw)
 		free(p->label);
 		free(p->summary);
 		free(p->read_at);
+		free(p->commit);
 		cfg_free(&p->settings);
 		for (k = 0; k < KEY__COUNT; k++)
 			free(p->source[k]);
 	}
 	free(fw->profiles);
+	history_free(fw->history);
 	free(fw->name);
 	free(fw->file);
 	free(fw->description);
@@ -613,6 +856,34 @@ seen_before(struct reader *r, const yaml_event_t *ev, bool seen[NTOP_KEYS],
 	return false;
 }
 
+/*
+ * NAME.commits next to NAME.yaml, when there is one: 0 with fw->history
+ * set or left NULL, or -1 after the message.
+ */
+static int
+load_history(const char *path, struct framework *fw)
+{
+	struct reader	 h;
+	size_t		 len = strlen(path);
+	char		*hpath;
+	int		 rc = 0;
+
+	if (len < 5 || strcmp(path + len - 5, ".yaml") != 0)
+		return 0;
+	xasprintf(&hpath, "%.*s.commits", (int)(len - 5), path);
+	if (access(hpath, F_OK) == 0) {
+		memset(&h, 0, sizeof(h));
+		h.path = hpath;
+		fw->history = xcalloc(1, sizeof(*fw->history));
+		if ((rc = read_history(&h, fw->history)) == -1) {
+			history_free(fw->history);
+			fw->history = NULL;
+		}
+	}
+	free(hpath);
+	return rc;
+}
+
 int
 fw_read(const char *path, struct framework *fw)
 {
@@ -629,6 +900,11 @@ fw_read(const char *path, struct framework *fw)
 	if (read_text(&r) == -1)
 		return -1;
 	fw->file = xstrdup(path);
+	if (load_history(path, fw) == -1) {
+		free(r.text);
+		fw_free(fw);
+		return -1;
+	}
 	if (!yaml_parser_initialize(&r.parser))
 		fatal("yaml_parser_initialize");
 	yaml_parser_set_input_string(&r.parser, r.text, r.len);
@@ -776,6 +1052,77 @@ list_known(char *buf, size_t len, const struct framework *fws, int n)
 		snprintf(buf, len, "none in %s", registry_dir);
 }
 
+/*
+ * The profile that models the code of main's commit at index i of the
+ * history: the newest window starting at or before it, or, before the
+ * first window, the newest release profile, whose code main kept until
+ * then.
+ */
+static const struct fw_profile *
+window_of(const struct framework *fw, int i)
+{
+	const struct fw_profile	*p;
+
+	for (p = &fw->profiles[fw->nprofiles - 1]; p > fw->profiles; p--)
+		if (!p->since.main || p->first <= i)
+			break;
+	return p;
+}
+
+/* NAME@COMMIT: 7 to 40 hex digits of a commit of the history. */
+static const struct fw_profile *
+resolve_commit(const struct framework *fw, const char *q, const char *s,
+    char *err, size_t errlen)
+{
+	const struct fw_history	*h = fw->history;
+	int			 i = history_find(h, s);
+
+	if (i == -2) {
+		snprintf(err, errlen, "%s@%s: more than one commit of %s main "
+		    "starts with %s: give more digits", fw->name, q, fw->name,
+		    q);
+		return NULL;
+	}
+	if (i == -1) {
+		snprintf(err, errlen, "%s@%s: not a first-parent commit of %s "
+		    "main after %s (%s, read up to %.10s of %s): name a "
+		    "commit of main's first-parent history, a date or a "
+		    "release", fw->name, q, fw->name, h->release, h->file,
+		    h->commits[h->ncommits - 1].hash,
+		    h->commits[h->ncommits - 1].date);
+		return NULL;
+	}
+	return window_of(fw, i);
+}
+
+/*
+ * NAME@YYYY-MM-DD: the window in effect at the end of that day, that of
+ * the newest commit of main dated on or before it (by the history's order:
+ * committer dates are not always in it).
+ */
+static const struct fw_profile *
+resolve_date(const struct framework *fw, const char *s, bool *newer,
+    char *err, size_t errlen)
+{
+	const struct fw_history	*h = fw->history;
+	int			 i, last = -1;
+
+	if (strcmp(s, h->base.date) < 0) {
+		snprintf(err, errlen, "%s@%s: before %s main's history, which "
+		    "starts where main forked from %s (%s): name a release "
+		    "instead", fw->name, s, fw->name, h->release,
+		    h->base.date);
+		return NULL;
+	}
+	for (i = 0; i < h->ncommits; i++)
+		if (strcmp(h->commits[i].date, s) <= 0)
+			last = i;
+	/* A later day may have commits not read: as a newer release. */
+	if (strcmp(s, h->commits[h->ncommits - 1].date) > 0)
+		*newer = true;
+	return window_of(fw, last);
+}
+
 const struct fw_profile *
 fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 {
@@ -814,9 +1161,15 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 		return NULL;
 	}
 	text_escape(q, sizeof(q), at + 1, strlen(at + 1));
+	if (fw->history != NULL && is_date(at + 1))
+		return resolve_date(fw, at + 1, newer, err, errlen);
+	if (fw->history != NULL && is_hex(at + 1, 7, 40))
+		return resolve_commit(fw, q, at + 1, err, errlen);
 	if (fw_version_parse(at + 1, &v) == -1) {
 		snprintf(err, errlen, "\"%s\" is not a version: expected "
-		    "MAJOR.MINOR.PATCH or main (known: %s)", q, known);
+		    "MAJOR.MINOR.PATCH or main%s (known: %s)", q,
+		    fw->history != NULL ? ", a commit of main (7 to 40 hex "
+		    "digits) or a date (YYYY-MM-DD)" : "", known);
 		return NULL;
 	}
 	if (fw_version_cmp(&v, &fw->profiles[0].since) < 0) {

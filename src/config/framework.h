@@ -44,6 +44,33 @@ struct fw_profile {
 	 */
 	struct config		 settings;
 	char			*source[KEY__COUNT];
+	/*
+	 * A window of main (since: main): the first commit of main's
+	 * first-parent history whose code it models, as the profile writes
+	 * it, and that commit's place in the framework's history (the index
+	 * of struct fw_history's commits) and date.  -1 for a release.
+	 */
+	char			*commit;
+	int			 first;
+};
+
+/*
+ * A framework's main history: the first-parent commits of its main branch
+ * after the newest release profile, oldest first, as scripts/main-commits
+ * writes them to frameworks/NAME.commits.  NAME@COMMIT and NAME@DATE
+ * resolve through it to the window a commit or a day falls in.
+ */
+struct fw_commit {
+	char	hash[41];
+	char	date[11];	/* YYYY-MM-DD, the committer's own */
+};
+
+struct fw_history {
+	char			*file;
+	char			*release;	/* "v0.2.2" */
+	struct fw_commit	 base;		/* where main forked from it */
+	struct fw_commit	*commits;
+	int			 ncommits;
 };
 
 struct framework {
@@ -53,6 +80,7 @@ struct framework {
 	struct fw_version	 latest;	/* newest release checked */
 	struct fw_profile	*profiles;	/* in release order */
 	int			 nprofiles;
+	struct fw_history	*history;	/* NULL: no windows of main */
 };
 
 /*
@@ -79,8 +107,10 @@ int		 fw_read(const char *path, struct framework *fw);
 void		 fw_free(struct framework *fw);
 
 /*
- * Resolve "NAME@VERSION".  Returns the profile, or NULL with a message in
- * err (which lists what is known).
+ * Resolve "NAME@VERSION", "NAME@main", "NAME@COMMIT" (7 to 40 hex digits
+ * of a commit in the framework's main history) or "NAME@YYYY-MM-DD" (the
+ * window in effect at the end of that day).  Returns the profile, or NULL
+ * with a message in err (which lists what is known).
  * *newer is set when the version is newer than the newest release the
  * profiles were checked against: the newest profile applies, and the
  * caller says so on stderr.
@@ -98,6 +128,20 @@ void		 fw_version_format(const struct fw_version *, char *, size_t);
  * as `gradaudit frameworks` lists them.
  */
 void		 fw_profile_range(const struct fw_profile *, char *, size_t);
+/*
+ * A window's commits, "ecae62f15 (2026-08-05) to b5bcd76c6 (2026-08-21),
+ * the newest read", as the reports say which code of main they audit;
+ * false, with buf empty, for a release profile.
+ */
+bool		 fw_profile_window(const struct fw_profile *, char *, size_t);
+/*
+ * What a spec fw_resolve marked newer is newer than, for the note that
+ * the newest profile p applies to it: "torchtitan 0.2.2, the newest release
+ * ...", or for a date after main's history "the newest commit of
+ * torchtitan main read, b5bcd76c66 (2026-08-21)".
+ */
+void		 fw_newest_read(const struct fw_profile *, const char *spec,
+		    char *, size_t);
 
 /*
  * Where the value of k came from, for explain: "FILE:LINE:COL", "--set",

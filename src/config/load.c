@@ -55,7 +55,7 @@ apply_framework(struct loader *ld)
 {
 	struct config		*c = ld->cfg;
 	const struct fw_profile	*p;
-	char			 err[MSG_SIZE], v[32];
+	char			 err[MSG_SIZE], v[160];
 	bool			 newer;
 
 	if (!keyset_has(&c->given, KEY_FRAMEWORK) ||
@@ -68,11 +68,10 @@ apply_framework(struct loader *ld)
 		return -1;
 	}
 	if (newer && !ld->quiet) {
-		fw_version_format(&p->framework->latest, v, sizeof(v));
-		fprintf(stderr, "%s: %s: %s is newer than %s %s, the newest "
-		    "release the profiles were checked against: auditing it "
+		fw_newest_read(p, c->framework, v, sizeof(v));
+		fprintf(stderr, "%s: %s: %s is newer than %s: auditing it "
 		    "with the newest profile, %s\n", progname, ld->path,
-		    c->framework, p->framework->name, v, p->label);
+		    c->framework, v, p->label);
 	}
 	c->profile = p;
 	c->from_profile = cfg_merge_settings(c, &p->settings, true);

@@ -223,7 +223,7 @@ emit_shared_expert(struct builder *b, const struct config *cfg, int stage,
 	 * PR #2416: ColwiseParallel() on w1 and w3), so that its part reaches
 	 * the boundary whole.
 	 */
-	if (cfg->sync.moe_input_grad == MOE_INPUT_REPLICATE) {
+	if (cfg_moe_input_sync(cfg) == MOE_INPUT_REPLICATE) {
 		x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[s1].name);
 		b->program->ops[b->program->nops - 1].reduce_only = true;
 	}

@@ -51,7 +51,7 @@ pl_router_input_reduced(const struct model *m)
 enum moe_input_sync
 pl_moe_boundary(const struct model *m)
 {
-	return m->config->sync.moe_input_grad;
+	return cfg_moe_input_sync(m->config);
 }
 
 struct placement
@@ -459,6 +459,8 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 		    boundary_loses(m, r->truth);
 		break;
 	case MOE_INPUT_PARTIAL:
+	/* Resolved by pl_moe_boundary: never seen here. */
+	case MOE_INPUT_REPLICATE_WITHOUT_EP:
 		r->declared = pl_normalize(&m->mesh,
 		    pl_uniform(PLACE_PARTIAL));
 		r->summed_whole = whole;

@@ -130,7 +130,7 @@ emit_router(struct sync_plan *plan, const struct model *m,
 			    pl_equal(grad[j], truth);
 			handled[j] = handled[j] || sel[j];
 		}
-		switch (m->config->sync.router_grad) {
+		switch (cfg_router_sync(m->config)) {
 		case ROUTER_AUTO:
 			declared = truth;
 			break;

@@ -125,7 +125,7 @@ jsonw_settings(struct json *j, const struct config *c)
 {
 	const struct fw_profile	*p = c->profile;
 	struct keyset		 over;
-	char			 v[64];
+	char			 v[64], window[160];
 	int			 k;
 
 	jsonw_key(j, "framework");
@@ -137,6 +137,10 @@ jsonw_settings(struct json *j, const struct config *c)
 		jsonw_key_string(j, "spec", c->framework);
 		jsonw_key_string(j, "profile", p->label);
 		jsonw_key_string(j, "read_at", p->read_at);
+		if (fw_profile_window(p, window, sizeof(window))) {
+			jsonw_key_string(j, "commit", p->commit);
+			jsonw_key_string(j, "window", window);
+		}
 		over = fw_profile_overridden(c);
 		jsonw_key(j, "overridden");
 		jsonw_begin_array(j);

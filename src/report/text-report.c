@@ -134,6 +134,7 @@ report_framework(FILE *fp, const struct config *c)
 {
 	const struct fw_profile	*p = c->profile;
 	struct keyset		 over;
+	char			 window[160];
 	bool			 any = false;
 	int			 k;
 
@@ -143,6 +144,9 @@ report_framework(FILE *fp, const struct config *c)
 	}
 	fprintf(fp, "framework: %s, profile %s (read at %s)\n", c->framework,
 	    p->label, p->read_at);
+	/* Which code of main a window audits (issue 28). */
+	if (fw_profile_window(p, window, sizeof(window)))
+		fprintf(fp, "window of main: %s\n", window);
 	over = fw_profile_overridden(c);
 	for (k = 0; k < KEY__COUNT; k++)
 		if (keyset_has(&over, k)) {
