@@ -699,6 +699,7 @@ import_torchtitan(struct options *o)
 	struct toml_doc		 doc;
 	struct fw_version	 version;
 	char			*spec = NULL, *text = NULL, *header, *what;
+	const char		*base;
 	char			 err[1024], v[32], q[TEXT_QUOTE_SIZE];
 	size_t			 len = 0;
 	bool			 have_version = false;
@@ -734,7 +735,11 @@ import_torchtitan(struct options *o)
 		fprintf(stderr, "%s: import: %s\n", progname, err);
 	else {
 		if (torchtitan_import(&ti, &doc) == 0) {
-			text_cut(q, sizeof(q), o->args[1], strlen(o->args[1]));
+			/* The file's name, not where it was: the same text
+			 * wherever the file is read from. */
+			base = strrchr(o->args[1], '/') != NULL ?
+			    strrchr(o->args[1], '/') + 1 : o->args[1];
+			text_cut(q, sizeof(q), base, strlen(base));
 			xasprintf(&header, "# gradaudit import torchtitan: %s "
 			    "as gradaudit.yaml(5).\n# The sizes are the "
 			    "run's: gradaudit run needs small ones (--set).\n",

@@ -19,6 +19,7 @@
  * their expert widths from auto_scale_hidden_dim and are not here yet.
  */
 #include <stddef.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "framework.h"
@@ -136,4 +137,27 @@ tt_flavor_find(const char *model, const char *flavor, const char *version,
 			return &flavors[i];
 	}
 	return NULL;
+}
+
+void
+tt_flavor_names(const char *model, char *buf, size_t size)
+{
+	size_t	 i, n = 0;
+	bool	 any = false;
+	const char *last = NULL;
+
+	for (i = 0; i < NFLAVORS; i++)
+		any = any || strcmp(flavors[i].model, model) == 0;
+	buf[0] = '\0';
+	for (i = 0; i < NFLAVORS && n < size; i++) {
+		if (any && strcmp(flavors[i].model, model) != 0)
+			continue;
+		if (last == NULL || strcmp(last, flavors[i].model) != 0)
+			n += (size_t)snprintf(buf + n, size - n, "%s%s:",
+			    last != NULL ? "; " : "", flavors[i].model);
+		if (n < size)
+			n += (size_t)snprintf(buf + n, size - n, " %s",
+			    flavors[i].flavor);
+		last = flavors[i].model;
+	}
 }

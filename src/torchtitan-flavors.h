@@ -8,6 +8,7 @@
 #define GRADAUDIT_TORCHTITAN_FLAVORS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 struct tt_flavor {
 	const char	*model;		/* [model] name: "llama3" */
@@ -31,5 +32,11 @@ struct tt_flavor {
  */
 const struct tt_flavor *tt_flavor_find(const char *model, const char *flavor,
 	    const char *version, bool *known);
+
+/*
+ * "llama3: 8B 70B 405B" for model, or every model's when the tables have
+ * no flavour of it, into buf: what a refusal offers instead.
+ */
+void	 tt_flavor_names(const char *model, char *buf, size_t size);
 
 #endif

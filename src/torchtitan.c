@@ -165,6 +165,9 @@ struct import_state {
 
 static void	refuse_at(struct import_state *, const struct toml_entry *,
 		    const char *, ...) __attribute__((format(printf, 3, 4)));
+static void	refuse_value(struct import_state *,
+		    const struct toml_entry *, const char *, ...)
+		    __attribute__((format(printf, 3, 4)));
 static void	refuse(struct import_state *, const char *, ...)
 		    __attribute__((format(printf, 2, 3)));
 static void	note(struct import_state *, const char *, ...)
@@ -172,28 +175,52 @@ static void	note(struct import_state *, const char *, ...)
 static void	explain(struct import_state *, enum cfg_key, const char *,
 		    ...) __attribute__((format(printf, 3, 4)));
 
+static void
+vrefuse(struct import_state *st, const struct toml_entry *e, int line,
+    int col, const char *fmt, va_list ap)
+{
+	char	*q;
+
+	/* Whole: a key cut short would not say which it is. */
+	if (e != NULL) {
+		q = text_visible(e->path);
+		fprintf(stderr, "%s: import: %s:%d:%d: %s: ", progname,
+		    st->doc->name, line, col, q);
+		free(q);
+	} else
+		fprintf(stderr, "%s: import: %s: ", progname, st->doc->name);
+	vfprintf(stderr, fmt, ap);
+	fputc('\n', stderr);
+	st->errors++;
+}
+
 /*
- * A key that stops the import: FILE:LINE:COL: KEY: the message; a
- * default that does (e NULL): FILE: the message.
+ * A key that stops the import: FILE:LINE:COL: KEY: the message, at the
+ * key; a default that does (e NULL): FILE: the message.
  */
 static void
 refuse_at(struct import_state *st, const struct toml_entry *e,
     const char *fmt, ...)
 {
 	va_list	 ap;
-	char	 q[TEXT_QUOTE_SIZE];
 
-	if (e != NULL) {
-		text_cut(q, sizeof(q), e->path, strlen(e->path));
-		fprintf(stderr, "%s: import: %s:%d:%d: %s: ", progname,
-		    st->doc->name, e->line, e->col, q);
-	} else
-		fprintf(stderr, "%s: import: %s: ", progname, st->doc->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vrefuse(st, e, e != NULL ? e->line : 0, e != NULL ? e->col : 0, fmt,
+	    ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	st->errors++;
+}
+
+/* A value that stops the import: as refuse_at, at the value. */
+static void
+refuse_value(struct import_state *st, const struct toml_entry *e,
+    const char *fmt, ...)
+{
+	va_list	 ap;
+
+	va_start(ap, fmt);
+	vrefuse(st, e, e != NULL ? e->value.line : 0, e != NULL ?
+	    e->value.col : 0, fmt, ap);
+	va_end(ap);
 }
 
 /* A refusal that no one key is the place of. */
@@ -296,7 +323,7 @@ sort_keys(struct import_state *st)
 			st->use[k] = e;
 		else if (keys[k].fate == TT_REFUSED &&
 		    !is_inert(&e->value, keys[k].inert))
-			refuse_at(st, e, "%s", keys[k].why);
+			refuse_value(st, e, "%s", keys[k].why);
 	}
 }
 
@@ -313,12 +340,12 @@ int_key(struct import_state *st, enum mapped_key k, long def, long lo,
 	if (e == NULL)
 		return def;
 	if (e->value.type != TOML_INTEGER) {
-		refuse_at(st, e, "expected an integer, not %s",
+		refuse_value(st, e, "expected an integer, not %s",
 		    toml_type_name(e->value.type));
 		return def;
 	}
 	if (e->value.integer < lo || e->value.integer > hi) {
-		refuse_at(st, e, "%lld is out of range (%ld to %ld)",
+		refuse_value(st, e, "%lld is out of range (%ld to %ld)",
 		    e->value.integer, lo, hi);
 		return def;
 	}
@@ -333,7 +360,7 @@ string_key(struct import_state *st, enum mapped_key k, const char *def)
 	if (e == NULL)
 		return def;
 	if (e->value.type != TOML_STRING) {
-		refuse_at(st, e, "expected a string, not %s",
+		refuse_value(st, e, "expected a string, not %s",
 		    toml_type_name(e->value.type));
 		return def;
 	}
@@ -372,7 +399,7 @@ import_mesh(struct import_state *st, struct degrees *d)
 	d->ep = int_key(st, TK_EP, 1, 1, max);
 	d->etp = int_key(st, TK_ETP, 1, 1, max);
 	if (d->dp_shard == 0)
-		refuse_at(st, st->use[TK_DP_SHARD], "0: torchtitan asserts "
+		refuse_value(st, st->use[TK_DP_SHARD], "0: torchtitan asserts "
 		    "\"dp_shard must -1 or >=1.\"");
 	if (st->errors > errors)
 		return false;
@@ -400,7 +427,7 @@ import_mesh(struct import_state *st, struct degrees *d)
 		return false;
 	}
 	if (d->ep > 1 && d->etp != d->tp && d->etp != 1) {
-		refuse_at(st, st->use[TK_ETP], "%ld with tp %ld: torchtitan "
+		refuse_value(st, st->use[TK_ETP], "%ld with tp %ld: torchtitan "
 		    "asserts \"Currently we only support ETP=TP or ETP=1\" "
 		    "(ParallelDims._validate)", d->etp, d->tp);
 		return false;
@@ -527,7 +554,7 @@ import_model(struct import_state *st, const struct degrees *d)
 	struct config		*c = &st->ti->cfg;
 	const struct tt_flavor	*f;
 	const char		*name, *flavor;
-	char			*what;
+	char			*what, names[512];
 	bool			 known;
 	int			 errors = st->errors;
 
@@ -538,12 +565,12 @@ import_model(struct import_state *st, const struct degrees *d)
 		return;
 	if ((f = tt_flavor_find(name, flavor, st->ti->version, &known)) ==
 	    NULL) {
-		refuse_at(st, st->use[TK_FLAVOR] != NULL ? st->use[TK_FLAVOR] :
+		tt_flavor_names(name, names, sizeof(names));
+		refuse_value(st, st->use[TK_FLAVOR] != NULL ? st->use[TK_FLAVOR] :
 		    st->use[TK_NAME], "%s %s is not in the flavour tables "
-		    "gradaudit read%s%s (gradaudit import torchtitan(1): "
-		    "llama3, deepseek_v3 and qwen3)", name, flavor,
+		    "gradaudit read%s%s (%s)", name, flavor,
 		    known ? " for torchtitan " : "",
-		    known ? st->ti->version : "");
+		    known ? st->ti->version : "", names);
 		return;
 	}
 	xasprintf(&what, "%s %s", name, flavor);
@@ -582,9 +609,13 @@ import_model(struct import_state *st, const struct degrees *d)
 	free(what);
 }
 
-/* [training]: the micro-batch, the sequence, gradient accumulation. */
+/*
+ * [training]: the micro-batch, the sequence, gradient accumulation, which
+ * takes the mesh (without one, the values are only checked).
+ */
 static void
-import_training(struct import_state *st, const struct degrees *d)
+import_training(struct import_state *st, const struct degrees *d,
+    bool mesh)
 {
 	struct config	*c = &st->ti->cfg;
 	const long	 max = 1L << 20;
@@ -595,7 +626,7 @@ import_training(struct import_state *st, const struct degrees *d)
 	local = int_key(st, TK_LOCAL_BATCH, 8, 1, max);
 	global = int_key(st, TK_GLOBAL_BATCH, -1, -1, (long)1 << 40);
 	c->model.seq = (int)int_key(st, TK_SEQ, 2048, 1, max);
-	if (st->errors > errors)
+	if (st->errors > errors || !mesh)
 		return;
 	explain(st, KEY_SEQ, "%s", source_of(st, TK_SEQ));
 	c->model.micro_batch = (int)local;
@@ -607,18 +638,18 @@ import_training(struct import_state *st, const struct degrees *d)
 	 */
 	batch = local * d->dp_replicate * d->dp_shard;
 	if (global == 0 || global < -1)
-		refuse_at(st, st->use[TK_GLOBAL_BATCH], "%ld: torchtitan "
+		refuse_value(st, st->use[TK_GLOBAL_BATCH], "%ld: torchtitan "
 		    "asserts \"global_batch_size > 0\" (-1: local_batch_size "
 		    "times the data-parallel degree)", global);
 	else if (global > 0 && global % batch != 0)
-		refuse_at(st, st->use[TK_GLOBAL_BATCH], "%ld: torchtitan "
+		refuse_value(st, st->use[TK_GLOBAL_BATCH], "%ld: torchtitan "
 		    "asserts that it divides by local_batch_size %ld * the "
 		    "data-parallel degree %ld (Trainer.__init__)", global,
 		    local, d->dp_replicate * d->dp_shard);
 	else {
 		steps = global > 0 ? global / batch : 1;
 		if (steps > 32) {
-			refuse_at(st, st->use[TK_GLOBAL_BATCH], "%ld gradient "
+			refuse_value(st, st->use[TK_GLOBAL_BATCH], "%ld gradient "
 			    "accumulation steps: gradaudit's "
 			    "training.micro_batches holds at most 32", steps);
 			return;
@@ -655,11 +686,15 @@ list_ignored(struct import_state *st)
 		    keys[k].fate == TT_MAPPED)
 			continue;
 		why = keys[k].why;
+		if (keys[k].fate == TT_REFUSED)
+			why = "set to the value that changes nothing";
 		fprintf(stderr, "%s: import: ignored", progname);
 		for (j = i; j < st->doc->n; j++) {
 			k = st->fate[j];
 			if (done[j] || k < 0 || keys[k].fate == TT_MAPPED ||
-			    strcmp(keys[k].why, why) != 0)
+			    strcmp(keys[k].fate == TT_REFUSED ? "set to the "
+			    "value that changes nothing" : keys[k].why,
+			    why) != 0)
 				continue;
 			done[j] = true;
 			fprintf(stderr, "%s %s", j == i ? "" : ",",
@@ -675,6 +710,7 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 {
 	struct import_state	*st;
 	struct degrees		 d;
+	bool			 mesh;
 	int			 rc = -1;
 
 	st = xcalloc(1, sizeof(*st));
@@ -683,12 +719,11 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 	memset(&d, 0, sizeof(d));
 	/* Every refused key is named in one run, unknown ones included. */
 	sort_keys(st);
-	if (import_mesh(st, &d)) {
+	mesh = import_mesh(st, &d);
+	if (mesh)
 		check_pipeline(st);
-		import_model(st, &d);
-		import_training(st, &d);
-	} else
-		import_model(st, &d);
+	import_model(st, &d);
+	import_training(st, &d, mesh);
 	if (st->errors == 0) {
 		fputs(st->notes != NULL ? st->notes : "", stderr);
 		list_ignored(st);
