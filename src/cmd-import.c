@@ -699,6 +699,7 @@ import_torchtitan(struct options *o)
 	struct toml_doc		 doc;
 	struct fw_version	 version;
 	char			*spec = NULL, *text = NULL, *header, *what;
+	char			*shown;
 	const char		*base;
 	char			 err[1024], v[32], q[TEXT_QUOTE_SIZE];
 	size_t			 len = 0;
@@ -730,8 +731,9 @@ import_torchtitan(struct options *o)
 		free(spec);
 		return EXIT_USAGE;
 	}
-	if (toml_parse(o->args[1], text, len, &doc, err,
-	    sizeof(err)) < 0)
+	/* Messages name the file as text_visible shows it: one line. */
+	shown = text_visible(o->args[1]);
+	if (toml_parse(shown, text, len, &doc, err, sizeof(err)) < 0)
 		fprintf(stderr, "%s: import: %s\n", progname, err);
 	else {
 		if (torchtitan_import(&ti, &doc) == 0) {
@@ -753,6 +755,7 @@ import_torchtitan(struct options *o)
 		toml_free(&doc);
 	}
 	torchtitan_import_free(&ti);
+	free(shown);
 	free(text);
 	free(spec);
 	return rc;
