@@ -333,7 +333,7 @@ main(void)
 	size_t		 s, m;
 
 	setvbuf(stdout, NULL, _IOLBF, 0);
-	tap_plan((int)(NSEEDS + 1 + NSEEDS * NMUTATIONS + 6));
+	tap_plan((int)(NSEEDS + 1 + NSEEDS * NMUTATIONS + 7));
 	known_answers();
 	for (s = 0; s < NSEEDS; s++) {
 		t = (struct text){ NULL, 0, 0 };
