@@ -196,7 +196,7 @@ repeat_line(struct text *t)
 static void
 swap_lines(struct text *t)
 {
-	size_t	 start, len;
+	size_t	 start, len, at, skip;
 	char	*copy;
 
 	if (t->len == 0)
@@ -205,8 +205,9 @@ swap_lines(struct text *t)
 	copy = xmalloc(len + 1);
 	memcpy(copy, t->s + start, len);
 	text_delete(t, start, len);
-	line_at(t, pick(t->len + 1), &start, &len);
-	text_insert(t, start, copy, len);
+	/* Before another line: where it starts, not its length. */
+	line_at(t, pick(t->len + 1), &at, &skip);
+	text_insert(t, at, copy, len);
 	free(copy);
 }
 
