@@ -15,8 +15,8 @@
  * Between v0.2.0 and v0.2.2 those tables changed only in attention
  * options (use_flex_attn became attn_type) and in the names of the
  * expert-group arguments (n_expert_groups became MoEArgs's
- * num_expert_groups): no size below changed.  llama4's flavours derive
- * their expert widths from auto_scale_hidden_dim and are not here yet.
+ * num_expert_groups): no size below changed, nor in llama4's table and
+ * model (torchtitan/models/llama4/__init__.py, model/model.py).
  */
 #include <stddef.h>
 #include <stdio.h>
@@ -56,49 +56,70 @@
 #define QWEN3	"torchtitan/models/qwen3/__init__.py qwen3_args, " \
 		"v0.2.0 to v0.2.2"
 
+/*
+ * Llama 4 (llama4/__init__.py llama4_args, model/model.py
+ * TransformerBlock): vocab_size 202048 (model/args.py), MoEArgs's
+ * defaults (one routed expert a token, one shared expert, sigmoid scores
+ * applied before the experts), experts in the layers where (layer_id + 1)
+ * % interleave_moe_layer_step is 0: every layer of 17bx16e (step 1), every
+ * other of 17bx128e (args.py's default, 2).  Widths, dim 5120, x1.2,
+ * multiple_of 2048: a dense layer's FeedForward 20480 -> 13653 -> 16383 ->
+ * 16384; an expert's, auto_scale_hidden_dim over top_k + num_shared 2:
+ * 16383 / 2 = 8191, rounded up to 8192, and the shared expert the same
+ * (moe.py FeedForward(dim, hidden_dim * num_shared_experts)).
+ */
+#define LLAMA4	"torchtitan/models/llama4/__init__.py llama4_args and " \
+		"model/model.py TransformerBlock, v0.2.0 to v0.2.2"
+
 static const struct tt_flavor flavors[] = {
 	{ "llama3", "8B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 4096, 14336, 32, 128, false, false, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "llama3", "70B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 8192, 28672, 80, 128, false, false, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "llama3", "405B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 16384, 53248, 126, 128, false, false, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "deepseek_v3", "16B", "0.2.0", "0.2.2", DSV3,
 	  102400, 2048, 10944, 27, 128, false, false, true,
-	  64, 6, 1408, 2 * 1408, false, false, 1 },
+	  64, 6, 1408, 2 * 1408, false, false, 1, 0 },
 	{ "deepseek_v3", "236B", "0.2.0", "0.2.2", DSV3,
 	  102400, 5120, 12288, 60, 128, false, false, true,
-	  160, 6, 1536, 2 * 1536, false, false, 1 },
+	  160, 6, 1536, 2 * 1536, false, false, 1, 0 },
 	{ "deepseek_v3", "671B", "0.2.0", "0.2.2", DSV3,
 	  129280, 7168, 18432, 61, 128, false, false, true,
-	  256, 8, 2048, 1 * 2048, true, false, 3 },
+	  256, 8, 2048, 1 * 2048, true, false, 3, 0 },
+	{ "llama4", "17bx16e", "0.2.0", "0.2.2", LLAMA4,
+	  202048, 5120, 16384, 48, 128, false, false, false,
+	  16, 1, 8192, 8192, true, true, 0, 1 },
+	{ "llama4", "17bx128e", "0.2.0", "0.2.2", LLAMA4,
+	  202048, 5120, 16384, 48, 128, false, false, false,
+	  128, 1, 8192, 8192, true, true, 0, 2 },
 	{ "qwen3", "0.6B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 1024, 3072, 28, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "qwen3", "1.7B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 2048, 6144, 28, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "qwen3", "4B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 2560, 9728, 36, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "qwen3", "8B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 4096, 12288, 36, 128, true, false, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "qwen3", "14B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 5120, 17408, 40, 128, true, false, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "qwen3", "32B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 5120, 25600, 64, 128, true, false, false,
-	  0, 0, 0, 0, false, false, 0 },
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "qwen3", "30B-A3B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 2048, 6144, 48, 128, true, false, false,
-	  128, 8, 768, 0, false, false, 0 },
+	  128, 8, 768, 0, false, false, 0, 0 },
 	{ "qwen3", "235B-A22B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 4096, 12288, 94, 128, true, false, false,
-	  128, 8, 1536, 0, false, false, 0 },
+	  128, 8, 1536, 0, false, false, 0, 0 },
 };
 
 #define NFLAVORS	(sizeof(flavors) / sizeof(flavors[0]))

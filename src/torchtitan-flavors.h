@@ -24,6 +24,9 @@ struct tt_flavor {
 	int		 shared_ffn;	/* moe_inter_dim * num_shared_experts */
 	bool		 sigmoid, score_before_experts;
 	int		 dense_first;	/* DeepSeek's n_dense_layers */
+	/* llama4's interleave_moe_layer_step: experts where (i + 1) % it
+	 * is 0; 0 or 1: every layer after dense_first. */
+	int		 moe_step;
 };
 
 /*

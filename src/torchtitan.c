@@ -486,15 +486,19 @@ check_pipeline(struct import_state *st)
 	}
 }
 
-/* "0111...": the dense first layers of DeepSeek-V3, then experts. */
+/*
+ * "0111...": DeepSeek-V3's dense first layers, then experts; "0101...":
+ * llama4's experts in every step-th layer.
+ */
 static char *
-moe_pattern(int layers, int dense)
+moe_pattern(int layers, int dense, int step)
 {
 	char	*s = xmalloc((size_t)layers + 1);
 	int	 i;
 
 	for (i = 0; i < layers; i++)
-		s[i] = i < dense ? '0' : '1';
+		s[i] = i >= dense && (step <= 1 || (i + 1) % step == 0) ?
+		    '1' : '0';
 	s[layers] = '\0';
 	return s;
 }
@@ -511,7 +515,7 @@ import_moe(struct import_state *st, const struct tt_flavor *f,
 	c->model.moe.top_k = f->top_k;
 	explain(st, KEY_TOP_K, "%s top_k", what);
 	c->model.moe.expert_ffn = f->expert_ffn;
-	explain(st, KEY_EXPERT_FFN, "%s moe_inter_dim", what);
+	explain(st, KEY_EXPERT_FFN, "%s: each routed expert's width", what);
 	c->model.moe.score_before_experts = f->score_before_experts;
 	explain(st, KEY_SCORE_BEFORE_EXPERTS, "%s score_before_experts", what);
 	c->model.moe.score_func = f->sigmoid ? SCORE_SIGMOID : SCORE_SOFTMAX;
@@ -521,13 +525,18 @@ import_moe(struct import_state *st, const struct tt_flavor *f,
 	    "FeedForward", what);
 	if (f->shared_ffn > 0) {
 		c->model.moe.shared_expert_ffn = f->shared_ffn;
-		explain(st, KEY_SHARED_EXPERT_FFN, "%s moe_inter_dim * "
-		    "num_shared_experts", what);
+		explain(st, KEY_SHARED_EXPERT_FFN, "%s: the shared experts' "
+		    "width", what);
 	}
 	if (f->dense_first > 0) {
-		c->model.moe.pattern = moe_pattern(f->layers, f->dense_first);
+		c->model.moe.pattern = moe_pattern(f->layers, f->dense_first,
+		    f->moe_step);
 		explain(st, KEY_PATTERN, "%s n_dense_layers %d", what,
 		    f->dense_first);
+	} else if (f->moe_step > 1) {
+		c->model.moe.pattern = moe_pattern(f->layers, 0, f->moe_step);
+		explain(st, KEY_PATTERN, "%s interleave_moe_layer_step %d",
+		    what, f->moe_step);
 	}
 	/*
 	 * apply_moe_ep_tp (models/llama4/infra/parallelize.py, v0.2.2):
