@@ -71,7 +71,24 @@
 #define LLAMA4	"torchtitan/models/llama4/__init__.py llama4_args and " \
 		"model/model.py TransformerBlock, v0.2.0 to v0.2.2"
 
+/*
+ * The debug models of the train configs' debug_model.toml, from v0.2.0:
+ * v0.1.0's llama3 debugmodel takes its vocab_size from the tokenizer.
+ * llama3's FeedForward of dim 256, multiple_of 256: 1024 -> 682 -> 768.
+ */
+#define DEBUG	"the \"debugmodel\" entries of torchtitan/models/" \
+		"{llama3,deepseek_v3,qwen3}/__init__.py, v0.2.0 to v0.2.2"
+
 static const struct tt_flavor flavors[] = {
+	{ "llama3", "debugmodel", "0.2.0", "0.2.2", DEBUG,
+	  2048, 256, 768, 6, 16, false, false, false,
+	  0, 0, 0, 0, false, false, 0, 0 },
+	{ "deepseek_v3", "debugmodel", "0.2.0", "0.2.2", DEBUG,
+	  2048, 256, 1024, 6, 128, false, false, true,
+	  8, 3, 256, 2 * 256, false, false, 1, 0 },
+	{ "qwen3", "debugmodel", "0.2.0", "0.2.2", DEBUG,
+	  2048, 256, 3072, 8, 128, true, true, false,
+	  0, 0, 0, 0, false, false, 0, 0 },
 	{ "llama3", "8B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 4096, 14336, 32, 128, false, false, false,
 	  0, 0, 0, 0, false, false, 0, 0 },
