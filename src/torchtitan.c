@@ -11,9 +11,11 @@
  * (torchtitan-flavors.c).
  */
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "text.h"
 #include "torchtitan-flavors.h"
@@ -24,7 +26,7 @@ enum tt_fate {
 	TT_MAPPED,		/* read into configuration keys */
 	TT_IGNORED,		/* cannot change gradient synchronization */
 	TT_REFUSED,		/* changes it in a way gradaudit cannot model */
-	TT_PIPELINE		/* ignored without a pipeline, else refused */
+	TT_PIPELINE		/* ignored without a pipeline, else import_pipeline's */
 };
 
 struct tt_key {
@@ -161,6 +163,10 @@ struct import_state {
 	int				 errors;
 	char				*notes;
 	long				 pp;
+	/* Pipeline keys read into the configuration, by entry. */
+	bool				*read;
+	/* pipeline_parallel_microbatch_size with pp > 1, else 0. */
+	long				 pp_microbatch;
 };
 
 static void	refuse_at(struct import_state *, const struct toml_entry *,
@@ -457,33 +463,165 @@ import_mesh(struct import_state *st, struct degrees *d)
 	return true;
 }
 
-/*
- * With a pipeline, torchtitan splits the model into stages by
- * pipeline_module_split (torchtitan/distributed/pipeline_parallel.py):
- * the embedding and the output weigh as layers (the *_less_layers keys),
- * and interleaved schedules hold several stages a rank.  The importer
- * does not compute that split yet: pp > 1 is refused, naming the keys.
- */
-static void
-check_pipeline(struct import_state *st)
+/* The entry of [parallelism] key name, or NULL. */
+static const struct toml_entry *
+pipeline_key(struct import_state *st, const char *name, size_t *at)
 {
 	const struct toml_entry	*e;
 	size_t			 i;
 
-	if (st->pp > 1)
-		refuse_at(st, st->use[TK_PP], "%ld stages: torchtitan splits the "
-		    "layers by pipeline_module_split, the embedding and the "
-		    "output weighing as layers, and interleaved schedules hold "
-		    "several stages a rank; the importer does not compute "
-		    "that split yet (write the configuration by hand: "
-		    "model.first_stage_layers, model.last_stage_layers, "
-		    "mesh.vpp)", st->pp);
-	for (i = 0; i < st->doc->n && st->pp > 1; i++) {
+	for (i = 0; i < st->doc->n; i++) {
 		e = &st->doc->entries[i];
-		if (st->fate[i] >= 0 && keys[st->fate[i]].fate == TT_PIPELINE)
-			refuse_at(st, e, "a key of the pipeline split that "
-			    "the importer does not compute");
+		if (e->nkeys == 2 && strcmp(e->keys[0], "parallelism") == 0 &&
+		    strcmp(e->keys[1], name) == 0) {
+			if (at != NULL)
+				*at = i;
+			return e;
+		}
 	}
+	return NULL;
+}
+
+/* An integer pipeline key, from lo, or def; read, so not "ignored". */
+static long
+pipeline_int(struct import_state *st, const char *name, long def, long lo)
+{
+	const struct toml_entry	*e;
+	size_t			 at;
+
+	if ((e = pipeline_key(st, name, &at)) == NULL)
+		return def;
+	st->read[at] = true;
+	if (e->value.type != TOML_INTEGER) {
+		refuse_value(st, e, "expected an integer, not %s",
+		    toml_type_name(e->value.type));
+		return def;
+	}
+	if (e->value.integer < lo || e->value.integer > CFG_MAX_LAYERS) {
+		refuse_value(st, e, "%lld is out of range (%ld to %d)",
+		    e->value.integer, lo, CFG_MAX_LAYERS);
+		return def;
+	}
+	return (long)e->value.integer;
+}
+
+/*
+ * With pp > 1, torchtitan's own split of the layers over the stages
+ * (torchtitan/distributed/pipeline_parallel.py at v0.2.2): pipeline_llm
+ * takes one stage a rank for a single-stage schedule (1F1B, GPipe), and
+ * generate_llm_fqn_per_model_part cuts n_layers plus the embedding and
+ * the output, weighing pipeline_parallel_first_stage_less_layers and
+ * _last_stage_less_layers layers (1 each by default), into stages of
+ * effective // stages layers, the first effective % stages stages one
+ * more; the first stage's embedding and the last's output take their
+ * weight out of those.  gradaudit's first_stage_layers and
+ * last_stage_layers hold that split when the stages between are equal.
+ * Multi-stage schedules (several stages a rank, in loop or V order) and
+ * hand-made splits are refused.
+ */
+static void
+import_pipeline(struct import_state *st, const struct tt_flavor *f)
+{
+	static const char *const single[] = { "1F1B", "GPipe" };
+	static const char *const handmade[] = { "module_fqns_per_model_part",
+	    "pipeline_parallel_schedule_csv", "pipeline_parallel_split_points" };
+	struct config		*c = &st->ti->cfg;
+	const struct toml_entry	*e;
+	const char		*schedule = "1F1B";
+	long			 in, out, lps, effective, per, extra, pp = st->pp;
+	long			 count[2], n, left = f->layers, k, stage, middle = -1;
+	size_t			 i, at;
+	int			 errors = st->errors;
+
+	if (pp <= 1)
+		return;
+	for (i = 0; i < sizeof(handmade) / sizeof(handmade[0]); i++)
+		if ((e = pipeline_key(st, handmade[i], &at)) != NULL &&
+		    !(e->value.type == TOML_STRING && *e->value.string ==
+		    '\0')) {
+			st->read[at] = true;
+			refuse_at(st, e, "a split of the stages by hand; the "
+			    "importer computes torchtitan's own");
+		}
+	errors = st->errors;
+	if ((e = pipeline_key(st, "pipeline_parallel_schedule", &at)) !=
+	    NULL) {
+		st->read[at] = true;
+		if (e->value.type != TOML_STRING)
+			refuse_value(st, e, "expected a string, not %s",
+			    toml_type_name(e->value.type));
+		else
+			schedule = e->value.string;
+	}
+	/* torch.distributed.pipelining get_schedule_class: any case. */
+	for (i = 0; i < 2 && strcasecmp(schedule, single[i]) != 0; i++)
+		;
+	if (i == 2 && e != NULL && st->errors == errors)
+		refuse_value(st, e, "%s: a multi-stage schedule holds several "
+		    "stages a rank, which the importer does not map yet (1F1B "
+		    "and GPipe hold one)", schedule);
+	if ((e = pipeline_key(st, "pipeline_parallel_expert_parallel_overlap",
+	    &at)) != NULL)
+		st->read[at] = true;
+	st->pp_microbatch = pipeline_int(st, "pipeline_parallel_microbatch_size",
+	    1, 1);
+	in = pipeline_int(st, "pipeline_parallel_first_stage_less_layers", 1,
+	    0);
+	out = pipeline_int(st, "pipeline_parallel_last_stage_less_layers", 1,
+	    0);
+	lps = pipeline_int(st, "pipeline_parallel_layers_per_stage", 0, 1);
+	if (st->errors > errors)
+		return;
+	effective = f->layers + in + out;
+	if (lps > 0 && (effective + lps - 1) / lps != pp) {
+		refuse_value(st, pipeline_key(st,
+		    "pipeline_parallel_layers_per_stage", NULL), "%ld: %ld "
+		    "stages of %ld effective layers over pp %ld, not one a "
+		    "rank as a single-stage schedule needs (pipeline_llm)",
+		    lps, (effective + lps - 1) / lps, effective, pp);
+		return;
+	}
+	per = effective / pp;
+	extra = effective % pp;
+	if (pp > effective || per == 0 || in > per || out > per) {
+		refuse_value(st, st->use[TK_PP], "%ld stages for %ld effective "
+		    "layers (n_layers %d + %ld + %ld): torchtitan raises "
+		    "ValueError (generate_llm_fqn_per_model_part)", pp,
+		    effective, f->layers, in, out);
+		return;
+	}
+	/* Each stage's transformer layers, as the loop hands them out. */
+	for (stage = 0; stage < pp; stage++) {
+		k = per + (stage < extra) - (stage == 0 ? in : 0) -
+		    (stage == pp - 1 ? out : 0);
+		n = k < left ? k : left;
+		left -= n;
+		if (stage == 0)
+			count[0] = n;
+		else if (stage == pp - 1)
+			count[1] = n;
+		else if (middle >= 0 && n != middle) {
+			refuse_value(st, st->use[TK_PP], "%ld: torchtitan's "
+			    "split gives the stages between the first and the "
+			    "last unequal layer counts (%ld and %ld), which "
+			    "gradaudit's model.first_stage_layers and "
+			    "last_stage_layers cannot express", pp, middle, n);
+			return;
+		} else
+			middle = n;
+	}
+	if (count[0] == 0 || count[1] == 0 || middle == 0) {
+		refuse_value(st, st->use[TK_PP], "%ld: torchtitan's split "
+		    "leaves a stage without a transformer layer, which "
+		    "gradaudit's stages cannot be", pp);
+		return;
+	}
+	c->model.first_stage_layers = (int)count[0];
+	explain(st, KEY_FIRST_STAGE_LAYERS, "torchtitan's split of %d layers "
+	    "+ %ld + %ld over %ld stages (generate_llm_fqn_per_model_part)",
+	    f->layers, in, out, pp);
+	c->model.last_stage_layers = (int)count[1];
+	explain(st, KEY_LAST_STAGE_LAYERS, "the same split");
 }
 
 /*
@@ -556,8 +694,8 @@ import_moe(struct import_state *st, const struct tt_flavor *f,
 	    what);
 }
 
-/* [model] name and flavor: the sizes of the flavour tables. */
-static void
+/* [model] name and flavor: the sizes of the flavour tables, or NULL. */
+static const struct tt_flavor *
 import_model(struct import_state *st, const struct degrees *d)
 {
 	struct config		*c = &st->ti->cfg;
@@ -571,7 +709,7 @@ import_model(struct import_state *st, const struct degrees *d)
 	name = string_key(st, TK_NAME, "llama3");
 	flavor = string_key(st, TK_FLAVOR, "debugmodel");
 	if (st->errors > errors)
-		return;
+		return NULL;
 	if ((f = tt_flavor_find(name, flavor, st->ti->version, &known)) ==
 	    NULL) {
 		tt_flavor_names(name, names, sizeof(names));
@@ -580,7 +718,7 @@ import_model(struct import_state *st, const struct degrees *d)
 		    "gradaudit read%s%s (%s)", name, flavor,
 		    known ? " for torchtitan " : "",
 		    known ? st->ti->version : "", names);
-		return;
+		return NULL;
 	}
 	xasprintf(&what, "%s %s", name, flavor);
 	c->model.vocab = f->vocab;
@@ -616,6 +754,7 @@ import_model(struct import_state *st, const struct degrees *d)
 		    what);
 	note(st, "the sizes of %s are from %s", what, f->source);
 	free(what);
+	return f;
 }
 
 /*
@@ -628,7 +767,7 @@ import_training(struct import_state *st, const struct degrees *d,
 {
 	struct config	*c = &st->ti->cfg;
 	const long	 max = 1L << 20;
-	long		 local, global, batch, steps;
+	long		 local, global, batch, steps, micro;
 	int		 errors = st->errors;
 
 	/* v0.2.2 job_config.py Training: 8, -1, 2048. */
@@ -638,8 +777,28 @@ import_training(struct import_state *st, const struct degrees *d,
 	if (st->errors > errors || !mesh)
 		return;
 	explain(st, KEY_SEQ, "%s", source_of(st, TK_SEQ));
-	c->model.micro_batch = (int)local;
-	explain(st, KEY_MICRO_BATCH, "%s", source_of(st, TK_LOCAL_BATCH));
+	/*
+	 * build_pipeline_schedule (distributed/pipeline_parallel.py): with
+	 * pp > 1 a rank's local batch runs as local_batch_size //
+	 * pipeline_parallel_microbatch_size micro-batches, each its own
+	 * forward and backward.
+	 */
+	if (st->pp_microbatch > 0 && local % st->pp_microbatch != 0) {
+		refuse_value(st, st->use[TK_LOCAL_BATCH], "%ld%s is no "
+		    "multiple of pipeline_parallel_microbatch_size %ld: the "
+		    "pipeline's micro-batches would be unequal", local,
+		    st->use[TK_LOCAL_BATCH] == NULL ? " (local_batch_size, "
+		    "torchtitan's default)" : "", st->pp_microbatch);
+		return;
+	}
+	micro = st->pp_microbatch > 0 ? local / st->pp_microbatch : 1;
+	c->model.micro_batch = (int)(local / micro);
+	if (micro > 1)
+		explain(st, KEY_MICRO_BATCH, "parallelism.pipeline_parallel_"
+		    "microbatch_size");
+	else
+		explain(st, KEY_MICRO_BATCH, "%s", source_of(st,
+		    TK_LOCAL_BATCH));
 	/*
 	 * Trainer.__init__ (train.py): global_batch_size -1 is local *
 	 * dp_replicate * dp_shard, which it must be a multiple of; the
@@ -657,17 +816,24 @@ import_training(struct import_state *st, const struct degrees *d,
 		    local, d->dp_replicate * d->dp_shard);
 	else {
 		steps = global > 0 ? global / batch : 1;
-		if (steps > 32) {
-			refuse_value(st, st->use[TK_GLOBAL_BATCH], "%ld gradient "
-			    "accumulation steps: gradaudit's "
-			    "training.micro_batches holds at most 32", steps);
+		if (steps * micro > 32) {
+			refuse_value(st, st->use[TK_GLOBAL_BATCH] != NULL ?
+			    st->use[TK_GLOBAL_BATCH] : st->use[TK_LOCAL_BATCH],
+			    "%ld micro-batches a step: gradaudit's "
+			    "training.micro_batches holds at most 32",
+			    steps * micro);
 			return;
 		}
-		c->training.micro_batches = (int)steps;
+		c->training.micro_batches = (int)(steps * micro);
 		if (global > 0)
 			explain(st, KEY_MICRO_BATCHES, "global_batch_size %ld "
-			    "/ (local_batch_size %ld * dp %ld)", global, local,
-			    d->dp_replicate * d->dp_shard);
+			    "/ (local_batch_size %ld * dp %ld)%s", global, local,
+			    d->dp_replicate * d->dp_shard, micro > 1 ?
+			    ", times the pipeline's micro-batches" : "");
+		else if (micro > 1)
+			explain(st, KEY_MICRO_BATCHES, "local_batch_size %ld / "
+			    "pipeline_parallel_microbatch_size %ld", local,
+			    local / micro);
 		else
 			explain(st, KEY_MICRO_BATCHES, "no global_batch_size: "
 			    "one step of local_batch_size a rank");
@@ -691,7 +857,7 @@ list_ignored(struct import_state *st)
 
 	done = xcalloc(st->doc->n + 1, sizeof(*done));
 	for (i = 0; i < st->doc->n; i++) {
-		if (done[i] || (k = st->fate[i]) < 0 ||
+		if (done[i] || st->read[i] || (k = st->fate[i]) < 0 ||
 		    keys[k].fate == TT_MAPPED)
 			continue;
 		why = keys[k].why;
@@ -700,7 +866,8 @@ list_ignored(struct import_state *st)
 		fprintf(stderr, "%s: import: ignored", progname);
 		for (j = i; j < st->doc->n; j++) {
 			k = st->fate[j];
-			if (done[j] || k < 0 || keys[k].fate == TT_MAPPED ||
+			if (done[j] || st->read[j] || k < 0 ||
+			    keys[k].fate == TT_MAPPED ||
 			    strcmp(keys[k].fate == TT_REFUSED ? "set to the "
 			    "value that changes nothing" : keys[k].why,
 			    why) != 0)
@@ -719,6 +886,7 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 {
 	struct import_state	*st;
 	struct degrees		 d;
+	const struct tt_flavor	*f;
 	bool			 mesh;
 	int			 rc = -1;
 
@@ -728,10 +896,11 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 	memset(&d, 0, sizeof(d));
 	/* Every refused key is named in one run, unknown ones included. */
 	sort_keys(st);
+	st->read = xcalloc(doc->n + 1, sizeof(*st->read));
 	mesh = import_mesh(st, &d);
-	if (mesh)
-		check_pipeline(st);
-	import_model(st, &d);
+	f = import_model(st, &d);
+	if (mesh && f != NULL)
+		import_pipeline(st, f);
 	import_training(st, &d, mesh);
 	if (st->errors == 0) {
 		fputs(st->notes != NULL ? st->notes : "", stderr);
@@ -739,6 +908,7 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 		rc = 0;
 	}
 	free(st->notes);
+	free(st->read);
 	free(st->fate);
 	free(st);
 	return rc;
