@@ -779,8 +779,8 @@ cmd_import_exec(struct options *o)
 const struct command cmd_import_entry = {
 	.name = "import",
 	.operands = "megatron [ARG ...] | torchtitan CONFIG.toml",
-	.summary = "print the configuration of a Megatron-LM launch's "
-	    "arguments or of a torchtitan train config",
+	.summary = "print the configuration of a Megatron-LM launch or "
+	    "torchtitan config",
 	.scope = SCOPE_IMPORT,
 	.min_args = 1,
 	.max_args = -1,
