@@ -7,10 +7,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "commands.h"
-#include "exitcode.h"
-#include "options.h"
-#include "xmalloc.h"
+#include "base/exitcode.h"
+#include "base/xmalloc.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
 
 #ifndef PACKAGE_VERSION
 #define PACKAGE_VERSION "0.1.0"

@@ -19,9 +19,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "exitcode.h"
-#include "xmalloc.h"
+#include "base/exitcode.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "config/constraints.h"
+#include "config/load.h"
 
 static const char *const key_names[KEY__COUNT] = {
 	[KEY_NAME] = "name",

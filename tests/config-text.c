@@ -4,8 +4,9 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/xmalloc.h"
 #include "config-text.h"
-#include "xmalloc.h"
+#include "config/load.h"
 
 int
 config_text_load(const char *yaml, struct config_list *out)

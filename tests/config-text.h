@@ -7,7 +7,7 @@
 #ifndef GRADAUDIT_TESTS_CONFIG_TEXT_H
 #define GRADAUDIT_TESTS_CONFIG_TEXT_H
 
-#include "config.h"
+#include "config/config.h"
 
 int	 config_text_load(const char *yaml, struct config_list *out);
 

@@ -8,7 +8,7 @@
  *	key	model.moe	mapping
  *	kind	wrong-order
  *
- * The keys are those of the loader's table (src/config.c, through
+ * The keys are those of the loader's table (src/config/config.c, through
  * cfg_key_path), each with the type gradaudit.yaml(5) writes after it:
  * integer, boolean, keyword, string or mapping; the kinds are every
  * finding kind, as finding_kind_name spells them.  Given a configuration
@@ -23,9 +23,10 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "audit.h"
-#include "config.h"
-#include "exitcode.h"
+#include "base/exitcode.h"
+#include "config/config.h"
+#include "config/load.h"
+#include "symbolic/audit.h"
 
 /* A key that is not a setting is a mapping when other keys lie under it. */
 static bool

@@ -28,12 +28,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "audit.h"
-#include "baseline.h"
-#include "mesh.h"
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "model/mesh.h"
+#include "report/baseline.h"
+#include "symbolic/audit.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 #define CASES	80	/* mutations per seed and kind */
 #define TODAY	"2026-06-15"

@@ -25,9 +25,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "config.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "config/constraints.h"
+#include "config/load.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 #define CASES	80	/* mutations per seed and kind */
 

@@ -1,14 +1,16 @@
 /*
  * The reports of an audit rendered to a stream, for tests/fuzz-trace.c:
  * it parses JSON with jansson, whose jsonw_string and jsonw_null are also
- * the names of src/json.h's emitter, so the two cannot meet in one file.
+ * the names of src/base/json.h's emitter, so the two cannot meet in one file.
  */
 #include <stdio.h>
 #include <string.h>
 
+#include "base/json.h"
 #include "fuzz-render.h"
-#include "json.h"
-#include "report.h"
+#include "report/json-report.h"
+#include "report/report.h"
+#include "report/text-report.h"
 
 void
 fuzz_render(FILE *fp, const struct audit *a)

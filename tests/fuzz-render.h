@@ -4,7 +4,7 @@
 
 #include <stdio.h>
 
-#include "audit.h"
+#include "symbolic/audit.h"
 
 /* Every report compare can print of a, written to fp. */
 void	 fuzz_render(FILE *, const struct audit *);

@@ -1,5 +1,5 @@
 /*
- * Deterministic mutation fuzzing of the TOML reader (src/toml.c), TAP, as
+ * Deterministic mutation fuzzing of the TOML reader (src/import/toml.c), TAP, as
  * tests/fuzz-config.c does for the configuration loader.
  *
  * Seeds shaped like torchtitan's train configs are mutated thousands of
@@ -19,8 +19,8 @@
 
 #include "tap.h"
 #include "toml-check.h"
-#include "toml.h"
-#include "xmalloc.h"
+#include "import/toml.h"
+#include "base/xmalloc.h"
 
 #define CASES	200	/* mutations per seed and kind */
 

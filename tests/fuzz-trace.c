@@ -39,11 +39,11 @@
 
 #include <jansson.h>
 
-#include "compare.h"
+#include "base/xmalloc.h"
+#include "compare/compare.h"
+#include "compare/trace.h"
 #include "fuzz-render.h"
 #include "tap.h"
-#include "trace.h"
-#include "xmalloc.h"
 
 #define DEFAULT_CASES	120
 #define MAX_FILES	5	/* the manifest and up to 4 ranks */
@@ -72,7 +72,7 @@ static int	 opened, refused, compared, mismatched;
 static bool	 keep;		/* a check failed: keep the inputs */
 
 /*
- * jansson's json_string and json_null share their names with src/json.h's
+ * jansson's json_string and json_null share their names with src/base/json.h's
  * emitter, which libgradaudit.a links first: a call here would reach the
  * emitter.  Strings and nulls are made with json_pack.
  */

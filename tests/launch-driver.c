@@ -26,8 +26,8 @@
 
 #include <mpi.h>
 
-#include "launch.h"
-#include "xmalloc.h"
+#include "base/xmalloc.h"
+#include "launch/launch.h"
 
 static void __attribute__((noreturn))
 usage(void)

@@ -14,9 +14,9 @@
 
 #include <mpi.h>
 
+#include "base/xmalloc.h"
+#include "numeric/transport.h"
 #include "tap.h"
-#include "transport.h"
-#include "xmalloc.h"
 
 #define WORLD		7
 #define PLAN		15

@@ -2,7 +2,7 @@
  * sanitizer-exit: commit the error its operand names, so that
  * tests/sanitizers.test can show that every way the program can fail on
  * its own exits 3 (runtime failure), never 1, which means "some gradient
- * is wrong".  It links src/sanitizer.c, the sanitizer options of the
+ * is wrong".  It links src/base/sanitizer.c, the sanitizer options of the
  * gradaudit program.
  *
  * usage: sanitizer-exit heap-overflow | signed-overflow | leak | mpi-leak |
@@ -21,7 +21,7 @@
 
 #include <mpi.h>
 
-#include "xmalloc.h"
+#include "base/xmalloc.h"
 
 static void *volatile	sink;
 

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/xmalloc.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 static int	 tap_count;		/* checks so far, skips included */
 static int	 tap_failed;

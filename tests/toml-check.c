@@ -6,8 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/xmalloc.h"
 #include "toml-check.h"
-#include "xmalloc.h"
 
 /* The lines of text, and the characters of line n (1-based). */
 static size_t

@@ -1,5 +1,5 @@
 /*
- * The contract of the TOML reader (src/toml.h), checked by its two
+ * The contract of the TOML reader (src/import/toml.h), checked by its two
  * fuzzers: tests/fuzz-toml.c (deterministic, in make check) and
  * tests/libfuzzer/toml.c.  Each function returns NULL when the contract
  * holds, or what broke it.
@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "toml.h"
+#include "import/toml.h"
 
 /*
  * After toml_parse(name, text, len) returned rc with err and doc: -1

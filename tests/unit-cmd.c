@@ -16,8 +16,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "options.h"
+#include "cmd/commands.h"
+#include "cmd/options.h"
 #include "tap.h"
 
 /* What command_usage() prints for c, malloc'd. */

@@ -6,7 +6,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "field.h"
+#include "numeric/field.h"
 #include "tap.h"
 
 #define ROUNDS	100000

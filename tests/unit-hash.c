@@ -13,7 +13,7 @@
 
 #include <xxhash.h>
 
-#include "hash.h"
+#include "base/hash.h"
 #include "tap.h"
 
 static void

@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "jobstream.h"
+#include "base/xmalloc.h"
+#include "launch/jobstream.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 /* The chatter sink: everything passed on, in order. */
 struct sink {

@@ -15,7 +15,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "json.h"
+#include "base/json.h"
 #include "tap.h"
 
 /* Everything written to fp so far, as a malloc'd string. */

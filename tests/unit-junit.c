@@ -14,10 +14,10 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "arena.h"
-#include "audit.h"
-#include "junit.h"
-#include "mesh.h"
+#include "base/arena.h"
+#include "model/mesh.h"
+#include "report/junit.h"
+#include "symbolic/audit.h"
 #include "tap.h"
 
 static const struct junit_case cases[] = {

@@ -10,12 +10,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/xmalloc.h"
 #include "config-text.h"
-#include "config.h"
-#include "context.h"
-#include "layout.h"
+#include "config/config.h"
+#include "model/layout.h"
+#include "symbolic/context.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 static const struct {
 	const char	*why;

@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "atom.h"
-#include "lincomb.h"
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "symbolic/atom.h"
+#include "symbolic/lincomb.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 static int
 q_is(struct rational q, int64_t num, int64_t den)

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "lossnorm.h"
-#include "mesh.h"
+#include "config/config.h"
+#include "model/lossnorm.h"
+#include "model/mesh.h"
 #include "tap.h"
 
 /*

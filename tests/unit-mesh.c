@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "mesh.h"
+#include "config/config.h"
+#include "model/mesh.h"
 #include "tap.h"
 
 /* Meshes as dp, pp, tp, ep, etp; each satisfies SPEC section 5. */

@@ -8,11 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "atom.h"
-#include "lincomb.h"
-#include "mesh.h"
-#include "meshsum.h"
+#include "base/arena.h"
+#include "model/mesh.h"
+#include "symbolic/atom.h"
+#include "symbolic/lincomb.h"
+#include "symbolic/meshsum.h"
 #include "tap.h"
 
 /* The sum of the ranks r with keep(r), times scale. */

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "mesh.h"
-#include "placement.h"
+#include "model/mesh.h"
+#include "model/placement.h"
 #include "tap.h"
 
 #define R	PLACE_REPLICATE

@@ -15,14 +15,17 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "atom.h"
-#include "audit.h"
-#include "config.h"
-#include "json.h"
-#include "lincomb.h"
-#include "mesh.h"
-#include "report.h"
+#include "base/arena.h"
+#include "base/json.h"
+#include "config/config.h"
+#include "model/mesh.h"
+#include "report/grid.h"
+#include "report/json-report.h"
+#include "report/report.h"
+#include "report/text-report.h"
+#include "symbolic/atom.h"
+#include "symbolic/audit.h"
+#include "symbolic/lincomb.h"
 #include "tap.h"
 
 static void

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "shellwords.h"
+#include "base/shellwords.h"
 #include "tap.h"
 
 struct split_case {

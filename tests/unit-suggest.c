@@ -5,7 +5,7 @@
 #include <limits.h>
 #include <string.h>
 
-#include "suggest.h"
+#include "base/suggest.h"
 #include "tap.h"
 
 static int

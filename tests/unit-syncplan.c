@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/xmalloc.h"
 #include "config-text.h"
-#include "config.h"
-#include "context.h"
-#include "syncplan.h"
+#include "config/config.h"
+#include "model/syncplan.h"
+#include "symbolic/context.h"
 #include "tap.h"
-#include "xmalloc.h"
 
 static const struct {
 	const char	*why;

@@ -18,12 +18,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "arena.h"
-#include "audit.h"
-#include "baseline.h"
+#include "base/arena.h"
+#include "base/xmalloc.h"
 #include "harness.h"
-#include "mesh.h"
-#include "xmalloc.h"
+#include "model/mesh.h"
+#include "report/baseline.h"
+#include "symbolic/audit.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

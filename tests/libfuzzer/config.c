@@ -25,9 +25,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "config/constraints.h"
+#include "config/load.h"
 #include "harness.h"
-#include "xmalloc.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -19,9 +19,9 @@ T = tests/libfuzzer
 CPPFLAGS = -I$(S) -I$(T) -Itests -DFUZZ_FRAMEWORKS='"$(CURDIR)/frameworks"'
 CFLAGS = -std=gnu11 -Wall -Wextra $(FUZZ_CFLAGS) $(SANITIZE) -MMD -MP
 
-# The library: every source of src/ but main() and the program's own
-# sanitizer options.
-LIB_SRCS = $(filter-out $(S)/gradaudit.c $(S)/sanitizer.c,$(wildcard $(S)/*.c))
+# The library: every source of src/'s layers (src/README) but the
+# program's own sanitizer options; main() is src/gradaudit.c, outside them.
+LIB_SRCS = $(filter-out $(S)/base/sanitizer.c,$(wildcard $(S)/*/*.c))
 LIB_OBJS = $(patsubst $(S)/%.c,$(B)/lib/%.o,$(LIB_SRCS))
 # What the harnesses share; trace's reports go through tests/fuzz-render.c,
 # apart from jansson's names, and toml's contract is tests/toml-check.c.
@@ -60,4 +60,4 @@ $(B)/fuzz-%: $(B)/%.o $(COMMON_OBJS) $(B)/libfuzz.a
 .PHONY: all
 .SECONDARY:
 
--include $(wildcard $(B)/*.d $(B)/lib/*.d)
+-include $(wildcard $(B)/*.d $(B)/lib/*/*.d)

@@ -19,12 +19,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "commands.h"
-#include "config.h"
-#include "exitcode.h"
+#include "base/exitcode.h"
+#include "base/shellwords.h"
+#include "base/xmalloc.h"
+#include "cmd/commands.h"
+#include "config/config.h"
+#include "config/constraints.h"
+#include "config/load.h"
 #include "harness.h"
-#include "shellwords.h"
-#include "xmalloc.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -19,10 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
-#include "framework.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "config/constraints.h"
+#include "config/framework.h"
+#include "config/load.h"
 #include "harness.h"
-#include "xmalloc.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

@@ -1,6 +1,6 @@
 /*
- * libFuzzer harness of the TOML reader (src/toml.c) and of what import
- * torchtitan does with what it reads (src/torchtitan.c): the input is a
+ * libFuzzer harness of the TOML reader (src/import/toml.c) and of what import
+ * torchtitan does with what it reads (src/import/torchtitan.c): the input is a
  * train config.
  *
  * The contract checked, as tests/fuzz-toml.c checks it on its own
@@ -18,9 +18,9 @@
 
 #include "harness.h"
 #include "toml-check.h"
-#include "toml.h"
-#include "torchtitan.h"
-#include "xmalloc.h"
+#include "import/toml.h"
+#include "import/torchtitan.h"
+#include "base/xmalloc.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

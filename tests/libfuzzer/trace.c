@@ -33,12 +33,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "audit.h"
-#include "compare.h"
+#include "base/xmalloc.h"
+#include "compare/compare.h"
+#include "compare/trace.h"
 #include "fuzz-render.h"
 #include "harness.h"
-#include "trace.h"
-#include "xmalloc.h"
+#include "symbolic/audit.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
 

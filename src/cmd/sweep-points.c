@@ -1,0 +1,357 @@
+/*
+ * The meshes a sweep audits (sweep-points.h): every valid mesh of the
+ * world, within --keep, --fix, --min and --max, with every combination of
+ * the --vary flags, and the config of each point, its defaulted sizes
+ * fitted to its mesh.  The flags, dimensions and sizes are keys of the
+ * schema (config.h), which says where each lives and how --set spells it.
+ */
+#include <errno.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "base/xmalloc.h"
+#include "cmd/options.h"
+#include "cmd/sweep-points.h"
+#include "config/constraints.h"
+
+/*
+ * The flags --vary may name, by the last component of their key: the
+ * schema (config.h) says where each lives, how --set spells it, and
+ * whether it means anything in a config (model.moe's under a dense model
+ * do not).
+ */
+static const enum cfg_key vary_keys[] = {
+	KEY_TIE_EMBEDDINGS, KEY_DISTRIBUTED_OPTIMIZER, KEY_SEQUENCE_PARALLEL,
+	KEY_SCORE_BEFORE_EXPERTS, KEY_AVERAGE_IN_COLLECTIVE,
+};
+_Static_assert(sizeof vary_keys / sizeof vary_keys[0] == SWEEP_NVARY_FLAGS,
+    "SWEEP_NVARY_FLAGS counts vary_keys[]");
+
+const enum cfg_key sweep_dim_keys[NDIMS] = {
+	KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP,
+};
+
+/* Model sizes that follow the mesh when the config leaves them defaulted. */
+const enum cfg_key sweep_size_keys[] = {
+	KEY_LAYERS, KEY_VOCAB, KEY_FFN, KEY_SEQ, KEY_EXPERTS, KEY_EXPERT_FFN,
+};
+const size_t sweep_nsize_keys = sizeof sweep_size_keys /
+    sizeof sweep_size_keys[0];
+
+static int
+round_up(int v, int m)
+{
+	return (v + m - 1) / m * m;
+}
+
+/*
+ * Model sizes the config leaves to their defaults follow the mesh (layers
+ * = pp, divisibility by tp, ep, etp); sizes the user wrote stay as written,
+ * and a mesh they do not fit is skipped.
+ */
+static void
+adjust_defaults(struct config *c)
+{
+	int	tp = c->mesh.tp;
+
+#define DEFAULTED(k) (!keyset_has(&c->given, (k)))
+	if (DEFAULTED(KEY_LAYERS))
+		c->model.layers = c->mesh.pp;
+	if (DEFAULTED(KEY_VOCAB))
+		c->model.vocab = round_up(c->model.vocab, tp);
+	if (DEFAULTED(KEY_FFN))
+		c->model.ffn = round_up(c->model.ffn, tp);
+	if (DEFAULTED(KEY_SEQ))
+		c->model.seq = round_up(c->model.seq, c->mesh.cp * tp);
+	if (c->model.has_moe && DEFAULTED(KEY_EXPERTS))
+		c->model.moe.experts = round_up(c->model.moe.experts,
+		    c->mesh.ep);
+	if (c->model.has_moe && DEFAULTED(KEY_EXPERT_FFN))
+		c->model.moe.expert_ffn = round_up(c->model.moe.expert_ffn,
+		    c->mesh.etp);
+#undef DEFAULTED
+}
+
+static void
+add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
+    unsigned flags)
+{
+	struct sweep_point *pt;
+
+	if (sw->npoints == sw->cap) {
+		sw->cap = sw->cap ? 2 * sw->cap : 64;
+		sw->points = xreallocarray(sw->points, sw->cap,
+		    sizeof *sw->points);
+	}
+	pt = &sw->points[sw->npoints++];
+	memset(pt, 0, sizeof *pt);
+	pt->dp = dp;
+	pt->pp = pp;
+	pt->tp = tp;
+	pt->ep = ep;
+	pt->etp = etp;
+	pt->flags = flags;
+}
+
+/*
+ * The config of a point: the base with the mesh and flags set and the
+ * defaulted sizes adjusted.  NULL when it is valid, else why not, in
+ * whybuf (and *c freed).
+ */
+const char *
+sweep_point_config(const struct sweep *sw, struct sweep_point *pt,
+    struct config *c, char *whybuf, size_t whylen)
+{
+	char		*label = NULL;
+	size_t		 len = 0;
+	FILE		*fp;
+	const char	*why;
+	int		 k;
+
+	cfg_copy(c, sw->base);
+	c->mesh.dp = pt->dp;
+	c->mesh.pp = pt->pp;
+	c->mesh.tp = pt->tp;
+	c->mesh.ep = pt->ep;
+	c->mesh.etp = pt->etp;
+	for (k = 0; k < sw->nvary; k++)
+		cfg_key_put(c, sw->vary[k], pt->flags >> k & 1);
+	adjust_defaults(c);
+	if ((why = cfg_check_constraints(c, whybuf, whylen)) != NULL) {
+		cfg_free(c);
+		return why;
+	}
+	/* A stream, not a fixed buffer: the config's name has any length. */
+	if ((fp = open_memstream(&label, &len)) == NULL)
+		fatal("open_memstream");
+	fprintf(fp, "%s[dp=%d,", sw->base->name, pt->dp);
+	if (c->mesh.cp > 1)
+		fprintf(fp, "cp=%d,", c->mesh.cp);
+	fprintf(fp, "pp=%d,tp=%d,ep=%d,etp=%d", pt->pp, pt->tp, pt->ep,
+	    pt->etp);
+	for (k = 0; k < sw->nvary; k++)
+		fprintf(fp, ",%s=%d", cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
+	putc(']', fp);
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	pt->label = label;
+	free(c->name);
+	c->name = xstrdup(label);
+	return NULL;
+}
+
+bool
+sweep_within(const struct sweep *sw, enum sweep_dim d, int v)
+{
+	return sw->lo[d] <= v && v <= sw->hi[d];
+}
+
+/*
+ * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
+ * times every flag set; cp is the config's.  Experts regroup the dp*cp*tp
+ * ranks of a stage.
+ */
+void
+sweep_enumerate(struct sweep *sw, int world)
+{
+	int		 cp = sw->base->mesh.cp;
+	int		 pp, tp, dp, ep, etp;
+	unsigned	 flags, nflags = 1u << sw->nvary;
+	bool		 moe = sw->base->model.has_moe;
+
+	world /= cp;
+	for (pp = 1; pp <= world; pp++) {
+		if (world % pp || !sweep_within(sw, DIM_PP, pp))
+			continue;
+		for (tp = 1; tp <= world / pp; tp++) {
+			if ((world / pp) % tp || !sweep_within(sw, DIM_TP, tp))
+				continue;
+			dp = world / pp / tp;
+			if (!sweep_within(sw, DIM_DP, dp))
+				continue;
+			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
+				if (tp % etp || !sweep_within(sw, DIM_ETP, etp))
+					continue;
+				for (ep = 1; ep <= (moe ? dp * cp * tp / etp :
+				    1); ep++) {
+					if ((dp * cp * tp) % (ep * etp) ||
+					    !sweep_within(sw, DIM_EP, ep))
+						continue;
+					for (flags = 0; flags < nflags; flags++)
+						add_point(sw, dp, pp, tp, ep,
+						    etp, flags);
+				}
+			}
+		}
+	}
+}
+
+/* "a, b, c or d": the flags --vary may name, for its message. */
+static void
+vary_names(char *buf, size_t size)
+{
+	size_t	 f, used = 0;
+
+	buf[0] = '\0';
+	for (f = 0; f < SWEEP_NVARY_FLAGS && used < size; f++) {
+		snprintf(buf + used, size - used, "%s%s", f == 0 ? "" :
+		    f + 1 == SWEEP_NVARY_FLAGS ? " or " : ", ",
+		    cfg_key_leaf(vary_keys[f]));
+		used = strlen(buf);
+	}
+}
+
+int
+sweep_parse_vary(struct sweep *sw, const struct options *o)
+{
+	char	 names[256];
+	int	 k, i;
+	size_t	 f;
+
+	sw->vary = xcalloc(o->nvary + 1, sizeof *sw->vary);
+	for (k = 0; k < o->nvary; k++) {
+		for (f = 0; f < SWEEP_NVARY_FLAGS; f++)
+			if (strcmp(o->vary[k], cfg_key_leaf(vary_keys[f])) == 0)
+				break;
+		if (f == SWEEP_NVARY_FLAGS) {
+			vary_names(names, sizeof names);
+			fprintf(stderr, "%s: sweep: --vary: unknown flag \"%s\": "
+			    "expected %s\n", progname, o->vary[k], names);
+			return -1;
+		}
+		for (i = 0; i < sw->nvary; i++)
+			if (sw->vary[i] == vary_keys[f]) {
+				fprintf(stderr, "%s: sweep: --vary: %s named "
+				    "twice\n", progname, o->vary[k]);
+				return -1;
+			}
+		sw->vary[sw->nvary++] = vary_keys[f];
+	}
+	return 0;
+}
+
+/* A mesh dimension of the base config. */
+static int
+base_dim(const struct sweep *sw, enum sweep_dim d)
+{
+	return (int)cfg_key_get(sw->base, sweep_dim_keys[d]);
+}
+
+/*
+ * --keep DIM (the config's own size), --fix DIM=N, --min DIM=N and
+ * --max DIM=N: each narrows the range of one dimension, and enumerate
+ * only builds the meshes inside every range.
+ */
+int
+sweep_parse_bounds(struct sweep *sw, const struct options *o)
+{
+	static const char *const opt[] = { "keep", "fix", "min", "max" };
+	char		 q[TEXT_QUOTE_SIZE];
+	int		 k, d, v;
+	long		 n;
+	char		*end;
+
+	for (d = 0; d < NDIMS; d++) {
+		sw->lo[d] = 1;
+		sw->hi[d] = CFG_MAX_WORLD;
+	}
+	for (k = 0; k < o->nbounds; k++) {
+		const struct sweep_bound *b = &o->bounds[k];
+		const char *eq = strchr(b->item, '=');
+		size_t len = eq != NULL ? (size_t)(eq - b->item) :
+		    strlen(b->item);
+
+		for (d = 0; d < NDIMS; d++)
+			if (strlen(cfg_key_leaf(sweep_dim_keys[d])) == len &&
+			    strncmp(cfg_key_leaf(sweep_dim_keys[d]), b->item, len) == 0)
+				break;
+		text_escape(q, sizeof q, b->item, len);
+		if (d == NDIMS) {
+			fprintf(stderr, "%s: sweep: --%s: unknown mesh "
+			    "dimension \"%s\": expected dp, pp, tp, ep or etp\n",
+			    progname, opt[b->kind], q);
+			return -1;
+		}
+		if (b->kind == BOUND_KEEP) {
+			if (eq != NULL) {
+				text_escape(q, sizeof q, b->item,
+				    strlen(b->item));
+				fprintf(stderr, "%s: sweep: --keep %s: --keep "
+				    "takes the names of dimensions that keep "
+				    "the config's size; --fix %s sets one\n",
+				    progname, q, q);
+				return -1;
+			}
+			v = base_dim(sw, (enum sweep_dim)d);
+		} else {
+			errno = 0;
+			n = eq != NULL ? strtol(eq + 1, &end, 10) : 0;
+			if (eq == NULL || eq[1] == '\0' || *end != '\0' ||
+			    errno != 0 || n < 1 || n > CFG_MAX_WORLD) {
+				text_escape(q, sizeof q, b->item,
+				    strlen(b->item));
+				fprintf(stderr, "%s: sweep: --%s: expected "
+				    "DIM=N with N from 1 to %d, got \"%s\"\n",
+				    progname, opt[b->kind], CFG_MAX_WORLD, q);
+				return -1;
+			}
+			v = (int)n;
+		}
+		if (b->kind != BOUND_MAX && v > sw->lo[d])
+			sw->lo[d] = v;
+		if (b->kind != BOUND_MIN && v < sw->hi[d])
+			sw->hi[d] = v;
+	}
+	return 0;
+}
+
+/*
+ * A flag of the MoE block changes nothing in a dense model: varying it
+ * would only audit every mesh twice (and --numeric would build an MoE
+ * model from the --set), so it is dropped with a note.
+ */
+void
+sweep_drop_inapplicable(struct sweep *sw)
+{
+	int	k, n = 0;
+
+	for (k = 0; k < sw->nvary; k++) {
+		if (!sw->base->model.has_moe &&
+		    strncmp(cfg_key_path(sw->vary[k]), "model.moe.", 10) == 0) {
+			fprintf(stderr, "%s: sweep: %s has no effect on a dense "
+			    "model: not varied\n", progname, cfg_key_leaf(sw->vary[k]));
+			continue;
+		}
+		sw->vary[n++] = sw->vary[k];
+	}
+	sw->nvary = n;
+}
+
+void
+sweep_free(struct sweep *sw, struct config_list *list)
+{
+	size_t	 i;
+	int	 f;
+
+	for (i = 0; i < sw->npoints; i++) {
+		free(sw->points[i].label);
+		free(sw->points[i].families);
+		free(sw->points[i].failure_text);
+		free(sw->points[i].failure_message);
+	}
+	for (f = 0; f < sw->nfamilies; f++)
+		free(sw->families[f]);
+	free(sw->families);
+	for (f = 0; f < sw->nseen; f++)
+		free(sw->seen[f]);
+	free(sw->seen);
+	baseline_draft_free(&sw->draft);
+	free(sw->points);
+	free(sw->vary);
+	config_list_free(list);
+}

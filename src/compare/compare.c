@@ -1,0 +1,1620 @@
+/*
+ * compare (compare.h): a traced step against its one-process reference.
+ *
+ * For every parameter, every rank's final gradient is split into regions
+ * at every boundary any rank's final or contribution has there (a rank
+ * whose owned shard starts inside another's region makes two regions of
+ * it, issue 29).  On a region, the columns are the contributions that
+ * cover it, one per rank and micro-batch; columns that are zero there are
+ * absent, and identical columns (tp copies of one computation) only
+ * determine their sum, so they are merged into the lowest.  The rank's
+ * values and the reference's are each fitted over the columns by least
+ * squares on a sample of rows, the coefficients snapped to small
+ * rationals, and the snapped expression kept only when it reproduces every
+ * element of the region to rounding level.  The verdict comes from the
+ * values alone (held against reference, within the dtype's tolerance);
+ * the expressions explain it.
+ */
+#include <inttypes.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/hash.h"
+#include "base/text.h"
+#include "base/xmalloc.h"
+#include "compare/compare.h"
+#include "compare/fit.h"
+#include "model/mesh.h"
+#include "symbolic/measure.h"
+
+/* Rows of a region read at a time. */
+#define CHUNK		4096
+/* More contributions than this on one region: not inferred (a bound). */
+#define MAX_COLUMNS	512
+/* Sampled rows per column fitted (plus SAMPLE_EXTRA). */
+#define SAMPLE_PER_COLUMN 4
+#define SAMPLE_EXTRA	16
+/* Notes kept per parameter (undetermined and merged regions). */
+#define NOTES_MAX	4
+
+void
+compare_tolerance(enum trace_dtype dt, struct compare_tolerance *tol)
+{
+	switch (dt) {
+	case TRACE_F64:
+		tol->value = 1e-10;
+		tol->residual = 1e-10;
+		tol->snap = 1e-8;
+		tol->rank = 1e-9;
+		tol->infer = true;
+		break;
+	case TRACE_F32:
+		/*
+		 * The window that gives right fractions in float32 is about
+		 * 1e-6 to 1e-4 (issue 29's prototype): wider snaps to simpler
+		 * wrong fractions.
+		 */
+		tol->value = 1e-5;
+		tol->residual = 1e-5;
+		tol->snap = 1e-4;
+		/*
+		 * Copies that differ in the last bits (2^-24 relative) are
+		 * dependent here: fitted apart, any split of their sum would
+		 * snap to some fraction and pass the residual check.
+		 */
+		tol->rank = 1e-5;
+		tol->infer = true;
+		break;
+	case TRACE_BF16:
+	case TRACE_F16:
+		/* Too coarse to tell 1/3 from 11/32: values only. */
+		tol->value = 2e-2;
+		tol->residual = 0;
+		tol->snap = 0;
+		tol->rank = 0;
+		tol->infer = false;
+		break;
+	}
+}
+
+struct column {
+	const struct trace_tensor *x;
+	uint32_t	 atom;		/* rank * micro_batches + mb */
+	bool		 same_box;	/* its box is the final's */
+	/* On the current region: */
+	bool		 nonzero;
+	uint64_t	 hash;
+	int		 kept;		/* index among the fitted, or -1 */
+	int		 same_as;	/* merged into this column, or -1 */
+};
+
+/* A finding being gathered: one per kind. */
+struct gather {
+	bool		 any;
+	const char	**params;
+	size_t		 nparams;
+	int		*ranks;
+	size_t		 nranks;
+	char		*detail;	/* of the first occurrence */
+};
+
+struct cmp {
+	const struct trace	*t, *ref;	/* ref NULL: against cfg */
+	const struct audit	*cfg;		/* a config's symbolic audit */
+	const struct param_result *cfgp;	/* the param's, in cfg */
+	struct audit		*a;
+	struct compare_tolerance tol;
+	int			 K;
+	double			*refv;		/* the reference, one param */
+	struct gather		 found[FINDING__COUNT];
+	double			 norm_fraction;	/* of a wrong measured norm */
+	/* Per region scratch. */
+	double			*buf;		/* (ncols + 2) x CHUNK */
+	double			*sample;	/* rows of (ncols + 2) */
+	size_t			 bufcols;
+};
+
+static bool
+same_box(const struct trace_param *p, const struct trace_tensor *x,
+    const struct trace_tensor *y)
+{
+	int	d;
+
+	for (d = 0; d < p->ndim; d++)
+		if (x->offset[d] != y->offset[d] || x->box[d] != y->box[d])
+			return false;
+	return true;
+}
+
+static bool
+boxes_meet(const struct trace_param *p, const struct trace_tensor *x,
+    const struct trace_tensor *y)
+{
+	int	d;
+
+	for (d = 0; d < p->ndim; d++)
+		if (x->offset[d] >= y->offset[d] + y->box[d] ||
+		    y->offset[d] >= x->offset[d] + x->box[d])
+			return false;
+	return true;
+}
+
+/* The logical (row-major) index of element i of final f's box. */
+static int64_t
+logical_index(const struct trace_param *p, const struct trace_tensor *f,
+    int64_t i)
+{
+	int64_t	idx[TRACE_MAX_DIMS], li = 0;
+	int	d;
+
+	for (d = p->ndim - 1; d >= 0; d--) {
+		idx[d] = i % f->box[d] + f->offset[d];
+		i /= f->box[d];
+	}
+	for (d = 0; d < p->ndim; d++)
+		li = li * p->shape[d] + idx[d];
+	return li;
+}
+
+/*
+ * The index in column tensor x of element i of final f's box, or -1 when
+ * x does not hold it.
+ */
+static int64_t
+column_index(const struct trace_param *p, const struct trace_tensor *f,
+    const struct trace_tensor *x, int64_t i)
+{
+	int64_t	idx[TRACE_MAX_DIMS], j = 0;
+	int	d;
+
+	for (d = p->ndim - 1; d >= 0; d--) {
+		idx[d] = i % f->box[d] + f->offset[d] - x->offset[d];
+		i /= f->box[d];
+		if (idx[d] < 0 || idx[d] >= x->box[d])
+			return -1;
+	}
+	for (d = 0; d < p->ndim; d++)
+		j = j * x->box[d] + idx[d];
+	return j >= x->lo && j < x->hi ? j - x->lo : -1;
+}
+
+static double
+column_value(const struct trace_param *p, const struct trace_tensor *f,
+    const struct column *c, int64_t i)
+{
+	int64_t	j;
+
+	if (c->same_box)
+		return i >= c->x->lo && i < c->x->hi ?
+		    trace_value(c->x, i - c->x->lo) : 0;
+	j = column_index(p, f, c->x, i);
+	return j < 0 ? 0 : trace_value(c->x, j);
+}
+
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t	x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+add_cut(int64_t **cuts, size_t *n, size_t *cap, int64_t v,
+    const struct trace_tensor *f)
+{
+	if (v <= f->lo || v >= f->hi)
+		return;
+	if (*n == *cap) {
+		*cap = *cap ? 2 * *cap : 16;
+		*cuts = xreallocarray(*cuts, *cap, sizeof(**cuts));
+	}
+	(*cuts)[(*n)++] = v;
+}
+
+/* An xmalloc'd printf. */
+static char *
+fmt(const char *format, ...) __attribute__((format(printf, 1, 2)));
+
+static char *
+fmt(const char *format, ...)
+{
+	char	*s;
+	va_list	 ap;
+
+	va_start(ap, format);
+	xvasprintf(&s, format, ap);
+	va_end(ap);
+	return s;
+}
+
+static const struct lincomb *
+make_lincomb(struct arena *ar, const struct column *cols, size_t ncols,
+    const struct rational *q)
+{
+	struct lincomb	*lc;
+	size_t		 i, n = 0;
+
+	for (i = 0; i < ncols; i++)
+		if (cols[i].kept >= 0 && !q_is_zero(q[cols[i].kept]))
+			n++;
+	lc = arena_alloc(ar, sizeof(*lc) + n * sizeof(lc->terms[0]));
+	for (i = 0; i < ncols; i++)
+		if (cols[i].kept >= 0 && !q_is_zero(q[cols[i].kept])) {
+			lc->terms[lc->nterms].atom = cols[i].atom;
+			lc->terms[lc->nterms++].coef = q[cols[i].kept];
+		}
+	return lc;
+}
+
+/*
+ * Fit v (m sampled rows) over the kept columns and snap; false:
+ * undetermined, with *dependent set when the columns themselves are (a
+ * combination of the others on these rows).
+ */
+static bool
+fit_snap(struct cmp *c, const double *rows, size_t m, size_t width,
+    int vcol, const int *keptcol, int nk, struct rational *q, double *coef,
+    bool *dependent)
+{
+	double	*x, *y;
+	size_t	 i;
+	int	 j;
+	bool	 ok;
+
+	x = xcalloc((size_t)nk * m + 1, sizeof(*x));
+	y = xcalloc(m + 1, sizeof(*y));
+	for (i = 0; i < m; i++) {
+		y[i] = rows[i * width + vcol];
+		for (j = 0; j < nk; j++)
+			x[j * m + i] = rows[i * width + keptcol[j]];
+	}
+	ok = fit_least_squares(x, (int)m, nk, y, coef, c->tol.rank);
+	*dependent = !ok;
+	for (j = 0; ok && j < nk; j++)
+		ok = fit_rational(coef[j], c->tol.snap, &q[j]);
+	free(x);
+	free(y);
+	return ok;
+}
+
+/* Load rows [i0, i0 + n) of the region into c->buf: y, reference, columns. */
+static void
+load_chunk(struct cmp *c, const struct trace_param *p,
+    const struct trace_tensor *f, const struct column *cols, size_t ncols,
+    int64_t i0, size_t n)
+{
+	double	*y = c->buf, *r = c->buf + CHUNK, *x;
+	size_t	 i, j;
+
+	for (i = 0; i < n; i++) {
+		y[i] = trace_value(f, i0 + (int64_t)i - f->lo);
+		r[i] = c->refv[logical_index(p, f, i0 + (int64_t)i)];
+	}
+	for (j = 0; j < ncols; j++) {
+		if (cols[j].kept == -2)
+			continue;	/* not on this region */
+		x = c->buf + (j + 2) * CHUNK;
+		for (i = 0; i < n; i++)
+			x[i] = column_value(p, f, &cols[j], i0 + (int64_t)i);
+	}
+}
+
+struct region_result {
+	bool		 determined, ref_determined;
+	const struct lincomb *value, *expected;
+	uint64_t	 hash, ref_hash;
+	double		 max_abs_diff, max_ref;
+	int		 merged;	/* columns merged into another */
+	int		 fitted;	/* distinct nonzero contributions */
+	size_t		 rows;		/* nonzero elements sampled */
+	double		 residual;	/* relative, of the held values */
+	bool		 has_residual;	/* they snapped: residual is theirs */
+	bool		 dependent;	/* columns dependent on the rows fitted */
+};
+
+/* Row i of the chunk in c->buf as a sample row: y, reference, columns. */
+static void
+sample_row(const struct cmp *c, const struct column *cols, size_t ncols,
+    size_t i, double y, double r, double *row)
+{
+	size_t	j;
+
+	row[0] = y;
+	row[1] = r;
+	for (j = 0; j < ncols; j++)
+		row[2 + j] = cols[j].kept == -2 ? 0 :
+		    c->buf[(j + 2) * CHUNK + i];
+}
+
+/* The relative residual: sqrt(e / s), or sqrt(e) for values all zero. */
+static double
+relative_residual(double e, double s)
+{
+	return s > 0 ? sqrt(e / s) : sqrt(e);
+}
+
+static void
+audit_region(struct cmp *c, const struct trace_param *p,
+    const struct trace_tensor *f, struct column *cols, size_t ncols,
+    int64_t lo, int64_t hi, struct region_result *res)
+{
+	struct hash_state	 hy, hr, *hc;
+	size_t			 width = ncols + 2, cap, m = 0, stride = 1;
+	size_t			 seen = 0, i, j, n, rcap, nr = 0, *rcount;
+	double			*strided;
+	int64_t			 i0;
+	int			*keptcol, nk = 0;
+	double			 yy = 0, rr = 0, ey = 0, er = 0;
+	double			*cy, *cr;
+	struct rational		*qy, *qr;
+
+	memset(res, 0, sizeof *res);
+	/* Which columns are on this region (coverage is constant on it). */
+	for (j = 0; j < ncols; j++) {
+		cols[j].kept = (cols[j].same_box ? lo >= cols[j].x->lo &&
+		    lo < cols[j].x->hi : column_index(p, f, cols[j].x,
+		    lo) >= 0) ? -1 : -2;
+		cols[j].nonzero = false;
+		cols[j].same_as = -1;
+	}
+	/*
+	 * The sample: every stride-th nonzero row, and before those the
+	 * first SAMPLE_PER_COLUMN rows where each column is nonzero.  A
+	 * column nonzero on a few rows only (an embedding row that one
+	 * micro-batch's tokens alone touch) is then never missing from the
+	 * fit, which would leave a region undetermined that has an exact
+	 * expression.
+	 */
+	rcap = SAMPLE_PER_COLUMN * ncols;
+	cap = 2 * (SAMPLE_PER_COLUMN * ncols + SAMPLE_EXTRA);
+	c->sample = xreallocarray(c->sample, (rcap + cap) * width,
+	    sizeof(double));
+	strided = c->sample + rcap * width;
+	rcount = xcalloc(ncols + 1, sizeof(*rcount));
+	hc = xcalloc(ncols + 1, sizeof(*hc));
+	hash_begin(&hy);
+	hash_begin(&hr);
+	for (j = 0; j < ncols; j++)
+		hash_begin(&hc[j]);
+	for (i0 = lo; i0 < hi; i0 += CHUNK) {
+		n = (size_t)(hi - i0 < CHUNK ? hi - i0 : CHUNK);
+		load_chunk(c, p, f, cols, ncols, i0, n);
+		hash_update_doubles(&hy, c->buf, n);
+		hash_update_doubles(&hr, c->buf + CHUNK, n);
+		for (i = 0; i < n; i++) {
+			double y = c->buf[i], r = c->buf[CHUNK + i];
+			bool any = y != 0 || r != 0;
+
+			if (fabs(y - r) > res->max_abs_diff)
+				res->max_abs_diff = fabs(y - r);
+			if (fabs(r) > res->max_ref)
+				res->max_ref = fabs(r);
+			yy += y * y;
+			rr += r * r;
+			for (j = 0; j < ncols; j++)
+				if (cols[j].kept != -2 &&
+				    c->buf[(j + 2) * CHUNK + i] != 0) {
+					cols[j].nonzero = true;
+					any = true;
+				}
+			if (!any)
+				continue;
+			/* A column short of rows: reserved, once. */
+			for (j = 0; nr < rcap && j < ncols; j++)
+				if (cols[j].kept != -2 && rcount[j] <
+				    SAMPLE_PER_COLUMN &&
+				    c->buf[(j + 2) * CHUNK + i] != 0)
+					break;
+			if (nr < rcap && j < ncols) {
+				sample_row(c, cols, ncols, i, y, r,
+				    &c->sample[nr++ * width]);
+				for (j = 0; j < ncols; j++)
+					if (cols[j].kept != -2 &&
+					    c->buf[(j + 2) * CHUNK + i] != 0)
+						rcount[j]++;
+				seen++;
+				continue;
+			}
+			/* Keep every stride-th nonzero row; thin when full. */
+			if (seen++ % stride != 0)
+				continue;
+			if (m == cap) {
+				size_t k;
+
+				for (k = 0; k < m / 2; k++)
+					memcpy(&strided[k * width],
+					    &strided[2 * k * width],
+					    width * sizeof(double));
+				m /= 2;
+				stride *= 2;
+				if ((seen - 1) % stride != 0)
+					continue;
+			}
+			sample_row(c, cols, ncols, i, y, r,
+			    &strided[m++ * width]);
+		}
+		for (j = 0; j < ncols; j++)
+			if (cols[j].kept != -2)
+				hash_update_doubles(&hc[j],
+				    c->buf + (j + 2) * CHUNK, n);
+	}
+	res->hash = hash_end(&hy);
+	res->ref_hash = hash_end(&hr);
+	for (j = 0; j < ncols; j++)
+		cols[j].hash = hash_end(&hc[j]);
+	free(hc);
+	free(rcount);
+	/* The reserved rows, then the strided ones: m rows in all. */
+	memmove(&c->sample[nr * width], strided, m * width * sizeof(double));
+	m += nr;
+	if (!c->tol.infer)
+		return;
+
+	/* Absent and identical columns; the rest are fitted. */
+	keptcol = xcalloc(ncols + 1, sizeof(*keptcol));
+	for (j = 0; j < ncols; j++) {
+		size_t k;
+
+		if (cols[j].kept == -2 || !cols[j].nonzero) {
+			cols[j].kept = -2;
+			continue;
+		}
+		for (k = 0; k < j; k++)
+			if (cols[k].kept >= 0 && cols[k].hash == cols[j].hash)
+				break;
+		if (k < j) {
+			cols[j].same_as = (int)k;
+			cols[j].kept = -2;
+			res->merged++;
+			continue;
+		}
+		cols[j].kept = nk;
+		keptcol[nk++] = (int)j + 2;
+	}
+	res->fitted = nk;
+	res->rows = m;
+	cy = xcalloc((size_t)nk + 1, sizeof(*cy));
+	cr = xcalloc((size_t)nk + 1, sizeof(*cr));
+	qy = xcalloc((size_t)nk + 1, sizeof(*qy));
+	qr = xcalloc((size_t)nk + 1, sizeof(*qr));
+	res->determined = fit_snap(c, c->sample, m, width, 0, keptcol, nk,
+	    qy, cy, &res->dependent);
+	res->ref_determined = fit_snap(c, c->sample, m, width, 1, keptcol, nk,
+	    qr, cr, &res->dependent);
+	/* The snapped expressions must reproduce every element. */
+	if (res->determined || res->ref_determined) {
+		for (i0 = lo; i0 < hi; i0 += CHUNK) {
+			n = (size_t)(hi - i0 < CHUNK ? hi - i0 : CHUNK);
+			load_chunk(c, p, f, cols, ncols, i0, n);
+			for (i = 0; i < n; i++) {
+				double sy = c->buf[i], sr = c->buf[CHUNK + i];
+
+				for (j = 0; j < ncols; j++) {
+					double x;
+					int k = cols[j].kept;
+
+					if (k < 0)
+						continue;
+					x = c->buf[(j + 2) * CHUNK + i];
+					/* A side that did not snap has no q. */
+					if (res->determined)
+						sy -= (double)qy[k].num /
+						    qy[k].den * x;
+					if (res->ref_determined)
+						sr -= (double)qr[k].num /
+						    qr[k].den * x;
+				}
+				ey += sy * sy;
+				er += sr * sr;
+			}
+		}
+		if (res->determined) {
+			res->residual = relative_residual(ey, yy);
+			res->has_residual = true;
+		}
+		/*
+		 * Not "> tol": values so large that their squares overflow
+		 * give a NaN residual, which must not pass as a fit.
+		 */
+		if (res->determined && !(res->residual <= c->tol.residual))
+			res->determined = false;
+		if (res->ref_determined && !(relative_residual(er, rr) <=
+		    c->tol.residual))
+			res->ref_determined = false;
+	}
+	if (res->determined)
+		res->value = make_lincomb(&c->a->arena, cols, ncols, qy);
+	if (res->ref_determined)
+		res->expected = make_lincomb(&c->a->arena, cols, ncols, qr);
+	free(cy);
+	free(cr);
+	free(qy);
+	free(qr);
+	free(keptcol);
+}
+
+static void
+gather_add(struct cmp *c, enum finding_kind kind, const char *param,
+    int rank, char *detail)
+{
+	struct gather	*g = &c->found[kind];
+	size_t		 i;
+
+	g->any = true;
+	for (i = 0; i < g->nparams && strcmp(g->params[i], param) != 0; i++)
+		;
+	if (i == g->nparams) {
+		g->params = xreallocarray(g->params, g->nparams + 1,
+		    sizeof(*g->params));
+		g->params[g->nparams++] = param;
+	}
+	for (i = 0; i < g->nranks && g->ranks[i] != rank; i++)
+		;
+	if (i == g->nranks) {
+		g->ranks = xreallocarray(g->ranks, g->nranks + 1,
+		    sizeof(*g->ranks));
+		g->ranks[g->nranks++] = rank;
+	}
+	if (g->detail == NULL)
+		g->detail = detail;
+	else
+		free(detail);
+}
+
+/*
+ * What the inferred expression says went wrong, from the two coefficient
+ * vectors alone: atoms missing, atoms extra, and the ratios of the rest.
+ */
+static enum finding_kind
+classify(const struct lincomb *v, const struct lincomb *e,
+    struct rational *lo, struct rational *hi)
+{
+	size_t	 i = 0, j = 0;
+	bool	 missing = false, extra = false, first = true;
+	struct rational r;
+
+	*lo = *hi = q_make(1, 1);
+	while (i < v->nterms || j < e->nterms) {
+		if (j == e->nterms || (i < v->nterms &&
+		    v->terms[i].atom < e->terms[j].atom)) {
+			extra = true;
+			i++;
+			continue;
+		}
+		if (i == v->nterms || e->terms[j].atom < v->terms[i].atom) {
+			missing = true;
+			j++;
+			continue;
+		}
+		r = q_div(v->terms[i].coef, e->terms[j].coef);
+		if (first || (double)r.num / r.den < (double)lo->num / lo->den)
+			*lo = r;
+		if (first || (double)r.num / r.den > (double)hi->num / hi->den)
+			*hi = r;
+		first = false;
+		i++;
+		j++;
+	}
+	if (extra)
+		return FINDING_WRONG_GROUP;
+	if (missing)
+		return first || (q_equal(*lo, *hi) && lo->num == lo->den) ?
+		    FINDING_MISSING_REDUCTION : FINDING_WRONG_ORDER;
+	/*
+	 * One factor: a sum where a mean was meant and a value counted
+	 * twice look alike in the numbers, so both are a wrong scale (with
+	 * the factor), never a guess at double-count.
+	 */
+	if (!q_equal(*lo, *hi))
+		return FINDING_WRONG_WEIGHTS;
+	return FINDING_WRONG_SCALE;
+}
+
+static void
+note_add(struct arena *ar, const char **notes, size_t *n, size_t *more,
+    char *s)
+{
+	if (*n < NOTES_MAX)
+		notes[(*n)++] = arena_strdup(ar, s);
+	else
+		(*more)++;
+	free(s);
+}
+
+static const char *
+expr(struct cmp *c, const struct lincomb *x)
+{
+	return x == NULL ? "undetermined" :
+	    lc_format(&c->a->arena, &c->a->atoms, x, "g");
+}
+
+/*
+ * What the config says rank `rank` holds on the region [lo, hi) of its
+ * local shard, in the trace's atoms, or NULL (why says it).  The config's
+ * atoms are 1/tokens times a chunk's summed-loss gradient and a rank's
+ * local gradient of micro-batch m is its chunk's loss factor times that
+ * atom (lossnorm.h), which is what the hook recorded: so the config's
+ * coefficient over the trace's contribution is its own divided by that
+ * factor.  Atoms whose contribution is zero on the region are unseen and
+ * dropped; identical contributions count on the lowest, as measured.
+ */
+static const struct lincomb *
+predicted(struct cmp *c, int rank, int64_t lo, int64_t hi,
+    const struct column *cols, size_t ncols, const char **why)
+{
+	const struct atom_space	*sp = &c->cfg->atoms;
+	const struct param_result *cp = c->cfgp;
+	const struct lincomb	*v = NULL;
+	struct rational		*sum;
+	struct lincomb		*out;
+	size_t			 i, j;
+	uint32_t		 k;
+
+	for (i = 0; i < cp->ncells; i++) {
+		const struct cell *x = &cp->cells[i];
+
+		if (x->rank != rank || !x->used || x->hi <= lo || x->lo >= hi)
+			continue;
+		if (x->lo > lo || x->hi < hi) {
+			*why = "the config splits these elements into "
+			    "regions of other bounds: compared with the one "
+			    "that starts first";
+		}
+		v = x->value;
+		break;
+	}
+	if (v == NULL) {
+		*why = "the config says this rank does not use these elements";
+		return NULL;
+	}
+	sum = xcalloc(ncols + 1, sizeof(*sum));
+	for (j = 0; j < ncols; j++)
+		sum[j] = q_make(0, 1);
+	for (k = 0; k < v->nterms; k++) {
+		uint32_t a = v->terms[k].atom, ta;
+		struct rational f;
+
+		if (atom_is_held(sp, a) || atom_source(sp, a) != 0) {
+			*why = "the config keeps expert, auxiliary-loss or "
+			    "multi-token atoms apart, which one contribution "
+			    "per rank and micro-batch cannot show";
+			free(sum);
+			return NULL;
+		}
+		f = sp->nfactors > 0 ? atom_loss_factor(sp, a) : q_make(1, 1);
+		if (q_is_zero(f))
+			continue;	/* a chunk without valid tokens */
+		ta = (uint32_t)(atom_rank(sp, a) * c->K +
+		    atom_micro_batch(sp, a));
+		for (j = 0; j < ncols; j++)
+			if (cols[j].atom == ta)
+				break;
+		if (j == ncols || (cols[j].kept < 0 && cols[j].same_as < 0))
+			continue;	/* zero here: unseen */
+		if (cols[j].kept < 0)
+			j = (size_t)cols[j].same_as;
+		sum[j] = q_add(sum[j], q_div(v->terms[k].coef, f));
+	}
+	for (i = 0, j = 0; j < ncols; j++)
+		i += !q_is_zero(sum[j]);
+	out = arena_alloc(&c->a->arena, sizeof(*out) + i *
+	    sizeof(out->terms[0]));
+	for (j = 0; j < ncols; j++)
+		if (!q_is_zero(sum[j])) {
+			out->terms[out->nterms].atom = cols[j].atom;
+			out->terms[out->nterms++].coef = sum[j];
+		}
+	free(sum);
+	return out;
+}
+
+static void
+config_finding(struct cmp *c, const char *param, int rank, int64_t lo,
+    int64_t hi, const struct lincomb *held, const struct lincomb *said)
+{
+	struct rational		lo_q, hi_q;
+	enum finding_kind	kind = FINDING_WRONG_VALUE;
+
+	if (held != NULL && said != NULL)
+		kind = classify(held, said, &lo_q, &hi_q);
+	gather_add(c, kind, param, rank, fmt("the config says %s on rank %d "
+	    "[%" PRId64 ",%" PRId64 ") holds %s; the traced job held %s",
+	    param, rank, lo, hi, said == NULL ? "nothing it can compare" :
+	    expr(c, said), expr(c, held)));
+}
+
+/* One parameter: its cells, consistency and findings. */
+static void
+compare_param(struct cmp *c, int pi, struct param_result *pr)
+{
+	const struct trace	*t = c->t;
+	const struct trace_param *p = &t->params[pi];
+	size_t			 f0, nf, c0, nc, r0, nr, i, j, k, ncuts, cap;
+	size_t			 ncells = 0, nnotes = 0, more = 0;
+	int64_t			*cuts = NULL, e;
+	const struct trace_tensor **keyof = NULL;
+	struct cell		*cells = NULL;
+	const char		*notes[NOTES_MAX];
+	struct column		*cols;
+	struct region_result	 res;
+	struct rational		 lo, hi;
+	char			 a[32], b[32];
+
+	memset(pr, 0, sizeof *pr);
+	pr->name = p->name;
+	pr->elems = p->elems;
+	pr->has_hash = true;
+	pr->consistent = pr->correct = true;
+
+	/* The reference, dense: memory grows with the largest parameter. */
+	c->refv = xreallocarray(c->refv, (size_t)p->elems + 1,
+	    sizeof(double));
+	memset(c->refv, 0, ((size_t)p->elems + 1) * sizeof(double));
+	r0 = 0;
+	nr = c->ref == NULL ? 0 : trace_tensors_of(c->ref,
+	    trace_param_index(c->ref, p->name), TRACE_FINAL, &r0);
+	for (i = r0; i < r0 + nr; i++) {
+		const struct trace_tensor *x = &c->ref->tensors[i];
+
+		for (e = x->lo; e < x->hi; e++)
+			c->refv[logical_index(p, x, e)] = trace_value(x,
+			    e - x->lo);
+	}
+	pr->reference_hash = hash_doubles(c->refv, (size_t)p->elems);
+
+	nf = trace_tensors_of(t, pi, TRACE_FINAL, &f0);
+	nc = trace_tensors_of(t, pi, TRACE_CONTRIB, &c0);
+	cols = xcalloc(nc + 1, sizeof(*cols));
+	/* Rows of at most MAX_COLUMNS columns are ever loaded (the bound). */
+	if (c->bufcols < (nc < MAX_COLUMNS ? nc : MAX_COLUMNS) + 2) {
+		c->bufcols = (nc < MAX_COLUMNS ? nc : MAX_COLUMNS) + 2;
+		c->buf = xreallocarray(c->buf, c->bufcols * CHUNK,
+		    sizeof(double));
+	}
+	for (i = f0; i < f0 + nf; i++) {
+		const struct trace_tensor *f = &t->tensors[i];
+		size_t n = 0;
+
+		/* The columns that meet this final's box and range. */
+		ncuts = 0;
+		cap = 0;
+		for (j = c0; j < c0 + nc; j++) {
+			const struct trace_tensor *x = &t->tensors[j];
+
+			if (!boxes_meet(p, f, x))
+				continue;
+			cols[n].x = x;
+			cols[n].atom = (uint32_t)(x->rank * c->K + x->mb);
+			cols[n].same_box = same_box(p, f, x);
+			if (cols[n].same_box) {
+				if (x->hi <= f->lo || x->lo >= f->hi)
+					continue;
+				add_cut(&cuts, &ncuts, &cap, x->lo, f);
+				add_cut(&cuts, &ncuts, &cap, x->hi, f);
+			} else {
+				/* Cut wherever its coverage changes. */
+				bool in = column_index(p, f, x, f->lo) >= 0;
+
+				for (e = f->lo + 1; e < f->hi; e++)
+					if ((column_index(p, f, x, e) >= 0) !=
+					    in) {
+						in = !in;
+						add_cut(&cuts, &ncuts, &cap, e,
+						    f);
+					}
+			}
+			n++;
+		}
+		for (j = f0; j < f0 + nf; j++) {
+			const struct trace_tensor *g = &t->tensors[j];
+
+			if (j != i && same_box(p, f, g)) {
+				add_cut(&cuts, &ncuts, &cap, g->lo, f);
+				add_cut(&cuts, &ncuts, &cap, g->hi, f);
+			}
+		}
+		if (ncuts > 1)
+			qsort(cuts, ncuts, sizeof(*cuts), cmp_i64);
+		for (k = 0; k <= ncuts; k++) {
+			int64_t rlo = k == 0 ? f->lo : cuts[k - 1];
+			int64_t rhi = k == ncuts ? f->hi : cuts[k];
+			struct cell *cl;
+			bool ok;
+
+			if (rlo == rhi)
+				continue;
+			/*
+			 * More contributions than MAX_COLUMNS on one final:
+			 * its values are still compared, but no expression
+			 * is inferred (gradaudit-trace(5), LIMITS).
+			 */
+			audit_region(c, p, f, cols, n <= MAX_COLUMNS ? n : 0,
+			    rlo, rhi, &res);
+			if (n > MAX_COLUMNS) {
+				res.value = res.expected = NULL;
+				res.ref_determined = false;
+				res.determined = true;	/* no note per region */
+			}
+			if (n > MAX_COLUMNS && k == 0)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d: %zu contributions, more than "
+				    "the %d fitted: values compared, no "
+				    "expressions", f->rank, n, MAX_COLUMNS));
+			cells = xreallocarray(cells, ncells + 1,
+			    sizeof(*cells));
+			keyof = xreallocarray(keyof, ncells + 1,
+			    sizeof(*keyof));
+			keyof[ncells] = f;
+			cl = &cells[ncells++];
+			memset(cl, 0, sizeof *cl);
+			cl->rank = f->rank;
+			mesh_coord_of(&c->a->mesh, f->rank, &cl->coord);
+			cl->lo = rlo;
+			cl->hi = rhi;
+			cl->used = true;
+			cl->value = res.value;
+			cl->expected = res.expected;
+			cl->has_hash = true;
+			cl->hash = res.hash;
+			cl->reference_hash = res.ref_hash;
+			if (c->cfg != NULL) {
+				/* The config's word against the job's. */
+				const char *why = NULL;
+
+				cl->expected = predicted(c, f->rank, rlo, rhi,
+				    cols, n, &why);
+				cl->reference_hash = res.hash;
+				ok = res.value != NULL && cl->expected != NULL &&
+				    lc_equal(res.value, cl->expected);
+				cl->ok = cl->numeric_ok = ok;
+				if (why != NULL)
+					note_add(&c->a->arena, notes, &nnotes,
+					    &more, fmt("rank %d [%" PRId64 ",%"
+					    PRId64 "): %s", f->rank, rlo, rhi,
+					    why));
+				if (!ok)
+					config_finding(c, p->name, f->rank,
+					    rlo, rhi, res.value, cl->expected);
+				goto next;
+			}
+			cl->max_rel_error = res.max_ref > 0 ?
+			    res.max_abs_diff / res.max_ref : res.max_abs_diff;
+			ok = res.max_abs_diff <= c->tol.value *
+			    (res.max_ref > 0 ? res.max_ref : 1);
+			cl->ok = cl->numeric_ok = ok;
+			cl->max_ulps = cl->max_rel_error /
+			    (f->dtype == TRACE_F64 ? 0x1p-52 : 0x1p-23);
+			if (res.merged > 0)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contribution%s identical to another "
+				    "(a replicated computation): only their "
+				    "sum is determined, shown on the lowest",
+				    f->rank, rlo, rhi, res.merged,
+				    res.merged == 1 ? " is" : "s are"));
+		next:
+			if (!res.determined && c->tol.infer &&
+			    res.rows < (size_t)res.fitted)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contributions on %zu nonzero elements "
+				    "cannot be told apart: undetermined",
+				    f->rank, rlo, rhi, res.fitted, res.rows));
+			else if (!res.determined && c->tol.infer &&
+			    res.dependent)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "%d contributions are not independent on "
+				    "the %zu elements fitted (copies that "
+				    "differ only in rounding, or contributions "
+				    "nonzero on few elements): undetermined",
+				    f->rank, rlo, rhi, res.fitted, res.rows));
+			else if (!res.determined && c->tol.infer)
+				note_add(&c->a->arena, notes, &nnotes, &more,
+				    res.has_residual ? fmt("rank %d [%" PRId64
+				    ",%" PRId64 "): no expression over the "
+				    "contributions fits the held values "
+				    "(relative residual %.2g): undetermined",
+				    f->rank, rlo, rhi, res.residual) :
+				    fmt("rank %d [%" PRId64 ",%" PRId64 "): "
+				    "no expression over the contributions "
+				    "fits the held values: undetermined",
+				    f->rank, rlo, rhi));
+			if (ok || c->cfg != NULL) {
+				if (!ok)
+					pr->correct = false;
+				continue;
+			}
+			pr->correct = false;
+			if (res.value != NULL && res.expected != NULL &&
+			    !lc_equal(res.value, res.expected)) {
+				enum finding_kind kind = classify(res.value,
+				    res.expected, &lo, &hi);
+
+				q_format(lo, a, sizeof a);
+				q_format(hi, b, sizeof b);
+				gather_add(c, kind, p->name, f->rank,
+				    fmt("%s on rank %d [%" PRId64 ",%" PRId64
+				    ") holds %s where the reference holds %s"
+				    "%s%s%s%s", p->name, f->rank, rlo, rhi,
+				    expr(c, res.value), expr(c, res.expected),
+				    kind == FINDING_WRONG_WEIGHTS ? ": weights "
+				    "from " : kind == FINDING_WRONG_SCALE ?
+				    ": " : "",
+				    kind == FINDING_WRONG_WEIGHTS ||
+				    kind == FINDING_WRONG_SCALE ? a : "",
+				    kind == FINDING_WRONG_WEIGHTS ? " to " :
+				    kind == FINDING_WRONG_SCALE ?
+				    " times the reference" : "",
+				    kind == FINDING_WRONG_WEIGHTS ? b : ""));
+			} else
+				gather_add(c, FINDING_WRONG_VALUE, p->name,
+				    f->rank, fmt("%s on rank %d [%" PRId64
+				    ",%" PRId64 ") differs from the reference "
+				    "by up to %.3g of its largest value%s%s%s"
+				    "%s", p->name, f->rank, rlo, rhi,
+				    cl->max_rel_error, res.value == NULL &&
+				    res.expected == NULL ? "" : ", and holds ",
+				    res.value == NULL && res.expected == NULL ?
+				    "" : expr(c, res.value),
+				    res.value == NULL && res.expected == NULL ?
+				    "" : " where the reference holds ",
+				    res.value == NULL && res.expected == NULL ?
+				    "" : expr(c, res.expected)));
+		}
+	}
+	pr->cells = arena_alloc(&c->a->arena, (ncells + 1) *
+	    sizeof(*cells));
+	if (ncells > 0)
+		memcpy(pr->cells, cells, ncells * sizeof(*cells));
+	pr->ncells = ncells;
+	free(cells);
+	/*
+	 * Replicas: cells of the same box and region must agree.  Against
+	 * a config, the config's expressions say whether they do.
+	 */
+	for (i = 0; c->cfg == NULL && i < ncells; i++)
+		for (j = i + 1; j < ncells; j++) {
+			const struct cell *x = &pr->cells[i], *y = &pr->cells[j];
+
+			if (x->rank == y->rank || x->lo != y->lo ||
+			    x->hi != y->hi || !same_box(p, keyof[i],
+			    keyof[j]) || x->hash == y->hash)
+				continue;
+			if (pr->consistent)
+				gather_add(c, FINDING_REPLICA_MISMATCH,
+				    p->name, y->rank, fmt("%s [%" PRId64 ",%"
+				    PRId64 "): rank %d and rank %d hold "
+				    "different values of the same elements",
+				    p->name, x->lo, x->hi, x->rank, y->rank));
+			pr->consistent = false;
+		}
+	if (nnotes > 0) {
+		char *s = NULL, *u;
+
+		for (i = 0; i < nnotes; i++) {
+			u = s;
+			xasprintf(&s, "%s%s%s", u ? u : "", u ? "\n" : "",
+			    notes[i]);
+			free(u);
+		}
+		if (more > 0) {
+			u = s;
+			xasprintf(&s, "%s\n(%zu more such regions)", u, more);
+			free(u);
+		}
+		pr->note = arena_strdup(&c->a->arena, s);
+		free(s);
+	}
+	for (i = f0; i < f0 + nf; i++)
+		trace_release(&t->tensors[i]);
+	for (i = c0; i < c0 + nc; i++)
+		trace_release(&t->tensors[i]);
+	for (i = r0; i < r0 + nr; i++)
+		trace_release(&c->ref->tensors[i]);
+	free(keyof);
+	free(cuts);
+	free(cols);
+}
+
+/* The finding texts: what each kind means in a measured step. */
+static const struct {
+	enum finding_kind kind;
+	const char	*what;
+	const char	*fix;
+} finding_text[] = {
+	{ FINDING_MISSING_REDUCTION,
+	  "contributions of some ranks or micro-batches never reach the value",
+	  "find the collective that should add the missing contributions "
+	  "(the atoms the reference holds and the rank does not): it is "
+	  "skipped, runs over too small a group, or runs before they exist" },
+	{ FINDING_WRONG_ORDER,
+	  "some contributions are missing and others weigh more than in the "
+	  "reference: a collective combined values in different states "
+	  "(one already reduced, one not)",
+	  "run the collectives in an order where both sides of each hold "
+	  "the same kind of value (Megatron-LM #844: the tied embedding "
+	  "all-reduce before the data-parallel reduce-scatter)" },
+	{ FINDING_WRONG_GROUP,
+	  "the value holds contributions the reference does not",
+	  "a collective runs over the wrong group of ranks" },
+	{ FINDING_WRONG_WEIGHTS,
+	  "every contribution is there, but weighted unequally against the "
+	  "reference",
+	  "normalize the loss as the reference does (for a per-token mean: "
+	  "the sum of the token losses over the valid tokens of the whole "
+	  "step, HF #34191)" },
+	{ FINDING_WRONG_SCALE,
+	  "every contribution is there, scaled by one wrong factor",
+	  "a divisor is missing, doubled or of the wrong group (the loss "
+	  "normalization, the average over dp), or a collective runs twice "
+	  "or sums a value that was already replicated" },
+	{ FINDING_REPLICA_MISMATCH,
+	  "ranks that hold the same elements hold different values",
+	  "a rank misses a collective its replicas run" },
+	{ FINDING_WRONG_VALUE,
+	  "the value differs from the reference and no combination of the "
+	  "recorded contributions explains it",
+	  "trace the step in float32 or float64 with every backward inside "
+	  "trace.micro_batch(), and check what touches the gradient outside "
+	  "the recorded contributions" },
+	{ FINDING_INCONSISTENT_CLIP,
+	  "the ranks clipped by different gradient norms",
+	  "every rank must clip by the norm of the whole model's gradient" },
+};
+
+static int
+cmp_int(const void *a, const void *b)
+{
+	int	x = *(const int *)a, y = *(const int *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static void
+emit_findings(struct cmp *c)
+{
+	struct audit	*a = c->a;
+	size_t		 i, k, n = 0;
+
+	for (i = 0; i < sizeof finding_text / sizeof finding_text[0]; i++)
+		n += c->found[finding_text[i].kind].any;
+	a->findings = arena_alloc(&a->arena, (n + 1) * sizeof(*a->findings));
+	for (i = 0; i < sizeof finding_text / sizeof finding_text[0]; i++) {
+		struct gather	*g = &c->found[finding_text[i].kind];
+		struct finding	*fd;
+
+		if (!g->any)
+			continue;
+		fd = &a->findings[a->nfindings++];
+		fd->kind = finding_text[i].kind;
+		/* Measured, not derived: no setting is known to cause it. */
+		fd->cause = KEY__COUNT;
+		fd->params = arena_alloc(&a->arena, (g->nparams + 1) *
+		    sizeof(*fd->params));
+		for (k = 0; k < g->nparams; k++)
+			fd->params[k] = g->params[k];
+		fd->nparams = g->nparams;
+		fd->param = g->nparams > 0 ? g->params[0] : NULL;
+		qsort(g->ranks, g->nranks, sizeof(*g->ranks), cmp_int);
+		fd->ranks = arena_alloc(&a->arena, (g->nranks + 1) *
+		    sizeof(*fd->ranks));
+		memcpy(fd->ranks, g->ranks, g->nranks * sizeof(*fd->ranks));
+		fd->nranks = g->nranks;
+		fd->op = "traced step";
+		fd->dim = NULL;	/* measured: no mesh dimension is known */
+		{
+			char *s;
+
+			xasprintf(&s, "%s: %s", c->cfg != NULL ? "the traced "
+			    "job does not do what the config says" :
+			    finding_text[i].what, g->detail);
+			fd->message = arena_strdup(&a->arena, s);
+			free(s);
+		}
+		/* A wrong norm alone: its effect is the norm's, not a cell's. */
+		if (fd->kind == FINDING_WRONG_VALUE && g->nparams == 1 &&
+		    strcmp(g->params[0], "gradient norm") == 0) {
+			fd->effect.kind = EFFECT_NORM;
+			fd->effect.fraction = c->norm_fraction;
+		}
+		fd->fix = c->cfg != NULL ? "correct the config (or the "
+		    "framework profile it names) where it models this "
+		    "parameter's collectives, or the code if the config says "
+		    "what it should do" : finding_text[i].fix;
+	}
+	for (k = 0; k < FINDING__COUNT; k++) {
+		free(c->found[k].params);
+		free(c->found[k].ranks);
+		free(c->found[k].detail);
+	}
+}
+
+/* The norm each rank used against the reference's, and the clip. */
+static void
+compare_norms(struct cmp *c)
+{
+	struct audit		*a = c->a;
+	struct grad_norm_result	*g = &a->grad_norm;
+	const struct trace_rank	*rr = &c->ref->ranks[0];
+	int			 r, k, W = c->t->world;
+	double			 clip = NAN;
+	bool			 any = false;
+
+	for (r = 0; r < W; r++)
+		any |= c->t->ranks[r].has_norm;
+	if (!any || !rr->has_norm)
+		return;
+	g->present = g->numeric = true;
+	g->correct = g->consistent = true;
+	g->class_of = arena_alloc(&a->arena, W * sizeof(*g->class_of));
+	g->classes = arena_alloc(&a->arena, W * sizeof(*g->classes));
+	g->norm = arena_alloc(&a->arena, W * sizeof(*g->norm));
+	g->coefficient = arena_alloc(&a->arena, W * sizeof(*g->coefficient));
+	g->ulps = arena_alloc(&a->arena, W * sizeof(*g->ulps));
+	g->numeric_ok = arena_alloc(&a->arena, W * sizeof(*g->numeric_ok));
+	g->hash = arena_alloc(&a->arena, W * sizeof(*g->hash));
+	g->reference_norm = rr->grad_norm;
+	g->reference_coefficient = rr->has_clip ? rr->clip_coef : NAN;
+	for (r = 0; r < W; r++) {
+		const struct trace_rank *tr = &c->t->ranks[r];
+		struct gn_class *cl;
+
+		g->class_of[r] = -1;
+		if (!tr->has_norm)
+			continue;
+		g->norm[r] = tr->grad_norm;
+		g->coefficient[r] = tr->has_clip ? tr->clip_coef : NAN;
+		g->numeric_ok[r] = fabs(tr->grad_norm - rr->grad_norm) <=
+		    c->tol.value * (rr->grad_norm > 0 ? rr->grad_norm : 1);
+		g->ulps[r] = fabs(tr->grad_norm - rr->grad_norm) /
+		    ((rr->grad_norm > 0 ? rr->grad_norm : 1) * 0x1p-23);
+		if (tr->has_clip) {
+			if (isnan(clip))
+				clip = tr->clip_coef;
+			else if (fabs(tr->clip_coef - clip) > c->tol.value *
+			    (fabs(clip) > 0 ? fabs(clip) : 1))
+				g->consistent = false;
+		}
+		for (k = 0; k < (int)g->nclasses; k++)
+			if (g->norm[g->classes[k].ranks[0]] == tr->grad_norm)
+				break;
+		if (k == (int)g->nclasses) {
+			cl = &g->classes[g->nclasses++];
+			cl->ranks = arena_alloc(&a->arena, W *
+			    sizeof(*cl->ranks));
+			cl->correct = g->numeric_ok[r];
+		}
+		cl = &g->classes[k];
+		cl->ranks[cl->nranks++] = r;
+		g->class_of[r] = k;
+		if (!g->numeric_ok[r])
+			g->correct = false;
+	}
+	g->numeric_correct = g->correct;
+	g->miscounted = !g->correct;
+	g->gradients_wrong = !g->correct && !a->correct;
+	if (!g->correct)
+		c->norm_fraction = (g->norm[g->classes[0].ranks[0]] *
+		    g->norm[g->classes[0].ranks[0]] - g->reference_norm *
+		    g->reference_norm) / (g->reference_norm > 0 ?
+		    g->reference_norm * g->reference_norm : 1);
+	if (!g->correct)
+		gather_add(c, FINDING_WRONG_VALUE, "gradient norm",
+		    g->classes[0].ranks[0], fmt("rank %d used %.9g, the "
+		    "reference %.9g", g->classes[0].ranks[0],
+		    g->norm[g->classes[0].ranks[0]], g->reference_norm));
+	if (!g->consistent)
+		gather_add(c, FINDING_INCONSISTENT_CLIP, "gradient norm", 0,
+		    fmt("the clip coefficients differ between ranks"));
+}
+
+static void
+build_mesh(const struct trace *t, struct mesh *m)
+{
+	const int	*s = t->mesh;
+	int		 r, d;
+
+	if (!t->has_mesh || s[TRACE_DIM_EP] > 1 || s[TRACE_DIM_ETP] > 1) {
+		mesh_init(m, t->world, 1, 1, 1, 1, 1);
+		return;
+	}
+	mesh_init(m, s[TRACE_DIM_DP], s[TRACE_DIM_CP], s[TRACE_DIM_PP],
+	    s[TRACE_DIM_TP], 1, 1);
+	/*
+	 * The tables place ranks by Megatron's order; a trace whose ranks
+	 * say otherwise is shown flat rather than misplaced.
+	 */
+	for (r = 0; r < t->world; r++) {
+		struct coord c;
+		const struct trace_rank *k = &t->ranks[r];
+		int want[TRACE_DIM__COUNT];
+
+		mesh_coord_of(m, r, &c);
+		want[TRACE_DIM_DP] = c.pure_dp;
+		want[TRACE_DIM_PP] = c.pp;
+		want[TRACE_DIM_TP] = c.tp;
+		want[TRACE_DIM_CP] = c.cp;
+		want[TRACE_DIM_EP] = want[TRACE_DIM_ETP] = 0;
+		for (d = 0; d < TRACE_DIM__COUNT; d++)
+			if (k->has_coord[d] && k->coord[d] != want[d]) {
+				mesh_init(m, t->world, 1, 1, 1, 1, 1);
+				return;
+			}
+	}
+}
+
+/*
+ * The first element of parameter pi that no rank's final holds, or -1.
+ * An element no rank holds would go unaudited, and a parameter with a
+ * missing final pass as correct.
+ */
+static int64_t
+first_unheld(const struct trace *t, int pi)
+{
+	const struct trace_param *p = &t->params[pi];
+	unsigned char	*held;
+	size_t		 n, first, j;
+	int64_t		 e, i;
+
+	held = xcalloc((size_t)p->elems / 8 + 1, 1);
+	n = trace_tensors_of(t, pi, TRACE_FINAL, &first);
+	for (j = first; j < first + n; j++) {
+		const struct trace_tensor *f = &t->tensors[j];
+
+		for (e = f->lo; e < f->hi; e++) {
+			i = logical_index(p, f, e);
+			held[i / 8] |= (unsigned char)(1u << (i % 8));
+		}
+	}
+	for (i = 0; i < p->elems && (held[i / 8] >> (i % 8) & 1); i++)
+		;
+	free(held);
+	return i < p->elems ? i : -1;
+}
+
+/*
+ * The two traces belong together: same step, same parameters.  Each
+ * message names the file that says otherwise: a manifest for the modes
+ * and the step, the reference's rank file for its parameters.
+ */
+static int
+check_pair(const struct trace *t, const struct trace *ref, char *err,
+    size_t errlen)
+{
+	const char	*rfile = ref->ranks[0].file;
+	char		 a[32 * TRACE_MAX_DIMS], b[32 * TRACE_MAX_DIMS];
+	size_t		 i, first;
+	int64_t		 e;
+	int		 k;
+
+	if (t->reference) {
+		snprintf(err, errlen, "%s/manifest.json: mode is \"reference"
+		    "\": give the traced step first and its reference with "
+		    "--reference", t->dir);
+		return -1;
+	}
+	if (!ref->reference) {
+		snprintf(err, errlen, "%s/manifest.json: mode is \"parallel\", "
+		    "not \"reference\": --reference takes the step run again "
+		    "on one process", ref->dir);
+		return -1;
+	}
+	if (strcmp(ref->reference_of, t->step) != 0) {
+		snprintf(err, errlen, "%s/manifest.json: the reference of step "
+		    "%s, not of step %s (%s): record it with the weights of "
+		    "that step", ref->dir, ref->reference_of, t->step, t->dir);
+		return -1;
+	}
+	for (i = 0; i < t->nparams; i++) {
+		const struct trace_param *p = &t->params[i];
+
+		k = trace_param_index(ref, p->name);
+		if (k < 0) {
+			snprintf(err, errlen, "%s: parameter %s is missing: a "
+			    "reference of another model", rfile, p->name);
+			return -1;
+		}
+		if (ref->params[k].ndim != p->ndim ||
+		    memcmp(ref->params[k].shape, p->shape, p->ndim *
+		    sizeof(p->shape[0])) != 0) {
+			snprintf(err, errlen, "%s: parameter %s has the shape "
+			    "%s, %s in the traced step: a reference of another "
+			    "model", rfile, p->name, trace_format_dims(a,
+			    sizeof a, ref->params[k].shape,
+			    ref->params[k].ndim), trace_format_dims(b,
+			    sizeof b, p->shape, p->ndim));
+			return -1;
+		}
+		/* The reference must hold every element of it. */
+		{
+			size_t n = trace_tensors_of(ref, k, TRACE_FINAL,
+			    &first), j;
+			int64_t total = 0;
+
+			for (j = first; j < first + n; j++)
+				total += ref->tensors[j].hi -
+				    ref->tensors[j].lo;
+			if (total != p->elems) {
+				snprintf(err, errlen, "%s: tensor final/%s: "
+				    "holds %" PRId64 " of the parameter's %"
+				    PRId64 " elements; the reference must "
+				    "hold it whole", rfile, p->name, total,
+				    p->elems);
+				return -1;
+			}
+		}
+		/* Bounded: the reference holds as many elements. */
+		if ((e = first_unheld(t, (int)i)) >= 0) {
+			snprintf(err, errlen, "%s: parameter %s: no rank holds "
+			    "the final gradient of element %" PRId64 " (of %"
+			    PRId64 "): a rank's final/%s is missing, and what "
+			    "no rank holds cannot be audited", t->dir, p->name,
+			    e, p->elems, p->name);
+			return -1;
+		}
+	}
+	for (i = 0; i < ref->nparams; i++)
+		if (trace_param_index(t, ref->params[i].name) < 0) {
+			snprintf(err, errlen, "%s: parameter %s is not in the "
+			    "traced step %s: a reference of another model",
+			    rfile, ref->params[i].name, t->dir);
+			return -1;
+		}
+	return 0;
+}
+
+/* The coarsest dtype of t's finals not finer than dt. */
+static enum trace_dtype
+coarsest_final(const struct trace *t, enum trace_dtype dt)
+{
+	size_t	i;
+
+	for (i = 0; i < t->ntensors; i++)
+		if (t->tensors[i].kind == TRACE_FINAL &&
+		    trace_dtype_size(t->tensors[i].dtype) <
+		    trace_dtype_size(dt))
+			dt = t->tensors[i].dtype;
+	return dt;
+}
+
+/*
+ * What both comparisons share: tolerances, atoms, the header's facts.
+ * ref is the reference, or NULL against a config.
+ */
+static void
+compare_begin(struct cmp *c, const struct trace *t, const struct trace *ref,
+    struct audit *a, const char *against)
+{
+	struct audit_trace	*at;
+	enum trace_dtype	 dt;
+
+	memset(c, 0, sizeof *c);
+	c->t = t;
+	c->a = a;
+	c->K = t->micro_batches;
+	/*
+	 * The coarsest dtype of any final, the reference's too, sets the
+	 * tolerances: a float32 reference holds a float64 step's values
+	 * only to float32's rounding, and held to float64's tolerance every
+	 * right parameter would be wrong.
+	 */
+	dt = coarsest_final(t, TRACE_F64);
+	if (ref != NULL)
+		dt = coarsest_final(ref, dt);
+	compare_tolerance(dt, &c->tol);
+	atom_space_init(&a->atoms);
+	a->atoms.mesh = a->mesh;
+	a->atoms.micro_batches = c->K;
+	a->arith = dt == TRACE_F64 ? ARITH_FLOAT64 : ARITH_FLOAT32;
+	a->procs = t->world;
+	at = arena_alloc(&a->arena, sizeof(*at));
+	at->dir = arena_strdup(&a->arena, t->dir);
+	at->step = arena_strdup(&a->arena, t->step);
+	at->against = arena_strdup(&a->arena, against);
+	at->dtype = trace_dtype_name(dt);
+	at->micro_batches = c->K;
+	at->tolerance = c->tol.value;
+	a->trace = at;
+	a->correct = a->consistent = true;
+}
+
+static void
+compare_end(struct cmp *c)
+{
+	emit_findings(c);
+	measure_effects(c->a);
+	free(c->refv);
+	free(c->buf);
+	free(c->sample);
+}
+
+/*
+ * The config describes the traced ranks: the same mesh where the trace
+ * names one, and each rank where its coordinates place it.  Otherwise the
+ * config's rank r is another rank than the trace's r, and every
+ * difference would be a finding about the code.
+ */
+static int
+check_config_mesh(const struct trace *t, const struct mesh *m,
+    const char *config_file, char *err, size_t errlen)
+{
+	struct coord	 c;
+	int		 want[TRACE_DIM__COUNT], r, d;
+
+	want[TRACE_DIM_DP] = m->pure_dp;
+	want[TRACE_DIM_PP] = m->pp;
+	want[TRACE_DIM_TP] = m->tp;
+	want[TRACE_DIM_CP] = m->cp;
+	want[TRACE_DIM_EP] = m->ep;
+	want[TRACE_DIM_ETP] = m->etp;
+	/* ep and etp: a trace leaves them out (1) unless they regroup. */
+	for (d = 0; t->has_mesh && d < TRACE_DIM__COUNT; d++)
+		if (t->mesh[d] != want[d] && (d < TRACE_DIM_EP ||
+		    t->mesh[d] > 1)) {
+			snprintf(err, errlen, "%s/manifest.json: mesh dp=%d "
+			    "pp=%d tp=%d cp=%d, but %s has dp=%d pp=%d tp=%d "
+			    "cp=%d: give the config the traced job's mesh",
+			    t->dir, t->mesh[TRACE_DIM_DP], t->mesh[TRACE_DIM_PP],
+			    t->mesh[TRACE_DIM_TP], t->mesh[TRACE_DIM_CP],
+			    config_file, m->pure_dp, m->pp, m->tp, m->cp);
+			return -1;
+		}
+	for (r = 0; r < t->world; r++) {
+		const struct trace_rank *k = &t->ranks[r];
+
+		mesh_coord_of(m, r, &c);
+		want[TRACE_DIM_DP] = c.pure_dp;
+		want[TRACE_DIM_PP] = c.pp;
+		want[TRACE_DIM_TP] = c.tp;
+		want[TRACE_DIM_CP] = c.cp;
+		for (d = TRACE_DIM_DP; d <= TRACE_DIM_CP; d++)
+			if (k->has_coord[d] && k->coord[d] != want[d]) {
+				snprintf(err, errlen, "%s: coords: %s %d, but "
+				    "%s places rank %d at %s %d: the job "
+				    "numbers its ranks otherwise than "
+				    "Megatron (tp fastest, then cp, dp, pp)",
+				    k->file, trace_dim_name(d), k->coord[d],
+				    config_file, r, trace_dim_name(d),
+				    want[d]);
+				return -1;
+			}
+	}
+	return 0;
+}
+
+int
+compare_config(const struct trace *t, const struct audit *cfg,
+    const char *config_file, struct audit *a, char *err, size_t errlen)
+{
+	struct compare_tolerance tol;
+	enum trace_dtype	 dt = coarsest_final(t, TRACE_F64);
+
+	struct cmp		 c;
+	struct audit_trace	*at;
+	size_t			 i, k, n = 0;
+	char			*unmatched = NULL, *u;
+
+	memset(a, 0, sizeof *a);
+	arena_init(&a->arena);
+	if (t->reference || t->world != cfg->mesh.world ||
+	    t->micro_batches != atom_space_micro_batches(&cfg->atoms)) {
+		if (t->reference)
+			snprintf(err, errlen, "%s: a reference trace: compare "
+			    "the traced step itself with a config", t->dir);
+		else
+			snprintf(err, errlen, "%s: %d ranks and %d "
+			    "micro-batches, but %s has %d and %d", t->dir,
+			    t->world, t->micro_batches, config_file,
+			    cfg->mesh.world,
+			    atom_space_micro_batches(&cfg->atoms));
+		arena_free(&a->arena);
+		return -1;
+	}
+	/* Against a config, the expressions are the verdict. */
+	memset(&tol, 0, sizeof tol);
+	compare_tolerance(dt, &tol);
+	if (!tol.infer) {
+		snprintf(err, errlen, "%s: the finals are %s, too coarse to "
+		    "infer expressions, and against %s the expressions are "
+		    "the verdict: trace the step in float32 or float64",
+		    t->dir, trace_dtype_name(dt), config_file);
+		arena_free(&a->arena);
+		return -1;
+	}
+	if (check_config_mesh(t, &cfg->mesh, config_file, err, errlen) != 0) {
+		arena_free(&a->arena);
+		return -1;
+	}
+	a->mesh = cfg->mesh;
+	compare_begin(&c, t, NULL, a, config_file);
+	c.cfg = cfg;
+	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
+	    sizeof(*a->params));
+	for (i = 0; i < t->nparams; i++) {
+		const struct trace_param *p = &t->params[i];
+
+		for (k = 0; k < cfg->nparams; k++)
+			if (strcmp(cfg->params[k].name, p->name) == 0)
+				break;
+		if (k == cfg->nparams) {
+			u = unmatched;
+			xasprintf(&unmatched, "%s%s%s", u ? u : "", u ? ", " :
+			    "", p->name);
+			free(u);
+			continue;
+		}
+		if (cfg->params[k].elems != p->elems) {
+			snprintf(err, errlen, "%s: parameter %s has %" PRId64
+			    " elements, but %" PRId64 " in %s's model: give "
+			    "the config the traced model's sizes (model.*)",
+			    t->dir, p->name, p->elems, cfg->params[k].elems,
+			    config_file);
+			free(unmatched);
+			compare_end(&c);
+			audit_free(a);
+			return -1;
+		}
+		c.cfgp = &cfg->params[k];
+		compare_param(&c, (int)i, &a->params[n]);
+		a->correct &= a->params[n].correct;
+		a->consistent &= a->params[n].consistent;
+		n++;
+	}
+	a->nparams = n;
+	if (n == 0) {
+		snprintf(err, errlen, "%s: no traced parameter is in %s's "
+		    "model: name the traced parameters as gradaudit's model "
+		    "does (gradaudit check -v %s lists them)", t->dir,
+		    config_file, config_file);
+		free(unmatched);
+		compare_end(&c);
+		audit_free(a);
+		return -1;
+	}
+	at = (struct audit_trace *)a->trace;
+	if (unmatched != NULL) {
+		at->unmatched = arena_strdup(&a->arena, unmatched);
+		free(unmatched);
+	}
+	a->numeric_correct = a->correct;
+	compare_end(&c);
+	return 0;
+}
+
+int
+compare_traces(const struct trace *t, const struct trace *ref,
+    struct audit *a, char *err, size_t errlen)
+{
+	struct cmp		 c;
+	size_t			 i;
+
+	memset(a, 0, sizeof *a);
+	arena_init(&a->arena);
+	if (check_pair(t, ref, err, errlen) != 0) {
+		/* Step ids, names and paths from the files, one line. */
+		text_make_visible(err, errlen);
+		arena_free(&a->arena);
+		return -1;
+	}
+	build_mesh(t, &a->mesh);
+	compare_begin(&c, t, ref, a, ref->dir);
+	c.ref = ref;
+	a->numeric = true;
+	a->params = arena_alloc(&a->arena, (t->nparams + 1) *
+	    sizeof(*a->params));
+	a->nparams = t->nparams;
+	for (i = 0; i < t->nparams; i++) {
+		compare_param(&c, (int)i, &a->params[i]);
+		a->correct &= a->params[i].correct;
+		a->consistent &= a->params[i].consistent;
+	}
+	a->numeric_correct = a->correct;
+	compare_norms(&c);
+	compare_end(&c);
+	return 0;
+}

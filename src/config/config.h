@@ -1,0 +1,772 @@
+/*
+ * A parallel configuration as read from YAML (SPEC section 3), with the
+ * defaults filled in and every constraint of SPEC section 5 checked.
+ *
+ * The loader is strict: unknown keys, wrong types, out-of-range integers,
+ * unknown enum values and impossible meshes are errors that name
+ * file:line:col and the key, and make the command exit 2 before anything is
+ * audited.
+ */
+#ifndef GRADAUDIT_CONFIG_H
+#define GRADAUDIT_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Upper bounds that make "absurd sizes" a configuration error, not a crash. */
+#define CFG_MAX_MESH_DIM	(1 << 20)	/* any one of dp, pp, tp, ep, etp */
+#define CFG_MAX_WORLD		(1 << 20)	/* dp * cp * pp * tp */
+#define CFG_MAX_MICRO_BATCHES	32		/* training.micro_batches */
+#define CFG_MAX_MODEL_DIM	(1 << 20)	/* vocab, hidden, ffn, seq, ... */
+#define CFG_MAX_LAYERS		4096
+#define CFG_MAX_EXPERTS		4096
+#define CFG_MAX_PARAM_ELEMS	((int64_t)1 << 40)	/* elements of one parameter */
+#define CFG_MAX_FILE_BYTES	(16 << 20)		/* a config file */
+
+enum embedding_sync {		/* sync.embedding_grad */
+	EMBEDDING_BEFORE_DP,	/* "before-dp" */
+	EMBEDDING_AFTER_DP,	/* "after-dp" */
+	EMBEDDING_SEPARATE_BUCKET, /* "separate-bucket" */
+	EMBEDDING_FULL_AFTER_DP	/* "full-after-dp": Megatron PR #6500 */
+};
+
+enum router_sync {		/* sync.router_grad */
+	ROUTER_AUTO,		/* "auto" */
+	ROUTER_TP_ALL_REDUCE,	/* "tp-all-reduce" */
+	ROUTER_NONE		/* "none" */
+};
+
+enum expert_input_sync {	/* sync.expert_input_grad */
+	EXPERT_INPUT_ETP_ALL_REDUCE,	/* "etp-all-reduce" */
+	EXPERT_INPUT_NONE		/* "none" */
+};
+
+/*
+ * sync.moe_input_grad: how the framework declares the gradient of the MoE
+ * block's input at the block boundary.  "auto" reduces it over tp as its
+ * true placement says (torchtitan from #2416, Megatron's "f");
+ * "replicate" declares it Replicate, so each tp rank keeps its own share
+ * (torchtitan before #2416: PrepareModuleInputOutput(use_local_input=True));
+ * "partial" declares it Partial whatever it holds, so the local tensors are
+ * summed over tp as they are (torchtitan de329200b, MoE.forward's
+ * to_local(grad_placements=(Partial(),))): a part already complete on
+ * every tp rank is counted tp times.
+ */
+enum moe_input_sync {
+	MOE_INPUT_AUTO,		/* "auto" */
+	MOE_INPUT_REPLICATE,	/* "replicate" */
+	MOE_INPUT_PARTIAL	/* "partial" */
+};
+
+/*
+ * sync.router_input_grad: whether the router's input gradient is
+ * all-reduced over tp inside the block.  torchtitan de329200b (PR #2416)
+ * declares the gate's output gradient Partial, and NoParallel's
+ * from_local(Replicate) of the gate's plain-tensor input all-reduces the
+ * Partial input gradient in backward; 963c20cba (PR #3386) no longer
+ * wraps it.
+ */
+enum router_input_sync {
+	ROUTER_INPUT_NONE,		/* "none" */
+	ROUTER_INPUT_TP_ALL_REDUCE	/* "tp-all-reduce" */
+};
+
+enum sp_param_sync {		/* sync.sp_param_grad */
+	SP_PARAM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
+	SP_PARAM_NONE,		/* "none" */
+	SP_PARAM_SKIP_STANDALONE /* "skip-standalone": Megatron #1446 */
+};
+
+enum qk_norm_sync {		/* sync.qk_norm_grad */
+	QK_NORM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
+	QK_NORM_NONE,		/* "none" */
+	QK_NORM_WITH_SP		/* "with-sp": only with sequence parallelism */
+};
+
+enum expert_avg_scale {		/* sync.expert_avg_scale */
+	EXPERT_AVG_EDP_OVER_DP,	/* "edp-over-dp" */
+	EXPERT_AVG_ONE_OVER_EP	/* "one-over-ep" */
+};
+
+enum per_token_avg {		/* sync.per_token_avg */
+	PER_TOKEN_AVG_NET,	/* "net": pre-scaled to a sum */
+	PER_TOKEN_AVG_AVG	/* "avg": factor 1, then AVG */
+};
+
+enum expert_divisor {		/* sync.expert_grad_divisor */
+	EXPERT_DIVISOR_DP,	/* "dp" */
+	EXPERT_DIVISOR_EDP	/* "edp" */
+};
+
+/*
+ * grad_norm: which elements each rank puts into its gradient norm and over
+ * which groups the partial sums are all-reduced (gradnorm.h).  The first
+ * spelling of each is correct; the others model real bugs.
+ */
+enum gn_tp_duplicates {		/* grad_norm.tp_duplicates */
+	GN_TP_DUP_ONCE,		/* "once": tp rank 0 only (Megatron's filter) */
+	GN_TP_DUP_EVERY_RANK	/* "every-tp-rank": TE PR #715, NeMo-RL #3788 */
+};
+
+enum gn_tied_copies {		/* grad_norm.tied_copies */
+	GN_TIED_ONCE,		/* "once": the first stage's copy */
+	GN_TIED_BOTH		/* "both": Megatron PR #7227 */
+};
+
+enum gn_expert_filter {		/* grad_norm.expert_filter */
+	GN_EXPERT_FILTER_EXPERT_TP,	/* "expert-tp" */
+	GN_EXPERT_FILTER_DENSE_TP	/* "dense-tp": Megatron PR #5916 */
+};
+
+enum gn_expert_norm {		/* grad_norm.expert_norm */
+	GN_EXPERT_SUM,		/* "sum": summed over ep */
+	GN_EXPERT_AVERAGE,	/* "average": DeepSpeed #8469, #5259 */
+	GN_EXPERT_LOCAL,	/* "local": Colossal-AI #2192 */
+	GN_EXPERT_OMIT		/* "omit": DeepSpeed PR #8613 */
+};
+
+enum gn_shard_group {		/* grad_norm.shard_group */
+	GN_SHARD_IF_SHARDED,	/* "if-sharded" */
+	GN_SHARD_ALWAYS,	/* "always": VeOmni PR #862 */
+	GN_SHARD_NEVER		/* "never": SpecForge PR #663 */
+};
+
+enum gn_pp_reduce {		/* grad_norm.pp_reduce */
+	GN_PP_ALL_REDUCE,	/* "all-reduce" */
+	GN_PP_NONE		/* "none": torchtitan #596 */
+};
+
+enum gn_clip_ranks {		/* grad_norm.clip_ranks */
+	GN_CLIP_ALL,		/* "all" */
+	GN_CLIP_TP_RANK_0	/* "tp-rank-0": BLOOM-176B */
+};
+
+/* layout.bucket_stages: which pipeline stages split a buffer into buckets */
+enum bucket_stages {
+	BUCKET_STAGES_ALL,	/* "all" */
+	BUCKET_STAGES_FIRST,	/* "first": only the first stage */
+	BUCKET_STAGES_NONE	/* "none": one bucket per buffer everywhere */
+};
+
+/* layout.bucket_padding: what a bucket's end is padded to */
+enum bucket_padding {
+	PAD_GROUP,		/* "group": a multiple of the group size */
+	PAD_GROUP_LCM_128	/* "lcm-128": a multiple of lcm(group, 128) */
+};
+
+/* layout.expert_buffer: when expert parameters get a buffer of their own */
+enum expert_buffer {
+	EXPERT_BUFFER_ALWAYS,		/* "always" */
+	EXPERT_BUFFER_IF_EXPERT_MESH,	/* "if-expert-mesh": ep > 1 or etp != tp */
+	EXPERT_BUFFER_IF_EP,		/* "if-ep": ep > 1 */
+	EXPERT_BUFFER_ALL_REDUCE	/* "all-reduce": own, never sharded */
+};
+
+/* layout.tied_bucket_start: where a tied weight's own bucket starts */
+enum tied_bucket_start {
+	TIED_START_PADDED,		/* "padded": at the padded end before */
+	TIED_START_PARAM,		/* "param-start": the weight does not move */
+	TIED_START_PAD_IF_UNALIGNED	/* "pad-if-unaligned": ba8f2de */
+};
+
+/* layout.tied_embedding_bucket: whether the tied weight has its own bucket */
+enum tied_bucket {
+	TIED_BUCKET_SHARED,		/* "shared": like any parameter */
+	TIED_BUCKET_OWN,		/* "own": always */
+	TIED_BUCKET_OWN_DISTOPT_PP	/* "own-if-distopt-pp" */
+};
+
+/*
+ * loss.normalize_by: what divides the summed loss of a micro-batch's valid
+ * tokens on one rank (lossnorm.c computes it per micro-batch).
+ */
+enum loss_divisor {
+	LOSS_GLOBAL,		/* "global": valid tokens of the whole step */
+	LOSS_GLOBAL_WITHOUT_CP,	/* "global-without-cp": verl #5993 */
+	LOSS_GLOBAL_CP_DUPLICATED, /* "global-cp-duplicated": prime-rl #2562 */
+	LOSS_RANK,		/* "rank": the rank's own over its micro-batches */
+	LOSS_MICRO_BATCH,	/* "micro-batch": K times the micro-batch's own */
+	LOSS_MICRO_BATCH_CP,	/* "micro-batch-cp": K times its sum over cp */
+	LOSS_NONE		/* "none": a plain sum */
+};
+
+/*
+ * loss.objective: what the step means to minimize, the reference every
+ * gradient is compared with (issue 23).  A framework's normalization that
+ * matches the stated objective is correct; lossnorm.c turns it into each
+ * chunk's expected weight, which both engines read.
+ */
+enum loss_objective {
+	OBJECTIVE_TOKEN_MEAN,		/* "token-mean": over the step's tokens */
+	OBJECTIVE_MICRO_BATCH_MEAN,	/* "micro-batch-mean": of their means */
+	OBJECTIVE_SAMPLE_MEAN,		/* "sample-mean": of each sample's */
+	OBJECTIVE_SUM			/* "sum": the summed token losses */
+};
+
+/* loss.scale and sync.dp_divisor: a size that multiplies or divides */
+enum data_size {
+	SIZE_DP_CP,		/* "dp-cp": dp * cp */
+	SIZE_DP,		/* "dp" */
+	SIZE_CP,		/* "cp" */
+	SIZE_ONE		/* "none": 1 */
+};
+
+enum dp_group_choice {		/* sync.dp_group */
+	DP_GROUP_DP_CP,		/* "dp-cp": Megatron's dp_cp group */
+	DP_GROUP_DP		/* "dp": VeOmni #1115 */
+};
+
+/* layout.dp_engine: who shards and reduces the data-parallel gradients */
+enum dp_engine {
+	DP_ENGINE_MEGATRON,	/* "megatron": bucketed flat buffers */
+	DP_ENGINE_FSDP2,	/* "fsdp2": fully_shard, per-parameter dim-0 */
+	DP_ENGINE_FSDP1		/* "fsdp1": FlatParameter per parameter */
+};
+
+/*
+ * layout.fsdp_flatten: what the FSDP2 engine lays out as one flat sharded
+ * buffer.
+ */
+enum fsdp_flatten {
+	/* "parameter": each parameter on its own (torch fully_shard) */
+	FSDP_FLATTEN_PARAMETER,
+	/* "unit": every parameter of a fully_shard unit (Megatron-FSDP v2) */
+	FSDP_FLATTEN_UNIT
+};
+
+/*
+ * sync.fsdp_one_member: what the FSDP engine does when a parameter's
+ * reduce-scatter group has one member.
+ */
+enum fsdp_one_member {
+	/* "full": the factor applied, the replicas reduced */
+	FSDP_ONE_MEMBER_FULL,
+	/* "drop-factor": pytorch before PR #167178 */
+	FSDP_ONE_MEMBER_DROP_FACTOR,
+	/* "drop-replicate": FSDP1's clamped HYBRID_SHARD, verl #7493 */
+	FSDP_ONE_MEMBER_DROP_REPLICATE
+};
+
+/*
+ * sync.replicate_only: the data-parallel reduction of an FSDP engine's
+ * mesh that has replicas and nothing to shard over (dp_replicate > 1,
+ * dp_shard * cp = 1).
+ */
+enum replicate_only {
+	/* "fsdp": the FSDP engine's collectives, as on any mesh */
+	REPLICATE_ONLY_FSDP,
+	/* "ddp-average": DDP's all-reduce, averaged over the replicas */
+	REPLICATE_ONLY_DDP_AVERAGE
+};
+
+/*
+ * loss.pp_normalize_by: what divides the loss that is back-propagated
+ * with pp > 1, where a pipeline schedule calls the loss function.
+ */
+enum pp_normalize {
+	PP_NORMALIZE_SAME,	/* "same": loss.normalize_by */
+	PP_NORMALIZE_NONE	/* "none": the summed token losses */
+};
+
+/* limits.seq_divisor: what model.seq must be a multiple of */
+enum seq_divisor {
+	SEQ_DIVISOR_CP_TP,	/* "cp-tp": cp * tp */
+	SEQ_DIVISOR_2_CP_TP	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
+};
+
+/*
+ * loss.aux_scale: what multiplies the gradient of a micro-batch's MoE
+ * auxiliary losses (load balancing and z-loss) on one rank, besides their
+ * coefficients (lossnorm.c has the table).
+ */
+enum aux_scale {
+	AUX_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp / K */
+	AUX_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / K */
+	AUX_SCALE_TOKENS_TP_CP,		/* "tokens-tp-cp": T_r tp cp / N */
+	AUX_SCALE_TOKENS_LOCAL,		/* "tokens-local": T_r / N */
+	AUX_SCALE_NONE			/* "none": no gradient at all */
+};
+
+/*
+ * loss.mtp_scale: what multiplies the summed loss of a micro-batch's
+ * multi-token prediction layer k on one rank, besides its weight
+ * mtp_loss_scaling_factor / depth (lossnorm.c has the table).  v is the
+ * chunk's valid tokens, v_k its rolled mask's, N and N_k the step's.
+ */
+enum mtp_scale {
+	MTP_SCALE_MICRO_BATCHES,	/* "micro-batches": 1 / (K v_k) */
+	MTP_SCALE_MICRO_BATCHES_CP,	/* "micro-batches-cp": cp/(K v_k) */
+	MTP_SCALE_TOKENS,		/* "tokens": 1 / N */
+	MTP_SCALE_TOKENS_LOCAL,		/* "tokens-local": v / (v_k N) */
+	MTP_SCALE_TOKENS_GLOBAL,	/* "tokens-global": 1 / N_k */
+	/* "micro-batches-cp-group": cp / (K sum of v_k over the cp group) */
+	MTP_SCALE_MICRO_BATCHES_CP_GROUP
+};
+
+enum score_func {		/* model.moe.score_func */
+	SCORE_SOFTMAX,		/* "softmax" */
+	SCORE_SIGMOID		/* "sigmoid" */
+};
+
+/* Where a key was written: libyaml marks, 1-based.  line 0 = not written. */
+struct cfg_mark {
+	int	line;
+	int	col;
+};
+
+/*
+ * Which keys the user wrote (or set with --set), as bits, so that sweep can
+ * adjust only the model sizes a config leaves to their defaults.
+ */
+enum cfg_key {
+	KEY_NAME, KEY_MESH, KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP,
+	KEY_MODEL, KEY_VOCAB, KEY_HIDDEN, KEY_FFN, KEY_LAYERS, KEY_SEQ,
+	KEY_MICRO_BATCH, KEY_TIE_EMBEDDINGS, KEY_MOE, KEY_EXPERTS, KEY_TOP_K,
+	KEY_EXPERT_FFN, KEY_SCORE_BEFORE_EXPERTS, KEY_SHARED_EXPERTS,
+	KEY_SCORE_FUNC, KEY_EVERY, KEY_TRAINING, KEY_DISTRIBUTED_OPTIMIZER,
+	KEY_SEQUENCE_PARALLEL, KEY_AVERAGE_IN_COLLECTIVE, KEY_BUCKET_ELEMS,
+	KEY_SYNC, KEY_EMBEDDING_GRAD, KEY_ROUTER_GRAD, KEY_EXPERT_INPUT_GRAD,
+	KEY_SP_PARAM_GRAD, KEY_EXPERT_GRAD_DIVISOR,
+	KEY_FRAMEWORK, KEY_OVERLAP_GRAD_REDUCE,
+	KEY_LAYOUT, KEY_BUCKET_STAGES, KEY_BUCKET_NEEDS_OVERLAP,
+	KEY_BUCKET_MIN_PARAMS, KEY_BUCKET_PADDING, KEY_PARAM_ALIGNMENT,
+	KEY_EXPERT_BUFFER, KEY_TIED_EMBEDDING_BUCKET,
+	KEY_QK_NORM, KEY_HEAD_DIM, KEY_QK_NORM_GRAD, KEY_EXPERT_AVG_SCALE,
+	KEY_LIMITS, KEY_MOE_SUPPORTED, KEY_QK_NORM_SUPPORTED, KEY_ETP_SUPPORTED,
+	KEY_MOE_TP_NEEDS_SP, KEY_TIED_BUCKET_START, KEY_TIED_START_ASSERTED,
+	KEY_AVG_SUPPORTED, KEY_AVG_NEEDS_ETP_EQ_TP, KEY_BUCKET_ELEMS_PER_DP,
+	KEY_SHARED_EXPERT_GATE, KEY_SHARED_EXPERTS_SUPPORTED,
+	KEY_EP_TP_NEEDS_SP, KEY_EP_DISTOPT_SUPPORTED, KEY_MAX_TOP_K,
+	KEY_MOE_EVERY_SUPPORTED, KEY_FIRST_STAGE_LAYERS, KEY_LAST_STAGE_LAYERS,
+	KEY_PATTERN, KEY_UNEVEN_PP_SUPPORTED,
+	KEY_CP, KEY_MICRO_BATCHES, KEY_LOSS, KEY_VALID_TOKENS,
+	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_DP_GROUP,
+	KEY_GRAD_NORM, KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER,
+	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
+	KEY_VOCAB_DIVISIBLE_BY,
+	KEY_VPP, KEY_BUCKET_CHUNKS, KEY_VPP_MIN_PP, KEY_UNEVEN_VPP_SUPPORTED,
+	KEY_AVG_CP_SUPPORTED,
+	KEY_DP_REPLICATE, KEY_DP_ENGINE, KEY_FSDP_ONE_MEMBER,
+	KEY_FSDP_FLATTEN,
+	KEY_MOE_INPUT_GRAD, KEY_EP_SUPPORTED,
+	KEY_ETP_ONE_OR_TP,
+	KEY_AUX_LOSS_COEFF, KEY_Z_LOSS_COEFF,
+	KEY_AUX_SCALE, KEY_SHARED_EXPERT_FFN,
+	KEY_EXPERT_FFN_SUPPORTED, KEY_SIGMOID_SUPPORTED,
+	KEY_SCORE_AFTER_EXPERTS_SUPPORTED, KEY_ROUTER_INPUT_GRAD,
+	KEY_MTP, KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP_SCALE,
+	KEY_MTP_SUPPORTED, KEY_MTP_CP_SUPPORTED,
+	KEY_OBJECTIVE,
+	KEY_PER_TOKEN_AVG, KEY_AVG_PER_TOKEN_SUPPORTED,
+	KEY_REPLICATE_ONLY, KEY_DDP_NEEDS_ONE_DIM, KEY_PP_NORMALIZE_BY,
+	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
+	KEY__COUNT
+};
+
+/* A set of keys, as bits. */
+#define KEYSET_WORDS	((KEY__COUNT + 63) / 64)
+struct keyset {
+	uint64_t	w[KEYSET_WORDS];
+};
+
+static inline bool
+keyset_has(const struct keyset *s, int k)
+{
+	return (s->w[k / 64] >> (k % 64)) & 1;
+}
+
+static inline void
+keyset_add(struct keyset *s, int k)
+{
+	s->w[k / 64] |= (uint64_t)1 << (k % 64);
+}
+
+struct fw_profile;
+
+/* Where one key was written (struct config's marks). */
+struct cfg_key_mark {
+	int		 key;	/* enum cfg_key */
+	struct cfg_mark	 mark;
+};
+
+struct config {
+	char	*file;		/* path as given on the command line */
+	char	*name;		/* name:, or the file's base name without .yaml */
+	int	 doc_index;	/* position in a list of documents, 0-based */
+
+	struct {
+		int	dp, pp, tp, ep, etp;
+		int	cp;	/* context parallel: tokens split, weights not */
+		int	vpp;	/* model chunks per pipeline stage */
+		int	dp_replicate;	/* HSDP replicas; dp_shard = dp / it */
+	} mesh;
+
+	struct {
+		int	vocab, hidden, ffn, layers, seq, micro_batch;
+		/* Megatron's uneven pipeline split (fa8bb5921b); 0: even. */
+		int	first_stage_layers, last_stage_layers;
+		/* vocab is padded to a multiple of this times tp. */
+		int	vocab_divisible_by;
+		bool	tie_embeddings;
+		bool	qk_norm;	/* a norm shared by the heads */
+		int	head_dim;
+		bool	has_moe;	/* model.moe present */
+		struct {
+			int		experts, top_k, expert_ffn;
+			bool		score_before_experts;
+			int		shared_experts;
+			/* Each shared expert's width; 0: model.ffn. */
+			int		shared_expert_ffn;
+			bool		shared_expert_gate;
+			enum score_func	score_func;
+			int		every;
+			char		*pattern;	/* "0011...": MoE where '1' */
+			/*
+			 * Megatron's --moe-aux-loss-coeff and
+			 * --moe-z-loss-coeff as decimals ("0.01"); NULL: 0.
+			 */
+			char		*aux_loss_coeff;
+			char		*z_loss_coeff;
+		} moe;
+		/* Multi-token prediction layers (Megatron --mtp-num-layers). */
+		int	mtp;
+		/* --mtp-loss-scaling-factor as a decimal; NULL: "0.1". */
+		char	*mtp_loss_scaling_factor;
+	} model;
+
+	struct {
+		bool	distributed_optimizer;
+		bool	sequence_parallel;
+		bool	average_in_collective;
+		int64_t	bucket_elems;	/* 0 = one bucket per stage buffer */
+		bool	overlap_grad_reduce;
+		int	micro_batches;	/* gradient accumulation steps */
+	} training;
+
+	/* The per-token loss and its normalization (lossnorm.c). */
+	struct {
+		char			*valid_tokens;	/* NULL: "uneven" */
+		enum loss_divisor	 normalize_by;
+		enum data_size		 scale;
+		enum aux_scale		 aux_scale;
+		enum mtp_scale		 mtp_scale;
+		enum loss_objective	 objective;
+		enum pp_normalize	 pp_normalize_by;
+	} loss;
+
+	struct {
+		enum embedding_sync	embedding_grad;
+		enum router_sync	router_grad;
+		enum expert_input_sync	expert_input_grad;
+		enum moe_input_sync	moe_input_grad;
+		enum router_input_sync	router_input_grad;
+		enum sp_param_sync	sp_param_grad;
+		enum expert_divisor	expert_grad_divisor;
+		enum qk_norm_sync	qk_norm_grad;
+		enum expert_avg_scale	expert_avg_scale;
+		enum per_token_avg	per_token_avg;
+		enum data_size		dp_divisor;
+		enum dp_group_choice	dp_group;
+		enum fsdp_one_member		fsdp_one_member;
+		enum replicate_only	replicate_only;
+	} sync;
+
+	/* How the gradient norm for clipping is computed (gradnorm.h). */
+	struct {
+		enum gn_tp_duplicates	tp_duplicates;
+		enum gn_tied_copies	tied_copies;
+		enum gn_expert_filter	expert_filter;
+		enum gn_expert_norm	expert_norm;
+		enum gn_shard_group	shard_group;
+		enum gn_pp_reduce	pp_reduce;
+		enum gn_clip_ranks	clip_ranks;
+	} grad_norm;
+
+	/*
+	 * What the framework can run at all: a config that needs more is a
+	 * configuration error under its profile, as the framework itself
+	 * refuses it (or cannot express it) at start-up.
+	 */
+	struct {
+		bool	moe;
+		bool	qk_norm;
+		bool	etp;		/* etp may differ from tp */
+		bool	moe_tp_needs_sp;
+		bool	avg;		/* average_in_collective exists */
+		bool	avg_needs_etp_eq_tp;
+		bool	shared_experts;	/* shared experts and their gate exist */
+		bool	ep_tp_needs_sp;	/* ep > 1 with tp > 1 needs SP */
+		bool	ep_distopt;	/* ep > 1 with the distributed optimizer */
+		int	max_top_k;	/* 0: any */
+		bool	moe_every;	/* MoE in some layers only */
+		bool	expert_ffn;	/* experts narrower than ffn */
+		bool	sigmoid;	/* the sigmoid score function */
+		bool	score_after;	/* scores applied after the experts */
+		bool	uneven_pp;	/* first/last stage layer counts */
+		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
+		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
+		bool	avg_cp;		/* average_in_collective with cp > 1 */
+		bool	avg_per_token;	/* ... with sync.dp_divisor: none */
+		bool	mtp;		/* multi-token prediction */
+		bool	mtp_cp;		/* MTP with cp > 1 */
+		bool	ep;		/* expert parallelism exists */
+		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
+		bool	ddp_needs_one_dim;	/* the DDP path alone on the mesh */
+		bool	ep_borrows_all_cp_tp;	/* torchtitan v0.2.0 */
+		enum seq_divisor seq_divisor;
+	} limits;
+
+	/* How gradient buffers are cut into buckets and shards (layout.c). */
+	struct {
+		enum bucket_stages	bucket_stages;
+		enum bucket_stages	bucket_chunks;	/* all or first */
+		bool			bucket_needs_overlap;
+		int			bucket_min_params;
+		enum bucket_padding	bucket_padding;
+		int			param_alignment;
+		enum expert_buffer	expert_buffer;
+		enum tied_bucket	tied_embedding_bucket;
+		enum tied_bucket_start	tied_bucket_start;
+		bool			tied_start_asserted;
+		int64_t			bucket_elems_per_dp;
+		enum dp_engine		dp_engine;
+		enum fsdp_flatten	fsdp_flatten;
+	} layout;
+
+	/*
+	 * framework: as written ("megatron-core@0.5.0"), and the profile it
+	 * resolved to (NULL: the reference synchronization).  The profile
+	 * lives as long as the process.
+	 */
+	char			*framework;
+	const struct fw_profile	*profile;
+
+	/*
+	 * Where each written key was written (line 0: by --set), one pair
+	 * per key of `given`, read through cfg_key_mark().  A mark for
+	 * every key was two thirds of a config, and a list of 932,000
+	 * configs took 2.6 GB (issue 26).
+	 */
+	struct cfg_key_mark	*marks;
+	int			 nmarks;
+	/* The keys written in the file or by --set. */
+	struct keyset	 given;
+	/* The keys whose value came from the framework profile. */
+	struct keyset	 from_profile;
+	/* The mark of the document itself (used for whole-config errors). */
+	struct cfg_mark	 doc_mark;
+	bool		 in_list; /* came from a sequence or a multi-document file */
+	/*
+	 * XXH3-64 of the bytes of the file, as read: run's MPI job checks
+	 * that it read what its parent checked (issue 8).
+	 */
+	uint64_t	 source_digest;
+};
+
+/* One --set KEY=VALUE, in command-line order. */
+struct cfg_override {
+	const char	*key;	/* dotted path, e.g. "mesh.dp" */
+	const char	*value;	/* parsed as a YAML scalar */
+};
+
+struct config_list {
+	struct config	*v;
+	size_t		 n;
+	/*
+	 * The last message cfg_load printed for it, without the program name
+	 * ("bad.yaml:7:9: mesh.tp: expected ..."), or NULL: a batch puts it
+	 * in the reports of the file that failed.  config_list_free frees
+	 * it.
+	 */
+	char		*error;
+	/*
+	 * With cfg_load_quietly, the key that message is about
+	 * ("model.ffn"), or NULL.
+	 */
+	char		*error_key;
+};
+
+/*
+ * cfg_load of path ("-": the standard input), whose bytes are read from
+ * the file copy instead when it is not NULL: the copy that run made of
+ * an operand that cannot be read twice (jobdir.h).  Messages and reports
+ * name path.
+ */
+int	 cfg_load_as(const char *path, const char *copy,
+	    const struct cfg_override *, size_t,
+	    struct config_list *out);
+
+/*
+ * The schema (SPEC section 3): one entry per key, in enum cfg_key order,
+ * parents before their children.  Everything that depends on it reads
+ * this table: the YAML reader (reader.c), the constraints, --set, sweep's
+ * variables and the documentation checks.
+ */
+enum cfg_key_type {
+	CFG_TYPE_MAP,		/* a mapping of further keys */
+	CFG_TYPE_STRING,		/* a one-line label */
+	CFG_TYPE_INT,		/* a decimal int within [min, max] */
+	CFG_TYPE_INT64,		/* a decimal int64_t within [min, max] */
+	CFG_TYPE_BOOL,		/* true/false, yes/no, on/off */
+	CFG_TYPE_ENUM		/* one of words[], stored as its index */
+};
+
+struct cfg_key_def {
+	const char		*path;	/* dotted path, "mesh.tp" */
+	enum cfg_key		 parent; /* CFG_ROOT for the top level */
+	enum cfg_key_type		 type;
+	size_t			 offset; /* the field; for a mapping its presence flag */
+	int64_t			 min, max;
+	int64_t			 def;	/* default (CFG_DEFAULT_PP: the value of mesh.pp) */
+	const char *const	*words;	/* spellings of an enum, NULL-terminated */
+};
+
+/* The parent of the top-level keys; a mapping with no presence flag. */
+#define CFG_ROOT		KEY__COUNT
+#define CFG_NO_FIELD	SIZE_MAX
+#define CFG_DEFAULT_PP	(-1)
+
+extern const struct cfg_key_def cfg_keys[KEY__COUNT];
+
+/* The last component of a key's path ("tp" of "mesh.tp"). */
+const char *cfg_key_leaf(enum cfg_key);
+/* The child of parent spelt s[0..len), or KEY__COUNT. */
+enum cfg_key cfg_key_child(enum cfg_key parent, const char *s, size_t len);
+/*
+ * The field of key k in a config, or NULL for a section without a
+ * presence flag.
+ */
+const void *cfg_key_cfield(const struct config *, enum cfg_key);
+void	*cfg_key_field(struct config *, enum cfg_key);
+/* The value of an integer, boolean, enumeration or section key. */
+int64_t	 cfg_key_get(const struct config *, enum cfg_key);
+/* Store v into such a key (no mark, no `given` bit: the caller's). */
+void	 cfg_key_put(struct config *, enum cfg_key, int64_t v);
+/* words[i], the spelling of enumeration value i. */
+const char *cfg_spelling(const char *const *words, int i);
+
+/* Room for any message about a config: a loader's or a constraint's. */
+#define CFG_WHY_SIZE	1024
+
+/* Deep copy and free; config_list_free frees the configs and the array. */
+void	 cfg_copy(struct config *dst, const struct config *src);
+/* The ranks of the config's mesh: dp * cp * pp * tp. */
+int64_t	 cfg_world(const struct config *);
+/*
+ * The same model on one rank, what the numeric engine's reference runs
+ * (a copy, cfg_free it): every mesh dimension 1, HSDP replicas included,
+ * one micro-batch, a cp rank's share of the sequence, and the vocabulary
+ * padded as the audited tp pads it.
+ */
+void	 cfg_one_rank(struct config *dst, const struct config *src);
+void	 cfg_free(struct config *);
+void	 config_list_free(struct config_list *);
+
+/* Keyword spellings, for reports ("before-dp", "tp-all-reduce", ...). */
+const char *cfg_embedding_sync_name(enum embedding_sync);
+const char *cfg_router_sync_name(enum router_sync);
+const char *cfg_expert_input_sync_name(enum expert_input_sync);
+const char *cfg_sp_param_sync_name(enum sp_param_sync);
+const char *cfg_expert_divisor_name(enum expert_divisor);
+const char *cfg_score_func_name(enum score_func);
+
+/* Where key k was written: line 0 when it was not, or by --set. */
+struct cfg_mark	 cfg_key_mark(const struct config *, enum cfg_key);
+/* Record where key k was written (line 0: by --set). */
+void	 cfg_set_key_mark(struct config *, enum cfg_key, struct cfg_mark);
+
+/* The dotted path of a key ("sync.embedding_grad"). */
+const char *cfg_key_path(enum cfg_key);
+/* The value of a key as it would be written in YAML, into buf. */
+void	 cfg_key_value(const struct config *, enum cfg_key, char *buf,
+	    size_t len);
+/* True for keys that hold a value (not sections, not strings). */
+bool	 cfg_key_is_setting(enum cfg_key);
+/* What JSON type a key's value is: a number, a boolean or a string. */
+enum cfg_value_type { CFG_VALUE_STRING, CFG_VALUE_NUMBER, CFG_VALUE_BOOL };
+enum cfg_value_type cfg_key_value_type(enum cfg_key);
+/*
+ * The values a setting may be set to, as written: an enumeration's
+ * spellings in their order, "false" and "true" for a boolean; NULL for
+ * numbers, strings and sections.
+ */
+const char *const *cfg_key_words(enum cfg_key);
+/* The reference default of a key, as written, into buf. */
+void	 cfg_key_default(enum cfg_key, char *buf, size_t len);
+/*
+ * Set key k of a loaded config to one of its cfg_key_words, as --set KEY=
+ * VALUE would have: the key counts as written, over any profile.  The
+ * caller checks the constraints again (cfg_check_constraints).  -1 when
+ * value is not one of its words or the key is inactive.
+ */
+int	 cfg_key_set(struct config *, enum cfg_key, const char *value);
+/*
+ * The value of a numeric key (an integer, a boolean as 0 or 1), and
+ * setting one as --set KEY=VALUE would: the key counts as written, over
+ * any profile.  cfg_key_set_number refuses (-1) a key that is not an
+ * integer, is inactive, or a value outside the key's range; the caller
+ * checks the constraints again (cfg_check_constraints).  run --shrink
+ * (shrink.h) moves sizes through these, so that the key table stays the
+ * one place that knows where a key lives and what it may hold.
+ */
+int64_t	 cfg_key_number(const struct config *, enum cfg_key);
+int	 cfg_key_set_number(struct config *, enum cfg_key, int64_t value);
+/* False for keys under an absent optional section (model.moe). */
+bool	 cfg_key_is_active(const struct config *, enum cfg_key);
+/* True for the keys that describe the job (mesh, model.moe), not a framework. */
+bool	 cfg_key_is_job(enum cfg_key);
+/*
+ * Copy into dst the value of every key src sets; with keep_given, not
+ * those dst already has in its `given` set.  Returns the keys copied.
+ */
+struct keyset cfg_merge_settings(struct config *dst, const struct config *src,
+	    bool keep_given);
+
+/* True when layer i (0-based) is a MoE layer (SPEC section 4). */
+bool	 cfg_layer_is_moe(const struct config *, int layer);
+
+/*
+ * The layers pipeline stage `stage` builds: [*first, *first + *count),
+ * an even split or Megatron's uneven one (get_num_layers_to_build).
+ */
+void	 cfg_stage_layers(const struct config *, int stage, int *first,
+	    int *count);
+/*
+ * The rows of the word embedding and of the output layer: model.vocab
+ * padded up to a multiple of vocab_divisible_by * tp, as Megatron's
+ * _vocab_size_with_padding does.  Rows from model.vocab on are padding.
+ */
+int64_t	 cfg_padded_vocab(const struct config *);
+/*
+ * A coefficient written as a decimal ("0.01", "1e-3" is not one) or a
+ * fraction ("1/100") as num/den, den > 0; NULL reads as 0.  False when s
+ * is neither or does not fit.
+ */
+bool	 cfg_decimal(const char *s, int64_t *num, int64_t *den);
+/*
+ * loss.valid_tokens "eod:N" and "fraction:F": the share num/den of the
+ * step's token slots that the data masks, 1/N or F, in lowest terms
+ * (lossnorm_masked_count lays it over the chunks).  Returns 1 for either
+ * spelling, 0 when spec is neither, and -1 when it starts like one but
+ * its value is malformed, saying why in buf.
+ */
+int	 cfg_token_mask(const char *spec, int64_t *num, int64_t *den,
+	    char *buf, size_t size);
+/* The width of a shared expert: model.moe.shared_expert_ffn or model.ffn. */
+int	 cfg_shared_expert_ffn(const struct config *);
+/*
+ * Whether the data-parallel reduction is DDP's (sync.replicate_only:
+ * ddp-average on a mesh of replicas alone, dp_shard and cp 1).
+ */
+bool	 cfg_ddp_path(const struct config *);
+/*
+ * The layers model chunk `chunk` of pipeline stage `stage` builds, with
+ * mesh.vpp chunks a stage: Megatron's interleaved assignment
+ * (get_transformer_layer_offset), a stage's layers split evenly over its
+ * chunks and the chunks taken in the order chunk * pp + stage.
+ */
+void	 cfg_chunk_layers(const struct config *, int stage, int chunk,
+	    int *first, int *count);
+
+#endif

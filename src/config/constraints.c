@@ -1,0 +1,1015 @@
+/*
+ * The constraints of SPEC section 5 (constraints.h): one table of rules a
+ * loaded config must keep, each naming the key it is about, and what the
+ * framework profile's limits: say its release runs.  The loader and sweep
+ * check configs through it, and the fix search its candidates.
+ */
+#include <errno.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "config/config.h"
+#include "config/constraints.h"
+#include "config/framework.h"
+
+/*
+ * One constraint of SPEC section 5: holds() returns false and describes the
+ * failure in buf, naming values, not positions, since sweep uses the same
+ * text for meshes it built itself.  Integer ranges are checked before any of
+ * these, so the products below cannot overflow (each factor is at most
+ * 2^20, experts at most 2^12).
+ */
+/*
+ * loss.objective sample-mean weighs each sample's tokens by that sample's
+ * own count, but an atom is the summed loss of a whole micro-batch on one
+ * rank (lossnorm.h): the objective is only a combination of atoms when
+ * every sample of a micro-batch weighs alike, that is with one sample per
+ * micro-batch or every token valid (where it is the micro-batch mean).
+ */
+static bool
+sample_mean_expressible(const struct config *c, char *buf, size_t size)
+{
+	if (c->loss.objective != OBJECTIVE_SAMPLE_MEAN ||
+	    c->model.micro_batch == 1 || (c->loss.valid_tokens != NULL &&
+	    strcmp(c->loss.valid_tokens, "all") == 0))
+		return true;
+	snprintf(buf, size, "objective sample-mean needs model.micro_batch 1 "
+	    "(it is %d) or loss.valid_tokens: all: an atom sums a whole "
+	    "micro-batch's tokens, so samples of unequal counts in one "
+	    "micro-batch cannot be weighed apart", c->model.micro_batch);
+	return false;
+}
+
+struct constraint {
+	enum cfg_key	  key;		/* the key the message is about */
+	bool		  moe_only;	/* only when model.moe is present */
+	bool		(*holds)(const struct config *, char *, size_t);
+};
+
+static bool
+must_divide(char *buf, size_t size, const char *an, int64_t a,
+    const char *bn, int64_t b)
+{
+	if (a > 0 && b % a == 0)
+		return true;
+	snprintf(buf, size, "%s (%" PRId64 ") must divide %s (%" PRId64 ")",
+	    an, a, bn, b);
+	return false;
+}
+
+static bool
+must_be_divisible(char *buf, size_t size, const char *an, int64_t a,
+    const char *bn, int64_t b)
+{
+	if (b > 0 && a % b == 0)
+		return true;
+	snprintf(buf, size,
+	    "%s (%" PRId64 ") must be divisible by %s (%" PRId64 ")",
+	    an, a, bn, b);
+	return false;
+}
+
+static bool
+must_fit_param(char *buf, size_t size, const char *what, int64_t elems)
+{
+	if (elems <= CFG_MAX_PARAM_ELEMS)
+		return true;
+	snprintf(buf, size, "%s (%" PRId64 ") exceeds the limit of %" PRId64
+	    " elements per parameter", what, elems, CFG_MAX_PARAM_ELEMS);
+	return false;
+}
+
+static bool
+world_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 world = cfg_world(c);
+
+	if (world <= CFG_MAX_WORLD)
+		return true;
+	snprintf(buf, size, "world size dp*cp*pp*tp (%" PRId64
+	    ") must be at most %d", world, CFG_MAX_WORLD);
+	return false;
+}
+
+static bool
+etp_divides_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_divide(buf, size, "etp", c->mesh.etp, "tp", c->mesh.tp);
+}
+
+static bool
+expert_mesh_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.cp > 1)
+		return must_divide(buf, size, "ep*etp",
+		    (int64_t)c->mesh.ep * c->mesh.etp, "dp*cp*tp",
+		    (int64_t)c->mesh.dp * c->mesh.cp * c->mesh.tp);
+	return must_divide(buf, size, "ep*etp",
+	    (int64_t)c->mesh.ep * c->mesh.etp, "dp*tp",
+	    (int64_t)c->mesh.dp * c->mesh.tp);
+}
+
+/*
+ * Megatron's get_num_layers_to_build (fa8bb5921b, core 0.9.0): the first
+ * and last stages take the layers given, and the stages between split the
+ * rest evenly; without them every stage takes layers / pp.
+ */
+static bool
+layers_split_over_pp(const struct config *c, char *buf, size_t size)
+{
+	int	 f = c->model.first_stage_layers, l = c->model.last_stage_layers;
+	int	 rest = c->model.layers - f - l, left;
+
+	/*
+	 * With a virtual pipeline every one of the pp*vpp chunks takes
+	 * layers / (pp*vpp), so that is the divisor to name: "divisible by
+	 * pp" sent the user to a pp that was not the problem (issue 28).
+	 */
+	if (f == 0 && l == 0 && c->mesh.vpp > 1 && c->mesh.pp > 1)
+		return must_be_divisible(buf, size, "layers", c->model.layers,
+		    "pp*vpp", (int64_t)c->mesh.pp * c->mesh.vpp);
+	if (f == 0 && l == 0)
+		return must_be_divisible(buf, size, "layers", c->model.layers,
+		    "pp", c->mesh.pp);
+	left = c->mesh.pp - (f > 0) - (l > 0);
+	if (c->mesh.pp < 2)
+		snprintf(buf, size, "an uneven pipeline needs pp > 1");
+	else if (rest < 0)
+		snprintf(buf, size, "first_stage_layers + last_stage_layers "
+		    "(%d) exceed layers (%d)", f + l, c->model.layers);
+	else if (left == 0 && rest > 0)
+		snprintf(buf, size, "first_stage_layers + last_stage_layers "
+		    "(%d) must be layers (%d) with pp 2", f + l,
+		    c->model.layers);
+	else if (left > 0 && (rest == 0 || rest % left != 0))
+		snprintf(buf, size, "the layers of the other stages, layers - "
+		    "first_stage_layers - last_stage_layers (%d), must be a "
+		    "positive multiple of their number (%d)", rest, left);
+	else
+		return true;
+	return false;
+}
+
+/*
+ * A virtual pipeline: every stage's layers split evenly over its chunks
+ * (get_num_layers_to_build asserts num_layers_per_pipeline_rank %
+ * vp_size == 0).
+ */
+static bool
+vpp_fits(const struct config *c, char *buf, size_t size)
+{
+	int	 s, first, count;
+
+	if (c->mesh.vpp == 1)
+		return true;
+	if (c->mesh.pp < 2) {
+		snprintf(buf, size, "a virtual pipeline (vpp %d) needs pp > 1",
+		    c->mesh.vpp);
+		return false;
+	}
+	for (s = 0; s < c->mesh.pp; s++) {
+		cfg_stage_layers(c, s, &first, &count);
+		if (count % c->mesh.vpp != 0) {
+			snprintf(buf, size, "the layers of stage %d (%d) must "
+			    "be divisible by vpp (%d)", s, count, c->mesh.vpp);
+			return false;
+		}
+	}
+	return true;
+}
+
+static bool
+coeff_fits(const char *what, const char *v, char *buf, size_t size)
+{
+	int64_t	 n, d;
+
+	if (cfg_decimal(v, &n, &d))
+		return true;
+	snprintf(buf, size, "%s is a decimal like 0.01 or a fraction like "
+	    "1/100, not \"%s\"", what, v);
+	return false;
+}
+
+static bool
+aux_coeff_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("aux_loss_coeff", c->model.moe.aux_loss_coeff, buf,
+	    size);
+}
+
+static bool
+z_coeff_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("z_loss_coeff", c->model.moe.z_loss_coeff, buf,
+	    size);
+}
+
+static bool
+mtp_factor_fits(const struct config *c, char *buf, size_t size)
+{
+	return coeff_fits("mtp_loss_scaling_factor",
+	    c->model.mtp_loss_scaling_factor, buf, size);
+}
+
+/*
+ * Multi-token prediction rolls every sequence across the cp ranks, which
+ * hold it in 2 cp pieces (lossnorm.h); Megatron's validate_args asserts
+ * the same whenever cp > 1 (bba6eeb7de, core_v0.8.0 on).
+ */
+static bool
+mtp_pieces_fit(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.mtp == 0 || c->mesh.cp == 1)
+		return true;
+	return must_be_divisible(buf, size, "seq with model.mtp and cp > 1",
+	    c->model.seq, "2*cp", 2 * (int64_t)c->mesh.cp);
+}
+
+/*
+ * A lossy MoE boundary keeps a second atom per chunk (atom.h), which
+ * the multi-token prediction losses' atoms do not have yet: one declared
+ * Replicate or Partial, or behind a router's all-reduce, can be lossy.
+ */
+static bool
+mtp_without_boundary(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.mtp == 0 || (c->sync.moe_input_grad == MOE_INPUT_AUTO &&
+	    c->sync.router_input_grad == ROUTER_INPUT_NONE))
+		return true;
+	snprintf(buf, size, "model.mtp is not modelled with an MoE block "
+	    "boundary other than sync.moe_input_grad: auto and "
+	    "sync.router_input_grad: none");
+	return false;
+}
+
+/* model.moe.pattern: one '0' or '1' per layer. */
+static bool
+pattern_fits(const struct config *c, char *buf, size_t size)
+{
+	const char	*p = c->model.moe.pattern;
+	size_t		 i, n;
+
+	if (p == NULL)
+		return true;
+	n = strlen(p);
+	for (i = 0; i < n; i++)
+		if (p[i] != '0' && p[i] != '1') {
+			snprintf(buf, size, "pattern holds '0' (dense) or '1' "
+			    "(MoE) for each layer: character %zu is neither",
+			    i + 1);
+			return false;
+		}
+	if (n != (size_t)c->model.layers) {
+		snprintf(buf, size, "pattern has %zu layers, layers is %d", n,
+		    c->model.layers);
+		return false;
+	}
+	if (c->model.moe.every != 1) {
+		snprintf(buf, size, "give pattern or every (%d), not both",
+		    c->model.moe.every);
+		return false;
+	}
+	if (strchr(p, '1') == NULL) {
+		snprintf(buf, size, "pattern puts experts in no layer");
+		return false;
+	}
+	return true;
+}
+
+static bool
+padded_vocab_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 padded = cfg_padded_vocab(c);
+
+	if (padded <= CFG_MAX_MODEL_DIM)
+		return true;
+	snprintf(buf, size, "vocab (%d) padded to a multiple of "
+	    "vocab_divisible_by*tp (%" PRId64 ") is %" PRId64 ", more than "
+	    "%d", c->model.vocab, (int64_t)c->model.vocab_divisible_by *
+	    c->mesh.tp, padded, CFG_MAX_MODEL_DIM);
+	return false;
+}
+
+static bool
+ffn_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "ffn", c->model.ffn, "tp",
+	    c->mesh.tp);
+}
+
+static bool
+shared_ffn_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "shared_expert_ffn",
+	    cfg_shared_expert_ffn(c), "tp", c->mesh.tp);
+}
+
+static bool
+shared_ffn_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "shared_expert_ffn*hidden",
+	    (int64_t)cfg_shared_expert_ffn(c) * c->model.hidden);
+}
+
+static bool
+seq_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.cp > 1)
+		return must_be_divisible(buf, size, "seq", c->model.seq,
+		    "cp*tp", (int64_t)c->mesh.cp * c->mesh.tp);
+	return must_be_divisible(buf, size, "seq", c->model.seq, "tp",
+	    c->mesh.tp);
+}
+
+/*
+ * loss.valid_tokens: "uneven", "all", "eod:N", "fraction:F", or one count
+ * per (micro-batch, dp rank, cp rank), in that order (the cp rank
+ * fastest), each between 1 and the tokens a cp rank holds (micro_batch *
+ * seq / cp).  A mask must leave every chunk a valid token: a chunk with
+ * none would divide by zero where a framework divides by its count.
+ */
+static bool
+valid_tokens_fit(const struct config *c, char *buf, size_t size)
+{
+	const char	*v = c->loss.valid_tokens, *p;
+	char		*end;
+	long		 n;
+	int64_t		 want, got = 0, num, den, most;
+	int64_t		 tokens = (int64_t)c->model.micro_batch * c->model.seq /
+	    c->mesh.cp;
+
+	if (v == NULL || strcmp(v, "uneven") == 0 || strcmp(v, "all") == 0)
+		return true;
+	switch (cfg_token_mask(v, &num, &den, buf, size)) {
+	case -1:
+		return false;
+	case 1:
+		/* lossnorm_masked_count masks at most ceil(tokens*num/den). */
+		most = tokens / den * num + (tokens % den * num + den - 1) /
+		    den;
+		if (most < tokens)
+			return true;
+		snprintf(buf, size, "%s masks up to %" PRId64 " of the %"
+		    PRId64 " token slots of a chunk (micro_batch*seq/cp), "
+		    "leaving none valid: every chunk needs a valid token", v,
+		    most, tokens);
+		return false;
+	}
+	want = (int64_t)c->training.micro_batches * c->mesh.dp * c->mesh.cp;
+	/* Counts separated by spaces, or by one comma and spaces. */
+	for (p = v; *p == ' '; p++)
+		continue;
+	while (*p != '\0') {
+		size_t	 digits = strspn(p, "0123456789");
+
+		if (digits == 0 || digits > 9) {
+			snprintf(buf, size, digits == 0 ? "valid_tokens is "
+			    "\"uneven\", \"all\", \"eod:N\", \"fraction:F\" or a "
+			    "list of token counts separated by spaces or "
+			    "commas" : "valid token count "
+			    "%.*s (item %" PRId64 ") is too large", (int)digits,
+			    p, got + 1);
+			return false;
+		}
+		n = strtol(p, &end, 10);
+		if (n < 1 || n > tokens) {
+			snprintf(buf, size, "valid token count %ld (item %"
+			    PRId64 ") must be between 1 and the tokens of "
+			    "a cp rank, micro_batch*seq/cp (%" PRId64 ")", n,
+			    got + 1, tokens);
+			return false;
+		}
+		got++;
+		for (p = end; *p == ' '; p++)
+			continue;
+		if (*p == ',') {
+			for (p++; *p == ' '; p++)
+				continue;
+			if (*p == '\0' || *p == ',') {
+				snprintf(buf, size, "a comma "
+				    "without a count after it (item %" PRId64
+				    ")", got + 1);
+				return false;
+			}
+		}
+	}
+	if (got == want)
+		return true;
+	snprintf(buf, size, "valid_tokens lists %" PRId64 " counts; it needs "
+	    "one per micro-batch, dp rank and cp rank (micro_batches*dp*cp = %"
+	    PRId64 ")", got, want);
+	return false;
+}
+
+/*
+ * The model code counts the tokens of a micro-batch in an int; each factor
+ * alone fits, but their product must too.
+ */
+/* qk_norm: every tp rank holds whole heads of the mixer's features. */
+static bool
+heads_split_over_tp(const struct config *c, char *buf, size_t size)
+{
+	if (!c->model.qk_norm)
+		return true;
+	return must_be_divisible(buf, size, "ffn", c->model.ffn,
+	    "tp*head_dim", (int64_t)c->mesh.tp * c->model.head_dim);
+}
+
+static bool
+tokens_fit(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 tokens = (int64_t)c->model.micro_batch * c->model.seq;
+
+	if (tokens <= CFG_MAX_MODEL_DIM)
+		return true;
+	snprintf(buf, size, "tokens per micro-batch micro_batch*seq (%" PRId64
+	    ") must be at most %d", tokens, CFG_MAX_MODEL_DIM);
+	return false;
+}
+
+static bool
+embedding_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "padded vocab*hidden",
+	    cfg_padded_vocab(c) * c->model.hidden);
+}
+
+static bool
+ffn_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "ffn*hidden",
+	    (int64_t)c->model.ffn * c->model.hidden);
+}
+
+static bool
+experts_split_over_ep(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "experts", c->model.moe.experts,
+	    "ep", c->mesh.ep);
+}
+
+static bool
+expert_ffn_split_over_etp(const struct config *c, char *buf, size_t size)
+{
+	return must_be_divisible(buf, size, "expert_ffn",
+	    c->model.moe.expert_ffn, "etp", c->mesh.etp);
+}
+
+static bool
+top_k_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.moe.top_k <= c->model.moe.experts)
+		return true;
+	snprintf(buf, size, "top_k (%d) must be at most experts (%d)",
+	    c->model.moe.top_k, c->model.moe.experts);
+	return false;
+}
+
+static bool
+experts_fit(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "experts*expert_ffn*hidden",
+	    (int64_t)c->model.moe.experts * c->model.moe.expert_ffn *
+	    c->model.hidden);
+}
+
+/*
+ * What the framework can run (limits:, set by its profile).  The message
+ * names the profile, since the config alone would be fine.
+ */
+static bool
+framework_runs(const struct config *c, bool ok, const char *what,
+    char *buf, size_t size)
+{
+	if (ok)
+		return true;
+	if (c->profile != NULL)
+		snprintf(buf, size, "%s (profile %s) %s", c->framework,
+		    c->profile->label, what);
+	else
+		snprintf(buf, size, "the limits: section says the framework "
+		    "%s", what);
+	return false;
+}
+
+static bool
+framework_has_moe(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.moe, "has no mixture of experts",
+	    buf, size);
+}
+
+static bool
+framework_has_qk_norm(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->model.qk_norm || c->limits.qk_norm,
+	    "has no qk-norm", buf, size);
+}
+
+static bool
+framework_has_etp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.etp || c->mesh.etp == c->mesh.tp,
+	    "shards experts over tp like dense layers: etp must equal tp",
+	    buf, size);
+}
+
+static bool
+framework_moe_tp_sp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.moe_tp_needs_sp ||
+	    c->mesh.tp == 1 || c->training.sequence_parallel,
+	    "refuses to train a mixture of experts with tp > 1 without "
+	    "sequence_parallel", buf, size);
+}
+
+static bool
+framework_has_avg(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->training.average_in_collective ||
+	    c->limits.avg, "has no average_in_collective (Megatron a4b31f2, "
+	    "0.8.0)", buf, size);
+}
+
+/*
+ * Megatron 0.10 and 0.11 check the expert buffers' scaling factor under
+ * average_in_collective in DistributedDataParallel.__init__: with etp
+ * other than tp the assert fails (or dp // edp is 0), and training never
+ * starts (fixed by 4f8974a400 in 0.12).
+ */
+static bool
+framework_avg_etp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.avg_needs_etp_eq_tp ||
+	    !c->training.average_in_collective || c->mesh.etp == c->mesh.tp,
+	    "stops at start-up with average_in_collective and etp other "
+	    "than tp: DistributedDataParallel asserts the expert gradient "
+	    "scaling factor", buf, size);
+}
+
+/*
+ * Megatron's shared experts and their gate arrived together (1fa9464e7c,
+ * 0.10.0): an earlier release has neither.
+ */
+static bool
+framework_has_shared_experts(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->model.moe.shared_experts == 0 ||
+	    c->limits.shared_experts, "has no shared experts", buf, size);
+}
+
+/* The gate scales a shared expert's output: there must be one. */
+static bool
+gate_has_shared_expert(const struct config *c, char *buf, size_t size)
+{
+	if (!c->model.moe.shared_expert_gate || c->model.moe.shared_experts > 0)
+		return true;
+	snprintf(buf, size, "shared_expert_gate needs shared_experts (0) to "
+	    "be at least 1");
+	return false;
+}
+
+/*
+ * Megatron core 0.4.0 (megatron/arguments.py validate_args): with expert
+ * parallelism, tp > 1 needs sequence parallelism and the distributed
+ * optimizer is refused; its SwitchMLP routes each token to one expert.
+ */
+static bool
+framework_ep_tp_sp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.ep_tp_needs_sp || c->mesh.ep == 1 ||
+	    c->mesh.tp == 1 || c->training.sequence_parallel,
+	    "refuses expert parallelism with tp > 1 without sequence_parallel",
+	    buf, size);
+}
+
+static bool
+framework_ep_distopt(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.ep_distopt || c->mesh.ep == 1 ||
+	    !c->training.distributed_optimizer, "refuses expert parallelism "
+	    "with the distributed optimizer", buf, size);
+}
+
+static bool
+framework_has_ep(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.ep || c->mesh.ep == 1,
+	    "has no expert parallelism: ep must be 1", buf, size);
+}
+
+/*
+ * torchtitan's ParallelDims (v0.2.0 on): with ep > 1, etp is 1 (ep
+ * borrows tp, which needs ep % (cp * tp) == 0) or tp; with ep = 1 the
+ * experts are sharded over tp by TensorParallel like dense layers.
+ */
+static bool
+framework_etp_one_or_tp(const struct config *c, char *buf, size_t size)
+{
+	int	 ep = c->mesh.ep, etp = c->mesh.etp, tp = c->mesh.tp;
+
+	if (!c->limits.etp_one_or_tp)
+		return true;
+	if (ep == 1)
+		return framework_runs(c, etp == tp, "shards the experts "
+		    "over tp like dense layers when ep is 1: etp must equal tp",
+		    buf, size);
+	return framework_runs(c, etp == 1 || etp == tp, "supports only etp "
+	    "= 1 or etp = tp with ep > 1 (ParallelDims: \"Currently we only "
+	    "support ETP=TP or ETP=1\")", buf, size);
+}
+
+/*
+ * torchtitan v0.2.0's ParallelDims._validate: ep borrows all of cp, and
+ * with etp = 1 all of tp too ("EP would borrow all cp and tp and some
+ * dp_shard degree"), asserting ep % cp == 0 or ep % (cp * tp) == 0.
+ * v0.2.1's mesh (183a0d2e7, PR #1660) asks only that ep * etp divide
+ * dp_shard * cp * tp.
+ */
+static bool
+framework_ep_borrows_all_cp_tp(const struct config *c, char *buf,
+    size_t size)
+{
+	int	 ep = c->mesh.ep, cp = c->mesh.cp, tp = c->mesh.tp;
+	bool	 tp_too = c->mesh.etp == 1;
+
+	if (!c->limits.ep_borrows_all_cp_tp || ep == 1)
+		return true;
+	return framework_runs(c, ep % (tp_too ? cp * tp : cp) == 0, tp_too ?
+	    "borrows all of cp and tp for ep with etp = 1: ep must be a "
+	    "multiple of cp*tp (ParallelDims asserts ep % (cp * tp) == 0)" :
+	    "borrows all of cp for ep with etp = tp: ep must be a multiple "
+	    "of cp (ParallelDims asserts ep % cp == 0)", buf, size);
+}
+
+/*
+ * torchtitan's parallelize (llama3 and llama4 at every release): on the
+ * DDP path, raise RuntimeError when the world is more than the
+ * dp_replicate mesh.
+ */
+static bool
+framework_ddp_one_dim(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.ddp_needs_one_dim ||
+	    !cfg_ddp_path(c) || (c->mesh.tp == 1 && c->mesh.pp == 1),
+	    "wraps the model in DDP when dp_shard and cp are 1 and refuses "
+	    "it with tp or pp > 1 (parallelize: \"DDP has not supported "
+	    "> 1D parallelism\")", buf, size);
+}
+
+/*
+ * torchtitan's seq_len_divisor (v0.2.0 on), asserted by every model's
+ * parallelize: tp * (cp * 2), even with cp = 1.
+ */
+static bool
+framework_seq_divisor(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 d = (int64_t)2 * c->mesh.cp * c->mesh.tp;
+	char	 what[160];
+
+	if (c->limits.seq_divisor != SEQ_DIVISOR_2_CP_TP ||
+	    c->model.seq % d == 0)
+		return true;
+	snprintf(what, sizeof what, "needs seq (%d) divisible by 2*cp*tp "
+	    "(%" PRId64 "): \"Sequence length must be divisible by the "
+	    "product of TP degree and 2 * CP degree\"", c->model.seq, d);
+	return framework_runs(c, false, what, buf, size);
+}
+
+static bool
+framework_top_k(const struct config *c, char *buf, size_t size)
+{
+	char	what[64];
+
+	snprintf(what, sizeof what, "routes each token to at most %d "
+	    "expert%s", c->limits.max_top_k, c->limits.max_top_k == 1 ?
+	    "" : "s");
+	return framework_runs(c, c->limits.max_top_k == 0 ||
+	    c->model.moe.top_k <= c->limits.max_top_k, what, buf, size);
+}
+
+/* Before 47ab878ae7 (0.10.0) every layer of a Megatron MoE is a MoE layer. */
+static bool
+framework_moe_every(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.moe_every || c->model.moe.every == 1,
+	    "puts experts in every layer: every must be 1", buf, size);
+}
+
+/*
+ * Before 47ab878ae7 (0.10.0) Megatron's experts are ffn_hidden_size wide:
+ * a config that writes another expert_ffn describes no such release.  An
+ * unwritten expert_ffn keeps gradaudit's small default, whose width no
+ * synchronization depends on.
+ */
+static bool
+framework_expert_ffn(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.expert_ffn ||
+	    !keyset_has(&c->given, KEY_EXPERT_FFN) ||
+	    c->model.moe.expert_ffn == c->model.ffn, "makes experts as wide "
+	    "as ffn: expert_ffn must equal it (--moe-ffn-hidden-size arrives "
+	    "with 47ab878ae7, 0.10.0)", buf, size);
+}
+
+/* Before c6e3b0c5bb (0.11.0) Megatron's router scores are a softmax. */
+static bool
+framework_sigmoid(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.sigmoid ||
+	    c->model.moe.score_func != SCORE_SIGMOID, "scores experts with a "
+	    "softmax only (the sigmoid arrives with c6e3b0c5bb, 0.11.0)",
+	    buf, size);
+}
+
+/*
+ * Where the scores multiply decides which gradients are Partial (torchtitan
+ * #2387): a release that scales the routed input before the experts only
+ * must not be audited as if it scaled their output.
+ */
+static bool
+framework_score_after(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.score_after ||
+	    c->model.moe.score_before_experts, "scales the routed input by "
+	    "its scores before the experts: score_before_experts must be true",
+	    buf, size);
+}
+
+static bool
+framework_moe_pattern(const struct config *c, char *buf, size_t size)
+{
+	const char *p = c->model.moe.pattern;
+
+	return framework_runs(c, c->limits.moe_every || p == NULL ||
+	    strchr(p, '0') == NULL, "puts experts in every layer: a pattern "
+	    "can only be all 1", buf, size);
+}
+
+static bool
+framework_uneven_pp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.uneven_pp ||
+	    (c->model.first_stage_layers == 0 &&
+	    c->model.last_stage_layers == 0), "splits the layers evenly over "
+	    "the stages (uneven pipelines arrive with fa8bb5921b, 0.9.0)",
+	    buf, size);
+}
+
+/*
+ * sync.dp_group: dp models a DDP all-reduce (VeOmni #1115); the
+ * distributed optimizer shards its buffers over the whole dp_cp group.
+ */
+static bool
+dp_group_without_distopt(const struct config *c, char *buf, size_t size)
+{
+	if (c->sync.dp_group != DP_GROUP_DP ||
+	    !c->training.distributed_optimizer)
+		return true;
+	snprintf(buf, size, "dp_group dp models a DDP all-reduce over dp "
+	    "alone; the distributed optimizer shards over dp*cp");
+	return false;
+}
+
+static bool
+framework_vpp_pp(const struct config *c, char *buf, size_t size)
+{
+	char	 what[96];
+
+	snprintf(what, sizeof what, "needs pp >= %d with an interleaved "
+	    "pipeline (vpp > 1)", c->limits.vpp_min_pp);
+	return framework_runs(c, c->mesh.vpp == 1 ||
+	    c->mesh.pp >= c->limits.vpp_min_pp, what, buf, size);
+}
+
+static bool
+framework_uneven_vpp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.uneven_vpp || c->mesh.vpp == 1 ||
+	    (c->model.first_stage_layers == 0 &&
+	    c->model.last_stage_layers == 0), "refuses an uneven pipeline "
+	    "with an interleaved one (get_num_layers_to_build asserts it "
+	    "until 0.11.0)", buf, size);
+}
+
+/*
+ * Megatron core 0.8.0 asserts under average_in_collective that the
+ * scaling factor over the dp group is 1/dp_cp, which fails with cp > 1
+ * (distributed_data_parallel.py, fixed by 3bdcbbbe5d in 0.9.0).
+ */
+/*
+ * HSDP splits the data-parallel ranks into dp_replicate groups of
+ * dp_shard (torchtitan's ParallelDims asserts dp_replicate * dp_shard *
+ * cp * tp * pp == world); only the FSDP engines have a replicate dimension.
+ */
+static bool
+replicate_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.dp_replicate > 1 &&
+	    c->layout.dp_engine == DP_ENGINE_MEGATRON) {
+		snprintf(buf, size, "dp_replicate (%d) needs layout.dp_engine "
+		    "fsdp2 or fsdp1: Megatron's buffers have no replicate "
+		    "dimension", c->mesh.dp_replicate);
+		return false;
+	}
+	return must_divide(buf, size, "dp_replicate", c->mesh.dp_replicate,
+	    "dp", c->mesh.dp);
+}
+
+/*
+ * Experts shard over what ep leaves of a replica, dp_shard*cp*tp/(ep*etp)
+ * (torchtitan's dp_shard_mod_ep): ep*etp must divide it.
+ */
+static bool
+expert_shard_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.dp_replicate == 1)
+		return true;
+	return must_divide(buf, size, "ep*etp", (int64_t)c->mesh.ep *
+	    c->mesh.etp, "dp_shard*cp*tp", (int64_t)c->mesh.dp /
+	    c->mesh.dp_replicate * c->mesh.cp * c->mesh.tp);
+}
+
+/* Only the FSDP2 engine flattens a unit's parameters (layout.fsdp_flatten). */
+static bool
+flatten_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->layout.fsdp_flatten == FSDP_FLATTEN_PARAMETER ||
+	    c->layout.dp_engine == DP_ENGINE_FSDP2)
+		return true;
+	snprintf(buf, size, "unit needs layout.dp_engine "
+	    "fsdp2");
+	return false;
+}
+
+/*
+ * Megatron 0.8.0 asserts the AVG's scaling factor against the dp size
+ * without cp only when the loss is not per token (core_v0.8.0 DDP
+ * __init__: "if not config.calculate_per_token_loss"), a per-token loss
+ * being sync.dp_divisor: none.
+ */
+static bool
+framework_avg_cp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.avg_cp ||
+	    !c->training.average_in_collective || c->mesh.cp == 1 ||
+	    c->sync.dp_divisor == SIZE_ONE,
+	    "stops at start-up with average_in_collective and cp > 1: "
+	    "DistributedDataParallel asserts its scaling factor",
+	    buf, size);
+}
+
+/*
+ * Megatron from 5946e24b37 (core_v0.12.0) refuses average_in_collective
+ * with a per-token loss (calculate_per_token_loss: sync.dp_divisor none).
+ */
+static bool
+framework_avg_per_token(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.avg_per_token ||
+	    !c->training.average_in_collective ||
+	    c->sync.dp_divisor != SIZE_ONE,
+	    "stops at start-up with average_in_collective and a per-token "
+	    "loss (sync.dp_divisor: none): DistributedDataParallel asserts "
+	    "\"Cannot average in collective when calculating per-token "
+	    "loss!\"", buf, size);
+}
+
+static bool
+framework_mtp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp || c->model.mtp == 0,
+	    "has no multi-token prediction", buf, size);
+}
+
+static bool
+framework_mtp_cp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp_cp || c->model.mtp == 0 ||
+	    c->mesh.cp == 1, "stops at start-up with multi-token prediction "
+	    "and cp > 1: its arguments assert context_parallel_size == 1",
+	    buf, size);
+}
+
+static const struct constraint constraints[] = {
+	{ KEY_ETP, false, etp_divides_tp },
+	{ KEY_EP, false, expert_mesh_fits },
+	{ KEY_LAYERS, false, layers_split_over_pp },
+	{ KEY_VOCAB, false, padded_vocab_fits },
+	{ KEY_FFN, false, ffn_split_over_tp },
+	{ KEY_HEAD_DIM, false, heads_split_over_tp },
+	{ KEY_SEQ, false, seq_split_over_tp },
+	{ KEY_SEQ, false, tokens_fit },
+	{ KEY_VALID_TOKENS, false, valid_tokens_fit },
+	{ KEY_AUX_LOSS_COEFF, true, aux_coeff_fits },
+	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_split_over_tp },
+	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_fits },
+	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
+	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
+	{ KEY_MTP, true, mtp_without_boundary },
+	{ KEY_MTP, false, framework_mtp },
+	{ KEY_MTP, false, framework_mtp_cp },
+	{ KEY_SEQ, false, mtp_pieces_fit },
+	{ KEY_DP_GROUP, false, dp_group_without_distopt },
+	{ KEY_VOCAB, false, embedding_fits },
+	{ KEY_FFN, false, ffn_fits },
+	{ KEY_EXPERTS, true, experts_split_over_ep },
+	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
+	{ KEY_TOP_K, true, top_k_fits },
+	{ KEY_EXPERTS, true, experts_fit },
+	{ KEY_MOE, true, framework_has_moe },
+	{ KEY_QK_NORM, false, framework_has_qk_norm },
+	{ KEY_ETP, true, framework_has_etp },
+	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
+	{ KEY_AVERAGE_IN_COLLECTIVE, true, framework_avg_etp },
+	{ KEY_SHARED_EXPERT_GATE, true, gate_has_shared_expert },
+	{ KEY_SHARED_EXPERTS, true, framework_has_shared_experts },
+	{ KEY_SEQUENCE_PARALLEL, true, framework_ep_tp_sp },
+	{ KEY_DISTRIBUTED_OPTIMIZER, true, framework_ep_distopt },
+	{ KEY_EP, true, framework_has_ep },
+	{ KEY_ETP, true, framework_etp_one_or_tp },
+	{ KEY_EP, true, framework_ep_borrows_all_cp_tp },
+	{ KEY_TOP_K, true, framework_top_k },
+	{ KEY_EVERY, true, framework_moe_every },
+	{ KEY_EXPERT_FFN, true, framework_expert_ffn },
+	{ KEY_SCORE_FUNC, true, framework_sigmoid },
+	{ KEY_SCORE_BEFORE_EXPERTS, true, framework_score_after },
+	{ KEY_PATTERN, true, pattern_fits },
+	{ KEY_PATTERN, true, framework_moe_pattern },
+	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },
+	{ KEY_VPP, false, vpp_fits },
+	{ KEY_VPP, false, framework_vpp_pp },
+	{ KEY_VPP, false, framework_uneven_vpp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_cp },
+	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_avg_per_token },
+	{ KEY_DP_REPLICATE, false, replicate_fits },
+	{ KEY_DP_REPLICATE, true, expert_shard_fits },
+	{ KEY_DP_REPLICATE, false, framework_ddp_one_dim },
+	{ KEY_SEQ, false, framework_seq_divisor },
+	{ KEY_FSDP_FLATTEN, false, flatten_fits },
+	{ KEY_OBJECTIVE, false, sample_mean_expressible },
+};
+
+/*
+ * The first violated rule, described in buf, with the key it concerns; or
+ * KEY__COUNT when the config is valid.  After the world size, the integer
+ * ranges of the key table come first: they are checked on parsing already, but a default (layers =
+ * pp) or a mesh built by sweep can still break them.
+ */
+enum cfg_key
+cfg_find_violation(const struct config *c, char *buf, size_t size)
+{
+	const struct cfg_key_def	*d;
+	size_t			 i;
+	int64_t			 v;
+	int			 k;
+
+	/*
+	 * The world size first: a huge pp makes the defaulted layers (= pp)
+	 * out of range too, and the mesh is what the user has to change.
+	 */
+	if (!world_fits(c, buf, size))
+		return KEY_MESH;
+	for (k = 0; k < KEY__COUNT; k++) {
+		d = &cfg_keys[k];
+		if ((d->type != CFG_TYPE_INT && d->type != CFG_TYPE_INT64) ||
+		    !cfg_key_is_active(c, (enum cfg_key)k))
+			continue;
+		v = cfg_key_get(c, (enum cfg_key)k);
+		if (v >= d->min && v <= d->max)
+			continue;
+		if (v < d->min && d->min > 1)
+			snprintf(buf, size, "%s (%" PRId64 ") must be at least %"
+			    PRId64, cfg_key_leaf((enum cfg_key)k), v, d->min);
+		else if (v < d->min)
+			snprintf(buf, size, "%s (%" PRId64 ") must be %s",
+			    cfg_key_leaf((enum cfg_key)k), v, d->min > 0 ?
+			    "positive" : "non-negative");
+		else
+			snprintf(buf, size, "%s (%" PRId64 ") must be at most %"
+			    PRId64, cfg_key_leaf((enum cfg_key)k), v, d->max);
+		return (enum cfg_key)k;
+	}
+	for (i = 0; i < sizeof(constraints) / sizeof(constraints[0]); i++) {
+		if (constraints[i].moe_only && !c->model.has_moe)
+			continue;
+		if (!constraints[i].holds(c, buf, size))
+			return constraints[i].key;
+	}
+	return KEY__COUNT;
+}
+
+const char *
+cfg_check_constraints(const struct config *c, char *buf, size_t len)
+{
+	if (cfg_find_violation(c, buf, len) == KEY__COUNT)
+		return NULL;
+	return buf;
+}

@@ -1,0 +1,204 @@
+/*
+ * The helpers of one Megatron import (megatron-state.h).
+ */
+#include <ctype.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/text.h"
+#include "base/xmalloc.h"
+#include "config/framework.h"
+#include "import/megatron-state.h"
+
+/* An argument that stops the import: the message, and exit status 2. */
+void
+mg_refuse(struct import_state *st, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	fprintf(stderr, "%s: import: ", progname);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	st->errors++;
+}
+
+/*
+ * Something the user should know about the configuration printed: kept
+ * until the import succeeds, since a refusal makes it moot.
+ */
+void
+mg_note(struct import_state *st, const char *fmt, ...)
+{
+	va_list	 ap;
+	char	*line, *more;
+
+	va_start(ap, fmt);
+	xvasprintf(&line, fmt, ap);
+	va_end(ap);
+	xasprintf(&more, "%s%s: import: note: %s\n", st->notes != NULL ?
+	    st->notes : "", progname, line);
+	free(line);
+	free(st->notes);
+	st->notes = more;
+}
+
+const char *
+mg_shown_len(struct shown *buf, const char *word, size_t len)
+{
+	text_escape(buf->s, sizeof(buf->s), word, len);
+	return buf->s;
+}
+
+const char *
+mg_shown(struct shown *buf, const char *word)
+{
+	return mg_shown_len(buf, word, strlen(word));
+}
+
+/* Set key k as written, with where its value came from. */
+void
+mg_explain(struct import_state *st, enum cfg_key k, const char *fmt, ...)
+{
+	va_list	 ap;
+
+	keyset_add(&st->mi->cfg.given, k);
+	free(st->mi->why[k]);
+	va_start(ap, fmt);
+	xvasprintf(&st->mi->why[k], fmt, ap);
+	va_end(ap);
+}
+
+/* Value j of a list argument. */
+const char *
+mg_list_value(const struct import_state *st, const struct arg_use *u, size_t j)
+{
+	return u->value != NULL ? u->value : st->words[u->first + j];
+}
+
+/* True when value is one of the inert words of def (numerically, if a number). */
+bool
+mg_is_inert(const struct arg_def *def, const char *value)
+{
+	char		*copy, *word, *save = NULL, *end;
+	double		 a, b;
+	bool		 found = false;
+
+	if (def->inert == NULL)
+		return false;
+	copy = xstrdup(def->inert);
+	for (word = strtok_r(copy, " ", &save); word != NULL && !found;
+	    word = strtok_r(NULL, " ", &save)) {
+		a = strtod(word, &end);
+		if (*end == '\0' && isdigit((unsigned char)*word)) {
+			b = strtod(value, &end);
+			found = *value != '\0' && *end == '\0' && a == b;
+		} else
+			found = strcmp(word, value) == 0;
+	}
+	free(copy);
+	return found;
+}
+
+/* The words of a use, for messages: " 2", " 0.01 0.001", or "". */
+char *
+mg_use_values(const struct import_state *st, const struct arg_def *def,
+    const struct arg_use *u)
+{
+	struct shown	 sh;
+	char		*s = xstrdup(""), *more;
+	size_t		 j;
+
+	if (def->kind == ARG_VALUE && u->value != NULL) {
+		free(s);
+		xasprintf(&s, " %s", mg_shown(&sh, u->value));
+	} else if (def->kind == ARG_LIST)
+		for (j = 0; j < u->count; j++) {
+			xasprintf(&more, "%s %s", s,
+			    mg_shown(&sh, mg_list_value(st, u, j)));
+			free(s);
+			s = more;
+		}
+	return s;
+}
+
+/* Whether the release --framework names is older than release. */
+bool
+mg_older_than(const struct import_state *st, const char *release)
+{
+	struct fw_version	 v;
+
+	if (!st->mi->have_version || fw_version_parse(release, &v) == -1)
+		return false;
+	return fw_version_cmp(&st->mi->version, &v) < 0;
+}
+
+/*
+ * Integer values.  Megatron's type=int takes what Python's int() does; a
+ * launch line writes plain decimal numbers, and anything else (a shell
+ * variable that was never expanded, a float) is refused with the name.
+ */
+long
+mg_int_arg(struct import_state *st, enum mapped_arg k, long min, long max,
+    long def)
+{
+	struct arg_use	*u = &st->use[k];
+	struct shown	 sh;
+	const char	*v = u->value;
+	char		*end;
+	long		 n;
+
+	if (!u->given || v == NULL)
+		return def;
+	u->used = true;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	if (!isdigit((unsigned char)*v) || *end != '\0' || errno != 0 ||
+	    n < min || n > max) {
+		mg_refuse(st, "--%s \"%s\": expected an integer from %ld to %ld%s",
+		    megatron_args[k].name, mg_shown(&sh, v), min, max, *v == '$' ? " (a shell variable "
+		    "that was not expanded: give its value)" : "");
+		return def;
+	}
+	return n;
+}
+
+bool
+mg_flag_arg(struct import_state *st, enum mapped_arg k)
+{
+	if (!st->use[k].given)
+		return false;
+	st->use[k].used = true;
+	return true;
+}
+
+/* Where a value came from, for the comments: the argument or a default. */
+const char *
+mg_given_or(const struct import_state *st, enum mapped_arg k, const char *arg,
+    const char *dflt)
+{
+	return st->use[k].given ? arg : dflt;
+}
+
+/*
+ * An integer argument as written, for the checks that run before the
+ * values are read (check_mla, check_aux_losses): def when it is not given
+ * or not a plain number, which int_arg refuses later.
+ */
+long
+mg_raw_long(const struct import_state *st, enum mapped_arg k, long def)
+{
+	const char	*v = st->use[k].value;
+	char		*end;
+	long		 n;
+
+	if (!st->use[k].given || v == NULL || !isdigit((unsigned char)*v))
+		return def;
+	errno = 0;
+	n = strtol(v, &end, 10);
+	return *end != '\0' || errno != 0 ? def : n;
+}

@@ -1,0 +1,293 @@
+/*
+ * Rank arithmetic for the mesh of SPEC section 5.  Everything here is a
+ * closed formula: no tables, no allocation, O(1) per coordinate and
+ * O(group size) per listed group, so that meshes of a million ranks cost
+ * nothing to describe.
+ *
+ * Dense layout: rank = tp_i + tp * (dp_i + dp * pp_i) (Megatron's order),
+ * where dp_i = cp_i + cp * pure_dp_i.
+ * Expert layout within a stage: s = tp_i + tp * dp_i is split as
+ * s = etp_i + etp * (ep_i + ep * edp_i).
+ */
+#include <stddef.h>
+#include <stdio.h>
+
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "model/mesh.h"
+
+static const char *const group_names[GROUP__COUNT] = {
+	[GROUP_DP] = "dp",
+	[GROUP_TP] = "tp",
+	[GROUP_PP] = "pp",
+	[GROUP_EP] = "ep",
+	[GROUP_ETP] = "etp",
+	[GROUP_EDP] = "edp",
+	[GROUP_EMBEDDING] = "embedding",
+	[GROUP_CP] = "cp",
+	[GROUP_PURE_DP] = "pure-dp",
+	[GROUP_DP_SHARD] = "dp_shard",
+	[GROUP_DP_REPLICATE] = "dp_replicate",
+	[GROUP_EFSDP] = "efsdp",
+	[GROUP_EDP_REPLICATE] = "edp_replicate",
+};
+
+void
+mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
+    int etp)
+{
+	int	dp = pure_dp * cp;
+
+	/* The configuration loader has checked every constraint already. */
+	m->pure_dp = pure_dp;
+	m->cp = cp;
+	m->dp = dp;
+	m->pp = pp;
+	m->tp = tp;
+	m->ep = ep;
+	m->etp = etp;
+	m->edp = dp * tp / (ep * etp);
+	m->slices = tp / etp;
+	m->world = dp * pp * tp;
+	mesh_set_replicate(m, 1);
+}
+
+void
+mesh_set_replicate(struct mesh *m, int dp_replicate)
+{
+	/* The configuration loader has checked that it divides both. */
+	m->dp_replicate = dp_replicate;
+	m->dp_shard = m->pure_dp / dp_replicate;
+	m->efsdp = m->edp / dp_replicate;
+}
+
+void
+mesh_from_config(struct mesh *m, const struct config *cfg)
+{
+	mesh_init(m, cfg->mesh.dp, cfg->mesh.cp, cfg->mesh.pp, cfg->mesh.tp,
+	    cfg->mesh.ep, cfg->mesh.etp);
+	mesh_set_replicate(m, cfg->mesh.dp_replicate);
+}
+
+int
+mesh_rank_of(const struct mesh *m, int pp, int dp, int tp)
+{
+	return tp + m->tp * (dp + m->dp * pp);
+}
+
+void
+mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
+{
+	int	 stage_size = m->dp * m->tp, s;
+
+	if (rank < 0 || rank >= m->world)
+		fatalx("mesh_coord_of: rank %d outside world of %d", rank,
+		    m->world);
+	s = rank % stage_size;
+	c->pp = rank / stage_size;
+	c->dp = s / m->tp;
+	c->tp = s % m->tp;
+	c->cp = c->dp % m->cp;
+	c->pure_dp = c->dp / m->cp;
+	c->etp = s % m->etp;
+	c->slice = c->tp / m->etp;
+	c->ep = (s / m->etp) % m->ep;
+	c->edp = s / (m->etp * m->ep);
+}
+
+int
+mesh_rank_of_expert(const struct mesh *m, int pp, int ep, int etp, int edp)
+{
+	return pp * m->dp * m->tp + etp + m->etp * (ep + m->ep * edp);
+}
+
+int
+mesh_group_size(const struct mesh *m, enum group_kind kind)
+{
+	switch (kind) {
+	case GROUP_DP:
+		return m->dp;
+	case GROUP_TP:
+		return m->tp;
+	case GROUP_PP:
+		return m->pp;
+	case GROUP_EP:
+		return m->ep;
+	case GROUP_ETP:
+		return m->etp;
+	case GROUP_EDP:
+		return m->edp;
+	case GROUP_EMBEDDING:
+		return m->pp > 1 ? 2 : 1;
+	case GROUP_CP:
+		return m->cp;
+	case GROUP_PURE_DP:
+		return m->pure_dp;
+	case GROUP_DP_SHARD:
+		return m->dp / m->dp_replicate;
+	case GROUP_DP_REPLICATE:
+	case GROUP_EDP_REPLICATE:
+		return m->dp_replicate;
+	case GROUP_EFSDP:
+		return m->efsdp;
+	default:
+		break;
+	}
+	fatalx("mesh_group_size: bad group kind %d", (int)kind);
+}
+
+/*
+ * The rank that is member i of the group of kind containing the rank at c:
+ * c with the group's own coordinate replaced by i.
+ */
+static int
+member(const struct mesh *m, enum group_kind kind, const struct coord *c,
+    int i)
+{
+	int	shard_cp = m->dp / m->dp_replicate;
+
+	switch (kind) {
+	case GROUP_DP:
+		return mesh_rank_of(m, c->pp, i, c->tp);
+	case GROUP_TP:
+		return mesh_rank_of(m, c->pp, c->dp, i);
+	case GROUP_PP:
+		return mesh_rank_of(m, i, c->dp, c->tp);
+	case GROUP_EP:
+		return mesh_rank_of_expert(m, c->pp, i, c->etp, c->edp);
+	case GROUP_ETP:
+		return mesh_rank_of_expert(m, c->pp, c->ep, i, c->edp);
+	case GROUP_EDP:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp, i);
+	case GROUP_EMBEDDING:
+		/* Member 0 on the first stage, member 1 on the last. */
+		return mesh_rank_of(m, i == 0 ? 0 : m->pp - 1, c->dp, c->tp);
+	case GROUP_CP:
+		return mesh_rank_of(m, c->pp, i + m->cp * c->pure_dp, c->tp);
+	case GROUP_PURE_DP:
+		return mesh_rank_of(m, c->pp, c->cp + m->cp * i, c->tp);
+	/*
+	 * The dp coordinate is shard_cp + (dp_shard * cp) * replicate, and
+	 * the edp coordinate efsdp_i + efsdp * replicate (see mesh.h).
+	 */
+	case GROUP_DP_SHARD:
+		return mesh_rank_of(m, c->pp, i + shard_cp * (c->dp / shard_cp),
+		    c->tp);
+	case GROUP_DP_REPLICATE:
+		return mesh_rank_of(m, c->pp, c->dp % shard_cp + shard_cp * i,
+		    c->tp);
+	case GROUP_EFSDP:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp, i +
+		    m->efsdp * (c->edp / m->efsdp));
+	case GROUP_EDP_REPLICATE:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
+		    c->edp % m->efsdp + m->efsdp * i);
+	default:
+		break;
+	}
+	fatalx("mesh group: bad group kind %d", (int)kind);
+}
+
+/*
+ * The index along the group's coordinate.  A rank on a middle stage holds
+ * no copy of the tied embedding and so is in no embedding group: -1.
+ */
+static int
+index_in(const struct mesh *m, enum group_kind kind, const struct coord *c)
+{
+	switch (kind) {
+	case GROUP_DP:
+		return c->dp;
+	case GROUP_TP:
+		return c->tp;
+	case GROUP_PP:
+		return c->pp;
+	case GROUP_EP:
+		return c->ep;
+	case GROUP_ETP:
+		return c->etp;
+	case GROUP_EDP:
+		return c->edp;
+	case GROUP_EMBEDDING:
+		if (c->pp == 0)
+			return 0;
+		return c->pp == m->pp - 1 ? 1 : -1;
+	case GROUP_CP:
+		return c->cp;
+	case GROUP_PURE_DP:
+		return c->pure_dp;
+	case GROUP_DP_SHARD:
+		return c->dp % (m->dp / m->dp_replicate);
+	case GROUP_DP_REPLICATE:
+		return c->dp / (m->dp / m->dp_replicate);
+	case GROUP_EFSDP:
+		return c->edp % m->efsdp;
+	case GROUP_EDP_REPLICATE:
+		return c->edp / m->efsdp;
+	default:
+		break;
+	}
+	fatalx("mesh group: bad group kind %d", (int)kind);
+}
+
+int
+mesh_group(const struct mesh *m, enum group_kind kind, int rank,
+    int *members)
+{
+	struct coord	 c;
+	int		 i, n = mesh_group_size(m, kind);
+
+	mesh_coord_of(m, rank, &c);
+	for (i = 0; i < n; i++)
+		members[i] = member(m, kind, &c, i);
+	return index_in(m, kind, &c);
+}
+
+int
+mesh_group_index(const struct mesh *m, enum group_kind kind, int rank)
+{
+	struct coord	 c;
+
+	mesh_coord_of(m, rank, &c);
+	return index_in(m, kind, &c);
+}
+
+int
+mesh_group_id(const struct mesh *m, enum group_kind kind, int rank)
+{
+	struct coord	 c;
+
+	/*
+	 * Every member formula is increasing in the group's coordinate, so
+	 * member 0 is the lowest rank.  A middle-stage rank gets the id of
+	 * the embedding group of its (dp, tp) column, although it is not a
+	 * member (mesh_group_index() is -1 for it).
+	 */
+	mesh_coord_of(m, rank, &c);
+	return member(m, kind, &c, 0);
+}
+
+void
+mesh_format(const struct mesh *m, char *buf, size_t len)
+{
+	char	cp[32] = "", dp[64];
+
+	if (m->cp > 1)
+		snprintf(cp, sizeof cp, " cp=%d", m->cp);
+	/* HSDP names the two factors of dp as torchtitan does. */
+	if (m->dp_replicate > 1)
+		snprintf(dp, sizeof dp, "dp_replicate=%d dp_shard=%d",
+		    m->dp_replicate, m->dp_shard);
+	else
+		snprintf(dp, sizeof dp, "dp=%d", m->pure_dp);
+	snprintf(buf, len, "%s%s pp=%d tp=%d ep=%d etp=%d edp=%d world=%d",
+	    dp, cp, m->pp, m->tp, m->ep, m->etp, m->edp, m->world);
+}
+
+const char *
+mesh_group_name(enum group_kind kind)
+{
+	if ((int)kind < 0 || kind >= GROUP__COUNT)
+		fatalx("mesh_group_name: bad group kind %d", (int)kind);
+	return group_names[kind];
+}

@@ -1,0 +1,619 @@
+/*
+ * DTensor-style placement rules for every op of the model, forward and
+ * backward, and the walk that derives the true placement of every
+ * parameter gradient.  This is where "the router gradient is Partial over
+ * tp" comes from (torchtitan #2416): not from a rule about knobs, but from
+ * following the tokens and gradients through the MoE block.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "model/placement.h"
+
+struct placement
+pl_uniform(enum place p)
+{
+	struct placement pl = { p, p };
+
+	return pl;
+}
+
+bool
+pl_keeps_value(const struct coord *c, struct placement from,
+    struct placement to)
+{
+	if (from.slice == PLACE_REPLICATE && to.slice == PLACE_PARTIAL &&
+	    c->slice != 0)
+		return false;
+	if (from.etp == PLACE_REPLICATE && to.etp == PLACE_PARTIAL &&
+	    c->etp != 0)
+		return false;
+	return true;
+}
+
+bool
+pl_expert_input_reduced(const struct model *m)
+{
+	return m->config->sync.expert_input_grad ==
+	    EXPERT_INPUT_ETP_ALL_REDUCE;
+}
+
+bool
+pl_router_input_reduced(const struct model *m)
+{
+	return m->config->sync.router_input_grad ==
+	    ROUTER_INPUT_TP_ALL_REDUCE;
+}
+
+enum moe_input_sync
+pl_moe_boundary(const struct model *m)
+{
+	return m->config->sync.moe_input_grad;
+}
+
+struct placement
+pl_normalize(const struct mesh *mesh, struct placement pl)
+{
+	if (mesh->slices == 1)
+		pl.slice = PLACE_REPLICATE;
+	if (mesh->etp == 1)
+		pl.etp = PLACE_REPLICATE;
+	return pl;
+}
+
+/*
+ * Adding a Replicate and a Partial tensor gives a Partial one (DTensor
+ * first turns the Replicate operand into Partial by keeping it on one
+ * rank).  Any other mix of different placements is a bug in the model
+ * description.
+ */
+static enum place
+join_one(enum place a, enum place b)
+{
+	if (a == b)
+		return a;
+	if ((a == PLACE_PARTIAL && b == PLACE_REPLICATE) ||
+	    (a == PLACE_REPLICATE && b == PLACE_PARTIAL))
+		return PLACE_PARTIAL;
+	fatalx("cannot add tensors placed %d and %d", a, b);
+}
+
+struct placement
+pl_join(struct placement a, struct placement b)
+{
+	struct placement r;
+
+	r.slice = join_one(a.slice, b.slice);
+	r.etp = join_one(a.etp, b.etp);
+	return r;
+}
+
+bool
+pl_equal(struct placement a, struct placement b)
+{
+	return a.slice == b.slice && a.etp == b.etp;
+}
+
+bool
+pl_any(struct placement a, enum place p)
+{
+	return a.slice == p || a.etp == p;
+}
+
+static const char *
+place_name(enum place p)
+{
+	switch (p) {
+	case PLACE_REPLICATE:
+		return "Replicate";
+	case PLACE_PARTIAL:
+		return "Partial";
+	case PLACE_SHARD_TOKENS:
+		return "Shard(tokens)";
+	case PLACE_SHARD_FEATURES:
+		return "Shard(features)";
+	}
+	return "?";
+}
+
+const char *
+pl_format(const struct mesh *mesh, struct placement pl, char *buf,
+    size_t len)
+{
+	bool	slices = mesh->slices > 1, etp = mesh->etp > 1;
+
+	if (pl.slice == pl.etp || !etp)
+		snprintf(buf, len, "%s", place_name(pl.slice));
+	else if (!slices)
+		snprintf(buf, len, "%s", place_name(pl.etp));
+	else
+		snprintf(buf, len, "%s over the token slices, %s over etp",
+		    place_name(pl.slice), place_name(pl.etp));
+	return buf;
+}
+
+static struct placement
+residual_placement(const struct model *m)
+{
+	/* Between blocks the residual stream is Shard(seq) under SP. */
+	return pl_uniform(m->config->training.sequence_parallel ?
+	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+}
+
+struct placement
+pl_forward(const struct model *m, const struct op *op,
+    const struct placement *in)
+{
+	struct placement out = pl_uniform(PLACE_REPLICATE);
+
+	switch (op->kind) {
+	case OP_TOKENS:
+		break;
+	case OP_RECV:
+		out = residual_placement(m);
+		break;
+	case OP_EMBED:
+		/* Each tp rank looks up only the rows of its vocab shard. */
+		out = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_TP_REDUCE:
+		out = residual_placement(m);
+		break;
+	case OP_TP_GATHER:
+	case OP_ROUTE:
+		break;
+	case OP_NORM:
+	case OP_ACT:
+	case OP_HEAD_NORM:
+		out = in[0];
+		break;
+	case OP_LINEAR_COL:
+	case OP_OUTPUT:
+		out = pl_uniform(PLACE_SHARD_FEATURES);
+		break;
+	case OP_LINEAR_ROW:
+		out = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_ADD:
+		out = pl_join(in[0], in[1]);
+		break;
+	case OP_EXPERTS:
+		/*
+		 * Each token slice is handled by one etp group (so the output
+		 * is non-zero only on the slice's ranks: Partial over slices),
+		 * and the experts' fc2 is row-parallel over etp (Partial).
+		 */
+		out.slice = PLACE_PARTIAL;
+		out.etp = PLACE_PARTIAL;
+		break;
+	case OP_GATE:
+		/* A per-token scale of the reduced shared-expert output. */
+		out = in[1];
+		break;
+	case OP_LOSS:
+	case OP_SEND:
+		out = in[0];
+		break;
+	}
+	return pl_normalize(&m->mesh, out);
+}
+
+/*
+ * The gradient of a weight is a contraction over tokens of its output
+ * gradient with its input.  It is Partial over a sub-dimension where either
+ * factor is Partial or the tokens are split (each rank saw only its
+ * tokens); Shard where the weight itself is split; Replicate otherwise.
+ */
+static enum place
+weight_grad_one(bool sharded, enum place contrib)
+{
+	if (contrib == PLACE_PARTIAL || contrib == PLACE_SHARD_TOKENS)
+		return PLACE_PARTIAL;
+	return sharded ? PLACE_SHARD_FEATURES : PLACE_REPLICATE;
+}
+
+static struct placement
+weight_grad(const struct model *m, bool sharded, struct placement dout,
+    struct placement x)
+{
+	struct placement g;
+
+	g.slice = weight_grad_one(sharded, dout.slice == PLACE_PARTIAL ||
+	    x.slice == PLACE_PARTIAL ? PLACE_PARTIAL :
+	    dout.slice == PLACE_SHARD_TOKENS || x.slice == PLACE_SHARD_TOKENS ?
+	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+	g.etp = weight_grad_one(sharded, dout.etp == PLACE_PARTIAL ||
+	    x.etp == PLACE_PARTIAL ? PLACE_PARTIAL :
+	    dout.etp == PLACE_SHARD_TOKENS || x.etp == PLACE_SHARD_TOKENS ?
+	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+	return pl_normalize(&m->mesh, g);
+}
+
+/*
+ * Backward through the routed experts (torchtitan's MoE with token slices
+ * over tp, SPEC section 4).  The experts' input gradient is a sum over the
+ * etp shards of expert_ffn, so it is Partial over etp until the etp
+ * all-reduce of torchtitan #1878 runs; the score gradient then inherits
+ * the placement of whatever it is contracted with.
+ */
+static void
+experts_backward(const struct model *m, const struct op *op,
+    struct placement *din, struct placement *dparam,
+    struct backward_reduction *red)
+{
+	const struct config	*cfg = m->config;
+	struct placement	 routed_input_grad, expert_out, score_grad;
+	bool			 reduce;
+
+	expert_out = pl_normalize(&m->mesh, pl_uniform(PLACE_PARTIAL));
+	routed_input_grad = expert_out;
+
+	memset(red, 0, sizeof *red);
+	red->what = "routed expert input gradient";
+	red->dim = "etp";
+	red->cite = "torchtitan #1878";
+	red->truth = routed_input_grad;
+	reduce = pl_expert_input_reduced(m);
+	red->declared = routed_input_grad;
+	if (!reduce)
+		red->declared.etp = PLACE_REPLICATE;
+	red->declared = pl_normalize(&m->mesh, red->declared);
+	if (reduce)
+		routed_input_grad.etp = PLACE_REPLICATE;
+	routed_input_grad = pl_normalize(&m->mesh, routed_input_grad);
+
+	if (cfg->model.moe.score_before_experts)
+		score_grad = routed_input_grad;	/* d score = <d input, x> */
+	else
+		score_grad = expert_out;	/* d score = <d out, expert out> */
+
+	din[0] = routed_input_grad;
+	din[1] = score_grad;
+	dparam[0] = dparam[1] = pl_uniform(PLACE_SHARD_FEATURES);
+	(void)op;
+}
+
+bool
+pl_backward(const struct model *m, const struct op *op,
+    const struct placement *fwd_in, struct placement dout,
+    struct placement *din, struct placement *dparam,
+    struct backward_reduction *red)
+{
+	bool	sp = m->config->training.sequence_parallel;
+	struct placement rep = pl_uniform(PLACE_REPLICATE);
+
+	din[0] = din[1] = rep;
+	dparam[0] = dparam[1] = rep;
+	switch (op->kind) {
+	case OP_TOKENS:
+	case OP_RECV:
+	case OP_LOSS:
+	case OP_SEND:
+		break;
+	case OP_EMBED:
+		dparam[0] = weight_grad(m, true, dout, rep);
+		break;
+	case OP_TP_REDUCE:
+		/* The gradient of a Partial tensor is Replicate. */
+		din[0] = rep;
+		break;
+	case OP_TP_GATHER:
+		/*
+		 * Megatron's "f": backward all-reduces (or reduce-scatters
+		 * under SP) whatever mix of Partial and Replicate arrives, each
+		 * replica counted once.
+		 */
+		din[0] = pl_uniform(sp && !op->reduce_only ?
+		    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
+		break;
+	case OP_NORM:
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		din[0] = dout;
+		break;
+	case OP_ACT:
+		din[0] = dout;
+		break;
+	case OP_HEAD_NORM:
+		/*
+		 * One weight serves every head, and each tp rank holds only
+		 * its heads' features: the weight gradient is a sum over all
+		 * heads, Partial over tp wherever the features are split.
+		 */
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		if (fwd_in[0].slice == PLACE_SHARD_FEATURES)
+			dparam[0].slice = PLACE_PARTIAL;
+		if (fwd_in[0].etp == PLACE_SHARD_FEATURES)
+			dparam[0].etp = PLACE_PARTIAL;
+		din[0] = dout;
+		break;
+	case OP_LINEAR_COL:
+	case OP_OUTPUT:
+		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
+		din[0] = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_LINEAR_ROW:
+		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
+		din[0] = pl_uniform(PLACE_SHARD_FEATURES);
+		break;
+	case OP_ADD:
+		din[0] = din[1] = dout;
+		break;
+	case OP_ROUTE:
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		din[0] = dout;
+		/*
+		 * torchtitan de329200b: NoParallel's from_local(Replicate)
+		 * all-reduces the gate's Partial input gradient, which is
+		 * then complete on every tp rank.
+		 */
+		if (pl_router_input_reduced(m))
+			din[0] = rep;
+		break;
+	case OP_GATE:
+		/*
+		 * The gate weight's gradient contracts the block input with the
+		 * per-token gate gradient: Partial over tp when each rank holds
+		 * only its sequence shard, Replicate otherwise.
+		 */
+		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+		din[0] = din[1] = dout;
+		break;
+	case OP_EXPERTS:
+		experts_backward(m, op, din, dparam, red);
+		red->op = (int)(op - m->stages[m->params[op->param].stage].ops);
+		red->stage = m->params[op->param].stage;
+		din[0] = pl_normalize(&m->mesh, din[0]);
+		din[1] = pl_normalize(&m->mesh, din[1]);
+		return true;
+	}
+	din[0] = pl_normalize(&m->mesh, din[0]);
+	din[1] = pl_normalize(&m->mesh, din[1]);
+	dparam[0] = pl_normalize(&m->mesh, dparam[0]);
+	dparam[1] = pl_normalize(&m->mesh, dparam[1]);
+	return false;
+}
+
+/*
+ * Does a rank that keeps only its own share of the block input's gradient
+ * (declared Replicate: nothing summed, and under sequence parallelism the
+ * rank's sequence shard of its own local gradient) lose contributions?
+ * Follow the rows: a Partial over etp is a true sum and always loses; a
+ * Partial over the token slices is non-zero only on the rows of the
+ * rank's own slice (moe_items in kernels.c: slice tp_i / etp holds the
+ * contiguous rows [slice * per, (slice + 1) * per) of the rank's tokens),
+ * so it loses exactly where some row the rank keeps belongs to another
+ * slice: always without sequence parallelism, and with it where the
+ * slices (cut along batch * sequence, ReordererSequenceParallel) are not
+ * the sequence shards (cut along each sequence).
+ */
+static bool
+boundary_loses(const struct model *m, struct placement truth)
+{
+	const struct mesh *mesh = &m->mesh;
+	int	 slices = mesh->slices, tp_i, b, pos;
+	int	 seq = m->config->model.seq / mesh->cp;
+	int	 batch = m->tokens / seq, shard = seq / mesh->tp;
+	int	 per = m->tokens / slices;
+
+	if (truth.etp == PLACE_PARTIAL)
+		return true;
+	if (truth.slice != PLACE_PARTIAL)
+		return false;
+	if (!m->config->training.sequence_parallel)
+		return true;
+	for (tp_i = 0; tp_i < mesh->tp; tp_i++)
+		for (b = 0; b < batch; b++)
+			for (pos = tp_i * shard; pos < (tp_i + 1) * shard;
+			    pos++)
+				if ((b * seq + pos) / per != tp_i / mesh->etp)
+					return true;
+	return false;
+}
+
+/*
+ * Is g complete on every rank of a tp sub-dimension that has more than
+ * one rank?  A sum over tp would count it that many times.
+ */
+static bool
+replicated_over_tp(const struct mesh *mesh, struct placement g)
+{
+	return (mesh->slices > 1 && g.slice == PLACE_REPLICATE) ||
+	    (mesh->etp > 1 && g.etp == PLACE_REPLICATE);
+}
+
+/*
+ * Backward through the gather of an MoE block's input: what reaches it is
+ * the sum of the router's, the routed and the shared experts' input
+ * gradients, whatever their placements; the framework declares it as
+ * sync.moe_input_grad says.  `whole` says that one of them is complete on
+ * every tp rank already, which a declared Partial sums tp times; `twice`
+ * that one was counted tp times inside the block (an all-reduce of a
+ * complete gradient, sync.router_input_grad), whatever is declared here.
+ */
+static void
+moe_boundary(const struct model *m, const struct op *op, int stage,
+    struct placement dout, bool whole, bool twice,
+    struct backward_reduction *r)
+{
+	memset(r, 0, sizeof *r);
+	r->op = (int)(op - m->stages[stage].ops);
+	r->stage = stage;
+	r->what = "MoE block input gradient";
+	r->dim = "tp";
+	r->cite = "torchtitan #2387 / PR #2416";
+	r->boundary = true;
+	r->router_twice = twice;
+	/* The router reads the gathered input first (model.c). */
+	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
+	r->truth = pl_normalize(&m->mesh, dout);
+	r->declared = r->truth;
+	switch (pl_moe_boundary(m)) {
+	case MOE_INPUT_AUTO:
+		break;
+	case MOE_INPUT_REPLICATE:
+		r->declared = pl_uniform(PLACE_REPLICATE);
+		r->missing = !pl_equal(r->truth, r->declared) &&
+		    boundary_loses(m, r->truth);
+		break;
+	case MOE_INPUT_PARTIAL:
+		r->declared = pl_normalize(&m->mesh,
+		    pl_uniform(PLACE_PARTIAL));
+		r->summed_whole = whole;
+		break;
+	}
+	r->lost = r->missing || r->summed_whole || r->router_twice;
+}
+
+static void
+accumulate(struct placement *slot, bool *set, struct placement g)
+{
+	*slot = *set ? pl_join(*slot, g) : g;
+	*set = true;
+}
+
+void
+pl_walk(const struct model *m, struct placement *grad,
+    struct backward_reduction **reductions, int *nreductions)
+{
+	int	 s, i, k, n = 0;
+	bool	*param_set = xcalloc(m->nparams, sizeof *param_set);
+	struct backward_reduction *red = NULL;
+
+	for (s = 0; s < m->mesh.pp; s++) {
+		const struct stage_program *sp = &m->stages[s];
+		struct placement *fwd = xcalloc(sp->nslots + 1, sizeof *fwd);
+		struct placement *bwd = xcalloc(sp->nslots + 1, sizeof *bwd);
+		bool *bwd_set = xcalloc(sp->nslots + 1, sizeof *bwd_set);
+		bool *whole = xcalloc(sp->nslots + 1, sizeof *whole);
+		bool *twice = xcalloc(sp->nslots + 1, sizeof *twice);
+
+		for (i = 0; i < sp->nops; i++) {
+			const struct op *op = &sp->ops[i];
+			struct placement in[2];
+
+			for (k = 0; k < 2; k++)
+				in[k] = op->in[k] >= 0 ? fwd[op->in[k]] :
+				    pl_uniform(PLACE_REPLICATE);
+			if (op->out >= 0)
+				fwd[op->out] = pl_forward(m, op, in);
+		}
+		for (i = sp->nops - 1; i >= 0; i--) {
+			const struct op *op = &sp->ops[i];
+			struct placement in[2], din[2], dparam[2], dout;
+			struct backward_reduction r;
+
+			for (k = 0; k < 2; k++)
+				in[k] = op->in[k] >= 0 ? fwd[op->in[k]] :
+				    pl_uniform(PLACE_REPLICATE);
+			if (op->kind == OP_LOSS)
+				dout = in[0];
+			else if (op->kind == OP_SEND)
+				dout = residual_placement(m);
+			else if (bwd_set[op->out])
+				dout = bwd[op->out];
+			else
+				continue;	/* no gradient reaches it */
+			if (op->kind == OP_LOSS || op->kind == OP_SEND) {
+				/* The gradient of the op's input is dout. */
+				accumulate(&bwd[op->in[0]], &bwd_set[op->in[0]],
+				    pl_normalize(&m->mesh, dout));
+				continue;
+			}
+			if (op->moe_input && m->mesh.tp > 1) {
+				moe_boundary(m, op, s, dout, whole[op->out],
+				    twice[op->out], &r);
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
+			if (pl_backward(m, op, in, dout, din, dparam, &r)) {
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
+			for (k = 0; k < 2; k++) {
+				if (op->in[k] < 0 || op->kind == OP_EMBED)
+					continue;
+				accumulate(&bwd[op->in[k]],
+				    &bwd_set[op->in[k]], din[k]);
+				whole[op->in[k]] = whole[op->in[k]] ||
+				    replicated_over_tp(&m->mesh, din[k]);
+			}
+			/*
+			 * The router's input gradient all-reduced although
+			 * the scores' gradient was complete: tp times.
+			 */
+			if (op->kind == OP_ROUTE &&
+			    pl_router_input_reduced(m) &&
+			    replicated_over_tp(&m->mesh, dout))
+				twice[op->in[0]] = true;
+			if (op->param >= 0)
+				accumulate(&grad[op->param],
+				    &param_set[op->param], dparam[0]);
+			if (op->param2 >= 0)
+				accumulate(&grad[op->param2],
+				    &param_set[op->param2], dparam[1]);
+		}
+		free(fwd);
+		free(bwd);
+		free(bwd_set);
+		free(whole);
+		free(twice);
+	}
+	free(param_set);
+	*reductions = red;
+	*nreductions = n;
+}
+
+/*
+ * The taint of an unreduced boundary follows the gradient: through every
+ * op's input and parameter gradients, and back over the pipeline from a
+ * chunk's RECV to the previous chunk's SEND.  Virtual stages run backward
+ * in reverse order (model.h), so one pass in that order sees every RECV
+ * before the SEND it feeds.
+ */
+void
+pl_mark_boundaries(struct model *m, const struct backward_reduction *red,
+    int n)
+{
+	int	 nv = m->mesh.pp * m->chunks, v, i, k, j, carry = -1;
+
+	for (v = nv - 1; v >= 0; v--) {
+		int	 stage = v % m->mesh.pp, chunk = v / m->mesh.pp;
+		const struct stage_program *sp = &m->stages[stage];
+		int	*taint = xcalloc(sp->nslots + 1, sizeof *taint);
+		int	 lo = sp->chunk_start[chunk], hi = sp->chunk_start[chunk + 1];
+
+		for (k = 0; k <= sp->nslots; k++)
+			taint[k] = -1;
+		for (i = hi - 1; i >= lo; i--) {
+			const struct op *op = &sp->ops[i];
+			int t;
+
+			if (op->kind == OP_LOSS)
+				continue;
+			t = op->kind == OP_SEND ? carry : taint[op->out];
+			if (op->kind == OP_RECV) {
+				carry = t;
+				continue;
+			}
+			for (j = 0; j < n; j++)
+				if (red[j].boundary && red[j].lost &&
+				    red[j].stage == stage && red[j].op == i &&
+				    t < 0)
+					t = j;
+			if (t < 0)
+				continue;
+			if (op->param >= 0 && m->params[op->param].boundary < 0)
+				m->params[op->param].boundary = t;
+			if (op->param2 >= 0 &&
+			    m->params[op->param2].boundary < 0)
+				m->params[op->param2].boundary = t;
+			for (k = 0; k < 2; k++)
+				if (op->in[k] >= 0 && taint[op->in[k]] < 0)
+					taint[op->in[k]] = t;
+		}
+		free(taint);
+	}
+}

@@ -1,0 +1,148 @@
+/*
+ * DTensor-style placements over the tensor-parallel group, and the forward
+ * and backward placement rule of every op kind of model.h.
+ *
+ * Inside an MoE layer the tp group of size tp is really a 2-D mesh: tp/etp
+ * token slices (each handled by one expert-tensor-parallel group, SPEC
+ * section 4) times etp.  A placement therefore has one state per
+ * sub-dimension; outside MoE layers both carry the same state.  A
+ * sub-dimension of size 1 is always Replicate.
+ *
+ * Both engines walk the stage programs with these rules: the symbolic engine
+ * to learn the true placement of every parameter gradient (which decides
+ * which ranks share an atom, and whether a collective is missing or
+ * doubled), the numeric engine to know how to sum a mix of Partial and
+ * Replicate contributions correctly at the MoE block boundary.
+ */
+#ifndef GRADAUDIT_PLACEMENT_H
+#define GRADAUDIT_PLACEMENT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "model/model.h"
+
+enum place {
+	PLACE_REPLICATE,	/* every rank of the sub-group holds the whole value */
+	PLACE_PARTIAL,		/* the value is the sum over the sub-group */
+	PLACE_SHARD_TOKENS,	/* rows (tokens) split over the sub-group (SP) */
+	PLACE_SHARD_FEATURES	/* columns split over the sub-group */
+};
+
+struct placement {
+	enum place	slice;	/* over the tp/etp token slices */
+	enum place	etp;	/* over the etp ranks of one slice */
+};
+
+struct placement pl_uniform(enum place);
+/* Sub-dimensions of size 1 become Replicate. */
+struct placement pl_normalize(const struct mesh *, struct placement);
+/* Placement of a sum a + b (Replicate parts become Partial if needed). */
+struct placement pl_join(struct placement, struct placement);
+bool		 pl_equal(struct placement, struct placement);
+bool		 pl_any(struct placement, enum place);
+/*
+ * Does a value on the rank at c keep its value when its placement goes
+ * from `from` to `to`?  Adding a Replicate part to a Partial one (DTensor's
+ * Replicate -> Partial conversion, the sync plan's mask step) keeps it on
+ * coordinate 0 of that tp sub-dimension and zero elsewhere, so the eventual
+ * sum counts it once.  Decided here for both engines (issue 22): the
+ * symbolic mask step and the numeric kernels zero the same ranks.
+ */
+bool		 pl_keeps_value(const struct coord *c, struct placement from,
+		    struct placement to);
+/*
+ * "Replicate", "Partial", or for a mix "Partial over the token slices,
+ * Replicate over etp"; sub-dimensions of size 1 are left out.  Writes into
+ * buf and returns it.
+ */
+const char	*pl_format(const struct mesh *, struct placement, char *buf,
+		    size_t len);
+
+/*
+ * A reduction that the framework performs (or skips) inside backward, as
+ * the rules saw it: the true placement of the tensor and what the framework
+ * declares.  A Partial declared Replicate is a missing reduction; a
+ * Replicate declared Partial is a double count.
+ */
+struct backward_reduction {
+	int			 op;		/* index in the stage program */
+	int			 stage;
+	const char		*what;		/* "routed expert input gradient" */
+	const char		*dim;		/* "etp" */
+	const char		*cite;		/* "torchtitan #1878" */
+	struct placement	 truth;
+	struct placement	 declared;
+	/*
+	 * The MoE block boundary (sync.moe_input_grad), and whether what it
+	 * declares loses contributions: each rank keeps only its own share,
+	 * and some of the gradient of the rows it keeps was computed on other
+	 * tp ranks (torchtitan #2387 / PR #2416).
+	 */
+	bool			 boundary;
+	bool			 lost;
+	/*
+	 * Why a boundary is lost, each cause its own finding: the Replicate
+	 * declaration keeps Partial shares (missing); a Partial declaration
+	 * sums a part already complete on every tp rank (summed_whole,
+	 * torchtitan de329200b's boundary); the router's all-reduce met a
+	 * complete gradient inside the block (router_twice,
+	 * sync.router_input_grad).  lost is any of them.
+	 */
+	bool			 missing;
+	bool			 summed_whole;
+	bool			 router_twice;
+	int			 layer;		/* the boundary's MoE layer */
+};
+
+/*
+ * The reductions inside backward that a framework performs or skips, each
+ * decided here once from its sync.* setting: the placement rules below use
+ * them, and the numeric kernels execute them, so that the two engines
+ * cannot disagree on them by construction (issue 22).
+ *
+ * pl_expert_input_reduced: the routed experts' input gradient is
+ * all-reduced over etp (torchtitan #1878; sync.expert_input_grad).
+ * pl_router_input_reduced: the router's input gradient is all-reduced over
+ * tp by NoParallel's from_local(Replicate) (torchtitan de329200b;
+ * sync.router_input_grad).  pl_moe_boundary: how the gradient of an MoE
+ * block's gathered input is declared (sync.moe_input_grad).
+ */
+bool		 pl_expert_input_reduced(const struct model *);
+bool		 pl_router_input_reduced(const struct model *);
+enum moe_input_sync pl_moe_boundary(const struct model *);
+
+/* The rules: forward placement of an op's output from its inputs. */
+struct placement pl_forward(const struct model *, const struct op *,
+		    const struct placement *in);
+/*
+ * Backward: from the gradient placement of the op's output, the gradient
+ * placements of its inputs (din[0..1]) and of its parameter(s) (dparam[0..1],
+ * Replicate/Partial over tp; Shard means "each rank holds its own shard,
+ * complete").  fwd_in are the forward placements of the inputs.  When the
+ * op performs a reduction inside backward, *reduction is filled and true is
+ * returned.
+ */
+bool		 pl_backward(const struct model *, const struct op *,
+		    const struct placement *fwd_in, struct placement dout,
+		    struct placement *din, struct placement *dparam,
+		    struct backward_reduction *reduction);
+
+/*
+ * Walk every stage program forward and backward with the rules above.
+ * Fills grad[] (one per model parameter: the true placement of its local
+ * gradient over tp) and appends to *reductions the backward-time reductions
+ * met on the way (caller frees).
+ */
+void		 pl_walk(const struct model *, struct placement *grad,
+		    struct backward_reduction **reductions, int *nreductions);
+
+/*
+ * Mark every parameter whose gradient the unreduced input gradient of a
+ * lossy MoE block boundary reaches (param.boundary): everything the
+ * backward walk meets after it, on its stage and on the stages before.
+ */
+void		 pl_mark_boundaries(struct model *,
+		    const struct backward_reduction *, int nreductions);
+
+#endif

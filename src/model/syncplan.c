@@ -1,0 +1,792 @@
+/*
+ * The gradient synchronization rules of SPEC section 6, as a table.  Each
+ * row emits the steps of one rule for this config: the knobs decide whether
+ * a step runs, where it sits in the order, which group it uses, how it
+ * scales and which placement it declares.  Whether the result is right is
+ * never decided here: the engines execute the plan and compare.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "model/model.h"
+#include "model/syncplan.h"
+
+struct sync_rule;
+
+typedef void emit_fn(struct sync_plan *, const struct model *,
+    const struct placement *, const struct sync_rule *);
+
+struct sync_rule {
+	const char	*label;
+	enum cfg_key	 key;		/* the setting that decides it */
+	const char	*cite;
+	const char	*fix;
+	emit_fn		*emit;
+};
+
+static struct sync_step *
+new_step(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, enum sync_op op, enum group_kind group)
+{
+	struct sync_step *s;
+
+	plan->steps = xreallocarray(plan->steps, plan->nsteps + 1,
+	    sizeof *plan->steps);
+	s = &plan->steps[plan->nsteps++];
+	memset(s, 0, sizeof *s);
+	s->op = op;
+	s->group = group;
+	s->target = TARGET_PARAMS;
+	s->params = xcalloc(m->nparams, sizeof *s->params);
+	s->scale = q_make(1, 1);
+	s->label = rule->label;
+	s->key = rule->key;
+	s->cite = rule->cite;
+	s->fix = rule->fix;
+	return s;
+}
+
+static void
+note_skipped(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, const bool *params, struct placement truth,
+    struct placement declared)
+{
+	struct sync_step *s;
+
+	plan->skipped = xreallocarray(plan->skipped, plan->nskipped + 1,
+	    sizeof *plan->skipped);
+	s = &plan->skipped[plan->nskipped++];
+	memset(s, 0, sizeof *s);
+	s->group = GROUP_TP;
+	s->params = xcalloc(m->nparams, sizeof *s->params);
+	memcpy(s->params, params, m->nparams * sizeof *params);
+	s->label = rule->label;
+	s->key = rule->key;
+	s->cite = rule->cite;
+	s->fix = rule->fix;
+	s->has_placement = true;
+	s->truth = truth;
+	s->declared = declared;
+}
+
+/*
+ * Reduce the selected gradients over tp as their declared placement says:
+ * nothing if declared Replicate; a tp all-reduce if declared Partial over
+ * the whole group; if Partial over the token slices only, Replicate parts
+ * are first kept on one rank each so the all-reduce counts them once.
+ */
+static void
+emit_tp_reduction(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, const bool *params, struct placement truth,
+    struct placement declared)
+{
+	struct sync_step *s;
+
+	if (!pl_any(declared, PLACE_PARTIAL)) {
+		note_skipped(plan, m, rule, params, truth, declared);
+		return;
+	}
+	/* Only a Replicate sub-dimension with more than one rank needs it. */
+	if ((declared.slice == PLACE_REPLICATE && m->mesh.slices > 1) ||
+	    (declared.etp == PLACE_REPLICATE && m->mesh.etp > 1)) {
+		s = new_step(plan, m, rule, SYNC_MASK_REPLICAS, GROUP_TP);
+		memcpy(s->params, params, m->nparams * sizeof *params);
+		s->replicate = declared;
+		s->has_placement = true;
+		s->truth = truth;
+		s->declared = declared;
+	}
+	s = new_step(plan, m, rule, SYNC_ALL_REDUCE, GROUP_TP);
+	memcpy(s->params, params, m->nparams * sizeof *params);
+	s->has_placement = true;
+	s->truth = truth;
+	s->declared = declared;
+}
+
+/*
+ * Router (SPEC 6.2): `auto` declares what the placement rules found (a
+ * framework with correct DTensor gradient placements, torchtitan after
+ * #2416), `none` declares Replicate (before #2416), `tp-all-reduce`
+ * declares Partial.  Routers with the same true placement share one step.
+ */
+static void
+emit_router(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	bool	*handled = xcalloc(m->nparams, sizeof *handled);
+	bool	*sel = xcalloc(m->nparams, sizeof *sel);
+	int	 i, j;
+
+	for (i = 0; i < m->nparams; i++) {
+		struct placement truth = grad[i], declared;
+
+		if (m->params[i].role != ROLE_ROUTER || handled[i])
+			continue;
+		for (j = 0; j < m->nparams; j++) {
+			sel[j] = m->params[j].role == ROLE_ROUTER &&
+			    pl_equal(grad[j], truth);
+			handled[j] = handled[j] || sel[j];
+		}
+		switch (m->config->sync.router_grad) {
+		case ROUTER_AUTO:
+			declared = truth;
+			break;
+		case ROUTER_TP_ALL_REDUCE:
+			declared = pl_uniform(PLACE_PARTIAL);
+			break;
+		case ROUTER_NONE:
+		default:
+			declared = pl_uniform(PLACE_REPLICATE);
+			break;
+		}
+		declared = pl_normalize(&m->mesh, declared);
+		emit_tp_reduction(plan, m, rule, sel, truth, declared);
+	}
+	free(sel);
+	free(handled);
+}
+
+/*
+ * Whether the distributed optimizer shards this buffer.  Megatron 0.4 and
+ * 0.5 kept expert gradients out of the buffers, all-reduced them and gave
+ * experts a non-distributed optimizer (layout.expert_buffer: all-reduce).
+ */
+static bool
+buffer_is_sharded(const struct model *m, enum buffer_kind k)
+{
+	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+		return true;
+	return m->config->training.distributed_optimizer &&
+	    !(k == BUFFER_EXPERT &&
+	    m->config->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE);
+}
+
+/* One step of the FSDP reduction of buffer k, with its setting and fix. */
+static struct sync_step *
+fsdp_step(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, enum sync_op op, enum group_kind group,
+    enum buffer_kind k, enum cfg_key key, const char *fix)
+{
+	struct sync_step *s = new_step(plan, m, rule, op, group);
+
+	s->target = TARGET_BUFFER;
+	s->buffer = k;
+	s->key = key;
+	s->fix = fix;
+	return s;
+}
+
+/*
+ * The FSDP engines (layout.dp_engine fsdp2, fsdp1): a reduce-scatter of
+ * every parameter over its shard group, then with HSDP an all-reduce of
+ * the shards over the replicate group.  FSDP2's divide factor
+ * (_get_gradient_divide_factors in _fsdp_collectives.py, pytorch
+ * 8fc2039dec and, after PR #167178, 010ae4a895): without a custom factor,
+ * or one equal to the product of both group sizes, AVG in both
+ * collectives; a custom factor f is PREMUL_SUM(1/f) in the reduce-scatter
+ * and SUM in the all-reduce.  torchtitan sets f to the dense data-parallel
+ * size on the routed experts since #1551 (before, they averaged over
+ * efsdp * dp_replicate alone: sync.expert_grad_divisor edp), and to 1 on
+ * every module with its global-token loss (#2206: sync.dp_divisor none).
+ *
+ * A reduce-scatter group of one member runs no collective, so whatever it
+ * carries depends on the version (sync.fsdp_one_member): before PR
+ * #167178 FSDP2 copied the input and so dropped a custom factor
+ * (torchtitan with ep = world: expert gradients times the world size);
+ * FSDP1 divides by the whole data-parallel size
+ * (_init_process_group_state in _init_utils.py), clamps HYBRID_SHARD with
+ * one shard member to NO_SHARD, and all-reduces over that one-member
+ * group, so the replicas never meet (verl #7493).
+ */
+static void
+emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule, enum buffer_kind k)
+{
+	const struct config *cfg = m->config;
+	static const char divisor_fix[] = "divide by the data-parallel size "
+	    "(FSDP2's default average), or by nothing when the loss is "
+	    "divided by the valid tokens of the whole step (sync.dp_divisor; "
+	    "torchtitan PR #2206)";
+	static const char factor_fix[] = "apply the gradient divide factor "
+	    "when the reduce-scatter group has one member (pytorch PR "
+	    "#167178; sync.fsdp_one_member: full)";
+	static const char replicate_fix[] = "all-reduce over the replicate "
+	    "dimension when the shard group has one member, or use a 1-D "
+	    "mesh (verl PR #7494; sync.fsdp_one_member: full)";
+	static const char ddp_fix[] = "sum over the replicas when the loss "
+	    "is divided by the valid tokens of the whole step: replicate "
+	    "with the gradient division off (sync.replicate_only: fsdp; "
+	    "torchtitan e1847f439, PR #2458)";
+	enum group_kind	 shard = k == BUFFER_EXPERT ? GROUP_EFSDP :
+			    GROUP_DP_SHARD;
+	enum group_kind	 replicate = k == BUFFER_EXPERT ?
+			    GROUP_EDP_REPLICATE : GROUP_DP_REPLICATE;
+	int		 ns = mesh_group_size(&m->mesh, shard);
+	int		 nr = mesh_group_size(&m->mesh, replicate);
+	int		 f = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
+	enum fsdp_one_member one = cfg->sync.fsdp_one_member;
+	enum cfg_key	 key = KEY_DP_ENGINE;
+	const char	*fix = rule->fix;
+	bool		 avg;
+	struct sync_step *s;
+
+	/*
+	 * torchtitan's apply_ddp (until e1847f439): with nothing to shard
+	 * over, DDP all-reduces every gradient over the replicas and
+	 * divides by their number, whatever the loss normalization did
+	 * (torchtitan #2318).
+	 */
+	if (cfg_ddp_path(cfg)) {
+		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k,
+		    KEY_REPLICATE_ONLY, ddp_fix);
+		s->average = true;
+		s->cite = "torchtitan #2318";
+		return;
+	}
+	if (k == BUFFER_EXPERT &&
+	    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP) {
+		f = ns * nr;
+		key = KEY_EXPERT_GRAD_DIVISOR;
+	} else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
+		key = KEY_DP_DIVISOR;
+		fix = divisor_fix;
+	}
+	/* FSDP1 always pre- and post-divides and sums. */
+	avg = cfg->layout.dp_engine == DP_ENGINE_FSDP2 && f == ns * nr;
+	if (ns == 1 && nr > 1 && one == FSDP_ONE_MEMBER_DROP_REPLICATE) {
+		/* NO_SHARD's all-reduce over the one-member shard group. */
+		if (f != 1)
+			fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
+			    fix)->scale = q_make(1, f);
+		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, shard, k,
+		    KEY_FSDP_ONE_MEMBER, replicate_fix);
+		s->cite = "verl #7493";
+		return;
+	}
+	if (ns == 1 && !avg && f != 1 &&
+	    one == FSDP_ONE_MEMBER_DROP_FACTOR) {
+		/* The copy on the one-member path: the factor is lost. */
+		key = KEY_FSDP_ONE_MEMBER;
+		fix = factor_fix;
+	} else if (!avg && f != 1)
+		fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
+		    fix)->scale = q_make(1, f);
+	s = fsdp_step(plan, m, rule, SYNC_REDUCE_SCATTER, shard, k, key, fix);
+	s->average = avg;
+	if (key == KEY_FSDP_ONE_MEMBER)
+		s->cite = "pytorch PR #167178";
+	if (nr == 1)
+		return;
+	s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k, key, fix);
+	s->average = avg;
+	s->cite = plan->steps[plan->nsteps - 2].cite;
+}
+
+static void
+emit_fsdp(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule)
+{
+	int	 k, i;
+
+	for (k = 0; k < BUFFER__COUNT; k++)
+		for (i = 0; i < m->nparams; i++)
+			if (layout_buffer_of(m, i) == (enum buffer_kind)k) {
+				emit_fsdp_buffer(plan, m, rule, k);
+				break;
+			}
+}
+
+/*
+ * Data parallel (SPEC 6.3): scale by 1/dp, then all-reduce (or, with the
+ * distributed optimizer, reduce-scatter) every gradient buffer over its
+ * group.  Expert buffers reduce over edp but still scale by 1/dp, since the
+ * loss averages over the dp micro-batches; expert_grad_divisor: edp is the
+ * bug of torchtitan #1551 / pytorch #160285.  With average_in_collective the
+ * division happens inside the collective (AVG over the group), expert
+ * buffers pre-scaled so that the net factor is unchanged.
+ */
+static void
+emit_dp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	const struct config *cfg = m->config;
+	int	 k, i, n, divisor;
+	bool	 any;
+	struct sync_step *s;
+	static const char divisor_fix[] = "divide the gradients by the size "
+	    "of the group they are reduced over, dp*cp, or by nothing when "
+	    "the loss is divided by the valid tokens of the whole step "
+	    "(sync.dp_divisor; Megatron 3bdcbbbe5d for #906)";
+	static const char group_fix[] = "reduce the data-parallel "
+	    "gradients over dp x cp, every rank that holds the same weights, "
+	    "not over dp alone (sync.dp_group: dp-cp; VeOmni #1115)";
+	static const char per_token_avg_fix[] = "with a per-token loss, "
+	    "sum the gradients over their group instead of averaging them: "
+	    "drop --ddp-average-in-collective (training.average_in_collective: "
+	    "false), which Megatron requires from 5946e24b37, core_v0.12.0";
+	static const char avg_fix[] = "pre-scale the expert buffers by "
+	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
+	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
+	    "4f8974a400)";
+
+	(void)grad;
+	if (cfg->layout.dp_engine != DP_ENGINE_MEGATRON) {
+		emit_fsdp(plan, m, rule);
+		return;
+	}
+	for (k = 0; k < BUFFER__COUNT; k++) {
+		enum group_kind group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+		/*
+		 * VeOmni #1115: a DDP over the dp group alone leaves the cp
+		 * ranks' partial gradients apart (nothing at all with dp 1).
+		 */
+		bool	 pure = k != BUFFER_EXPERT &&
+		    cfg->sync.dp_group == DP_GROUP_DP;
+
+		if (pure)
+			group = GROUP_PURE_DP;
+		any = false;
+		for (i = 0; i < m->nparams; i++)
+			if (layout_buffer_of(m, i) == (enum buffer_kind)k)
+				any = true;
+		if (!any)
+			continue;
+		n = mesh_group_size(&m->mesh, group);
+		divisor = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
+		if (k == BUFFER_EXPERT &&
+		    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP)
+			divisor = m->mesh.edp;
+		/* Net factor 1/divisor: pre-scale by n/divisor under AVG. */
+		struct rational pre = cfg->training.average_in_collective ?
+		    q_make(n, divisor) : q_make(1, divisor);
+		/*
+		 * Megatron 0.8.0 to 0.11: a per-token loss sets both
+		 * gradient_scaling_factors to 1.0, and the buffers still
+		 * reduce with AVG: a net 1/n where the loss wants a sum
+		 * (core_v0.8.0 DDP __init__, ParamAndGradBuffer's reduce_op).
+		 */
+		bool per_token_avg = cfg->training.average_in_collective &&
+		    cfg->sync.dp_divisor == SIZE_ONE &&
+		    cfg->sync.per_token_avg == PER_TOKEN_AVG_AVG;
+
+		if (per_token_avg)
+			pre = q_make(1, 1);
+		/*
+		 * Megatron 0.8 to 0.11 pre-scaled expert buffers by 1/ep
+		 * before the AVG over edp: 1/dp only when etp == tp.
+		 */
+		if (k == BUFFER_EXPERT && cfg->training.average_in_collective &&
+		    cfg->sync.expert_avg_scale == EXPERT_AVG_ONE_OVER_EP &&
+		    !per_token_avg)
+			pre = q_make(1, m->mesh.ep);
+		if (!q_equal(pre, q_make(1, 1))) {
+			s = new_step(plan, m, rule, SYNC_SCALE, group);
+			s->target = TARGET_BUFFER;
+			s->buffer = k;
+			s->scale = pre;
+			if (divisor != lossnorm_size(&m->mesh,
+			    cfg->sync.dp_divisor))
+				s->key = KEY_EXPERT_GRAD_DIVISOR;
+			else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
+				s->key = KEY_DP_DIVISOR;
+				s->fix = divisor_fix;
+			}
+			else if (k == BUFFER_EXPERT &&
+			    cfg->training.average_in_collective) {
+				s->key = KEY_EXPERT_AVG_SCALE;
+				s->fix = avg_fix;
+			}
+			else if (cfg->training.average_in_collective)
+				s->key = KEY_AVERAGE_IN_COLLECTIVE;
+		}
+		s = new_step(plan, m, rule, buffer_is_sharded(m, k) ?
+		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
+		if (pure) {
+			s->key = KEY_DP_GROUP;
+			s->fix = group_fix;
+		}
+		if (k == BUFFER_EXPERT &&
+		    cfg->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE)
+			s->key = KEY_EXPERT_BUFFER;
+		if (k == BUFFER_EXPERT && cfg->training.average_in_collective)
+			s->fix = avg_fix;
+		s->target = TARGET_BUFFER;
+		s->buffer = k;
+		s->average = cfg->training.average_in_collective;
+		/*
+		 * The user's flag is what a 0.8 to 0.11 job can change; the
+		 * profile's sync.per_token_avg is the release's code.
+		 */
+		if (per_token_avg) {
+			s->key = KEY_AVERAGE_IN_COLLECTIVE;
+			s->fix = per_token_avg_fix;
+		}
+	}
+}
+
+/*
+ * What a rule does with one parameter's gradient over tp: nothing (not
+ * its parameter), sum it (declared Partial), or leave it (declared
+ * Replicate, so that a Partial truth is a missing reduction).
+ */
+enum tp_decision { TP_NOT_MINE, TP_SUMMED, TP_LEFT };
+
+/*
+ * Emit a rule's decisions: the summed parameters in one reduction, the
+ * left ones as one declared-Replicate note, each with the true placement.
+ */
+static void
+emit_tp_decisions(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule,
+    const enum tp_decision *d)
+{
+	static const enum tp_decision groups[] = { TP_SUMMED, TP_LEFT };
+	struct placement truth;
+	bool	*sel = xcalloc(m->nparams, sizeof *sel);
+	bool	 any;
+	size_t	 g;
+	int	 i;
+
+	for (g = 0; g < sizeof groups / sizeof groups[0]; g++) {
+		any = false;
+		truth = pl_uniform(PLACE_REPLICATE);
+		for (i = 0; i < m->nparams; i++) {
+			sel[i] = d[i] == groups[g];
+			if (sel[i]) {
+				truth = grad[i];
+				any = true;
+			}
+		}
+		if (any)
+			emit_tp_reduction(plan, m, rule, sel, truth,
+			    pl_normalize(&m->mesh, pl_uniform(groups[g] ==
+			    TP_SUMMED ? PLACE_PARTIAL : PLACE_REPLICATE)));
+	}
+	free(sel);
+}
+
+/*
+ * Sequence-parallel parameters (SPEC 6.4): Megatron's
+ * _allreduce_layernorm_grads sums the gradients of the parameters marked
+ * sequence_parallel over tp when sequence parallelism is on: the norms,
+ * and the shared-expert gate (1fa9464e7c).  `none` marks none of them
+ * (NeMo PR #7184: NeMo read the attribute `sequence_parallel`, apex set
+ * `sequence_parallel_enabled`); `skip-standalone` misses the norms outside
+ * the layers, final_norm, as Megatron-LM #1446 did: TransformerEngine 1.13
+ * to 2.1 stopped setting the attribute on its standalone LayerNorm and
+ * RMSNorm (TE 77c37d49f, fixed by TE 4b523d298).  Each wrong value has its
+ * own report, so the step cites the one that applies.
+ */
+static const char *const sp_param_cites[] = {
+	[SP_PARAM_TP_ALL_REDUCE] = NULL,
+	[SP_PARAM_NONE] = "NeMo PR #7184",
+	[SP_PARAM_SKIP_STANDALONE] = "Megatron #1446",
+};
+
+static void
+emit_sp_params(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	enum sp_param_sync how = m->config->sync.sp_param_grad;
+	struct sync_rule cited = *rule;
+	enum tp_decision *d;
+	int	 i;
+
+	if (!m->config->training.sequence_parallel)
+		return;
+	cited.cite = sp_param_cites[how];
+	d = xcalloc(m->nparams, sizeof *d);
+	for (i = 0; i < m->nparams; i++) {
+		if (!m->params[i].sequence_parallel)
+			continue;
+		d[i] = how == SP_PARAM_TP_ALL_REDUCE ||
+		    (how == SP_PARAM_SKIP_STANDALONE &&
+		    !m->params[i].standalone) ? TP_SUMMED : TP_LEFT;
+	}
+	emit_tp_decisions(plan, m, grad, &cited, d);
+	free(d);
+}
+
+/*
+ * qk-norm weights: one weight shared by every head, the heads split over
+ * tp, so each tp rank holds part of the gradient whether or not sequence
+ * parallelism is on.  Megatron sums them over tp in
+ * _allreduce_non_tensor_model_parallel_grads; sync.qk_norm_grad: none
+ * declares them Replicate, and with-sp sums them only with sequence
+ * parallelism, as a framework that treats them as sequence-parallel norms
+ * does.
+ */
+static void
+emit_qk_norms(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	enum qk_norm_sync how = m->config->sync.qk_norm_grad;
+	bool	 summed = how == QK_NORM_TP_ALL_REDUCE ||
+		    (how == QK_NORM_WITH_SP &&
+		    m->config->training.sequence_parallel);
+	enum tp_decision *d = xcalloc(m->nparams, sizeof *d);
+	int	 i;
+
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].role == ROLE_HEAD_NORM)
+			d[i] = summed ? TP_SUMMED : TP_LEFT;
+	emit_tp_decisions(plan, m, grad, rule, d);
+	free(d);
+}
+
+/*
+ * Tied embedding (SPEC 6.5): sum the two copies' gradients over the
+ * embedding group.  Where it sits relative to the data-parallel step is the
+ * knob: after it, with the distributed optimizer, the two stages have
+ * reduce-scattered the weight at different element ranges (Megatron-LM
+ * #844) unless it sits in a bucket of its own (daf0006, see layout.c).
+ */
+static void
+emit_embedding(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule)
+{
+	const struct config *c = m->config;
+	struct sync_step *s = NULL;
+	int	 l, k;
+
+	for (l = 0; l < m->nlogical; l++) {
+		if (m->logical[l].ninstances != 2)
+			continue;
+		if (s == NULL)
+			s = new_step(plan, m, rule, SYNC_ALL_REDUCE,
+			    GROUP_EMBEDDING);
+		/*
+		 * With buckets of its own, shards can still differ where the
+		 * first stage's bucket starts after the weight (Megatron 0.7
+		 * to 0.12, see layout.c): name that rule, not #844's order.
+		 */
+		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
+		    c->sync.embedding_grad != EMBEDDING_FULL_AFTER_DP &&
+		    c->layout.dp_engine == DP_ENGINE_MEGATRON &&
+		    c->training.distributed_optimizer &&
+		    c->layout.tied_bucket_start != TIED_START_PADDED &&
+		    (c->layout.tied_embedding_bucket != TIED_BUCKET_SHARED ||
+		    c->sync.embedding_grad == EMBEDDING_SEPARATE_BUCKET)) {
+			s->key = KEY_TIED_BUCKET_START;
+			s->cite = "Megatron ba8f2de, fixed by afb755f548";
+			s->fix = "start the tied weight's own bucket at the "
+			    "padded end of the bucket before it, on every "
+			    "stage (layout.tied_bucket_start: padded)";
+		}
+		/*
+		 * Megatron-FSDP v2's flat units cut the weight at different
+		 * rows on the two stages whatever its bucket: only gathering
+		 * the full gradient first helps (Megatron PR #6500).
+		 */
+		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
+		    c->sync.embedding_grad != EMBEDDING_FULL_AFTER_DP &&
+		    c->layout.fsdp_flatten == FSDP_FLATTEN_UNIT) {
+			s->cite = "Megatron PR #6500";
+			s->fix = "gather the tied weight's full reduced "
+			    "gradient before the all-reduce over the "
+			    "embedding group and keep the owned slice, or "
+			    "all-reduce it before the data-parallel step "
+			    "(sync.embedding_grad: full-after-dp or before-dp)";
+		}
+		for (k = 0; k < 2; k++)
+			s->params[m->logical[l].instance[k]] = true;
+	}
+}
+
+static void
+emit_embedding_before_dp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	(void)grad;
+	if (m->config->sync.embedding_grad == EMBEDDING_BEFORE_DP)
+		emit_embedding(plan, m, rule);
+}
+
+/*
+ * Megatron PR #6500's fix for Megatron-FSDP v2, whose stages flatten the
+ * tied weight at different offsets (layout.fsdp_flatten: unit): gather
+ * each stage's reduced shards into the full logical gradient
+ * (uneven_dtensor_to_full_tensor) before the all-reduce over the embedding
+ * group, after which each rank keeps the slice it owns.
+ */
+static void
+emit_embedding_gather(struct sync_plan *plan, const struct model *m,
+    const struct sync_rule *rule)
+{
+	struct sync_step *s = NULL;
+	int	 l, k;
+
+	if (!buffer_is_sharded(m, BUFFER_DENSE))
+		return;
+	for (l = 0; l < m->nlogical; l++) {
+		if (m->logical[l].ninstances != 2)
+			continue;
+		if (s == NULL)
+			s = new_step(plan, m, rule, SYNC_ALL_GATHER,
+			    m->config->layout.dp_engine == DP_ENGINE_MEGATRON ?
+			    GROUP_DP : GROUP_DP_SHARD);
+		for (k = 0; k < 2; k++)
+			s->params[m->logical[l].instance[k]] = true;
+	}
+}
+
+static void
+emit_embedding_after_dp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	(void)grad;
+	if (m->config->sync.embedding_grad == EMBEDDING_FULL_AFTER_DP)
+		emit_embedding_gather(plan, m, rule);
+	if (m->config->sync.embedding_grad != EMBEDDING_BEFORE_DP)
+		emit_embedding(plan, m, rule);
+}
+
+/* The rules in the order they run; SPEC section 6. */
+static const struct sync_rule rules[] = {
+	{ "router weight gradient reduction over tp", KEY_ROUTER_GRAD,
+	  "torchtitan #2416",
+	  "reduce the router weight gradient over tp exactly where it is "
+	  "Partial (sync.router_grad: auto, as torchtitan does since #2416)",
+	  emit_router },
+	{ "tied embedding all-reduce over first and last stage",
+	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
+	  "all-reduce the tied embedding gradient before the data-parallel "
+	  "reduce-scatter, or give it a bucket of its own "
+	  "(sync.embedding_grad: before-dp or separate-bucket)",
+	  emit_embedding_before_dp },
+	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER, NULL,
+	  "scale every gradient, expert buffers included, by 1/dp "
+	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
+	  emit_dp },
+	{ "sequence-parallel parameter gradient all-reduce over tp",
+	  KEY_SP_PARAM_GRAD, NULL,
+	  "all-reduce the gradients of the norm weights and shared-expert "
+	  "gates over tp when sequence parallelism is on "
+	  "(sync.sp_param_grad: tp-all-reduce)",
+	  emit_sp_params },
+	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD, NULL,
+	  "all-reduce the qk-norm weight gradients over tp whether or not "
+	  "sequence parallelism is on (sync.qk_norm_grad: tp-all-reduce)",
+	  emit_qk_norms },
+	{ "tied embedding all-reduce over first and last stage",
+	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
+	  "all-reduce the tied embedding gradient before the data-parallel "
+	  "reduce-scatter, or give it a bucket of its own, or gather the "
+	  "full gradient before the all-reduce (sync.embedding_grad: "
+	  "before-dp, separate-bucket or full-after-dp)",
+	  emit_embedding_after_dp },
+};
+
+void
+syncplan_build(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad)
+{
+	size_t	i;
+
+	memset(plan, 0, sizeof *plan);
+	for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
+		rules[i].emit(plan, m, grad, &rules[i]);
+	if (plan->nsteps > 32)
+		fatalx("sync plan of %d steps exceeds 32", plan->nsteps);
+}
+
+void
+syncplan_free(struct sync_plan *plan)
+{
+	int	i;
+
+	for (i = 0; i < plan->nsteps; i++)
+		free(plan->steps[i].params);
+	for (i = 0; i < plan->nskipped; i++)
+		free(plan->skipped[i].params);
+	free(plan->steps);
+	free(plan->skipped);
+	memset(plan, 0, sizeof *plan);
+}
+
+bool
+syncplan_touches(const struct sync_step *s, const struct model *m, int param)
+{
+	if (s->target == TARGET_BUFFER)
+		return layout_buffer_of(m, param) == s->buffer;
+	return s->params[param];
+}
+
+int
+syncplan_used_ranges(const struct model *m, const struct layout *lay,
+    int param, int rank, int64_t (*ranges)[2], int max)
+{
+	enum group_kind group;
+	enum buffer_kind k = layout_buffer_of(m, param);
+
+	if (!buffer_is_sharded(m, k)) {
+		if (max < 1)
+			fatalx("no room for used ranges");
+		ranges[0][0] = 0;
+		ranges[0][1] = m->params[param].local_elems;
+		return 1;
+	}
+	group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+		group = k == BUFFER_EXPERT ? GROUP_EFSDP : GROUP_DP_SHARD;
+	return layout_owned_ranges(lay, m, param,
+	    mesh_group_index(&m->mesh, group, rank), ranges, max);
+}
+
+void
+syncplan_describe(const struct sync_step *s, const struct model *m,
+    char *buf, size_t len)
+{
+	char		 q[48], what[160], pl[96];
+	const char	*op = "";
+	int		 i, n = 0;
+
+	if (s->target == TARGET_BUFFER)
+		snprintf(what, sizeof what, "the %s gradient buffer",
+		    s->buffer == BUFFER_EXPERT ? "expert" : "dense");
+	else {
+		what[0] = '\0';
+		for (i = 0; i < m->nparams; i++)
+			if (s->params[i])
+				n++;
+		for (i = 0; i < m->nparams; i++)
+			if (s->params[i]) {
+				if (n == 2 && what[0] != '\0')
+					snprintf(what + strlen(what),
+					    sizeof what - strlen(what), " and %s",
+					    m->params[i].name);
+				else if (what[0] == '\0')
+					snprintf(what, sizeof what, "%s",
+					    m->params[i].name);
+			}
+		if (n > 2)
+			snprintf(what + strlen(what), sizeof what - strlen(what),
+			    " and %d more", n - 1);
+	}
+	switch (s->op) {
+	case SYNC_SCALE:
+		q_format(s->scale, q, sizeof q);
+		snprintf(buf, len, "scale %s by %s", what, q);
+		return;
+	case SYNC_MASK_REPLICAS:
+		snprintf(buf, len, "keep %s on one rank per replica group "
+		    "(declared %s), zero elsewhere", what,
+		    pl_format(&m->mesh, s->declared, pl, sizeof pl));
+		return;
+	case SYNC_ALL_REDUCE:
+		op = "all-reduce";
+		break;
+	case SYNC_REDUCE_SCATTER:
+		op = "reduce-scatter";
+		break;
+	case SYNC_ALL_GATHER:
+		snprintf(buf, len, "all-gather over %s of %s",
+		    mesh_group_name(s->group), what);
+		return;
+	}
+	snprintf(buf, len, "%s (%s) over %s of %s", op,
+	    s->average ? "average" : "sum", mesh_group_name(s->group), what);
+}

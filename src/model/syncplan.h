@@ -1,0 +1,120 @@
+/*
+ * The gradient synchronization of SPEC section 6 as data: an ordered list
+ * of steps, each one collective (or a scaling) over one kind of group on one
+ * set of gradients.  The knobs of the config's sync: section only choose
+ * which steps exist, in which order, over which group, with which scale and
+ * declared placement; syncplan.c holds the table.  The symbolic engine
+ * (symbolic.c) and the numeric engine (numeric.c) both execute the same
+ * plan, so a wrong plan gives wrong values in both and nothing is decided
+ * by looking at a knob.
+ */
+#ifndef GRADAUDIT_SYNCPLAN_H
+#define GRADAUDIT_SYNCPLAN_H
+
+#include <stdbool.h>
+
+#include "base/rational.h"
+#include "config/config.h"
+#include "model/layout.h"
+#include "model/mesh.h"
+#include "model/placement.h"
+
+struct model;
+
+enum sync_op {
+	/* Multiply the selected gradients by `scale`. */
+	SYNC_SCALE,
+	/*
+	 * Keep the value on member 0 of every sub-group that `replicate`
+	 * marks Replicate and zero it elsewhere: DTensor's conversion of a
+	 * Replicate part to Partial before a sum, so a correct reduction of a
+	 * mixed placement counts each replica once.
+	 */
+	SYNC_MASK_REPLICAS,
+	/* Sum (or average, if `average`) over the group; every member gets it. */
+	SYNC_ALL_REDUCE,
+	/*
+	 * Bucketed reduce-scatter of a whole gradient buffer: member i of the
+	 * group gets the sum (or average) of shard i of every bucket; the other
+	 * elements keep their local value (distributed optimizer).
+	 */
+	SYNC_REDUCE_SCATTER,
+	/*
+	 * The inverse of a reduce-scatter on the selected parameters: member
+	 * i's owned elements (its shard of every bucket) go to every member,
+	 * so each holds the whole reduced gradient (Megatron PR #6500's
+	 * uneven_dtensor_to_full_tensor).
+	 */
+	SYNC_ALL_GATHER
+};
+
+enum sync_target {
+	TARGET_PARAMS,		/* the parameters flagged in `params` */
+	TARGET_BUFFER		/* a whole gradient buffer of every stage */
+};
+
+struct sync_step {
+	enum sync_op		 op;
+	enum group_kind		 group;
+	enum sync_target	 target;
+	bool			*params;	/* TARGET_PARAMS: per model param */
+	enum buffer_kind	 buffer;	/* TARGET_BUFFER */
+	struct rational		 scale;		/* SYNC_SCALE */
+	bool			 average;	/* AVG inside the collective */
+	struct placement	 replicate;	/* SYNC_MASK_REPLICAS */
+	const char		*label;		/* "data-parallel reduce-scatter" */
+	/*
+	 * The setting that decides whether, where and how this step runs:
+	 * explain says where its value came from (profile, config, default).
+	 */
+	enum cfg_key		 key;
+	const char		*cite;		/* "Megatron-LM #844", or NULL */
+	const char		*fix;		/* one sentence, for findings */
+	/*
+	 * For steps that exist because a gradient is declared Partial (or that
+	 * are missing because it is declared Replicate): what was declared and
+	 * what the placement rules found, so that findings can name the op.
+	 */
+	bool			 has_placement;
+	struct placement	 declared;
+	struct placement	 truth;
+};
+
+struct sync_plan {
+	struct sync_step	*steps;
+	int			 nsteps;
+	/*
+	 * Placement decisions that produced no step (a reduction declared
+	 * unnecessary): kept for findings.  Same struct, op unused.
+	 */
+	struct sync_step	*skipped;
+	int			 nskipped;
+};
+
+/*
+ * Build the plan from the config and the true gradient placements found by
+ * pl_walk (grad[], one per parameter).
+ */
+void	 syncplan_build(struct sync_plan *, const struct model *,
+	    const struct placement *grad);
+void	 syncplan_free(struct sync_plan *);
+
+/*
+ * One line saying what the step does: "reduce-scatter (sum) over dp of the
+ * dense gradient buffer", "scale by 1/2 the expert gradient buffer".
+ */
+void	 syncplan_describe(const struct sync_step *, const struct model *,
+	    char *buf, size_t len);
+
+/* Does step s touch parameter p? */
+bool	 syncplan_touches(const struct sync_step *, const struct model *,
+	    int param);
+
+/*
+ * Which elements of a parameter does a rank's optimizer use?  With the
+ * distributed optimizer, the ranges its dp (edp) rank owns; otherwise all.
+ */
+int	 syncplan_used_ranges(const struct model *, const struct layout *,
+	    int param, int rank, int64_t (*ranges)[2], int max);
+
+#endif

@@ -1,0 +1,65 @@
+/*
+ * The context of one audit: everything both engines need, built once from
+ * a config, before either runs: the model, the true placements and the
+ * reductions inside backward (placement.h), the gradient buffers'
+ * layout, the sync plan and the atom space.  The symbolic engine
+ * (symbolic.h), the gradient norm (gradnorm.h) and the numeric engine
+ * (numeric.h) all read it; none of them builds any part of it, so each
+ * decision in it is made once.
+ */
+#ifndef GRADAUDIT_CONTEXT_H
+#define GRADAUDIT_CONTEXT_H
+
+#include <stddef.h>
+
+#include "config/config.h"
+#include "model/layout.h"
+#include "model/lossnorm.h"
+#include "model/model.h"
+#include "model/placement.h"
+#include "model/syncplan.h"
+#include "symbolic/atom.h"
+
+/* Everything the audit of one config needs, built once. */
+struct sym_context {
+	struct model		 model;
+	struct placement	*grad_placement;	/* per param */
+	struct backward_reduction *reductions;
+	int			 nreductions;
+	struct layout		 layout;
+	struct sync_plan	 plan;
+	struct atom_space	 atoms;		/* its atoms */
+	/*
+	 * The findings' effect sizes are not wanted: the fix search audits
+	 * candidate settings only to see which findings remain, and measuring
+	 * each one's effect was half its time on a wrong MoE config of 512
+	 * ranks (issue 24).
+	 */
+	bool			 no_effects;
+};
+
+void	 sym_context_build(struct sym_context *, const struct config *);
+
+/*
+ * NULL when a valid config can be audited, else why not (written into
+ * why, SYM_WHY_SIZE bytes suffice), with the key the message is about in
+ * *blame.  Either the symbolic audit would not fit in memory (it keeps a value per parameter and rank holding
+ * it, so thousands of layers on thousands of ranks would take tens of
+ * gigabytes: blame the mesh), or the framework the config names would stop
+ * at start-up on its layout, one of its asserts (blame the framework, or
+ * the layout: keys): such a config trains nothing, and is a configuration
+ * error rather than a verdict.  The model is built once for both.
+ */
+#define SYM_WHY_SIZE	1024
+const char *sym_unauditable(const struct config *, enum cfg_key *blame,
+		    char *why, size_t len);
+/*
+ * The same for a context already built: sweep builds one per mesh, and
+ * building the model twice was a tenth of its time.
+ */
+const char *sym_context_unauditable(const struct sym_context *,
+		    const struct config *, enum cfg_key *blame, char *why,
+		    size_t len);
+void	 sym_context_free(struct sym_context *);
+
+#endif

@@ -1,0 +1,1242 @@
+/*
+ * The gradient norm audit (gradnorm.h): the plan of the norm as two tables,
+ * the filters that choose which elements a rank squares and the steps that
+ * all-reduce the partial sums, and its symbolic execution on the values the
+ * symbolic audit left in the cells of an audit.
+ *
+ * A norm squared is a list of pieces, each `mult` times the squares of one
+ * value over one element range of one shard of a logical parameter.  An
+ * all-reduce gives every member of a group the sum of the members' lists;
+ * the lists are immutable and a group whose members hold the same lists as
+ * a group before shares its result, so a mesh of thousands of ranks costs a
+ * few merges per distinct norm, not one per rank.
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/hash.h"
+#include "base/xmalloc.h"
+#include "model/layout.h"
+#include "model/model.h"
+#include "model/syncplan.h"
+#include "symbolic/audit.h"
+#include "symbolic/context.h"
+#include "symbolic/gradnorm.h"
+#include "symbolic/lincomb.h"
+
+/*
+ * The settings of the grad_norm: section: the correct value of each, and
+ * what a finding says to change when another value makes a norm wrong.
+ */
+struct gn_setting {
+	enum cfg_key	 key;
+	int		 good;
+	unsigned	 kinds;	/* the findings it can cause, as bits */
+	const char	*dim;
+	const char	*fix;
+};
+
+#define OVER	(1u << FINDING_OVER_COUNT)
+#define UNDER	(1u << FINDING_UNDER_COUNT)
+#define DRIFT	(1u << FINDING_INCONSISTENT_CLIP)
+
+static int	setting_value(const struct config *, enum cfg_key);
+
+static const struct gn_setting settings[] = {
+	{ KEY_TP_DUPLICATES, GN_TP_DUP_ONCE, OVER, "tp",
+	  "count parameters replicated over tp on tp rank 0 only "
+	  "(grad_norm.tp_duplicates: once), as Megatron's "
+	  "param_is_not_tensor_parallel_duplicate does; do not mark "
+	  "replicated weights tensor-parallel (TransformerEngine PR #715, "
+	  "NeMo-RL PR #3788)" },
+	{ KEY_TIED_COPIES, GN_TIED_ONCE, OVER, "pp",
+	  "count a tied weight once, on the first stage "
+	  "(grad_norm.tied_copies: once): keep the `shared` attribute the "
+	  "duplicate filter reads (Megatron-LM PR #7227)" },
+	{ KEY_EXPERT_FILTER, GN_EXPERT_FILTER_EXPERT_TP, UNDER, "tp",
+	  "filter expert parameters by their expert tensor parallel rank, "
+	  "not the dense tp rank (grad_norm.expert_filter: expert-tp; "
+	  "Megatron-LM PR #5916)" },
+	{ KEY_EXPERT_NORM, GN_EXPERT_SUM, UNDER | DRIFT, "ep",
+	  "sum the experts' norm squared over ep and add it to the dense one "
+	  "(grad_norm.expert_norm: sum; DeepSpeed PR #8478, Colossal-AI "
+	  "#2192, DeepSpeed PR #8613)" },
+	{ KEY_SHARD_GROUP, GN_SHARD_IF_SHARDED, OVER | UNDER | DRIFT, "dp",
+	  "all-reduce the norm squared over the group that shards the "
+	  "gradients, and over no replica group (grad_norm.shard_group: "
+	  "if-sharded; SpecForge PR #663, VeOmni PR #862)" },
+	{ KEY_PP_REDUCE, GN_PP_ALL_REDUCE, UNDER | DRIFT, "pp",
+	  "all-reduce the norm squared over the pipeline stages "
+	  "(grad_norm.pp_reduce: all-reduce; torchtitan PR #649)" },
+	{ KEY_CLIP_RANKS, GN_CLIP_ALL, DRIFT, "tp",
+	  "compute the norm and clip on every rank (grad_norm.clip_ranks: "
+	  "all; BLOOM-176B)" },
+};
+
+#define NSETTINGS	(sizeof settings / sizeof settings[0])
+
+static int
+setting_value(const struct config *c, enum cfg_key k)
+{
+	switch (k) {
+	case KEY_TP_DUPLICATES:
+		return c->grad_norm.tp_duplicates;
+	case KEY_TIED_COPIES:
+		return c->grad_norm.tied_copies;
+	case KEY_EXPERT_FILTER:
+		return c->grad_norm.expert_filter;
+	case KEY_EXPERT_NORM:
+		return c->grad_norm.expert_norm;
+	case KEY_SHARD_GROUP:
+		return c->grad_norm.shard_group;
+	case KEY_PP_REDUCE:
+		return c->grad_norm.pp_reduce;
+	case KEY_CLIP_RANKS:
+		return c->grad_norm.clip_ranks;
+	default:
+		fatalx("gradnorm: %s is not a grad_norm setting",
+		    cfg_key_path(k));
+	}
+}
+
+/* ---- the plan ---------------------------------------------------------- */
+
+/* The group of the sync plan's reduce-scatter of a buffer, or -1. */
+static int
+shard_group_of(const struct sym_context *ctx, enum buffer_kind b)
+{
+	int	i;
+
+	for (i = 0; i < ctx->plan.nsteps; i++) {
+		const struct sync_step *s = &ctx->plan.steps[i];
+
+		if (s->op == SYNC_REDUCE_SCATTER && s->target ==
+		    TARGET_BUFFER && s->buffer == b)
+			return (int)s->group;
+	}
+	return -1;
+}
+
+/*
+ * Does a shard step run over `group` for a buffer its sync plan shards
+ * over `sharded_by` (-1: not at all)?  Over the sharding group only: the
+ * replicas of a gradient each hold all of it.
+ */
+static bool
+shard_step_runs(const struct config *c, int sharded_by)
+{
+	switch (c->grad_norm.shard_group) {
+	case GN_SHARD_IF_SHARDED:
+		return sharded_by >= 0;
+	case GN_SHARD_ALWAYS:
+		/* VeOmni PR #862: the replicas' norms are summed too. */
+		return true;
+	case GN_SHARD_NEVER:
+		/* SpecForge PR #663: each rank clips by its own shard. */
+		return false;
+	}
+	return false;
+}
+
+/*
+ * The group a shard step runs over: the sharding group, or with
+ * grad_norm.shard_group: always, that group with the replicas that hold
+ * the same shards (HSDP's replicate dimension, FSDP2 and torchtitan's
+ * dp_replicate): VeOmni before PR #862 all-reduced over the whole FSDP
+ * group, so each shard's norm counted once per replica (issue 30: the
+ * step ran over dp_shard alone, and the bug passed).
+ */
+static enum group_kind
+shard_step_group(const struct config *c, int sharded_by,
+    enum group_kind unsharded)
+{
+	if (sharded_by < 0)
+		return unsharded;
+	if (c->grad_norm.shard_group == GN_SHARD_ALWAYS) {
+		if (sharded_by == GROUP_DP_SHARD)
+			return GROUP_DP;
+		if (sharded_by == GROUP_EFSDP)
+			return GROUP_EDP;
+	}
+	return (enum group_kind)sharded_by;
+}
+
+static void
+add_step(struct gn_plan *plan, enum gn_part part, enum group_kind group,
+    bool average, enum cfg_key key, const char *label)
+{
+	struct gn_step	*s;
+
+	if (plan->nsteps == GN_MAX_STEPS)
+		fatalx("gradnorm: too many steps");
+	s = &plan->steps[plan->nsteps++];
+	s->part = part;
+	s->group = group;
+	s->average = average;
+	s->key = key;
+	s->label = label;
+}
+
+/*
+ * Megatron (clip_grads.get_grad_norm_fp32) all-reduces the norm squared of
+ * each optimizer over its grad-stats group: the dense one over the model
+ * parallel group (tp, pp) and, with the distributed optimizer, the data
+ * parallel shards too; the expert one over the expert model parallel
+ * group (ep, etp, pp) and its edp shards; ChainedOptimizer then adds the
+ * two.  The steps below do that in that order, pp last on the total.
+ */
+void
+gn_plan_build(struct gn_plan *plan, const struct sym_context *ctx)
+{
+	const struct model	*m = &ctx->model;
+	const struct config	*c = m->config;
+	int			 dense_by, expert_by, k;
+
+	memset(plan, 0, sizeof *plan);
+	for (k = 0; k < m->nparams; k++)
+		if (m->params[k].expert &&
+		    layout_buffer_of(m, k) == BUFFER_EXPERT)
+			plan->expert_part = true;
+	dense_by = shard_group_of(ctx, BUFFER_DENSE);
+	expert_by = shard_group_of(ctx, BUFFER_EXPERT);
+
+	if (shard_step_runs(c, dense_by))
+		add_step(plan, GN_PART_DENSE, shard_step_group(c, dense_by,
+		    GROUP_DP), false, KEY_SHARD_GROUP, "all-reduce of the "
+		    "dense norm squared over its shard group");
+	add_step(plan, GN_PART_DENSE, GROUP_TP, false, KEY_GRAD_NORM,
+	    "all-reduce of the dense norm squared over tp");
+	if (plan->expert_part) {
+		if (shard_step_runs(c, expert_by))
+			add_step(plan, GN_PART_EXPERT, shard_step_group(c,
+			    expert_by, GROUP_EDP), false, KEY_SHARD_GROUP,
+			    "all-reduce of the expert norm squared over its "
+			    "shard group");
+		/* Colossal-AI #2192: never summed over ep. */
+		if (c->grad_norm.expert_norm != GN_EXPERT_LOCAL)
+			add_step(plan, GN_PART_EXPERT, GROUP_EP,
+			    c->grad_norm.expert_norm == GN_EXPERT_AVERAGE,
+			    KEY_EXPERT_NORM, "all-reduce of the expert norm "
+			    "squared over ep");
+		add_step(plan, GN_PART_EXPERT, GROUP_ETP, false,
+		    KEY_GRAD_NORM, "all-reduce of the expert norm squared "
+		    "over etp");
+	}
+	if (c->grad_norm.pp_reduce == GN_PP_ALL_REDUCE)
+		add_step(plan, GN_PART_TOTAL, GROUP_PP, false, KEY_PP_REDUCE,
+		    "all-reduce of the norm squared over pp");
+}
+
+void
+gn_step_describe(const struct gn_step *s, char *buf, size_t len)
+{
+	static const char *const part[GN_PART__COUNT] = {
+		"dense", "expert", "total"
+	};
+
+	snprintf(buf, len, "all-reduce (%s) over %s of the %s norm squared",
+	    s->average ? "average" : "sum", mesh_group_name(s->group),
+	    part[s->part]);
+}
+
+/*
+ * Is another rank of the tp group of the rank at c, with a lower tp
+ * coordinate, holding the same shard of param?  Then the rank holds a tp
+ * duplicate of it.  A dense parameter's shards are all one (replicated)
+ * or all different (sharded over tp), so tp rank 0 tells; only an expert
+ * parameter in the dense buffer needs every lower rank.
+ */
+static bool
+tp_duplicate(const struct model *m, const struct param *p,
+    const struct coord *c)
+{
+	struct coord	 o;
+	int		 t, key = model_shard_key(m, p, c);
+
+	for (t = 0; t < c->tp; t++) {
+		mesh_coord_of(&m->mesh, mesh_rank_of(&m->mesh, c->pp, c->dp, t),
+		    &o);
+		if (model_shard_key(m, p, &o) == key)
+			return true;
+		if (!p->expert)
+			break;
+	}
+	return false;
+}
+
+/*
+ * The filters of get_main_grads_for_grad_norm, one rule each: a parameter
+ * instance a rule leaves out contributes nothing to the rank's norm.
+ */
+int
+gn_part_of(const struct gn_plan *plan, const struct model *m, int param,
+    const struct coord *co)
+{
+	const struct config	*c = m->config;
+	const struct param	*p = &m->params[param];
+	const struct logical_param *l = &m->logical[p->logical];
+
+	if (plan->expert_part && p->expert &&
+	    layout_buffer_of(m, param) == BUFFER_EXPERT) {
+		/* DeepSpeed PR #8613: the expert norm was discarded. */
+		if (c->grad_norm.expert_norm == GN_EXPERT_OMIT)
+			return -1;
+		/*
+		 * Megatron PR #5916: expert weights are not marked tensor
+		 * parallel when etp is 1, so the dense filter kept them on
+		 * tp rank 0 only, though each tp rank holds other experts.
+		 */
+		if (c->grad_norm.expert_filter == GN_EXPERT_FILTER_DENSE_TP &&
+		    m->mesh.etp == 1 && co->tp != 0)
+			return -1;
+		return GN_PART_EXPERT;
+	}
+	/* param_is_not_shared: the last stage's copy of a tied weight. */
+	if (l->ninstances == 2 && l->instance[1] == param &&
+	    c->grad_norm.tied_copies == GN_TIED_ONCE)
+		return -1;
+	/* param_is_not_tensor_parallel_duplicate */
+	if (c->grad_norm.tp_duplicates == GN_TP_DUP_ONCE &&
+	    tp_duplicate(m, p, co))
+		return -1;
+	return GN_PART_DENSE;
+}
+
+/* BLOOM-176B: the BF16 optimizer clipped on tp rank 0 only. */
+bool
+gn_clips(const struct model *m, int rank)
+{
+	struct coord	c;
+
+	if (m->config->grad_norm.clip_ranks == GN_CLIP_ALL)
+		return true;
+	mesh_coord_of(&m->mesh, rank, &c);
+	return c.tp == 0;
+}
+
+/* ---- lists of pieces ------------------------------------------------- */
+
+struct plist {
+	struct gn_piece	*v;
+	size_t		 n;
+};
+
+static int
+cmp_i64(int64_t a, int64_t b)
+{
+	return a < b ? -1 : a > b;
+}
+
+/* Any total order on values in which equal ones are adjacent. */
+static int
+value_order(const struct lincomb *a, const struct lincomb *b)
+{
+	uint32_t	 i;
+	int		 c;
+
+	if (a == b)
+		return 0;
+	if (a->nterms != b->nterms)
+		return a->nterms < b->nterms ? -1 : 1;
+	for (i = 0; i < a->nterms; i++)
+		if ((c = cmp_i64(a->terms[i].atom, b->terms[i].atom)) != 0 ||
+		    (c = cmp_i64(a->terms[i].coef.num,
+		    b->terms[i].coef.num)) != 0 ||
+		    (c = cmp_i64(a->terms[i].coef.den,
+		    b->terms[i].coef.den)) != 0)
+			return c;
+	return 0;
+}
+
+static int
+piece_order(const void *x, const void *y)
+{
+	const struct gn_piece *a = x, *b = y;
+	int	c;
+
+	if ((c = cmp_i64(a->param, b->param)) != 0 ||
+	    (c = cmp_i64(a->shard, b->shard)) != 0 ||
+	    (c = cmp_i64(a->lo, b->lo)) != 0 ||
+	    (c = cmp_i64(a->hi, b->hi)) != 0)
+		return c;
+	return value_order(a->value, b->value);
+}
+
+static int
+cmp_cut(const void *x, const void *y)
+{
+	return cmp_i64(*(const int64_t *)x, *(const int64_t *)y);
+}
+
+static bool
+same_place(const struct gn_piece *a, const struct gn_piece *b)
+{
+	return a->param == b->param && a->shard == b->shard &&
+	    a->lo == b->lo && a->hi == b->hi;
+}
+
+/* Sort v and add up the multiplicities of equal pieces; drop zeros. */
+static size_t
+pieces_merge(struct gn_piece *v, size_t n)
+{
+	size_t	 i, k = 0;
+
+	/* A rank's own pieces come in order: no sort needed then. */
+	for (i = 1; i < n && piece_order(&v[i - 1], &v[i]) <= 0; i++)
+		;
+	if (i < n)
+		qsort(v, n, sizeof *v, piece_order);
+	for (i = 0; i < n; i++) {
+		if (k > 0 && same_place(&v[k - 1], &v[i]) &&
+		    value_order(v[k - 1].value, v[i].value) == 0) {
+			v[k - 1].mult = q_add(v[k - 1].mult, v[i].mult);
+			continue;
+		}
+		v[k++] = v[i];
+	}
+	for (i = n = 0; i < k; i++)
+		if (!q_is_zero(v[i].mult))
+			v[n++] = v[i];
+	return n;
+}
+
+/* The list in arena a holding the sum of lists in[0..n), scaled by q. */
+static struct plist *
+plist_sum(struct arena *a, struct plist *const *in, size_t n,
+    struct rational q)
+{
+	struct plist	*out;
+	size_t		 i, j, len = 0;
+	bool		 one = q_equal(q, q_make(1, 1));
+
+	/* Lists are kept sorted and merged: one of them is its own sum. */
+	if (n == 1 && one)
+		return in[0];
+	out = arena_alloc(a, sizeof *out);
+	for (i = 0; i < n; i++)
+		len += in[i]->n;
+	out->v = len > 0 ? arena_alloc(a, len * sizeof *out->v) : NULL;
+	for (i = 0; i < n; i++)
+		for (j = 0; j < in[i]->n; j++) {
+			out->v[out->n] = in[i]->v[j];
+			if (!one)
+				out->v[out->n].mult = q_mul(in[i]->v[j].mult,
+				    q);
+			out->n++;
+		}
+	out->n = pieces_merge(out->v, out->n);
+	return out;
+}
+
+/*
+ * The canonical form of a norm squared: pieces cut at every boundary of
+ * their shard, equal ones added up, then neighbouring ranges that hold the
+ * same values with the same multiplicities joined again.  Two norms are
+ * the same exactly when their canonical forms are.
+ */
+static void
+canonical(struct arena *a, const struct plist *in, struct gn_piece **out,
+    size_t *nout)
+{
+	struct gn_piece	*cut = NULL, *v;
+	int64_t		*cuts;
+	size_t		 i, j, k, n = 0, ncuts, start, cap = 0, prev, cur;
+
+	cuts = xcalloc(2 * in->n + 1, sizeof *cuts);
+	for (i = 0; i < in->n; i = j) {
+		for (j = i; j < in->n && in->v[j].param == in->v[i].param &&
+		    in->v[j].shard == in->v[i].shard; j++)
+			;
+		for (ncuts = 0, k = i; k < j; k++) {
+			cuts[ncuts++] = in->v[k].lo;
+			cuts[ncuts++] = in->v[k].hi;
+		}
+		qsort(cuts, ncuts, sizeof *cuts, cmp_cut);
+		for (k = i; k < j; k++) {
+			const struct gn_piece *p = &in->v[k];
+			size_t	 c;
+
+			/* The first cut at or after p->lo. */
+			for (c = 0; c < ncuts && cuts[c] < p->lo; c++)
+				;
+			for (; c + 1 < ncuts && cuts[c] < p->hi; c++) {
+				if (cuts[c] == cuts[c + 1])
+					continue;
+				if (n == cap) {
+					cap = cap ? 2 * cap : 64;
+					cut = xreallocarray(cut, cap,
+					    sizeof *cut);
+				}
+				cut[n] = *p;
+				cut[n].lo = cuts[c];
+				cut[n].hi = cuts[c + 1];
+				n++;
+			}
+		}
+	}
+	n = pieces_merge(cut, n);
+	/* Join a run of pieces into the previous run when they match. */
+	v = arena_alloc(a, (n + 1) * sizeof *v);
+	k = 0;
+	prev = SIZE_MAX;
+	for (i = 0; i < n; i = j) {
+		for (j = i; j < n && same_place(&cut[j], &cut[i]); j++)
+			;
+		cur = k;
+		if (prev != SIZE_MAX && cur - prev == j - i &&
+		    v[prev].param == cut[i].param &&
+		    v[prev].shard == cut[i].shard && v[prev].hi == cut[i].lo) {
+			for (start = 0; start < j - i; start++)
+				if (value_order(v[prev + start].value,
+				    cut[i + start].value) != 0 ||
+				    !q_equal(v[prev + start].mult,
+				    cut[i + start].mult))
+					break;
+			if (start == j - i) {
+				for (start = 0; start < j - i; start++)
+					v[prev + start].hi = cut[i].hi;
+				continue;
+			}
+		}
+		memcpy(&v[k], &cut[i], (j - i) * sizeof *v);
+		k += j - i;
+		prev = cur;
+	}
+	free(cuts);
+	free(cut);
+	*out = v;
+	*nout = k;
+}
+
+static bool
+same_form(const struct gn_piece *a, size_t na, const struct gn_piece *b,
+    size_t nb)
+{
+	size_t	i;
+
+	if (na != nb)
+		return false;
+	for (i = 0; i < na; i++)
+		if (!same_place(&a[i], &b[i]) || !q_equal(a[i].mult,
+		    b[i].mult) || (a[i].value != b[i].value &&
+		    !lc_equal(a[i].value, b[i].value)))
+			return false;
+	return true;
+}
+
+/* ---- group sums, shared ------------------------------------------------ */
+
+/* A sum already built, by the lists it added up (sorted pointers). */
+struct memo_entry {
+	uint64_t	 hash;
+	struct plist	**in;
+	size_t		 n;
+	bool		 average;
+	struct plist	*out;
+};
+
+struct memo {
+	struct memo_entry *v;
+	size_t		 n, cap;	/* cap: a power of two */
+};
+
+static int
+cmp_ptr(const void *x, const void *y)
+{
+	uintptr_t a = (uintptr_t)*(void *const *)x;
+	uintptr_t b = (uintptr_t)*(void *const *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static struct plist *
+memo_sum(struct memo *mo, struct arena *a, struct plist **in, size_t n,
+    bool average)
+{
+	struct memo_entry *e;
+	uint64_t	 h;
+	size_t		 i;
+
+	qsort(in, n, sizeof *in, cmp_ptr);
+	h = hash_bytes(in, n * sizeof *in) ^ (uint64_t)average;
+	if (2 * (mo->n + 1) > mo->cap) {
+		struct memo	 bigger;
+
+		bigger.cap = mo->cap ? 2 * mo->cap : 64;
+		bigger.n = mo->n;
+		bigger.v = xcalloc(bigger.cap, sizeof *bigger.v);
+		for (i = 0; i < mo->cap; i++) {
+			size_t z;
+
+			if (mo->v[i].in == NULL)
+				continue;
+			for (z = mo->v[i].hash & (bigger.cap - 1);
+			    bigger.v[z].in != NULL; z = (z + 1) &
+			    (bigger.cap - 1))
+				;
+			bigger.v[z] = mo->v[i];
+		}
+		free(mo->v);
+		*mo = bigger;
+	}
+	for (i = h & (mo->cap - 1); mo->v[i].in != NULL;
+	    i = (i + 1) & (mo->cap - 1)) {
+		e = &mo->v[i];
+		if (e->hash == h && e->n == n && e->average == average &&
+		    memcmp(e->in, in, n * sizeof *in) == 0)
+			return e->out;
+	}
+	e = &mo->v[i];
+	e->hash = h;
+	e->n = n;
+	e->average = average;
+	e->in = arena_alloc(a, n * sizeof *in);
+	memcpy(e->in, in, n * sizeof *in);
+	e->out = plist_sum(a, in, n, average ? q_make(1, (int64_t)n) :
+	    q_make(1, 1));
+	mo->n++;
+	return e->out;
+}
+
+/* ---- the audit ------------------------------------------------------- */
+
+struct gn_run {
+	const struct model	*m;
+	struct audit		*audit;
+	struct arena		 arena;		/* the lists, freed at the end */
+	struct memo		 memo;
+	struct plist		**part[GN_PART__COUNT];	/* [part][rank] */
+};
+
+/*
+ * Lists already built, by their pieces: the replicas of an unsharded
+ * gradient square the same values over the same ranges, and a mesh of
+ * 131,072 ranks keeps one list for each set of them.
+ */
+struct list_table {
+	struct plist	**v;
+	uint64_t	*hash;
+	size_t		 n, cap;	/* cap: a power of two */
+};
+
+static struct plist *
+list_intern(struct list_table *t, struct arena *a, struct gn_piece *v,
+    size_t n)
+{
+	struct plist	*pl;
+	uint64_t	 h;
+	size_t		 i;
+
+	n = pieces_merge(v, n);
+	h = hash_bytes(v, n * sizeof *v);
+	if (2 * (t->n + 1) > t->cap) {
+		struct list_table b;
+
+		b.cap = t->cap ? 2 * t->cap : 64;
+		b.n = t->n;
+		b.v = xcalloc(b.cap, sizeof *b.v);
+		b.hash = xcalloc(b.cap, sizeof *b.hash);
+		for (i = 0; i < t->cap; i++) {
+			size_t z;
+
+			if (t->v[i] == NULL)
+				continue;
+			for (z = t->hash[i] & (b.cap - 1); b.v[z] != NULL;
+			    z = (z + 1) & (b.cap - 1))
+				;
+			b.v[z] = t->v[i];
+			b.hash[z] = t->hash[i];
+		}
+		free(t->v);
+		free(t->hash);
+		*t = b;
+	}
+	for (i = h & (t->cap - 1); t->v[i] != NULL; i = (i + 1) & (t->cap - 1))
+		if (t->hash[i] == h && t->v[i]->n == n && (n == 0 ||
+		    memcmp(t->v[i]->v, v, n * sizeof *v) == 0))
+			return t->v[i];
+	pl = arena_alloc(a, sizeof *pl);
+	pl->v = n > 0 ? arena_alloc(a, n * sizeof *v) : NULL;
+	if (n > 0)
+		memcpy(pl->v, v, n * sizeof *v);
+	pl->n = n;
+	t->v[i] = pl;
+	t->hash[i] = h;
+	t->n++;
+	return pl;
+}
+
+/*
+ * Every rank's dense and expert lists, from the cells of the audit, one
+ * rank at a time (the cells of each parameter are sorted by rank).
+ */
+static void
+initial_lists(struct gn_run *run, const struct gn_plan *plan)
+{
+	const struct model	*m = run->m;
+	const struct audit	*a = run->audit;
+	struct list_table	 table = { NULL, NULL, 0, 0 };
+	struct gn_piece		*build[2] = { NULL, NULL };
+	size_t			 n[2], cap[2] = { 0, 0 }, i, *cursor;
+	int			 r, k;
+
+	cursor = xcalloc(a->nparams + 1, sizeof *cursor);
+	for (k = 0; k < 2; k++)
+		run->part[k] = xcalloc(m->mesh.world, sizeof *run->part[k]);
+	for (r = 0; r < m->mesh.world; r++) {
+		n[0] = n[1] = 0;
+		for (i = 0; i < a->nparams; i++) {
+			const struct param_result *pr = &a->params[i];
+			int inst = -1, part = -1;
+
+			for (; cursor[i] < pr->ncells &&
+			    pr->cells[cursor[i]].rank == r; cursor[i]++) {
+				const struct cell *c = &pr->cells[cursor[i]];
+				struct gn_piece *pc;
+
+				if (inst < 0) {
+					inst = model_instance_on(m,
+					    m->logical[i].instance[0], r);
+					part = inst < 0 ? -1 : gn_part_of(plan,
+					    m, inst, &c->coord);
+				}
+				if (!c->used || part < 0)
+					continue;
+				if (n[part] == cap[part]) {
+					cap[part] = cap[part] ? 2 * cap[part] :
+					    64;
+					build[part] = xreallocarray(build[part],
+					    cap[part], sizeof *build[part]);
+				}
+				pc = &build[part][n[part]++];
+				memset(pc, 0, sizeof *pc);
+				pc->param = (int)i;
+				pc->shard = model_shard_key(m, &m->params[inst],
+				    &c->coord);
+				pc->lo = c->lo;
+				pc->hi = c->hi;
+				pc->value = c->value;
+				pc->mult = q_make(1, 1);
+			}
+		}
+		for (k = 0; k < 2; k++)
+			run->part[k][r] = list_intern(&table, &run->arena,
+			    build[k], n[k]);
+	}
+	free(build[0]);
+	free(build[1]);
+	free(cursor);
+	free(table.v);
+	free(table.hash);
+}
+
+static void
+run_step(struct gn_run *run, const struct gn_step *s)
+{
+	const struct model	*m = run->m;
+	struct plist		**v = run->part[s->part];
+	struct plist		**out, **in;
+	int			*members, n = mesh_group_size(&m->mesh, s->group);
+	int			 r, i;
+
+	if (n == 1)
+		return;		/* a group of one sums nothing */
+	out = xcalloc(m->mesh.world, sizeof *out);
+	in = xcalloc(n, sizeof *in);
+	members = xcalloc(n, sizeof *members);
+	for (r = 0; r < m->mesh.world; r++) {
+		struct plist *sum;
+
+		if (out[r] != NULL)
+			continue;
+		mesh_group(&m->mesh, s->group, r, members);
+		for (i = 0; i < n; i++)
+			in[i] = v[members[i]];
+		sum = memo_sum(&run->memo, &run->arena, in, n, s->average);
+		for (i = 0; i < n; i++)
+			out[members[i]] = sum;
+	}
+	memcpy(v, out, m->mesh.world * sizeof *v);
+	free(out);
+	free(in);
+	free(members);
+}
+
+/* total = dense + expert, on every rank. */
+static void
+add_parts(struct gn_run *run)
+{
+	const struct model	*m = run->m;
+	struct plist		*in[2];
+	int			 r;
+
+	run->part[GN_PART_TOTAL] = xcalloc(m->mesh.world,
+	    sizeof *run->part[GN_PART_TOTAL]);
+	for (r = 0; r < m->mesh.world; r++) {
+		in[0] = run->part[GN_PART_DENSE][r];
+		in[1] = run->part[GN_PART_EXPERT][r];
+		run->part[GN_PART_TOTAL][r] = memo_sum(&run->memo, &run->arena,
+		    in, 2, false);
+	}
+}
+
+/*
+ * The expected norm squared: every shard of every logical parameter once,
+ * its whole local range, with its expected gradient.
+ */
+static void
+expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
+{
+	const struct model	*m = run->m;
+	const struct audit	*a = run->audit;
+	struct plist		 pl = { NULL, 0 };
+	size_t			 i, j, cap = 0;
+	int			 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ?
+				    m->mesh.tp : m->mesh.ep * m->mesh.etp;
+	int			*first = xcalloc(nkeys, sizeof *first);
+
+	for (i = 0; i < a->nparams; i++) {
+		const struct param_result *pr = &a->params[i];
+		int k;
+
+		for (k = 0; k < nkeys; k++)
+			first[k] = -1;
+		for (j = 0; j < pr->ncells; j++) {
+			const struct cell *c = &pr->cells[j];
+			int inst = model_instance_on(m,
+			    m->logical[i].instance[0], c->rank);
+			int key;
+
+			if (inst < 0)
+				continue;
+			key = model_shard_key(m, &m->params[inst], &c->coord);
+			if (key < 0 || key >= nkeys)
+				continue;
+			/*
+			 * Every region of the first rank holding the shard:
+			 * the regions differ (a padded vocabulary's rows have
+			 * no lookup atoms), so one value would not do.
+			 */
+			if (first[key] < 0)
+				first[key] = c->rank;
+			if (first[key] != c->rank)
+				continue;
+			if (pl.n == cap) {
+				cap = cap ? 2 * cap : 64;
+				pl.v = xreallocarray(pl.v, cap, sizeof *pl.v);
+			}
+			memset(&pl.v[pl.n], 0, sizeof pl.v[pl.n]);
+			pl.v[pl.n].param = (int)i;
+			pl.v[pl.n].shard = key;
+			pl.v[pl.n].lo = c->lo;
+			pl.v[pl.n].hi = c->hi;
+			pl.v[pl.n].value = c->expected;
+			pl.v[pl.n].mult = q_make(1, 1);
+			pl.n++;
+		}
+	}
+	free(first);
+	/* Cut where the regions' values change and joined where they agree. */
+	canonical(&run->arena, &pl, out, nout);
+	free(pl.v);
+}
+
+static bool
+q_less(struct rational a, struct rational b)
+{
+	/* Denominators are positive; products stay small (group sizes). */
+	return a.num * b.den < b.num * a.den;
+}
+
+static bool
+mult_is_one(const struct gn_mult *m)
+{
+	return q_equal(m->min, q_make(1, 1)) && q_equal(m->max,
+	    q_make(1, 1)) && m->values_ok;
+}
+
+/*
+ * For a wrong norm: how many times each logical parameter's elements
+ * enter it, against the expected form, for the parameters where that is
+ * not once with the expected value.
+ */
+static void
+multiplicities(struct gn_run *run, struct gn_class *cl,
+    const struct gn_piece *ex, size_t nex)
+{
+	struct audit	*a = run->audit;
+	size_t		 e, i = 0, j, n = 0;
+	struct gn_mult	*mults = arena_alloc(&a->arena,
+			    (a->nparams + 1) * sizeof *mults);
+	struct gn_mult	*cur = NULL;
+	bool		 fresh = false;
+
+	for (e = 0; e < nex; e++) {
+		const struct gn_piece *x = &ex[e];
+		int64_t pos = x->lo;
+
+		if (cur == NULL || cur->param != a->params[x->param].name) {
+			if (cur != NULL && !mult_is_one(cur))
+				n++;
+			cur = &mults[n];
+			cur->param = a->params[x->param].name;
+			cur->values_ok = true;
+			fresh = true;
+		}
+		/*
+		 * Skip the class's pieces before this expected piece: a shard
+		 * can have several (a padded vocabulary's rows differ).
+		 */
+		while (i < cl->npieces && (cl->pieces[i].param < x->param ||
+		    (cl->pieces[i].param == x->param &&
+		    (cl->pieces[i].shard < x->shard ||
+		    (cl->pieces[i].shard == x->shard &&
+		    cl->pieces[i].hi <= x->lo)))))
+			i++;
+		while (i < cl->npieces && cl->pieces[i].param == x->param &&
+		    cl->pieces[i].shard == x->shard &&
+		    cl->pieces[i].lo < x->hi) {
+			struct rational sum = q_make(0, 1);
+
+			if (cl->pieces[i].lo > pos) {
+				/* A gap: elements counted 0 times. */
+				if (fresh || q_less(q_make(0, 1), cur->min))
+					cur->min = q_make(0, 1);
+				if (fresh)
+					cur->max = q_make(0, 1);
+				fresh = false;
+			}
+			for (j = i; j < cl->npieces &&
+			    same_place(&cl->pieces[j], &cl->pieces[i]); j++) {
+				sum = q_add(sum, cl->pieces[j].mult);
+				if (cl->pieces[j].value != x->value &&
+				    !lc_equal(cl->pieces[j].value, x->value))
+					cur->values_ok = false;
+			}
+			if (fresh || q_less(sum, cur->min))
+				cur->min = sum;
+			if (fresh || q_less(cur->max, sum))
+				cur->max = sum;
+			fresh = false;
+			pos = cl->pieces[i].hi;
+			i = j;
+		}
+		if (pos < x->hi) {
+			if (fresh)
+				cur->max = q_make(0, 1);
+			cur->min = q_make(0, 1);
+			fresh = false;
+		}
+	}
+	if (cur != NULL && !mult_is_one(cur))
+		n++;
+	cl->mults = mults;
+	cl->nmults = n;
+}
+
+static const char *
+fmt(struct audit *a, const char *format, ...)
+    __attribute__((format(printf, 2, 3)));
+
+static const char *
+fmt(struct audit *a, const char *format, ...)
+{
+	char	 buf[2048];
+	va_list	 ap;
+
+	va_start(ap, format);
+	vsnprintf(buf, sizeof buf, format, ap);
+	va_end(ap);
+	return arena_strdup(&a->arena, buf);
+}
+
+/*
+ * The settings that differ from the correct norm, for a message; the
+ * first is the finding's cause (KEY__COUNT: none).
+ */
+static enum cfg_key
+wrong_settings(const struct config *c, enum finding_kind kind, char *names,
+    size_t nlen, char *fixes, size_t flen, const char **dim)
+{
+	enum cfg_key cause = KEY__COUNT;
+	size_t	i;
+	char	v[64];
+
+	names[0] = fixes[0] = '\0';
+	*dim = "dp";
+	for (i = 0; i < NSETTINGS; i++) {
+		if (setting_value(c, settings[i].key) == settings[i].good ||
+		    !(settings[i].kinds & (1u << kind)))
+			continue;
+		cfg_key_value(c, settings[i].key, v, sizeof v);
+		if (names[0] == '\0') {
+			*dim = settings[i].dim;
+			cause = settings[i].key;
+		}
+		snprintf(names + strlen(names), nlen - strlen(names), "%s%s: %s",
+		    names[0] ? ", " : "", cfg_key_path(settings[i].key), v);
+		snprintf(fixes + strlen(fixes), flen - strlen(fixes), "%s%s",
+		    fixes[0] ? "; " : "", settings[i].fix);
+	}
+	return cause;
+}
+
+static void
+add_finding(struct audit *a, enum finding_kind kind, enum cfg_key cause,
+    const char **params, size_t nparams, const int *ranks, size_t nranks,
+    const char *dim, const char *message, const char *fix)
+{
+	struct finding	*nf, *f;
+	size_t		 i, j, k, n;
+
+	/* One finding for every norm wrong the same way (each ep group's). */
+	for (i = 0; i < a->nfindings; i++) {
+		f = &a->findings[i];
+		if (f->kind != kind || strcmp(f->op, "gradient norm") != 0 ||
+		    strcmp(f->message, message) != 0)
+			continue;
+		int *u = arena_alloc(&a->arena, (f->nranks + nranks + 1) *
+		    sizeof *u);
+		for (j = k = n = 0; j < f->nranks || k < nranks;) {
+			if (k >= nranks || (j < f->nranks &&
+			    f->ranks[j] < ranks[k]))
+				u[n++] = f->ranks[j++];
+			else if (j >= f->nranks || ranks[k] < f->ranks[j])
+				u[n++] = ranks[k++];
+			else {
+				u[n++] = ranks[k++];
+				j++;
+			}
+		}
+		f->ranks = u;
+		f->nranks = n;
+		return;
+	}
+	nf = arena_alloc(&a->arena, (a->nfindings + 1) * sizeof *nf);
+	if (a->nfindings > 0)
+		memcpy(nf, a->findings, a->nfindings * sizeof *nf);
+	a->findings = nf;
+	f = &a->findings[a->nfindings++];
+	f->kind = kind;
+	f->param = nparams > 0 ? params[0] : NULL;
+	f->params = params;
+	f->nparams = nparams;
+	f->ranks = arena_alloc(&a->arena, (nranks + 1) * sizeof *f->ranks);
+	memcpy(f->ranks, ranks, nranks * sizeof *ranks);
+	f->nranks = nranks;
+	f->op = "gradient norm";
+	f->dim = dim;
+	f->message = message;
+	f->fix = fix;
+	f->cause = cause;
+}
+
+/* One finding per direction of a wrong class: over- and under-count. */
+static void
+explain_class(struct audit *a, const struct gn_class *cl)
+{
+	char		 names[512], fixes[2048];
+	const char	*dim, **params;
+	size_t		 i, n;
+	int		 over;
+	enum cfg_key	 cause;
+
+	for (over = 1; over >= 0; over--) {
+		enum finding_kind kind = over ? FINDING_OVER_COUNT :
+		    FINDING_UNDER_COUNT;
+
+		cause = wrong_settings(a->config, kind, names, sizeof names,
+		    fixes, sizeof fixes, &dim);
+		params = arena_alloc(&a->arena, (cl->nmults + 1) *
+		    sizeof *params);
+		for (i = n = 0; i < cl->nmults; i++)
+			if (over ? q_less(q_make(1, 1), cl->mults[i].max) :
+			    q_less(cl->mults[i].min, q_make(1, 1)))
+				params[n++] = cl->mults[i].param;
+		if (n == 0)
+			continue;
+		add_finding(a, kind, cause, params, n, cl->ranks, cl->nranks,
+		    dim, fmt(a, "the "
+		    "gradient norm of these ranks counts the elements of %zu "
+		    "parameter%s %s%s%s%s, so clipping scales the update by a "
+		    "wrong factor", n, n == 1 ? "" : "s", over ? "more than "
+		    "once" : "less than once (some not at all)", names[0] ?
+		    " (" : "", names, names[0] ? ")" : ""), fixes[0] ?
+		    arena_strdup(&a->arena, fixes) : "count every element of "
+		    "the model once in the norm");
+	}
+}
+
+static void
+explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
+{
+	int		*ranks = arena_alloc(&a->arena, (a->mesh.world + 1) *
+			    sizeof *ranks);
+	char		 names[512], fixes[2048];
+	const char	*dim, **params;
+	size_t		 n = 0, np = 0, c, i, k;
+	int		 r, first = g->class_of[0];
+	size_t		 norms = g->nclasses;
+	bool		 idle = false;
+	enum cfg_key	 cause;
+
+	for (r = 0; r < a->mesh.world; r++)
+		if (g->class_of[r] != first)
+			ranks[n++] = r;
+	for (r = 0; r < a->mesh.world; r++)
+		if (g->class_of[r] < 0) {
+			norms++;	/* never clipping: a norm of 0 */
+			idle = true;
+			break;
+		}
+	cause = wrong_settings(a->config, FINDING_INCONSISTENT_CLIP, names,
+	    sizeof names, fixes, sizeof fixes, &dim);
+	/*
+	 * The parameters the norms disagree on; where they count the same
+	 * elements (a rank that never clips), every parameter, since each
+	 * one's update is scaled differently.
+	 */
+	params = arena_alloc(&a->arena, (a->nparams + 1) * sizeof *params);
+	for (c = 0; c < g->nclasses; c++)
+		for (i = 0; i < g->classes[c].nmults; i++) {
+			for (k = 0; k < np; k++)
+				if (params[k] == g->classes[c].mults[i].param)
+					break;
+			if (k == np)
+				params[np++] = g->classes[c].mults[i].param;
+		}
+	if (np == 0)
+		for (i = 0; i < a->nparams; i++)
+			params[np++] = a->params[i].name;
+	add_finding(a, FINDING_INCONSISTENT_CLIP, cause, params, np, ranks, n,
+	    dim,
+	    fmt(a, "the ranks clip by %zu different gradient norms%s: "
+	    "replicas that must stay equal scale their updates by different "
+	    "factors and drift apart%s%s%s", norms, idle ? " (these ranks "
+	    "differ from rank 0; a rank that never clips counts as a norm "
+	    "of 0)" : " (these ranks differ from rank 0)", names[0] ? " (" :
+	    "", names,
+	    names[0] ? ")" : ""), fixes[0] ? arena_strdup(&a->arena, fixes) :
+	    "all-reduce the norm squared over every group whose ranks clip "
+	    "the same update");
+}
+
+void
+gn_audit(const struct sym_context *ctx, struct audit *a)
+{
+	const struct model	*m = &ctx->model;
+	struct grad_norm_result	*g = &a->grad_norm;
+	struct gn_plan		 plan;
+	struct gn_run		 run;
+	struct gn_piece		*ex;
+	size_t			 nex, c;
+	int			 i, r, k, clipping = 0;
+	struct plist		**final;
+	const struct plist	**seen;
+	int			*seen_class;
+	size_t			 nseen = 0;
+
+	memset(g, 0, sizeof *g);
+	memset(&run, 0, sizeof run);
+	run.m = m;
+	run.audit = a;
+	arena_init(&run.arena);
+	gn_plan_build(&plan, ctx);
+	initial_lists(&run, &plan);
+	for (i = 0; i < plan.nsteps && plan.steps[i].part != GN_PART_TOTAL;
+	    i++)
+		run_step(&run, &plan.steps[i]);
+	add_parts(&run);
+	for (; i < plan.nsteps; i++)
+		run_step(&run, &plan.steps[i]);
+	final = run.part[GN_PART_TOTAL];
+
+	expected_form(&run, &ex, &nex);
+	g->present = true;
+	g->correct = g->consistent = true;
+	g->class_of = arena_alloc(&a->arena, m->mesh.world *
+	    sizeof *g->class_of);
+	g->classes = arena_alloc(&a->arena, (m->mesh.world + 1) *
+	    sizeof *g->classes);
+	seen = xcalloc(m->mesh.world, sizeof *seen);
+	seen_class = xcalloc(m->mesh.world, sizeof *seen_class);
+	for (r = 0; r < m->mesh.world; r++) {
+		struct gn_piece	*form;
+		size_t		 nform, s;
+
+		g->class_of[r] = -1;
+		if (!gn_clips(m, r))
+			continue;
+		clipping++;
+		for (s = 0; s < nseen && seen[s] != final[r]; s++)
+			;
+		if (s < nseen) {
+			g->class_of[r] = seen_class[s];
+			continue;
+		}
+		canonical(&a->arena, final[r], &form, &nform);
+		for (c = 0; c < g->nclasses; c++)
+			if (same_form(form, nform, g->classes[c].pieces,
+			    g->classes[c].npieces))
+				break;
+		if (c == g->nclasses) {
+			g->classes[c].pieces = form;
+			g->classes[c].npieces = nform;
+			g->classes[c].correct = same_form(form, nform, ex, nex);
+			g->nclasses++;
+		}
+		seen[nseen] = final[r];
+		seen_class[nseen++] = (int)c;
+		g->class_of[r] = (int)c;
+	}
+	free(seen);
+	free(seen_class);
+	for (c = 0; c < g->nclasses; c++) {
+		struct gn_class *cl = &g->classes[c];
+
+		cl->ranks = arena_alloc(&a->arena, (m->mesh.world + 1) *
+		    sizeof *cl->ranks);
+		for (r = 0; r < m->mesh.world; r++)
+			if (g->class_of[r] == (int)c)
+				cl->ranks[cl->nranks++] = r;
+		if (cl->correct)
+			continue;
+		g->correct = false;
+		multiplicities(&run, cl, ex, nex);
+		for (k = 0; k < (int)cl->nmults; k++)
+			if (!q_equal(cl->mults[k].min, q_make(1, 1)) ||
+			    !q_equal(cl->mults[k].max, q_make(1, 1)))
+				break;
+		if (k == (int)cl->nmults)
+			g->gradients_wrong = true;
+		else {
+			g->miscounted = true;
+			explain_class(a, cl);
+		}
+	}
+	/*
+	 * A rank that never clips (grad_norm.clip_ranks: tp-rank-0) does not
+	 * scale its gradients by the expected coefficient: the norm is not
+	 * correct on it, as the numeric engine, which takes its norm as 0,
+	 * finds (issue 23: the two verdicts disagreed on BLOOM's case).
+	 */
+	if (clipping < m->mesh.world)
+		g->correct = false;
+	if (g->nclasses > 1 || (clipping > 0 && clipping < m->mesh.world)) {
+		g->consistent = false;
+		explain_inconsistent(a, g);
+	}
+	/*
+	 * The norm's verdicts stay its own (grad_norm.correct, consistent):
+	 * the audit's are about the parameters' values (gradaudit(1)), and
+	 * audit_passes() joins them for the exit status.
+	 */
+
+	for (k = 0; k < GN_PART__COUNT; k++)
+		free(run.part[k]);
+	free(run.memo.v);
+	arena_free(&run.arena);
+}

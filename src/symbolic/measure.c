@@ -1,0 +1,261 @@
+/*
+ * Effect sizes of findings, measured (measure.h).  A finding names
+ * parameters and ranks; its effect is read off their wrong cells: one factor when every
+ * wrong value is the expected one times the same number, the range of the
+ * contributions' weights against the objective when all of them are there
+ * but weighed unequally, and otherwise the largest relative difference
+ * (of the coefficients, or of the numbers where a numeric audit measured
+ * them).  A norm finding's effect is the fraction of the norm squared
+ * counted too often or missing.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "symbolic/audit.h"
+#include "symbolic/effect.h"
+#include "symbolic/measure.h"
+
+/* Distinct (value, expected) pairs read per finding: a bound on time. */
+#define EFFECT_PAIRS_MAX	4096
+
+static double
+q_value(struct rational q)
+{
+	return (double)q.num / (double)q.den;
+}
+
+/* What the cells of one finding showed so far. */
+struct reading {
+	bool		 any;
+	bool		 proportional;	/* every pair so far */
+	bool		 complete;	/* no atom missing or extra */
+	struct rational	 factor;	/* of the first proportional pair */
+	bool		 one_factor;
+	struct rational	 lo, hi;	/* ratios of the common atoms */
+	bool		 have_range;
+	double		 difference;	/* largest relative, coefficients */
+	double		 measured;	/* largest relative, numbers */
+};
+
+static void
+read_ratio(struct reading *r, struct rational q)
+{
+	if (!r->have_range || q_value(q) < q_value(r->lo))
+		r->lo = q;
+	if (!r->have_range || q_value(q) > q_value(r->hi))
+		r->hi = q;
+	r->have_range = true;
+}
+
+static void
+read_pair(struct reading *r, const struct lincomb *v,
+    const struct lincomb *e)
+{
+	struct rational	 q;
+	uint32_t	 i = 0, j = 0;
+	double		 diff = 0, norm = 0;
+
+	if (lc_proportional(v, e, &q)) {
+		if (!r->any || (r->proportional && r->one_factor &&
+		    q_equal(q, r->factor))) {
+			r->factor = q;
+			r->one_factor = true;
+		} else
+			r->one_factor = false;
+		read_ratio(r, q);
+	} else
+		r->proportional = false;
+	r->any = true;
+	while (i < v->nterms || j < e->nterms) {
+		if (j == e->nterms || (i < v->nterms &&
+		    v->terms[i].atom < e->terms[j].atom)) {
+			diff += fabs(q_value(v->terms[i].coef));
+			r->complete = false;
+			i++;
+		} else if (i == v->nterms ||
+		    e->terms[j].atom < v->terms[i].atom) {
+			diff += fabs(q_value(e->terms[j].coef));
+			norm += fabs(q_value(e->terms[j].coef));
+			r->complete = false;
+			j++;
+		} else {
+			double x = q_value(v->terms[i].coef);
+			double y = q_value(e->terms[j].coef);
+
+			diff += fabs(x - y);
+			norm += fabs(y);
+			/*
+			 * The exact ratio only when it may widen the range:
+			 * reducing every one took a quarter of a wrong
+			 * 512-rank MoE check (issue 24).
+			 */
+			if (!r->have_range || x / y <= q_value(r->lo) ||
+			    x / y >= q_value(r->hi))
+				read_ratio(r, q_div(v->terms[i].coef,
+				    e->terms[j].coef));
+			i++;
+			j++;
+		}
+	}
+	if (norm > 0 && diff / norm > r->difference)
+		r->difference = diff / norm;
+}
+
+static bool
+has_rank(const struct finding *f, int rank)
+{
+	size_t	 lo = 0, hi = f->nranks;
+
+	if (f->nranks == 0)
+		return true;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (f->ranks[mid] == rank)
+			return true;
+		if (f->ranks[mid] < rank)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+static const struct param_result *
+find_param(const struct audit *a, const char *name)
+{
+	size_t	i;
+
+	for (i = 0; i < a->nparams; i++)
+		if (strcmp(a->params[i].name, name) == 0)
+			return &a->params[i];
+	return NULL;
+}
+
+static void
+measure_cells(const struct audit *a, struct finding *f)
+{
+	struct reading	 r;
+	const struct lincomb *lastv = NULL, *laste = NULL;
+	size_t		 i, k, pairs = 0;
+
+	memset(&r, 0, sizeof r);
+	r.proportional = r.complete = true;
+	for (k = 0; k < (f->nparams > 0 ? f->nparams : 1); k++) {
+		const char *name = f->nparams > 0 ? f->params[k] : f->param;
+		const struct param_result *p = name != NULL ?
+		    find_param(a, name) : NULL;
+
+		for (i = 0; p != NULL && i < p->ncells; i++) {
+			const struct cell *c = &p->cells[i];
+
+			if (!c->used || (c->ok && (!c->has_hash ||
+			    c->numeric_ok)) || !has_rank(f, c->rank))
+				continue;
+			if (c->has_hash && a->numeric &&
+			    a->arith != ARITH_EXACT &&
+			    c->max_rel_error > r.measured)
+				r.measured = c->max_rel_error;
+			if (c->value == NULL || c->expected == NULL ||
+			    (c->value == lastv && c->expected == laste) ||
+			    pairs >= EFFECT_PAIRS_MAX)
+				continue;
+			read_pair(&r, c->value, c->expected);
+			lastv = c->value;
+			laste = c->expected;
+			pairs++;
+		}
+	}
+	if (r.any && r.proportional && r.one_factor) {
+		f->effect.kind = EFFECT_FACTOR;
+		f->effect.lo = f->effect.hi = r.factor;
+	} else if (r.any && r.complete && r.have_range) {
+		f->effect.kind = EFFECT_WEIGHTS;
+		f->effect.lo = r.lo;
+		f->effect.hi = r.hi;
+	} else if (r.any || r.measured > 0) {
+		f->effect.kind = EFFECT_DIFFERENCE;
+		f->effect.difference = r.measured > r.difference ?
+		    r.measured : r.difference;
+	}
+}
+
+/*
+ * A norm finding: measured norms against the reference's where a numeric
+ * audit has them, else the multiplicities of the wrong classes weighed by
+ * element counts (every element taken as weighing alike).
+ */
+static void
+measure_norm(const struct audit *a, struct finding *f)
+{
+	const struct grad_norm_result *g = &a->grad_norm;
+	double	 total = 0, worst = 0, x;
+	size_t	 c, i;
+	int	 r;
+
+	if (!g->present)
+		return;
+	if (g->numeric && a->arith != ARITH_EXACT && g->norm != NULL &&
+	    g->reference_norm > 0) {
+		for (r = 0; r < a->mesh.world; r++) {
+			if (g->class_of[r] < 0)
+				continue;
+			x = (g->norm[r] * g->norm[r] - g->reference_norm *
+			    g->reference_norm) / (g->reference_norm *
+			    g->reference_norm);
+			if (fabs(x) > fabs(worst))
+				worst = x;
+		}
+	} else {
+		for (i = 0; i < a->nparams; i++)
+			total += (double)a->params[i].elems;
+		for (c = 0; total > 0 && c < g->nclasses; c++) {
+			const struct gn_class *cl = &g->classes[c];
+			double extra = 0;
+
+			for (i = 0; i < cl->nmults; i++) {
+				const struct param_result *p = find_param(a,
+				    cl->mults[i].param);
+				double e = p != NULL ? (double)p->elems : 0;
+				double m = f->kind == FINDING_UNDER_COUNT ?
+				    q_value(cl->mults[i].min) :
+				    q_value(cl->mults[i].max);
+
+				extra += (m - 1) * e;
+			}
+			if (fabs(extra / total) > fabs(worst))
+				worst = extra / total;
+		}
+	}
+	if (worst != 0) {
+		f->effect.kind = EFFECT_NORM;
+		f->effect.fraction = worst;
+	}
+}
+
+void
+measure_effects(struct audit *a)
+{
+	size_t	 i;
+
+	for (i = 0; i < a->nfindings; i++) {
+		struct finding *f = &a->findings[i];
+
+		if (f->effect.kind != EFFECT_NONE)
+			continue;	/* set by whoever made the finding */
+		switch (f->kind) {
+		case FINDING_OVER_COUNT:
+		case FINDING_UNDER_COUNT:
+		case FINDING_INCONSISTENT_CLIP:
+			measure_norm(a, f);
+			break;
+		default:
+			measure_cells(a, f);
+			break;
+		}
+	}
+}

@@ -1,0 +1,13 @@
+/*
+ * Measuring how much each finding of an audit matters (issue 23), once per
+ * audit after its findings; the value it sets is struct effect (effect.h).
+ */
+#ifndef GRADAUDIT_MEASURE_H
+#define GRADAUDIT_MEASURE_H
+
+struct audit;
+
+/* Measure the effect of every finding of the audit (after its findings). */
+void	 measure_effects(struct audit *);
+
+#endif

@@ -1,0 +1,608 @@
+/*
+ * Linear combinations written by mesh groups (meshsum.h).
+ *
+ * The terms are split by coefficient; within one coefficient, candidate
+ * groups are tried from the largest down: a group is the set of ranks
+ * whose coordinates outside the summed ones are equal, in the dense view
+ * (pp, dp, tp) or the expert one (pp, ep, etp, edp).  Sorting the atoms
+ * left by their fixed coordinates puts each group's members side by side,
+ * and a run as long as the group is the whole group, since atoms are
+ * distinct.  The class of an atom (its source, and whether it is held) is
+ * part of that key: a group never mixes classes.  The cost is
+ * O(candidates * m log m) for m terms.
+ */
+#ifndef _POSIX_C_SOURCE
+#define _POSIX_C_SOURCE 200809L		/* open_memstream */
+#endif
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "symbolic/atom.h"
+#include "symbolic/meshsum.h"
+
+static const char *const dim_name[MS__COUNT] = {
+	"pp", "dp", "tp", "ep", "etp", "edp", "mb", "src"
+};
+
+#define VIEW_DENSE	((1u << MS_PP) | (1u << MS_DP) | (1u << MS_TP) | \
+			    (1u << MS_MB) | (1u << MS_SRC))
+#define VIEW_EXPERT	((1u << MS_PP) | (1u << MS_EP) | (1u << MS_ETP) | \
+			    (1u << MS_EDP) | (1u << MS_MB) | (1u << MS_SRC))
+
+/*
+ * An atom's rank coordinates, micro-batch and expert source (0 for an atom
+ * not kept per source); -1 for both of a rank.
+ */
+struct acoord {
+	struct coord	 c;
+	int		 mb, src;
+};
+
+static void
+atom_coord(const struct atom_space *sp, uint32_t atom, struct acoord *a)
+{
+	int	 src = atom_expert_source(sp, atom);
+
+	mesh_coord_of(&sp->mesh, atom_rank(sp, atom), &a->c);
+	a->mb = atom_micro_batch(sp, atom);
+	a->src = src >= 0 ? src : 0;
+}
+
+static void
+rank_coord(const struct atom_space *sp, int rank, struct acoord *a)
+{
+	mesh_coord_of(&sp->mesh, rank, &a->c);
+	a->mb = a->src = -1;
+}
+
+struct candidate {
+	unsigned	 view, varied;
+	int64_t		 size;
+};
+
+/*
+ * The nonempty subsets of each view's coordinates: 31 of the dense view's
+ * five and 63 of the expert view's six.  32 overflowed once the
+ * micro-batch became a coordinate of both.
+ */
+#define MAX_CANDIDATES	((1 << 5) - 1 + (1 << 6) - 1)
+
+static int
+dim_size(const struct atom_space *sp, int d)
+{
+	const struct mesh *m = &sp->mesh;
+	const int v[MS__COUNT] = { m->pp, m->dp, m->tp, m->ep, m->etp, m->edp,
+	    atom_space_micro_batches(sp), atom_space_expert_sources(sp) };
+
+	return v[d] > 0 ? v[d] : 1;
+}
+
+static int
+dim_coord(const struct acoord *a, int d)
+{
+	const int v[MS__COUNT] = { a->c.pp, a->c.dp, a->c.tp, a->c.ep,
+	    a->c.etp, a->c.edp, a->mb, a->src };
+
+	return v[d];
+}
+
+static int
+cmp_candidate(const void *pa, const void *pb)
+{
+	const struct candidate *a = pa, *b = pb;
+
+	if (a->size != b->size)
+		return a->size > b->size ? -1 : 1;
+	if (a->view != b->view)
+		return a->view == VIEW_DENSE ? -1 : 1;
+	return (a->varied > b->varied) - (a->varied < b->varied);
+}
+
+/*
+ * Every nonempty set of coordinates of size > 1 within a view, largest
+ * group first; the dense view first among equals, so that a mesh without
+ * experts never speaks of edp.
+ */
+static size_t
+candidates_of(const struct atom_space *sp, struct candidate *out)
+{
+	static const unsigned views[2] = { VIEW_DENSE, VIEW_EXPERT };
+	size_t		 n = 0;
+	unsigned	 v, s, big;
+	int		 d;
+
+	for (v = 0; v < 2; v++) {
+		big = 0;
+		for (d = 0; d < MS__COUNT; d++)
+			if ((views[v] >> d & 1) && dim_size(sp, d) > 1)
+				big |= 1u << d;
+		/* The subsets of big, as in the usual (s - 1) & big walk. */
+		for (s = big; s != 0; s = (s - 1) & big) {
+			if (n == MAX_CANDIDATES)
+				fatalx("meshsum: more group candidates than "
+				    "the views have subsets");
+			out[n].view = views[v];
+			out[n].varied = s;
+			out[n].size = 1;
+			for (d = 0; d < MS__COUNT; d++)
+				if (s >> d & 1)
+					out[n].size *= dim_size(sp, d);
+			n++;
+		}
+	}
+	qsort(out, n, sizeof *out, cmp_candidate);
+	return n;
+}
+
+struct slot {
+	int64_t		 key;
+	size_t		 idx;
+};
+
+static int
+cmp_slot(const void *pa, const void *pb)
+{
+	const struct slot *a = pa, *b = pb;
+
+	if (a->key != b->key)
+		return a->key < b->key ? -1 : 1;
+	return (a->idx > b->idx) - (a->idx < b->idx);
+}
+
+/*
+ * An atom's class (meshsum.h): its source, one for every expert source,
+ * and held or not.  When experts are kept per source those are sources 1
+ * to ep, so source 1 stands for them all.
+ */
+static int
+class_source(const struct atom_space *sp, uint32_t atom)
+{
+	return atom_expert_source(sp, atom) >= 0 ? 1 : atom_source(sp, atom);
+}
+
+static int64_t
+atom_class(const struct atom_space *sp, uint32_t atom)
+{
+	return (int64_t)class_source(sp, atom) * 2 + atom_is_held(sp, atom);
+}
+
+/* The fixed coordinates and the class: equal for a group's members. */
+static int64_t
+fixed_key(const struct atom_space *sp, const struct acoord *c, unsigned fixed,
+    int64_t cls)
+{
+	int64_t	 k = 0;
+	int	 d;
+
+	for (d = 0; d < MS__COUNT; d++)
+		if (fixed >> d & 1)
+			k = k * dim_size(sp, d) + dim_coord(c, d);
+	return k * 2 * atom_space_sources(sp) + cls;
+}
+
+static void
+set_class(const struct atom_space *sp, struct ms_piece *p)
+{
+	p->source = class_source(sp, p->atom);
+	p->held = atom_is_held(sp, p->atom);
+}
+
+static int
+cmp_piece(const void *pa, const void *pb)
+{
+	const struct ms_piece *a = pa, *b = pb;
+
+	return (a->atom > b->atom) - (a->atom < b->atom);
+}
+
+/* The pieces of m terms t[] sharing one coefficient, appended to out. */
+static size_t
+bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
+    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+{
+	struct acoord	*co;
+	struct slot	*slot;
+	bool		*dead;
+	size_t		 i, j, k, x, nalive = nt, ns, n = 0;
+
+	co = xcalloc(nt, sizeof *co);
+	dead = xcalloc(nt, sizeof *dead);
+	slot = xcalloc(nt, sizeof *slot);
+	for (i = 0; i < nt; i++)
+		atom_coord(sp, t[i].atom, &co[i]);
+	for (k = 0; k < ncand && nalive > 1; k++) {
+		unsigned fixed = cand[k].view & ~cand[k].varied;
+
+		if (cand[k].size > (int64_t)nalive)
+			continue;
+		for (i = ns = 0; i < nt; i++)
+			if (!dead[i]) {
+				slot[ns].key = fixed_key(sp, &co[i], fixed,
+				    atom_class(sp, t[i].atom));
+				slot[ns++].idx = i;
+			}
+		qsort(slot, ns, sizeof *slot, cmp_slot);
+		for (i = 0; i < ns; i = j) {
+			for (j = i + 1; j < ns && slot[j].key == slot[i].key;
+			    j++)
+				continue;
+			if ((int64_t)(j - i) != cand[k].size)
+				continue;
+			out[n].coef = t[0].coef;
+			out[n].atom = t[slot[i].idx].atom;
+			out[n].n = (uint32_t)(j - i);
+			out[n].varied = cand[k].varied;
+			out[n].fixed = fixed;
+			set_class(sp, &out[n]);
+			n++;
+			for (x = i; x < j; x++)
+				dead[slot[x].idx] = true;
+			nalive -= j - i;
+		}
+	}
+	for (i = 0; i < nt; i++)
+		if (!dead[i]) {
+			out[n].coef = t[i].coef;
+			out[n].atom = t[i].atom;
+			out[n].n = 1;
+			out[n].varied = out[n].fixed = 0;
+			set_class(sp, &out[n]);
+			n++;
+		}
+	qsort(out, n, sizeof *out, cmp_piece);
+	free(slot);
+	free(dead);
+	free(co);
+	return n;
+}
+
+/*
+ * On a small mesh, weighted pieces are tried only when the plain ones are
+ * long: a few terms read best as they are, the unequal weights being the
+ * bug's evidence ("8*(g1+g3)/11+8*(g0+g2)/15", verl #5993).  Short is
+ * what the text report prints whole (its EXPR_MAX); above
+ * PLAIN_MAX_PIECES pieces the form cannot be short and is not formatted
+ * to find out.  Above MS_ATOMS_WORLD ranks they are always tried: a rank's
+ * own micro-batches, "g0m5/512+g0m3/576+...", are short but differ from
+ * rank to rank, and written so the 4,096-rank JSON report was 61 MB.
+ */
+#define PLAIN_SHORT		100
+#define PLAIN_MAX_PIECES	16
+
+static bool
+plain_is_short(const struct atom_space *sp, const struct ms_piece *p, size_t n)
+{
+	struct arena	 ar;
+	bool		 is_short;
+
+	if (n > PLAIN_MAX_PIECES || sp->mesh.world > MS_ATOMS_WORLD)
+		return false;
+	arena_init(&ar);
+	is_short = strlen(ms_format(&ar, sp, p, n, -1)) <= PLAIN_SHORT;
+	arena_free(&ar);
+	return is_short;
+}
+
+/* The pieces of the nt terms t[], sorted by lc_cmp_format_order. */
+static size_t
+group_terms(const struct atom_space *sp, const struct candidate *cand,
+    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+{
+	size_t	 i, j, n = 0;
+
+	for (i = 0; i < nt; i = j) {
+		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
+			continue;
+		n += bucket_pieces(sp, cand, ncand, t + i, j - i, out + n);
+	}
+	return n;
+}
+
+/*
+ * The pieces of t[] with every coefficient divided by its atom's loss
+ * factor, into out; a group so found is a weighted piece, and a single
+ * atom gets its own coefficient back.  Returns their number.
+ */
+static size_t
+weighted_pieces(const struct atom_space *sp, const struct candidate *cand,
+    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+{
+	struct term	*w;
+	size_t		 i, n;
+
+	w = xreallocarray(NULL, nt, sizeof *w);
+	for (i = 0; i < nt; i++) {
+		w[i].atom = t[i].atom;
+		w[i].coef = q_div(t[i].coef, atom_loss_factor(sp, t[i].atom));
+	}
+	qsort(w, nt, sizeof *w, lc_cmp_format_order);
+	n = group_terms(sp, cand, ncand, w, nt, out);
+	free(w);
+	for (i = 0; i < n; i++) {
+		if (out[i].n > 1)
+			out[i].weighted = true;
+		else
+			out[i].coef = q_mul(out[i].coef,
+			    atom_loss_factor(sp, out[i].atom));
+	}
+	return n;
+}
+
+struct ms_piece *
+ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
+{
+	struct candidate cand[MAX_CANDIDATES];
+	struct ms_piece	*out, *wout;
+	struct term	*t;
+	size_t		 nt = x->nterms, ncand, n, nw;
+
+	*np = 0;
+	if (nt == 0)
+		return NULL;
+	ncand = candidates_of(sp, cand);
+	t = xreallocarray(NULL, nt, sizeof *t);
+	memcpy(t, x->terms, nt * sizeof *t);
+	qsort(t, nt, sizeof *t, lc_cmp_format_order);
+	out = xcalloc(nt, sizeof *out);
+	n = group_terms(sp, cand, ncand, t, nt, out);
+	if (n > 1 && atom_space_weighted(sp) && !plain_is_short(sp, out, n)) {
+		wout = xcalloc(nt, sizeof *wout);
+		nw = weighted_pieces(sp, cand, ncand, t, nt, wout);
+		if (nw < n) {
+			free(out);
+			out = wout;
+			n = nw;
+		} else
+			free(wout);
+	}
+	free(t);
+	*np = n;
+	return out;
+}
+
+/* Append "name" of each dimension in bits, joined by sep. */
+static void
+put_dims(char *buf, size_t len, unsigned bits, const char *sep)
+{
+	size_t	 off = 0;
+	int	 d;
+
+	if (len > 0)
+		buf[0] = '\0';
+	for (d = 0; d < MS__COUNT && off < len; d++)
+		if (bits >> d & 1)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s",
+			    off > 0 ? sep : "", dim_name[d]);
+}
+
+void
+ms_piece_sum(const struct ms_piece *p, char *buf, size_t len)
+{
+	put_dims(buf, len, p->varied, " ");
+}
+
+/*
+ * The class of a group's atoms as words after its coordinates, each as the
+ * atoms' names mark it (atom_name): "a" for the auxiliary losses, "t2" for
+ * multi-token prediction layer 2, "held" for held atoms.  Expert atoms kept
+ * per source need none: "src" is among the coordinates summed or fixed.
+ */
+static size_t
+put_class(const struct atom_space *sp, const struct ms_piece *p, char *buf,
+    size_t len, size_t off, const char *sep)
+{
+	char	 w[2][24];
+	int	 nw = 0, i;
+
+	if (p->source > 0 && p->source == atom_space_aux_source(sp))
+		snprintf(w[nw++], sizeof w[0], "a");
+	else if (atom_mtp_layer(sp, p->atom) > 0)
+		snprintf(w[nw++], sizeof w[0], "t%d",
+		    atom_mtp_layer(sp, p->atom));
+	if (p->held)
+		snprintf(w[nw++], sizeof w[0], "held");
+	for (i = 0; i < nw && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%s",
+		    off > 0 ? sep : "", w[i]);
+	return off;
+}
+
+/*
+ * Whether a coordinate of size > 1 says something of the piece: "src"
+ * only of expert atoms kept per source, the others being its 0.
+ */
+static bool
+dim_shown(const struct atom_space *sp, const struct ms_piece *p, int d)
+{
+	if (dim_size(sp, d) == 1)
+		return false;
+	return d != MS_SRC || atom_expert_source(sp, p->atom) >= 0;
+}
+
+/* Whether the piece holds some coordinate of size > 1 fixed. */
+static bool
+fixes_some(const struct atom_space *sp, const struct ms_piece *p)
+{
+	int	 d;
+
+	for (d = 0; d < MS__COUNT; d++)
+		if ((p->fixed >> d & 1) && dim_shown(sp, p, d))
+			return true;
+	return false;
+}
+
+/* The fixed coordinates of size > 1 and the class; "" for the world. */
+static void
+put_fixed(const struct atom_space *sp, const struct ms_piece *p, char *buf,
+    size_t len, const char *sep, bool self)
+{
+	struct acoord	 c;
+	size_t		 off = 0;
+	int		 d;
+
+	if (len > 0)
+		buf[0] = '\0';
+	if (self)
+		off = (size_t)snprintf(buf, len, "self");
+	else {
+		atom_coord(sp, p->atom, &c);
+		for (d = 0; d < MS__COUNT && off < len; d++)
+			if ((p->fixed >> d & 1) && dim_shown(sp, p, d))
+				off += (size_t)snprintf(buf + off, len - off,
+				    "%s%s%d", off > 0 ? sep : "", dim_name[d],
+				    dim_coord(&c, d));
+	}
+	if (off < len)
+		put_class(sp, p, buf, len, off, sep);
+}
+
+bool
+ms_piece_is_self(const struct atom_space *sp, const struct ms_piece *p,
+    int rank)
+{
+	struct acoord	 a, r;
+	int		 d, nfixed = 0;
+
+	if (rank < 0)
+		return false;
+	if (p->varied == 0)
+		return !p->held && atom_rank(sp, p->atom) == rank &&
+		    (p->source == 0 || p->source == atom_space_aux_source(sp) ||
+		    atom_mtp_layer(sp, p->atom) > 0);
+	atom_coord(sp, p->atom, &a);
+	rank_coord(sp, rank, &r);
+	for (d = 0; d < MS__COUNT; d++) {
+		if (!(p->fixed >> d & 1) || !dim_shown(sp, p, d))
+			continue;
+		if (dim_coord(&a, d) != dim_coord(&r, d))
+			return false;
+		nfixed++;
+	}
+	/* The whole world is everyone's: written as it is, sum_all(). */
+	return nfixed > 0;
+}
+
+bool
+ms_piece_has(const struct atom_space *sp, const struct ms_piece *p,
+    uint32_t atom)
+{
+	struct acoord	 a, b;
+	int		 d;
+
+	if (p->varied == 0)
+		return p->atom == atom;
+	if (class_source(sp, atom) != p->source ||
+	    atom_is_held(sp, atom) != p->held)
+		return false;
+	atom_coord(sp, p->atom, &a);
+	atom_coord(sp, atom, &b);
+	for (d = 0; d < MS__COUNT; d++)
+		if ((p->fixed >> d & 1) && dim_coord(&a, d) != dim_coord(&b, d))
+			return false;
+	return true;
+}
+
+/*
+ * A rank's own atom relative to it: "self", or with the rest of its name
+ * when the rank has several ("selft1m3" for its micro-batch 3 of
+ * multi-token prediction layer 1), so that the ranks of a cell group read
+ * the same words however many sources and micro-batches there are.
+ */
+static void
+put_self_atom(const struct atom_space *sp, const struct ms_piece *p,
+    char *buf, size_t len)
+{
+	char	 name[ATOM_NAME_SIZE];
+	size_t	 i = 1;
+
+	atom_name(sp, name, sizeof name, "g", p->atom);
+	while (name[i] >= '0' && name[i] <= '9')
+		i++;
+	snprintf(buf, len, "self%s", name + i);
+}
+
+void
+ms_piece_of(const struct atom_space *sp, const struct ms_piece *p, int rank,
+    char *buf, size_t len)
+{
+	if (p->varied == 0) {
+		if (ms_piece_is_self(sp, p, rank))
+			put_self_atom(sp, p, buf, len);
+		else
+			atom_name(sp, buf, len, "g", p->atom);
+	} else
+		put_fixed(sp, p, buf, len, " ", ms_piece_is_self(sp, p, rank));
+}
+
+void
+ms_piece_name(const struct atom_space *sp, const struct ms_piece *p, int rank,
+    char *buf, size_t len)
+{
+	char	 sum[32], of[64];
+	bool	 self = ms_piece_is_self(sp, p, rank);
+
+	if (p->varied == 0) {
+		if (self)
+			put_self_atom(sp, p, buf, len);
+		else
+			atom_name(sp, buf, len, "g", p->atom);
+		return;
+	}
+	put_fixed(sp, p, of, sizeof of, ",", self);
+	if (!self && !fixes_some(sp, p)) {
+		/* No coordinate fixed: the whole world, of this class. */
+		snprintf(buf, len, "%ssum_all(%s)", p->weighted ? "w" : "", of);
+		return;
+	}
+	put_dims(sum, sizeof sum, p->varied, "_");
+	snprintf(buf, len, "%ssum_%s(%s)", p->weighted ? "w" : "", sum, of);
+}
+
+const char *
+ms_format(struct arena *a, const struct atom_space *sp,
+    const struct ms_piece *p, size_t n, int rank)
+{
+	char		*buf = NULL, name[128];
+	size_t		 len = 0, i, j, k;
+	FILE		*fp;
+	int64_t		 num;
+	const char	*s;
+
+	if (n == 0)
+		return arena_strdup(a, "0");
+	if ((fp = open_memstream(&buf, &len)) == NULL)
+		fatal("open_memstream");
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && q_equal(p[j].coef, p[i].coef); j++)
+			continue;
+		num = p[i].coef.num;
+		if (num < 0)
+			putc('-', fp);
+		else if (i > 0)
+			putc('+', fp);
+		if (num < 0)
+			num = -num;
+		if (num != 1)
+			fprintf(fp, "%lld*", (long long)num);
+		if (j - i > 1 && (p[i].coef.den != 1 || num != 1))
+			putc('(', fp);
+		for (k = i; k < j; k++) {
+			ms_piece_name(sp, &p[k], rank, name, sizeof name);
+			fprintf(fp, "%s%s", k > i ? "+" : "", name);
+		}
+		if (j - i > 1 && (p[i].coef.den != 1 || num != 1))
+			putc(')', fp);
+		if (p[i].coef.den != 1)
+			fprintf(fp, "/%lld", (long long)p[i].coef.den);
+	}
+	if (fclose(fp) != 0)
+		fatal("open_memstream");
+	s = arena_strdup(a, buf);
+	free(buf);
+	return s;
+}
