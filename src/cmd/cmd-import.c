@@ -26,6 +26,8 @@
 #include "config/framework.h"
 #include "config/load.h"
 #include "import/megatron.h"
+#include "import/toml.h"
+#include "import/torchtitan.h"
 #include "launch/capture.h"
 #include "launch/launch.h"
 
@@ -54,9 +56,19 @@ struct yaml_doc {
 	size_t			 n;
 };
 
-/* The text of FILE ("-": standard input), or NULL after a message. */
+/* What an importer made: the keys set, and why each has its value. */
+struct import_result {
+	struct config	*cfg;
+	char		**why;
+};
+
+/*
+ * The text of FILE ("-": standard input), or NULL after a message.  what
+ * says what the file should be; with nul_ok a NUL byte is left to the
+ * caller's parser, which says where it is (*lenp: the length read).
+ */
 static char *
-read_args_file(const char *path)
+read_text(const char *path, const char *what, bool nul_ok, size_t *lenp)
 {
 	FILE	*fp;
 	char	*text;
@@ -70,15 +82,18 @@ read_args_file(const char *path)
 	}
 	text = xmalloc(ARGS_FILE_MAX + 1);
 	len = fread(text, 1, ARGS_FILE_MAX + 1, fp);
-	if (ferror(fp) || len > ARGS_FILE_MAX || memchr(text, '\0', len)) {
-		fprintf(stderr, "%s: import: %s: %s\n", progname, path,
+	if (ferror(fp) || len > ARGS_FILE_MAX ||
+	    (!nul_ok && memchr(text, '\0', len))) {
+		fprintf(stderr, "%s: import: %s: %s%s\n", progname, path,
 		    ferror(fp) ? strerror(errno) : len > ARGS_FILE_MAX ?
-		    "larger than 1 MiB: not a launch script's arguments" :
-		    "holds a NUL byte: not a launch script's arguments");
+		    "larger than 1 MiB: not " : "holds a NUL byte: not ",
+		    ferror(fp) ? "" : what);
 		free(text);
 		text = NULL;
-	} else
+	} else {
 		text[len] = '\0';
+		*lenp = len;
+	}
 	if (fp != stdin)
 		fclose(fp);
 	return text;
@@ -92,11 +107,12 @@ static char **
 collect_words(const struct options *o, size_t *nwords)
 {
 	char	**words = NULL, *text;
-	size_t	 n = 0;
+	size_t	 n = 0, len;
 	int	 i;
 
 	if (o->args_file != NULL) {
-		if ((text = read_args_file(o->args_file)) == NULL)
+		if ((text = read_text(o->args_file, "a launch script's "
+		    "arguments", false, &len)) == NULL)
 			return NULL;
 		words = shellwords_split(text, SHELLWORDS_COMMENTS, &n);
 		free(text);
@@ -344,11 +360,14 @@ script_words(const struct options *o, char ***words, size_t *nwords)
 }
 
 /*
- * --framework: the profile must resolve, and be one of Megatron's: the
- * release it names also decides the defaults that changed over time.
+ * --framework: the profile must resolve, and be one of the framework
+ * imported (fw_name): the release it names also decides the defaults
+ * that changed over time, and which flavour tables apply.  *version is
+ * set to that release, *have_version when it is one (not main).
  */
 static int
-resolve_framework(const char *spec, struct megatron_import *mi)
+resolve_framework(const char *spec, const char *fw_name, const char *cmd,
+    bool *have_version, struct fw_version *version)
 {
 	const struct fw_profile	*p;
 	char			 err[1024], q[TEXT_QUOTE_SIZE];
@@ -362,28 +381,30 @@ resolve_framework(const char *spec, struct megatron_import *mi)
 		    q, err);
 		return -1;
 	}
-	if (strcmp(p->framework->name, "megatron-core") != 0) {
-		fprintf(stderr, "%s: import: --framework %s: import megatron "
-		    "takes a megatron-core profile\n", progname, q);
+	if (strcmp(p->framework->name, fw_name) != 0) {
+		fprintf(stderr, "%s: import: --framework %s: import %s "
+		    "takes a %s profile\n", progname, q, cmd, fw_name);
 		return -1;
 	}
 	if (newer)
 		fprintf(stderr, "%s: import: %s is newer than the newest "
 		    "release checked: the newest profile applies\n", progname,
 		    q);
-	mi->have_version = fw_version_parse(strchr(spec, '@') + 1,
-	    &mi->version) == 0;
+	*have_version = fw_version_parse(strchr(spec, '@') + 1,
+	    version) == 0;
+	if (newer && *have_version)
+		*version = p->framework->latest;
 	return 0;
 }
 
 /*
- * Without --framework, the newest megatron-core release the profiles were
- * read at: an imported config audits Megatron's own synchronization, not
- * the ideal one (issue 28), and says so in a comment.  NULL, said, when
- * the profiles do not load.
+ * Without --framework, the newest release of fw_name the profiles were
+ * read at: an imported config audits the framework's own synchronization,
+ * not the ideal one (issue 28), and says so in a comment.  NULL, said,
+ * when the profiles do not load.
  */
 static char *
-newest_megatron(void)
+newest_profile(const char *fw_name)
 {
 	const struct framework	*fw;
 	char			 v[32], *spec;
@@ -396,12 +417,12 @@ newest_megatron(void)
 		return NULL;
 	}
 	for (i = 0; i < n; i++)
-		if (strcmp(fw[i].name, "megatron-core") == 0)
+		if (strcmp(fw[i].name, fw_name) == 0)
 			break;
 	if (i == n)
 		return xstrdup("reference");
 	fw_version_format(&fw[i].latest, v, sizeof v);
-	xasprintf(&spec, "megatron-core@%s", v);
+	xasprintf(&spec, "%s@%s", fw_name, v);
 	return spec;
 }
 
@@ -446,7 +467,7 @@ add_line(struct yaml_doc *doc, int depth, const char *key)
  * what it holds.
  */
 static void
-collect_keys(struct yaml_doc *doc, const struct megatron_import *mi,
+collect_keys(struct yaml_doc *doc, const struct import_result *mi,
     const char *prefix, size_t len, int depth)
 {
 	const char	*path, *leaf, *dot;
@@ -455,12 +476,12 @@ collect_keys(struct yaml_doc *doc, const struct megatron_import *mi,
 
 	for (k = 0; k < KEY__COUNT; k++) {
 		path = cfg_key_path(k);
-		if (!keyset_has(&mi->cfg.given, k) || is_mapping(k) ||
+		if (!keyset_has(&mi->cfg->given, k) || is_mapping(k) ||
 		    !in_mapping(k, prefix, len) ||
 		    strchr(path + skip, '.') != NULL)
 			continue;
 		add_line(doc, depth, path + skip);
-		cfg_key_value(&mi->cfg, k, doc->lines[doc->n - 1].value,
+		cfg_key_value(mi->cfg, k, doc->lines[doc->n - 1].value,
 		    sizeof(doc->lines[doc->n - 1].value));
 		doc->lines[doc->n - 1].why = mi->why[k];
 	}
@@ -471,7 +492,7 @@ collect_keys(struct yaml_doc *doc, const struct megatron_import *mi,
 			continue;
 		/* A mapping appears when one of its values was set. */
 		for (j = 0; j < KEY__COUNT; j++)
-			if (keyset_has(&mi->cfg.given, j) && !is_mapping(j) &&
+			if (keyset_has(&mi->cfg->given, j) && !is_mapping(j) &&
 			    in_mapping(j, path, strlen(path)))
 				break;
 		if (j == KEY__COUNT)
@@ -483,7 +504,7 @@ collect_keys(struct yaml_doc *doc, const struct megatron_import *mi,
 }
 
 static void
-print_yaml(FILE *fp, const struct yaml_doc *doc)
+print_yaml(FILE *fp, const struct yaml_doc *doc, const char *header)
 {
 	size_t	 i, width, column = 0;
 
@@ -496,9 +517,7 @@ print_yaml(FILE *fp, const struct yaml_doc *doc)
 		    width <= COMMENT_COLUMN_MAX)
 			column = width;
 	}
-	fprintf(fp, "# gradaudit import megatron: Megatron-LM's arguments as "
-	    "gradaudit.yaml(5).\n# The sizes are the launch's: gradaudit run "
-	    "needs small ones (--set).\n");
+	fputs(header, fp);
 	for (i = 0; i < doc->n; i++) {
 		const struct yaml_line *l = &doc->lines[i];
 
@@ -520,7 +539,8 @@ print_yaml(FILE *fp, const struct yaml_doc *doc)
  * loader's word on the key and the argument the key came from.
  */
 static int
-check_loads(const struct megatron_import *mi, const char *text, size_t len)
+check_loads(const struct import_result *mi, const char *text, size_t len,
+    const char *what)
 {
 	struct config_list	 list;
 	const char		*msg, *at;
@@ -539,7 +559,7 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 				break;
 	if (k == KEY__COUNT)
 		from = xstrdup("");
-	else if (keyset_has(&mi->cfg.given, k) && mi->why[k] != NULL)
+	else if (keyset_has(&mi->cfg->given, k) && mi->why[k] != NULL)
 		xasprintf(&from, " (%s: %s)", cfg_key_path(k), mi->why[k]);
 	else
 		xasprintf(&from, " (%s: gradaudit's default)", cfg_key_path(k));
@@ -551,7 +571,7 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 	if (k != KEY_DP && k < KEY__COUNT && strstr(msg, "dp") != NULL &&
 	    mi->why[KEY_DP] != NULL) {
 		xasprintf(&key, "%s; mesh.dp %d: %s)", from[0] != '\0' ?
-		    "" : " (", mi->cfg.mesh.dp, mi->why[KEY_DP]);
+		    "" : " (", mi->cfg->mesh.dp, mi->why[KEY_DP]);
 		if (from[0] != '\0')
 			from[strlen(from) - 1] = '\0';
 		xasprintf(&at_dp, "%s%s", from, key);
@@ -566,8 +586,8 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 			msg = at + 2;
 		free(key);
 	}
-	fprintf(stderr, "%s: import: gradaudit cannot load what these "
-	    "arguments give: %s%s\n", progname, msg, from);
+	fprintf(stderr, "%s: import: gradaudit cannot load %s: %s%s\n",
+	    progname, what, msg, from);
 	free(from);
 	config_list_free(&list);
 	return -1;
@@ -575,20 +595,24 @@ check_loads(const struct megatron_import *mi, const char *text, size_t len)
 
 /* The framework the configuration names, and why, unless "reference". */
 static void
-name_framework(struct megatron_import *mi, const char *spec, bool defaulted)
+name_framework(struct import_result *mi, const char *spec, bool defaulted)
 {
 	if (strcmp(spec, "reference") == 0)
 		return;
-	mi->cfg.framework = xstrdup(spec);
-	keyset_add(&mi->cfg.given, KEY_FRAMEWORK);
+	mi->cfg->framework = xstrdup(spec);
+	keyset_add(&mi->cfg->given, KEY_FRAMEWORK);
 	if (defaulted)
 		xasprintf(&mi->why[KEY_FRAMEWORK], "the newest release "
 		    "checked; give --framework for the job's");
 }
 
-/* The configuration as import prints it, asked of the loader. */
+/*
+ * The configuration as import prints it, after the header, asked of the
+ * loader; what names the import's input in a refusal.
+ */
 static int
-print_and_check(struct megatron_import *mi, char **text, size_t *len)
+print_and_check(struct import_result *mi, const char *header,
+    const char *what, char **text, size_t *len)
 {
 	struct yaml_doc	 doc = { NULL, 0 };
 	FILE		*fp;
@@ -596,43 +620,46 @@ print_and_check(struct megatron_import *mi, char **text, size_t *len)
 	collect_keys(&doc, mi, "", 0, 0);
 	if ((fp = open_memstream(text, len)) == NULL)
 		fatal("open_memstream");
-	print_yaml(fp, &doc);
+	print_yaml(fp, &doc, header);
 	if (fclose(fp) != 0)
 		fatal("open_memstream");
 	free(doc.lines);
-	return check_loads(mi, *text, *len);
+	return check_loads(mi, *text, *len, what);
 }
 
 /* A refused import's configuration: only the loader's word on it. */
 static void
-loads_quietly(struct megatron_import *mi)
+loads_quietly(struct import_result *mi, const char *header,
+    const char *what)
 {
 	char	*text;
 	size_t	 len;
 
-	(void)print_and_check(mi, &text, &len);
+	(void)print_and_check(mi, header, what, &text, &len);
 	free(text);
 }
 
+#define MEGATRON_HEADER \
+	"# gradaudit import megatron: Megatron-LM's arguments as " \
+	"gradaudit.yaml(5).\n# The sizes are the launch's: gradaudit run " \
+	"needs small ones (--set).\n"
+#define MEGATRON_WHAT	"what these arguments give"
+
 static int
-cmd_import_exec(struct options *o)
+import_megatron(struct options *o)
 {
 	struct megatron_import	 mi;
-	char			**words = NULL, q[TEXT_QUOTE_SIZE], *text;
+	struct import_result	 r = { &mi.cfg, mi.why };
+	char			**words = NULL, *text;
 	char			*spec = NULL;
 	size_t			 nwords = 0, len;
 	int			 rc = EXIT_USAGE;
 
-	if (strcmp(o->args[0], "megatron") != 0) {
-		text_escape(q, sizeof(q), o->args[0], strlen(o->args[0]));
-		fprintf(stderr, "%s: import: cannot import from \"%s\": the "
-		    "one framework known is megatron\n", progname, q);
-		return EXIT_USAGE;
-	}
 	memset(&mi, 0, sizeof(mi));
 	mi.world = o->world;
 	mi.eod_document_tokens = o->eod_document_tokens;
-	if (o->framework != NULL && resolve_framework(o->framework, &mi) < 0)
+	if (o->framework != NULL && resolve_framework(o->framework,
+	    "megatron-core", "megatron", &mi.have_version, &mi.version) < 0)
 		return EXIT_USAGE;
 	if (o->script != NULL && o->args_file != NULL) {
 		fprintf(stderr, "%s: import: --script and --args-file are two "
@@ -654,9 +681,10 @@ cmd_import_exec(struct options *o)
 		return EXIT_USAGE;
 	/* --framework was resolved above; the default is resolved here. */
 	spec = o->framework != NULL ? xstrdup(o->framework) :
-	    newest_megatron();
+	    newest_profile("megatron-core");
 	if (spec == NULL || (o->framework == NULL &&
-	    resolve_framework(spec, &mi) < 0))
+	    resolve_framework(spec, "megatron-core", "megatron",
+	    &mi.have_version, &mi.version) < 0))
 		;	/* said */
 	else if (nwords == 0)
 		fprintf(stderr, "%s: import: no Megatron arguments: give them "
@@ -667,12 +695,13 @@ cmd_import_exec(struct options *o)
 		 * too, so that one run names every problem (issue 28).
 		 */
 		if (mi.mapped) {
-			name_framework(&mi, spec, o->framework == NULL);
-			loads_quietly(&mi);
+			name_framework(&r, spec, o->framework == NULL);
+			loads_quietly(&r, MEGATRON_HEADER, MEGATRON_WHAT);
 		}
 	} else {
-		name_framework(&mi, spec, o->framework == NULL);
-		if (print_and_check(&mi, &text, &len) == 0) {
+		name_framework(&r, spec, o->framework == NULL);
+		if (print_and_check(&r, MEGATRON_HEADER, MEGATRON_WHAT, &text,
+		    &len) == 0) {
 			fwrite(text, 1, len, stdout);
 			rc = EXIT_OK;
 		}
@@ -684,11 +713,124 @@ cmd_import_exec(struct options *o)
 	return rc;
 }
 
+/*
+ * The options of import megatron that a TOML file has no use for: each is
+ * refused rather than silently dropped.
+ */
+static bool
+megatron_only(const struct options *o)
+{
+	const char	*which = o->script != NULL ? "--script" :
+	    o->args_file != NULL ? "--args-file" :
+	    o->timeout_given ? "--timeout" :
+	    o->eod_document_tokens != 0 ? "--eod-document-tokens" : NULL;
+
+	if (which != NULL)
+		fprintf(stderr, "%s: import: %s is an option of import "
+		    "megatron; import torchtitan reads one TOML file\n",
+		    progname, which);
+	return which != NULL;
+}
+
+/*
+ * import torchtitan CONFIG.toml: the file is read whole (TOML_MAX_SIZE),
+ * parsed by toml.c and mapped by torchtitan.c.
+ */
+static int
+import_torchtitan(struct options *o)
+{
+	struct torchtitan_import ti;
+	struct import_result	 r = { &ti.cfg, ti.why };
+	struct toml_doc		 doc;
+	struct fw_version	 version;
+	char			*spec = NULL, *text = NULL, *header, *what;
+	char			*shown, *text_out;
+	const char		*base;
+	char			 err[1024], v[32], q[TEXT_QUOTE_SIZE];
+	size_t			 len = 0;
+	bool			 have_version = false;
+	int			 rc = EXIT_USAGE;
+
+	if (megatron_only(o))
+		return EXIT_USAGE;
+	if (o->nargs != 2) {
+		fprintf(stderr, "%s: import: torchtitan takes one train config "
+		    "(a TOML file), not %d operands\n", progname, o->nargs - 1);
+		return EXIT_USAGE;
+	}
+	memset(&ti, 0, sizeof(ti));
+	ti.world = o->world;
+	spec = o->framework != NULL ? xstrdup(o->framework) :
+	    newest_profile("torchtitan");
+	if (spec == NULL || resolve_framework(spec, "torchtitan",
+	    "torchtitan", &have_version, &version) < 0) {
+		free(spec);
+		return EXIT_USAGE;
+	}
+	if (have_version && !version.main) {
+		fw_version_format(&version, v, sizeof(v));
+		ti.version = v;
+	}
+	if ((text = read_text(o->args[1], "a train config", true,
+	    &len)) == NULL) {
+		free(spec);
+		return EXIT_USAGE;
+	}
+	/* Messages name the file as text_visible shows it: one line. */
+	shown = text_visible(o->args[1]);
+	if (toml_parse(shown, text, len, &doc, err, sizeof(err)) < 0)
+		fprintf(stderr, "%s: import: %s\n", progname, err);
+	else {
+		if (torchtitan_import(&ti, &doc) == 0) {
+			/* The file's name, not where it was: the same text
+			 * wherever the file is read from. */
+			base = strrchr(o->args[1], '/') != NULL ?
+			    strrchr(o->args[1], '/') + 1 : o->args[1];
+			text_cut(q, sizeof(q), base, strlen(base));
+			xasprintf(&header, "# gradaudit import torchtitan: %s "
+			    "as gradaudit.yaml(5).\n# The sizes are the "
+			    "run's: gradaudit run needs small ones (--set).\n",
+			    q);
+			xasprintf(&what, "what %s gives", q);
+			name_framework(&r, spec, o->framework == NULL);
+			if (print_and_check(&r, header, what, &text_out,
+			    &len) == 0) {
+				fwrite(text_out, 1, len, stdout);
+				rc = EXIT_OK;
+			}
+			free(text_out);
+			free(header);
+			free(what);
+		}
+		toml_free(&doc);
+	}
+	torchtitan_import_free(&ti);
+	free(shown);
+	free(text);
+	free(spec);
+	return rc;
+}
+
+static int
+cmd_import_exec(struct options *o)
+{
+	char	 q[TEXT_QUOTE_SIZE];
+
+	if (strcmp(o->args[0], "megatron") == 0)
+		return import_megatron(o);
+	if (strcmp(o->args[0], "torchtitan") == 0)
+		return import_torchtitan(o);
+	text_escape(q, sizeof(q), o->args[0], strlen(o->args[0]));
+	fprintf(stderr, "%s: import: cannot import from \"%s\": the "
+	    "frameworks known are megatron and torchtitan\n", progname, q);
+	return EXIT_USAGE;
+}
+
 const struct command cmd_import_entry = {
 	.name = "import",
-	.operands = "megatron [ARG ...]",
-	.summary = "print the configuration of a Megatron-LM launch's "
-	    "arguments",
+	.operands = "megatron [ARG ...] | torchtitan CONFIG.toml",
+	.summary = "print the configuration of a Megatron-LM launch or "
+	    "torchtitan config",
 	.scope = SCOPE_IMPORT,
 	.min_args = 1,
 	.max_args = -1,

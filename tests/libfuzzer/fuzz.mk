@@ -12,7 +12,7 @@ FUZZ_CC ?= mpicc -cc=clang
 SANITIZE = -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS ?= -g -O1 -fno-omit-frame-pointer
 LIBS = -lyaml -lxxhash -ljansson -lm
-HARNESSES ?= config profile import trace baseline
+HARNESSES ?= config profile import trace baseline toml
 
 S = src
 T = tests/libfuzzer
@@ -24,8 +24,8 @@ CFLAGS = -std=gnu11 -Wall -Wextra $(FUZZ_CFLAGS) $(SANITIZE) -MMD -MP
 LIB_SRCS = $(filter-out $(S)/base/sanitizer.c,$(wildcard $(S)/*/*.c))
 LIB_OBJS = $(patsubst $(S)/%.c,$(B)/lib/%.o,$(LIB_SRCS))
 # What the harnesses share; trace's reports go through tests/fuzz-render.c,
-# apart from jansson's names.
-COMMON_OBJS = $(B)/harness.o $(B)/fuzz-render.o
+# apart from jansson's names, and toml's contract is tests/toml-check.c.
+COMMON_OBJS = $(B)/harness.o $(B)/fuzz-render.o $(B)/toml-check.o
 
 all: $(patsubst %,$(B)/fuzz-%,$(HARNESSES))
 
@@ -38,6 +38,11 @@ $(B)/harness.o: $(T)/harness.c
 	$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) -c $< -o $@
 
 $(B)/fuzz-render.o: tests/fuzz-render.c
+	@mkdir -p $(@D)
+	$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
+
+# The TOML reader's contract, which tests/fuzz-toml.c checks too.
+$(B)/toml-check.o: tests/toml-check.c
 	@mkdir -p $(@D)
 	$(FUZZ_CC) $(CPPFLAGS) $(CFLAGS) -fsanitize=fuzzer-no-link -c $< -o $@
 
