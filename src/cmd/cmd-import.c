@@ -426,21 +426,6 @@ newest_profile(const char *fw_name)
 	return spec;
 }
 
-/* True when some key lies under k: k is a mapping. */
-static bool
-is_mapping(enum cfg_key k)
-{
-	const char	*path = cfg_key_path(k);
-	size_t		 len = strlen(path);
-	int		 j;
-
-	for (j = 0; j < KEY__COUNT; j++)
-		if (strncmp(cfg_key_path(j), path, len) == 0 &&
-		    cfg_key_path(j)[len] == '.')
-			return true;
-	return false;
-}
-
 /* The path of the mapping k is in, as a prefix of length *len. */
 static bool
 in_mapping(enum cfg_key k, const char *prefix, size_t len)
@@ -476,7 +461,7 @@ collect_keys(struct yaml_doc *doc, const struct import_result *mi,
 
 	for (k = 0; k < KEY__COUNT; k++) {
 		path = cfg_key_path(k);
-		if (!keyset_has(&mi->cfg->given, k) || is_mapping(k) ||
+		if (!keyset_has(&mi->cfg->given, k) || cfg_key_is_section(k) ||
 		    !in_mapping(k, prefix, len) ||
 		    strchr(path + skip, '.') != NULL)
 			continue;
@@ -487,12 +472,13 @@ collect_keys(struct yaml_doc *doc, const struct import_result *mi,
 	}
 	for (k = 0; k < KEY__COUNT; k++) {
 		path = cfg_key_path(k);
-		if (!is_mapping(k) || !in_mapping(k, prefix, len) ||
+		if (!cfg_key_is_section(k) || !in_mapping(k, prefix, len) ||
 		    strchr(path + skip, '.') != NULL)
 			continue;
 		/* A mapping appears when one of its values was set. */
 		for (j = 0; j < KEY__COUNT; j++)
-			if (keyset_has(&mi->cfg->given, j) && !is_mapping(j) &&
+			if (keyset_has(&mi->cfg->given, j) &&
+			    !cfg_key_is_section(j) &&
 			    in_mapping(j, path, strlen(path)))
 				break;
 		if (j == KEY__COUNT)

@@ -527,6 +527,17 @@ cfg_key_set_number(struct config *c, enum cfg_key k, int64_t value)
 }
 
 bool
+cfg_key_is_section(enum cfg_key k)
+{
+	int	 j;
+
+	for (j = 0; j < KEY__COUNT; j++)
+		if (cfg_keys[j].parent == k)
+			return true;
+	return false;
+}
+
+bool
 cfg_key_is_active(const struct config *c, enum cfg_key k)
 {
 	for (k = cfg_keys[k].parent; k != CFG_ROOT; k = cfg_keys[k].parent)

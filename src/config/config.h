@@ -735,6 +735,8 @@ int	 cfg_key_set(struct config *, enum cfg_key, const char *value);
  */
 int64_t	 cfg_key_number(const struct config *, enum cfg_key);
 int	 cfg_key_set_number(struct config *, enum cfg_key, int64_t value);
+/* True when keys lie under k: k is a section ("mesh", "model.moe"). */
+bool	 cfg_key_is_section(enum cfg_key);
 /* False for keys under an absent optional section (model.moe). */
 bool	 cfg_key_is_active(const struct config *, enum cfg_key);
 /* True for the keys that describe the job (mesh, model.moe), not a framework. */

@@ -119,21 +119,6 @@ check_loud(int rc, const char *err, size_t len, const char **last)
 	}
 }
 
-/* True when some key lies under k: k is a section. */
-static bool
-is_section(enum cfg_key k)
-{
-	const char	*path = cfg_key_path(k);
-	size_t		 len = strlen(path);
-	int		 j;
-
-	for (j = 0; j < KEY__COUNT; j++)
-		if (strncmp(cfg_key_path(j), path, len) == 0 &&
-		    cfg_key_path(j)[len] == '.')
-			return true;
-	return false;
-}
-
 /* Whether k is a key of the section prefix (len bytes; "" the top). */
 static bool
 is_under(enum cfg_key k, const char *prefix, size_t len)
@@ -194,7 +179,7 @@ put_keys(FILE *fp, const struct config *c, const char *prefix, size_t len,
 			continue;
 		fprintf(fp, "%*s%s:", 2 * depth, "", len > 0 ?
 		    path + len + 1 : path);
-		if (is_section(k)) {
+		if (cfg_key_is_section(k)) {
 			/* A section written empty ("moe: {}") stays so. */
 			if (!written_below(c, k))
 				fputs(" {}\n", fp);
@@ -245,7 +230,7 @@ check_round_trip(const struct config *c)
 			harness_fail(text, "written back, %s is %sactive",
 			    cfg_key_path(k), cfg_key_is_active(c, k) ? "in" :
 			    "");
-		if (!cfg_key_is_active(c, k) || is_section(k))
+		if (!cfg_key_is_active(c, k) || cfg_key_is_section(k))
 			continue;
 		cfg_key_value(c, k, a, sizeof a);
 		cfg_key_value(&back.v[0], k, b, sizeof b);
