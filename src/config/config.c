@@ -129,7 +129,8 @@ static const char *const dp_engine_words[] = {
 static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
 };
-static const char *const fsdp_flatten_words[] = { "parameter", "unit", NULL };
+static const char *const fsdp_flatten_words[] = { "parameter", "unit",
+    "group", NULL };
 static const char *const expert_dim_words[] = {
 	"efsdp", "replicate-efsdp", NULL
 };

@@ -239,7 +239,9 @@ enum fsdp_flatten {
 	/* "parameter": each parameter on its own (torch fully_shard) */
 	FSDP_FLATTEN_PARAMETER,
 	/* "unit": every parameter of a fully_shard unit (Megatron-FSDP v2) */
-	FSDP_FLATTEN_UNIT
+	FSDP_FLATTEN_UNIT,
+	/* "group": Megatron-FSDP v1's parameter groups, each its own buffer */
+	FSDP_FLATTEN_GROUP
 };
 
 /*

@@ -855,8 +855,8 @@ flatten_fits(const struct config *c, char *buf, size_t size)
 	if (c->layout.fsdp_flatten == FSDP_FLATTEN_PARAMETER ||
 	    c->layout.dp_engine == DP_ENGINE_FSDP2)
 		return true;
-	snprintf(buf, size, "unit needs layout.dp_engine "
-	    "fsdp2");
+	snprintf(buf, size, "%s needs layout.dp_engine fsdp2",
+	    c->layout.fsdp_flatten == FSDP_FLATTEN_UNIT ? "unit" : "group");
 	return false;
 }
 

@@ -100,6 +100,15 @@ const struct arg_def megatron_args[] = {
 	 */
 	[MA_ENCODER_LAYERS] = MAPPED("encoder-num-layers", ARG_VALUE, NULL),
 	[MA_ENCODER_SEQ] = MAPPED("encoder-seq-length", ARG_VALUE, NULL),
+	/*
+	 * Megatron-FSDP version 1 (import_megatron_fsdp): its buffers are
+	 * layout.fsdp_flatten: group.
+	 */
+	[MA_MFSDP] = MAPPED("use-megatron-fsdp", ARG_FLAG, NULL),
+	[MA_SHARDING] = MAPPED("data-parallel-sharding-strategy", ARG_VALUE,
+	    NULL),
+	/* Read only to refuse it with Megatron-FSDP: it changes no reduction. */
+	[MA_FP8_PARAM_GATHER] = MAPPED("fp8-param-gather", ARG_FLAG, NULL),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -119,35 +128,16 @@ const struct arg_def megatron_args[] = {
 	    "FSDP shards parameters and gradients in a way gradaudit does not "
 	    "model"),
 	/*
-	 * Megatron-FSDP as Megatron core runs it up to core_v0.19.0 (and on
-	 * main d98e8a64dd without --megatron-fsdp-version 2): version 1,
-	 * MegatronFSDP over megatron_fsdp/param_and_grad_buffer.py.  Its
-	 * _get_parameter_groups splits each FSDP unit's parameters by dtype
-	 * and expert, sorts each group by row size (largest first) and
-	 * buckets what is outside the units by 40M elements;
-	 * build_data_parallel_buffer_index then packs a group in that order,
-	 * fills the gaps with small tensors unaligned, pads to dp times the
-	 * lcm of the row sizes and cuts it in dp shards.  gradaudit's
-	 * layout.fsdp_flatten: unit is version 2's GlobalLayout.build
-	 * (experimental/layout.py): registration order, fragments aligned to
-	 * their rows, one buffer a unit.  The shards differ, and with them
-	 * what each rank owns, so --use-megatron-fsdp is refused;
-	 * --use-custom-fsdp is its old name (validate_args sets it).
+	 * Megatron-FSDP version 1, the only one megatron-core 0.19.0 has
+	 * (main d98e8a64dd runs it without --megatron-fsdp-version 2):
+	 * MegatronFSDP over megatron_fsdp/param_and_grad_buffer.py, mapped
+	 * above.  --use-custom-fsdp, its old name, is refused: validate_args
+	 * sets it from --use-megatron-fsdp, and the custom FSDP of core 0.11
+	 * to 0.13 that it once selected was not read.
 	 */
-	REFUSED("use-megatron-fsdp", ARG_FLAG, NULL,
-	    "Megatron-FSDP version 1 (param_and_grad_buffer.py "
-	    "_get_parameter_groups, build_data_parallel_buffer_index) sorts "
-	    "each unit's parameters by row size and packs small ones "
-	    "unaligned into its shards, a layout gradaudit does not model "
-	    "(layout.fsdp_flatten: unit is version 2's, which megatron-core "
-	    "0.19.0 does not have)"),
 	REFUSED("use-custom-fsdp", ARG_FLAG, NULL,
-	    "Megatron-FSDP version 1 (param_and_grad_buffer.py "
-	    "_get_parameter_groups, build_data_parallel_buffer_index) sorts "
-	    "each unit's parameters by row size and packs small ones "
-	    "unaligned into its shards, a layout gradaudit does not model "
-	    "(layout.fsdp_flatten: unit is version 2's, which megatron-core "
-	    "0.19.0 does not have)"),
+	    "the old name of Megatron-FSDP, whose buffers gradaudit read "
+	    "only as --use-megatron-fsdp at core_v0.19.0: give that"),
 	REFUSED("num-distributed-optimizer-instances", ARG_VALUE, "1",
 	    "several distributed-optimizer instances reduce gradients in two "
 	    "levels; gradaudit models one"),
@@ -336,7 +326,6 @@ const struct arg_def megatron_args[] = {
 	HARMLESS("fp8-interval", ARG_VALUE),
 	HARMLESS("fp8-amax-history-len", ARG_VALUE),
 	HARMLESS("fp8-amax-compute-algo", ARG_VALUE),
-	HARMLESS("fp8-param-gather", ARG_FLAG),
 	HARMLESS("fp8-output-proj", ARG_FLAG),
 	HARMLESS("no-fp8-wgrad", ARG_FLAG),
 	HARMLESS("disable-fp8-wgrad", ARG_FLAG),
@@ -685,7 +674,6 @@ const struct arg_def megatron_args[] = {
 	 * and how context parallelism exchanges keys and values, which
 	 * changes no gradient's synchronization (cp-comm-type).
 	 */
-	HARMLESS("data-parallel-sharding-strategy", ARG_VALUE),
 	HARMLESS("outer-dp-sharding-strategy", ARG_VALUE),
 	HARMLESS("no-gradient-reduce-div-fusion", ARG_FLAG),
 	HARMLESS("suggested-communication-unit-size", ARG_VALUE),

@@ -35,7 +35,7 @@ struct megatron_values {
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 mla;
 	bool	 shared_gate;
-	bool	 sp, average, pad;
+	bool	 sp, average, pad, mfsdp;
 	long	 cp;
 	bool	 eod_mask, per_token;
 };
@@ -103,6 +103,7 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->overlap = mg_flag_arg(st, MA_OVERLAP);
 	v->sp = mg_flag_arg(st, MA_SP);
 	v->average = mg_flag_arg(st, MA_AVERAGE);
+	v->mfsdp = mg_flag_arg(st, MA_MFSDP);
 	/* TokenizerConfig.pad_vocab_size: true unless --no-/--disable-. */
 	no_pad = mg_flag_arg(st, MA_NO_PAD);
 	disable_pad = mg_flag_arg(st, MA_DISABLE_PAD);
@@ -1104,6 +1105,78 @@ import_training(struct import_state *st, const struct megatron_values *v)
 	}
 }
 
+/*
+ * --use-megatron-fsdp, Megatron-FSDP version 1 as core_v0.19.0
+ * (5be9626709) runs it: megatron/core/distributed/fsdp/
+ * mcore_fsdp_adapter.py FullyShardedDataParallel wraps each model chunk in
+ * a MegatronFSDP (megatron_fsdp/megatron_fsdp.py), whose
+ * ParamAndGradBuffer (param_and_grad_buffer.py) is layout.fsdp_flatten:
+ * group under the FSDP engine: every bucket reduce-scattered over the
+ * dp*cp group, or the expert data-parallel group for the routed experts.
+ * MegatronFSDP._init_fsdp_param_and_grad_buffer scales by 1/dp before
+ * summing, as DistributedDataParallel does, or by nothing with a per-token
+ * loss; with --ddp-average-in-collective gradient_reduce_preprocessing
+ * averages every bucket over its own group, so the experts' factor
+ * edp/dp it computes is never applied: they are divided by edp.
+ */
+static void
+import_megatron_fsdp(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	struct arg_use	*u = &st->use[MA_SHARDING];
+	struct shown	 sh;
+
+	if (!v->mfsdp)
+		return;
+	u->used = u->given;
+	/*
+	 * _get_parameter_groups keys its groups by dtype too, "float8" for
+	 * the TransformerEngine weights that --fp8-param-gather makes FP8
+	 * (fp8_model_init): a layer's linear weights and its norms then fall
+	 * in different buckets, a split gradaudit's one-dtype model has not.
+	 */
+	if (st->use[MA_FP8_PARAM_GATHER].given)
+		mg_refuse(st, "--fp8-param-gather with --use-megatron-fsdp: its "
+		    "FP8 weights form Megatron-FSDP parameter groups of their "
+		    "own (dtype float8, param_and_grad_buffer.py "
+		    "_get_parameter_groups), a split of the buffers gradaudit "
+		    "does not model");
+	if (mg_older_than(st, "0.19.0"))
+		mg_refuse(st, "--use-megatron-fsdp: gradaudit read Megatron-FSDP's "
+		    "buffers (param_and_grad_buffer.py) at core_v0.19.0 only");
+	/*
+	 * arguments.py's default.  FullyShardedDataParallel makes every
+	 * TransformerLayer an FSDP unit only with optim_grads_params; the
+	 * other strategies have no units, and no_shard and optim reduce
+	 * gradients into unsharded buffers.
+	 */
+	if (u->given && u->value != NULL &&
+	    strcmp(u->value, "optim_grads_params") != 0)
+		mg_refuse(st, "--data-parallel-sharding-strategy %s: without "
+		    "optim_grads_params Megatron-FSDP has no FSDP units and "
+		    "buckets gradients by size alone (no_shard and optim also "
+		    "keep them unsharded), a layout gradaudit does not model",
+		    mg_shown(&sh, u->value));
+	c->layout.dp_engine = DP_ENGINE_FSDP2;
+	mg_explain(st, KEY_DP_ENGINE, "--use-megatron-fsdp: MegatronFSDP "
+	    "reduce-scatters each buffer over the dp*cp group (the expert "
+	    "data-parallel group for experts)");
+	c->layout.fsdp_flatten = FSDP_FLATTEN_GROUP;
+	mg_explain(st, KEY_FSDP_FLATTEN, "--use-megatron-fsdp%s "
+	    "optim_grads_params: version 1's parameter groups, a layer's "
+	    "in buckets of their own (param_and_grad_buffer.py)", u->given ?
+	    " --data-parallel-sharding-strategy" : ", Megatron's default");
+	c->training.distributed_optimizer = true;
+	mg_explain(st, KEY_DISTRIBUTED_OPTIMIZER, "--use-megatron-fsdp "
+	    "(validate_args turns it on)");
+	c->sync.expert_grad_divisor = v->average ? EXPERT_DIVISOR_EDP :
+	    EXPERT_DIVISOR_DP;
+	mg_explain(st, KEY_EXPERT_GRAD_DIVISOR, "%s", v->average ?
+	    "--use-megatron-fsdp, --ddp-average-in-collective: an average "
+	    "over the expert data-parallel group" :
+	    "--use-megatron-fsdp: 1/dp, as for dense parameters");
+}
+
 void
 megatron_map_check(struct import_state *st)
 {
@@ -1141,6 +1214,7 @@ megatron_map(struct import_state *st)
 		import_mla(st, &v);
 		import_moe(st, &v);
 		import_training(st, &v);
+		import_megatron_fsdp(st, &v);
 		/*
 		 * Only values mapped without a refusal of their own are
 		 * worth the loader's word: a malformed one left a default.

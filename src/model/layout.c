@@ -476,6 +476,206 @@ build_flat_units(struct layout *lay, const struct model *m, int unit,
 }
 
 /*
+ * Megatron-FSDP v1 (layout.fsdp_flatten: group), the MegatronFSDP that
+ * megatron-core runs for --use-megatron-fsdp up to core_v0.19.0
+ * (5be9626709), megatron/core/distributed/fsdp/src/megatron_fsdp/
+ * param_and_grad_buffer.py.  The functions below follow that file:
+ * group_chunk and group_layout its _get_parameter_groups step 3 and
+ * build_data_parallel_buffer_index, build_param_groups steps 1 and 2.
+ *
+ * Step 3 sorts a bucket's parameters by row size (shape[1:].numel()),
+ * largest first, Python's stable sort, and derives the chunk: the first
+ * row size, widened to the lcm with each later row size that does not
+ * divide it, unless that parameter is smaller than the chunk so far.  (It
+ * means to split the bucket by chunk, but never fills remaining_params:
+ * every parameter stays in the one group.)
+ */
+static int64_t
+group_chunk(const struct model *m, const int *idx, int k)
+{
+	int64_t	chunk = row_elems(&m->params[idx[0]]), row, numel;
+	int	i;
+
+	for (i = 0; i < k; i++) {
+		row = row_elems(&m->params[idx[i]]);
+		numel = m->params[idx[i]].local_elems;
+		if (row == chunk || (chunk % row == 0 && numel % chunk == 0) ||
+		    numel < chunk)
+			continue;
+		chunk = chunk / gcd(chunk, row) * row;
+	}
+	return chunk;
+}
+
+/*
+ * build_data_parallel_buffer_index: the parameters `idx` (k of them, in
+ * step 3's order) packed from `base`.  A parameter smaller than the chunk
+ * is a fragment; the others go in order, each at the running index; one
+ * the chunk does not divide ends a chunk early, and the first later one
+ * whose remainder fits takes the end of that chunk, then fragments fill
+ * what space is left after the first, in order and unaligned (the code's
+ * sort of the fragments discards its result), and the rest go at the
+ * end.  The bucket is padded to a multiple of chunk * n, n equal shards.
+ * Returns the unpadded size.
+ */
+static int64_t
+group_layout(struct layout *lay, const struct model *m, int *idx, int k,
+    int64_t chunk, int64_t base)
+{
+	int	*frag = xcalloc(k, sizeof *frag);
+	int	 nfrag = 0, nreg = 0, i, j;
+	int64_t	 data = 0, numel, gap, space, rem, crem;
+
+	for (i = 0; i < k; i++) {
+		if (m->params[idx[i]].local_elems < chunk)
+			frag[nfrag++] = idx[i];
+		else
+			idx[nreg++] = idx[i];
+	}
+	for (i = 0; i < nreg; i++) {
+		if (idx[i] < 0)
+			continue;	/* an earlier one's partner */
+		numel = m->params[idx[i]].local_elems;
+		lay->offset[idx[i]] = base + data;
+		if (numel % chunk == 0) {
+			data += numel;
+			continue;
+		}
+		gap = data + numel;
+		data += (numel / chunk + 1) * chunk;
+		rem = numel % chunk;
+		space = chunk - rem;
+		for (j = i + 1; j < nreg; j++) {
+			if (idx[j] < 0)
+				continue;
+			crem = m->params[idx[j]].local_elems % chunk;
+			if (crem == 0 || crem + rem > chunk)
+				continue;
+			lay->offset[idx[j]] = base + data - crem;
+			space -= crem;
+			data += m->params[idx[j]].local_elems / chunk * chunk;
+			idx[j] = -1;
+			break;
+		}
+		for (j = 0; j < nfrag; j++) {
+			if (frag[j] < 0 ||
+			    m->params[frag[j]].local_elems > space)
+				continue;
+			lay->offset[frag[j]] = base + gap;
+			space -= m->params[frag[j]].local_elems;
+			gap += m->params[frag[j]].local_elems;
+			frag[j] = -1;
+		}
+	}
+	for (j = 0; j < nfrag; j++) {
+		if (frag[j] < 0)
+			continue;
+		lay->offset[frag[j]] = base + data;
+		data += m->params[frag[j]].local_elems;
+	}
+	free(frag);
+	return data;
+}
+
+/* Whether parameter a sorts before b in step 3: larger rows first. */
+static bool
+row_before(const struct model *m, int a, int b)
+{
+	return row_elems(&m->params[a]) > row_elems(&m->params[b]);
+}
+
+/* Close one of step 2's buckets: sort, chunk, lay out, pad, shard. */
+static int64_t
+close_group(struct layout *lay, const struct model *m, int unit,
+    enum buffer_kind kind, int *idx, int k, int64_t pos)
+{
+	int	n = layout_shard_group_size(m, kind), i, j, t;
+	int64_t	chunk, data, padded;
+
+	if (k == 0)
+		return pos;
+	for (i = 1; i < k; i++)
+		for (j = i; j > 0 && row_before(m, idx[j], idx[j - 1]); j--) {
+			t = idx[j];
+			idx[j] = idx[j - 1];
+			idx[j - 1] = t;
+		}
+	chunk = group_chunk(m, idx, k);
+	data = group_layout(lay, m, idx, k, chunk, pos);
+	padded = round_up(data, chunk * n);
+	add_bucket(&lay->stages[unit].buffer[kind], pos, pos + data,
+	    padded / n, n);
+	return pos + padded;
+}
+
+/*
+ * Steps 1 and 2 of _get_parameter_groups.  Step 1 groups a model chunk's
+ * parameters, in named_parameters order, by dtype (one here: Float16Module
+ * casts them all), by ".experts." in the name (the routed experts), and by
+ * FSDP unit: with optim_grads_params, the FullyShardedDataParallel of
+ * mcore_fsdp_adapter.py makes every TransformerLayer one; the parameters
+ * outside the layers share the group of no unit.  Step 2 cuts a group
+ * into buckets: a shared_embedding weight (the tied or MTP copy of the
+ * embedding with pp > 1, LanguageModule.setup_embeddings_and_output_layer)
+ * gets one of its own, and the group of no unit closes a bucket once its
+ * parameters reach the DDP bucket size (training.py get_model,
+ * resolve_ddp_bucket_size: the Megatron rule of bucket_limit).  Each
+ * bucket is a DataParallelBuffer of its own, reduce-scattered over the
+ * FSDP group (dp*cp, or the expert data-parallel group).
+ */
+static void
+build_param_groups(struct layout *lay, const struct model *m, int unit,
+    enum buffer_kind kind)
+{
+	int	*idx = xcalloc(m->nparams, sizeof *idx);
+	bool	*done = xcalloc(m->nparams, sizeof *done);
+	int64_t	 pos = 0, limit = bucket_limit(m, unit / m->chunks,
+		    unit % m->chunks), sum;
+	int	 i, j, k;
+
+	for (i = 0; i < m->nparams; i++) {
+		const struct param *p = &m->params[i];
+
+		if (done[i] || model_unit(m, p) != unit ||
+		    layout_buffer_of(m, i) != kind)
+			continue;
+		k = 0;
+		sum = 0;
+		for (j = i; j < m->nparams; j++) {
+			const struct param *q = &m->params[j];
+
+			if (done[j] || model_unit(m, q) != unit ||
+			    layout_buffer_of(m, j) != kind ||
+			    q->expert != p->expert || q->layer != p->layer)
+				continue;
+			done[j] = true;
+			if (m->logical[q->logical].ninstances == 2) {
+				pos = close_group(lay, m, unit, kind, idx, k,
+				    pos);
+				idx[0] = j;
+				pos = close_group(lay, m, unit, kind, idx, 1,
+				    pos);
+				k = 0;
+				sum = 0;
+				continue;
+			}
+			idx[k++] = j;
+			sum += q->local_elems;
+			if (q->layer < 0 && limit > 0 && sum >= limit) {
+				pos = close_group(lay, m, unit, kind, idx, k,
+				    pos);
+				k = 0;
+				sum = 0;
+			}
+		}
+		pos = close_group(lay, m, unit, kind, idx, k, pos);
+	}
+	lay->stages[unit].buffer[kind].size = pos;
+	free(done);
+	free(idx);
+}
+
+/*
  * FSDP2's fully_shard (torch/distributed/fsdp/_fully_shard/_fsdp_param.py
  * at pytorch 8fc2039dec): torch.chunk on dim 0 gives every member
  * ceil(rows / n) rows, the trailing members fewer or none, and each
@@ -517,6 +717,10 @@ build_fsdp_buffer(struct layout *lay, const struct model *m, int unit,
 
 	if (c->layout.fsdp_flatten == FSDP_FLATTEN_UNIT) {
 		build_flat_units(lay, m, unit, kind);
+		return;
+	}
+	if (c->layout.fsdp_flatten == FSDP_FLATTEN_GROUP) {
+		build_param_groups(lay, m, unit, kind);
 		return;
 	}
 	for (i = 0; i < m->nparams; i++) {
