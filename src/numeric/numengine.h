@@ -2,8 +2,8 @@
  * The state of the numeric engine (numeric.c): the mesh ranks this process
  * hosts, each with its weights, its local gradients and the values of its
  * stage program's slots, and what all ranks share: the placements of every
- * slot and the pipeline transfer in flight.  The kernels (kernels.c) and
- * the interpreter (numeric.c) work on it.
+ * slot and the pipeline transfer in flight.  The kernels (kernels*.c) and
+ * the interpreter (interpret.c) work on it.
  */
 #ifndef GRADAUDIT_NUMENGINE_H
 #define GRADAUDIT_NUMENGINE_H
