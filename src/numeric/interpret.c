@@ -94,6 +94,7 @@ static void
 accumulate(struct engine *eng, int stage, int slot, int j,
     struct placement incoming)
 {
+	enum arith		 arith = eng->arith;
 	struct placement	 old = eng->grad_place[stage][slot], joined;
 	bool			 had = eng->grad_set[stage][slot], raw;
 	struct rank_state	*rs;
@@ -123,7 +124,7 @@ accumulate(struct engine *eng, int stage, int slot, int j,
 		if (!raw)
 			engine_mask_to(&rs->coord, g, old, joined);
 		for (k = 0; k < g->rows * g->cols; k++)
-			g->v[k] = num_add(g->v[k], d->v[k]);
+			g->v[k] = num_add(arith, g->v[k], d->v[k]);
 		tensor_free(d);
 	}
 	eng->grad_place[stage][slot] = joined;
@@ -237,15 +238,16 @@ test_target(struct engine *eng, const char *var)
 void
 test_corruption(struct engine *eng)
 {
+	enum arith	 arith = eng->arith;
 	union num	*x;
 
 	if ((x = test_target(eng, "GRADAUDIT_TEST_CORRUPT_RANK")) != NULL)
-		*x = num_add(*x, num_from_rational(q_make(1, 1)));
+		*x = num_add(arith, *x, num_from_rational(arith, q_make(1, 1)));
 	if ((x = test_target(eng, "GRADAUDIT_TEST_NUDGE_RANK")) == NULL)
 		return;
-	if (num_arith == ARITH_FLOAT32)
+	if (arith == ARITH_FLOAT32)
 		x->d = (double)nextafterf((float)x->d, INFINITY);
-	else if (num_arith == ARITH_FLOAT64)
+	else if (arith == ARITH_FLOAT64)
 		x->d = nextafter(x->d, INFINITY);
 }
 
@@ -292,15 +294,15 @@ run_model(struct engine *eng, struct progress_count *pc)
  * framework's factor loss.aux_scale makes.
  */
 static void
-add_aux_atom(union num *atom, union num *total, const union num *g,
-    int64_t e, struct rational coef)
+add_aux_atom(enum arith arith, union num *atom, union num *total, const union
+    num *g, int64_t e, struct rational coef)
 {
-	union num	 c = num_from_rational(coef);
+	union num	 c = num_from_rational(arith, coef);
 	int64_t		 x;
 
 	memcpy(atom, g, (size_t)e * sizeof(union num));
 	for (x = 0; x < e; x++)
-		total[x] = num_add(total[x], num_mul(c, g[x]));
+		total[x] = num_add(arith, total[x], num_mul(arith, c, g[x]));
 }
 
 /* Zero the gradients of the hosted ranks for another pass. */
@@ -342,6 +344,7 @@ static void
 run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
     union num **total, int mb)
 {
+	enum arith		 arith = eng->arith;
 	const struct model	*m = eng->model;
 	const struct loss_norm	*ln = &m->loss;
 	struct rank_state	*rs;
@@ -356,7 +359,7 @@ run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
 		eng->seed = 0;
 		for (i = 0; i < eng->nranks; i++) {
 			rs = &eng->ranks[i];
-			coef = num_from_rational(ln->mtp_coef[(d - 1) *
+			coef = num_from_rational(arith, ln->mtp_coef[(d - 1) *
 			    ln->chunks + rs->batch]);
 			for (k = 0; k < m->nparams; k++) {
 				if (rs->pgrad[k] == NULL)
@@ -372,8 +375,9 @@ run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
 				    rs->pgrad[k], (size_t)e *
 				    sizeof(union num));
 				for (x = 0; x < e; x++)
-					(*t)[x] = num_add((*t)[x], num_mul(
-					    coef, rs->pgrad[k][x]));
+					(*t)[x] = num_add(arith, (*t)[x],
+					    num_mul(arith, coef,
+					    rs->pgrad[k][x]));
 			}
 		}
 	}
@@ -391,6 +395,7 @@ static void
 run_micro_batches(struct engine *eng, struct progress_count *pc,
     union num ***atoms, union num **total, bool held)
 {
+	enum arith		 arith = eng->arith;
 	const struct model	*m = eng->model;
 	const struct loss_norm	*ln = &m->loss;
 	struct rank_state	*rs;
@@ -426,20 +431,20 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 					    rs->coord.etp, rs->coord.edp) :
 					    rs->rank;
 					mesh_coord_of(&m->mesh, src, &c);
-					coef = num_from_rational(ln->coef[
-					    lossnorm_chunk(&m->mesh, mb,
-					    c.dp)]);
+					coef = num_from_rational(arith,
+					    ln->coef[ lossnorm_chunk(&m->mesh,
+					    mb, c.dp)]);
 					memcpy(atoms[i][k] + off +
 					    (j * K + mb) * e, g, (size_t)e *
 					    sizeof(union num));
 					for (x = 0; x < e; x++)
 						total[i * m->nparams + k][x] =
-						    num_add(total[i *
+						    num_add(arith, total[i *
 						    m->nparams + k][x],
-						    num_mul(coef, g[x]));
+						    num_mul(arith, coef, g[x]));
 				}
 				if (model_has_aux(m, &m->params[k]))
-					add_aux_atom(atoms[i][k] + off +
+					add_aux_atom(arith, atoms[i][k] + off +
 					    (K + mb) * e,
 					    total[i * m->nparams + k],
 					    rs->aux_grad[k], e, ln->aux_coef);

@@ -85,7 +85,8 @@ fwd_embed(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	const struct param	*p = &eng->model->params[op->param];
 	const struct tensor	*ids = &act_in(rs, op, 0)->t;
 	struct tensor		*out = &rs->act[op->out].t;
-	int64_t			 t, row, lo = vocab_lo(p, rs), h = p->local_shape[1];
+	int64_t			 t, row, lo = vocab_lo(p, rs), h =
+	    p->local_shape[1];
 
 	tensor_alloc(out, ids->rows, h);
 	for (t = 0; t < ids->rows; t++) {
@@ -99,6 +100,7 @@ fwd_embed(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 bwd_embed(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct param	*p = &eng->model->params[op->param];
 	const struct tensor	*ids = &act_in(rs, op, 0)->t;
@@ -113,7 +115,7 @@ bwd_embed(struct engine *eng, struct rank_state *rs, int stage, int opi)
 		if (row < 0 || row >= p->local_shape[0])
 			continue;
 		for (k = 0; k < h; k++)
-			g[row * h + k] = num_add(g[row * h + k],
+			g[row * h + k] = num_add(arith, g[row * h + k],
 			    d->v[t * h + k]);
 	}
 }
@@ -124,26 +126,28 @@ bwd_embed(struct engine *eng, struct rank_state *rs, int stage, int opi)
  * normalized row goes to xhat and 1/rms to *r.
  */
 static void
-norm_row(const union num *x, int64_t h, union num *xhat, double *r)
+norm_row(enum arith arith, const union num *x, int64_t h, union num *xhat,
+    double *r)
 {
 	double		 ms = 0;
 	int64_t		 k;
 
-	if (num_arith == ARITH_EXACT) {
+	if (arith == ARITH_EXACT) {
 		memcpy(xhat, x, (size_t)h * sizeof(*x));
 		*r = 1;
 		return;
 	}
 	for (k = 0; k < h; k++)
 		ms += x[k].d * x[k].d;
-	*r = num_round(1.0 / sqrt(ms / (double)h + NUM_NORM_EPS));
+	*r = num_round(arith, 1.0 / sqrt(ms / (double)h + NUM_NORM_EPS));
 	for (k = 0; k < h; k++)
-		xhat[k].d = num_round(x[k].d * *r);
+		xhat[k].d = num_round(arith, x[k].d * *r);
 }
 
 void
 fwd_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const union num		*w = rs->weight[op->param];
@@ -155,15 +159,17 @@ fwd_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	    "norm input");
 	tensor_alloc(out, x->rows, h);
 	for (t = 0; t < x->rows; t++) {
-		norm_row(x->v + t * h, h, out->v + t * h, &r);
+		norm_row(arith, x->v + t * h, h, out->v + t * h, &r);
 		for (k = 0; k < h; k++)
-			out->v[t * h + k] = num_mul(out->v[t * h + k], w[k]);
+			out->v[t * h + k] = num_mul(arith, out->v[t * h + k],
+			    w[k]);
 	}
 }
 
 void
 bwd_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const struct tensor	*d = &rs->grad[op->out];
@@ -179,21 +185,24 @@ bwd_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	dxhat = xcalloc((size_t)h, sizeof(*dxhat));
 	tensor_alloc(dx, x->rows, h);
 	for (t = 0; t < x->rows; t++) {
-		norm_row(x->v + t * h, h, xhat, &r);
+		norm_row(arith, x->v + t * h, h, xhat, &r);
 		for (k = 0; k < h; k++) {
-			g[k] = num_add(g[k], num_mul(d->v[t * h + k], xhat[k]));
-			dxhat[k] = num_mul(d->v[t * h + k], w[k]);
+			g[k] = num_add(arith, g[k], num_mul(arith, d->v[t * h +
+			    k], xhat[k]));
+			dxhat[k] = num_mul(arith, d->v[t * h + k], w[k]);
 		}
-		if (num_arith == ARITH_EXACT) {
+		if (arith == ARITH_EXACT) {
 			memcpy(dx->v + t * h, dxhat, (size_t)h *
 			    sizeof(*dxhat));
 			continue;
 		}
 		/* dx = r * (dxhat - xhat * mean(dxhat * xhat)). */
-		c.d = num_round(num_dot(dxhat, 1, xhat, 1, h).d / (double)h);
+		c.d = num_round(arith, num_dot(arith, dxhat, 1, xhat, 1, h).d /
+		    (double)h);
 		for (k = 0; k < h; k++)
-			dx->v[t * h + k].d = num_round(r * num_round(
-			    dxhat[k].d - num_round(xhat[k].d * c.d)));
+			dx->v[t * h + k].d = num_round(arith, r *
+			    num_round(arith, dxhat[k].d - num_round(arith,
+			    xhat[k].d * c.d)));
 	}
 	free(dxhat);
 	free(xhat);
@@ -206,28 +215,31 @@ bwd_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 fwd_linear(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct param	*p = &eng->model->params[op->param];
 
-	mm_x_wt(&rs->act[op->out].t, &act_in(rs, op, 0)->t,
+	mm_x_wt(arith, &rs->act[op->out].t, &act_in(rs, op, 0)->t,
 	    rs->weight[op->param], p->local_shape[0], p->local_shape[1]);
 }
 
 void
 bwd_linear(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct param	*p = &eng->model->params[op->param];
 	const struct tensor	*d = &rs->grad[op->out];
 
-	mm_acc_dt_x(rs->pgrad[op->param], d, &act_in(rs, op, 0)->t);
-	mm_d_w(&rs->din[0], d, rs->weight[op->param], p->local_shape[0],
+	mm_acc_dt_x(arith, rs->pgrad[op->param], d, &act_in(rs, op, 0)->t);
+	mm_d_w(arith, &rs->din[0], d, rs->weight[op->param], p->local_shape[0],
 	    p->local_shape[1]);
 }
 
 void
 fwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	struct tensor		*out = &rs->act[op->out].t;
@@ -235,12 +247,13 @@ fwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 
 	tensor_alloc(out, x->rows, x->cols);
 	for (k = 0; k < x->rows * x->cols; k++)
-		out->v[k] = act_value(x->v[k]);
+		out->v[k] = act_value(arith, x->v[k]);
 }
 
 void
 bwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const struct tensor	*d = &rs->grad[op->out];
@@ -249,7 +262,8 @@ bwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_check(d, x->rows, x->cols, "activation gradient");
 	tensor_alloc(&rs->din[0], x->rows, x->cols);
 	for (k = 0; k < x->rows * x->cols; k++)
-		rs->din[0].v[k] = num_mul(d->v[k], act_derivative(x->v[k]));
+		rs->din[0].v[k] = num_mul(arith, d->v[k], act_derivative(arith,
+		    x->v[k]));
 }
 
 /*
@@ -260,6 +274,7 @@ bwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 fwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const union num		*w = rs->weight[op->param];
@@ -269,12 +284,13 @@ fwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 
 	tensor_alloc(out, x->rows, x->cols);
 	for (k = 0; k < x->rows * x->cols; k++)
-		out->v[k] = num_mul(x->v[k], w[(k % x->cols) % hd]);
+		out->v[k] = num_mul(arith, x->v[k], w[(k % x->cols) % hd]);
 }
 
 void
 bwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const struct tensor	*d = &rs->grad[op->out];
@@ -287,8 +303,8 @@ bwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_alloc(&rs->din[0], x->rows, x->cols);
 	for (k = 0; k < x->rows * x->cols; k++) {
 		j = (k % x->cols) % hd;
-		g[j] = num_add(g[j], num_mul(d->v[k], x->v[k]));
-		rs->din[0].v[k] = num_mul(d->v[k], w[j]);
+		g[j] = num_add(arith, g[j], num_mul(arith, d->v[k], x->v[k]));
+		rs->din[0].v[k] = num_mul(arith, d->v[k], w[j]);
 	}
 }
 
@@ -296,6 +312,7 @@ bwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 fwd_add(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	struct placement	*place = eng->act_place[stage];
 	struct tensor		*out = &rs->act[op->out].t, b;
@@ -307,7 +324,7 @@ fwd_add(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	engine_mask_to(&rs->coord, out, place[op->in[0]], place[op->out]);
 	engine_mask_to(&rs->coord, &b, place[op->in[1]], place[op->out]);
 	for (k = 0; k < out->rows * out->cols; k++)
-		out->v[k] = num_add(out->v[k], b.v[k]);
+		out->v[k] = num_add(arith, out->v[k], b.v[k]);
 	tensor_free(&b);
 }
 
@@ -327,29 +344,30 @@ bwd_add(struct engine *eng, struct rank_state *rs, int stage, int opi)
  * the sigmoid of SharedExpertMLP.forward in floats.
  */
 static union num
-gate_score(union num u)
+gate_score(enum arith arith, union num u)
 {
-	if (num_arith != ARITH_EXACT)
-		u.d = num_round(1.0 / (1.0 + exp(-u.d)));
+	if (arith != ARITH_EXACT)
+		u.d = num_round(arith, 1.0 / (1.0 + exp(-u.d)));
 	return u;
 }
 
 static union num
-gate_score_derivative(union num s)
+gate_score_derivative(enum arith arith, union num s)
 {
 	union num	 r;
 
-	if (num_arith == ARITH_EXACT) {
+	if (arith == ARITH_EXACT) {
 		r.f = 1;
 		return r;
 	}
-	r.d = num_round(s.d * num_round(1.0 - s.d));
+	r.d = num_round(arith, s.d * num_round(arith, 1.0 - s.d));
 	return r;
 }
 
 void
 fwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const struct tensor	*y = &act_in(rs, op, 1)->t;
@@ -363,15 +381,16 @@ fwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_check(y, x->rows, h, "shared expert output");
 	tensor_alloc(out, x->rows, h);
 	for (t = 0; t < x->rows; t++) {
-		s = gate_score(num_dot(x->v + t * h, 1, w, 1, h));
+		s = gate_score(arith, num_dot(arith, x->v + t * h, 1, w, 1, h));
 		for (k = 0; k < h; k++)
-			out->v[t * h + k] = num_mul(y->v[t * h + k], s);
+			out->v[t * h + k] = num_mul(arith, y->v[t * h + k], s);
 	}
 }
 
 void
 bwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*x = &act_in(rs, op, 0)->t;
 	const struct tensor	*y = &act_in(rs, op, 1)->t;
@@ -385,13 +404,15 @@ bwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_alloc(&rs->din[0], x->rows, h);
 	tensor_alloc(&rs->din[1], x->rows, h);
 	for (t = 0; t < x->rows; t++) {
-		s = gate_score(num_dot(x->v + t * h, 1, w, 1, h));
-		du = num_mul(num_dot(d->v + t * h, 1, y->v + t * h, 1, h),
-		    gate_score_derivative(s));
+		s = gate_score(arith, num_dot(arith, x->v + t * h, 1, w, 1, h));
+		du = num_mul(arith, num_dot(arith, d->v + t * h, 1, y->v + t *
+		    h, 1, h), gate_score_derivative(arith, s));
 		for (k = 0; k < h; k++) {
-			rs->din[1].v[t * h + k] = num_mul(d->v[t * h + k], s);
-			rs->din[0].v[t * h + k] = num_mul(du, w[k]);
-			g[k] = num_add(g[k], num_mul(du, x->v[t * h + k]));
+			rs->din[1].v[t * h + k] = num_mul(arith, d->v[t * h +
+			    k], s);
+			rs->din[0].v[t * h + k] = num_mul(arith, du, w[k]);
+			g[k] = num_add(arith, g[k], num_mul(arith, du, x->v[t *
+			    h + k]));
 		}
 	}
 	(void)eng;
@@ -407,6 +428,7 @@ bwd_gate(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct tensor	*l = &act_in(rs, op, 0)->t;
 	struct tensor		*d = &rs->din[0];
@@ -414,7 +436,8 @@ bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	int64_t			 t, u, c, lo = (int64_t)rs->coord.tp * l->cols;
 	int64_t			 counted = 0, want;
 	int			 from;
-	union num		 slot = num_from_rational(q_make(1, l->rows));
+	union num		 slot = num_from_rational(arith, q_make(1,
+	    l->rows));
 
 	tensor_alloc(d, l->rows, l->cols);
 	/* Another loss's pass (numengine.h): no seed from this one. */
@@ -431,9 +454,9 @@ bwd_loss(struct engine *eng, struct rank_state *rs, int stage, int opi)
 			continue;
 		counted++;
 		for (c = 0; c < l->cols; c++)
-			d->v[t * l->cols + c] = num_mul(slot, num_sub(
-			    l->v[t * l->cols + c], target_value(
-			    eng->weights->seed, from, u, lo + c)));
+			d->v[t * l->cols + c] = num_mul(arith, slot,
+			    num_sub(arith, l->v[t * l->cols + c], target_value(
+			    eng->weights, from, u, lo + c)));
 	}
 	/*
 	 * The factors of both engines come from the counts of lossnorm.c,

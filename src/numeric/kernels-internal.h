@@ -17,14 +17,14 @@ struct rank_state;
 struct slot;
 
 /* The activation and its derivative (kernels.c). */
-union num	 act_value(union num);
-union num	 act_derivative(union num);
+union num	 act_value(enum arith, union num);
+union num	 act_derivative(enum arith, union num);
 /* out = x W^T, dx = d W, g += d^T x, with W [nout, nin]. */
-void		 mm_x_wt(struct tensor *out, const struct tensor *x,
+void		 mm_x_wt(enum arith, struct tensor *out, const struct tensor *x,
 		    const union num *w, int64_t nout, int64_t nin);
-void		 mm_d_w(struct tensor *dx, const struct tensor *d,
+void		 mm_d_w(enum arith, struct tensor *dx, const struct tensor *d,
 		    const union num *w, int64_t nout, int64_t nin);
-void		 mm_acc_dt_x(union num *g, const struct tensor *d,
+void		 mm_acc_dt_x(enum arith, union num *g, const struct tensor *d,
 		    const struct tensor *x);
 /* The slot of input j of op, which must have one. */
 struct slot	*act_in(struct rank_state *, const struct op *, int j);

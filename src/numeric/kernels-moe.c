@@ -28,14 +28,15 @@
 static void
 score_row(const struct engine *eng, union num *s, int64_t n)
 {
+	enum arith	 arith = eng->arith;
 	double		 max, sum = 0;
 	int64_t		 e;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		return;
 	if (eng->cfg->model.moe.score_func == SCORE_SIGMOID) {
 		for (e = 0; e < n; e++)
-			s[e].d = num_round(1.0 / (1.0 + exp(-s[e].d)));
+			s[e].d = num_round(arith, 1.0 / (1.0 + exp(-s[e].d)));
 		return;
 	}
 	max = s[0].d;
@@ -43,15 +44,15 @@ score_row(const struct engine *eng, union num *s, int64_t n)
 		if (s[e].d > max)
 			max = s[e].d;
 	for (e = 0; e < n; e++) {
-		s[e].d = num_round(exp(s[e].d - max));
+		s[e].d = num_round(arith, exp(s[e].d - max));
 		sum += s[e].d;
 	}
 	for (e = 0; e < n; e++)
-		s[e].d = num_round(s[e].d / sum);
+		s[e].d = num_round(arith, s[e].d / sum);
 }
 
 static void
-top_k(const union num *s, int n, int k, int *choice)
+top_k(enum arith arith, const union num *s, int n, int k, int *choice)
 {
 	bool		*taken;
 	int		 i, e, best;
@@ -60,7 +61,7 @@ top_k(const union num *s, int n, int k, int *choice)
 	for (i = 0; i < k; i++) {
 		best = -1;
 		for (e = 0; e < n; e++)
-			if (!taken[e] && (best < 0 || num_greater(s[e],
+			if (!taken[e] && (best < 0 || num_greater(arith, s[e],
 			    s[best])))
 				best = e;
 		taken[best] = true;
@@ -74,6 +75,7 @@ top_k(const union num *s, int n, int k, int *choice)
 void
 fwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct param	*p = &eng->model->params[op->param];
 	struct slot		*out = &rs->act[op->out];
@@ -81,13 +83,13 @@ fwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	int			 k = eng->cfg->model.moe.top_k;
 	int64_t			 t;
 
-	mm_x_wt(&out->t, &act_in(rs, op, 0)->t, rs->weight[op->param],
+	mm_x_wt(arith, &out->t, &act_in(rs, op, 0)->t, rs->weight[op->param],
 	    p->local_shape[0], p->local_shape[1]);
 	out->choice = xcalloc((size_t)(out->t.rows * k),
 	    sizeof(*out->choice));
 	for (t = 0; t < out->t.rows; t++) {
 		score_row(eng, out->t.v + t * experts, experts);
-		top_k(out->t.v + t * experts, experts, k,
+		top_k(arith, out->t.v + t * experts, experts, k,
 		    out->choice + t * k);
 	}
 }
@@ -97,27 +99,30 @@ static void
 score_row_backward(const struct engine *eng, const union num *s,
     const union num *ds, union num *dl, int64_t n)
 {
+	enum arith	 arith = eng->arith;
 	union num	 c;
 	int64_t		 e;
 
-	if (num_arith == ARITH_EXACT) {
+	if (arith == ARITH_EXACT) {
 		memcpy(dl, ds, (size_t)n * sizeof(*ds));
 		return;
 	}
 	if (eng->cfg->model.moe.score_func == SCORE_SIGMOID) {
 		for (e = 0; e < n; e++)
-			dl[e].d = num_round(ds[e].d * num_round(s[e].d *
-			    num_round(1.0 - s[e].d)));
+			dl[e].d = num_round(arith, ds[e].d * num_round(arith,
+			    s[e].d * num_round(arith, 1.0 - s[e].d)));
 		return;
 	}
-	c = num_dot(s, 1, ds, 1, n);
+	c = num_dot(arith, s, 1, ds, 1, n);
 	for (e = 0; e < n; e++)
-		dl[e].d = num_round(s[e].d * num_round(ds[e].d - c.d));
+		dl[e].d = num_round(arith, s[e].d * num_round(arith, ds[e].d -
+		    c.d));
 }
 
 /* dl += 2 z lse(l) softmax(l), the z-loss's seed in floats. */
 static void
-z_row_float(const union num *l, int64_t n, double z, union num *dl)
+z_row_float(enum arith arith, const union num *l, int64_t n, double z, union num
+    *dl)
 {
 	double	 max = l[0].d, sum = 0, lse;
 	int64_t	 e;
@@ -129,8 +134,8 @@ z_row_float(const union num *l, int64_t n, double z, union num *dl)
 		sum += exp(l[e].d - max);
 	lse = max + log(sum);
 	for (e = 0; e < n; e++)
-		dl[e].d = num_round(dl[e].d + num_round(2 * z * lse *
-		    exp(l[e].d - lse)));
+		dl[e].d = num_round(arith, dl[e].d + num_round(arith, 2 * z *
+		    lse * exp(l[e].d - lse)));
 }
 
 /*
@@ -156,6 +161,7 @@ static void
 bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
     const struct param *p, struct placement pl)
 {
+	enum arith		 arith = eng->arith;
 	const struct loss_norm	*ln = eng->loss;
 	const struct slot	*out = &rs->act[op->out];
 	const struct tensor	*s = &out->t, *x = &act_in(rs, op, 0)->t;
@@ -194,8 +200,9 @@ bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
 	tensor_alloc(&ds, T, n);
 	tensor_alloc(&dl, T, n);
 	for (e = 0; e < n; e++) {
-		a = num_mul(num_from_rational(ln->aux_loss_coeff),
-		    num_from_rational(q_make(n * count[e], (int64_t)k * T * T)));
+		a = num_mul(arith, num_from_rational(arith, ln->aux_loss_coeff),
+		    num_from_rational(arith, q_make(n * count[e], (int64_t)k * T
+		    * T)));
 		for (t = lo; t < hi; t++)
 			ds.v[t * n + e] = a;
 	}
@@ -203,28 +210,29 @@ bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
 		score_row_backward(eng, s->v + t * n, ds.v + t * n,
 		    dl.v + t * n, n);
 	if (ln->z_loss_coeff.num != 0) {
-		z = num_mul(num_from_rational(ln->z_loss_coeff),
-		    num_from_rational(q_make(1, T)));
-		two = num_from_rational(q_make(2, 1));
-		mm_x_wt(&logits, x, rs->weight[op->param], p->local_shape[0],
-		    p->local_shape[1]);
+		z = num_mul(arith, num_from_rational(arith, ln->z_loss_coeff),
+		    num_from_rational(arith, q_make(1, T)));
+		two = num_from_rational(arith, q_make(2, 1));
+		mm_x_wt(arith, &logits, x, rs->weight[op->param],
+		    p->local_shape[0], p->local_shape[1]);
 		for (t = lo; t < hi; t++) {
 			union num *l = logits.v + t * n;
 
-			if (num_arith == ARITH_EXACT) {
+			if (arith == ARITH_EXACT) {
 				lse.f = 0;
 				for (e = 0; e < n; e++)
-					lse = num_add(lse, l[e]);
+					lse = num_add(arith, lse, l[e]);
 				for (e = 0; e < n; e++)
-					dl.v[t * n + e] = num_add(dl.v[t * n +
-					    e], num_mul(z, num_mul(two, lse)));
+					dl.v[t * n + e] = num_add(arith, dl.v[t
+					    * n + e], num_mul(arith, z,
+					    num_mul(arith, two, lse)));
 				continue;
 			}
-			z_row_float(l, n, z.d, dl.v + t * n);
+			z_row_float(arith, l, n, z.d, dl.v + t * n);
 		}
 		tensor_free(&logits);
 	}
-	mm_acc_dt_x(rs->aux_grad[op->param], &dl, x);
+	mm_acc_dt_x(arith, rs->aux_grad[op->param], &dl, x);
 	tensor_free(&ds);
 	tensor_free(&dl);
 	free(count);
@@ -233,6 +241,7 @@ bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
 static void
 bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	const struct param	*p = &eng->model->params[op->param];
 	const struct tensor	*s = &rs->act[op->out].t;
@@ -245,9 +254,9 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	for (t = 0; t < s->rows; t++)
 		score_row_backward(eng, s->v + t * e, ds->v + t * e,
 		    dl.v + t * e, e);
-	mm_acc_dt_x(rs->pgrad[op->param], &dl, &act_in(rs, op, 0)->t);
-	mm_d_w(&rs->din[0], &dl, rs->weight[op->param], p->local_shape[0],
-	    p->local_shape[1]);
+	mm_acc_dt_x(arith, rs->pgrad[op->param], &dl, &act_in(rs, op, 0)->t);
+	mm_d_w(arith, &rs->din[0], &dl, rs->weight[op->param],
+	    p->local_shape[0], p->local_shape[1]);
 	tensor_free(&dl);
 	if (rs->aux_grad != NULL && rs->aux_grad[op->param] != NULL &&
 	    eng->seed == 0)
@@ -463,6 +472,7 @@ moe_serve(struct outbox *ob, const struct inbox *in, int me, int64_t width,
 }
 
 struct moe_serve_ctx {
+	enum arith		 arith;
 	const struct mesh	*mesh;
 	struct rank_state	*rs;
 	const struct op		*op;
@@ -486,6 +496,7 @@ moe_serve_forward(void *arg, int src, int token, int expert,
     const union num *u, union num *o, int index)
 {
 	struct moe_serve_ctx	*c = arg;
+	enum arith		 arith = c->arith;
 	struct moe_state	*st = c->st;
 	int64_t			 H = c->d.hidden, F = c->d.ffn, f;
 	int			 le = moe_local_expert(c, expert);
@@ -502,11 +513,11 @@ moe_serve_forward(void *arg, int src, int token, int expert,
 	h = st->h + index * F;
 	a = st->a + index * F;
 	for (f = 0; f < F; f++) {
-		h[f] = num_dot(w1 + f * H, 1, u, 1, H);
-		a[f] = act_value(h[f]);
+		h[f] = num_dot(arith, w1 + f * H, 1, u, 1, H);
+		a[f] = act_value(arith, h[f]);
 	}
 	for (f = 0; f < H; f++)
-		o[f] = num_dot(w2 + f * F, 1, a, 1, F);
+		o[f] = num_dot(arith, w2 + f * F, 1, a, 1, F);
 }
 
 /*
@@ -518,6 +529,7 @@ moe_serve_backward(void *arg, int src, int token, int expert,
     const union num *dout, union num *du, int index)
 {
 	struct moe_serve_ctx	*c = arg;
+	enum arith		 arith = c->arith;
 	struct moe_state	*st = c->st;
 	int64_t			 H = c->d.hidden, F = c->d.ffn, f, k;
 	int			 le = moe_local_expert(c, expert);
@@ -547,17 +559,17 @@ moe_serve_backward(void *arg, int src, int token, int expert,
 	dh = xcalloc((size_t)F, sizeof(*dh));
 	for (k = 0; k < H; k++)
 		for (f = 0; f < F; f++)
-			g2[k * F + f] = num_add(g2[k * F + f], num_mul(dout[k],
-			    a[f]));
+			g2[k * F + f] = num_add(arith, g2[k * F + f],
+			    num_mul(arith, dout[k], a[f]));
 	for (f = 0; f < F; f++)
-		dh[f] = num_mul(num_dot(w2 + f, F, dout, 1, H),
-		    act_derivative(h[f]));
+		dh[f] = num_mul(arith, num_dot(arith, w2 + f, F, dout, 1, H),
+		    act_derivative(arith, h[f]));
 	for (f = 0; f < F; f++)
 		for (k = 0; k < H; k++)
-			g1[f * H + k] = num_add(g1[f * H + k], num_mul(dh[f],
-			    u[k]));
+			g1[f * H + k] = num_add(arith, g1[f * H + k],
+			    num_mul(arith, dh[f], u[k]));
 	for (k = 0; k < H; k++)
-		du[k] = num_dot(w1 + k, H, dh, 1, F);
+		du[k] = num_dot(arith, w1 + k, H, dh, 1, F);
 	free(dh);
 }
 
@@ -578,6 +590,7 @@ moe_incoming(const struct inbox *in, int me, int64_t width, int tag)
 void
 fwd_experts(struct engine *eng, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	struct moe_dims		 d = moe_dims(eng, op);
 	struct moe_serve_ctx	 c;
@@ -608,7 +621,7 @@ fwd_experts(struct engine *eng, int stage, int opi)
 			e = st->items[j].expert;
 			for (k = 0; k < d.hidden; k++)
 				u[j * d.hidden + k] = d.before ?
-				    num_mul(s->v[t * s->cols + e],
+				    num_mul(arith, s->v[t * s->cols + e],
 				    x->v[t * d.hidden + k]) :
 				    x->v[t * d.hidden + k];
 		}
@@ -628,6 +641,7 @@ fwd_experts(struct engine *eng, int stage, int opi)
 		st->u = xcalloc((size_t)(st->nwork * d.hidden), sizeof(*st->u));
 		st->h = xcalloc((size_t)(st->nwork * d.ffn), sizeof(*st->h));
 		st->a = xcalloc((size_t)(st->nwork * d.ffn), sizeof(*st->a));
+		c.arith = eng->arith;
 		c.rs = rs;
 		c.op = op;
 		c.d = d;
@@ -655,9 +669,9 @@ fwd_experts(struct engine *eng, int stage, int opi)
 			e = st->items[j].expert;
 			w = s->v[t * s->cols + e];
 			for (k = 0; k < d.hidden; k++)
-				out->v[t * d.hidden + k] = num_add(
+				out->v[t * d.hidden + k] = num_add(arith, 
 				    out->v[t * d.hidden + k], d.before ?
-				    st->o[j * d.hidden + k] : num_mul(w,
+				    st->o[j * d.hidden + k] : num_mul(arith, w,
 				    st->o[j * d.hidden + k]));
 		}
 	}
@@ -667,6 +681,7 @@ fwd_experts(struct engine *eng, int stage, int opi)
 void
 bwd_experts(struct engine *eng, int stage, int opi)
 {
+	enum arith		 arith = eng->arith;
 	const struct op		*op = engine_op(eng, stage, opi);
 	struct moe_dims		 d = moe_dims(eng, op);
 	struct moe_serve_ctx	 c;
@@ -700,12 +715,12 @@ bwd_experts(struct engine *eng, int stage, int opi)
 			e = st->items[j].expert;
 			w = s->v[t * s->cols + e];
 			for (k = 0; k < d.hidden; k++)
-				dov[j * d.hidden + k] = d.before ?
-				    dout->v[t * d.hidden + k] :
-				    num_mul(w, dout->v[t * d.hidden + k]);
+				dov[j * d.hidden + k] = d.before ? dout->v[t *
+				    d.hidden + k] : num_mul(arith, w, dout->v[t
+				    * d.hidden + k]);
 			if (!d.before)
-				ds->v[t * s->cols + e] = num_dot(dout->v +
-				    t * d.hidden, 1, st->o + j * d.hidden, 1,
+				ds->v[t * s->cols + e] = num_dot(arith, dout->v
+				    + t * d.hidden, 1, st->o + j * d.hidden, 1,
 				    d.hidden);
 		}
 		moe_dispatch(&ob, rs->rank, st, dov, d.hidden, TAG_DISPATCH);
@@ -718,6 +733,7 @@ bwd_experts(struct engine *eng, int stage, int opi)
 		if (!rank_on_stage(rs, stage))
 			continue;
 		c.mesh = &eng->model->mesh;
+		c.arith = eng->arith;
 		c.rs = rs;
 		c.op = op;
 		c.d = d;
@@ -767,13 +783,13 @@ bwd_experts(struct engine *eng, int stage, int opi)
 			e = st->items[j].expert;
 			w = s->v[t * s->cols + e];
 			if (d.before)
-				ds->v[t * s->cols + e] = num_dot(du[i] +
+				ds->v[t * s->cols + e] = num_dot(arith, du[i] +
 				    j * d.hidden, 1, x->v + t * d.hidden, 1,
 				    d.hidden);
 			for (k = 0; k < d.hidden; k++)
-				dx->v[t * d.hidden + k] = num_add(
+				dx->v[t * d.hidden + k] = num_add(arith, 
 				    dx->v[t * d.hidden + k], d.before ?
-				    num_mul(w, du[i][j * d.hidden + k]) :
+				    num_mul(arith, w, du[i][j * d.hidden + k]) :
 				    du[i][j * d.hidden + k]);
 		}
 		free(du[i]);

@@ -23,39 +23,39 @@
 
 /* The activation: polynomial a(u) = u^2 + u in the field, SiLU in floats. */
 union num
-act_value(union num u)
+act_value(enum arith arith, union num u)
 {
 	union num	 r;
 	double		 s;
 
-	if (num_arith == ARITH_EXACT) {
+	if (arith == ARITH_EXACT) {
 		r.f = f_add(f_mul(u.f, u.f), u.f);
 		return r;
 	}
 	s = 1.0 / (1.0 + exp(-u.d));
-	r.d = num_round(u.d * s);
+	r.d = num_round(arith, u.d * s);
 	return r;
 }
 
 union num
-act_derivative(union num u)
+act_derivative(enum arith arith, union num u)
 {
 	union num	 r;
 	double		 s;
 
-	if (num_arith == ARITH_EXACT) {
+	if (arith == ARITH_EXACT) {
 		r.f = f_add(f_add(u.f, u.f), 1);
 		return r;
 	}
 	s = 1.0 / (1.0 + exp(-u.d));
-	r.d = num_round(s * (1.0 + u.d * (1.0 - s)));
+	r.d = num_round(arith, s * (1.0 + u.d * (1.0 - s)));
 	return r;
 }
 
 /* out = x W^T with W [nout, nin]. */
 void
-mm_x_wt(struct tensor *out, const struct tensor *x, const union num *w,
-    int64_t nout, int64_t nin)
+mm_x_wt(enum arith arith, struct tensor *out, const struct tensor *x, const
+    union num *w, int64_t nout, int64_t nin)
 {
 	int64_t		 t, o;
 
@@ -63,14 +63,14 @@ mm_x_wt(struct tensor *out, const struct tensor *x, const union num *w,
 	tensor_alloc(out, x->rows, nout);
 	for (t = 0; t < x->rows; t++)
 		for (o = 0; o < nout; o++)
-			out->v[t * nout + o] = num_dot(x->v + t * nin, 1,
+			out->v[t * nout + o] = num_dot(arith, x->v + t * nin, 1,
 			    w + o * nin, 1, nin);
 }
 
 /* dx = d W with W [nout, nin]. */
 void
-mm_d_w(struct tensor *dx, const struct tensor *d, const union num *w,
-    int64_t nout, int64_t nin)
+mm_d_w(enum arith arith, struct tensor *dx, const struct tensor *d, const union
+    num *w, int64_t nout, int64_t nin)
 {
 	int64_t		 t, i;
 
@@ -78,13 +78,14 @@ mm_d_w(struct tensor *dx, const struct tensor *d, const union num *w,
 	tensor_alloc(dx, d->rows, nin);
 	for (t = 0; t < d->rows; t++)
 		for (i = 0; i < nin; i++)
-			dx->v[t * nin + i] = num_dot(d->v + t * nout, 1,
+			dx->v[t * nin + i] = num_dot(arith, d->v + t * nout, 1,
 			    w + i, nin, nout);
 }
 
 /* g += d^T x: the weight gradient of a linear map, summed over tokens. */
 void
-mm_acc_dt_x(union num *g, const struct tensor *d, const struct tensor *x)
+mm_acc_dt_x(enum arith arith, union num *g, const struct tensor *d, const struct
+    tensor *x)
 {
 	int64_t		 o, i;
 
@@ -93,8 +94,8 @@ mm_acc_dt_x(union num *g, const struct tensor *d, const struct tensor *x)
 		    (long long)d->rows, (long long)x->rows);
 	for (o = 0; o < d->cols; o++)
 		for (i = 0; i < x->cols; i++)
-			g[o * x->cols + i] = num_add(g[o * x->cols + i],
-			    num_dot(d->v + o, d->cols, x->v + i, x->cols,
+			g[o * x->cols + i] = num_add(arith, g[o * x->cols + i],
+			    num_dot(arith, d->v + o, d->cols, x->v + i, x->cols,
 			    d->rows));
 }
 

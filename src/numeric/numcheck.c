@@ -123,15 +123,15 @@ gathered_free(struct engine *eng, struct gathered *gv, int world)
 
 /* Hash of n values in the audit's numerics (float32 hashed as floats). */
 static uint64_t
-hash_nums(const union num *v, int64_t n)
+hash_nums(enum arith arith, const union num *v, int64_t n)
 {
 	float		*f;
 	uint64_t	 h;
 	int64_t		 i;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		return hash_u64s(&v->f, (size_t)n);
-	if (num_arith == ARITH_FLOAT64)
+	if (arith == ARITH_FLOAT64)
 		return hash_doubles(&v->d, (size_t)n);
 	f = xcalloc((size_t)n, sizeof(*f));
 	for (i = 0; i < n; i++)
@@ -143,13 +143,13 @@ hash_nums(const union num *v, int64_t n)
 
 /* Distance in units in the last place of the audit's float type. */
 static double
-ulp_distance(double a, double b)
+ulp_distance(enum arith arith, double a, double b)
 {
 	uint64_t	 ua, ub;
 	uint32_t	 fa, fb;
 	float		 xa = (float)a, xb = (float)b;
 
-	if (num_arith == ARITH_FLOAT32) {
+	if (arith == ARITH_FLOAT32) {
 		memcpy(&fa, &xa, 4);
 		memcpy(&fb, &xb, 4);
 		fa = (fa >> 31) ? ~fa : fa | UINT32_C(0x80000000);
@@ -170,21 +170,21 @@ ulp_distance(double a, double b)
  * few sums and scalings differ.
  */
 static double
-reference_tolerance(void)
+reference_tolerance(enum arith arith)
 {
-	return num_arith == ARITH_FLOAT32 ? 1e-4 : 1e-10;
+	return arith == ARITH_FLOAT32 ? 1e-4 : 1e-10;
 }
 
 static double
-expression_tolerance(void)
+expression_tolerance(enum arith arith)
 {
-	return num_arith == ARITH_FLOAT32 ? 1e-5 : 1e-13;
+	return arith == ARITH_FLOAT32 ? 1e-5 : 1e-13;
 }
 
 /* Compare a region with the reference; fills the cell's numeric fields. */
 static void
-compare_region(struct cell *cell, const union num *v, const union num *ref,
-    int64_t n, double ref_max)
+compare_region(enum arith arith, struct cell *cell, const union num *v, const
+    union num *ref, int64_t n, double ref_max)
 {
 	double		 diff, rel;
 	int64_t		 i;
@@ -193,7 +193,7 @@ compare_region(struct cell *cell, const union num *v, const union num *ref,
 	cell->max_ulps = 0;
 	cell->max_rel_error = 0;
 	for (i = 0; i < n; i++) {
-		if (num_arith == ARITH_EXACT) {
+		if (arith == ARITH_EXACT) {
 			if (v[i].f != ref[i].f)
 				cell->numeric_ok = false;
 			continue;
@@ -205,9 +205,10 @@ compare_region(struct cell *cell, const union num *v, const union num *ref,
 			rel = ref_max > 0 ? diff / ref_max : diff;
 		if (rel > cell->max_rel_error)
 			cell->max_rel_error = rel;
-		if (ulp_distance(v[i].d, ref[i].d) > cell->max_ulps)
-			cell->max_ulps = ulp_distance(v[i].d, ref[i].d);
-		if (diff > reference_tolerance() * (fabs(ref[i].d) + ref_max))
+		if (ulp_distance(arith, v[i].d, ref[i].d) > cell->max_ulps)
+			cell->max_ulps = ulp_distance(arith, v[i].d, ref[i].d);
+		if (diff > reference_tolerance(arith) * (fabs(ref[i].d) +
+		    ref_max))
 			cell->numeric_ok = false;
 	}
 }
@@ -228,9 +229,9 @@ instance_held(const struct model *m, int lp, int rank)
  * local gradient of the instance of the logical parameter on a's stage.
  */
 static void
-eval_expression(const struct model *m, const struct atom_space *sp,
-    const struct gathered *gv, int lp, const struct lincomb *lc, int64_t lo,
-    int64_t hi, union num *out, double *magnitude)
+eval_expression(enum arith arith, const struct model *m, const struct atom_space
+    *sp, const struct gathered *gv, int lp, const struct lincomb *lc, int64_t
+    lo, int64_t hi, union num *out, double *magnitude)
 {
 	const struct param		*p;
 	const union num			*atom;
@@ -262,13 +263,13 @@ eval_expression(const struct model *m, const struct atom_space *sp,
 		if (hi > p->local_elems)
 			fatalx("numeric: region of %s beyond its shard",
 			    m->logical[lp].name);
-		coef = num_from_rational(lc->terms[t].coef);
+		coef = num_from_rational(arith, lc->terms[t].coef);
 		cd = (double)lc->terms[t].coef.num /
 		    (double)lc->terms[t].coef.den;
 		for (i = lo; i < hi; i++) {
-			if (num_arith == ARITH_EXACT) {
-				out[i - lo] = num_add(out[i - lo],
-				    num_mul(coef, atom[i]));
+			if (arith == ARITH_EXACT) {
+				out[i - lo] = num_add(arith, out[i - lo],
+				    num_mul(arith, coef, atom[i]));
 				continue;
 			}
 			out[i - lo].d += cd * atom[i].d;
@@ -279,19 +280,19 @@ eval_expression(const struct model *m, const struct atom_space *sp,
 
 /* Does v equal the evaluated expression e (within rounding, in floats)? */
 static bool
-matches_expression(const union num *v, const union num *e,
+matches_expression(enum arith arith, const union num *v, const union num *e,
     const double *magnitude, int64_t n, int nterms, double scale)
 {
 	double		 tol;
 	int64_t		 i;
 
 	for (i = 0; i < n; i++) {
-		if (num_arith == ARITH_EXACT) {
+		if (arith == ARITH_EXACT) {
 			if (v[i].f != e[i].f)
 				return false;
 			continue;
 		}
-		tol = expression_tolerance() * (nterms + 1) *
+		tol = expression_tolerance(arith) * (nterms + 1) *
 		    (magnitude[i] + fabs(v[i].d)) + 1e-300;
 		if (fabs(v[i].d - e[i].d) > tol + scale)
 			return false;
@@ -320,9 +321,9 @@ struct self_check {
 	struct evaluated value, expected;
 };
 
-/* eval_expression(), unless ev holds the same evaluation already. */
+/* eval_expression(arith), unless ev holds the same evaluation already. */
 static const union num *
-evaluate(const struct model *m, const struct atom_space *sp,
+evaluate(enum arith arith, const struct model *m, const struct atom_space *sp,
     const struct gathered *gv, int lp, const struct lincomb *lc, int64_t lo,
     int64_t hi, struct evaluated *ev, const double **magnitude)
 {
@@ -333,7 +334,7 @@ evaluate(const struct model *m, const struct atom_space *sp,
 		ev->v = xcalloc((size_t)(hi - lo), sizeof(*ev->v));
 		ev->magnitude = xcalloc((size_t)(hi - lo),
 		    sizeof(*ev->magnitude));
-		eval_expression(m, sp, gv, lp, lc, lo, hi, ev->v,
+		eval_expression(arith, m, sp, gv, lp, lc, lo, hi, ev->v,
 		    ev->magnitude);
 		ev->lc = lc;
 		ev->lp = lp;
@@ -371,9 +372,9 @@ struct reference_view {
 };
 
 static void
-check_cell(const struct model *m, const struct gathered *gv, int lp,
-    const struct reference_view *ref, struct cell *cell,
-    struct self_check *sc)
+check_cell(enum arith arith, const struct model *m, const struct gathered *gv,
+    int lp, const struct reference_view *ref, struct cell *cell, struct
+    self_check *sc)
 {
 	const struct logical_param	*l = &m->logical[lp];
 	const struct param		*p;
@@ -393,26 +394,27 @@ check_cell(const struct model *m, const struct gathered *gv, int lp,
 		rv[i] = ref->grad[model_global_index(m, p, cell->rank,
 		    cell->lo + i)];
 	cell->has_hash = true;
-	cell->hash = hash_nums(gv->synced[cell->rank][p->index] + cell->lo,
-	    n);
-	cell->reference_hash = hash_nums(rv, n);
-	compare_region(cell, gv->synced[cell->rank][p->index] + cell->lo, rv,
-	    n, ref->max);
+	cell->hash = hash_nums(arith, gv->synced[cell->rank][p->index] +
+	    cell->lo, n);
+	cell->reference_hash = hash_nums(arith, rv, n);
+	compare_region(arith, cell, gv->synced[cell->rank][p->index] + cell->lo,
+	    rv, n, ref->max);
 
 	/* The value must be its expression evaluated on the atoms... */
-	e = evaluate(m, sc->atoms, gv, lp, cell->value, cell->lo, cell->hi,
-	    &sc->value, &mag);
-	if (!matches_expression(gv->synced[cell->rank][p->index] + cell->lo,
-	    e, mag, n, (int)cell->value->nterms, 0))
+	e = evaluate(arith, m, sc->atoms, gv, lp, cell->value, cell->lo,
+	    cell->hi, &sc->value, &mag);
+	if (!matches_expression(arith, gv->synced[cell->rank][p->index] +
+	    cell->lo, e, mag, n, (int)cell->value->nterms, 0))
 		self_check_fail(sc, l->name, cell->rank, cell->lo, cell->hi,
 		    "numeric value differs from its symbolic expression",
 		    cell->value);
 
 	/* ...and the reference the expected expression. */
-	e = evaluate(m, sc->atoms, gv, lp, cell->expected, cell->lo, cell->hi,
-	    &sc->expected, &mag);
-	if (!matches_expression(rv, e, mag, n, (int)cell->expected->nterms,
-	    num_arith == ARITH_EXACT ? 0 : reference_tolerance() * ref->max))
+	e = evaluate(arith, m, sc->atoms, gv, lp, cell->expected, cell->lo,
+	    cell->hi, &sc->expected, &mag);
+	if (!matches_expression(arith, rv, e, mag, n,
+	    (int)cell->expected->nterms, arith == ARITH_EXACT ? 0 :
+	    reference_tolerance(arith) * ref->max))
 		self_check_fail(sc, l->name, cell->rank, cell->lo, cell->hi,
 		    "reference differs from the expected expression",
 		    cell->expected);
@@ -425,7 +427,7 @@ check_cell(const struct model *m, const struct gathered *gv, int lp,
 	 * no token chose), a wrong expression has right numbers, a blind spot
 	 * of any numeric test.  So only one direction is an internal error.
 	 */
-	if (num_arith == ARITH_EXACT && cell->used && cell->ok &&
+	if (arith == ARITH_EXACT && cell->used && cell->ok &&
 	    !cell->numeric_ok)
 		self_check_fail(sc, l->name, cell->rank, cell->lo, cell->hi,
 		    "differs from the reference although its expression is the "
@@ -532,7 +534,7 @@ check_replicas(const struct model *m, int lp, const struct param_result *pr,
 }
 
 static void
-compare_all(const struct model *m, const struct gathered *gv,
+compare_all(enum arith arith, const struct model *m, const struct gathered *gv,
     union num **ref, struct audit *audit, struct self_check *sc,
     struct progress_count *pc)
 {
@@ -552,14 +554,14 @@ compare_all(const struct model *m, const struct gathered *gv,
 		rv.grad = ref[lp];
 		rv.elems = p->elems;
 		rv.max = 0;
-		if (num_arith != ARITH_EXACT)
+		if (arith != ARITH_EXACT)
 			for (k = 0; k < rv.elems; k++)
 				if (fabs(rv.grad[k].d) > rv.max)
 					rv.max = fabs(rv.grad[k].d);
 		pr->has_hash = true;
-		pr->reference_hash = hash_nums(rv.grad, rv.elems);
+		pr->reference_hash = hash_nums(arith, rv.grad, rv.elems);
 		for (j = 0; j < pr->ncells; j++)
-			check_cell(m, gv, lp, &rv, &pr->cells[j], sc);
+			check_cell(arith, m, gv, lp, &rv, &pr->cells[j], sc);
 		check_replicas(m, lp, pr, sc);
 		progress_tick(pc);
 	}
@@ -575,11 +577,12 @@ compare_all(const struct model *m, const struct gathered *gv,
 union num *
 norm_on_ranks(struct engine *eng, const struct sym_context *ctx)
 {
+	enum arith		 arith = eng->arith;
 	const struct model	*m = eng->model;
 	struct gn_plan		 plan;
 	struct outbox		 ob = { 0 };
 	struct inbox		 in;
-	union num		*val, **vec, *all = NULL, *p;
+	union num		*val, **vec, *all = NULL, *p, *sum;
 	int64_t			*len, used[16][2], k;
 	size_t			 j;
 	int			 i, q, n, r, s, part, root = 0;
@@ -599,11 +602,11 @@ norm_on_ranks(struct engine *eng, const struct sym_context *ctx)
 				continue;
 			n = syncplan_used_ranges(m, &ctx->layout, q, rs->rank,
 			    used, 16);
+			sum = &val[i * GN_PART__COUNT + part];
 			for (r = 0; r < n; r++)
 				for (k = used[r][0]; k < used[r][1]; k++)
-					val[i * GN_PART__COUNT + part] =
-					    num_add(val[i * GN_PART__COUNT +
-					    part], num_mul(rs->pgrad[q][k],
+					*sum = num_add(arith, *sum,
+					    num_mul(arith, rs->pgrad[q][k],
 					    rs->pgrad[q][k]));
 		}
 	}
@@ -613,7 +616,7 @@ norm_on_ranks(struct engine *eng, const struct sym_context *ctx)
 			/* ChainedOptimizer: the parts' squares add up. */
 			for (i = 0; i < eng->nranks; i++)
 				val[i * GN_PART__COUNT + GN_PART_TOTAL] =
-				    num_add(val[i * GN_PART__COUNT +
+				    num_add(arith, val[i * GN_PART__COUNT +
 				    GN_PART_DENSE], val[i * GN_PART__COUNT +
 				    GN_PART_EXPERT]);
 			added = true;
@@ -652,7 +655,7 @@ norm_on_ranks(struct engine *eng, const struct sym_context *ctx)
 
 /* The norm squared of the reference: every logical element once. */
 static union num
-reference_norm(const struct model *m, union num **ref)
+reference_norm(enum arith arith, const struct model *m, union num **ref)
 {
 	union num	 sum;
 	int64_t		 e;
@@ -662,13 +665,14 @@ reference_norm(const struct model *m, union num **ref)
 	for (l = 0; l < m->nlogical; l++)
 		for (e = 0; e < m->params[m->logical[l].instance[0]].elems;
 		    e++)
-			sum = num_add(sum, num_mul(ref[l][e], ref[l][e]));
+			sum = num_add(arith, sum, num_mul(arith, ref[l][e],
+			    ref[l][e]));
 	return sum;
 }
 
 /* The symbolic norm squared of a class evaluated on the numeric atoms. */
 static union num
-class_norm(const struct model *m, const struct gathered *gv,
+class_norm(enum arith arith, const struct model *m, const struct gathered *gv,
     const struct audit *audit, const struct gn_class *cl, int64_t *nelems)
 {
 	union num	 sum, part, *v;
@@ -688,12 +692,13 @@ class_norm(const struct model *m, const struct gathered *gv,
 		n = pc->hi - pc->lo;
 		v = xcalloc((size_t)n, sizeof(*v));
 		mag = xcalloc((size_t)n, sizeof(*mag));
-		eval_expression(m, &audit->atoms, gv, lp, pc->value, pc->lo,
-		    pc->hi, v, mag);
+		eval_expression(arith, m, &audit->atoms, gv, lp, pc->value,
+		    pc->lo, pc->hi, v, mag);
 		memset(&part, 0, sizeof(part));
 		for (e = 0; e < n; e++)
-			part = num_add(part, num_mul(v[e], v[e]));
-		sum = num_add(sum, num_mul(num_from_rational(pc->mult), part));
+			part = num_add(arith, part, num_mul(arith, v[e], v[e]));
+		sum = num_add(arith, sum, num_mul(arith,
+		    num_from_rational(arith, pc->mult), part));
 		*nelems += n;
 		free(v);
 		free(mag);
@@ -702,11 +707,11 @@ class_norm(const struct model *m, const struct gathered *gv,
 }
 
 static double
-clip_coefficient(double norm2)
+clip_coefficient(enum arith arith, double norm2)
 {
 	double	c = GN_CLIP_GRAD / (sqrt(norm2) + GN_CLIP_EPS);
 
-	return num_round(c < 1 ? c : 1);
+	return num_round(arith, c < 1 ? c : 1);
 }
 
 /*
@@ -715,9 +720,9 @@ clip_coefficient(double norm2)
  * coefficient's relative error is at most half the norm squared's).
  */
 static double
-clip_ulps_tolerance(void)
+clip_ulps_tolerance(enum arith arith)
 {
-	return ceil(reference_tolerance() / (num_arith == ARITH_FLOAT32 ?
+	return ceil(reference_tolerance(arith) / (arith == ARITH_FLOAT32 ?
 	    (double)FLT_EPSILON : DBL_EPSILON));
 }
 
@@ -726,16 +731,16 @@ clip_ulps_tolerance(void)
  * verdict) and against its symbolic value evaluated on the atoms (the
  * self-check).  In floats the verdict needs both the norms squared within
  * the reference tolerance and the clip coefficients min(1, clip / (norm +
- * eps)) within clip_ulps_tolerance() ulps: the coefficient alone would
+ * eps)) within clip_ulps_tolerance(arith) ulps: the coefficient alone would
  * pass a wrong norm below the clip value, where it is 1 either way.
  */
 static bool
-compare_norms(const struct model *m, const struct gathered *gv,
-    union num **ref, const union num *norm2, struct audit *audit,
-    struct self_check *sc)
+compare_norms(enum arith arith, const struct model *m, const struct gathered
+    *gv, union num **ref, const union num *norm2, struct audit *audit, struct
+    self_check *sc)
 {
 	struct grad_norm_result	*g = &audit->grad_norm;
-	union num		 rn = reference_norm(m, ref), *sym;
+	union num		 rn = reference_norm(arith, m, ref), *sym;
 	bool			*have, all_ok = true;
 	int64_t			*nel;
 	double			 tol;
@@ -748,10 +753,10 @@ compare_norms(const struct model *m, const struct gathered *gv,
 	g->coefficient = arena_alloc(&audit->arena, world *
 	    sizeof(*g->coefficient));
 	g->ulps = arena_alloc(&audit->arena, world * sizeof(*g->ulps));
-	g->reference_hash = hash_nums(&rn, 1);
-	if (num_arith != ARITH_EXACT) {
+	g->reference_hash = hash_nums(arith, &rn, 1);
+	if (arith != ARITH_EXACT) {
 		g->reference_norm = sqrt(rn.d);
-		g->reference_coefficient = clip_coefficient(rn.d);
+		g->reference_coefficient = clip_coefficient(arith, rn.d);
 	}
 	sym = xcalloc(g->nclasses + 1, sizeof(*sym));
 	have = xcalloc(g->nclasses + 1, sizeof(*have));
@@ -762,37 +767,37 @@ compare_norms(const struct model *m, const struct gathered *gv,
 			union num zero;
 
 			memset(&zero, 0, sizeof(zero));
-			g->hash[r] = hash_nums(&zero, 1);
+			g->hash[r] = hash_nums(arith, &zero, 1);
 			g->numeric_ok[r] = false;
 			g->coefficient[r] = 1;
-			g->ulps[r] = num_arith == ARITH_EXACT ? 0 :
-			    ulp_distance(1, g->reference_coefficient);
+			g->ulps[r] = arith == ARITH_EXACT ? 0 :
+			    ulp_distance(arith, 1, g->reference_coefficient);
 			all_ok = false;
 			continue;
 		}
-		g->hash[r] = hash_nums(&norm2[r], 1);
-		if (num_arith == ARITH_EXACT)
+		g->hash[r] = hash_nums(arith, &norm2[r], 1);
+		if (arith == ARITH_EXACT)
 			g->numeric_ok[r] = norm2[r].f == rn.f;
 		else {
 			g->norm[r] = sqrt(norm2[r].d);
-			g->coefficient[r] = clip_coefficient(norm2[r].d);
-			g->ulps[r] = ulp_distance(g->coefficient[r],
+			g->coefficient[r] = clip_coefficient(arith, norm2[r].d);
+			g->ulps[r] = ulp_distance(arith, g->coefficient[r],
 			    g->reference_coefficient);
 			g->numeric_ok[r] = fabs(norm2[r].d - rn.d) <=
-			    reference_tolerance() * fabs(rn.d) &&
-			    g->ulps[r] <= clip_ulps_tolerance();
+			    reference_tolerance(arith) * fabs(rn.d) &&
+			    g->ulps[r] <= clip_ulps_tolerance(arith);
 		}
 		all_ok = all_ok && g->numeric_ok[r];
 		if ((c = g->class_of[r]) < 0)
 			continue;
 		if (!have[c]) {
-			sym[c] = class_norm(m, gv, audit, &g->classes[c],
+			sym[c] = class_norm(arith, m, gv, audit, &g->classes[c],
 			    &nel[c]);
 			have[c] = true;
 		}
-		tol = expression_tolerance() * (double)(nel[c] + 1) *
+		tol = expression_tolerance(arith) * (double)(nel[c] + 1) *
 		    fabs(sym[c].d);
-		if (num_arith == ARITH_EXACT ? sym[c].f != norm2[r].f :
+		if (arith == ARITH_EXACT ? sym[c].f != norm2[r].f :
 		    fabs(sym[c].d - norm2[r].d) > tol) {
 			if (sc->failures++ < NUM_MAX_MESSAGES)
 				fprintf(stderr, "%s: self-check failed: the "
@@ -800,7 +805,7 @@ compare_norms(const struct model *m, const struct gathered *gv,
 				    "its symbolic value\n", progname, r);
 		}
 		/* Exact, symbolically right: numerically right too. */
-		if (num_arith == ARITH_EXACT && g->classes[c].correct &&
+		if (arith == ARITH_EXACT && g->classes[c].correct &&
 		    !g->numeric_ok[r] && sc->failures++ < NUM_MAX_MESSAGES)
 			fprintf(stderr, "%s: self-check failed: the gradient "
 			    "norm of rank %d differs from the reference's "
@@ -839,18 +844,18 @@ numeric_verdict(const struct audit *audit)
 }
 
 int
-numeric_check(const struct model *m, const struct gathered *gv,
-    union num **ref, const union num *norm2, struct audit *audit,
-    struct progress_count *pc)
+numeric_check(enum arith arith, const struct model *m, const struct gathered
+    *gv, union num **ref, const union num *norm2, struct audit *audit, struct
+    progress_count *pc)
 {
 	struct self_check	 sc;
 
 	memset(&sc, 0, sizeof(sc));
 	sc.atoms = &audit->atoms;
 	arena_init(&sc.arena);
-	compare_all(m, gv, ref, audit, &sc, pc);
+	compare_all(arith, m, gv, ref, audit, &sc, pc);
 	if (audit->grad_norm.present)
-		compare_norms(m, gv, ref, norm2, audit, &sc);
+		compare_norms(arith, m, gv, ref, norm2, audit, &sc);
 	if (sc.failures > NUM_MAX_MESSAGES)
 		fprintf(stderr, "%s: self-check failed on %d more "
 		    "regions\n", progname, sc.failures -

@@ -41,7 +41,8 @@ union num	*norm_on_ranks(struct engine *, const struct sym_context *);
  * Returns the number of self-check failures, each printed on stderr (the
  * first few; then how many more).
  */
-int		 numeric_check(const struct model *, const struct gathered *,
+int		 numeric_check(enum arith, const struct model *, const struct
+    gathered *,
 		    union num **ref, const union num *norm2, struct audit *,
 		    struct progress_count *);
 /* Every used cell holds its region of the reference. */

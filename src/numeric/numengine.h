@@ -72,6 +72,8 @@ struct rank_state {
 struct engine {
 	const struct model		*model;
 	const struct config		*cfg;
+	/* The numerics of the audit (numvalue.h), its weight source's. */
+	enum arith			 arith;
 	struct coll_comm		 comm;		/* ranks[] for rounds */
 	struct rank_state		*ranks;
 	int				 nranks;

@@ -216,13 +216,14 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (transport->world != m->mesh.world)
 		fatalx("numeric: transport of %d ranks for a mesh of %d",
 		    transport->world, m->mesh.world);
-	num_arith = options->arith;
 	root = transport->proc == transport_host_of(transport, 0);
 
 	ws.seed = options->seed;
+	ws.arith = options->arith;
 	ws.scale = xcalloc((size_t)m->nlogical, sizeof(*ws.scale));
 	for (k = 0; k < m->nlogical; k++)
-		ws.scale[k] = weight_scale(&m->params[m->logical[k].instance[0]]);
+		ws.scale[k] =
+		    weight_scale(&m->params[m->logical[k].instance[0]]);
 	key = xcalloc((size_t)m->nparams, sizeof(*key));
 	for (k = 0; k < m->nparams; k++)
 		key[k] = m->params[k].logical;
@@ -249,7 +250,8 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	gather_values(&eng, atoms, &gv);
 	if (root) {
 		ref = reference_gradients(m, &ws, &pc);
-		if (numeric_check(m, &gv, ref, norm2, audit, &pc) > 0)
+		if (numeric_check(options->arith, m, &gv, ref, norm2, audit,
+		    &pc) > 0)
 			status = EXIT_RUNTIME;
 		audit->numeric = true;
 		/* The norm's numeric verdict is grad_norm.numeric_correct. */

@@ -115,9 +115,10 @@ params_unpack(const struct engine *eng, const struct sync_step *st,
 static void
 sync_local(struct engine *eng, const struct sync_step *st)
 {
+	enum arith		 arith = eng->arith;
 	const struct model	*m = eng->model;
 	struct rank_state	*rs;
-	union num		 scale = num_from_rational(st->scale);
+	union num		 scale = num_from_rational(arith, st->scale);
 	int64_t			 k;
 	int			 i, p;
 
@@ -134,8 +135,8 @@ sync_local(struct engine *eng, const struct sync_step *st)
 				continue;
 			}
 			for (k = 0; k < m->params[p].local_elems; k++)
-				rs->pgrad[p][k] = num_mul(rs->pgrad[p][k],
-				    scale);
+				rs->pgrad[p][k] = num_mul(arith,
+				    rs->pgrad[p][k], scale);
 		}
 	}
 }

@@ -40,6 +40,7 @@ union num **
 reference_gradients(const struct model *audited, const struct weight_source *ws,
     struct progress_count *pc)
 {
+	enum arith		 arith = ws->arith;
 	struct config		 cfg;
 	struct model		 ref;
 	struct engine		 eng;
@@ -72,7 +73,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	mtp = xcalloc((size_t)audited->nlogical, sizeof(*mtp));
 	for (d = 0; d < audited->loss.chunks; d++)
 		for (s = 1; s <= audited->loss.mtp; s++) {
-			w = num_from_rational(audited->loss.mtp_expected[
+			w = num_from_rational(arith, audited->loss.mtp_expected[
 			    s - 1]);
 			rank_clear(&eng, &eng.ranks[0]);
 			eng.ranks[0].batch = d;
@@ -94,8 +95,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				    i++) {
 					g = model_global_index(&ref,
 					    &ref.params[k], 0, i);
-					(*acc)[g] = num_add((*acc)[g],
-					    num_mul(w, pg[i]));
+					(*acc)[g] = num_add(arith, (*acc)[g],
+					    num_mul(arith, w, pg[i]));
 				}
 			}
 		}
@@ -114,7 +115,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		}
 		run_model(&eng, NULL);
 		/* The objective's weight of this chunk (lossnorm.h). */
-		factor = num_from_rational(lossnorm_weight(&audited->loss, d));
+		factor = num_from_rational(arith,
+		    lossnorm_weight(&audited->loss, d));
 		for (k = 0; k < ref.nparams; k++) {
 			const union num *ag = eng.ranks[0].aux_grad != NULL ?
 			    eng.ranks[0].aux_grad[k] : NULL;
@@ -125,10 +127,11 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 			for (i = 0; i < ref.params[k].local_elems; i++) {
 				g = model_global_index(&ref, &ref.params[k], 0,
 				    i);
-				out[key[k]][g] = num_add(out[key[k]][g],
-				    num_mul(factor, eng.ranks[0].pgrad[k][i]));
+				out[key[k]][g] = num_add(arith, out[key[k]][g],
+				    num_mul(arith, factor,
+				    eng.ranks[0].pgrad[k][i]));
 				if (ag != NULL)
-					aux[key[k]][g] = num_add(
+					aux[key[k]][g] = num_add(arith, 
 					    aux[key[k]][g], ag[i]);
 			}
 		}
@@ -143,11 +146,13 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		elems = p->elems;
 		for (i = 0; i < elems; i++) {
 			if (aux[k] != NULL)
-				out[k][i] = num_add(out[k][i], num_mul(
-				    aux[k][i], num_from_rational(
+				out[k][i] = num_add(arith, out[k][i],
+				    num_mul(arith, aux[k][i],
+				    num_from_rational(arith,
 				    audited->loss.aux_expected)));
 			if (mtp[k] != NULL)
-				out[k][i] = num_add(out[k][i], mtp[k][i]);
+				out[k][i] = num_add(arith, out[k][i],
+				    mtp[k][i]);
 		}
 		free(aux[k]);
 		free(mtp[k]);
