@@ -173,6 +173,8 @@ backward_op(struct engine *eng, int stage, int opi)
 		eng->grad_place[stage][op->out] = dout;
 		eng->grad_set[stage][op->out] = true;
 	}
+	eng->din_place[0] = din[0];
+	eng->din_place[1] = din[1];
 	if (rule->backward_stage != NULL)
 		rule->backward_stage(eng, stage, opi);
 	else

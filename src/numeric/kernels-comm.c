@@ -120,6 +120,21 @@ stage_tp_apply(struct engine *eng, int stage, int from, bool grad,
 	free(out);
 }
 
+/*
+ * Is a tensor placed as sequence parallelism places it, a shard of the
+ * tokens on each tp rank?  The tp collectives execute the placements the
+ * rules decided (placement.c: the residual stream between blocks, the
+ * gradient of an "f"), instead of reading training.sequence_parallel
+ * again, so the two engines cannot disagree on it (issue 22).  Either
+ * sub-dimension says so: one of size 1 is normalized to Replicate (a
+ * single token slice when etp = tp).
+ */
+static bool
+token_shard(struct placement pl)
+{
+	return pl.slice == PLACE_SHARD_TOKENS || pl.etp == PLACE_SHARD_TOKENS;
+}
+
 /* Megatron "g": all-reduce over tp, reduce-scatter on tokens with SP. */
 void
 fwd_tp_reduce(struct engine *eng, int stage, int opi)
@@ -127,7 +142,7 @@ fwd_tp_reduce(struct engine *eng, int stage, int opi)
 	const struct op	*op = engine_op(eng, stage, opi);
 
 	stage_tp_apply(eng, stage, op->in[0], false,
-	    eng->cfg->training.sequence_parallel ? TP_REDUCE_SCATTER :
+	    token_shard(eng->act_place[stage][op->out]) ? TP_REDUCE_SCATTER :
 	    TP_ALL_REDUCE, op->out);
 }
 
@@ -136,20 +151,25 @@ bwd_tp_reduce(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = engine_op(eng, stage, opi);
 
+	/* The tokens the forward scattered are gathered back. */
 	stage_tp_apply(eng, stage, op->out, true,
-	    eng->cfg->training.sequence_parallel ? TP_ALL_GATHER :
+	    token_shard(eng->act_place[stage][op->out]) ? TP_ALL_GATHER :
 	    TP_IDENTITY, -1);
 }
 
-/* Megatron "f": identity, all-gather on tokens with SP. */
+/*
+ * Megatron "f": its output is Replicate; an input sharded on tokens (SP)
+ * is all-gathered, any other passes as it is (an input gathered already,
+ * reduce_only).
+ */
 void
 fwd_tp_gather(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = engine_op(eng, stage, opi);
 
 	stage_tp_apply(eng, stage, op->in[0], false,
-	    eng->cfg->training.sequence_parallel && !op->reduce_only ?
-	    TP_ALL_GATHER : TP_IDENTITY, op->out);
+	    token_shard(eng->act_place[stage][op->in[0]]) ? TP_ALL_GATHER :
+	    TP_IDENTITY, op->out);
 }
 
 /*
@@ -165,7 +185,8 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	const struct op		*op = engine_op(eng, stage, opi);
 	struct placement	 from = eng->grad_place[stage][op->out];
 	struct rank_state	*rs;
-	bool			 sp = eng->cfg->training.sequence_parallel;
+	/* The rules' gradient of the input: a token shard under SP. */
+	bool			 sp = token_shard(eng->din_place[0]);
 	int			 i;
 
 	/*
@@ -197,8 +218,8 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 			engine_mask_to(&rs->coord, &rs->grad[op->out],
 			    from, pl_uniform(PLACE_PARTIAL));
 	}
-	stage_tp_apply(eng, stage, op->out, true, sp && !op->reduce_only ?
-	    TP_REDUCE_SCATTER : TP_ALL_REDUCE, -1);
+	stage_tp_apply(eng, stage, op->out, true, sp ? TP_REDUCE_SCATTER :
+	    TP_ALL_REDUCE, -1);
 }
 
 static int

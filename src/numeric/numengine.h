@@ -103,6 +103,12 @@ struct engine {
 	 * whose atoms are kept apart (lossnorm.h).
 	 */
 	int				 seed;
+	/*
+	 * The gradient placements the placement rules gave the inputs of
+	 * the op whose backward runs (pl_backward): a kernel executes them
+	 * rather than read the settings behind them again (issue 22).
+	 */
+	struct placement		 din_place[2];
 };
 
 /*
