@@ -11,23 +11,9 @@
 
 #include <stddef.h>
 
+#include "compare/tolerance.h"
 #include "compare/trace.h"
 #include "symbolic/audit.h"
-
-/* The tolerances of a trace's gradient dtype (gradaudit-trace(5)). */
-struct compare_tolerance {
-	double	value;		/* max |held - reference| / max |reference| */
-	double	residual;	/* ||fit residual||_2 / ||values||_2 */
-	double	snap;		/* |coefficient - p/q| / max(1, |coefficient|) */
-	/*
-	 * A column whose part independent of the others is at most this of
-	 * its norm is a combination of them (fit_least_squares).
-	 */
-	double	rank;
-	bool	infer;		/* fine enough to infer expressions at all */
-};
-
-void	 compare_tolerance(enum trace_dtype, struct compare_tolerance *);
 
 /*
  * Compare trace t with reference ref into *a (freed with audit_free).

@@ -147,18 +147,19 @@ inbox_tensor(const struct inbox *in, int src, int dst, int tag,
  */
 
 static void
-sum_in_group_order(union num *dst, const union num *const *parts, int n,
-    int64_t len, bool average)
+sum_in_group_order(enum arith arith, union num *dst,
+    const union num *const *parts, int n, int64_t len, bool average)
 {
-	int64_t		 k;
-	int		 j;
+	struct num_divisor	 div = num_divisor(arith, average ? n : 1);
+	int64_t			 k;
+	int			 j;
 
 	for (k = 0; k < len; k++) {
 		union num acc = parts[0][k];
 
 		for (j = 1; j < n; j++)
-			acc = num_add(acc, parts[j][k]);
-		dst[k] = average ? num_div_int(acc, n) : acc;
+			acc = num_add(arith, acc, parts[j][k]);
+		dst[k] = average ? num_div_int(arith, acc, &div) : acc;
 	}
 }
 
@@ -226,7 +227,8 @@ coll_all_reduce(struct coll_comm *comm, enum group_kind kind,
 			    members[j], comm->rank[i], TAG_ALL_REDUCE,
 			    hi - lo);
 		/* In place: element k is written after all its parts are read. */
-		sum_in_group_order(vec[i] + lo, parts, n, hi - lo, average);
+		sum_in_group_order(comm->arith, vec[i] + lo, parts, n, hi - lo,
+		    average);
 	}
 	coll_release(comm, &in);
 
@@ -349,7 +351,7 @@ coll_reduce_scatter(struct coll_comm *comm, enum group_kind kind,
 			    members[j], comm->rank[i],
 			    TAG_REDUCE_SCATTER, n);
 		sum = xcalloc((size_t)n, sizeof(*sum));
-		sum_in_group_order(sum, parts, size, n, average);
+		sum_in_group_order(comm->arith, sum, parts, size, n, average);
 		scatter_shards(bl[i], me, sum, buf[i]);
 		free(sum);
 		free(mine);
@@ -543,8 +545,8 @@ coll_reduce_scatter_tokens(struct coll_comm *comm, int64_t seq,
 			    &in_box, members[k], comm->rank[i],
 			    TAG_REDUCE_SCATTER, rows * cols);
 		tensor_alloc(&out[i], rows, cols);
-		sum_in_group_order(out[i].v, parts, m->tp, rows * cols,
-		    false);
+		sum_in_group_order(comm->arith, out[i].v, parts, m->tp,
+		    rows * cols, false);
 		free(rows_of);
 	}
 	coll_release(comm, &in_box);

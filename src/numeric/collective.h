@@ -45,6 +45,7 @@ struct coll_comm {
 	struct transport	*transport;	/* NULL: loopback */
 	const int		*rank;		/* borrowed */
 	int			 nranks;
+	enum arith		 arith;		/* of the sums (numvalue.h) */
 };
 
 /* Queue a message; the outbox owns data (malloc'd) until the round. */

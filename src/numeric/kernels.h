@@ -1,6 +1,6 @@
 /*
  * The kernels of the numeric engine: forward and backward of every op kind
- * of model.h, in a table that the interpreter (numeric.c) walks.  Rank
+ * of model.h, in a table that the interpreter (interpret.c) walks.  Rank
  * kernels work on one rank; stage kernels on every local rank of the stage
  * at once, around the rounds of their collective.  Backward kernels read
  * the gradient of the op's output from grad[out] and leave the gradients

@@ -31,14 +31,14 @@ draw_state(uint64_t seed, enum draw_kind kind, uint64_t a, uint64_t b,
 }
 
 static union num
-draw_value(uint64_t state, double scale)
+draw_value(enum arith arith, uint64_t state, double scale)
 {
 	union num	 r;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		r.f = f_random(&state);
 	else
-		r.d = num_round(d_random(&state) * scale);
+		r.d = num_round(arith, d_random(&state) * scale);
 	return r;
 }
 
@@ -66,8 +66,8 @@ weight_scale(const struct param *p)
 union num
 weight_value(const struct weight_source *ws, int key, int64_t global)
 {
-	return draw_value(draw_state(ws->seed, DRAW_WEIGHT, (uint64_t)key,
-	    (uint64_t)global, 0), ws->scale[key]);
+	return draw_value(ws->arith, draw_state(ws->seed, DRAW_WEIGHT,
+	    (uint64_t)key, (uint64_t)global, 0), ws->scale[key]);
 }
 
 /*
@@ -96,8 +96,9 @@ token_id(uint64_t seed, int batch, int64_t t, int64_t tokens, int vocab)
 }
 
 union num
-target_value(uint64_t seed, int batch, int64_t t, int64_t column)
+target_value(const struct weight_source *ws, int batch, int64_t t,
+    int64_t column)
 {
-	return draw_value(draw_state(seed, DRAW_TARGET, (uint64_t)batch,
-	    (uint64_t)t, (uint64_t)column), 1.0);
+	return draw_value(ws->arith, draw_state(ws->seed, DRAW_TARGET,
+	    (uint64_t)batch, (uint64_t)t, (uint64_t)column), 1.0);
 }

@@ -20,6 +20,7 @@ struct param;
 struct weight_source {
 	uint64_t	 seed;
 	double		*scale;		/* per logical parameter */
+	enum arith	 arith;		/* the numerics values are drawn in */
 };
 
 /* The scale of a parameter's float weights: 1/sqrt(fan_in), or 1. */
@@ -34,7 +35,7 @@ union num	 weight_value(const struct weight_source *, int key,
 int64_t		 token_id(uint64_t seed, int batch, int64_t t, int64_t tokens,
 		    int vocab);
 /* The loss target of token t of micro-batch `batch` at logit `column`. */
-union num	 target_value(uint64_t seed, int batch, int64_t t,
-		    int64_t column);
+union num	 target_value(const struct weight_source *, int batch,
+		    int64_t t, int64_t column);
 
 #endif

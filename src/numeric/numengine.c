@@ -161,6 +161,8 @@ engine_init(struct engine *eng, const struct model *m,
 	memset(eng, 0, sizeof(*eng));
 	eng->model = m;
 	eng->cfg = m->config;
+	eng->arith = ws->arith;
+	eng->comm.arith = ws->arith;
 	eng->comm.mesh = &m->mesh;
 	eng->comm.transport = transport;
 	eng->comm.rank = ranks;

@@ -2,8 +2,8 @@
  * The state of the numeric engine (numeric.c): the mesh ranks this process
  * hosts, each with its weights, its local gradients and the values of its
  * stage program's slots, and what all ranks share: the placements of every
- * slot and the pipeline transfer in flight.  The kernels (kernels.c) and
- * the interpreter (numeric.c) work on it.
+ * slot and the pipeline transfer in flight.  The kernels (kernels*.c) and
+ * the interpreter (interpret.c) work on it.
  */
 #ifndef GRADAUDIT_NUMENGINE_H
 #define GRADAUDIT_NUMENGINE_H
@@ -72,6 +72,8 @@ struct rank_state {
 struct engine {
 	const struct model		*model;
 	const struct config		*cfg;
+	/* The numerics of the audit (numvalue.h), its weight source's. */
+	enum arith			 arith;
 	struct coll_comm		 comm;		/* ranks[] for rounds */
 	struct rank_state		*ranks;
 	int				 nranks;
@@ -101,6 +103,12 @@ struct engine {
 	 * whose atoms are kept apart (lossnorm.h).
 	 */
 	int				 seed;
+	/*
+	 * The gradient placements the placement rules gave the inputs of
+	 * the op whose backward runs (pl_backward): a kernel executes them
+	 * rather than read the settings behind them again (issue 22).
+	 */
+	struct placement		 din_place[2];
 };
 
 /*

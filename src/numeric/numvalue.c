@@ -11,47 +11,45 @@
 #include "numeric/field.h"
 #include "numeric/numvalue.h"
 
-enum arith	num_arith = ARITH_EXACT;
-
 double
-num_round(double x)
+num_round(enum arith arith, double x)
 {
-	return num_arith == ARITH_FLOAT32 ? (double)(float)x : x;
+	return arith == ARITH_FLOAT32 ? (double)(float)x : x;
 }
 
 union num
-num_add(union num a, union num b)
+num_add(enum arith arith, union num a, union num b)
 {
 	union num	 r;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		r.f = f_add(a.f, b.f);
 	else
-		r.d = num_round(a.d + b.d);
+		r.d = num_round(arith, a.d + b.d);
 	return r;
 }
 
 union num
-num_sub(union num a, union num b)
+num_sub(enum arith arith, union num a, union num b)
 {
 	union num	 r;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		r.f = f_sub(a.f, b.f);
 	else
-		r.d = num_round(a.d - b.d);
+		r.d = num_round(arith, a.d - b.d);
 	return r;
 }
 
 union num
-num_mul(union num a, union num b)
+num_mul(enum arith arith, union num a, union num b)
 {
 	union num	 r;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		r.f = f_mul(a.f, b.f);
 	else
-		r.d = num_round(a.d * b.d);
+		r.d = num_round(arith, a.d * b.d);
 	return r;
 }
 
@@ -65,59 +63,60 @@ num_zero(void)
 }
 
 union num
-num_from_rational(struct rational q)
+num_from_rational(enum arith arith, struct rational q)
 {
 	union num	 r;
 
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		r.f = f_from_rational(q.num, q.den);
 	else
-		r.d = num_round((double)q.num / (double)q.den);
+		r.d = num_round(arith, (double)q.num / (double)q.den);
 	return r;
 }
 
-/*
- * a / n, the AVG of a collective: a real division, or a multiplication by
- * the field inverse of n, which is remembered since one collective divides
- * every element by the same group size.
- */
-union num
-num_div_int(union num a, int n)
+struct num_divisor
+num_divisor(enum arith arith, int n)
 {
-	static int	 inverse_of;
-	static uint64_t	 inverse;
+	struct num_divisor	 d = { n, 0 };
+
+	if (arith == ARITH_EXACT)
+		d.inverse = f_inv(f_from_int(n));
+	return d;
+}
+
+/* a / n: a real division, or a multiplication by the field inverse. */
+union num
+num_div_int(enum arith arith, union num a, const struct num_divisor *d)
+{
 	union num	 r;
 
-	if (num_arith != ARITH_EXACT) {
-		r.d = num_round(a.d / n);
+	if (arith != ARITH_EXACT) {
+		r.d = num_round(arith, a.d / d->n);
 		return r;
 	}
-	if (n != inverse_of) {
-		inverse = f_inv(f_from_int(n));
-		inverse_of = n;
-	}
-	r.f = f_mul(a.f, inverse);
+	r.f = f_mul(a.f, d->inverse);
 	return r;
 }
 
 /* Ordering for top-k: canonical field value, or the real value. */
 int
-num_greater(union num a, union num b)
+num_greater(enum arith arith, union num a, union num b)
 {
-	if (num_arith == ARITH_EXACT)
+	if (arith == ARITH_EXACT)
 		return a.f > b.f;
 	return a.d > b.d;
 }
 
 union num
-num_dot(const union num *a, int64_t astride, const union num *b,
-    int64_t bstride, int64_t n)
+num_dot(enum arith arith, const union num *a, int64_t astride,
+    const union num *b, int64_t bstride, int64_t n)
 {
 	union num	 acc = num_zero();
 	int64_t		 i;
 
 	for (i = 0; i < n; i++)
-		acc = num_add(acc, num_mul(a[i * astride], b[i * bstride]));
+		acc = num_add(arith, acc, num_mul(arith, a[i * astride],
+		    b[i * bstride]));
 	return acc;
 }
 

@@ -20,21 +20,32 @@ union num {
 };
 
 /*
- * The numerics of the audit in progress, set by numeric_audit().  One audit
- * runs at a time, and threading the mode through every kernel would only
- * add noise.
+ * Every operation runs in the numerics its first argument names: those of
+ * the audit in progress, which the numeric audit owns and passes down
+ * (struct engine, struct coll_comm, struct weight_source), so that no
+ * process-wide mode decides how a number is added (issue 22).
  */
-extern enum arith	 num_arith;
-
-double		 num_round(double);	/* to float in float32, else as is */
-union num	 num_add(union num, union num);
-union num	 num_sub(union num, union num);
-union num	 num_mul(union num, union num);
-union num	 num_from_rational(struct rational);
-union num	 num_div_int(union num, int);
-int		 num_greater(union num, union num);
-union num	 num_dot(const union num *a, int64_t astride,
+double		 num_round(enum arith, double);	/* to float in float32 */
+union num	 num_add(enum arith, union num, union num);
+union num	 num_sub(enum arith, union num, union num);
+union num	 num_mul(enum arith, union num, union num);
+union num	 num_from_rational(enum arith, struct rational);
+int		 num_greater(enum arith, union num, union num);
+union num	 num_dot(enum arith, const union num *a, int64_t astride,
 		    const union num *b, int64_t bstride, int64_t n);
+
+/*
+ * A division by the integer n, the AVG of a collective: in the field a
+ * multiplication by the inverse of n, worked out once for every element
+ * the collective divides.
+ */
+struct num_divisor {
+	int		 n;
+	uint64_t	 inverse;	/* exact numerics: 1/n in the field */
+};
+
+struct num_divisor num_divisor(enum arith, int n);
+union num	 num_div_int(enum arith, union num, const struct num_divisor *);
 
 /* Tensors: row-major [tokens, features] activations and gradients. */
 struct tensor {

@@ -1,0 +1,283 @@
+/*
+ * Unit tests of the numeric kernels (kernels.c and the kernels-*.c it
+ * tables), table-driven, on an engine of one rank built by hand: the
+ * forward and backward of the linear maps, the activation, qk-norm and
+ * the residual add, in exact numerics (values of GF(2^61-1), with
+ * expectations worked out by hand) and in float64, and the op table's
+ * gradient inputs.  A wrong kernel is a wrong gradient in both the audited
+ * run and its single-rank reference, so the numeric audit can pass it: a
+ * transposed weight gradient agrees with a transposed reference.  Only a
+ * test against numbers known in advance catches it.
+ */
+#include <math.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#include "model/model.h"
+#include "model/placement.h"
+#include "numeric/field.h"
+#include "numeric/kernels-internal.h"
+#include "numeric/kernels.h"
+#include "numeric/numengine.h"
+#include "numeric/numvalue.h"
+#include "tap.h"
+
+/* The largest tensor of a case: 2 tokens x 4 features. */
+#define MAXV	8
+
+/* A case of one op on one rank: [tokens, nin] in, weight [nout, nin]. */
+struct kernel_case {
+	const char	*name;
+	enum op_kind	 kind;
+	int		 tokens, nin, nout;
+	int64_t		 x[MAXV], x2[MAXV];	/* inputs in[0], in[1] */
+	int64_t		 w[MAXV];		/* weight, row-major */
+	int64_t		 dout[MAXV];		/* gradient of the output */
+	/* Expected: the output, the input gradient(s), the weight's. */
+	int64_t		 out[MAXV], din[MAXV], din2[MAXV], dw[MAXV];
+	bool		 exact_only;	/* floats compute another function */
+};
+
+static const struct kernel_case cases[] = {
+	/* out = x W^T; dx = d W; dW = d^T x. */
+	{ "linear", OP_LINEAR_COL, 2, 3, 2,
+	    { 1, 2, 3, 4, 5, 6 }, { 0 },
+	    { 1, 0, 2, 0, 1, 1 },
+	    { 1, 2, 3, 4 },
+	    { 7, 5, 16, 11 },
+	    { 1, 2, 4, 3, 4, 10 }, { 0 },
+	    { 13, 17, 21, 18, 24, 30 }, false },
+	/* Row-parallel: the same map on the local shard. */
+	{ "linear row", OP_LINEAR_ROW, 1, 2, 2,
+	    { 3, 4 }, { 0 },
+	    { 2, 1, 0, 5 },
+	    { 1, 1 },
+	    { 10, 20 },
+	    { 2, 6 }, { 0 },
+	    { 3, 4, 3, 4 }, false },
+	/* a(u) = u^2 + u in the field; a'(u) = 2u + 1. */
+	{ "activation", OP_ACT, 1, 3, 0,
+	    { 0, 1, 5 }, { 0 },
+	    { 0 },
+	    { 1, 2, 3 },
+	    { 0, 2, 30 },
+	    { 1, 6, 33 }, { 0 },
+	    { 0 }, true },
+	/*
+	 * qk-norm: a [head_dim 2] weight on every head of 4 features;
+	 * its gradient sums over tokens and heads.
+	 */
+	{ "head norm", OP_HEAD_NORM, 1, 4, 2,
+	    { 1, 2, 3, 4 }, { 0 },
+	    { 2, 3 },
+	    { 1, 1, 2, 2 },
+	    { 2, 6, 6, 12 },
+	    { 2, 3, 4, 6 }, { 0 },
+	    { 7, 10 }, false },
+	/* Residual add of two Replicate inputs: both get dout. */
+	{ "add", OP_ADD, 1, 2, 0,
+	    { 1, 2 }, { 10, 20 },
+	    { 0 },
+	    { 5, 7 },
+	    { 11, 22 },
+	    { 5, 7 }, { 5, 7 },
+	    { 0 }, false },
+};
+
+static union num
+num_of(enum arith arith, int64_t v)
+{
+	union num	 n;
+
+	if (arith == ARITH_EXACT)
+		n.f = f_from_int(v);
+	else
+		n.d = (double)v;
+	return n;
+}
+
+static bool
+same(enum arith arith, const union num *got, const int64_t *want, int64_t n)
+{
+	int64_t	 i;
+
+	for (i = 0; i < n; i++)
+		if (arith == ARITH_EXACT ? got[i].f != f_from_int(want[i]) :
+		    got[i].d != (double)want[i])
+			return false;
+	return true;
+}
+
+static void
+fill(enum arith arith, struct tensor *t, int64_t rows, int64_t cols,
+    const int64_t *v)
+{
+	int64_t	 i;
+
+	tensor_alloc(t, rows, cols);
+	for (i = 0; i < rows * cols; i++)
+		t->v[i] = num_of(arith, v[i]);
+}
+
+/*
+ * Run one case: the forward of the op, then its backward with dout, on a
+ * model of one op and one parameter, the way the interpreter runs it.
+ */
+static void
+run_case(const struct kernel_case *kc, enum arith arith)
+{
+	struct param		 p;
+	struct op		 op;
+	struct stage_program	 sp;
+	struct model		 m;
+	struct engine		 eng;
+	struct rank_state	 rs;
+	struct slot		 act[3];
+	struct tensor		 grad[3];
+	struct placement	 place[3], *places = place;
+	union num		 w[MAXV], g[MAXV], *weight = w, *pgrad = g;
+	const struct op_rule	*rule;
+	const char		*an = arith_name(arith);
+	int64_t			 outcols, wn, i;
+	bool			 linear, two;
+
+	if (kc->exact_only && arith != ARITH_EXACT)
+		return;
+	linear = kc->kind == OP_LINEAR_COL || kc->kind == OP_LINEAR_ROW;
+	two = kc->kind == OP_ADD;
+	outcols = linear ? kc->nout : kc->nin;
+	wn = kc->kind == OP_HEAD_NORM ? kc->nout : kc->nout * kc->nin;
+
+	memset(&p, 0, sizeof p);
+	p.shape[0] = p.local_shape[0] = kc->nout;
+	p.shape[1] = p.local_shape[1] = kc->nin;
+	memset(&op, 0, sizeof op);
+	op.kind = kc->kind;
+	op.param = linear || kc->kind == OP_HEAD_NORM ? 0 : -1;
+	op.param2 = -1;
+	op.in[0] = 0;
+	op.in[1] = two ? 1 : -1;
+	op.out = 2;
+	sp.ops = &op;
+	sp.nops = 1;
+	sp.nslots = 3;
+	sp.chunk_start = NULL;
+	memset(&m, 0, sizeof m);
+	m.params = &p;
+	m.nparams = 1;
+	m.stages = &sp;
+
+	memset(&eng, 0, sizeof eng);
+	eng.model = &m;
+	eng.arith = arith;
+	eng.ranks = &rs;
+	eng.nranks = 1;
+	eng.act_place = &places;
+	for (i = 0; i < 3; i++)
+		place[i] = pl_uniform(PLACE_REPLICATE);
+	memset(&rs, 0, sizeof rs);
+	memset(act, 0, sizeof act);
+	memset(grad, 0, sizeof grad);
+	rs.act = act;
+	rs.grad = grad;
+	rs.weight = &weight;
+	rs.pgrad = &pgrad;
+	for (i = 0; i < MAXV; i++) {
+		w[i] = num_of(arith, kc->w[i]);
+		g[i] = num_of(arith, 0);
+	}
+	fill(arith, &act[0].t, kc->tokens, kc->nin, kc->x);
+	if (two)
+		fill(arith, &act[1].t, kc->tokens, kc->nin, kc->x2);
+
+	rule = kernel_rule(&op);
+	tap_ok(rule->forward != NULL && rule->backward != NULL,
+	    "%s: a rank kernel each way", kc->name);
+	rule->forward(&eng, &rs, 0, 0);
+	tap_ok(act[2].t.rows == kc->tokens && act[2].t.cols == outcols &&
+	    same(arith, act[2].t.v, kc->out, kc->tokens * outcols),
+	    "%s, %s: forward", kc->name, an);
+	fill(arith, &grad[2], kc->tokens, outcols, kc->dout);
+	rule->backward(&eng, &rs, 0, 0);
+	tap_ok(rs.din[0].rows == kc->tokens && rs.din[0].cols == kc->nin &&
+	    same(arith, rs.din[0].v, kc->din, kc->tokens * kc->nin),
+	    "%s, %s: input gradient", kc->name, an);
+	if (two)
+		tap_ok(same(arith, rs.din[1].v, kc->din2,
+		    kc->tokens * kc->nin), "%s, %s: second input gradient",
+		    kc->name, an);
+	if (op.param >= 0)
+		tap_ok(same(arith, g, kc->dw, wn), "%s, %s: weight gradient",
+		    kc->name, an);
+	for (i = 0; i < 3; i++) {
+		tensor_free(&act[i].t);
+		tensor_free(&grad[i]);
+	}
+	tensor_free(&rs.din[0]);
+	tensor_free(&rs.din[1]);
+}
+
+/*
+ * The activation in floats is SiLU, u / (1 + e^-u), and its derivative
+ * s (1 + u (1 - s)); float32 rounds each result to float.
+ */
+static void
+test_float_activation(void)
+{
+	static const double	 us[] = { 0.0, 1.0, -2.0, 0.5 };
+	union num		 u, a, d;
+	double			 s;
+	size_t			 i;
+
+	for (i = 0; i < sizeof us / sizeof us[0]; i++) {
+		u.d = us[i];
+		s = 1.0 / (1.0 + exp(-us[i]));
+		a = act_value(ARITH_FLOAT64, u);
+		d = act_derivative(ARITH_FLOAT64, u);
+		tap_ok(fabs(a.d - us[i] * s) < 1e-15 &&
+		    fabs(d.d - s * (1.0 + us[i] * (1.0 - s))) < 1e-15,
+		    "SiLU and its derivative at %g", us[i]);
+		a = act_value(ARITH_FLOAT32, u);
+		tap_ok(a.d == (double)(float)(us[i] * s),
+		    "float32 SiLU at %g is a float", us[i]);
+	}
+}
+
+/* Which inputs each op's backward yields a gradient for. */
+static void
+test_grad_inputs(void)
+{
+	static const struct {
+		enum op_kind	 kind;
+		unsigned	 inputs;
+	} want[] = {
+		{ OP_TOKENS, 0 }, { OP_EMBED, 0 }, { OP_NORM, 1 },
+		{ OP_LINEAR_COL, 1 }, { OP_ADD, 3 }, { OP_EXPERTS, 3 },
+		{ OP_GATE, 3 }, { OP_ROUTE, 1 }, { OP_LOSS, 1 },
+	};
+	struct op	 op;
+	size_t		 i;
+
+	memset(&op, 0, sizeof op);
+	for (i = 0; i < sizeof want / sizeof want[0]; i++) {
+		op.kind = want[i].kind;
+		tap_ok(kernel_rule(&op)->grad_inputs == want[i].inputs,
+		    "%s: gradient inputs %u", op_kind_name(op.kind),
+		    want[i].inputs);
+	}
+}
+
+int
+main(void)
+{
+	static const enum arith	 ariths[] = { ARITH_EXACT, ARITH_FLOAT64 };
+	size_t			 i, a;
+
+	for (a = 0; a < sizeof ariths / sizeof ariths[0]; a++)
+		for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
+			run_case(&cases[i], ariths[a]);
+	test_float_activation();
+	test_grad_inputs();
+	return tap_done();
+}
