@@ -655,7 +655,7 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 }
 
 /*
- * The router on every rank of the stage, then, under sync.router_input_grad:
+ * The router on every rank of the stage, then, under KEY_ROUTER_INPUT_GRAD:
  * tp-all-reduce, its input gradient summed over tp: torchtitan de329200b
  * wraps the gate's plain-tensor input with NoParallel's
  * from_local(Replicate), whose backward all-reduces the Partial gradient
@@ -971,7 +971,7 @@ fwd_tp_gather(struct engine *eng, int stage, int opi)
  * different placements (router, routed and shared experts of an MoE
  * block).  Every Replicate sub-dimension becomes Partial first, so the sum
  * over tp counts each replica once (SPEC section 6.2), unless the MoE
- * block boundary declares the gradient otherwise (sync.moe_input_grad).
+ * block boundary declares the gradient otherwise (KEY_MOE_INPUT_GRAD).
  */
 static void
 bwd_tp_gather(struct engine *eng, int stage, int opi)

@@ -5,7 +5,6 @@
  * the auxiliary or multi-token prediction losses' part, unequal weights,
  * too small a group).
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +15,7 @@
 #include "model/layout.h"
 #include "model/syncplan.h"
 #include "symbolic/diagnose.h"
+#include "symbolic/findings.h"
 #include "symbolic/lincomb.h"
 #include "symbolic/run.h"
 
@@ -108,20 +108,15 @@ add_finding(struct finding_list *fl, enum finding_kind kind,
 	f->cause = cause;
 }
 
-static const char *
-fmt(struct audit *a, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static const char *
-fmt(struct audit *a, const char *format, ...)
+/* Add the finding the catalogue tells for fact (findings.c). */
+static void
+tell(struct finding_list *fl, const struct param_result *pr, enum fact fact,
+    const struct fact_args *args)
 {
-	char	 buf[1024];
-	va_list	 ap;
+	struct finding_words w;
 
-	va_start(ap, format);
-	vsnprintf(buf, sizeof buf, format, ap);
-	va_end(ap);
-	return arena_strdup(&a->arena, buf);
+	finding_tell(fact, args, &fl->audit->arena, &w);
+	add_finding(fl, w.kind, w.cause, pr, w.op, w.dim, w.message, w.fix);
 }
 
 static bool
@@ -144,9 +139,9 @@ static bool
 explain_placement(struct finding_list *fl, const struct mesh *mesh,
     const struct sync_step *s, const struct param_result *pr)
 {
-	struct audit	*a = fl->audit;
+	struct fact_args args = { .mesh = mesh, .step = s, .fix_step = s,
+			    .cause = s->key };
 	bool		 missing, doubled;
-	char		 truth[96], declared[96];
 
 	missing = (s->truth.slice == PLACE_PARTIAL &&
 	    s->declared.slice == PLACE_REPLICATE) ||
@@ -157,22 +152,9 @@ explain_placement(struct finding_list *fl, const struct mesh *mesh,
 	    (s->truth.etp == PLACE_REPLICATE &&
 	    s->declared.etp == PLACE_PARTIAL);
 	if (missing)
-		add_finding(fl, FINDING_MISSING_REDUCTION, s->key, pr, s->label,
-		    "tp",
-		    fmt(a, "over tp the gradient is %s (each tp rank holds "
-		    "only its share) but is declared %s, so the %s never "
-		    "runs%s%s%s", pl_format(mesh, s->truth, truth, sizeof truth),
-		    pl_format(mesh, s->declared, declared, sizeof declared),
-		    s->label, s->cite ? " (" : "", s->cite ? s->cite : "",
-		    s->cite ? ")" : ""), s->fix);
+		tell(fl, pr, FACT_PARTIAL_DECLARED_REPLICATE, &args);
 	else if (doubled)
-		add_finding(fl, FINDING_DOUBLE_COUNT, s->key, pr, s->label,
-		    "tp",
-		    fmt(a, "over tp the gradient is %s but is declared %s "
-		    "and reduced over tp, which counts its replicated part "
-		    "once per replica", pl_format(mesh, s->truth, truth,
-		    sizeof truth), pl_format(mesh, s->declared, declared,
-		    sizeof declared)), s->fix);
+		tell(fl, pr, FACT_REPLICATE_DECLARED_PARTIAL, &args);
 	return missing || doubled;
 }
 
@@ -184,24 +166,16 @@ static void
 explain_backward_reductions(struct finding_list *fl, const struct model *m,
     const struct sym_context *ctx, const struct param_result *pr, int stage)
 {
-	char	truth[96], declared[96];
 	int	i;
 
 	for (i = 0; i < ctx->nreductions; i++) {
 		const struct backward_reduction *r = &ctx->reductions[i];
+		struct fact_args args = { .mesh = &m->mesh, .reduction = r };
 
 		if (r->stage != stage || r->boundary ||
 		    pl_equal(r->truth, r->declared))
 			continue;
-		add_finding(fl, FINDING_MISSING_REDUCTION,
-		    KEY_EXPERT_INPUT_GRAD, pr, r->what, r->dim,
-		    fmt(fl->audit, "the %s is %s over %s but declared %s, so "
-		    "its all-reduce over %s (%s) is skipped and the router's "
-		    "score gradient stays Partial", r->what, pl_format(&m->mesh,
-		    r->truth, truth, sizeof truth), r->dim, pl_format(&m->mesh,
-		    r->declared, declared, sizeof declared), r->dim, r->cite),
-		    "all-reduce the routed expert input gradient over etp in "
-		    "backward (sync.expert_input_grad: etp-all-reduce)");
+		tell(fl, pr, FACT_EXPERT_INPUT_SKIPPED, &args);
 	}
 }
 
@@ -300,56 +274,18 @@ static bool
 explain_boundary(struct finding_list *fl, const struct model *m,
     const struct sym_context *ctx, const struct param_result *pr, int p)
 {
-	const struct backward_reduction *r;
-	char	 truth[96], declared[96];
+	struct fact_args args = { .mesh = &m->mesh };
 
 	if (m->params[p].boundary < 0 || pr->correct)
 		return false;
-	r = &ctx->reductions[m->params[p].boundary];
-	if (r->router_twice)
-		add_finding(fl, FINDING_DOUBLE_COUNT, KEY_ROUTER_INPUT_GRAD, pr,
-		    r->what, r->dim,
-		    fmt(fl->audit, "in the MoE block of layer %d the router's "
-		    "input gradient is all-reduced over tp although it is "
-		    "complete on every tp rank already, so it is counted tp "
-		    "times in every gradient computed before the block "
-		    "(norms, mixer, embedding, earlier layers) (torchtitan "
-		    "de329200b's from_local(Replicate) of the gate's input)",
-		    r->layer),
-		    "leave the router's input gradient as its placement says "
-		    "(sync.router_input_grad: none; torchtitan PR #3386 stops "
-		    "wrapping the gate's input in from_local(Replicate))");
-	if (r->summed_whole)
-		add_finding(fl, FINDING_DOUBLE_COUNT, KEY_ROUTER_INPUT_GRAD, pr,
-		    r->what, r->dim,
-		    fmt(fl->audit, "at the boundary of the MoE block of layer "
-		    "%d the block input's gradient is declared Partial and "
-		    "summed over tp as it is, but part of it was all-reduced "
-		    "over tp inside the block already, so that part is "
-		    "counted tp times in every gradient computed before the "
-		    "block (norms, mixer, embedding, earlier layers) "
-		    "(torchtitan de329200b, until 963c20cba, PR #3386)",
-		    r->layer),
-		    "keep the input gradients inside the block Partial, so "
-		    "that the boundary sums them once (sync.router_input_grad: "
-		    "none and sync.expert_input_grad: none; torchtitan PR "
-		    "#3386 stops wrapping the gate's input in "
-		    "from_local(Replicate))");
-	if (!r->missing)
+	args.reduction = &ctx->reductions[m->params[p].boundary];
+	if (args.reduction->router_twice)
+		tell(fl, pr, FACT_ROUTER_INPUT_TWICE, &args);
+	if (args.reduction->summed_whole)
+		tell(fl, pr, FACT_BOUNDARY_SUMMED_WHOLE, &args);
+	if (!args.reduction->missing)
 		return true;
-	add_finding(fl, FINDING_MISSING_REDUCTION, KEY_MOE_INPUT_GRAD, pr,
-	    r->what, r->dim, fmt(fl->audit, "at the boundary of the MoE "
-	    "block of layer %d the "
-	    "block input's gradient is %s over tp but declared %s, so it is "
-	    "never summed over tp: each tp rank keeps its own share, and "
-	    "every gradient computed before the block (norms, mixer, "
-	    "embedding, earlier layers) misses the other tp ranks' "
-	    "contributions (%s)", r->layer, pl_format(&m->mesh, r->truth,
-	    truth, sizeof truth), pl_format(&m->mesh, r->declared, declared,
-	    sizeof declared), r->cite),
-	    "declare the MoE block input's gradient Partial and reduce it "
-	    "over tp at the block boundary (sync.moe_input_grad: auto; "
-	    "torchtitan PR #2416, to_local(grad_placements=(Partial(),)))");
+	tell(fl, pr, FACT_BOUNDARY_NOT_SUMMED, &args);
 	return true;
 }
 
@@ -531,8 +467,8 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 {
 	const struct sym_context *ctx = run->ctx;
 	const struct model *m = run->model;
-	struct audit	*a = fl->audit;
 	const struct sync_step *scale_step = NULL, *factor_step;
+	struct fact_args args = { .mesh = &m->mesh };
 	enum cfg_key	 scale_cause;
 	struct rational	 c;
 	char		 q[48];
@@ -551,7 +487,7 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		if ((s->op == SYNC_SCALE || s->op == SYNC_REDUCE_SCATTER ||
 		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER)) &&
 		    !(scale_step != NULL && scale_step->op == SYNC_SCALE &&
-		    s->op != SYNC_SCALE && scale_step->fix != NULL &&
+		    s->op != SYNC_SCALE && scale_step->fix != SYNC_FIX_NONE &&
 		    scale_step->fix != s->fix))
 			scale_step = s;
 		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
@@ -572,48 +508,39 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	    m->logical[l].instance[1])))
 		explained = true;
 	for (i = 0; i < run->nissues; i++) {
-		const struct sync_step *s = &ctx->plan.steps[run->issues[i].step];
+		const struct sync_step *s =
+		    &ctx->plan.steps[run->issues[i].step];
+		struct fact_args order = { .mesh = &m->mesh, .step = s,
+				    .fix_step = s, .cause = s->key };
 
 		if (run->issues[i].logical != l)
 			continue;
-		add_finding(fl, FINDING_WRONG_ORDER, s->key, pr, s->label,
-		    mesh_group_name(s->group), fmt(a, "the %s combined copies "
-		    "in different states: parts of one were already reduced "
-		    "by an earlier collective and parts of the other were "
-		    "not, so the owners' values mix reduced and unreduced "
-		    "gradients%s%s%s", s->label, s->cite ? " (" : "",
-		    s->cite ? s->cite : "", s->cite ? ")" : ""), s->fix);
+		tell(fl, pr, FACT_STATES_MIXED, &order);
 		explained = true;
 	}
 	if (explained || pr->correct)
 		return;
 	/*
 	 * The scaling step's setting is the cause of a wrong factor (or
-	 * group) only when it decides one (sync.dp_divisor, dp_group,
-	 * expert_grad_divisor, ...) and its fix names it: a step decided by
-	 * its rule alone (the distributed optimizer's reduce-scatter) leaves
-	 * the loss's own factor as the cause (issue 23: a dense model was
-	 * told to set sync.expert_grad_divisor).
+	 * group) only when it decides one (the data-parallel divisor, its
+	 * group, the experts' divisor, ...) and its fix names it: a step
+	 * decided by its rule alone (the distributed optimizer's
+	 * reduce-scatter) leaves the loss's own factor as the cause (issue
+	 * 23: a dense model was told to set the experts' divisor).
 	 */
-	factor_step = scale_step != NULL && scale_step->fix != NULL &&
-	    strstr(scale_step->fix, cfg_key_path(scale_step->key)) != NULL ?
-	    scale_step : NULL;
+	factor_step = scale_step != NULL &&
+	    sync_fix_names(scale_step->fix, scale_step->key) ? scale_step :
+	    NULL;
 	/* The group a reduction runs over is no factor. */
 	scale_cause = factor_step != NULL && factor_step->key !=
 	    KEY_DP_GROUP ? factor_step->key : KEY__COUNT;
 	if (all_wrong_proportional(dw, &c)) {
 		q_format(c, q, sizeof q);
-		add_finding(fl, FINDING_WRONG_SCALE, scale_cause, pr,
-		    scale_step ?
-		    scale_step->label : "gradient scaling", scale_step ?
-		    mesh_group_name(scale_step->group) : "dp",
-		    fmt(a, "the used values are %s times the expected "
-		    "gradient: the right contributions with the wrong "
-		    "factor (the data-parallel divisor, or the loss's own "
-		    "normalization and scale)", q), scale_cause != KEY__COUNT ?
-		    factor_step->fix : "make the loss "
-		    "factor times the data-parallel divisor 1/N for every "
-		    "token (loss.normalize_by, loss.scale, sync.dp_divisor)");
+		args.step = scale_step;
+		args.fix_step = scale_cause != KEY__COUNT ? factor_step : NULL;
+		args.cause = scale_cause;
+		args.factor = q;
+		tell(fl, pr, FACT_WRONG_FACTOR, &args);
 		return;
 	}
 	/*
@@ -623,20 +550,9 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 */
 	if (all_wrong_aux(&ctx->atoms, dw, &c)) {
 		q_format(c, q, sizeof q);
-		add_finding(fl, FINDING_WRONG_SCALE, KEY_AUX_SCALE, pr,
-		    "auxiliary loss "
-		    "scaling", "dp", q_is_zero(c) ? fmt(a, "the router's "
-		    "gradient holds the main loss's part but none of the "
-		    "auxiliary losses' (load balancing, z-loss): their "
-		    "gradient never reaches the router (NeMo Automodel "
-		    "#1408)") : fmt(a, "the main loss's part of the router's "
-		    "gradient is right, but the auxiliary losses' part (load "
-		    "balancing, z-loss) is %s times the expected one: their "
-		    "backward scale or token count is wrong for this mesh "
-		    "(Megatron-LM PR #2237, PR #5047)", q),
-		    "scale the auxiliary losses' gradient so that each "
-		    "micro-batch's term weighs 1/(micro-batches x dp) after "
-		    "the data-parallel reduction (loss.aux_scale)");
+		args.factor = q;
+		tell(fl, pr, q_is_zero(c) ? FACT_AUX_ABSENT : FACT_AUX_FACTOR,
+		    &args);
 		return;
 	}
 	/*
@@ -646,47 +562,13 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 */
 	if (m->loss.mtp > 0 && all_wrong_mtp(&ctx->atoms, dw, &c, &uniform)) {
 		q_format(c, q, sizeof q);
+		args.factor = q;
 		if (uniform)
-			add_finding(fl, FINDING_WRONG_SCALE, KEY_MTP_SCALE, pr,
-			    "multi-token "
-			    "prediction loss scaling", "dp", fmt(a, "the main "
-			    "loss's part is right, but the multi-token "
-			    "prediction losses' part is %s times the expected "
-			    "one: their backward scale or token count is "
-			    "wrong (Megatron-LM #2417, PR #3959)", q), "scale "
-			    "the MTP losses' gradient so that layer k's term "
-			    "weighs mtp_loss_scaling_factor / depth over the "
-			    "step's valid tokens of its rolled mask "
-			    "(loss.mtp_scale)");
+			tell(fl, pr, FACT_MTP_FACTOR, &args);
 		else if (mtp_unequal_over_cp(&ctx->atoms, dw))
-			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
-			    pr, "multi-token prediction loss normalization",
-			    "cp",
-			    fmt(a, "the main loss's part is right, but the "
-			    "multi-token prediction losses' atoms of one "
-			    "micro-batch weigh differently on its cp ranks: "
-			    "each cp rank divides its loss by its own rolled "
-			    "count, which differs over the cp ranks (the roll "
-			    "across them leaves the one holding a sequence's "
-			    "end k tokens a sample fewer: Megatron core 0.14 "
-			    "on, roll_tensor and process_mtp_loss)"), "divide "
-			    "each MTP layer's summed loss by the step's rolled "
-			    "count (loss.mtp_scale: tokens-global) or, where "
-			    "every cp group counts as many, by its micro-batch's "
-			    "count over the cp group, times cp (loss.mtp_scale: "
-			    "micro-batches-cp-group)");
+			tell(fl, pr, FACT_MTP_UNEQUAL_OVER_CP, &args);
 		else
-			add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
-			    pr, "multi-token prediction loss normalization",
-			    "dp",
-			    fmt(a, "the main loss's part is right, but the "
-			    "multi-token prediction losses' atoms are weighted "
-			    "unequally: their losses are divided by token "
-			    "counts other than the step's valid tokens of each "
-			    "layer's rolled mask (Megatron-LM #2417 / PR "
-			    "#3159, #7452)"), "divide each MTP layer's summed "
-			    "loss by the valid tokens of its rolled mask over "
-			    "the whole step (loss.mtp_scale: tokens-global)");
+			tell(fl, pr, FACT_MTP_UNEQUAL, &args);
 		return;
 	}
 	/*
@@ -695,35 +577,17 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * makes them (lossnorm.h).
 	 */
 	/*
-	 * With pp > 1 a loss.pp_normalize_by other than "same" decides the
-	 * normalization (torchtitan #2972): it is the setting to change.
+	 * With pp > 1 a pipeline normalization other than "same" decides
+	 * the normalization (torchtitan #2972): it is the setting to change.
 	 */
 	if (all_wrong(dw, lc_same_atoms) && m->mesh.pp > 1 &&
 	    m->config->loss.pp_normalize_by != PP_NORMALIZE_SAME) {
-		add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_PP_NORMALIZE_BY, pr,
-		    "loss normalization", "dp", fmt(a, "the used values hold "
-		    "every chunk's contribution, but weighted unequally for "
-		    "the stated objective: with pp > 1 the loss the pipeline "
-		    "back-propagates is normalized otherwise than without it "
-		    "(torchtitan #2972)"), "divide the loss the pipeline "
-		    "schedule back-propagates as without pp (loss."
-		    "pp_normalize_by: same; torchtitan 786e26f8e, #2972)");
+		tell(fl, pr, FACT_PP_UNEQUAL_WEIGHTS, &args);
 		return;
 	}
 	if (all_wrong(dw, lc_same_atoms)) {
-		add_finding(fl, FINDING_WRONG_WEIGHTS, KEY_NORMALIZE_BY, pr,
-		    "loss "
-		    "normalization", "dp", fmt(a, "the used values hold "
-		    "every chunk's contribution (a micro-batch of a dp or cp "
-		    "rank), but weighted unequally: the chunks' losses are "
-		    "divided by token counts of their own rank, micro-batch "
-		    "or cp share, not by the valid tokens of the whole step "
-		    "(%lld), so tokens in short chunks weigh more",
-		    (long long)m->loss.total),
-		    "sum the token losses and divide by the valid tokens of "
-		    "the whole step, counted over dp, cp and the "
-		    "micro-batches (loss.normalize_by: global; HF #34191, "
-		    "torchtitan #2206)");
+		args.total = (long long)m->loss.total;
+		tell(fl, pr, FACT_UNEQUAL_WEIGHTS, &args);
 		return;
 	}
 	/*
@@ -731,41 +595,17 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * contributing ranks never reached it, so the reduction ran over too
 	 * small a group.
 	 */
+	args.cause = factor_step ? factor_step->key : KEY__COUNT;
 	if (all_wrong(dw, lc_strict_part)) {
 		int p = m->logical[l].instance[0];
 		bool dense_expert = m->params[p].expert &&
 		    layout_buffer_of(m, p) == BUFFER_DENSE;
 
-		add_finding(fl, FINDING_WRONG_GROUP, dense_expert ?
-		    KEY_EXPERT_BUFFER : factor_step ? factor_step->key :
-		    KEY__COUNT, pr, scale_step ?
-		    scale_step->label : "gradient synchronization", scale_step ?
-		    mesh_group_name(scale_step->group) : "dp", fmt(a, "each "
-		    "wrong rank holds a partial sum: contributions computed "
-		    "on other ranks never reach it, so the reduction over %s "
-		    "runs over too small a group%s", scale_step ?
-		    mesh_group_name(scale_step->group) : "dp", dense_expert ?
-		    " (expert parameters in the dense buffer are reduced over "
-		    "dp, but the tp group's tokens are split over the etp "
-		    "groups: they need edp)" : ""), dense_expert ?
-		    "give expert parameters their own buffer, reduced over "
-		    "edp, whenever etp differs from tp (layout.expert_buffer: "
-		    "if-expert-mesh; Megatron cd4afffa64)" :
-		    "reduce this gradient over every rank that computes a "
-		    "part of it; explain shows which ranks each one misses");
+		args.step = scale_step;
+		tell(fl, pr, dense_expert ? FACT_PARTIAL_SUM_DENSE_EXPERT :
+		    FACT_PARTIAL_SUM, &args);
 		return;
 	}
-	if (!pr->consistent)
-		add_finding(fl, FINDING_REPLICA_MISMATCH, factor_step ?
-		    factor_step->key : KEY__COUNT, pr, "gradient "
-		    "synchronization", "dp", "replicas that must hold the "
-		    "same gradient disagree", "run gradaudit explain on this "
-		    "parameter to see which collective separates them");
-	else
-		add_finding(fl, FINDING_WRONG_GROUP, factor_step ?
-		    factor_step->key : KEY__COUNT, pr, "gradient "
-		    "synchronization", "dp", "the used values combine "
-		    "contributions of the wrong set of ranks",
-		    "run gradaudit explain on this parameter to see which "
-		    "collective gathers the wrong ranks");
+	tell(fl, pr, pr->consistent ? FACT_WRONG_RANKS :
+	    FACT_REPLICAS_DISAGREE, &args);
 }

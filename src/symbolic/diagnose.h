@@ -23,7 +23,8 @@ struct finding_list {
 void	 diag_distinct_wrong(const struct param_result *pr,
 	    struct param_result *dw);
 /* Findings of logical parameter l from its result pr and dw. */
-void	 diag_explain_param(struct finding_list *, const struct sym_run *, int l,
-	    const struct param_result *pr, const struct param_result *dw);
+void	 diag_explain_param(struct finding_list *, const struct sym_run *,
+	    int l, const struct param_result *pr,
+	    const struct param_result *dw);
 
 #endif
