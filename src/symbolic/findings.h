@@ -95,5 +95,10 @@ const char	*sync_cite_text(enum sync_cite);
 const char	*sync_fix_text(enum sync_fix);
 /* Does fix name key's setting (the fix changes that setting)? */
 bool		 sync_fix_names(enum sync_fix, enum cfg_key);
+/*
+ * What setting k to value does, one sentence for a fix's prose, "%s"
+ * standing for the value; NULL when the catalogue has none.
+ */
+const char	*setting_fix_text(enum cfg_key k, const char *value);
 
 #endif

@@ -19,90 +19,12 @@
 #include "model/mesh.h"
 #include "symbolic/audit.h"
 #include "symbolic/context.h"
+#include "symbolic/findings.h"
 #include "symbolic/fixer.h"
 #include "symbolic/fixtext.h"
 
 /* The longest sentence of a fix. */
 #define FIX_TEXT_SIZE		2048
-
-/*
- * What changing a setting does, for the prose of a fix whose own sentence
- * (the step's) does not name it; value NULL: any value, which stands
- * for "%s" in the text.
- */
-static const struct {
-	enum cfg_key	 key;
-	const char	*value;
-	const char	*text;
-} key_texts[] = {
-	{ KEY_NORMALIZE_BY, "global", "divide the summed token losses by "
-	  "the valid tokens of the whole step, counted over dp, cp and the "
-	  "micro-batches (loss.normalize_by: global; HF #34191, torchtitan "
-	  "#2206)" },
-	{ KEY_NORMALIZE_BY, NULL, "divide each rank's summed loss by the "
-	  "token count that matches the stated objective "
-	  "(loss.normalize_by: %s)" },
-	{ KEY_SCALE, NULL, "multiply the loss by the size its gradients are "
-	  "divided by in the data-parallel reduction, so that the two cancel "
-	  "(loss.scale: %s)" },
-	{ KEY_DP_DIVISOR, "none", "do not divide the gradients in the "
-	  "data-parallel reduction, as the loss is divided by the valid "
-	  "tokens of the whole step (sync.dp_divisor: none; torchtitan PR "
-	  "#2206)" },
-	{ KEY_DP_DIVISOR, NULL, "divide the gradients in the data-parallel "
-	  "reduction by the size the loss's factor assumes "
-	  "(sync.dp_divisor: %s; Megatron 3bdcbbbe5d for #906)" },
-	{ KEY_EXPERT_GRAD_DIVISOR, NULL, "scale every gradient, expert "
-	  "buffers included, by the dense divisor (sync.expert_grad_divisor: "
-	  "%s; torchtitan #1551, pytorch #160285)" },
-	{ KEY_EXPERT_AVG_SCALE, NULL, "pre-scale the expert buffers so that "
-	  "the net factor after the AVG over edp is the dense one "
-	  "(sync.expert_avg_scale: %s; Megatron 4f8974a400)" },
-	{ KEY_AVERAGE_IN_COLLECTIVE, "true", "divide by the data-parallel "
-	  "size inside the collective (training.average_in_collective: "
-	  "true)" },
-	{ KEY_AVERAGE_IN_COLLECTIVE, "false", "divide by the data-parallel "
-	  "size before a summing collective (training.average_in_collective: "
-	  "false)" },
-	{ KEY_FSDP_ONE_MEMBER, NULL, "apply the divide factor and reduce "
-	  "over the replicas when a reduce-scatter group has one member "
-	  "(sync.fsdp_one_member: %s; pytorch PR #167178, verl PR #7494)" },
-	{ KEY_REPLICATE_ONLY, "fsdp", "sum over the replicas when the loss is "
-	  "divided by the valid tokens of the whole step: replicate with the "
-	  "gradient division off (sync.replicate_only: fsdp; torchtitan "
-	  "e1847f439, PR #2458)" },
-	{ KEY_PP_NORMALIZE_BY, "same", "divide the loss the pipeline "
-	  "schedule back-propagates as without pp, by the valid tokens of "
-	  "the whole step (loss.pp_normalize_by: same; torchtitan "
-	  "786e26f8e, #2972)" },
-	{ KEY_DP_GROUP, NULL, "reduce the data-parallel gradients over every "
-	  "rank that holds the same weights, the cp ranks included "
-	  "(sync.dp_group: %s; VeOmni #1115)" },
-	{ KEY_EXPERT_BUFFER, NULL, "give expert parameters their own buffer, "
-	  "reduced over edp, whenever the expert mesh differs "
-	  "(layout.expert_buffer: %s; Megatron cd4afffa64)" },
-	{ KEY_AUX_SCALE, NULL, "scale the auxiliary losses' gradient so that "
-	  "each micro-batch's term weighs 1/(micro-batches x dp) after the "
-	  "data-parallel reduction (loss.aux_scale: %s)" },
-	{ KEY_MTP_SCALE, NULL, "scale the MTP losses' gradient so that layer "
-	  "k's term weighs mtp_loss_scaling_factor / depth over the step's "
-	  "valid tokens of its rolled mask (loss.mtp_scale: %s)" },
-	{ KEY_OBJECTIVE, NULL, "state what the step means to minimize "
-	  "(loss.objective: %s)" },
-	{ KEY_SP_PARAM_GRAD, "tp-all-reduce", "all-reduce the gradients of "
-	  "the norm weights and shared-expert gates over tp when sequence "
-	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)" },
-	{ KEY_ROUTER_GRAD, "auto", "reduce the router weight gradient over tp "
-	  "exactly where it is Partial (sync.router_grad: auto, as torchtitan "
-	  "does since #2416)" },
-	{ KEY_EMBEDDING_GRAD, NULL, "all-reduce the tied embedding gradient "
-	  "where its two copies are in one state (sync.embedding_grad: %s; "
-	  "Megatron-LM #844)" },
-	{ KEY_QK_NORM_GRAD, "tp-all-reduce", "all-reduce the qk-norm weight "
-	  "gradients over tp (sync.qk_norm_grad: tp-all-reduce)" },
-};
-
-#define NKEY_TEXTS	(sizeof key_texts / sizeof key_texts[0])
 
 const struct fix_setting *
 fixtext_settings(struct audit *a, const struct candidate *c)
@@ -149,24 +71,19 @@ source_head(const char *source, char *buf, size_t len)
 	buf[n] = '\0';
 }
 
-/* One setting's sentence, from key_texts, the value in place of "%s". */
+/* One setting's sentence (findings.c), the value in place of "%s". */
 static void
 key_text(enum cfg_key k, const char *value, char *buf, size_t len)
 {
-	const char	*t, *mark;
-	size_t		 i;
+	const char	*t = setting_fix_text(k, value), *mark;
 
-	for (i = 0; i < NKEY_TEXTS; i++) {
-		if (key_texts[i].key != k || (key_texts[i].value != NULL &&
-		    strcmp(key_texts[i].value, value) != 0))
-			continue;
-		for (t = key_texts[i].text; (mark = strstr(t, "%s")) != NULL;
-		    t = mark + 2)
-			append(buf, len, "%.*s%s", (int)(mark - t), t, value);
-		append(buf, len, "%s", t);
+	if (t == NULL) {
+		append(buf, len, "set %s to %s", cfg_key_path(k), value);
 		return;
 	}
-	append(buf, len, "set %s to %s", cfg_key_path(k), value);
+	for (; (mark = strstr(t, "%s")) != NULL; t = mark + 2)
+		append(buf, len, "%.*s%s", (int)(mark - t), t, value);
+	append(buf, len, "%s", t);
 }
 
 /* Does text name key with value ("sync.embedding_grad: before-dp, ...")? */
