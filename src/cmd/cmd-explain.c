@@ -23,6 +23,7 @@
 #include "report/report.h"
 #include "report/text-report.h"
 #include "symbolic/atom.h"
+#include "symbolic/findings.h"
 #include "symbolic/fix.h"
 #include "symbolic/gradnorm.h"
 #include "symbolic/lincomb.h"
@@ -332,7 +333,8 @@ hook(void *arg, const struct sym_run *run, int step)
 	int		 l;
 	bool		 json = ex->options->format == FORMAT_JSON;
 
-	const char	*cite = s != NULL && at_fault(ex, s) ? s->cite : NULL;
+	const char	*cite = s != NULL && at_fault(ex, s) ?
+			    sync_cite_text(s->cite) : NULL;
 	char		 value[64], origin[512];
 
 	if (s != NULL) {

@@ -147,7 +147,7 @@ bucket_limit(const struct model *m, int stage, int chunk)
  * that both stages shard it at the same element ranges: Megatron daf0006,
  * the fix for Megatron-LM #844, does it with the distributed optimizer
  * (the only case whose shards matter) and pp > 1 (the only case with two
- * copies).  sync.embedding_grad: separate-bucket asks for it directly.
+ * copies).  EMBEDDING_SEPARATE_BUCKET asks for it directly.
  */
 static bool
 wants_own_bucket(const struct model *m, const struct param *p)

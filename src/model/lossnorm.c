@@ -90,7 +90,7 @@ read_counts(struct loss_norm *ln, const char *spec)
 	}
 }
 
-/* The size loss.scale and sync.dp_divisor name. */
+/* The size KEY_SCALE and KEY_DP_DIVISOR name. */
 int
 lossnorm_size(const struct mesh *mesh, enum data_size s)
 {

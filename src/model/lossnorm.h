@@ -76,7 +76,7 @@ struct loss_norm {
 	 * tokens / N for the per-token mean (then every weight is
 	 * `expected`), tokens / (K pure_dp n) for the mean of micro-batch
 	 * means, n the micro-batch's valid tokens over its cp ranks, and
-	 * tokens for the sum.  Both engines read it (symbolic.c, numeric.c).
+	 * tokens for the sum.  Both engines read it (symbolic/run.c, numeric.c).
 	 */
 	struct rational	*weight;
 	bool		 uniform;	/* every weight is weight[0] */

@@ -428,10 +428,10 @@ replicated_over_tp(const struct mesh *mesh, struct placement g)
  * Backward through the gather of an MoE block's input: what reaches it is
  * the sum of the router's, the routed and the shared experts' input
  * gradients, whatever their placements; the framework declares it as
- * sync.moe_input_grad says.  `whole` says that one of them is complete on
+ * KEY_MOE_INPUT_GRAD says.  `whole` says that one of them is complete on
  * every tp rank already, which a declared Partial sums tp times; `twice`
  * that one was counted tp times inside the block (an all-reduce of a
- * complete gradient, sync.router_input_grad), whatever is declared here.
+ * complete gradient, KEY_ROUTER_INPUT_GRAD), whatever is declared here.
  */
 static void
 moe_boundary(const struct model *m, const struct op *op, int stage,

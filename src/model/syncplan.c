@@ -22,8 +22,8 @@ typedef void emit_fn(struct sync_plan *, const struct model *,
 struct sync_rule {
 	const char	*label;
 	enum cfg_key	 key;		/* the setting that decides it */
-	const char	*cite;
-	const char	*fix;
+	enum sync_cite	 cite;
+	enum sync_fix	 fix;
 	emit_fn		*emit;
 };
 
@@ -168,7 +168,7 @@ buffer_is_sharded(const struct model *m, enum buffer_kind k)
 static struct sync_step *
 fsdp_step(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule, enum sync_op op, enum group_kind group,
-    enum buffer_kind k, enum cfg_key key, const char *fix)
+    enum buffer_kind k, enum cfg_key key, enum sync_fix fix)
 {
 	struct sync_step *s = new_step(plan, m, rule, op, group);
 
@@ -189,11 +189,11 @@ fsdp_step(struct sync_plan *plan, const struct model *m,
  * collectives; a custom factor f is PREMUL_SUM(1/f) in the reduce-scatter
  * and SUM in the all-reduce.  torchtitan sets f to the dense data-parallel
  * size on the routed experts since #1551 (before, they averaged over
- * efsdp * dp_replicate alone: sync.expert_grad_divisor edp), and to 1 on
- * every module with its global-token loss (#2206: sync.dp_divisor none).
+ * efsdp * dp_replicate alone: EXPERT_DIVISOR_EDP), and to 1 on
+ * every module with its global-token loss (#2206: KEY_DP_DIVISOR none).
  *
  * A reduce-scatter group of one member runs no collective, so whatever it
- * carries depends on the version (sync.fsdp_one_member): before PR
+ * carries depends on the version (KEY_FSDP_ONE_MEMBER): before PR
  * #167178 FSDP2 copied the input and so dropped a custom factor
  * (torchtitan with ep = world: expert gradients times the world size);
  * FSDP1 divides by the whole data-parallel size
@@ -206,20 +206,6 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule, enum buffer_kind k)
 {
 	const struct config *cfg = m->config;
-	static const char divisor_fix[] = "divide by the data-parallel size "
-	    "(FSDP2's default average), or by nothing when the loss is "
-	    "divided by the valid tokens of the whole step (sync.dp_divisor; "
-	    "torchtitan PR #2206)";
-	static const char factor_fix[] = "apply the gradient divide factor "
-	    "when the reduce-scatter group has one member (pytorch PR "
-	    "#167178; sync.fsdp_one_member: full)";
-	static const char replicate_fix[] = "all-reduce over the replicate "
-	    "dimension when the shard group has one member, or use a 1-D "
-	    "mesh (verl PR #7494; sync.fsdp_one_member: full)";
-	static const char ddp_fix[] = "sum over the replicas when the loss "
-	    "is divided by the valid tokens of the whole step: replicate "
-	    "with the gradient division off (sync.replicate_only: fsdp; "
-	    "torchtitan e1847f439, PR #2458)";
 	enum group_kind	 shard = k == BUFFER_EXPERT ? GROUP_EFSDP :
 			    GROUP_DP_SHARD;
 	enum group_kind	 replicate = k == BUFFER_EXPERT ?
@@ -229,7 +215,7 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	int		 f = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
 	enum fsdp_one_member one = cfg->sync.fsdp_one_member;
 	enum cfg_key	 key = KEY_DP_ENGINE;
-	const char	*fix = rule->fix;
+	enum sync_fix	 fix = rule->fix;
 	bool		 avg;
 	struct sync_step *s;
 
@@ -241,9 +227,9 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	 */
 	if (cfg_ddp_path(cfg)) {
 		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k,
-		    KEY_REPLICATE_ONLY, ddp_fix);
+		    KEY_REPLICATE_ONLY, SYNC_FIX_REPLICATE_ONLY);
 		s->average = true;
-		s->cite = "torchtitan #2318";
+		s->cite = SYNC_CITE_DDP_AVERAGE;
 		return;
 	}
 	if (k == BUFFER_EXPERT &&
@@ -252,7 +238,7 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 		key = KEY_EXPERT_GRAD_DIVISOR;
 	} else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
 		key = KEY_DP_DIVISOR;
-		fix = divisor_fix;
+		fix = SYNC_FIX_FSDP_DIVISOR;
 	}
 	/* FSDP1 always pre- and post-divides and sums. */
 	avg = cfg->layout.dp_engine == DP_ENGINE_FSDP2 && f == ns * nr;
@@ -262,22 +248,22 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 			fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
 			    fix)->scale = q_make(1, f);
 		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, shard, k,
-		    KEY_FSDP_ONE_MEMBER, replicate_fix);
-		s->cite = "verl #7493";
+		    KEY_FSDP_ONE_MEMBER, SYNC_FIX_FSDP_ONE_MEMBER_REPLICATE);
+		s->cite = SYNC_CITE_ONE_MEMBER_REPLICATE;
 		return;
 	}
 	if (ns == 1 && !avg && f != 1 &&
 	    one == FSDP_ONE_MEMBER_DROP_FACTOR) {
 		/* The copy on the one-member path: the factor is lost. */
 		key = KEY_FSDP_ONE_MEMBER;
-		fix = factor_fix;
+		fix = SYNC_FIX_FSDP_ONE_MEMBER_FACTOR;
 	} else if (!avg && f != 1)
 		fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
 		    fix)->scale = q_make(1, f);
 	s = fsdp_step(plan, m, rule, SYNC_REDUCE_SCATTER, shard, k, key, fix);
 	s->average = avg;
 	if (key == KEY_FSDP_ONE_MEMBER)
-		s->cite = "pytorch PR #167178";
+		s->cite = SYNC_CITE_ONE_MEMBER_FACTOR;
 	if (nr == 1)
 		return;
 	s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k, key, fix);
@@ -316,21 +302,6 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	int	 k, i, n, divisor;
 	bool	 any;
 	struct sync_step *s;
-	static const char divisor_fix[] = "divide the gradients by the size "
-	    "of the group they are reduced over, dp*cp, or by nothing when "
-	    "the loss is divided by the valid tokens of the whole step "
-	    "(sync.dp_divisor; Megatron 3bdcbbbe5d for #906)";
-	static const char group_fix[] = "reduce the data-parallel "
-	    "gradients over dp x cp, every rank that holds the same weights, "
-	    "not over dp alone (sync.dp_group: dp-cp; VeOmni #1115)";
-	static const char per_token_avg_fix[] = "with a per-token loss, "
-	    "sum the gradients over their group instead of averaging them: "
-	    "drop --ddp-average-in-collective (training.average_in_collective: "
-	    "false), which Megatron requires from 5946e24b37, core_v0.12.0";
-	static const char avg_fix[] = "pre-scale the expert buffers by "
-	    "edp/dp before the AVG over edp, so that the net factor is 1/dp "
-	    "for any etp (sync.expert_avg_scale: edp-over-dp; Megatron "
-	    "4f8974a400)";
 
 	(void)grad;
 	if (cfg->layout.dp_engine != DP_ENGINE_MEGATRON) {
@@ -392,12 +363,12 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 				s->key = KEY_EXPERT_GRAD_DIVISOR;
 			else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
 				s->key = KEY_DP_DIVISOR;
-				s->fix = divisor_fix;
+				s->fix = SYNC_FIX_DP_DIVISOR;
 			}
 			else if (k == BUFFER_EXPERT &&
 			    cfg->training.average_in_collective) {
 				s->key = KEY_EXPERT_AVG_SCALE;
-				s->fix = avg_fix;
+				s->fix = SYNC_FIX_EXPERT_AVG_SCALE;
 			}
 			else if (cfg->training.average_in_collective)
 				s->key = KEY_AVERAGE_IN_COLLECTIVE;
@@ -406,23 +377,23 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		    SYNC_REDUCE_SCATTER : SYNC_ALL_REDUCE, group);
 		if (pure) {
 			s->key = KEY_DP_GROUP;
-			s->fix = group_fix;
+			s->fix = SYNC_FIX_DP_GROUP;
 		}
 		if (k == BUFFER_EXPERT &&
 		    cfg->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE)
 			s->key = KEY_EXPERT_BUFFER;
 		if (k == BUFFER_EXPERT && cfg->training.average_in_collective)
-			s->fix = avg_fix;
+			s->fix = SYNC_FIX_EXPERT_AVG_SCALE;
 		s->target = TARGET_BUFFER;
 		s->buffer = k;
 		s->average = cfg->training.average_in_collective;
 		/*
 		 * The user's flag is what a 0.8 to 0.11 job can change; the
-		 * profile's sync.per_token_avg is the release's code.
+		 * profile's KEY_PER_TOKEN_AVG is the release's code.
 		 */
 		if (per_token_avg) {
 			s->key = KEY_AVERAGE_IN_COLLECTIVE;
-			s->fix = per_token_avg_fix;
+			s->fix = SYNC_FIX_PER_TOKEN_AVG;
 		}
 	}
 }
@@ -480,10 +451,10 @@ emit_tp_decisions(struct sync_plan *plan, const struct model *m,
  * RMSNorm (TE 77c37d49f, fixed by TE 4b523d298).  Each wrong value has its
  * own report, so the step cites the one that applies.
  */
-static const char *const sp_param_cites[] = {
-	[SP_PARAM_TP_ALL_REDUCE] = NULL,
-	[SP_PARAM_NONE] = "NeMo PR #7184",
-	[SP_PARAM_SKIP_STANDALONE] = "Megatron #1446",
+static const enum sync_cite sp_param_cites[] = {
+	[SP_PARAM_TP_ALL_REDUCE] = SYNC_CITE_NONE,
+	[SP_PARAM_NONE] = SYNC_CITE_SP_PARAM_NONE,
+	[SP_PARAM_SKIP_STANDALONE] = SYNC_CITE_SP_PARAM_STANDALONE,
 };
 
 static void
@@ -514,7 +485,7 @@ emit_sp_params(struct sync_plan *plan, const struct model *m,
  * qk-norm weights: one weight shared by every head, the heads split over
  * tp, so each tp rank holds part of the gradient whether or not sequence
  * parallelism is on.  Megatron sums them over tp in
- * _allreduce_non_tensor_model_parallel_grads; sync.qk_norm_grad: none
+ * _allreduce_non_tensor_model_parallel_grads; QK_NORM_NONE
  * declares them Replicate, and with-sp sums them only with sequence
  * parallelism, as a framework that treats them as sequence-parallel norms
  * does.
@@ -571,10 +542,8 @@ emit_embedding(struct sync_plan *plan, const struct model *m,
 		    (c->layout.tied_embedding_bucket != TIED_BUCKET_SHARED ||
 		    c->sync.embedding_grad == EMBEDDING_SEPARATE_BUCKET)) {
 			s->key = KEY_TIED_BUCKET_START;
-			s->cite = "Megatron ba8f2de, fixed by afb755f548";
-			s->fix = "start the tied weight's own bucket at the "
-			    "padded end of the bucket before it, on every "
-			    "stage (layout.tied_bucket_start: padded)";
+			s->cite = SYNC_CITE_TIED_BUCKET_START;
+			s->fix = SYNC_FIX_TIED_BUCKET_START;
 		}
 		/*
 		 * Megatron-FSDP v2's flat units cut the weight at different
@@ -584,12 +553,8 @@ emit_embedding(struct sync_plan *plan, const struct model *m,
 		if (c->sync.embedding_grad != EMBEDDING_BEFORE_DP &&
 		    c->sync.embedding_grad != EMBEDDING_FULL_AFTER_DP &&
 		    c->layout.fsdp_flatten == FSDP_FLATTEN_UNIT) {
-			s->cite = "Megatron PR #6500";
-			s->fix = "gather the tied weight's full reduced "
-			    "gradient before the all-reduce over the "
-			    "embedding group and keep the owned slice, or "
-			    "all-reduce it before the data-parallel step "
-			    "(sync.embedding_grad: full-after-dp or before-dp)";
+			s->cite = SYNC_CITE_TIED_FLAT_UNITS;
+			s->fix = SYNC_FIX_TIED_FLAT_UNITS;
 		}
 		for (k = 0; k < 2; k++)
 			s->params[m->logical[l].instance[k]] = true;
@@ -647,36 +612,24 @@ emit_embedding_after_dp(struct sync_plan *plan, const struct model *m,
 /* The rules in the order they run; SPEC section 6. */
 static const struct sync_rule rules[] = {
 	{ "router weight gradient reduction over tp", KEY_ROUTER_GRAD,
-	  "torchtitan #2416",
-	  "reduce the router weight gradient over tp exactly where it is "
-	  "Partial (sync.router_grad: auto, as torchtitan does since #2416)",
+	  SYNC_CITE_ROUTER_GRAD, SYNC_FIX_ROUTER_GRAD,
 	  emit_router },
 	{ "tied embedding all-reduce over first and last stage",
-	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
-	  "all-reduce the tied embedding gradient before the data-parallel "
-	  "reduce-scatter, or give it a bucket of its own "
-	  "(sync.embedding_grad: before-dp or separate-bucket)",
+	  KEY_EMBEDDING_GRAD, SYNC_CITE_TIED_ORDER,
+	  SYNC_FIX_EMBEDDING_BEFORE_DP,
 	  emit_embedding_before_dp },
-	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER, NULL,
-	  "scale every gradient, expert buffers included, by 1/dp "
-	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
+	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER,
+	  SYNC_CITE_NONE, SYNC_FIX_EXPERT_GRAD_DIVISOR,
 	  emit_dp },
 	{ "sequence-parallel parameter gradient all-reduce over tp",
-	  KEY_SP_PARAM_GRAD, NULL,
-	  "all-reduce the gradients of the norm weights and shared-expert "
-	  "gates over tp when sequence parallelism is on "
-	  "(sync.sp_param_grad: tp-all-reduce)",
+	  KEY_SP_PARAM_GRAD, SYNC_CITE_NONE, SYNC_FIX_SP_PARAM_GRAD,
 	  emit_sp_params },
-	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD, NULL,
-	  "all-reduce the qk-norm weight gradients over tp whether or not "
-	  "sequence parallelism is on (sync.qk_norm_grad: tp-all-reduce)",
+	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD,
+	  SYNC_CITE_NONE, SYNC_FIX_QK_NORM_GRAD,
 	  emit_qk_norms },
 	{ "tied embedding all-reduce over first and last stage",
-	  KEY_EMBEDDING_GRAD, "Megatron-LM #844",
-	  "all-reduce the tied embedding gradient before the data-parallel "
-	  "reduce-scatter, or give it a bucket of its own, or gather the "
-	  "full gradient before the all-reduce (sync.embedding_grad: "
-	  "before-dp, separate-bucket or full-after-dp)",
+	  KEY_EMBEDDING_GRAD, SYNC_CITE_TIED_ORDER,
+	  SYNC_FIX_EMBEDDING_AFTER_DP,
 	  emit_embedding_after_dp },
 };
 

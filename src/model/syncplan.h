@@ -53,6 +53,47 @@ enum sync_target {
 	TARGET_BUFFER		/* a whole gradient buffer of every stage */
 };
 
+/*
+ * The report a step's rule models and the change that fixes what goes
+ * wrong in it, by name: the finding catalogue (symbolic/findings.c) says
+ * them in words and alone names the settings, so that the rules here say
+ * what happens and not how to tell the user.
+ */
+enum sync_cite {
+	SYNC_CITE_NONE,
+	SYNC_CITE_ROUTER_GRAD,		/* torchtitan #2416 */
+	SYNC_CITE_TIED_ORDER,		/* Megatron-LM #844 */
+	SYNC_CITE_DDP_AVERAGE,		/* torchtitan #2318 */
+	SYNC_CITE_ONE_MEMBER_REPLICATE,	/* verl #7493 */
+	SYNC_CITE_ONE_MEMBER_FACTOR,	/* pytorch PR #167178 */
+	SYNC_CITE_SP_PARAM_NONE,	/* NeMo PR #7184 */
+	SYNC_CITE_SP_PARAM_STANDALONE,	/* Megatron #1446 */
+	SYNC_CITE_TIED_BUCKET_START,	/* Megatron ba8f2de */
+	SYNC_CITE_TIED_FLAT_UNITS,	/* Megatron PR #6500 */
+	SYNC_CITE__COUNT
+};
+
+enum sync_fix {
+	SYNC_FIX_NONE,
+	SYNC_FIX_ROUTER_GRAD,
+	SYNC_FIX_EMBEDDING_BEFORE_DP,
+	SYNC_FIX_EXPERT_GRAD_DIVISOR,
+	SYNC_FIX_SP_PARAM_GRAD,
+	SYNC_FIX_QK_NORM_GRAD,
+	SYNC_FIX_EMBEDDING_AFTER_DP,
+	SYNC_FIX_FSDP_DIVISOR,
+	SYNC_FIX_FSDP_ONE_MEMBER_FACTOR,
+	SYNC_FIX_FSDP_ONE_MEMBER_REPLICATE,
+	SYNC_FIX_REPLICATE_ONLY,
+	SYNC_FIX_DP_DIVISOR,
+	SYNC_FIX_DP_GROUP,
+	SYNC_FIX_PER_TOKEN_AVG,
+	SYNC_FIX_EXPERT_AVG_SCALE,
+	SYNC_FIX_TIED_BUCKET_START,
+	SYNC_FIX_TIED_FLAT_UNITS,
+	SYNC_FIX__COUNT
+};
+
 struct sync_step {
 	enum sync_op		 op;
 	enum group_kind		 group;
@@ -68,8 +109,8 @@ struct sync_step {
 	 * explain says where its value came from (profile, config, default).
 	 */
 	enum cfg_key		 key;
-	const char		*cite;		/* "Megatron-LM #844", or NULL */
-	const char		*fix;		/* one sentence, for findings */
+	enum sync_cite		 cite;		/* the report it models */
+	enum sync_fix		 fix;		/* what to change, for findings */
 	/*
 	 * For steps that exist because a gradient is declared Partial (or that
 	 * are missing because it is declared Replicate): what was declared and

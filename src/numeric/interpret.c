@@ -66,7 +66,7 @@ forward_op(struct engine *eng, int stage, int opi)
 
 /*
  * Is `slot` the gathered input of an MoE block whose boundary declares its
- * gradient Replicate or Partial whatever it holds (sync.moe_input_grad)?
+ * gradient Replicate or Partial whatever it holds (KEY_MOE_INPUT_GRAD)?
  * There the framework adds the plain local tensors of the router, the
  * routed and the shared experts, and nothing is ever masked for a sum.
  */

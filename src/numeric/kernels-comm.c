@@ -177,7 +177,7 @@ fwd_tp_gather(struct engine *eng, int stage, int opi)
  * different placements (router, routed and shared experts of an MoE
  * block).  Every Replicate sub-dimension becomes Partial first, so the sum
  * over tp counts each replica once (SPEC section 6.2), unless the MoE
- * block boundary declares the gradient otherwise (sync.moe_input_grad).
+ * block boundary declares the gradient otherwise (KEY_MOE_INPUT_GRAD).
  */
 void
 bwd_tp_gather(struct engine *eng, int stage, int opi)

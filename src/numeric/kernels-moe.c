@@ -264,7 +264,7 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 }
 
 /*
- * The router on every rank of the stage, then, under sync.router_input_grad:
+ * The router on every rank of the stage, then, under KEY_ROUTER_INPUT_GRAD:
  * tp-all-reduce, its input gradient summed over tp: torchtitan de329200b
  * wraps the gate's plain-tensor input with NoParallel's
  * from_local(Replicate), whose backward all-reduces the Partial gradient

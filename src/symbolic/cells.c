@@ -1,0 +1,248 @@
+/*
+ * The verdicts of a symbolic audit: each rank's segments of a parameter
+ * cut at the boundaries of the ranges it uses (and where a word
+ * embedding's padded rows begin), each cell compared with its expected
+ * value, and whether the used copies agree.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "model/syncplan.h"
+#include "symbolic/cells.h"
+#include "symbolic/lincomb.h"
+#include "symbolic/run.h"
+
+/* ---- verdicts -------------------------------------------------------- */
+
+struct cell_list {
+	struct cell	*v;
+	int		*key;	/* shard key of each cell */
+	size_t		 n, cap;
+};
+
+static struct cell *
+cell_add(struct cell_list *cl)
+{
+	if (cl->n == cl->cap) {
+		cl->cap = cl->cap ? 2 * cl->cap : 64;
+		cl->v = xreallocarray(cl->v, cl->cap, sizeof *cl->v);
+		cl->key = xreallocarray(cl->key, cl->cap, sizeof *cl->key);
+	}
+	memset(&cl->v[cl->n], 0, sizeof cl->v[cl->n]);
+	return &cl->v[cl->n++];
+}
+
+/*
+ * Where the padded rows of a word embedding begin in a rank's shard of
+ * param (an instance of it, or the tied output layer), when their lookup
+ * gradients are known to be zero: token ids stay below model.vocab, so
+ * the local gradients of the embedding's own ranks (stage 0, atoms below
+ * dp * tp) are zero on the padded rows.  Where one instance serves both
+ * lookup and output (tied, one stage), its atoms are not: local_elems.
+ */
+static int64_t
+lookup_zero_from(const struct sym_run *run, int param, int rank)
+{
+	const struct model		*m = run->model;
+	const struct param		*p = &m->params[param];
+	const struct logical_param	*l = &m->logical[p->logical];
+	int64_t				 rows = p->local_shape[0], real;
+	struct coord			 c;
+
+	if (m->params[l->instance[0]].role != ROLE_EMBEDDING ||
+	    (l->tied_with != NULL && l->ninstances == 1))
+		return p->local_elems;
+	run_coord(run, rank, &c);
+	real = m->config->model.vocab - (int64_t)c.tp * rows;
+	if (real < 0)
+		real = 0;
+	if (real > rows)
+		real = rows;
+	return real * p->local_shape[1];
+}
+
+/* No instance of param's logical parameter is an output layer. */
+static bool
+lookup_only(const struct model *m, int param)
+{
+	const struct logical_param *l = &m->logical[m->params[param].logical];
+	int	 k;
+
+	for (k = 0; k < l->ninstances; k++)
+		if (m->params[l->instance[k]].role == ROLE_OUTPUT)
+			return false;
+	return true;
+}
+
+/*
+ * Split a rank's segments at the boundaries of the ranges it uses, and
+ * where a word embedding's padded rows begin.
+ */
+static void
+emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
+{
+	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
+	const struct seglist *sl = run_values_of(run, param, rank);
+	const struct lincomb *expected = sym_expected(run, param, rank);
+	int64_t	 used[16][2], padded = lookup_zero_from(run, param, rank);
+	int	 nused, i, r, key = run_shard_key(run, &m->params[param], rank);
+	struct coord c;
+
+	nused = syncplan_used_ranges(m, &run->ctx->layout, param, rank, used,
+	    16);
+	run_coord(run, rank, &c);
+	for (i = 0; i < sl->n; i++) {
+		int64_t lo = sl->v[i].lo, hi = sl->v[i].hi;
+
+		while (lo < hi) {
+			int64_t end = hi;
+			bool inside = false;
+
+			for (r = 0; r < nused; r++) {
+				if (used[r][0] <= lo && lo < used[r][1]) {
+					inside = true;
+					if (used[r][1] < end)
+						end = used[r][1];
+				} else if (used[r][0] > lo && used[r][0] < end)
+					end = used[r][0];
+			}
+			if (lo < padded && padded < end)
+				end = padded;
+			struct cell *ce = cell_add(cl);
+
+			cl->key[cl->n - 1] = key;
+			ce->rank = rank;
+			ce->coord = c;
+			ce->lo = lo;
+			ce->hi = end;
+			ce->used = inside;
+			ce->value = sl->v[i].value;
+			ce->expected = expected;
+			if (lo >= padded) {
+				/*
+				 * The atoms of ranks past the first stage,
+				 * where the output layer is; none when the
+				 * last stage's copy is only looked up (the
+				 * untied embedding of the MTP layers).
+				 */
+				uint32_t from = lookup_only(m, param) ?
+				    UINT32_MAX : atom_id(sp, run->stage_ranks,
+				    0, 0);
+
+				ce->value = lc_from_atom(run->arena, sp,
+				    ce->value, from);
+				ce->expected = lc_from_atom(run->arena, sp,
+				    expected, from);
+			}
+			ce->ok = inside && run_same_value(run, ce->value,
+			    ce->expected);
+			lo = end;
+		}
+	}
+}
+
+/*
+ * Consistent: for every element, every used copy holds the same value.
+ * Cells of one shard key are cut at all their boundaries; each piece keeps
+ * the first used value seen and every other used cell covering it must
+ * match.  Only needed when some used cell is wrong.
+ */
+static bool
+cells_consistent(const struct cell_list *cl)
+{
+	int64_t	*cuts = xcalloc(2 * cl->n + 1, sizeof *cuts);
+	const struct lincomb **piece = xcalloc(2 * cl->n + 1, sizeof *piece);
+	size_t	 i, j, ncuts, lo;
+	int	 key, maxkey = 0;
+	bool	 ok = true;
+
+	for (i = 0; i < cl->n; i++)
+		if (cl->key[i] > maxkey)
+			maxkey = cl->key[i];
+	for (key = 0; key <= maxkey && ok; key++) {
+		ncuts = 0;
+		for (i = 0; i < cl->n; i++)
+			if (cl->v[i].used && cl->key[i] == key) {
+				cuts[ncuts++] = cl->v[i].lo;
+				cuts[ncuts++] = cl->v[i].hi;
+			}
+		if (ncuts == 0)
+			continue;
+		qsort(cuts, ncuts, sizeof *cuts, run_cmp_i64);
+		for (i = j = 1; i < ncuts; i++)
+			if (cuts[i] != cuts[j - 1])
+				cuts[j++] = cuts[i];
+		ncuts = j;
+		memset(piece, 0, ncuts * sizeof *piece);
+		for (i = 0; i < cl->n && ok; i++) {
+			const struct cell *c = &cl->v[i];
+			size_t a = 0, b = ncuts;
+
+			if (!c->used || cl->key[i] != key)
+				continue;
+			while (a < b) {		/* first cut >= c->lo */
+				size_t mid = (a + b) / 2;
+
+				if (cuts[mid] < c->lo)
+					a = mid + 1;
+				else
+					b = mid;
+			}
+			for (lo = a; lo + 1 < ncuts && cuts[lo] < c->hi; lo++) {
+				if (piece[lo] == NULL)
+					piece[lo] = c->value;
+				else if (piece[lo] != c->value &&
+				    !lc_equal(piece[lo], c->value))
+					ok = false;
+			}
+		}
+	}
+	free(cuts);
+	free(piece);
+	return ok;
+}
+
+void
+cells_fill_param(struct sym_run *run, struct audit *a, int l,
+    struct param_result *pr)
+{
+	const struct model *m = run->model;
+	const struct logical_param *lp = &m->logical[l];
+	const struct param *first = &m->params[lp->instance[0]];
+	struct cell_list cl = { 0 };
+	int	 inst, rank, k, base;
+	size_t	 c;
+
+	/* The audit outlives the model: copy the names into its arena. */
+	pr->name = arena_strdup(&a->arena, lp->name);
+	pr->tied_with = lp->tied_with ? arena_strdup(&a->arena, lp->tied_with) :
+	    NULL;
+	pr->has_chunk = m->chunks > 1;
+	pr->chunk = pr->tied_chunk = first->chunk;
+	if (lp->ninstances == 2)
+		pr->tied_chunk = m->params[lp->instance[1]].chunk;
+	pr->elems = first->elems;
+	pr->is_expert = first->expert;
+	/* Instances are in stage order, so cells come out sorted by rank. */
+	for (k = 0; k < lp->ninstances; k++) {
+		inst = lp->instance[k];
+		base = m->params[inst].stage * run->stage_ranks;
+		for (rank = base; rank < base + run->stage_ranks; rank++)
+			emit_cells(run, &cl, inst, rank);
+	}
+	pr->correct = true;
+	for (c = 0; c < cl.n; c++)
+		if (cl.v[c].used && !cl.v[c].ok)
+			pr->correct = false;
+	pr->consistent = pr->correct || cells_consistent(&cl);
+	pr->cells = arena_alloc(&a->arena, cl.n * sizeof *pr->cells);
+	memcpy(pr->cells, cl.v, cl.n * sizeof *pr->cells);
+	pr->ncells = cl.n;
+	free(cl.v);
+	free(cl.key);
+}

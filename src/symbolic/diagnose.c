@@ -1,0 +1,611 @@
+/*
+ * The diagnosis of a symbolic audit: why a parameter's used values are
+ * wrong, told from the plan's steps and the shape of the wrong values
+ * (a placement declared otherwise, a collective mixing states, a factor,
+ * the auxiliary or multi-token prediction losses' part, unequal weights,
+ * too small a group).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "model/layout.h"
+#include "model/syncplan.h"
+#include "symbolic/diagnose.h"
+#include "symbolic/findings.h"
+#include "symbolic/lincomb.h"
+#include "symbolic/run.h"
+
+static int *
+wrong_ranks(struct audit *a, const struct param_result *pr, size_t *n)
+{
+	int	*r = arena_alloc(&a->arena, (pr->ncells + 1) * sizeof *r);
+	size_t	 i;
+
+	*n = 0;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *c = &pr->cells[i];
+
+		if (!c->used || c->ok)
+			continue;
+		if (*n > 0 && r[*n - 1] == c->rank)
+			continue;
+		r[(*n)++] = c->rank;
+	}
+	return r;
+}
+
+/*
+ * Merge into an existing finding of the same kind and op (one finding for
+ * all routers of a model), or add a new one.
+ */
+static void
+add_finding(struct finding_list *fl, enum finding_kind kind,
+    enum cfg_key cause, const struct param_result *pr, const char *op,
+    const char *dim, const char *message, const char *fix)
+{
+	struct audit	*a = fl->audit;
+	struct finding	*f;
+	size_t		 i, nr, j, k, n;
+	int		*ranks = wrong_ranks(a, pr, &nr);
+
+	for (i = 0; i < a->nfindings; i++) {
+		f = &a->findings[i];
+		if (f->kind != kind || strcmp(f->op, op) != 0 ||
+		    strcmp(f->message, message) != 0)
+			continue;
+		const char **params = arena_alloc(&a->arena,
+		    (f->nparams + 1) * sizeof *params);
+		memcpy(params, f->params, f->nparams * sizeof *params);
+		params[f->nparams] = pr->name;
+		f->params = params;
+		f->nparams++;
+		/* Union of two ascending rank lists. */
+		int *u = arena_alloc(&a->arena, (f->nranks + nr + 1) *
+		    sizeof *u);
+		for (j = k = n = 0; j < f->nranks || k < nr;) {
+			int x;
+
+			if (k >= nr || (j < f->nranks && f->ranks[j] < ranks[k]))
+				x = f->ranks[j++];
+			else if (j >= f->nranks || ranks[k] < f->ranks[j])
+				x = ranks[k++];
+			else {
+				x = ranks[k++];
+				j++;
+			}
+			u[n++] = x;
+		}
+		f->ranks = u;
+		f->nranks = n;
+		return;
+	}
+	if (a->nfindings == fl->cap) {
+		struct finding *nf;
+
+		fl->cap = fl->cap ? 2 * fl->cap : 8;
+		nf = arena_alloc(&a->arena, fl->cap * sizeof *nf);
+		if (a->nfindings > 0)
+			memcpy(nf, a->findings, a->nfindings * sizeof *nf);
+		a->findings = nf;
+	}
+	f = &a->findings[a->nfindings++];
+	memset(f, 0, sizeof *f);
+	f->kind = kind;
+	f->param = pr->name;
+	f->params = arena_alloc(&a->arena, sizeof *f->params);
+	f->params[0] = pr->name;
+	f->nparams = 1;
+	f->ranks = ranks;
+	f->nranks = nr;
+	f->op = op;
+	f->dim = dim;
+	f->message = message;
+	f->fix = fix;
+	f->cause = cause;
+}
+
+/* Add the finding the catalogue tells for fact (findings.c). */
+static void
+tell(struct finding_list *fl, const struct param_result *pr, enum fact fact,
+    const struct fact_args *args)
+{
+	struct finding_words w;
+
+	finding_tell(fact, args, &fl->audit->arena, &w);
+	add_finding(fl, w.kind, w.cause, pr, w.op, w.dim, w.message, w.fix);
+}
+
+static bool
+touches_logical(const struct sync_step *s, const struct model *m, int l)
+{
+	int	k;
+
+	for (k = 0; k < m->logical[l].ninstances; k++)
+		if (syncplan_touches(s, m, m->logical[l].instance[k]))
+			return true;
+	return false;
+}
+
+/*
+ * A gradient whose true placement (from the placement rules) and declared
+ * placement (what the framework does) disagree: Partial declared Replicate
+ * is a missing reduction, Replicate declared Partial a double count.
+ */
+static bool
+explain_placement(struct finding_list *fl, const struct mesh *mesh,
+    const struct sync_step *s, const struct param_result *pr)
+{
+	struct fact_args args = { .mesh = mesh, .step = s, .fix_step = s,
+			    .cause = s->key };
+	bool		 missing, doubled;
+
+	missing = (s->truth.slice == PLACE_PARTIAL &&
+	    s->declared.slice == PLACE_REPLICATE) ||
+	    (s->truth.etp == PLACE_PARTIAL &&
+	    s->declared.etp == PLACE_REPLICATE);
+	doubled = (s->truth.slice == PLACE_REPLICATE &&
+	    s->declared.slice == PLACE_PARTIAL) ||
+	    (s->truth.etp == PLACE_REPLICATE &&
+	    s->declared.etp == PLACE_PARTIAL);
+	if (missing)
+		tell(fl, pr, FACT_PARTIAL_DECLARED_REPLICATE, &args);
+	else if (doubled)
+		tell(fl, pr, FACT_REPLICATE_DECLARED_PARTIAL, &args);
+	return missing || doubled;
+}
+
+/*
+ * The experts' input gradient (torchtitan #1878) feeds the router's score
+ * gradient: when its etp all-reduce is skipped, say so next to the router.
+ */
+static void
+explain_backward_reductions(struct finding_list *fl, const struct model *m,
+    const struct sym_context *ctx, const struct param_result *pr, int stage)
+{
+	int	i;
+
+	for (i = 0; i < ctx->nreductions; i++) {
+		const struct backward_reduction *r = &ctx->reductions[i];
+		struct fact_args args = { .mesh = &m->mesh, .reduction = r };
+
+		if (r->stage != stage || r->boundary ||
+		    pl_equal(r->truth, r->declared))
+			continue;
+		tell(fl, pr, FACT_EXPERT_INPUT_SKIPPED, &args);
+	}
+}
+
+/*
+ * The used wrong cells of pr with distinct (value, expected) pairs, in
+ * *dw (its cells xmalloc'd, for the caller to free): the tests below
+ * depend on those pairs alone, and values are interned (lc_intern), so
+ * each distinct pair is classified once instead of once per rank (issue
+ * 24: at 2,048 ranks the same 24,000-term pair was read per rank).
+ */
+void
+diag_distinct_wrong(const struct param_result *pr, struct param_result *dw)
+{
+	const struct cell **slot;
+	struct cell	*out;
+	size_t		 i, k, cap = 16, n = 0;
+
+	while (cap < 2 * pr->ncells)
+		cap *= 2;
+	slot = xcalloc(cap, sizeof *slot);
+	out = xreallocarray(NULL, pr->ncells + 1, sizeof *out);
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+		uintptr_t h;
+
+		if (!ce->used || ce->ok)
+			continue;
+		h = ((uintptr_t)ce->value >> 4) * 31 +
+		    ((uintptr_t)ce->expected >> 4);
+		for (k = (h * 0x9e3779b97f4a7c15u) & (cap - 1); slot[k] != NULL;
+		    k = (k + 1) & (cap - 1))
+			if (slot[k]->value == ce->value &&
+			    slot[k]->expected == ce->expected)
+				break;
+		if (slot[k] != NULL)
+			continue;
+		slot[k] = ce;
+		out[n++] = *ce;
+	}
+	free(slot);
+	*dw = *pr;
+	dw->cells = out;
+	dw->ncells = n;
+}
+
+static bool
+all_wrong_proportional(const struct param_result *pr, struct rational *c)
+{
+	size_t	i;
+	bool	have = false;
+
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+		struct rational	 q;
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!lc_proportional(ce->value, ce->expected, &q))
+			return false;
+		if (have && !q_equal(q, *c))
+			return false;
+		*c = q;
+		have = true;
+	}
+	return have;
+}
+
+/*
+ * True when every wrong used cell's value stands in relation `rel` to its
+ * expected value, and there is one.
+ */
+static bool
+all_wrong(const struct param_result *pr,
+    bool (*rel)(const struct lincomb *, const struct lincomb *))
+{
+	size_t	i;
+	bool	have = false;
+
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!rel(ce->value, ce->expected))
+			return false;
+		have = true;
+	}
+	return have;
+}
+
+/*
+ * A parameter before a lossy MoE block boundary: name the boundary, as
+ * its gradient went wrong there and not in any step of the plan.
+ */
+static bool
+explain_boundary(struct finding_list *fl, const struct model *m,
+    const struct sym_context *ctx, const struct param_result *pr, int p)
+{
+	struct fact_args args = { .mesh = &m->mesh };
+
+	if (m->params[p].boundary < 0 || pr->correct)
+		return false;
+	args.reduction = &ctx->reductions[m->params[p].boundary];
+	if (args.reduction->router_twice)
+		tell(fl, pr, FACT_ROUTER_INPUT_TWICE, &args);
+	if (args.reduction->summed_whole)
+		tell(fl, pr, FACT_BOUNDARY_SUMMED_WHOLE, &args);
+	if (!args.reduction->missing)
+		return true;
+	tell(fl, pr, FACT_BOUNDARY_NOT_SUMMED, &args);
+	return true;
+}
+
+/*
+ * The main loss's atoms of v as expected, and its auxiliary losses' atoms
+ * (lossnorm.h) q times the expected ones, q the same for all (0 when they
+ * are missing)?
+ */
+static bool
+aux_proportional(const struct atom_space *sp, const struct lincomb *v,
+    const struct lincomb *e, struct rational *q, bool *have)
+{
+	int	 aux = atom_space_aux_source(sp);
+	uint32_t i = 0, j = 0;
+
+	while (i < v->nterms || j < e->nterms) {
+		const struct term *a = i < v->nterms ? &v->terms[i] : NULL;
+		const struct term *b = j < e->nterms ? &e->terms[j] : NULL;
+		struct rational	 r;
+
+		if (a != NULL && (b == NULL || a->atom < b->atom))
+			return false;	/* an atom nobody expects */
+		if (a == NULL || b->atom < a->atom) {
+			if (atom_source(sp, b->atom) != aux)
+				return false;
+			r = q_make(0, 1);
+			j++;
+		} else {
+			if (atom_source(sp, a->atom) != aux) {
+				if (!q_equal(a->coef, b->coef))
+					return false;
+				i++, j++;
+				continue;
+			}
+			r = q_div(a->coef, b->coef);
+			i++, j++;
+		}
+		if (*have && !q_equal(r, *q))
+			return false;
+		*q = r;
+		*have = true;
+	}
+	return true;
+}
+
+static bool
+all_wrong_aux(const struct atom_space *sp, const struct param_result *pr,
+    struct rational *q)
+{
+	size_t	 i;
+	bool	 have = false, any = false;
+
+	if (atom_space_aux_source(sp) < 0)
+		return false;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!aux_proportional(sp, ce->value, ce->expected, q, &have))
+			return false;
+		any = true;
+	}
+	return any && have;
+}
+
+/*
+ * The other atoms of v as expected, and its multi-token prediction
+ * losses' atoms (lossnorm.h) the expected ones with other coefficients:
+ * *uniform stays true while all of them are q times the expected.
+ */
+static bool
+mtp_off(const struct atom_space *sp, const struct lincomb *v,
+    const struct lincomb *e, struct rational *q, bool *have, bool *uniform)
+{
+	uint32_t i = 0, j = 0;
+
+	while (i < v->nterms || j < e->nterms) {
+		const struct term *a = i < v->nterms ? &v->terms[i] : NULL;
+		const struct term *b = j < e->nterms ? &e->terms[j] : NULL;
+		struct rational	 r;
+
+		if (a != NULL && (b == NULL || a->atom < b->atom))
+			return false;	/* an atom nobody expects */
+		if (a == NULL || b->atom < a->atom) {
+			if (atom_mtp_layer(sp, b->atom) == 0)
+				return false;
+			r = q_make(0, 1);
+			j++;
+		} else {
+			if (atom_mtp_layer(sp, a->atom) == 0) {
+				if (!q_equal(a->coef, b->coef))
+					return false;
+				i++, j++;
+				continue;
+			}
+			r = q_div(a->coef, b->coef);
+			i++, j++;
+		}
+		if (*have && !q_equal(r, *q))
+			*uniform = false;
+		*q = r;
+		*have = true;
+	}
+	return true;
+}
+
+/*
+ * Are the multi-token prediction atoms of one micro-batch weighed
+ * differently against the expected on its cp ranks?  Each atom is
+ * compared with its cp rank 0 sibling's: what a rolled count of the cp
+ * rank's own makes of a roll across the cp ranks, which leaves the one
+ * holding a sequence's end fewer tokens (Megatron core 0.14 on).
+ */
+static bool
+mtp_unequal_over_cp(const struct atom_space *sp,
+    const struct param_result *pr)
+{
+	const struct mesh *mesh = &sp->mesh;
+	const struct term *b;
+	struct coord	 c;
+	struct rational	 e0;
+	uint32_t	 sib, j;
+	size_t		 i;
+	int		 r0;
+
+	if (mesh->cp == 1)
+		return false;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		for (j = 0; j < ce->expected->nterms; j++) {
+			b = &ce->expected->terms[j];
+			if (atom_mtp_layer(sp, b->atom) == 0 ||
+			    atom_is_held(sp, b->atom))
+				continue;
+			mesh_coord_of(mesh, atom_rank(sp, b->atom), &c);
+			if (c.cp == 0)
+				continue;
+			r0 = mesh_rank_of(mesh, c.pp, c.dp - c.cp, c.tp);
+			sib = atom_id(sp, r0, atom_source(sp, b->atom),
+			    atom_micro_batch(sp, b->atom));
+			e0 = lc_coef(ce->expected, sib);
+			if (q_is_zero(e0))
+				continue;
+			if (!q_equal(q_div(lc_coef(ce->value, b->atom),
+			    b->coef), q_div(lc_coef(ce->value, sib), e0)))
+				return true;
+		}
+	}
+	return false;
+}
+
+static bool
+all_wrong_mtp(const struct atom_space *sp, const struct param_result *pr,
+    struct rational *q, bool *uniform)
+{
+	size_t	 i;
+	bool	 have = false, any = false;
+
+	*uniform = true;
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		if (!mtp_off(sp, ce->value, ce->expected, q, &have, uniform))
+			return false;
+		any = true;
+	}
+	return have && any;
+}
+
+void
+diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
+    const struct param_result *pr, const struct param_result *dw)
+{
+	const struct sym_context *ctx = run->ctx;
+	const struct model *m = run->model;
+	const struct sync_step *scale_step = NULL, *factor_step;
+	struct fact_args args = { .mesh = &m->mesh };
+	enum cfg_key	 scale_cause;
+	struct rational	 c;
+	char		 q[48];
+	bool		 explained = false, uniform;
+	int		 i;
+
+	for (i = 0; i < ctx->plan.nsteps; i++) {
+		const struct sync_step *s = &ctx->plan.steps[i];
+
+		if (!touches_logical(s, m, l))
+			continue;
+		/*
+		 * A scaling with a fix of its own (not its rule's, which the
+		 * collective after it shares) says most about a factor.
+		 */
+		if ((s->op == SYNC_SCALE || s->op == SYNC_REDUCE_SCATTER ||
+		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER)) &&
+		    !(scale_step != NULL && scale_step->op == SYNC_SCALE &&
+		    s->op != SYNC_SCALE && scale_step->fix != SYNC_FIX_NONE &&
+		    scale_step->fix != s->fix))
+			scale_step = s;
+		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
+		    explain_placement(fl, &m->mesh, s, pr))
+			explained = true;
+	}
+	for (i = 0; i < ctx->plan.nskipped; i++)
+		if (touches_logical(&ctx->plan.skipped[i], m, l) &&
+		    explain_placement(fl, &m->mesh,
+		    &ctx->plan.skipped[i], pr))
+			explained = true;
+	if (explained && m->params[m->logical[l].instance[0]].role ==
+	    ROLE_ROUTER)
+		explain_backward_reductions(fl, m, ctx, pr,
+		    m->params[m->logical[l].instance[0]].stage);
+	if (explain_boundary(fl, m, ctx, pr, m->logical[l].instance[0]) ||
+	    (m->logical[l].ninstances > 1 && explain_boundary(fl, m, ctx, pr,
+	    m->logical[l].instance[1])))
+		explained = true;
+	for (i = 0; i < run->nissues; i++) {
+		const struct sync_step *s =
+		    &ctx->plan.steps[run->issues[i].step];
+		struct fact_args order = { .mesh = &m->mesh, .step = s,
+				    .fix_step = s, .cause = s->key };
+
+		if (run->issues[i].logical != l)
+			continue;
+		tell(fl, pr, FACT_STATES_MIXED, &order);
+		explained = true;
+	}
+	if (explained || pr->correct)
+		return;
+	/*
+	 * The scaling step's setting is the cause of a wrong factor (or
+	 * group) only when it decides one (the data-parallel divisor, its
+	 * group, the experts' divisor, ...) and its fix names it: a step
+	 * decided by its rule alone (the distributed optimizer's
+	 * reduce-scatter) leaves the loss's own factor as the cause (issue
+	 * 23: a dense model was told to set the experts' divisor).
+	 */
+	factor_step = scale_step != NULL &&
+	    sync_fix_names(scale_step->fix, scale_step->key) ? scale_step :
+	    NULL;
+	/* The group a reduction runs over is no factor. */
+	scale_cause = factor_step != NULL && factor_step->key !=
+	    KEY_DP_GROUP ? factor_step->key : KEY__COUNT;
+	if (all_wrong_proportional(dw, &c)) {
+		q_format(c, q, sizeof q);
+		args.step = scale_step;
+		args.fix_step = scale_cause != KEY__COUNT ? factor_step : NULL;
+		args.cause = scale_cause;
+		args.factor = q;
+		tell(fl, pr, FACT_WRONG_FACTOR, &args);
+		return;
+	}
+	/*
+	 * The main loss's part right, the auxiliary losses' part (a router's
+	 * load-balancing and z-loss) by another factor or not at all: their
+	 * own normalization is wrong (catalogue class AUX).
+	 */
+	if (all_wrong_aux(&ctx->atoms, dw, &c)) {
+		q_format(c, q, sizeof q);
+		args.factor = q;
+		tell(fl, pr, q_is_zero(c) ? FACT_AUX_ABSENT : FACT_AUX_FACTOR,
+		    &args);
+		return;
+	}
+	/*
+	 * The main loss's part right, the multi-token prediction losses'
+	 * part wrong: their scale (Megatron #3943) or their token counts
+	 * (#2417, #7452 finding 3) are (catalogue class AUX).
+	 */
+	if (m->loss.mtp > 0 && all_wrong_mtp(&ctx->atoms, dw, &c, &uniform)) {
+		q_format(c, q, sizeof q);
+		args.factor = q;
+		if (uniform)
+			tell(fl, pr, FACT_MTP_FACTOR, &args);
+		else if (mtp_unequal_over_cp(&ctx->atoms, dw))
+			tell(fl, pr, FACT_MTP_UNEQUAL_OVER_CP, &args);
+		else
+			tell(fl, pr, FACT_MTP_UNEQUAL, &args);
+		return;
+	}
+	/*
+	 * Exactly the expected atoms, not in proportion: every token counts,
+	 * with unequal weights, as a loss divided by the wrong token counts
+	 * makes them (lossnorm.h).
+	 */
+	/*
+	 * With pp > 1 a pipeline normalization other than "same" decides
+	 * the normalization (torchtitan #2972): it is the setting to change.
+	 */
+	if (all_wrong(dw, lc_same_atoms) && m->mesh.pp > 1 &&
+	    m->config->loss.pp_normalize_by != PP_NORMALIZE_SAME) {
+		tell(fl, pr, FACT_PP_UNEQUAL_WEIGHTS, &args);
+		return;
+	}
+	if (all_wrong(dw, lc_same_atoms)) {
+		args.total = (long long)m->loss.total;
+		tell(fl, pr, FACT_UNEQUAL_WEIGHTS, &args);
+		return;
+	}
+	/*
+	 * Part of the expected sum with the right coefficients: some
+	 * contributing ranks never reached it, so the reduction ran over too
+	 * small a group.
+	 */
+	args.cause = factor_step ? factor_step->key : KEY__COUNT;
+	if (all_wrong(dw, lc_strict_part)) {
+		int p = m->logical[l].instance[0];
+		bool dense_expert = m->params[p].expert &&
+		    layout_buffer_of(m, p) == BUFFER_DENSE;
+
+		args.step = scale_step;
+		tell(fl, pr, dense_expert ? FACT_PARTIAL_SUM_DENSE_EXPERT :
+		    FACT_PARTIAL_SUM, &args);
+		return;
+	}
+	tell(fl, pr, pr->consistent ? FACT_WRONG_RANKS :
+	    FACT_REPLICAS_DISAGREE, &args);
+}

@@ -1,0 +1,520 @@
+/*
+ * The finding catalogue (findings.h): for every fact the diagnosis can
+ * establish, the kind of finding, the setting at fault, the op and mesh
+ * dimension it names, the mechanism in words and the fix, each with the
+ * reports it models.  A mechanism is a template whose $-fields the fact's
+ * parameters fill:
+ *
+ *	$L	the step's label, or the backward reduction's (what)
+ *	$C	" (the step's citation)", or nothing without one
+ *	$c	the backward reduction's citation
+ *	$T	the true placement, $D the declared one (the step's or the
+ *		reduction's)
+ *	$d	the reduction's mesh dimension
+ *	$G	the step's group, "dp" without a step
+ *	$N	the reduction's layer
+ *	$Q	the factor found
+ *	$S	the step's valid tokens
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "config/config.h"
+#include "model/mesh.h"
+#include "model/placement.h"
+#include "model/syncplan.h"
+#include "symbolic/audit.h"
+#include "symbolic/findings.h"
+
+/*
+ * A finding's words.  cause KEY__COUNT: the fact's (the engine decided
+ * it from the plan).  op NULL: the step's label or the reduction's; a
+ * given op is the one without a step.  dim NULL: the step's group (or
+ * the reduction's dimension), "dp" without either.  fix: the one
+ * without a fix_step; a fact's fix_step gives its own.
+ */
+static const struct entry {
+	enum finding_kind	 kind;
+	enum cfg_key		 cause;
+	const char		*op;
+	const char		*dim;
+	const char		*mechanism;
+	const char		*fix;
+} catalogue[FACT__COUNT] = {
+	[FACT_PARTIAL_DECLARED_REPLICATE] = {
+	  FINDING_MISSING_REDUCTION, KEY__COUNT, NULL, "tp",
+	  "over tp the gradient is $T (each tp rank holds only its share) "
+	  "but is declared $D, so the $L never runs$C",
+	  NULL },
+	[FACT_REPLICATE_DECLARED_PARTIAL] = {
+	  FINDING_DOUBLE_COUNT, KEY__COUNT, NULL, "tp",
+	  "over tp the gradient is $T but is declared $D and reduced over "
+	  "tp, which counts its replicated part once per replica",
+	  NULL },
+	/* torchtitan #1878: the router's score gradient stays Partial. */
+	[FACT_EXPERT_INPUT_SKIPPED] = {
+	  FINDING_MISSING_REDUCTION, KEY_EXPERT_INPUT_GRAD, NULL, NULL,
+	  "the $L is $T over $d but declared $D, so its all-reduce over $d "
+	  "($c) is skipped and the router's score gradient stays Partial",
+	  "all-reduce the routed expert input gradient over etp in "
+	  "backward (sync.expert_input_grad: etp-all-reduce)" },
+	[FACT_ROUTER_INPUT_TWICE] = {
+	  FINDING_DOUBLE_COUNT, KEY_ROUTER_INPUT_GRAD, NULL, NULL,
+	  "in the MoE block of layer $N the router's input gradient is "
+	  "all-reduced over tp although it is complete on every tp rank "
+	  "already, so it is counted tp times in every gradient computed "
+	  "before the block (norms, mixer, embedding, earlier layers) "
+	  "(torchtitan de329200b's from_local(Replicate) of the gate's "
+	  "input)",
+	  "leave the router's input gradient as its placement says "
+	  "(sync.router_input_grad: none; torchtitan PR #3386 stops "
+	  "wrapping the gate's input in from_local(Replicate))" },
+	[FACT_BOUNDARY_SUMMED_WHOLE] = {
+	  FINDING_DOUBLE_COUNT, KEY_ROUTER_INPUT_GRAD, NULL, NULL,
+	  "at the boundary of the MoE block of layer $N the block input's "
+	  "gradient is declared Partial and summed over tp as it is, but "
+	  "part of it was all-reduced over tp inside the block already, so "
+	  "that part is counted tp times in every gradient computed before "
+	  "the block (norms, mixer, embedding, earlier layers) (torchtitan "
+	  "de329200b, until 963c20cba, PR #3386)",
+	  "keep the input gradients inside the block Partial, so that the "
+	  "boundary sums them once (sync.router_input_grad: none and "
+	  "sync.expert_input_grad: none; torchtitan PR #3386 stops "
+	  "wrapping the gate's input in from_local(Replicate))" },
+	/* torchtitan #2387 / PR #2416. */
+	[FACT_BOUNDARY_NOT_SUMMED] = {
+	  FINDING_MISSING_REDUCTION, KEY_MOE_INPUT_GRAD, NULL, NULL,
+	  "at the boundary of the MoE block of layer $N the block input's "
+	  "gradient is $T over tp but declared $D, so it is never summed "
+	  "over tp: each tp rank keeps its own share, and every gradient "
+	  "computed before the block (norms, mixer, embedding, earlier "
+	  "layers) misses the other tp ranks' contributions ($c)",
+	  "declare the MoE block input's gradient Partial and reduce it "
+	  "over tp at the block boundary (sync.moe_input_grad: auto; "
+	  "torchtitan PR #2416, to_local(grad_placements=(Partial(),)))" },
+	/* Megatron-LM #844, found by the simulation (steps.c). */
+	[FACT_STATES_MIXED] = {
+	  FINDING_WRONG_ORDER, KEY__COUNT, NULL, NULL,
+	  "the $L combined copies in different states: parts of one were "
+	  "already reduced by an earlier collective and parts of the other "
+	  "were not, so the owners' values mix reduced and unreduced "
+	  "gradients$C",
+	  NULL },
+	[FACT_WRONG_FACTOR] = {
+	  FINDING_WRONG_SCALE, KEY__COUNT, "gradient scaling", NULL,
+	  "the used values are $Q times the expected gradient: the right "
+	  "contributions with the wrong factor (the data-parallel divisor, "
+	  "or the loss's own normalization and scale)",
+	  "make the loss factor times the data-parallel divisor 1/N for "
+	  "every token (loss.normalize_by, loss.scale, sync.dp_divisor)" },
+	/* The auxiliary losses' normalization (catalogue class AUX). */
+	[FACT_AUX_ABSENT] = {
+	  FINDING_WRONG_SCALE, KEY_AUX_SCALE, "auxiliary loss scaling", "dp",
+	  "the router's gradient holds the main loss's part but none of the "
+	  "auxiliary losses' (load balancing, z-loss): their gradient never "
+	  "reaches the router (NeMo Automodel #1408)",
+	  "scale the auxiliary losses' gradient so that each micro-batch's "
+	  "term weighs 1/(micro-batches x dp) after the data-parallel "
+	  "reduction (loss.aux_scale)" },
+	[FACT_AUX_FACTOR] = {
+	  FINDING_WRONG_SCALE, KEY_AUX_SCALE, "auxiliary loss scaling", "dp",
+	  "the main loss's part of the router's gradient is right, but the "
+	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
+	  "expected one: their backward scale or token count is wrong for "
+	  "this mesh (Megatron-LM PR #2237, PR #5047)",
+	  "scale the auxiliary losses' gradient so that each micro-batch's "
+	  "term weighs 1/(micro-batches x dp) after the data-parallel "
+	  "reduction (loss.aux_scale)" },
+	/* Megatron #3943, #2417, #7452 finding 3 (catalogue class AUX). */
+	[FACT_MTP_FACTOR] = {
+	  FINDING_WRONG_SCALE, KEY_MTP_SCALE,
+	  "multi-token prediction loss scaling", "dp",
+	  "the main loss's part is right, but the multi-token prediction "
+	  "losses' part is $Q times the expected one: their backward scale "
+	  "or token count is wrong (Megatron-LM #2417, PR #3959)",
+	  "scale the MTP losses' gradient so that layer k's term weighs "
+	  "mtp_loss_scaling_factor / depth over the step's valid tokens of "
+	  "its rolled mask (loss.mtp_scale)" },
+	[FACT_MTP_UNEQUAL_OVER_CP] = {
+	  FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
+	  "multi-token prediction loss normalization", "cp",
+	  "the main loss's part is right, but the multi-token prediction "
+	  "losses' atoms of one micro-batch weigh differently on its cp "
+	  "ranks: each cp rank divides its loss by its own rolled count, "
+	  "which differs over the cp ranks (the roll across them leaves the "
+	  "one holding a sequence's end k tokens a sample fewer: Megatron "
+	  "core 0.14 on, roll_tensor and process_mtp_loss)",
+	  "divide each MTP layer's summed loss by the step's rolled count "
+	  "(loss.mtp_scale: tokens-global) or, where every cp group counts "
+	  "as many, by its micro-batch's count over the cp group, times cp "
+	  "(loss.mtp_scale: micro-batches-cp-group)" },
+	[FACT_MTP_UNEQUAL] = {
+	  FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
+	  "multi-token prediction loss normalization", "dp",
+	  "the main loss's part is right, but the multi-token prediction "
+	  "losses' atoms are weighted unequally: their losses are divided "
+	  "by token counts other than the step's valid tokens of each "
+	  "layer's rolled mask (Megatron-LM #2417 / PR #3159, #7452)",
+	  "divide each MTP layer's summed loss by the valid tokens of its "
+	  "rolled mask over the whole step (loss.mtp_scale: tokens-global)" },
+	/* torchtitan #2972: loss.pp_normalize_by decides it with pp > 1. */
+	[FACT_PP_UNEQUAL_WEIGHTS] = {
+	  FINDING_WRONG_WEIGHTS, KEY_PP_NORMALIZE_BY, "loss normalization",
+	  "dp",
+	  "the used values hold every chunk's contribution, but weighted "
+	  "unequally for the stated objective: with pp > 1 the loss the "
+	  "pipeline back-propagates is normalized otherwise than without it "
+	  "(torchtitan #2972)",
+	  "divide the loss the pipeline schedule back-propagates as without "
+	  "pp (loss.pp_normalize_by: same; torchtitan 786e26f8e, #2972)" },
+	[FACT_UNEQUAL_WEIGHTS] = {
+	  FINDING_WRONG_WEIGHTS, KEY_NORMALIZE_BY, "loss normalization", "dp",
+	  "the used values hold every chunk's contribution (a micro-batch of "
+	  "a dp or cp rank), but weighted unequally: the chunks' losses are "
+	  "divided by token counts of their own rank, micro-batch or cp "
+	  "share, not by the valid tokens of the whole step ($S), so tokens "
+	  "in short chunks weigh more",
+	  "sum the token losses and divide by the valid tokens of the whole "
+	  "step, counted over dp, cp and the micro-batches "
+	  "(loss.normalize_by: global; HF #34191, torchtitan #2206)" },
+	[FACT_PARTIAL_SUM] = {
+	  FINDING_WRONG_GROUP, KEY__COUNT, "gradient synchronization", NULL,
+	  "each wrong rank holds a partial sum: contributions computed on "
+	  "other ranks never reach it, so the reduction over $G runs over "
+	  "too small a group",
+	  "reduce this gradient over every rank that computes a part of it; "
+	  "explain shows which ranks each one misses" },
+	/* Megatron cd4afffa64: expert parameters need a buffer of their own. */
+	[FACT_PARTIAL_SUM_DENSE_EXPERT] = {
+	  FINDING_WRONG_GROUP, KEY_EXPERT_BUFFER, "gradient synchronization",
+	  NULL,
+	  "each wrong rank holds a partial sum: contributions computed on "
+	  "other ranks never reach it, so the reduction over $G runs over "
+	  "too small a group (expert parameters in the dense buffer are "
+	  "reduced over dp, but the tp group's tokens are split over the "
+	  "etp groups: they need edp)",
+	  "give expert parameters their own buffer, reduced over edp, "
+	  "whenever etp differs from tp (layout.expert_buffer: "
+	  "if-expert-mesh; Megatron cd4afffa64)" },
+	[FACT_REPLICAS_DISAGREE] = {
+	  FINDING_REPLICA_MISMATCH, KEY__COUNT, "gradient synchronization",
+	  "dp",
+	  "replicas that must hold the same gradient disagree",
+	  "run gradaudit explain on this parameter to see which collective "
+	  "separates them" },
+	[FACT_WRONG_RANKS] = {
+	  FINDING_WRONG_GROUP, KEY__COUNT, "gradient synchronization", "dp",
+	  "the used values combine contributions of the wrong set of ranks",
+	  "run gradaudit explain on this parameter to see which collective "
+	  "gathers the wrong ranks" },
+};
+
+/*
+ * The sync plan's citations (syncplan.h): the report each rule, or a
+ * variant of it, models.
+ */
+static const char *const cite_texts[SYNC_CITE__COUNT] = {
+	[SYNC_CITE_NONE] = NULL,
+	[SYNC_CITE_ROUTER_GRAD] = "torchtitan #2416",
+	[SYNC_CITE_TIED_ORDER] = "Megatron-LM #844",
+	[SYNC_CITE_DDP_AVERAGE] = "torchtitan #2318",
+	[SYNC_CITE_ONE_MEMBER_REPLICATE] = "verl #7493",
+	[SYNC_CITE_ONE_MEMBER_FACTOR] = "pytorch PR #167178",
+	[SYNC_CITE_SP_PARAM_NONE] = "NeMo PR #7184",
+	[SYNC_CITE_SP_PARAM_STANDALONE] = "Megatron #1446",
+	[SYNC_CITE_TIED_BUCKET_START] = "Megatron ba8f2de, fixed by afb755f548",
+	[SYNC_CITE_TIED_FLAT_UNITS] = "Megatron PR #6500",
+};
+
+/*
+ * What to change when a step of the plan goes wrong, one sentence each,
+ * naming the setting (and the change upstream that fixed it).
+ */
+static const char *const fix_texts[SYNC_FIX__COUNT] = {
+	[SYNC_FIX_NONE] = NULL,
+	[SYNC_FIX_ROUTER_GRAD] =
+	  "reduce the router weight gradient over tp exactly where it is "
+	  "Partial (sync.router_grad: auto, as torchtitan does since #2416)",
+	[SYNC_FIX_EMBEDDING_BEFORE_DP] =
+	  "all-reduce the tied embedding gradient before the data-parallel "
+	  "reduce-scatter, or give it a bucket of its own "
+	  "(sync.embedding_grad: before-dp or separate-bucket)",
+	[SYNC_FIX_EXPERT_GRAD_DIVISOR] =
+	  "scale every gradient, expert buffers included, by 1/dp "
+	  "(sync.expert_grad_divisor: dp; torchtitan #1551, pytorch #160285)",
+	[SYNC_FIX_SP_PARAM_GRAD] =
+	  "all-reduce the gradients of the norm weights and shared-expert "
+	  "gates over tp when sequence parallelism is on "
+	  "(sync.sp_param_grad: tp-all-reduce)",
+	[SYNC_FIX_QK_NORM_GRAD] =
+	  "all-reduce the qk-norm weight gradients over tp whether or not "
+	  "sequence parallelism is on (sync.qk_norm_grad: tp-all-reduce)",
+	[SYNC_FIX_EMBEDDING_AFTER_DP] =
+	  "all-reduce the tied embedding gradient before the data-parallel "
+	  "reduce-scatter, or give it a bucket of its own, or gather the "
+	  "full gradient before the all-reduce (sync.embedding_grad: "
+	  "before-dp, separate-bucket or full-after-dp)",
+	[SYNC_FIX_FSDP_DIVISOR] =
+	  "divide by the data-parallel size (FSDP2's default average), or "
+	  "by nothing when the loss is divided by the valid tokens of the "
+	  "whole step (sync.dp_divisor; torchtitan PR #2206)",
+	[SYNC_FIX_FSDP_ONE_MEMBER_FACTOR] =
+	  "apply the gradient divide factor when the reduce-scatter group "
+	  "has one member (pytorch PR #167178; sync.fsdp_one_member: full)",
+	[SYNC_FIX_FSDP_ONE_MEMBER_REPLICATE] =
+	  "all-reduce over the replicate dimension when the shard group has "
+	  "one member, or use a 1-D mesh (verl PR #7494; "
+	  "sync.fsdp_one_member: full)",
+	[SYNC_FIX_REPLICATE_ONLY] =
+	  "sum over the replicas when the loss is divided by the valid "
+	  "tokens of the whole step: replicate with the gradient division "
+	  "off (sync.replicate_only: fsdp; torchtitan e1847f439, PR #2458)",
+	[SYNC_FIX_DP_DIVISOR] =
+	  "divide the gradients by the size of the group they are reduced "
+	  "over, dp*cp, or by nothing when the loss is divided by the valid "
+	  "tokens of the whole step (sync.dp_divisor; Megatron 3bdcbbbe5d "
+	  "for #906)",
+	[SYNC_FIX_DP_GROUP] =
+	  "reduce the data-parallel gradients over dp x cp, every rank that "
+	  "holds the same weights, not over dp alone (sync.dp_group: dp-cp; "
+	  "VeOmni #1115)",
+	[SYNC_FIX_PER_TOKEN_AVG] =
+	  "with a per-token loss, sum the gradients over their group "
+	  "instead of averaging them: drop --ddp-average-in-collective "
+	  "(training.average_in_collective: false), which Megatron requires "
+	  "from 5946e24b37, core_v0.12.0",
+	[SYNC_FIX_EXPERT_AVG_SCALE] =
+	  "pre-scale the expert buffers by edp/dp before the AVG over edp, "
+	  "so that the net factor is 1/dp for any etp "
+	  "(sync.expert_avg_scale: edp-over-dp; Megatron 4f8974a400)",
+	[SYNC_FIX_TIED_BUCKET_START] =
+	  "start the tied weight's own bucket at the padded end of the "
+	  "bucket before it, on every stage (layout.tied_bucket_start: "
+	  "padded)",
+	[SYNC_FIX_TIED_FLAT_UNITS] =
+	  "gather the tied weight's full reduced gradient before the "
+	  "all-reduce over the embedding group and keep the owned slice, or "
+	  "all-reduce it before the data-parallel step "
+	  "(sync.embedding_grad: full-after-dp or before-dp)",
+};
+
+/*
+ * What changing a setting does, for the prose of a fix whose own sentence
+ * (the step's) does not name it (fixtext.c); value NULL: any value, which
+ * stands for "%s" in the text.
+ */
+static const struct {
+	enum cfg_key	 key;
+	const char	*value;
+	const char	*text;
+} setting_texts[] = {
+	{ KEY_NORMALIZE_BY, "global", "divide the summed token losses by "
+	  "the valid tokens of the whole step, counted over dp, cp and the "
+	  "micro-batches (loss.normalize_by: global; HF #34191, torchtitan "
+	  "#2206)" },
+	{ KEY_NORMALIZE_BY, NULL, "divide each rank's summed loss by the "
+	  "token count that matches the stated objective "
+	  "(loss.normalize_by: %s)" },
+	{ KEY_SCALE, NULL, "multiply the loss by the size its gradients are "
+	  "divided by in the data-parallel reduction, so that the two cancel "
+	  "(loss.scale: %s)" },
+	{ KEY_DP_DIVISOR, "none", "do not divide the gradients in the "
+	  "data-parallel reduction, as the loss is divided by the valid "
+	  "tokens of the whole step (sync.dp_divisor: none; torchtitan PR "
+	  "#2206)" },
+	{ KEY_DP_DIVISOR, NULL, "divide the gradients in the data-parallel "
+	  "reduction by the size the loss's factor assumes "
+	  "(sync.dp_divisor: %s; Megatron 3bdcbbbe5d for #906)" },
+	{ KEY_EXPERT_GRAD_DIVISOR, NULL, "scale every gradient, expert "
+	  "buffers included, by the dense divisor (sync.expert_grad_divisor: "
+	  "%s; torchtitan #1551, pytorch #160285)" },
+	{ KEY_EXPERT_AVG_SCALE, NULL, "pre-scale the expert buffers so that "
+	  "the net factor after the AVG over edp is the dense one "
+	  "(sync.expert_avg_scale: %s; Megatron 4f8974a400)" },
+	{ KEY_AVERAGE_IN_COLLECTIVE, "true", "divide by the data-parallel "
+	  "size inside the collective (training.average_in_collective: "
+	  "true)" },
+	{ KEY_AVERAGE_IN_COLLECTIVE, "false", "divide by the data-parallel "
+	  "size before a summing collective (training.average_in_collective: "
+	  "false)" },
+	{ KEY_FSDP_ONE_MEMBER, NULL, "apply the divide factor and reduce "
+	  "over the replicas when a reduce-scatter group has one member "
+	  "(sync.fsdp_one_member: %s; pytorch PR #167178, verl PR #7494)" },
+	{ KEY_REPLICATE_ONLY, "fsdp", "sum over the replicas when the loss is "
+	  "divided by the valid tokens of the whole step: replicate with the "
+	  "gradient division off (sync.replicate_only: fsdp; torchtitan "
+	  "e1847f439, PR #2458)" },
+	{ KEY_PP_NORMALIZE_BY, "same", "divide the loss the pipeline "
+	  "schedule back-propagates as without pp, by the valid tokens of "
+	  "the whole step (loss.pp_normalize_by: same; torchtitan "
+	  "786e26f8e, #2972)" },
+	{ KEY_DP_GROUP, NULL, "reduce the data-parallel gradients over every "
+	  "rank that holds the same weights, the cp ranks included "
+	  "(sync.dp_group: %s; VeOmni #1115)" },
+	{ KEY_EXPERT_BUFFER, NULL, "give expert parameters their own buffer, "
+	  "reduced over edp, whenever the expert mesh differs "
+	  "(layout.expert_buffer: %s; Megatron cd4afffa64)" },
+	{ KEY_AUX_SCALE, NULL, "scale the auxiliary losses' gradient so that "
+	  "each micro-batch's term weighs 1/(micro-batches x dp) after the "
+	  "data-parallel reduction (loss.aux_scale: %s)" },
+	{ KEY_MTP_SCALE, NULL, "scale the MTP losses' gradient so that layer "
+	  "k's term weighs mtp_loss_scaling_factor / depth over the step's "
+	  "valid tokens of its rolled mask (loss.mtp_scale: %s)" },
+	{ KEY_OBJECTIVE, NULL, "state what the step means to minimize "
+	  "(loss.objective: %s)" },
+	{ KEY_SP_PARAM_GRAD, "tp-all-reduce", "all-reduce the gradients of "
+	  "the norm weights and shared-expert gates over tp when sequence "
+	  "parallelism is on (sync.sp_param_grad: tp-all-reduce)" },
+	{ KEY_ROUTER_GRAD, "auto", "reduce the router weight gradient over tp "
+	  "exactly where it is Partial (sync.router_grad: auto, as torchtitan "
+	  "does since #2416)" },
+	{ KEY_EMBEDDING_GRAD, NULL, "all-reduce the tied embedding gradient "
+	  "where its two copies are in one state (sync.embedding_grad: %s; "
+	  "Megatron-LM #844)" },
+	{ KEY_QK_NORM_GRAD, "tp-all-reduce", "all-reduce the qk-norm weight "
+	  "gradients over tp (sync.qk_norm_grad: tp-all-reduce)" },
+};
+
+/* The longest message, as the diagnosis formatted them before. */
+#define MESSAGE_MAX	1024
+
+static void
+put(char *buf, size_t *n, const char *s)
+{
+	size_t	len = strlen(s);
+
+	if (*n + 1 >= MESSAGE_MAX)
+		return;
+	if (len > MESSAGE_MAX - 1 - *n)
+		len = MESSAGE_MAX - 1 - *n;
+	memcpy(buf + *n, s, len);
+	*n += len;
+	buf[*n] = '\0';
+}
+
+static const char *
+step_group(const struct fact_args *f)
+{
+	return f->step != NULL ? mesh_group_name(f->step->group) : "dp";
+}
+
+/* The mechanism's template with the fact's fields filled in. */
+static const char *
+fill(const char *t, const struct fact_args *f, struct arena *arena)
+{
+	const struct backward_reduction *r = f->reduction;
+	struct placement truth = r != NULL ? r->truth : f->step != NULL ?
+			    f->step->truth : (struct placement){ 0 };
+	struct placement declared = r != NULL ? r->declared :
+			    f->step != NULL ? f->step->declared :
+			    (struct placement){ 0 };
+	char	 buf[MESSAGE_MAX], field[96];
+	size_t	 n = 0;
+	const char *cite = f->step != NULL ? sync_cite_text(f->step->cite) :
+			    NULL;
+
+	buf[0] = '\0';
+	for (; *t != '\0'; t++) {
+		if (*t != '$') {
+			field[0] = *t;
+			field[1] = '\0';
+			put(buf, &n, field);
+			continue;
+		}
+		switch (*++t) {
+		case 'L':
+			put(buf, &n, r != NULL ? r->what : f->step->label);
+			break;
+		case 'C':
+			if (cite != NULL) {
+				put(buf, &n, " (");
+				put(buf, &n, cite);
+				put(buf, &n, ")");
+			}
+			break;
+		case 'c':
+			put(buf, &n, r->cite);
+			break;
+		case 'T':
+			put(buf, &n, pl_format(f->mesh, truth, field,
+			    sizeof field));
+			break;
+		case 'D':
+			put(buf, &n, pl_format(f->mesh, declared, field,
+			    sizeof field));
+			break;
+		case 'd':
+			put(buf, &n, r->dim);
+			break;
+		case 'G':
+			put(buf, &n, step_group(f));
+			break;
+		case 'N':
+			snprintf(field, sizeof field, "%d", r->layer);
+			put(buf, &n, field);
+			break;
+		case 'Q':
+			put(buf, &n, f->factor);
+			break;
+		case 'S':
+			snprintf(field, sizeof field, "%lld", f->total);
+			put(buf, &n, field);
+			break;
+		}
+	}
+	return arena_strdup(arena, buf);
+}
+
+void
+finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
+    struct finding_words *w)
+{
+	const struct entry *e = &catalogue[fact];
+
+	w->kind = e->kind;
+	w->cause = e->cause != KEY__COUNT ? e->cause : f->cause;
+	if (f->reduction != NULL)
+		w->op = f->reduction->what;
+	else
+		w->op = f->step != NULL ? f->step->label : e->op;
+	if (e->dim != NULL)
+		w->dim = e->dim;
+	else
+		w->dim = f->reduction != NULL ? f->reduction->dim :
+		    step_group(f);
+	w->message = fill(e->mechanism, f, arena);
+	w->fix = f->fix_step != NULL ? sync_fix_text(f->fix_step->fix) :
+	    e->fix;
+}
+
+const char *
+sync_cite_text(enum sync_cite c)
+{
+	return cite_texts[c];
+}
+
+const char *
+sync_fix_text(enum sync_fix x)
+{
+	return fix_texts[x];
+}
+
+bool
+sync_fix_names(enum sync_fix x, enum cfg_key k)
+{
+	return fix_texts[x] != NULL &&
+	    strstr(fix_texts[x], cfg_key_path(k)) != NULL;
+}
+
+const char *
+setting_fix_text(enum cfg_key k, const char *value)
+{
+	size_t	i;
+
+	for (i = 0; i < sizeof setting_texts / sizeof setting_texts[0]; i++)
+		if (setting_texts[i].key == k && (setting_texts[i].value ==
+		    NULL || strcmp(setting_texts[i].value, value) == 0))
+			return setting_texts[i].text;
+	return NULL;
+}

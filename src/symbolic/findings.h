@@ -1,0 +1,104 @@
+/*
+ * The finding catalogue (issue 22): every kind of finding the symbolic
+ * audit reports, with the mechanism it tells, the fix it proposes and the
+ * reports it cites.  The engines say what happened, a fact with its
+ * parameters (the step, the backward reduction, the factor found); this
+ * catalogue alone says it in words, and alone names the settings a fix
+ * changes, so that no engine source mentions a `sync.` key.
+ */
+#ifndef GRADAUDIT_FINDINGS_H
+#define GRADAUDIT_FINDINGS_H
+
+#include <stdbool.h>
+
+#include "base/arena.h"
+#include "config/config.h"
+#include "model/mesh.h"
+#include "model/placement.h"
+#include "model/syncplan.h"
+#include "symbolic/audit.h"
+
+/* What the diagnosis of a parameter's wrong values found. */
+enum fact {
+	/* A step's gradient is Partial over tp but declared Replicate. */
+	FACT_PARTIAL_DECLARED_REPLICATE,
+	/* A step's gradient is Replicate over tp but declared Partial. */
+	FACT_REPLICATE_DECLARED_PARTIAL,
+	/* The experts' input gradient's etp all-reduce is skipped. */
+	FACT_EXPERT_INPUT_SKIPPED,
+	/* The router's input gradient is all-reduced although complete. */
+	FACT_ROUTER_INPUT_TWICE,
+	/* A MoE block boundary sums a part already all-reduced inside. */
+	FACT_BOUNDARY_SUMMED_WHOLE,
+	/* A MoE block boundary never sums its input gradient over tp. */
+	FACT_BOUNDARY_NOT_SUMMED,
+	/* A collective combined copies in different states (#844). */
+	FACT_STATES_MIXED,
+	/* The right contributions, all times one wrong factor. */
+	FACT_WRONG_FACTOR,
+	/* The main loss's part right, the auxiliary losses' part missing. */
+	FACT_AUX_ABSENT,
+	/* The main loss's part right, the auxiliary losses' part a factor. */
+	FACT_AUX_FACTOR,
+	/* The main loss's part right, the MTP losses' part a factor. */
+	FACT_MTP_FACTOR,
+	/* The MTP losses' atoms of a micro-batch unequal over its cp ranks. */
+	FACT_MTP_UNEQUAL_OVER_CP,
+	/* The MTP losses' atoms weighed unequally. */
+	FACT_MTP_UNEQUAL,
+	/* Every chunk, unequal weights, from the pipeline's normalization. */
+	FACT_PP_UNEQUAL_WEIGHTS,
+	/* Every chunk, unequal weights, from per-chunk token counts. */
+	FACT_UNEQUAL_WEIGHTS,
+	/* Partial sums: the reduction's group is too small. */
+	FACT_PARTIAL_SUM,
+	/* Partial sums of expert parameters kept in the dense buffer. */
+	FACT_PARTIAL_SUM_DENSE_EXPERT,
+	/* Replicas that must agree disagree, nothing else found. */
+	FACT_REPLICAS_DISAGREE,
+	/* The values combine the wrong ranks, nothing else found. */
+	FACT_WRONG_RANKS,
+	FACT__COUNT
+};
+
+/*
+ * A fact's parameters; those a fact does not use stay zero.  step is the
+ * step the fact is about (its label, group and citation), fix_step the
+ * step whose fix applies, cause the setting at fault where the catalogue
+ * does not name one.
+ */
+struct fact_args {
+	const struct mesh		*mesh;
+	const struct sync_step		*step;
+	const struct sync_step		*fix_step;
+	const struct backward_reduction	*reduction;
+	enum cfg_key			 cause;
+	const char			*factor;	/* formatted */
+	long long			 total;		/* the step's tokens */
+};
+
+/* A finding's words, the strings in the arena given (or static). */
+struct finding_words {
+	enum finding_kind	 kind;
+	enum cfg_key		 cause;
+	const char		*op;
+	const char		*dim;
+	const char		*message;
+	const char		*fix;
+};
+
+void	 finding_tell(enum fact, const struct fact_args *, struct arena *,
+	    struct finding_words *);
+
+/* A step's citation and fix, in words (NULL for none). */
+const char	*sync_cite_text(enum sync_cite);
+const char	*sync_fix_text(enum sync_fix);
+/* Does fix name key's setting (the fix changes that setting)? */
+bool		 sync_fix_names(enum sync_fix, enum cfg_key);
+/*
+ * What setting k to value does, one sentence for a fix's prose, "%s"
+ * standing for the value; NULL when the catalogue has none.
+ */
+const char	*setting_fix_text(enum cfg_key k, const char *value);
+
+#endif

@@ -1,0 +1,522 @@
+/*
+ * The values of a symbolic audit (run.h): each rank's local gradient
+ * before the sync as a combination of atoms, built once and shared
+ * between equal values, and the expected value of every shard.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "model/lossnorm.h"
+#include "symbolic/lincomb.h"
+#include "symbolic/run.h"
+
+/*
+ * Values of fewer terms are not looked up: hashing them costs more than
+ * building them, and only the sums over large groups repeat expensively.
+ * Every value of this many terms or more is built through run_share(), so a
+ * value given to lc_intern is either new or already in the table.
+ */
+#define SHARE_MIN_TERMS		16
+
+/* *dst = src, a single segment copied into dst itself. */
+void
+run_seglist_set(struct seglist *dst, const struct seglist *src)
+{
+	if (src->n == 1) {
+		dst->one = src->v[0];
+		dst->v = &dst->one;
+	} else
+		dst->v = src->v;
+	dst->n = src->n;
+}
+
+void
+run_coord(const struct sym_run *run, int rank, struct coord *c)
+{
+	*c = run->coords[rank % run->stage_ranks];
+	c->pp = rank / run->stage_ranks;
+}
+
+/* x, or the equal value built before (x, just built, is then given back). */
+const struct lincomb *
+run_share(struct sym_run *run, const struct lincomb *x)
+{
+	if (x->nterms < SHARE_MIN_TERMS)
+		return x;
+	return lc_intern(&run->table, run->arena, x);
+}
+
+const struct lincomb *
+run_atom_value(struct sym_run *run, uint32_t atom)
+{
+	if (run->atoms[atom] == NULL)
+		run->atoms[atom] = run_share(run, lc_atom(run->arena, atom));
+	return run->atoms[atom];
+}
+
+bool
+run_same_value(struct sym_run *run, const struct lincomb *a,
+    const struct lincomb *b)
+{
+	if (a == b)
+		return true;
+	if (a != run->cmp_value || b != run->cmp_expected) {
+		run->cmp_value = a;
+		run->cmp_expected = b;
+		run->cmp_equal = lc_equal(a, b);
+	}
+	return run->cmp_equal;
+}
+
+
+/*
+ * Ranks of one tp group that compute identical local gradients share an
+ * atom: they differ only along tp sub-dimensions where the gradient is
+ * Replicate.  Along Partial or Shard sub-dimensions each rank has its own.
+ */
+static uint32_t
+atom_at(const struct mesh *mesh, struct placement g, const struct coord *c)
+{
+	int	 slice = c->slice, etp_i = c->etp;
+
+	if (g.slice == PLACE_REPLICATE)
+		slice = 0;
+	if (g.etp == PLACE_REPLICATE)
+		etp_i = 0;
+	return (uint32_t)mesh_rank_of(mesh, c->pp, c->dp, slice * mesh->etp +
+	    etp_i);
+}
+
+uint32_t
+sym_atom_of(const struct sym_context *ctx, int param, int rank)
+{
+	struct coord	 c;
+
+	mesh_coord_of(&ctx->model.mesh, rank, &c);
+	return atom_at(&ctx->model.mesh, ctx->grad_placement[param], &c);
+}
+
+/* sym_atom_of from the coordinate table. */
+uint32_t
+run_atom_of(const struct sym_run *run, int param, int rank)
+{
+	struct coord	 c;
+
+	run_coord(run, rank, &c);
+	return atom_at(&run->model->mesh, run->ctx->grad_placement[param], &c);
+}
+
+struct arena *
+run_seg_arena(const struct sym_run *run, int param)
+{
+	return &run->seg_arenas[run->model->params[param].logical];
+}
+
+int
+run_stage_base(const struct sym_run *run, int param)
+{
+	return run->model->params[param].stage * run->stage_ranks;
+}
+
+struct seglist *
+run_values_of(const struct sym_run *run, int param, int rank)
+{
+	int	i = rank - run_stage_base(run, param);
+
+	if (i < 0 || i >= run->stage_ranks)
+		return NULL;
+	return &run->vals[param][i];
+}
+
+const struct segment *
+sym_segments(const struct sym_run *run, int param, int rank, int *nsegs)
+{
+	struct seglist *sl = run_values_of(run, param, rank);
+
+	*nsegs = sl ? sl->n : 0;
+	return sl ? sl->v : NULL;
+}
+
+const struct lincomb *
+sym_expected(const struct sym_run *run, int param, int rank)
+{
+	int	i = rank - run_stage_base(run, param);
+
+	if (i < 0 || i >= run->stage_ranks)
+		return NULL;
+	return run->expected[param][i];
+}
+
+const struct sym_context *
+sym_run_context(const struct sym_run *run)
+{
+	return run->ctx;
+}
+
+struct arena *
+sym_run_arena(const struct sym_run *run)
+{
+	return run->arena;
+}
+
+/*
+ * The atoms of rank `base` for parameter p, in increasing order: one per
+ * micro-batch of its own chunk, or per source and micro-batch.
+ */
+static size_t
+atoms_of(const struct model *m, const struct atom_space *sp,
+    const struct param *p, int base, uint32_t *out)
+{
+	int	 K = m->loss.micro_batches, j, k;
+	size_t	 n = 0;
+
+	if (!model_per_source(m, p)) {
+		for (k = 0; k < K; k++)
+			out[n++] = atom_id(sp, base, 0, k);
+		if (model_has_aux(m, p))
+			for (k = 0; k < K; k++)
+				out[n++] = atom_id(sp, base, m->loss.aux_source,
+				    k);
+		for (j = 0; model_has_mtp(m, p) && j < m->loss.mtp; j++)
+			for (k = 0; k < K; k++)
+				out[n++] = atom_id(sp, base,
+				    m->loss.mtp_source + j, k);
+		return n;
+	}
+	for (j = 1; j <= m->mesh.ep; j++)
+		for (k = 0; k < K; k++)
+			out[n++] = atom_id(sp, base, j, k);
+	return n;
+}
+
+/*
+ * Rank `base`'s local gradient of p before the sync: each of its atoms
+ * times the loss factor of the chunk it comes from.  All parameters of a
+ * kind share it.
+ */
+static const struct lincomb *
+local_value(struct sym_run *run, const struct param *p, int base, bool held)
+{
+	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
+	const struct loss_norm *ln = &m->loss;
+	const struct lincomb **slot, **parts;
+	bool	 split = model_per_source(m, p);
+	int	 K = ln->micro_batches, j, k, n = 0, src, chunk;
+	struct coord c;
+
+	bool	 aux = model_has_aux(m, p);
+
+	slot = &run->local[held][split ? 1 : aux ? 2 : 0][base];
+	if (*slot != NULL)
+		return *slot;
+	mesh_coord_of(&m->mesh, base, &c);
+	if (!split && !aux && ln->mtp == 0 && K == 1 && q_equal(ln->coef[
+	    lossnorm_chunk(
+	    &m->mesh, 0, c.dp)], q_make(1, 1)))
+		return *slot = run_atom_value(run, held ?
+		    atom_held(sp, atom_id(sp, base, 0, 0)) :
+		    atom_id(sp, base, 0, 0));
+	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
+	/* The auxiliary losses' atoms, with the framework's factor. */
+	for (k = 0; aux && k < K; k++)
+		parts[n++] = lc_scale(run->arena, run_atom_value(run, held ?
+		    atom_held(sp, atom_id(sp, base, ln->aux_source, k)) :
+		    atom_id(sp, base, ln->aux_source, k)), ln->aux_coef);
+	/*
+	 * The multi-token prediction losses' atoms, each layer's with the
+	 * framework's factor of its chunk.
+	 */
+	for (j = 0; model_has_mtp(m, p) && j < ln->mtp; j++)
+		for (k = 0; k < K; k++) {
+			chunk = lossnorm_chunk(&m->mesh, k, c.dp);
+			parts[n++] = lc_scale(run->arena, run_atom_value(run,
+			    held ? atom_held(sp, atom_id(sp, base,
+			    ln->mtp_source + j, k)) : atom_id(sp, base,
+			    ln->mtp_source + j, k)),
+			    ln->mtp_coef[j * ln->chunks + chunk]);
+		}
+	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
+		struct coord sc = c;
+
+		if (split) {
+			src = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp,
+			    c.edp);
+			mesh_coord_of(&m->mesh, src, &sc);
+		}
+		for (k = 0; k < K; k++) {
+			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
+			parts[n++] = lc_scale(run->arena, run_atom_value(run,
+			    held ? atom_held(sp, atom_id(sp, base, j, k)) :
+			    atom_id(sp, base, j, k)), ln->coef[chunk]);
+		}
+	}
+	*slot = lc_intern(&run->table, run->arena, lc_sum(run->arena, parts,
+	    (size_t)n, q_make(1, 1)));
+	free(parts);
+	return *slot;
+}
+
+void
+run_init_values(struct sym_run *run)
+{
+	const struct model *m = run->model;
+	int	p, i;
+
+	run->coords = xcalloc(run->stage_ranks, sizeof *run->coords);
+	for (i = 0; i < run->stage_ranks; i++)
+		mesh_coord_of(&m->mesh, i, &run->coords[i]);
+	run->natoms = (size_t)m->mesh.world * m->loss.sources *
+	    m->loss.micro_batches;
+	/* Room for the held atoms too (atom.h): a plain one each. */
+	for (p = 0; p < m->nparams; p++)
+		if (m->params[p].boundary >= 0) {
+			run->natoms *= 2;
+			break;
+		}
+	run->atoms = xcalloc(run->natoms, sizeof *run->atoms);
+	run->scaled = xcalloc(run->natoms, sizeof *run->scaled);
+	for (i = 0; i < 6; i++)
+		run->local[i / 3][i % 3] = xcalloc(m->mesh.world,
+		    sizeof *run->local[0][0]);
+	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
+	for (p = 0; p < m->nlogical; p++)
+		arena_init(&run->seg_arenas[p]);
+	run->vals = xcalloc(m->nparams, sizeof *run->vals);
+	for (p = 0; p < m->nparams; p++) {
+		int base = m->params[p].stage * run->stage_ranks;
+
+		run->vals[p] = arena_alloc(run_seg_arena(run, p),
+		    run->stage_ranks * sizeof **run->vals);
+		for (i = 0; i < run->stage_ranks; i++) {
+			struct seglist *sl = &run->vals[p][i];
+
+			sl->v = &sl->one;
+			sl->n = 1;
+			sl->one.lo = 0;
+			sl->one.hi = m->params[p].local_elems;
+			/*
+			 * Past a lossy MoE boundary every rank holds a
+			 * value of its own: its own share of the block
+			 * input's gradient went into it.
+			 */
+			if (m->params[p].boundary >= 0)
+				sl->one.value = local_value(run, &m->params[p],
+				    base + i, true);
+			else
+				sl->one.value = local_value(run, &m->params[p],
+				    run_atom_of(run, p, base + i), false);
+		}
+	}
+}
+
+/* ---- expected values ------------------------------------------------- */
+
+
+int
+run_shard_key(const struct sym_run *run, const struct param *p, int rank)
+{
+	struct coord	c;
+
+	run_coord(run, rank, &c);
+	return model_shard_key(run->model, p, &c);
+}
+
+static int
+cmp_u32(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+run_cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * Expected: the gradient of the mean over all valid tokens of the step,
+ * tokens/N times the sum of the complete local gradients over all
+ * micro-batches and both uses of a tied weight, which is the sum of the
+ * distinct atoms of all ranks holding the same shard (lossnorm.h).  The holders' atoms
+ * are bucketed by shard key in rank order, which leaves each bucket
+ * sorted but where a Replicate tp sub-dimension folds atoms back (then it
+ * is sorted), and each shard's sum is built from its bucket in one pass:
+ * qsort of every holder and an atom combination per term made half the
+ * time of a 64-rank audit and a sixth of a 131,072-rank one's memory.
+ */
+/*
+ * weight times the sum of the sorted atoms b, but the auxiliary losses'
+ * atoms (lossnorm.h) weigh aux_expected and those of multi-token
+ * prediction layer k mtp_expected[k - 1].  Each class keeps b's order.
+ */
+/*
+ * The objective's weight of a main-loss atom: its chunk's (lossnorm.h,
+ * loss.objective), the chunk of the source rank for an expert atom kept
+ * per source.
+ */
+static struct rational
+atom_objective_weight(const struct sym_run *run, uint32_t a)
+{
+	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
+	int	 r = atom_rank(sp, a), j = atom_source(sp, a);
+	struct coord c;
+
+	mesh_coord_of(&m->mesh, r, &c);
+	if (m->loss.split && j >= 1 && j <= m->mesh.ep) {
+		r = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp, c.edp);
+		mesh_coord_of(&m->mesh, r, &c);
+	}
+	return lossnorm_weight(&m->loss, lossnorm_chunk(&m->mesh,
+	    atom_micro_batch(sp, a), c.dp));
+}
+
+/*
+ * The main loss's distinct atoms (b is sorted; the tp copies of a
+ * replicated parameter's atom repeat, and count once, as in lc_atoms),
+ * each with its objective's weight.
+ */
+static const struct lincomb *
+objective_sum(struct sym_run *run, const uint32_t *b, size_t nb,
+    struct rational weight)
+{
+	const struct lincomb **parts;
+	const struct lincomb *v;
+	size_t	 i, n = 0;
+
+	if (run->model->loss.uniform)
+		return lc_atoms(run->arena, b, nb, weight);
+	parts = xcalloc(nb + 1, sizeof *parts);
+	for (i = 0; i < nb; i++)
+		if (i == 0 || b[i] != b[i - 1])
+			parts[n++] = lc_scale(run->arena, run_atom_value(run,
+			    b[i]), atom_objective_weight(run, b[i]));
+	v = lc_sum(run->arena, parts, n, q_make(1, 1));
+	free(parts);
+	return v;
+}
+
+static const struct lincomb *
+expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
+    struct rational weight)
+{
+	const struct atom_space *sp = &run->ctx->atoms;
+	const struct loss_norm *ln = &run->model->loss;
+	uint32_t **part;
+	size_t	 i, *np;
+	int	 nparts = 2 + ln->mtp, j, src, layer;
+	const struct lincomb *v;
+
+	if (ln->aux_source < 0 && ln->mtp == 0)
+		return objective_sum(run, b, nb, weight);
+	/* 0 the main loss's atoms, 1 the auxiliary, 1 + k layer k's. */
+	part = xcalloc(nparts, sizeof *part);
+	np = xcalloc(nparts, sizeof *np);
+	for (j = 0; j < nparts; j++)
+		part[j] = xcalloc(nb, sizeof **part);
+	for (i = 0; i < nb; i++) {
+		src = atom_source(sp, b[i]);
+		layer = atom_mtp_layer(sp, b[i]);
+		j = layer > 0 ? 1 + layer : ln->aux_source >= 0 &&
+		    src == ln->aux_source ? 1 : 0;
+		part[j][np[j]++] = b[i];
+	}
+	v = objective_sum(run, part[0], np[0], weight);
+	if (np[1] > 0)
+		v = lc_add(run->arena, v, lc_atoms(run->arena, part[1], np[1],
+		    ln->aux_expected));
+	for (j = 2; j < nparts; j++)
+		if (np[j] > 0)
+			v = lc_add(run->arena, v, lc_atoms(run->arena,
+			    part[j], np[j], ln->mtp_expected[j - 2]));
+	for (j = 0; j < nparts; j++)
+		free(part[j]);
+	free(part);
+	free(np);
+	return v;
+}
+
+void
+run_init_expected(struct sym_run *run)
+{
+	const struct model *m = run->model;
+	int	 nkeys = m->mesh.tp > m->mesh.ep * m->mesh.etp ? m->mesh.tp :
+		    m->mesh.ep * m->mesh.etp;
+	size_t	 per = (size_t)m->loss.sources * m->loss.micro_batches;
+	size_t	 cap = 2 * (size_t)run->stage_ranks * per;
+	int	*keys = xcalloc(cap, sizeof *keys);
+	uint32_t *atoms = xcalloc(cap, sizeof *atoms);
+	uint32_t *bucket = xcalloc(cap, sizeof *bucket);
+	size_t	*start = xcalloc(nkeys + 1, sizeof *start);
+	const struct lincomb **by_key = xcalloc(nkeys, sizeof *by_key);
+	struct rational weight = lossnorm_weight(&m->loss, 0);	/* uniform */
+	int	 l, k, i, key;
+	size_t	 n, j, z, na, a;
+	uint32_t *mine = xcalloc(per, sizeof *mine);
+
+	run->expected = xcalloc(m->nparams, sizeof *run->expected);
+	for (l = 0; l < m->nlogical; l++) {
+		const struct logical_param *lp = &m->logical[l];
+
+		n = 0;
+		memset(start, 0, (nkeys + 1) * sizeof *start);
+		for (k = 0; k < lp->ninstances; k++) {
+			int pi = lp->instance[k];
+			int base = m->params[pi].stage * run->stage_ranks;
+
+			for (i = 0; i < run->stage_ranks; i++) {
+				key = run_shard_key(run, &m->params[pi], base + i);
+				na = atoms_of(m, &run->ctx->atoms,
+				    &m->params[pi],
+				    run_atom_of(run, pi, base + i), mine);
+				for (a = 0; a < na; a++, n++) {
+					keys[n] = key;
+					atoms[n] = mine[a];
+					start[key + 1]++;
+				}
+			}
+		}
+		for (key = 0; key < nkeys; key++)
+			start[key + 1] += start[key];
+		for (j = 0; j < n; j++)
+			bucket[start[keys[j]]++] = atoms[j];
+		/* start[key] is now the end of the bucket of key. */
+		for (key = 0, z = 0; key < nkeys; z = start[key++]) {
+			uint32_t *b = bucket + z;
+			size_t nb = start[key] - z;
+
+			if (nb == 0)
+				continue;
+			for (j = 1; j < nb && b[j - 1] <= b[j]; j++)
+				;
+			if (j < nb)
+				qsort(b, nb, sizeof *b, cmp_u32);
+			by_key[key] = run_share(run, expected_sum(run, b, nb,
+			    weight));
+		}
+		for (k = 0; k < lp->ninstances; k++) {
+			int pi = lp->instance[k];
+			int base = m->params[pi].stage * run->stage_ranks;
+
+			run->expected[pi] = arena_alloc(run_seg_arena(run, pi),
+			    run->stage_ranks * sizeof **run->expected);
+			for (i = 0; i < run->stage_ranks; i++)
+				run->expected[pi][i] = by_key[run_shard_key(run,
+				    &m->params[pi], base + i)];
+		}
+	}
+	free(keys);
+	free(atoms);
+	free(bucket);
+	free(start);
+	free(by_key);
+	free(mine);
+}

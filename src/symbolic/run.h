@@ -1,0 +1,141 @@
+/*
+ * The state of one symbolic audit while its sync plan runs (symbolic.c):
+ * every rank's segments of every parameter, the expected values, and the
+ * caches that let a collective build its result once per group.  The
+ * engine's files (run.c, steps.c, cells.c, diagnose.c) share it; explain
+ * reads it through the accessors below.
+ */
+#ifndef GRADAUDIT_RUN_H
+#define GRADAUDIT_RUN_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "base/arena.h"
+#include "model/mesh.h"
+#include "model/model.h"
+#include "model/placement.h"
+#include "symbolic/context.h"
+#include "symbolic/lincomb.h"
+
+/* A value over the element range [lo, hi) of one rank's parameter shard. */
+struct segment {
+	int64_t			 lo, hi;
+	const struct lincomb	*value;
+	uint32_t		 state;	/* bit s: sync step s has combined it */
+};
+
+/*
+ * A rank's segments.  Most lists hold one segment, kept in the list
+ * itself (v == &one): a 131,072-rank audit allocated a segment per rank
+ * for every step that touched it, a third of its memory (issue 10).
+ * Lists of several segments share immutable arrays in the arena.
+ */
+struct seglist {
+	struct segment	*v;
+	int		 n;
+	struct segment	 one;
+};
+
+/* A collective that combined segments in different states. */
+struct order_issue {
+	int	step;
+	int	logical;
+};
+
+struct sym_run {
+	const struct sym_context *ctx;
+	const struct model	*model;
+	struct arena		*arena;
+	int			 stage_ranks;	/* dp * tp */
+	struct seglist		**vals;		/* [param][rank - stage base] */
+	const struct lincomb	***expected;	/* [param][rank - stage base] */
+	struct order_issue	*issues;
+	int			 nissues;
+	int			 step;		/* step being executed */
+	/*
+	 * Coordinates of the ranks of stage 0 (another stage's differ only in
+	 * pp): the loops over params and ranks asked mesh_coord_of, six
+	 * divisions, millions of times.
+	 */
+	struct coord		*coords;
+	/*
+	 * Atom r as a combination, one per rank and shared by every param,
+	 * and the last scaling of each (by scaled_by): values are immutable,
+	 * so equal ones need not be built twice.
+	 */
+	const struct lincomb	**atoms;
+	const struct lincomb	**scaled;
+	struct rational		 scaled_by;
+	size_t			 natoms;	/* world * sources * K */
+	/*
+	 * A rank's local gradient before the sync, the sum over its
+	 * micro-batches (and, for experts kept per source, its sources) of
+	 * the loss factor times the atom: one per atom base, [0] for own
+	 * chunks, [1] for experts per source.
+	 */
+	/* [held][0 dense, 1 experts per source, 2 routers with aux] */
+	const struct lincomb	**local[2][3];
+	/*
+	 * Every value the run builds, by value: the dp sums of the 58
+	 * parameters of a stage hold the same atoms and were built 58 times
+	 * (issue 10: half the memory of a 131,072-rank audit).
+	 */
+	struct lc_table		 table;
+	/*
+	 * The segments and expected values of each logical parameter (its
+	 * instances share collectives) in an arena of their own, freed once
+	 * its cells are made: only the combinations outlive the run.
+	 */
+	struct arena		*seg_arenas;
+	/*
+	 * The last comparison of a value with its expected one: all members
+	 * of a group share both, and comparing a dp-term sum on every one of
+	 * dp ranks would cost dp squared.
+	 */
+	const struct lincomb	*cmp_value, *cmp_expected;
+	bool			 cmp_equal;
+};
+
+/*
+ * Atom of rank r's local gradient for param p: r itself, or the lowest rank
+ * that computes an identical local gradient.
+ */
+uint32_t sym_atom_of(const struct sym_context *, int param, int rank);
+
+/*
+ * Called once before the first step (step -1) and after every step of the
+ * plan; explain uses it to print the per-rank tables.
+ */
+typedef void	 sym_step_hook(void *arg, const struct sym_run *, int step);
+
+/* A rank's current segments for a param (NULL, 0 if it does not hold it). */
+const struct segment *sym_segments(const struct sym_run *, int param,
+		    int rank, int *nsegs);
+/* The expected value of a param on a rank (its shard). */
+const struct lincomb *sym_expected(const struct sym_run *, int param,
+		    int rank);
+const struct sym_context *sym_run_context(const struct sym_run *);
+struct arena	*sym_run_arena(const struct sym_run *);
+
+/* *dst = src, a single segment copied into dst itself. */
+void	 run_seglist_set(struct seglist *dst, const struct seglist *src);
+void	 run_coord(const struct sym_run *, int rank, struct coord *);
+/* x, or the equal value built before (x, just built, is then given back). */
+const struct lincomb *run_share(struct sym_run *, const struct lincomb *x);
+const struct lincomb *run_atom_value(struct sym_run *, uint32_t atom);
+bool	 run_same_value(struct sym_run *, const struct lincomb *a,
+	    const struct lincomb *b);
+/* sym_atom_of from the coordinate table. */
+uint32_t run_atom_of(const struct sym_run *, int param, int rank);
+struct arena *run_seg_arena(const struct sym_run *, int param);
+int	 run_stage_base(const struct sym_run *, int param);
+struct seglist *run_values_of(const struct sym_run *, int param, int rank);
+int	 run_shard_key(const struct sym_run *, const struct param *, int rank);
+int	 run_cmp_i64(const void *, const void *);
+
+/* Every rank's local gradient before the sync, and the expected values. */
+void	 run_init_values(struct sym_run *);
+void	 run_init_expected(struct sym_run *);
+
+#endif

@@ -1,0 +1,492 @@
+/*
+ * The sync plan executed on a symbolic audit's values: every step scales,
+ * masks or combines the segments of the ranks it touches.  A collective
+ * that adds up segments in different states of synchronization notes an
+ * order issue (Megatron-LM #844), which diagnose.c reports.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/arena.h"
+#include "base/xmalloc.h"
+#include "model/syncplan.h"
+#include "symbolic/lincomb.h"
+#include "symbolic/run.h"
+#include "symbolic/steps.h"
+
+/* Groups up to this size sum without a scratch allocation. */
+#define SEG_STACK_MEMBERS	64
+
+/* ---- segment arithmetic ---------------------------------------------- */
+
+static void
+seg_push(struct segment *out, int *n, int64_t lo, int64_t hi,
+    const struct lincomb *v, uint32_t state)
+{
+	struct segment *last = *n > 0 ? &out[*n - 1] : NULL;
+
+	if (lo >= hi)
+		return;
+	/* Neighbours with the same value and state merge into one. */
+	if (last != NULL && last->hi == lo && last->state == state &&
+	    (last->value == v || lc_equal(last->value, v))) {
+		last->hi = hi;
+		return;
+	}
+	out[*n].lo = lo;
+	out[*n].hi = hi;
+	out[*n].value = v;
+	out[*n].state = state;
+	(*n)++;
+}
+
+/* Cut points of a few segments, sorted without qsort's set-up. */
+#define FEW_CUTS	32
+
+static void
+sort_cuts(int64_t *cuts, int n)
+{
+	int64_t	 v;
+	int	 i, j;
+
+	if (n > FEW_CUTS) {
+		qsort(cuts, n, sizeof *cuts, run_cmp_i64);
+		return;
+	}
+	for (i = 1; i < n; i++) {
+		v = cuts[i];
+		for (j = i; j > 0 && cuts[j - 1] > v; j--)
+			cuts[j] = cuts[j - 1];
+		cuts[j] = v;
+	}
+}
+
+/*
+ * The sum of the members' segment lists, times scale: one piece per range
+ * where every member's value is constant.  Flags *mixed when two members
+ * contribute to a piece in different synchronization states.
+ */
+static void
+seg_sum(struct sym_run *run, struct arena *sa,
+    struct seglist *const *members, int n, struct rational scale,
+    bool *mixed, struct seglist *outp)
+{
+	struct seglist	 out;
+	int64_t		*cuts, cuts_stack[FEW_CUTS];
+	int		 ncuts = 0, i, j, nout = 0;
+	int		 pos_stack[SEG_STACK_MEMBERS];
+	const struct lincomb *vals_stack[SEG_STACK_MEMBERS];
+	int		*pos = n <= SEG_STACK_MEMBERS ? pos_stack :
+			    xcalloc(n, sizeof *pos);
+	const struct lincomb **vals = n <= SEG_STACK_MEMBERS ? vals_stack :
+			    xcalloc(n, sizeof *vals);
+	bool		 single = true;
+
+	for (i = 0; i < n; i++)
+		if (members[i]->n != 1)
+			single = false;
+	if (single) {
+		/* The common case: one segment per member, one piece. */
+		uint32_t state = 0;
+
+		for (i = 0; i < n; i++) {
+			vals[i] = members[i]->v[0].value;
+			state |= members[i]->v[0].state;
+			if (members[i]->v[0].state != members[0]->v[0].state)
+				*mixed = true;
+		}
+		outp->one.lo = members[0]->v[0].lo;
+		outp->one.hi = members[0]->v[0].hi;
+		outp->one.value = run_share(run, lc_sum(run->arena, vals, n,
+		    scale));
+		outp->one.state = state | (1u << run->step);
+		outp->v = &outp->one;
+		outp->n = 1;
+		if (pos != pos_stack) {
+			free(pos);
+			free(vals);
+		}
+		return;
+	}
+	memset(pos, 0, n * sizeof *pos);
+	for (i = 0; i < n; i++)
+		ncuts += members[i]->n + 1;
+	cuts = ncuts <= FEW_CUTS ? cuts_stack : xcalloc(ncuts, sizeof *cuts);
+	ncuts = 0;
+	for (i = 0; i < n; i++) {
+		for (j = 0; j < members[i]->n; j++)
+			cuts[ncuts++] = members[i]->v[j].lo;
+		cuts[ncuts++] = members[i]->v[members[i]->n - 1].hi;
+	}
+	sort_cuts(cuts, ncuts);
+	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
+	for (j = 0; j + 1 < ncuts; j++) {
+		int64_t lo = cuts[j], hi = cuts[j + 1];
+		uint32_t state = 0, first = 0;
+
+		if (lo == hi)
+			continue;
+		for (i = 0; i < n; i++) {
+			const struct seglist *sl = members[i];
+
+			while (sl->v[pos[i]].hi <= lo)
+				pos[i]++;
+			vals[i] = sl->v[pos[i]].value;
+			if (i == 0)
+				first = sl->v[pos[i]].state;
+			else if (sl->v[pos[i]].state != first)
+				*mixed = true;
+			state |= sl->v[pos[i]].state;
+		}
+		seg_push(out.v, &nout, lo, hi, run_share(run, lc_sum(run->arena,
+		    vals, n, scale)), state | (1u << run->step));
+	}
+	out.n = nout;
+	if (cuts != cuts_stack)
+		free(cuts);
+	if (pos != pos_stack) {
+		free(pos);
+		free(vals);
+	}
+	run_seglist_set(outp, &out);
+}
+
+/*
+ * Member `mine` after a reduce-scatter: the combined value inside the
+ * ranges it owns, its own value elsewhere.
+ */
+static struct seglist
+seg_overlay(struct arena *sa, const struct seglist *mine,
+    const struct seglist *combined, int64_t (*owned)[2], int nowned)
+{
+	struct seglist	 out;
+	int64_t		*cuts, cuts_stack[FEW_CUTS];
+	int		 ncuts = 0, i, j, r, nout = 0, pm = 0, pc = 0;
+
+	ncuts = mine->n + combined->n + 2 * nowned + 2;
+	cuts = ncuts <= FEW_CUTS ? cuts_stack : xcalloc(ncuts, sizeof *cuts);
+	ncuts = 0;
+	for (i = 0; i < mine->n; i++)
+		cuts[ncuts++] = mine->v[i].lo;
+	for (i = 0; i < combined->n; i++)
+		cuts[ncuts++] = combined->v[i].lo;
+	for (r = 0; r < nowned; r++) {
+		cuts[ncuts++] = owned[r][0];
+		cuts[ncuts++] = owned[r][1];
+	}
+	cuts[ncuts++] = mine->v[mine->n - 1].hi;
+	sort_cuts(cuts, ncuts);
+	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
+	for (j = 0; j + 1 < ncuts; j++) {
+		int64_t lo = cuts[j], hi = cuts[j + 1];
+		bool owns = false;
+
+		if (lo == hi)
+			continue;
+		for (r = 0; r < nowned; r++)
+			if (owned[r][0] <= lo && hi <= owned[r][1])
+				owns = true;
+		if (owns) {
+			while (combined->v[pc].hi <= lo)
+				pc++;
+			seg_push(out.v, &nout, lo, hi, combined->v[pc].value,
+			    combined->v[pc].state);
+		} else {
+			while (mine->v[pm].hi <= lo)
+				pm++;
+			seg_push(out.v, &nout, lo, hi, mine->v[pm].value,
+			    mine->v[pm].state);
+		}
+	}
+	out.n = nout;
+	if (cuts != cuts_stack)
+		free(cuts);
+	return out;
+}
+
+/* ---- executing the steps --------------------------------------------- */
+
+static void
+note_order_issue(struct sym_run *run, int param)
+{
+	int	l = run->model->params[param].logical, i;
+
+	for (i = 0; i < run->nissues; i++)
+		if (run->issues[i].step == run->step &&
+		    run->issues[i].logical == l)
+			return;
+	run->issues = xreallocarray(run->issues, run->nissues + 1,
+	    sizeof *run->issues);
+	run->issues[run->nissues].step = run->step;
+	run->issues[run->nissues].logical = l;
+	run->nissues++;
+}
+
+/* q * x, an atom's product built once per step for all params. */
+static const struct lincomb *
+scale_value(struct sym_run *run, const struct lincomb *x, struct rational q)
+{
+	uint32_t	 atom;
+
+	if (x->nterms != 1 || run->atoms[atom = x->terms[0].atom] != x)
+		return run_share(run, lc_scale(run->arena, x, q));
+	if (!q_equal(run->scaled_by, q)) {
+		memset(run->scaled, 0, run->natoms * sizeof *run->scaled);
+		run->scaled_by = q;
+	}
+	if (run->scaled[atom] == NULL)
+		run->scaled[atom] = run_share(run, lc_scale(run->arena, x, q));
+	return run->scaled[atom];
+}
+
+static void
+scale_values(struct sym_run *run, int param, struct seglist *sl,
+    struct rational q)
+{
+	struct segment	*v;
+	int		 i;
+
+	if (sl->n == 1) {
+		sl->one.value = scale_value(run, sl->one.value, q);
+		return;
+	}
+	v = arena_alloc(run_seg_arena(run, param), sl->n * sizeof *v);
+	for (i = 0; i < sl->n; i++) {
+		v[i] = sl->v[i];
+		v[i].value = scale_value(run, sl->v[i].value, q);
+	}
+	sl->v = v;
+}
+
+static void
+run_scale(struct sym_run *run, const struct sync_step *s)
+{
+	const struct model *m = run->model;
+	const struct lincomb *last_in = NULL, *last_out = NULL;
+	int	p, i, k;
+
+	for (p = 0; p < m->nparams; p++) {
+		if (!syncplan_touches(s, m, p))
+			continue;
+		for (i = 0; i < run->stage_ranks; i++) {
+			struct seglist *sl = &run->vals[p][i];
+
+			/* Replicas share values: remember the last result. */
+			if (sl->n == 1 && sl->one.value == last_in) {
+				sl->one.value = last_out;
+				continue;
+			}
+			k = sl->n == 1;
+			if (k)
+				last_in = sl->v[0].value;
+			scale_values(run, p, sl, s->scale);
+			if (k)
+				last_out = sl->v[0].value;
+		}
+	}
+}
+
+static void
+run_mask(struct sym_run *run, const struct sync_step *s)
+{
+	const struct model *m = run->model;
+	int	p, i, j;
+
+	for (p = 0; p < m->nparams; p++) {
+		if (!syncplan_touches(s, m, p))
+			continue;
+		for (i = 0; i < run->stage_ranks; i++) {
+			struct coord c;
+			struct seglist *sl = &run->vals[p][i];
+			struct segment *v;
+
+			run_coord(run, run_stage_base(run, p) + i, &c);
+			if (pl_keeps_value(&c, s->replicate,
+			    pl_uniform(PLACE_PARTIAL)))
+				continue;
+			if (sl->n == 1) {
+				sl->one.value = &lincomb_zero;
+				continue;
+			}
+			v = arena_alloc(run_seg_arena(run, p), sl->n * sizeof *v);
+			for (j = 0; j < sl->n; j++) {
+				v[j] = sl->v[j];
+				v[j].value = &lincomb_zero;
+			}
+			sl->v = v;
+		}
+	}
+}
+
+/* model_instance_on, at once for a parameter with one instance. */
+static int
+instance_on(const struct sym_run *run, int param, int rank)
+{
+	const struct model *m = run->model;
+
+	if (m->logical[m->params[param].logical].ninstances == 1)
+		return param;
+	return model_instance_on(m, param, rank);
+}
+
+/*
+ * An all-gather over a reduce-scatter's group: every member's owned ranges
+ * go to every member, so all hold what the owners hold.
+ */
+static void
+gather_group(struct sym_run *run, int param, const int *members,
+    struct seglist **lists, int n)
+{
+	const struct model *m = run->model;
+	struct seglist	 gathered = *lists[0];
+	int64_t		 owned[16][2];
+	int		 i, no;
+
+	for (i = 0; i < n; i++) {
+		no = layout_owned_ranges(&run->ctx->layout, m,
+		    instance_on(run, param, members[i]), i, owned, 16);
+		gathered = seg_overlay(run_seg_arena(run, param), &gathered,
+		    lists[i], owned, no);
+	}
+	for (i = 0; i < n; i++)
+		run_seglist_set(lists[i], &gathered);
+}
+
+/*
+ * One collective over the group of `leader` on the parameter `param` (or,
+ * for the embedding group, on whichever instance each member holds).
+ */
+static void
+reduce_group(struct sym_run *run, const struct sync_step *s, int param,
+    int leader, int *members, struct seglist **lists)
+{
+	const struct model *m = run->model;
+	int	n, i, inst;
+	struct rational scale = q_make(1, 1);
+	struct seglist combined, overlay;
+	bool	mixed = false;
+
+	n = mesh_group_size(&m->mesh, s->group);
+	mesh_group(&m->mesh, s->group, leader, members);
+	if (n < 2)
+		return;
+	for (i = 0; i < n; i++) {
+		inst = instance_on(run, param, members[i]);
+		lists[i] = run_values_of(run, inst, members[i]);
+	}
+	if (s->op == SYNC_ALL_GATHER) {
+		gather_group(run, param, members, lists, n);
+		return;
+	}
+	if (s->average)
+		scale = q_make(1, n);
+	seg_sum(run, run_seg_arena(run, param), lists, n, scale, &mixed,
+	    &combined);
+	if (mixed)
+		note_order_issue(run, param);
+	for (i = 0; i < n; i++) {
+		if (s->op == SYNC_REDUCE_SCATTER) {
+			int64_t owned[16][2];
+			int no;
+
+			inst = instance_on(run, param, members[i]);
+			no = layout_owned_ranges(&run->ctx->layout, m, inst, i,
+			    owned, 16);
+			overlay = seg_overlay(run_seg_arena(run, param), lists[i],
+			    &combined,
+			    owned, no);
+			run_seglist_set(lists[i], &overlay);
+		} else
+			run_seglist_set(lists[i], &combined);
+	}
+}
+
+/* mesh_group_index from the coordinate table. */
+static int
+group_index(const struct sym_run *run, enum group_kind kind, int rank)
+{
+	struct coord	c;
+
+	run_coord(run, rank, &c);
+	switch (kind) {
+	case GROUP_DP:
+		return c.dp;
+	case GROUP_TP:
+		return c.tp;
+	case GROUP_PP:
+		return c.pp;
+	case GROUP_EP:
+		return c.ep;
+	case GROUP_ETP:
+		return c.etp;
+	case GROUP_EDP:
+		return c.edp;
+	case GROUP_CP:
+		return c.cp;
+	case GROUP_PURE_DP:
+		return c.pure_dp;
+	case GROUP_EMBEDDING:
+	case GROUP_DP_SHARD:
+	case GROUP_DP_REPLICATE:
+	case GROUP_EFSDP:
+	case GROUP_EDP_REPLICATE:
+	case GROUP__COUNT:
+		break;
+	}
+	return mesh_group_index(&run->model->mesh, kind, rank);
+}
+
+static void
+run_collective(struct sym_run *run, const struct sync_step *s)
+{
+	const struct model *m = run->model;
+	int	 size = mesh_group_size(&m->mesh, s->group);
+	int	*members = xcalloc(size, sizeof *members);
+	struct seglist **lists = xcalloc(size, sizeof *lists);
+	int	 p, i, rank;
+
+	for (p = 0; p < m->nparams; p++) {
+		if (!syncplan_touches(s, m, p))
+			continue;
+		for (i = 0; i < run->stage_ranks; i++) {
+			rank = run_stage_base(run, p) + i;
+			/* Member 0, the lowest, runs the group's collective. */
+			if (group_index(run, s->group, rank) != 0)
+				continue;
+			reduce_group(run, s, p, rank, members, lists);
+		}
+	}
+	free(members);
+	free(lists);
+}
+
+void
+run_plan(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
+{
+	const struct sync_plan *plan = &run->ctx->plan;
+	int	k;
+
+	if (hook != NULL)
+		hook(hook_arg, run, -1);
+	for (k = 0; k < plan->nsteps; k++) {
+		const struct sync_step *s = &plan->steps[k];
+
+		run->step = k;
+		switch (s->op) {
+		case SYNC_SCALE:
+			run_scale(run, s);
+			break;
+		case SYNC_MASK_REPLICAS:
+			run_mask(run, s);
+			break;
+		case SYNC_ALL_REDUCE:
+		case SYNC_REDUCE_SCATTER:
+		case SYNC_ALL_GATHER:
+			run_collective(run, s);
+			break;
+		}
+		if (hook != NULL)
+			hook(hook_arg, run, k);
+	}
+}
