@@ -101,4 +101,23 @@ bool		 sync_fix_names(enum sync_fix, enum cfg_key);
  */
 const char	*setting_fix_text(enum cfg_key k, const char *value);
 
+/*
+ * The gradient norm's findings.  norm_wrong_settings: the grad_norm:
+ * settings of c other than the correct norm's that can cause a finding of
+ * kind, "key: value, ..." into names and their fixes into fixes, and the
+ * dimension of the first in *dim; returns that setting (KEY__COUNT:
+ * none).  The tell functions put a miscounting class's finding (over: more
+ * than once) and replicas clipping by `norms` different norms (idle: some
+ * never clip) into words, in the arena.
+ */
+enum cfg_key	 norm_wrong_settings(const struct config *c,
+		    enum finding_kind kind, char *names, size_t nlen,
+		    char *fixes, size_t flen, const char **dim);
+void		 norm_miscount_tell(struct arena *, size_t n, bool over,
+		    const char *names, const char *fixes,
+		    const char **message, const char **fix);
+void		 norm_drift_tell(struct arena *, size_t norms, bool idle,
+		    const char *names, const char *fixes,
+		    const char **message, const char **fix);
+
 #endif

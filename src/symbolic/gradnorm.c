@@ -11,7 +11,6 @@
  * a group before shares its result, so a mesh of thousands of ranks costs a
  * few merges per distinct norm, not one per rank.
  */
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -24,83 +23,9 @@
 #include "model/syncplan.h"
 #include "symbolic/audit.h"
 #include "symbolic/context.h"
+#include "symbolic/findings.h"
 #include "symbolic/gradnorm.h"
 #include "symbolic/lincomb.h"
-
-/*
- * The settings of the grad_norm: section: the correct value of each, and
- * what a finding says to change when another value makes a norm wrong.
- */
-struct gn_setting {
-	enum cfg_key	 key;
-	int		 good;
-	unsigned	 kinds;	/* the findings it can cause, as bits */
-	const char	*dim;
-	const char	*fix;
-};
-
-#define OVER	(1u << FINDING_OVER_COUNT)
-#define UNDER	(1u << FINDING_UNDER_COUNT)
-#define DRIFT	(1u << FINDING_INCONSISTENT_CLIP)
-
-static int	setting_value(const struct config *, enum cfg_key);
-
-static const struct gn_setting settings[] = {
-	{ KEY_TP_DUPLICATES, GN_TP_DUP_ONCE, OVER, "tp",
-	  "count parameters replicated over tp on tp rank 0 only "
-	  "(grad_norm.tp_duplicates: once), as Megatron's "
-	  "param_is_not_tensor_parallel_duplicate does; do not mark "
-	  "replicated weights tensor-parallel (TransformerEngine PR #715, "
-	  "NeMo-RL PR #3788)" },
-	{ KEY_TIED_COPIES, GN_TIED_ONCE, OVER, "pp",
-	  "count a tied weight once, on the first stage "
-	  "(grad_norm.tied_copies: once): keep the `shared` attribute the "
-	  "duplicate filter reads (Megatron-LM PR #7227)" },
-	{ KEY_EXPERT_FILTER, GN_EXPERT_FILTER_EXPERT_TP, UNDER, "tp",
-	  "filter expert parameters by their expert tensor parallel rank, "
-	  "not the dense tp rank (grad_norm.expert_filter: expert-tp; "
-	  "Megatron-LM PR #5916)" },
-	{ KEY_EXPERT_NORM, GN_EXPERT_SUM, UNDER | DRIFT, "ep",
-	  "sum the experts' norm squared over ep and add it to the dense one "
-	  "(grad_norm.expert_norm: sum; DeepSpeed PR #8478, Colossal-AI "
-	  "#2192, DeepSpeed PR #8613)" },
-	{ KEY_SHARD_GROUP, GN_SHARD_IF_SHARDED, OVER | UNDER | DRIFT, "dp",
-	  "all-reduce the norm squared over the group that shards the "
-	  "gradients, and over no replica group (grad_norm.shard_group: "
-	  "if-sharded; SpecForge PR #663, VeOmni PR #862)" },
-	{ KEY_PP_REDUCE, GN_PP_ALL_REDUCE, UNDER | DRIFT, "pp",
-	  "all-reduce the norm squared over the pipeline stages "
-	  "(grad_norm.pp_reduce: all-reduce; torchtitan PR #649)" },
-	{ KEY_CLIP_RANKS, GN_CLIP_ALL, DRIFT, "tp",
-	  "compute the norm and clip on every rank (grad_norm.clip_ranks: "
-	  "all; BLOOM-176B)" },
-};
-
-#define NSETTINGS	(sizeof settings / sizeof settings[0])
-
-static int
-setting_value(const struct config *c, enum cfg_key k)
-{
-	switch (k) {
-	case KEY_TP_DUPLICATES:
-		return c->grad_norm.tp_duplicates;
-	case KEY_TIED_COPIES:
-		return c->grad_norm.tied_copies;
-	case KEY_EXPERT_FILTER:
-		return c->grad_norm.expert_filter;
-	case KEY_EXPERT_NORM:
-		return c->grad_norm.expert_norm;
-	case KEY_SHARD_GROUP:
-		return c->grad_norm.shard_group;
-	case KEY_PP_REDUCE:
-		return c->grad_norm.pp_reduce;
-	case KEY_CLIP_RANKS:
-		return c->grad_norm.clip_ranks;
-	default:
-		fatalx("gradnorm: %s is not a grad_norm setting",
-		    cfg_key_path(k));
-	}
-}
 
 /* ---- the plan ---------------------------------------------------------- */
 
@@ -937,53 +862,6 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 	cl->nmults = n;
 }
 
-static const char *
-fmt(struct audit *a, const char *format, ...)
-    __attribute__((format(printf, 2, 3)));
-
-static const char *
-fmt(struct audit *a, const char *format, ...)
-{
-	char	 buf[2048];
-	va_list	 ap;
-
-	va_start(ap, format);
-	vsnprintf(buf, sizeof buf, format, ap);
-	va_end(ap);
-	return arena_strdup(&a->arena, buf);
-}
-
-/*
- * The settings that differ from the correct norm, for a message; the
- * first is the finding's cause (KEY__COUNT: none).
- */
-static enum cfg_key
-wrong_settings(const struct config *c, enum finding_kind kind, char *names,
-    size_t nlen, char *fixes, size_t flen, const char **dim)
-{
-	enum cfg_key cause = KEY__COUNT;
-	size_t	i;
-	char	v[64];
-
-	names[0] = fixes[0] = '\0';
-	*dim = "dp";
-	for (i = 0; i < NSETTINGS; i++) {
-		if (setting_value(c, settings[i].key) == settings[i].good ||
-		    !(settings[i].kinds & (1u << kind)))
-			continue;
-		cfg_key_value(c, settings[i].key, v, sizeof v);
-		if (names[0] == '\0') {
-			*dim = settings[i].dim;
-			cause = settings[i].key;
-		}
-		snprintf(names + strlen(names), nlen - strlen(names), "%s%s: %s",
-		    names[0] ? ", " : "", cfg_key_path(settings[i].key), v);
-		snprintf(fixes + strlen(fixes), flen - strlen(fixes), "%s%s",
-		    fixes[0] ? "; " : "", settings[i].fix);
-	}
-	return cause;
-}
-
 static void
 add_finding(struct audit *a, enum finding_kind kind, enum cfg_key cause,
     const char **params, size_t nparams, const int *ranks, size_t nranks,
@@ -1039,7 +917,7 @@ static void
 explain_class(struct audit *a, const struct gn_class *cl)
 {
 	char		 names[512], fixes[2048];
-	const char	*dim, **params;
+	const char	*dim, **params, *message, *fix;
 	size_t		 i, n;
 	int		 over;
 	enum cfg_key	 cause;
@@ -1048,7 +926,7 @@ explain_class(struct audit *a, const struct gn_class *cl)
 		enum finding_kind kind = over ? FINDING_OVER_COUNT :
 		    FINDING_UNDER_COUNT;
 
-		cause = wrong_settings(a->config, kind, names, sizeof names,
+		cause = norm_wrong_settings(a->config, kind, names, sizeof names,
 		    fixes, sizeof fixes, &dim);
 		params = arena_alloc(&a->arena, (cl->nmults + 1) *
 		    sizeof *params);
@@ -1058,15 +936,10 @@ explain_class(struct audit *a, const struct gn_class *cl)
 				params[n++] = cl->mults[i].param;
 		if (n == 0)
 			continue;
+		norm_miscount_tell(&a->arena, n, over, names, fixes,
+		    &message, &fix);
 		add_finding(a, kind, cause, params, n, cl->ranks, cl->nranks,
-		    dim, fmt(a, "the "
-		    "gradient norm of these ranks counts the elements of %zu "
-		    "parameter%s %s%s%s%s, so clipping scales the update by a "
-		    "wrong factor", n, n == 1 ? "" : "s", over ? "more than "
-		    "once" : "less than once (some not at all)", names[0] ?
-		    " (" : "", names, names[0] ? ")" : ""), fixes[0] ?
-		    arena_strdup(&a->arena, fixes) : "count every element of "
-		    "the model once in the norm");
+		    dim, message, fix);
 	}
 }
 
@@ -1076,7 +949,7 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 	int		*ranks = arena_alloc(&a->arena, (a->mesh.world + 1) *
 			    sizeof *ranks);
 	char		 names[512], fixes[2048];
-	const char	*dim, **params;
+	const char	*dim, **params, *message, *fix;
 	size_t		 n = 0, np = 0, c, i, k;
 	int		 r, first = g->class_of[0];
 	size_t		 norms = g->nclasses;
@@ -1092,7 +965,7 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 			idle = true;
 			break;
 		}
-	cause = wrong_settings(a->config, FINDING_INCONSISTENT_CLIP, names,
+	cause = norm_wrong_settings(a->config, FINDING_INCONSISTENT_CLIP, names,
 	    sizeof names, fixes, sizeof fixes, &dim);
 	/*
 	 * The parameters the norms disagree on; where they count the same
@@ -1111,17 +984,10 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 	if (np == 0)
 		for (i = 0; i < a->nparams; i++)
 			params[np++] = a->params[i].name;
+	norm_drift_tell(&a->arena, norms, idle, names, fixes, &message,
+	    &fix);
 	add_finding(a, FINDING_INCONSISTENT_CLIP, cause, params, np, ranks, n,
-	    dim,
-	    fmt(a, "the ranks clip by %zu different gradient norms%s: "
-	    "replicas that must stay equal scale their updates by different "
-	    "factors and drift apart%s%s%s", norms, idle ? " (these ranks "
-	    "differ from rank 0; a rank that never clips counts as a norm "
-	    "of 0)" : " (these ranks differ from rank 0)", names[0] ? " (" :
-	    "", names,
-	    names[0] ? ")" : ""), fixes[0] ? arena_strdup(&a->arena, fixes) :
-	    "all-reduce the norm squared over every group whose ranks clip "
-	    "the same update");
+	    dim, message, fix);
 }
 
 void
