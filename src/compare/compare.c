@@ -29,6 +29,7 @@
 #include "compare/region.h"
 #include "compare/tracepair.h"
 #include "model/mesh.h"
+#include "symbolic/findings.h"
 #include "symbolic/measure.h"
 
 /* Notes kept per parameter (undetermined and merged regions). */
@@ -534,52 +535,6 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 	free(cols);
 }
 
-/* The finding texts: what each kind means in a measured step. */
-static const struct {
-	enum finding_kind kind;
-	const char	*what;
-	const char	*fix;
-} finding_text[] = {
-	{ FINDING_MISSING_REDUCTION,
-	  "contributions of some ranks or micro-batches never reach the value",
-	  "find the collective that should add the missing contributions "
-	  "(the atoms the reference holds and the rank does not): it is "
-	  "skipped, runs over too small a group, or runs before they exist" },
-	{ FINDING_WRONG_ORDER,
-	  "some contributions are missing and others weigh more than in the "
-	  "reference: a collective combined values in different states "
-	  "(one already reduced, one not)",
-	  "run the collectives in an order where both sides of each hold "
-	  "the same kind of value (Megatron-LM #844: the tied embedding "
-	  "all-reduce before the data-parallel reduce-scatter)" },
-	{ FINDING_WRONG_GROUP,
-	  "the value holds contributions the reference does not",
-	  "a collective runs over the wrong group of ranks" },
-	{ FINDING_WRONG_WEIGHTS,
-	  "every contribution is there, but weighted unequally against the "
-	  "reference",
-	  "normalize the loss as the reference does (for a per-token mean: "
-	  "the sum of the token losses over the valid tokens of the whole "
-	  "step, HF #34191)" },
-	{ FINDING_WRONG_SCALE,
-	  "every contribution is there, scaled by one wrong factor",
-	  "a divisor is missing, doubled or of the wrong group (the loss "
-	  "normalization, the average over dp), or a collective runs twice "
-	  "or sums a value that was already replicated" },
-	{ FINDING_REPLICA_MISMATCH,
-	  "ranks that hold the same elements hold different values",
-	  "a rank misses a collective its replicas run" },
-	{ FINDING_WRONG_VALUE,
-	  "the value differs from the reference and no combination of the "
-	  "recorded contributions explains it",
-	  "trace the step in float32 or float64 with every backward inside "
-	  "trace.micro_batch(), and check what touches the gradient outside "
-	  "the recorded contributions" },
-	{ FINDING_INCONSISTENT_CLIP,
-	  "the ranks clipped by different gradient norms",
-	  "every rank must clip by the norm of the whole model's gradient" },
-};
-
 static int
 cmp_int(const void *a, const void *b)
 {
@@ -592,19 +547,21 @@ static void
 emit_findings(struct cmp *c)
 {
 	struct audit	*a = c->a;
-	size_t		 i, k, n = 0;
+	const struct measured_text *texts;
+	size_t		 i, k, n = 0, ntexts;
 
-	for (i = 0; i < sizeof finding_text / sizeof finding_text[0]; i++)
-		n += c->found[finding_text[i].kind].any;
+	texts = measured_texts(&ntexts);
+	for (i = 0; i < ntexts; i++)
+		n += c->found[texts[i].kind].any;
 	a->findings = arena_alloc(&a->arena, (n + 1) * sizeof(*a->findings));
-	for (i = 0; i < sizeof finding_text / sizeof finding_text[0]; i++) {
-		struct gather	*g = &c->found[finding_text[i].kind];
+	for (i = 0; i < ntexts; i++) {
+		struct gather	*g = &c->found[texts[i].kind];
 		struct finding	*fd;
 
 		if (!g->any)
 			continue;
 		fd = &a->findings[a->nfindings++];
-		fd->kind = finding_text[i].kind;
+		fd->kind = texts[i].kind;
 		/* Measured, not derived: no setting is known to cause it. */
 		fd->cause = KEY__COUNT;
 		fd->params = arena_alloc(&a->arena, (g->nparams + 1) *
@@ -623,9 +580,9 @@ emit_findings(struct cmp *c)
 		{
 			char *s;
 
-			xasprintf(&s, "%s: %s", c->cfg != NULL ? "the traced "
-			    "job does not do what the config says" :
-			    finding_text[i].what, g->detail);
+			xasprintf(&s, "%s: %s", c->cfg != NULL ?
+			    measured_against_config.what : texts[i].what,
+			    g->detail);
 			fd->message = arena_strdup(&a->arena, s);
 			free(s);
 		}
@@ -635,10 +592,8 @@ emit_findings(struct cmp *c)
 			fd->effect.kind = EFFECT_NORM;
 			fd->effect.fraction = c->norm_fraction;
 		}
-		fd->fix = c->cfg != NULL ? "correct the config (or the "
-		    "framework profile it names) where it models this "
-		    "parameter's collectives, or the code if the config says "
-		    "what it should do" : finding_text[i].fix;
+		fd->fix = c->cfg != NULL ? measured_against_config.fix :
+		    texts[i].fix;
 	}
 	for (k = 0; k < FINDING__COUNT; k++) {
 		free(c->found[k].params);

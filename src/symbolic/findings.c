@@ -662,3 +662,67 @@ norm_drift_tell(struct arena *arena, size_t norms, bool idle,
 	*fix = fixes[0] ? arena_strdup(arena, fixes) : "all-reduce the norm "
 	    "squared over every group whose ranks clip the same update";
 }
+
+/* ---- findings of a measured step -------------------------------------- */
+
+/*
+ * A measured step's findings (compare.c): what each kind means when it
+ * is read off what the ranks held, with no setting known to cause it, in
+ * the order compare reports them.
+ */
+static const struct measured_text measured[] = {
+	{ FINDING_MISSING_REDUCTION,
+	  "contributions of some ranks or micro-batches never reach the value",
+	  "find the collective that should add the missing contributions "
+	  "(the atoms the reference holds and the rank does not): it is "
+	  "skipped, runs over too small a group, or runs before they exist" },
+	{ FINDING_WRONG_ORDER,
+	  "some contributions are missing and others weigh more than in the "
+	  "reference: a collective combined values in different states "
+	  "(one already reduced, one not)",
+	  "run the collectives in an order where both sides of each hold "
+	  "the same kind of value (Megatron-LM #844: the tied embedding "
+	  "all-reduce before the data-parallel reduce-scatter)" },
+	{ FINDING_WRONG_GROUP,
+	  "the value holds contributions the reference does not",
+	  "a collective runs over the wrong group of ranks" },
+	{ FINDING_WRONG_WEIGHTS,
+	  "every contribution is there, but weighted unequally against the "
+	  "reference",
+	  "normalize the loss as the reference does (for a per-token mean: "
+	  "the sum of the token losses over the valid tokens of the whole "
+	  "step, HF #34191)" },
+	{ FINDING_WRONG_SCALE,
+	  "every contribution is there, scaled by one wrong factor",
+	  "a divisor is missing, doubled or of the wrong group (the loss "
+	  "normalization, the average over dp), or a collective runs twice "
+	  "or sums a value that was already replicated" },
+	{ FINDING_REPLICA_MISMATCH,
+	  "ranks that hold the same elements hold different values",
+	  "a rank misses a collective its replicas run" },
+	{ FINDING_WRONG_VALUE,
+	  "the value differs from the reference and no combination of the "
+	  "recorded contributions explains it",
+	  "trace the step in float32 or float64 with every backward inside "
+	  "trace.micro_batch(), and check what touches the gradient outside "
+	  "the recorded contributions" },
+	{ FINDING_INCONSISTENT_CLIP,
+	  "the ranks clipped by different gradient norms",
+	  "every rank must clip by the norm of the whole model's gradient" },
+};
+
+/* When a config says what the traced job should do, the fault is theirs. */
+const struct measured_text measured_against_config = {
+	FINDING__COUNT,
+	"the traced job does not do what the config says",
+	"correct the config (or the framework profile it names) where it "
+	"models this parameter's collectives, or the code if the config says "
+	"what it should do"
+};
+
+const struct measured_text *
+measured_texts(size_t *n)
+{
+	*n = sizeof measured / sizeof measured[0];
+	return measured;
+}

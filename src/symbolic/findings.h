@@ -10,6 +10,7 @@
 #define GRADAUDIT_FINDINGS_H
 
 #include <stdbool.h>
+#include <stddef.h>
 
 #include "base/arena.h"
 #include "config/config.h"
@@ -119,5 +120,17 @@ void		 norm_miscount_tell(struct arena *, size_t n, bool over,
 void		 norm_drift_tell(struct arena *, size_t norms, bool idle,
 		    const char *names, const char *fixes,
 		    const char **message, const char **fix);
+
+/* A finding kind of a measured step (compare), in words. */
+struct measured_text {
+	enum finding_kind	 kind;
+	const char		*what;
+	const char		*fix;
+};
+
+/* The kinds a measured step reports, in their order; *n of them. */
+const struct measured_text *measured_texts(size_t *n);
+/* Every measured finding's words when a config says what should run. */
+extern const struct measured_text measured_against_config;
 
 #endif
