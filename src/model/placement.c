@@ -254,7 +254,7 @@ experts_backward(const struct model *m, const struct op *op,
 	memset(red, 0, sizeof *red);
 	red->what = "routed expert input gradient";
 	red->dim = "etp";
-	red->cite = "torchtitan #1878";
+	red->cite = REDUCTION_CITE_EXPERT_INPUT;
 	red->truth = routed_input_grad;
 	reduce = pl_expert_input_reduced(m);
 	red->declared = routed_input_grad;
@@ -443,7 +443,7 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->stage = stage;
 	r->what = "MoE block input gradient";
 	r->dim = "tp";
-	r->cite = "torchtitan #2387 / PR #2416";
+	r->cite = REDUCTION_CITE_MOE_BOUNDARY;
 	r->boundary = true;
 	r->router_twice = twice;
 	/* The router reads the gathered input first (model.c). */

@@ -65,12 +65,18 @@ const char	*pl_format(const struct mesh *, struct placement, char *buf,
  * declares.  A Partial declared Replicate is a missing reduction; a
  * Replicate declared Partial is a double count.
  */
+/* The report a backward reduction models; findings.c puts it in words. */
+enum reduction_cite {
+	REDUCTION_CITE_EXPERT_INPUT,	/* torchtitan #1878 */
+	REDUCTION_CITE_MOE_BOUNDARY	/* torchtitan #2387 / PR #2416 */
+};
+
 struct backward_reduction {
 	int			 op;		/* index in the stage program */
 	int			 stage;
 	const char		*what;		/* "routed expert input gradient" */
 	const char		*dim;		/* "etp" */
-	const char		*cite;		/* "torchtitan #1878" */
+	enum reduction_cite	 cite;
 	struct placement	 truth;
 	struct placement	 declared;
 	/*

@@ -28,6 +28,12 @@
 #include "symbolic/audit.h"
 #include "symbolic/findings.h"
 
+/* The reports the backward reductions model (placement.h). */
+static const char *const reduction_cites[] = {
+	[REDUCTION_CITE_EXPERT_INPUT] = "torchtitan #1878",
+	[REDUCTION_CITE_MOE_BOUNDARY] = "torchtitan #2387 / PR #2416",
+};
+
 /*
  * A finding's words.  cause KEY__COUNT: the fact's (the engine decided
  * it from the plan).  op NULL: the step's label or the reduction's; a
@@ -435,7 +441,7 @@ fill(const char *t, const struct fact_args *f, struct arena *arena)
 			}
 			break;
 		case 'c':
-			put(buf, &n, r->cite);
+			put(buf, &n, reduction_cites[r->cite]);
 			break;
 		case 'T':
 			put(buf, &n, pl_format(f->mesh, truth, field,
