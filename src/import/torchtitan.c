@@ -181,6 +181,10 @@ static void	note(struct import_state *, const char *, ...)
 static void	explain(struct import_state *, enum cfg_key, const char *,
 		    ...) __attribute__((format(printf, 3, 4)));
 
+static void	vrefuse(struct import_state *, const struct toml_entry *, int,
+		    int, const char *, va_list)
+		    __attribute__((format(printf, 5, 0)));
+
 static void
 vrefuse(struct import_state *st, const struct toml_entry *e, int line,
     int col, const char *fmt, va_list ap)
