@@ -189,18 +189,26 @@ static void
 vrefuse(struct import_state *st, const struct toml_entry *e, int line,
     int col, const char *fmt, va_list ap)
 {
-	char	*q;
+	char	*q, *msg, *shown, *file;
 
-	/* Whole: a key cut short would not say which it is. */
+	/*
+	 * Whole, and visible: the message quotes the file's keys and
+	 * values, and a string holding a newline split it in two (the
+	 * libFuzzer harness's model.name "llama\\...\n...").
+	 */
+	xvasprintf(&msg, fmt, ap);
+	shown = text_visible(msg);
+	file = text_visible(st->doc->name);
 	if (e != NULL) {
 		q = text_visible(e->path);
-		fprintf(stderr, "%s: import: %s:%d:%d: %s: ", progname,
-		    st->doc->name, line, col, q);
+		fprintf(stderr, "%s: import: %s:%d:%d: %s: %s\n", progname,
+		    file, line, col, q, shown);
 		free(q);
 	} else
-		fprintf(stderr, "%s: import: %s: ", progname, st->doc->name);
-	vfprintf(stderr, fmt, ap);
-	fputc('\n', stderr);
+		fprintf(stderr, "%s: import: %s: %s\n", progname, file, shown);
+	free(file);
+	free(shown);
+	free(msg);
 	st->errors++;
 }
 
@@ -239,12 +247,9 @@ refuse(struct import_state *st, const char *fmt, ...)
 {
 	va_list	 ap;
 
-	fprintf(stderr, "%s: import: %s: ", progname, st->doc->name);
 	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
+	vrefuse(st, NULL, 0, 0, fmt, ap);
 	va_end(ap);
-	fputc('\n', stderr);
-	st->errors++;
 }
 
 /* Kept until the import succeeds: a refusal makes it moot. */
@@ -254,11 +259,15 @@ note(struct import_state *st, const char *fmt, ...)
 	va_list	 ap;
 	char	*line, *more;
 
+	char	*shown;
+
 	va_start(ap, fmt);
 	xvasprintf(&line, fmt, ap);
 	va_end(ap);
+	shown = text_visible(line);
 	xasprintf(&more, "%s%s: import: note: %s\n", st->notes != NULL ?
-	    st->notes : "", progname, line);
+	    st->notes : "", progname, shown);
+	free(shown);
 	free(line);
 	free(st->notes);
 	st->notes = more;
@@ -270,11 +279,16 @@ explain(struct import_state *st, enum cfg_key k, const char *fmt, ...)
 {
 	va_list	 ap;
 
+	char	*why;
+
 	keyset_add(&st->ti->cfg.given, k);
 	free(st->ti->why[k]);
 	va_start(ap, fmt);
-	xvasprintf(&st->ti->why[k], fmt, ap);
+	xvasprintf(&why, fmt, ap);
 	va_end(ap);
+	/* A comment of the YAML written: one line, whatever a value held. */
+	st->ti->why[k] = text_visible(why);
+	free(why);
 }
 
 /* The entry in keys[] for e, or -1. */
