@@ -33,6 +33,7 @@
 #include "model/mesh.h"
 #include "report/baseline.h"
 #include "symbolic/audit.h"
+#include "fuzz-text.h"
 #include "tap.h"
 
 #define CASES	80	/* mutations per seed and kind */
@@ -88,55 +89,11 @@ static const char *const words[] = {
 	"2026-06-16", "\"\"", "[]", "{}", "- x", "*",
 };
 
-struct text {
-	char	*s;
-	size_t	 len, cap;
-};
-
-static uint64_t	 rng_state = 0x2545f4914f6cdd1dULL;
 static char	 input_path[] = "/tmp/fuzz-baseline-in.XXXXXX";
 static char	 draft_path[] = "/tmp/fuzz-baseline-out.XXXXXX";
 static char	 errors_path[] = "/tmp/fuzz-baseline-err.XXXXXX";
 static int	 input_fd, draft_fd, errors_fd;
 static int	 loaded, rejected, accepting;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t
-pick(size_t n)
-{
-	return n == 0 ? 0 : (size_t)(rng() % n);
-}
-
-static void
-text_insert(struct text *t, size_t at, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		t->cap = (t->len + n + 1) * 2;
-		t->s = xreallocarray(t->s, t->cap, 1);
-	}
-	memmove(t->s + at + n, t->s + at, t->len - at);
-	memcpy(t->s + at, s, n);
-	t->len += n;
-}
-
-static void
-text_delete(struct text *t, size_t at, size_t n)
-{
-	if (at >= t->len)
-		return;
-	if (n > t->len - at)
-		n = t->len - at;
-	memmove(t->s + at, t->s + at + n, t->len - at - n);
-	t->len -= n;
-}
 
 static void
 mutate_flip(struct text *t)
@@ -457,6 +414,7 @@ main(void)
 	struct text	 t;
 	size_t		 s, m;
 
+	fuzz_seed(0x2545f4914f6cdd1dULL);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if ((input_fd = mkstemp(input_path)) == -1 ||
 	    (draft_fd = mkstemp(draft_path)) == -1 ||

@@ -29,6 +29,7 @@
 #include "config/config.h"
 #include "config/constraints.h"
 #include "config/load.h"
+#include "fuzz-text.h"
 #include "tap.h"
 
 #define CASES	80	/* mutations per seed and kind */
@@ -87,56 +88,12 @@ static const struct cfg_override overrides[][2] = {
 };
 #define NOVERRIDES	(sizeof(overrides) / sizeof(overrides[0]))
 
-struct text {
-	char	*s;
-	size_t	 len, cap;
-};
-
-static uint64_t	 rng_state = 0x9e3779b97f4a7c15ULL;
 static char	 input_path[] = "/tmp/fuzz-config-in.XXXXXX";
 static char	 errors_path[] = "/tmp/fuzz-config-err.XXXXXX";
 static int	 input_fd;
 static int	 errors_fd;
 static struct config_list list;	/* one config loaded before every case */
 static int	 loaded, rejected;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t
-pick(size_t n)
-{
-	return n == 0 ? 0 : (size_t)(rng() % n);
-}
-
-static void
-text_insert(struct text *t, size_t at, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		t->cap = (t->len + n + 1) * 2;
-		t->s = xreallocarray(t->s, t->cap, 1);
-	}
-	memmove(t->s + at + n, t->s + at, t->len - at);
-	memcpy(t->s + at, s, n);
-	t->len += n;
-}
-
-static void
-text_delete(struct text *t, size_t at, size_t n)
-{
-	if (at >= t->len)
-		return;
-	if (n > t->len - at)
-		n = t->len - at;
-	memmove(t->s + at, t->s + at + n, t->len - at - n);
-	t->len -= n;
-}
 
 static void
 mutate_flip(struct text *t)

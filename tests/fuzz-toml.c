@@ -17,6 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz-text.h"
 #include "tap.h"
 #include "toml-check.h"
 #include "import/toml.h"
@@ -96,51 +97,7 @@ static const char *const pieces[] = {
 };
 #define NPIECES	(sizeof(pieces) / sizeof(pieces[0]))
 
-struct text {
-	char	*s;
-	size_t	 len, cap;
-};
-
-static uint64_t	 rng_state = 0x9e3779b97f4a7c15ULL;
 static int	 parsed, rejected;
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t
-pick(size_t n)
-{
-	return n == 0 ? 0 : (size_t)(rng() % n);
-}
-
-static void
-text_insert(struct text *t, size_t at, const char *s, size_t n)
-{
-	if (t->len + n + 1 > t->cap) {
-		t->cap = (t->len + n + 1) * 2;
-		t->s = xreallocarray(t->s, t->cap, 1);
-	}
-	memmove(t->s + at + n, t->s + at, t->len - at);
-	memcpy(t->s + at, s, n);
-	t->len += n;
-}
-
-static void
-text_delete(struct text *t, size_t at, size_t n)
-{
-	if (at >= t->len)
-		return;
-	if (n > t->len - at)
-		n = t->len - at;
-	memmove(t->s + at, t->s + at + n, t->len - at - n);
-	t->len -= n;
-}
 
 /* A piece; "\0" is one byte. */
 static void

@@ -43,6 +43,7 @@
 #include "compare/compare.h"
 #include "compare/trace.h"
 #include "fuzz-render.h"
+#include "fuzz-text.h"
 #include "tap.h"
 
 #define DEFAULT_CASES	120
@@ -65,7 +66,6 @@ struct seed {
 	bool		 correct;	/* the verdict compare must give */
 };
 
-static uint64_t	 rng_state = 0x9e3779b97f4a7c15ULL;
 static char	 top[] = "/tmp/fuzz-trace.XXXXXX";
 static FILE	*devnull;
 static int	 opened, refused, compared, mismatched;
@@ -80,21 +80,6 @@ static json_t *
 jstring(const char *s)
 {
 	return json_pack("s", s);
-}
-
-static uint64_t
-rng(void)
-{
-	rng_state ^= rng_state >> 12;
-	rng_state ^= rng_state << 25;
-	rng_state ^= rng_state >> 27;
-	return rng_state * 0x2545f4914f6cdd1dULL;
-}
-
-static size_t
-pick(size_t n)
-{
-	return n == 0 ? 0 : (size_t)(rng() % n);
 }
 
 static void
@@ -704,7 +689,7 @@ text_flip(struct blob *t)
 }
 
 static void
-text_delete(struct blob *t)
+blob_cut(struct blob *t)
 {
 	blob_delete(t, pick(t->len), 1 + pick(6));
 }
@@ -1172,7 +1157,7 @@ mutate_number(struct files *fs)
 static void
 mutate_delete(struct files *fs)
 {
-	mutate_text(fs, pick_file(fs), pick(2) ? text_delete : text_flip);
+	mutate_text(fs, pick_file(fs), pick(2) ? blob_cut : text_flip);
 }
 
 static void
@@ -1356,7 +1341,7 @@ main(int argc, char **argv)
 	struct trace	 ref;
 	const size_t	 nseeds = sizeof seeds / sizeof seeds[0];
 	size_t		 cases = DEFAULT_CASES, s, m, i;
-	uint64_t	 seed = 0;
+	uint64_t	 seed = 0, state;
 	char		 dir[512], sub[1024], err[TRACE_ERROR_SIZE];
 	int		 verdict;
 
@@ -1365,9 +1350,8 @@ main(int argc, char **argv)
 	if (argc > 2)
 		seed = strtoull(argv[2], NULL, 0);
 	/* Any seed, 0 included, gives a state of its own, never 0. */
-	rng_state ^= seed * 0xbf58476d1ce4e5b9ULL;
-	if (rng_state == 0)
-		rng_state = 1;
+	state = 0x9e3779b97f4a7c15ULL ^ seed * 0xbf58476d1ce4e5b9ULL;
+	fuzz_seed(state != 0 ? state : 1);
 	setvbuf(stdout, NULL, _IOLBF, 0);
 	if ((devnull = fopen("/dev/null", "w")) == NULL)
 		fatal("/dev/null");
