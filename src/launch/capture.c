@@ -273,7 +273,7 @@ static void __attribute__((noreturn))
 script_child(char **argv, char **envp, const struct launch_signals *old,
     int out, int errfd)
 {
-	int	 fd, saved;
+	int	 fd;
 
 	setpgid(0, 0);
 	launch_signals_restore(old);
@@ -282,14 +282,9 @@ script_child(char **argv, char **envp, const struct launch_signals *old,
 	    dup2(fd, STDIN_FILENO) == -1 || dup2(out, STDOUT_FILENO) == -1 ||
 	    dup2(out, STDERR_FILENO) == -1)
 		goto fail;
-	environ = envp;
-	execvp(argv[0], argv);
+	proctree_exec(argv, envp, errfd);
 fail:
-	saved = errno;
-	if (write(errfd, &saved, sizeof(saved)) == -1) {
-		/* The parent then sees no errno and reports the exit. */
-	}
-	_exit(127);
+	proctree_exec_fail(errfd);
 }
 
 /* Pass on what the script wrote, up to CAPTURE_OUTPUT_MAX bytes. */
@@ -355,7 +350,6 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 	struct capture		*cap = r->cap;
 	double			 start, deadline;
 	pid_t			 pid;
-	ssize_t			 n;
 	int			 out[2], errpipe[2], child_errno = 0, sig;
 
 	if (pipe(out) == -1 || pipe(errpipe) == -1)
@@ -383,11 +377,7 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 	close(out[1]);
 	close(errpipe[1]);
 	r->fd = out[0];
-	do
-		n = read(errpipe[0], &child_errno, sizeof(child_errno));
-	while (n == -1 && errno == EINTR);
-	close(errpipe[0]);
-	if (n == (ssize_t)sizeof(child_errno)) {
+	if ((child_errno = proctree_exec_errno(errpipe[0])) != 0) {
 		cap->status = proctree_wait(pid);
 		proctree_release();
 		launch_signals_restore(&old);

@@ -620,7 +620,7 @@ static void __attribute__((noreturn))
 launch_child(char **argv, char **envp, const struct launch_signals *old,
     const int relay[2], int errfd)
 {
-	int	 saved, fd;
+	int	 fd;
 
 	setpgid(0, 0);
 	launch_signals_restore(old);
@@ -635,14 +635,9 @@ launch_child(char **argv, char **envp, const struct launch_signals *old,
 		goto fail;
 	if (fd != STDIN_FILENO)
 		close(fd);
-	environ = envp;
-	execvp(argv[0], argv);
+	proctree_exec(argv, envp, errfd);
 fail:
-	saved = errno;
-	if (write(errfd, &saved, sizeof(saved)) == -1) {
-		/* The parent then sees no errno and reports the exit. */
-	}
-	_exit(127);
+	proctree_exec_fail(errfd);
 }
 
 /*
@@ -760,7 +755,6 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	struct launch_signals	 old;
 	struct launch_watch	 w;
 	pid_t			 pid;
-	ssize_t			 n;
 	int			 errpipe[2], out[2], err[2], relay[2];
 	int			 child_errno = 0, rc, i;
 
@@ -800,11 +794,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	for (i = 0; i < 2; i++)
 		if (relay[i] != -1)
 			close(relay[i]);
-	do
-		n = read(errpipe[0], &child_errno, sizeof(child_errno));
-	while (n == -1 && errno == EINTR);
-	close(errpipe[0]);
-	if (n == (ssize_t)sizeof(child_errno)) {
+	if ((child_errno = proctree_exec_errno(errpipe[0])) != 0) {
 		proctree_wait(pid);
 		launch_drain(&w);
 		proctree_release();

@@ -26,6 +26,8 @@
 #include "base/xmalloc.h"
 #include "launch/proctree.h"
 
+extern char **environ;
+
 /* How often proctree_kill_all looks again while processes die. */
 #define PROCTREE_POLL_MSEC	10
 
@@ -306,4 +308,36 @@ proctree_wait(pid_t pid)
 		if (errno != EINTR)
 			fatal("waitpid");
 	return status;
+}
+
+void
+proctree_exec(char **argv, char **envp, int errfd)
+{
+	environ = envp;
+	execvp(argv[0], argv);
+	proctree_exec_fail(errfd);
+}
+
+void
+proctree_exec_fail(int errfd)
+{
+	int	 saved = errno;
+
+	if (write(errfd, &saved, sizeof(saved)) == -1) {
+		/* The parent then sees no errno and reports the exit. */
+	}
+	_exit(127);
+}
+
+int
+proctree_exec_errno(int errfd)
+{
+	int	 child_errno = 0;
+	ssize_t	 n;
+
+	do
+		n = read(errfd, &child_errno, sizeof(child_errno));
+	while (n == -1 && errno == EINTR);
+	close(errfd);
+	return n == (ssize_t)sizeof(child_errno) ? child_errno : 0;
 }

@@ -26,6 +26,21 @@ bool	 proctree_exited(pid_t);
 /* Reap child pid, waiting for it; its wait status. */
 int	 proctree_wait(pid_t);
 
+/*
+ * The end of a forked child, and its parent's side.  The parent makes a
+ * close-on-exec pipe before fork(); the child runs argv with environment
+ * envp, and if that fails (or it calls proctree_exec_fail after a failed
+ * set-up step), writes errno to the pipe and exits 127.  The parent then
+ * reads the pipe with proctree_exec_errno: 0 when the exec happened (the
+ * pipe closed on it), else the child's errno.  The launcher of a numeric
+ * audit and the shell of an import's launch script start alike.
+ */
+void	 proctree_exec(char **argv, char **envp, int errfd)
+	    __attribute__((noreturn));
+void	 proctree_exec_fail(int errfd) __attribute__((noreturn));
+/* Read, then close, the parent's end of the pipe. */
+int	 proctree_exec_errno(int errfd);
+
 /* Adopt the orphans among this process's descendants, from now on. */
 void	 proctree_adopt(void);
 /* Undo proctree_adopt, once the job is gone. */
