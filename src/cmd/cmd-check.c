@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/exitcode.h"
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
@@ -36,7 +37,7 @@ cmd_check_exec(struct options *o)
 	output_load_batch(o, &b);
 	output_begin(&out, o, output_as_array(&b.list) || b.n > 1, b.n);
 	for (i = 0; i < b.n; i++) {
-		double t0 = output_now();
+		double t0 = clock_seconds();
 
 		batch_entry(&b, i, &v);
 		if (b.items[i].config < 0) {
@@ -50,7 +51,7 @@ cmd_check_exec(struct options *o)
 		if (output_wants_fixes(o))
 			fix_derive(&a);
 		v.audit = &a;
-		v.seconds = output_now() - t0;
+		v.seconds = clock_seconds() - t0;
 		output_add(&out, &v);
 		audit_free(&a);
 	}

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "base/clock.h"
 #include "base/exitcode.h"
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
@@ -47,7 +48,7 @@ cmd_compare_exec(struct options *o)
 	struct audit		 a, cfg;
 	struct audited		 v;
 	char			 err[TRACE_ERROR_SIZE];
-	double			 t0 = output_now();
+	double			 t0 = clock_seconds();
 	int			 status;
 
 	if ((o->reference == NULL) == (o->nargs == 1)) {
@@ -97,7 +98,7 @@ cmd_compare_exec(struct options *o)
 	v.audit = &a;
 	v.label = t.dir;
 	v.file = t.dir;
-	v.seconds = output_now() - t0;
+	v.seconds = clock_seconds() - t0;
 	output_begin(&out, o, false, 1);
 	output_add(&out, &v);
 	status = output_end(&out, "gradaudit.compare");

@@ -23,6 +23,7 @@
 
 #include <mpi.h>
 
+#include "base/clock.h"
 #include "base/cores.h"
 #include "base/exitcode.h"
 #include "base/hash.h"
@@ -514,7 +515,7 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	struct sym_context	 ctx;
 	const char		*skip;
 	char			 why[NUMERIC_WHY_SIZE];
-	double			 t0 = output_now();
+	double			 t0 = clock_seconds();
 	int			 rc;
 
 	v->audit = xcalloc(1, sizeof *v->audit);
@@ -526,7 +527,7 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	else
 		rc = numeric_or_skip(&ctx, skip, no, v->audit);
 	sym_context_free(&ctx);
-	v->seconds = output_now() - t0;
+	v->seconds = clock_seconds() - t0;
 	return rc;
 }
 

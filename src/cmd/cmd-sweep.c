@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/cores.h"
 #include "base/exitcode.h"
 #include "base/json.h"
@@ -791,7 +792,7 @@ cmd_sweep_exec(struct options *o)
 	sweep_workers_start(&wk, &sw, o);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
-		double t0 = output_now(), seconds;
+		double t0 = clock_seconds(), seconds;
 
 		/* The reader has gone (| head): auditing on is for no one. */
 		if (ferror(stdout))
@@ -874,7 +875,7 @@ cmd_sweep_exec(struct options *o)
 		fflush(stdout);
 		audit_free(&a);
 		cfg_free(&c);
-		pt->seconds = output_now() - t0;
+		pt->seconds = clock_seconds() - t0;
 	}
 	if (wk.n > 0)
 		sweep_workers_stop(&wk);

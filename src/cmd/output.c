@@ -8,7 +8,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "base/exitcode.h"
@@ -391,15 +390,6 @@ output_as_array(const struct config_list *list)
 		if (list->v[i].in_list)
 			return true;
 	return list->n > 1;
-}
-
-double
-output_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
 }
 
 

@@ -179,7 +179,6 @@ void	 output_summary_write(FILE *, const struct audited *, size_t n,
 	    const char *suite);
 int	 output_summary_bytes(const char *path, const char *md, size_t len);
 
-double	 output_now(void);	/* monotonic seconds */
 
 /* A config not audited, in a JSON array: its file, name and why_not. */
 void	 jsonw_not_audited(struct json *, const struct audited *);

@@ -19,6 +19,7 @@
 #endif
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/cores.h"
 #include "base/xmalloc.h"
 #include "cmd/output.h"
@@ -98,7 +99,7 @@ worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 	size_t			 i;
 
 	while ((i = atomic_fetch_add(next, 1)) < sw->npoints) {
-		double t0 = output_now();
+		double t0 = clock_seconds();
 
 		v.index = (uint32_t)i;
 		v.kind = VERDICT_OTHER;
@@ -118,7 +119,7 @@ worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 			sym_context_free(&ctx);
 			cfg_free(&c);
 		}
-		v.seconds = output_now() - t0;
+		v.seconds = clock_seconds() - t0;
 		if (write_all(fd, &v, sizeof v) < 0)
 			_exit(1);
 	}

@@ -31,9 +31,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/shellwords.h"
 #include "base/xmalloc.h"
 #include "launch/capture.h"
@@ -73,16 +73,6 @@ struct capture_run {
 	bool		 midline;	/* the last of them ended no line */
 	struct capture	*cap;
 };
-
-static double
-capture_now(void)
-{
-	struct timespec	 ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		fatal("clock_gettime");
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int
 write_file(const char *path, const char *text, mode_t mode)
@@ -332,11 +322,11 @@ pump(struct capture_run *r, int msec)
 static void
 end_script(struct capture_run *r, pid_t pid, int sig, int *status)
 {
-	double	 deadline = capture_now() + CAPTURE_GRACE;
+	double	 deadline = clock_seconds() + CAPTURE_GRACE;
 
 	kill(-pid, sig);
 	kill(-pid, SIGCONT);
-	while (!proctree_exited(pid) && capture_now() < deadline)
+	while (!proctree_exited(pid) && clock_seconds() < deadline)
 		pump(r, CAPTURE_POLL_MSEC);
 	proctree_kill_all(pid, status, CAPTURE_KILL_WAIT);
 }
@@ -373,7 +363,7 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 	}
 	/* Both sides set the group, so neither order of events races. */
 	setpgid(pid, pid);
-	start = capture_now();
+	start = clock_seconds();
 	close(out[1]);
 	close(errpipe[1]);
 	r->fd = out[0];
@@ -393,7 +383,7 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 			cap->interrupted = sig;
 			break;
 		}
-		if (capture_now() >= deadline) {
+		if (clock_seconds() >= deadline) {
 			end_script(r, pid, SIGTERM, &cap->status);
 			cap->timed_out = true;
 			break;
@@ -403,8 +393,8 @@ supervise(struct capture_run *r, const struct capture_options *opts,
 	/* Nothing the script started outlives it. */
 	if (!cap->timed_out && cap->interrupted == 0)
 		proctree_kill_all(pid, &cap->status, CAPTURE_KILL_WAIT);
-	deadline = capture_now() + CAPTURE_DRAIN;
-	while (r->fd != -1 && capture_now() < deadline)
+	deadline = clock_seconds() + CAPTURE_DRAIN;
+	while (r->fd != -1 && clock_seconds() < deadline)
 		pump(r, CAPTURE_POLL_MSEC);
 	if (r->fd != -1)
 		close(r->fd);

@@ -38,6 +38,7 @@
 
 #include <mpi.h>
 
+#include "base/clock.h"
 #include "base/exitcode.h"
 #include "base/shellwords.h"
 #include "base/xmalloc.h"
@@ -143,16 +144,6 @@ launch_signal_name(int sig, char *buf, size_t size)
 			return launch_signal_names[i].name;
 	snprintf(buf, size, "%d", sig);
 	return buf;
-}
-
-static double
-launch_now(void)
-{
-	struct timespec	 ts;
-
-	if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-		fatal("clock_gettime");
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 static void
@@ -301,7 +292,7 @@ static void
 launch_draw(struct launch_watch *w)
 {
 	static const char	 spin[] = "|/-\\";
-	double			 now = launch_now(), elapsed = now - w->start;
+	double			 now = clock_seconds(), elapsed = now - w->start;
 
 	if (!w->bar || elapsed < LAUNCH_PROGRESS_AFTER ||
 	    now - w->last_draw < LAUNCH_PROGRESS_EVERY ||
@@ -483,10 +474,10 @@ launch_pump(struct launch_watch *w)
 static void
 launch_drain(struct launch_watch *w)
 {
-	double	 deadline = launch_now() + LAUNCH_DRAIN;
+	double	 deadline = clock_seconds() + LAUNCH_DRAIN;
 	int	 i;
 
-	while ((w->fd[0] != -1 || w->fd[1] != -1) && launch_now() < deadline)
+	while ((w->fd[0] != -1 || w->fd[1] != -1) && clock_seconds() < deadline)
 		launch_pump(w);
 	for (i = 0; i < 2; i++)
 		if (w->fd[i] != -1) {
@@ -538,8 +529,8 @@ launch_end_job(struct launch_watch *w, pid_t pid, int sig, int *status)
 	kill(-pid, sig);
 	kill(-pid, SIGCONT);
 	proctree_signal(SIGCONT);
-	deadline = launch_now() + LAUNCH_GRACE;
-	while (!proctree_exited(pid) && launch_now() < deadline)
+	deadline = clock_seconds() + LAUNCH_GRACE;
+	while (!proctree_exited(pid) && clock_seconds() < deadline)
 		launch_pump(w);
 	left = proctree_kill_all(pid, status, LAUNCH_KILL_WAIT);
 	launch_drain(w);
@@ -586,7 +577,7 @@ launch_supervise(struct launch_watch *w, pid_t pid, const char *name)
 			return LAUNCH_INTERRUPTED(sig);
 		}
 		if (opts->timeout > 0 &&
-		    launch_now() - w->start >= opts->timeout) {
+		    clock_seconds() - w->start >= opts->timeout) {
 			left = launch_end_job(w, pid, SIGTERM, &status);
 			fprintf(stderr, "%s: numeric audit timed out after "
 			    "%g s; %s\n", progname, opts->timeout,
@@ -789,7 +780,7 @@ launch_run(const struct launch_options *opts, char **argv, char **envp)
 	}
 	/* Both sides set the group, so neither order of events races. */
 	setpgid(pid, pid);
-	w.start = launch_now();
+	w.start = clock_seconds();
 	close(errpipe[1]);
 	for (i = 0; i < 2; i++)
 		if (relay[i] != -1)
@@ -954,19 +945,16 @@ watchdog_format(char *buf, size_t size, const char *fmt, ...)
 
 /*
  * Which message is due at this tick, if any.  Async-signal-safe:
- * clock_gettime(2), and proctree_alive's open/read/close.
+ * clock_seconds (clock_gettime(2)), and proctree_alive's open/read/close.
  */
 static bool
 watchdog_due(const char **text, size_t *len)
 {
-	struct timespec	 ts;
-
 	*text = watchdog.text;
 	*len = watchdog.len;
 	if (!watchdog.ticking)
 		return true;
-	if (watchdog.deadline > 0 && clock_gettime(CLOCK_MONOTONIC, &ts) == 0 &&
-	    (double)ts.tv_sec + (double)ts.tv_nsec / 1e9 >= watchdog.deadline)
+	if (watchdog.deadline > 0 && clock_seconds() >= watchdog.deadline)
 		return true;
 	if (!watchdog.watch_parent ||
 	    proctree_alive(watchdog.parent, watchdog.parent_start)) {
@@ -1095,7 +1083,6 @@ watchdog_parent(pid_t *pid, unsigned long long *start)
 void
 launch_arm_worker_watchdog(double timeout)
 {
-	struct timespec	 ts;
 	int		 rank = watchdog_rank();
 
 	memset(&watchdog, 0, sizeof(watchdog));
@@ -1103,11 +1090,8 @@ launch_arm_worker_watchdog(double timeout)
 	watchdog.watch_parent = watchdog_parent(&watchdog.parent,
 	    &watchdog.parent_start);
 	if (timeout > 0) {
-		if (clock_gettime(CLOCK_MONOTONIC, &ts) == -1)
-			fatal("clock_gettime");
 		/* As above, rank 0 first, the others a tick later. */
-		watchdog.deadline = (double)ts.tv_sec + (double)ts.tv_nsec /
-		    1e9 + timeout + WATCHDOG_BACKSTOP +
+		watchdog.deadline = clock_seconds() + timeout + WATCHDOG_BACKSTOP +
 		    (rank != 0 ? WATCHDOG_TICK : 0);
 	}
 	if (!watchdog.watch_parent && watchdog.deadline == 0)

@@ -23,6 +23,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "base/clock.h"
 #include "base/xmalloc.h"
 #include "launch/proctree.h"
 
@@ -224,15 +225,6 @@ proctree_signal(int sig)
 	return true;
 }
 
-static double
-proctree_now(void)
-{
-	struct timespec	 ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 /* Reap every child that has ended; note the leader's status. */
 static void
 proctree_reap(pid_t leader, int *leader_status, bool *reaped)
@@ -251,7 +243,7 @@ proctree_reap(pid_t leader, int *leader_status, bool *reaped)
 long
 proctree_kill_all(pid_t leader, int *leader_status, double wait)
 {
-	double	 deadline = proctree_now() + wait;
+	double	 deadline = clock_seconds() + wait;
 	struct timespec nap = { 0, PROCTREE_POLL_MSEC * 1000 * 1000 };
 	pid_t	*pids;
 	size_t	 n, i;
@@ -271,7 +263,7 @@ proctree_kill_all(pid_t leader, int *leader_status, double wait)
 		for (i = 0; i < n; i++)
 			kill(pids[i], SIGKILL);
 		free(pids);
-		if ((n == 0 && reaped) || proctree_now() >= deadline)
+		if ((n == 0 && reaped) || clock_seconds() >= deadline)
 			break;
 		nanosleep(&nap, NULL);
 	}

@@ -38,6 +38,7 @@
 #include <string.h>
 #include <time.h>
 
+#include "base/clock.h"
 #include "config/constraints.h"
 #include "symbolic/context.h"
 #include "base/hash.h"
@@ -99,15 +100,6 @@ struct rank_item {
 	int		 rank;
 	uint64_t	 item;
 };
-
-static double
-now(void)
-{
-	struct timespec	ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static int
 cmp_u64(const void *a, const void *b)
@@ -416,7 +408,7 @@ struct search {
 static bool
 out_of_time(struct search *s)
 {
-	if (now() - s->t0 > s->budget)
+	if (clock_seconds() - s->t0 > s->budget)
 		s->r->timed_out = true;
 	return s->r->timed_out;
 }
@@ -523,7 +515,7 @@ shrink_search(const struct config *full, const struct audit *audit,
 	s.cost = r->full_values = numeric_values(full);
 	s.want = &want;
 	s.r = r;
-	s.t0 = now();
+	s.t0 = clock_seconds();
 	s.budget = budget;
 	r->full_world = cfg_world(full);
 	while (!r->timed_out && (single_pass(&s) || pair_pass(&s)))
@@ -536,7 +528,7 @@ shrink_search(const struct config *full, const struct audit *audit,
 	r->values = s.cost;
 	r->world = cfg_world(&s.cur);
 	r->fits = numeric_skip_reason(&s.cur, why, sizeof why) == NULL;
-	r->seconds = now() - s.t0;
+	r->seconds = clock_seconds() - s.t0;
 	cfg_free(&s.cur);
 	free(want.classes);
 }
