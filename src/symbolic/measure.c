@@ -15,12 +15,58 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/hash.h"
+#include "base/xmalloc.h"
 #include "symbolic/audit.h"
 #include "symbolic/effect.h"
 #include "symbolic/measure.h"
 
 /* Distinct (value, expected) pairs read per finding: a bound on time. */
 #define EFFECT_PAIRS_MAX	4096
+/* Slots of the table of pairs read: a power of two, twice the bound. */
+#define EFFECT_PAIR_SLOTS	(2 * EFFECT_PAIRS_MAX)
+
+/*
+ * The (value, expected) pairs a finding's cells have shown, by address:
+ * values of more than a few terms are interned (run.c), so the thousands
+ * of ranks of one class hold the same pair, and reading each pair once
+ * makes the measure cost the classes, not the ranks (issue 24: reading
+ * every rank's pair was 40% of a wrong 131,072-rank check).  Reading a
+ * pair again changes nothing: every reading below is idempotent.  A slot
+ * is taken when its generation is the current finding's.
+ */
+struct pair_slot {
+	const struct lincomb	*value, *expected;
+	unsigned		 gen;
+};
+
+struct pair_set {
+	struct pair_slot	*slot;
+	unsigned		 gen;
+};
+
+/* Add the pair; false when it was there already. */
+static bool
+pair_set_add(struct pair_set *ps, const struct lincomb *v,
+    const struct lincomb *e)
+{
+	uintptr_t	 key[2] = { (uintptr_t)v, (uintptr_t)e };
+	size_t		 i;
+
+	i = (size_t)hash_bytes(key, sizeof key) & (EFFECT_PAIR_SLOTS - 1);
+	for (;; i = (i + 1) & (EFFECT_PAIR_SLOTS - 1)) {
+		struct pair_slot *s = &ps->slot[i];
+
+		if (s->gen != ps->gen) {
+			s->value = v;
+			s->expected = e;
+			s->gen = ps->gen;
+			return true;
+		}
+		if (s->value == v && s->expected == e)
+			return false;
+	}
+}
 
 static double
 q_value(struct rational q)
@@ -137,12 +183,12 @@ find_param(const struct audit *a, const char *name)
 }
 
 static void
-measure_cells(const struct audit *a, struct finding *f)
+measure_cells(const struct audit *a, struct finding *f, struct pair_set *ps)
 {
 	struct reading	 r;
-	const struct lincomb *lastv = NULL, *laste = NULL;
 	size_t		 i, k, pairs = 0;
 
+	ps->gen++;
 	memset(&r, 0, sizeof r);
 	r.proportional = r.complete = true;
 	for (k = 0; k < (f->nparams > 0 ? f->nparams : 1); k++) {
@@ -161,12 +207,10 @@ measure_cells(const struct audit *a, struct finding *f)
 			    c->max_rel_error > r.measured)
 				r.measured = c->max_rel_error;
 			if (c->value == NULL || c->expected == NULL ||
-			    (c->value == lastv && c->expected == laste) ||
-			    pairs >= EFFECT_PAIRS_MAX)
+			    pairs >= EFFECT_PAIRS_MAX ||
+			    !pair_set_add(ps, c->value, c->expected))
 				continue;
 			read_pair(&r, c->value, c->expected);
-			lastv = c->value;
-			laste = c->expected;
 			pairs++;
 		}
 	}
@@ -240,7 +284,8 @@ measure_norm(const struct audit *a, struct finding *f)
 void
 measure_effects(struct audit *a)
 {
-	size_t	 i;
+	struct pair_set	 ps = { NULL, 0 };
+	size_t		 i;
 
 	for (i = 0; i < a->nfindings; i++) {
 		struct finding *f = &a->findings[i];
@@ -254,8 +299,12 @@ measure_effects(struct audit *a)
 			measure_norm(a, f);
 			break;
 		default:
-			measure_cells(a, f);
+			if (ps.slot == NULL)
+				ps.slot = xcalloc(EFFECT_PAIR_SLOTS,
+				    sizeof *ps.slot);
+			measure_cells(a, f, &ps);
 			break;
 		}
 	}
+	free(ps.slot);
 }
