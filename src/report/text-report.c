@@ -475,29 +475,30 @@ print_param_table(struct text *t, const struct param_result *p)
 		free(cell[(size_t)row * ncols + col]);
 		cell[(size_t)row * ncols + col] = xstrdup(buf);
 	}
-	report_print_table(t->fp, t->audit, p, cell, !t->opt->verbose);
+	report_print_table(t->fp, t->audit, p, cell, !t->opt->verbose, ncols);
 }
 
 void
 report_print_table(FILE *fp, const struct audit *a,
-    const struct param_result *p, char **cell, bool fold)
+    const struct param_result *p, char **cell, bool fold, int shown)
 {
 	struct row_axes	 ax;
 	struct grid	*g, *full;
 	char		 buf[160];
 	size_t		 i;
-	int		 nrows, ncols, r, c, k, nr, nc;
+	int		 nrows, ncols, width, r, c, k, nr, nc;
 	int		*cfirst, *clast, *rfirst, *rlast;
 
 	rp_row_axes_of(a, p, &ax);
 	nrows = rp_row_count(&ax);
-	ncols = ax.ncols;
+	ncols = ax.ncols;		/* the cells' stride */
+	width = shown < ncols ? shown : ncols;
 	/* Column runs: [cfirst[k], clast[k]]. */
 	cfirst = xcalloc((size_t)ncols, sizeof *cfirst);
 	clast = xcalloc((size_t)ncols, sizeof *clast);
-	for (nc = 0, c = 0; c < ncols; c = clast[nc++] + 1) {
+	for (nc = 0, c = 0; c < width; c = clast[nc++] + 1) {
 		cfirst[nc] = clast[nc] = c;
-		while (fold && clast[nc] + 1 < ncols) {
+		while (fold && clast[nc] + 1 < width) {
 			for (r = 0; r < nrows; r++)
 				if (!same_text(cell[(size_t)r * ncols + c],
 				    cell[(size_t)r * ncols + clast[nc] + 1]))
@@ -517,11 +518,11 @@ report_print_table(FILE *fp, const struct audit *a,
 			break;
 		rfirst[nr] = rlast[nr] = r;
 		while (fold && rlast[nr] + 1 < nrows) {
-			for (c = 0; c < ncols; c++)
+			for (c = 0; c < width; c++)
 				if (!same_text(cell[(size_t)r * ncols + c],
 				    cell[(size_t)(rlast[nr] + 1) * ncols + c]))
 					break;
-			if (c < ncols)
+			if (c < width)
 				break;
 			rlast[nr]++;
 		}
@@ -547,6 +548,10 @@ report_print_table(FILE *fp, const struct audit *a,
 	}
 	grid_print(fp, g);
 	grid_free(g);
+	if (width < ncols)
+		fprintf(fp, "(%s%d-%d not shown: their values differ from "
+		    "column to column; -v shows every column)\n", ax.col_name,
+		    width, ncols - 1);
 	for (i = 0; i < (size_t)nrows * (size_t)ncols; i++)
 		free(cell[i]);
 	free(cell);

@@ -24,10 +24,13 @@ void	 report_framework(FILE *, const struct config *);
  * at the positions of report_cell_position, and report_print_table prints
  * the table (without the stages that lack the param), folding identical
  * neighbours when fold is set (see text-report.c), and frees the cells.
+ * Only the columns before `shown` are printed (ncols: all of them); a
+ * line then names the columns left out and how to see them.
  */
 char		**report_table_cells(const struct audit *,
 		    const struct param_result *, int *nrows, int *ncols);
 void		 report_print_table(FILE *, const struct audit *,
-		    const struct param_result *, char **cell, bool fold);
+		    const struct param_result *, char **cell, bool fold,
+		    int shown);
 
 #endif
