@@ -43,6 +43,7 @@ struct explain {
 	const char		**faulty;
 	size_t			 nfaulty;
 	struct audit		 layout_audit;	/* mesh only, for the grids */
+	struct ms_memo		*memo;		/* the hooked run's pieces */
 };
 
 /*
@@ -52,10 +53,11 @@ struct explain {
  * same kind of value, so that the table can fold.
  */
 static const char *
-segments_text(struct arena *ar, const struct atom_space *sp, int rank,
-    const struct segment *sv, int n, bool relative)
+segments_text(struct arena *ar, struct ms_memo *memo,
+    const struct atom_space *sp, int rank, const struct segment *sv, int n,
+    bool relative)
 {
-	struct ms_piece	*pieces;
+	const struct ms_piece *pieces;
 	size_t		 len = 1, off = 0, np;
 	const char	**exprs = xcalloc(n, sizeof *exprs);
 	char		*out;
@@ -63,9 +65,8 @@ segments_text(struct arena *ar, const struct atom_space *sp, int rank,
 
 	for (i = 0; i < n; i++) {
 		if (relative) {
-			pieces = ms_pieces(sp, sv[i].value, &np);
+			pieces = ms_memo_pieces(memo, sp, sv[i].value, &np);
 			exprs[i] = ms_format(ar, sp, pieces, np, rank);
-			free(pieces);
 		} else
 			exprs[i] = lc_format(ar, sp, sv[i].value, "g");
 		len += strlen(exprs[i]) + 48;
@@ -143,13 +144,14 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
  * split that way, or the rank owns none or all of the parameter.
  */
 static const char *
-owned_text(struct arena *ar, const struct sym_context *ctx, int p,
-    int rank, const struct segment *sv, int n)
+owned_text(struct arena *ar, struct ms_memo *memo,
+    const struct sym_context *ctx, int p, int rank, const struct segment *sv,
+    int n)
 {
 	const struct model *m = &ctx->model;
 	int64_t		 used[64][2];
 	const char	*in = NULL, *out = NULL, *e, *text;
-	struct ms_piece	*pieces;
+	const struct ms_piece *pieces;
 	size_t		 np, len;
 	int		 nused, i, k;
 	bool		 inside;
@@ -166,9 +168,8 @@ owned_text(struct arena *ar, const struct sym_context *ctx, int p,
 			else if (sv[i].lo < used[k][1] && sv[i].hi > used[k][0])
 				return NULL;	/* straddles an owned range */
 		}
-		pieces = ms_pieces(&ctx->atoms, sv[i].value, &np);
+		pieces = ms_memo_pieces(memo, &ctx->atoms, sv[i].value, &np);
 		e = ms_format(ar, &ctx->atoms, pieces, np, rank);
-		free(pieces);
 		if (inside ? in != NULL && strcmp(in, e) != 0 :
 		    out != NULL && strcmp(out, e) != 0)
 			return NULL;
@@ -265,11 +266,11 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 			rank = order[i];
 			sv = sym_segments(run, instance_held(m, p, rank), rank,
 			    &n);
-			text = fold ? owned_text(sym_run_arena(run), ctx,
-			    instance_held(m, p, rank), rank, sv, n) : NULL;
+			text = fold ? owned_text(sym_run_arena(run), ex->memo,
+			    ctx, instance_held(m, p, rank), rank, sv, n) : NULL;
 			if (text == NULL)
 				text = segments_text(sym_run_arena(run),
-				    &ctx->atoms, rank, sv, n, fold);
+				    ex->memo, &ctx->atoms, rank, sv, n, fold);
 			cells[(size_t)rowof[rank] * ncols + col] =
 			    xstrdup(text);
 		}
@@ -870,7 +871,10 @@ cmd_explain_exec(struct options *o)
 		print_loss(stdout, &ctx.model, &list.v[0]);
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}
+	ex.memo = ms_memo_new();
 	sym_audit(&ctx, &a, hook, &ex);
+	ms_memo_free(ex.memo);
+	ex.memo = NULL;
 	fix_derive(&a);
 	if (o->format == FORMAT_JSON) {
 		jsonw_end_array(&ex.json);

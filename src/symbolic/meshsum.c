@@ -21,6 +21,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/hash.h"
 #include "base/xmalloc.h"
 #include "symbolic/atom.h"
 #include "symbolic/meshsum.h"
@@ -605,4 +606,78 @@ ms_format(struct arena *a, const struct atom_space *sp,
 	s = arena_strdup(a, buf);
 	free(buf);
 	return s;
+}
+
+struct ms_memo_entry {
+	const struct lincomb	*value;
+	struct ms_piece		*pieces;
+	size_t			 n;
+};
+
+struct ms_memo {
+	struct ms_memo_entry	*v;
+	size_t			 cap, n;	/* cap: 0 or a power of two */
+};
+
+struct ms_memo *
+ms_memo_new(void)
+{
+	return xcalloc(1, sizeof(struct ms_memo));
+}
+
+static size_t
+memo_slot(const struct ms_memo *mo, const struct lincomb *x)
+{
+	uintptr_t	 key = (uintptr_t)x;
+	size_t		 i;
+
+	i = (size_t)hash_bytes(&key, sizeof key) & (mo->cap - 1);
+	while (mo->v[i].value != NULL && mo->v[i].value != x)
+		i = (i + 1) & (mo->cap - 1);
+	return i;
+}
+
+static void
+memo_grow(struct ms_memo *mo)
+{
+	struct ms_memo_entry	*old = mo->v;
+	size_t			 oldcap = mo->cap, i;
+
+	mo->cap = oldcap ? 2 * oldcap : 256;
+	mo->v = xcalloc(mo->cap, sizeof *mo->v);
+	for (i = 0; i < oldcap; i++)
+		if (old[i].value != NULL)
+			mo->v[memo_slot(mo, old[i].value)] = old[i];
+	free(old);
+}
+
+const struct ms_piece *
+ms_memo_pieces(struct ms_memo *mo, const struct atom_space *sp,
+    const struct lincomb *x, size_t *n)
+{
+	struct ms_memo_entry	*e;
+
+	if (2 * (mo->n + 1) > mo->cap)
+		memo_grow(mo);
+	e = &mo->v[memo_slot(mo, x)];
+	if (e->value == NULL) {
+		e->value = x;
+		e->pieces = ms_pieces(sp, x, &e->n);
+		mo->n++;
+	}
+	*n = e->n;
+	return e->pieces;
+}
+
+void
+ms_memo_free(struct ms_memo *mo)
+{
+	size_t	 i;
+
+	if (mo == NULL)
+		return;
+	for (i = 0; i < mo->cap; i++)
+		free(mo->v[i].pieces);
+	free(mo->v);
+	free(mo);
 }

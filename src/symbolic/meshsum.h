@@ -77,6 +77,21 @@ struct ms_piece {
 struct ms_piece	*ms_pieces(const struct atom_space *,
 		    const struct lincomb *x, size_t *n);
 /*
+ * ms_pieces once per value: the values of a run live in its arena, and the
+ * ranks of one class hold the very same value, so a table of 4,096 ranks
+ * grouped the same terms thousands of times (issue 24).  The memo keeps
+ * the pieces by the value's address; it must not outlive the values it
+ * was given.  The pieces it returns are its own (do not free them).
+ */
+struct ms_memo;
+
+struct ms_memo	*ms_memo_new(void);
+const struct ms_piece *ms_memo_pieces(struct ms_memo *,
+		    const struct atom_space *, const struct lincomb *x,
+		    size_t *n);
+void		 ms_memo_free(struct ms_memo *);
+
+/*
  * Relative to a rank: a piece is "self" for rank r when it is r's own
  * atom, or the group r belongs to (its fixed coordinates are r's).  The
  * reports write such pieces as "self", so that every rank whose value is,
