@@ -139,7 +139,7 @@ static const char *const replicate_only_words[] = {
 };
 static const char *const pp_normalize_words[] = { "same", "none", NULL };
 static const char *const seq_divisor_words[] = { "cp-tp", "2-cp-tp",
-    "2-cp-tp-if-cp", NULL };
+    "2-cp-tp-if-cp", "tokens-2-cp-tp-if-cp", NULL };
 /* In enum mtp_scale order: Megatron's schedule without per-token loss. */
 /* In enum loss_objective order: the default (token-mean) first. */
 static const char *const objective_words[] = {
@@ -388,6 +388,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    CFG_TYPE_BOOL, F(limits.mtp), 0, 1, 1, NULL },
 	[KEY_MTP_CP_SUPPORTED] = { "limits.mtp_cp_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.mtp_cp), 0, 1, 1, NULL },
+	[KEY_MTP_PP_SUPPORTED] = { "limits.mtp_pp_supported", KEY_LIMITS,
+	    CFG_TYPE_BOOL, F(limits.mtp_pp), 0, 1, 1, NULL },
 	[KEY_REPLICATE_ONLY] = WORD("sync.replicate_only", KEY_SYNC,
 	    sync.replicate_only, replicate_only_words),
 	[KEY_DDP_NEEDS_ONE_DIM] = FLAG("limits.ddp_needs_one_dim",

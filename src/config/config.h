@@ -295,7 +295,9 @@ enum pp_normalize {
 enum seq_divisor {
 	SEQ_DIVISOR_CP_TP,	/* "cp-tp": cp * tp */
 	SEQ_DIVISOR_2_CP_TP,	/* "2-cp-tp": 2 * cp * tp, even with cp 1 */
-	SEQ_DIVISOR_2_CP_TP_IF_CP /* "2-cp-tp-if-cp": tp with cp 1 */
+	SEQ_DIVISOR_2_CP_TP_IF_CP, /* "2-cp-tp-if-cp": tp with cp 1 */
+	/* "tokens-2-cp-tp-if-cp": the same of micro_batch * seq */
+	SEQ_DIVISOR_TOKENS_2_CP_TP_IF_CP
 };
 
 /*
@@ -384,7 +386,7 @@ enum cfg_key {
 	KEY_PER_TOKEN_AVG, KEY_AVG_PER_TOKEN_SUPPORTED,
 	KEY_REPLICATE_ONLY, KEY_DDP_NEEDS_ONE_DIM, KEY_PP_NORMALIZE_BY,
 	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
-	KEY_EXPERT_DIM_MESH,
+	KEY_EXPERT_DIM_MESH, KEY_MTP_PP_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -534,6 +536,7 @@ struct config {
 		bool	avg_per_token;	/* ... with sync.dp_divisor: none */
 		bool	mtp;		/* multi-token prediction */
 		bool	mtp_cp;		/* MTP with cp > 1 */
+		bool	mtp_pp;		/* MTP with pp > 1 */
 		bool	ep;		/* expert parallelism exists */
 		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
 		bool	ddp_needs_one_dim;	/* the DDP path alone on the mesh */

@@ -666,21 +666,34 @@ framework_ddp_one_dim(const struct config *c, char *buf, size_t size)
 /*
  * torchtitan's seq_len_divisor (v0.2.0 on), asserted by every model's
  * parallelize: tp * (cp * 2), even with cp = 1.  From 565cb810c (PR #3664)
- * on main the trainer checks tp * (2 * cp if cp > 1 else 1) instead.
+ * on main the trainer checks tp * (2 * cp if cp > 1 else 1) instead, and
+ * from 73aed7f6c (PR #4121), which folds the batch into the token
+ * dimension, of the micro-batch's tokens, micro_batch * seq, not of seq.
  */
 static bool
 framework_seq_divisor(const struct config *c, char *buf, size_t size)
 {
-	int64_t	 d = (int64_t)2 * c->mesh.cp * c->mesh.tp;
-	char	 what[200];
+	enum seq_divisor	 sd = c->limits.seq_divisor;
+	int64_t			 d = (int64_t)2 * c->mesh.cp * c->mesh.tp;
+	int64_t			 n = c->model.seq;
+	char			 what[320];
 
-	if (c->limits.seq_divisor == SEQ_DIVISOR_2_CP_TP_IF_CP &&
-	    c->mesh.cp == 1)
-		d = c->mesh.tp;
-	if (c->limits.seq_divisor == SEQ_DIVISOR_CP_TP ||
-	    c->model.seq % d == 0)
+	if (sd == SEQ_DIVISOR_CP_TP)
 		return true;
-	if (c->limits.seq_divisor == SEQ_DIVISOR_2_CP_TP_IF_CP)
+	if (sd == SEQ_DIVISOR_TOKENS_2_CP_TP_IF_CP)
+		n *= c->model.micro_batch;
+	if (sd != SEQ_DIVISOR_2_CP_TP && c->mesh.cp == 1)
+		d = c->mesh.tp;
+	if (n % d == 0)
+		return true;
+	if (sd == SEQ_DIVISOR_TOKENS_2_CP_TP_IF_CP)
+		snprintf(what, sizeof what, "needs micro_batch*seq (%" PRId64
+		    ") divisible by %s (%" PRId64 "): \"The number of tokens "
+		    "per pipeline microbatch (%" PRId64 ") must be divisible "
+		    "by %" PRId64 " for the configured sequence/context "
+		    "parallelism\"", n, c->mesh.cp == 1 ? "tp" : "2*cp*tp", d,
+		    n, d);
+	else if (sd == SEQ_DIVISOR_2_CP_TP_IF_CP)
 		snprintf(what, sizeof what, "needs seq (%d) divisible by %s "
 		    "(%" PRId64 "): \"Training sequence length must be "
 		    "divisible by %" PRId64 " for the configured "
@@ -905,7 +918,18 @@ framework_mtp_cp(const struct config *c, char *buf, size_t size)
 {
 	return framework_runs(c, c->limits.mtp_cp || c->model.mtp == 0 ||
 	    c->mesh.cp == 1, "stops at start-up with multi-token prediction "
-	    "and cp > 1: its arguments assert context_parallel_size == 1",
+	    "and cp > 1 (Megatron's arguments assert context_parallel_size "
+	    "== 1; torchtitan's MTPDecoder raises \"MTP does not support "
+	    "context parallelism yet.\")", buf, size);
+}
+
+/* torchtitan f59c215e8 on: MTPDecoder refuses pp > 1 (no stage split). */
+static bool
+framework_mtp_pp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.mtp_pp || c->model.mtp == 0 ||
+	    c->mesh.pp == 1, "stops at start-up with multi-token prediction "
+	    "and pp > 1: \"MTP does not support pipeline parallelism yet.\"",
 	    buf, size);
 }
 
@@ -927,6 +951,7 @@ static const struct constraint constraints[] = {
 	{ KEY_MTP, true, mtp_without_boundary },
 	{ KEY_MTP, false, framework_mtp },
 	{ KEY_MTP, false, framework_mtp_cp },
+	{ KEY_MTP, false, framework_mtp_pp },
 	{ KEY_SEQ, false, mtp_pieces_fit },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
