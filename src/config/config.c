@@ -51,6 +51,7 @@ _Static_assert(sizeof(enum dp_engine) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_one_member) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_flatten) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum loss_objective) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum mtp_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum replicate_only) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum pp_normalize) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum seq_divisor) == sizeof(int), "enum size");
@@ -144,6 +145,10 @@ static const char *const seq_divisor_words[] = { "cp-tp", "2-cp-tp",
 /* In enum loss_objective order: the default (token-mean) first. */
 static const char *const objective_words[] = {
 	"token-mean", "micro-batch-mean", "sample-mean", "sum", NULL
+};
+/* In enum mtp_objective order: the default (rolled-mean) first. */
+static const char *const mtp_objective_words[] = {
+	"rolled-mean", "main-count", NULL
 };
 static const char *const mtp_scale_words[] = {
 	"micro-batches", "micro-batches-cp", "tokens", "tokens-local",
@@ -384,6 +389,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    mtp_scale_words),
 	[KEY_OBJECTIVE] = WORD("loss.objective", KEY_LOSS, loss.objective,
 	    objective_words),
+	[KEY_MTP_OBJECTIVE] = WORD("loss.mtp_objective", KEY_LOSS,
+	    loss.mtp_objective, mtp_objective_words),
 	[KEY_MTP_SUPPORTED] = { "limits.mtp_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.mtp), 0, 1, 1, NULL },
 	[KEY_MTP_CP_SUPPORTED] = { "limits.mtp_cp_supported", KEY_LIMITS,

@@ -211,6 +211,19 @@ enum loss_objective {
 	OBJECTIVE_SUM			/* "sum": the summed token losses */
 };
 
+/*
+ * loss.mtp_objective: what a multi-token prediction layer's term means,
+ * stated by the user.  "rolled-mean" is the mean over the tokens whose
+ * label its roll keeps (Megatron since PR #3159); "main-count" divides
+ * the same summed losses by the main labels' count, the 1/T of the
+ * DeepSeek-V3 report's MTP loss, as torchtitan's MTPLoss does from
+ * f59c215e8.  Neither is a bug: the objective says which one is meant.
+ */
+enum mtp_objective {
+	MTP_OBJECTIVE_ROLLED_MEAN,	/* "rolled-mean" */
+	MTP_OBJECTIVE_MAIN_COUNT	/* "main-count" */
+};
+
 /* loss.scale and sync.dp_divisor: a size that multiplies or divides */
 enum data_size {
 	SIZE_DP_CP,		/* "dp-cp": dp * cp */
@@ -386,7 +399,7 @@ enum cfg_key {
 	KEY_PER_TOKEN_AVG, KEY_AVG_PER_TOKEN_SUPPORTED,
 	KEY_REPLICATE_ONLY, KEY_DDP_NEEDS_ONE_DIM, KEY_PP_NORMALIZE_BY,
 	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
-	KEY_EXPERT_DIM_MESH, KEY_MTP_PP_SUPPORTED,
+	KEY_EXPERT_DIM_MESH, KEY_MTP_PP_SUPPORTED, KEY_MTP_OBJECTIVE,
 	KEY__COUNT
 };
 
@@ -478,6 +491,7 @@ struct config {
 		enum aux_scale		 aux_scale;
 		enum mtp_scale		 mtp_scale;
 		enum loss_objective	 objective;
+		enum mtp_objective	 mtp_objective;
 		enum pp_normalize	 pp_normalize_by;
 	} loss;
 

@@ -500,8 +500,17 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 		for (c = 0; c < ln->chunks; c++)
 			ln->mtp_coef[(k - 1) * ln->chunks + c] = q_mul(w,
 			    mtp_factor(ln, cfg, mesh, k, c, nk));
-		ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) :
-		    q_mul(w, q_make(ln->tokens, nk));
+		/*
+		 * The stated objective: each kept token's share of the
+		 * layer's weight, over the rolled count or the main one.
+		 */
+		if (cfg->loss.mtp_objective == MTP_OBJECTIVE_MAIN_COUNT)
+			ln->mtp_expected[k - 1] = ln->total == 0 ?
+			    q_make(0, 1) : q_mul(w, q_make(ln->tokens,
+			    ln->total));
+		else
+			ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) :
+			    q_mul(w, q_make(ln->tokens, nk));
 	}
 }
 
