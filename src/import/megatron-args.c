@@ -109,6 +109,9 @@ const struct arg_def megatron_args[] = {
 	    NULL),
 	/* Read only to refuse it with Megatron-FSDP: it changes no reduction. */
 	[MA_FP8_PARAM_GATHER] = MAPPED("fp8-param-gather", ARG_FLAG, NULL),
+	/* Which layers mark the experts' weights (megatron-map.c). */
+	[MA_TRANSFORMER_IMPL] = MAPPED("transformer-impl", ARG_VALUE, NULL),
+	[MA_GROUPED_GEMM] = MAPPED("moe-grouped-gemm", ARG_FLAG, NULL),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -173,9 +176,6 @@ const struct arg_def megatron_args[] = {
 	REFUSED("cuda-graph-impl", ARG_VALUE, "none",
 	    "CUDA graphs capture the backward pass with its gradient hooks, "
 	    "which gradaudit does not model"),
-	REFUSED("transformer-impl", ARG_VALUE, "transformer_engine",
-	    "gradaudit has only been checked against Megatron's default "
-	    "Transformer Engine layers"),
 	REFUSED("spec", ARG_LIST, NULL,
 	    "a custom layer spec, which gradaudit cannot read"),
 	REFUSED("yaml-cfg", ARG_VALUE, NULL,
@@ -693,7 +693,6 @@ const struct arg_def megatron_args[] = {
 	 * How tokens are routed and moved to the experts: the gradients follow
 	 * the same placements whatever the kernels, capacity or dispatcher.
 	 */
-	HARMLESS("moe-grouped-gemm", ARG_FLAG),
 	HARMLESS("moe-token-dispatcher-type", ARG_VALUE),
 	HARMLESS("moe-permute-fusion", ARG_FLAG),
 	HARMLESS("moe-router-fusion", ARG_FLAG),

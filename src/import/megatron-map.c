@@ -1177,6 +1177,56 @@ import_megatron_fsdp(struct import_state *st, const struct megatron_values *v)
 	    "--use-megatron-fsdp: 1/dp, as for dense parameters");
 }
 
+/*
+ * --transformer-impl and --moe-grouped-gemm: the tensor-parallel mark of
+ * the experts' weights, which the gradient norm's duplicate filter reads
+ * before 0.19.0 (param_is_not_tensor_parallel_duplicate keeps a weight on
+ * every tp rank when it is marked, on dense tp rank 0 only when not).
+ * Megatron's own linears (local: SequentialMLP's ColumnParallelLinear and
+ * RowParallelLinear, or GroupedMLP up to 0.16.x) mark them in
+ * _initialize_affine_weight_gpu and _cpu, and TransformerEngine's Linear
+ * (SequentialMLP without --moe-grouped-gemm) marks every weight in
+ * reset_parameters, at every release: every rank counts its experts
+ * (expert_filter: expert-tp).  Only TransformerEngine's GroupedLinear
+ * (TEGroupedMLP) lost the mark, with TE ac81c85b5 (2.13), which the
+ * profiles say with the TransformerEngine each release pins; for it
+ * nothing is mapped.  Before a72c0278e6 (Megatron-LM #4084, after
+ * core_v0.16.0) --no-initialization skipped local's marks, dense weights'
+ * too, which gradaudit does not model.
+ */
+static void
+import_expert_marks(struct import_state *st, const struct megatron_values *v)
+{
+	struct config	*c = &st->mi->cfg;
+	struct arg_use	*u = &st->use[MA_TRANSFORMER_IMPL];
+	struct shown	 sh;
+	bool		 local = false;
+
+	if (u->given && u->value != NULL &&
+	    strcmp(u->value, "transformer_engine") != 0) {
+		if (strcmp(u->value, "local") != 0) {
+			mg_refuse(st, "--transformer-impl %s: gradaudit knows "
+			    "Megatron's local and transformer_engine layers, "
+			    "whose expert weights it read "
+			    "(megatron/core/transformer/moe/experts.py)",
+			    mg_shown(&sh, u->value));
+			return;
+		}
+		local = true;
+	}
+	if (v->experts == 0 ||
+	    (!local && st->use[MA_GROUPED_GEMM].given))
+		return;
+	u->used = local;
+	c->grad_norm.expert_filter = GN_EXPERT_FILTER_EXPERT_TP;
+	mg_explain(st, KEY_EXPERT_FILTER, "%s: the experts' linears mark "
+	    "their weights tensor parallel, so every tp rank counts its "
+	    "experts in the norm", local ? "--transformer-impl local, "
+	    "Megatron's own (tensor_parallel/layers.py "
+	    "_initialize_affine_weight_gpu)" : "no --moe-grouped-gemm, "
+	    "SequentialMLP's TransformerEngine Linear (reset_parameters)");
+}
+
 void
 megatron_map_check(struct import_state *st)
 {
@@ -1215,6 +1265,7 @@ megatron_map(struct import_state *st)
 		import_moe(st, &v);
 		import_training(st, &v);
 		import_megatron_fsdp(st, &v);
+		import_expert_marks(st, &v);
 		/*
 		 * Only values mapped without a refusal of their own are
 		 * worth the loader's word: a malformed one left a default.
