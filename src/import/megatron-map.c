@@ -1214,9 +1214,19 @@ import_expert_marks(struct import_state *st, const struct megatron_values *v)
 		}
 		local = true;
 	}
-	if (v->experts == 0 ||
-	    (!local && st->use[MA_GROUPED_GEMM].given))
+	if (v->experts == 0)
 		return;
+	if (!local && st->use[MA_GROUPED_GEMM].given) {
+		/* Consulted, not inert: the profile decides, and says so. */
+		st->use[MA_GROUPED_GEMM].used = true;
+		mg_note(st, "--moe-grouped-gemm with TransformerEngine: the "
+		    "experts are TEGroupedMLP, whose weights carry the "
+		    "tensor-parallel mark the gradient norm's filter reads "
+		    "only with the TransformerEngine a release pins before "
+		    "2.13 (ac81c85b5): the framework profile's "
+		    "grad_norm.expert_filter says which");
+		return;
+	}
 	u->used = local;
 	c->grad_norm.expert_filter = GN_EXPERT_FILTER_EXPERT_TP;
 	mg_explain(st, KEY_EXPERT_FILTER, "%s: the experts' linears mark "
