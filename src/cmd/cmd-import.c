@@ -988,8 +988,7 @@ cmd_import_exec(struct options *o)
 
 const struct command cmd_import_entry = {
 	.name = "import",
-	.operands = "megatron [ARG ...] | torchtitan CONFIG.toml | "
-	    "torchtitan --module M --config C [--KEY VALUE ...]",
+	.operands = "megatron [ARG ...] | torchtitan (CONFIG.toml | ARG ...)",
 	.summary = "print the configuration of a Megatron-LM launch or "
 	    "torchtitan config",
 	.scope = SCOPE_IMPORT,
