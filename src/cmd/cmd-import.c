@@ -27,6 +27,8 @@
 #include "config/load.h"
 #include "import/megatron.h"
 #include "import/toml.h"
+#include "import/torchtitan-args.h"
+#include "import/torchtitan-registry.h"
 #include "import/torchtitan.h"
 #include "launch/capture.h"
 #include "launch/launch.h"
@@ -719,6 +721,174 @@ megatron_only(const struct options *o)
 }
 
 /*
+ * --framework for a registry entry: a window of main, torchtitan@main (the
+ * newest) without one.  NULL, said, for a release (whose train configs
+ * are TOML files) or anything that does not resolve.
+ */
+static const struct fw_profile *
+registry_window(const struct options *o)
+{
+	const struct fw_profile	*p;
+	const char		*spec = o->framework != NULL ? o->framework :
+				    "torchtitan@main";
+	char			 err[1024], q[TEXT_QUOTE_SIZE];
+	bool			 newer;
+
+	text_cut(q, sizeof(q), spec, strlen(spec));
+	if ((p = fw_resolve(spec, &newer, err, sizeof(err))) == NULL) {
+		fprintf(stderr, "%s: import: --framework %s: %s\n", progname,
+		    q, err);
+		return NULL;
+	}
+	if (strcmp(p->framework->name, "torchtitan") != 0) {
+		fprintf(stderr, "%s: import: --framework %s: import "
+		    "torchtitan takes a torchtitan profile\n", progname, q);
+		return NULL;
+	}
+	if (p->commit == NULL) {
+		fprintf(stderr, "%s: import: --framework %s: profile %s is a "
+		    "release's, whose train configs are TOML files (import "
+		    "torchtitan CONFIG.toml); --module and --config name an "
+		    "entry of main's config registry (9810191bb on), read at "
+		    "main's windows from de329200b: give torchtitan@main or a "
+		    "commit of main\n", progname, q, p->label);
+		return NULL;
+	}
+	if (newer)
+		fprintf(stderr, "%s: import: %s is newer than the newest "
+		    "commit of main read: the newest window applies\n",
+		    progname, q);
+	return p;
+}
+
+/*
+ * The entry's settings, then the overrides over them, as one document
+ * for torchtitan.c; NULL after the problems, all of them, were said.
+ */
+static const struct tt_entry *
+registry_doc(struct tt_args *args, const struct fw_profile *p,
+    struct toml_doc *doc, int *problems)
+{
+	const struct tt_entry	*e;
+	struct tt_args		 row;
+	const char		*removed, *line, *end;
+	char			**words, names[1024], *prefix;
+	size_t			 i, n;
+	int			 known;
+
+	memset(doc, 0, sizeof(*doc));
+	*problems = args->nproblems;
+	for (line = args->problems; line != NULL && *line != '\0';
+	    line = end + 1) {
+		end = strchr(line, '\n');
+		fprintf(stderr, "%s: import: %.*s\n", progname,
+		    (int)(end - line), line);
+	}
+	for (i = 0; i < args->doc.n; i++) {
+		removed = tt_registry_removed(args->doc.entries[i].path, p);
+		if (removed != NULL) {
+			fprintf(stderr, "%s: import: %s: %s\n", progname,
+			    args->doc.entries[i].origin, removed);
+			(*problems)++;
+		}
+	}
+	if (args->module == NULL || args->config == NULL) {
+		/* torchtitan's ValueError, with its example. */
+		fprintf(stderr, "%s: import: --%s is required. Example: "
+		    "--module llama3 --config llama3_debugmodel\n", progname,
+		    args->module == NULL ? "module" : "config");
+		return NULL;
+	}
+	if ((e = tt_registry_find(args->module, args->config, p, &known)) ==
+	    NULL) {
+		tt_registry_names(args->module, p, names, sizeof(names));
+		fprintf(stderr, "%s: import: --module %s --config %s: not an "
+		    "entry of the registry %s at window %s (entries read: "
+		    "%s)\n", progname, args->module, args->config, known ?
+		    "of torchtitan main" : "gradaudit read", p->commit, names);
+		return NULL;
+	}
+	memset(&row, 0, sizeof(row));
+	words = shellwords_split(e->settings, 0, &n);
+	xasprintf(&prefix, "%s ", e->config);
+	if (tt_args_parse(words, n, prefix, true, &row) != 0)
+		fatalx("registry entry %s: %s", e->config, row.problems);
+	free(prefix);
+	shellwords_free(words, n);
+	*doc = row.doc;
+	memset(&row.doc, 0, sizeof(row.doc));
+	tt_args_free(&row);
+	for (i = 0; i < args->doc.n; i++)
+		tt_args_put(doc, &args->doc.entries[i]);
+	free(args->doc.entries);
+	memset(&args->doc, 0, sizeof(args->doc));
+	doc->name = xstrdup(e->config);
+	return e;
+}
+
+/*
+ * import torchtitan --module M --config C [--SECTION.KEY VALUE ...]: an
+ * entry of main's config registry and the command line's overrides, as
+ * torchtitan.train takes them (torchtitan-args.h), mapped by torchtitan.c
+ * with the TOML files' key table.
+ */
+static int
+import_torchtitan_registry(struct options *o)
+{
+	struct torchtitan_import ti;
+	struct import_result	 r = { &ti.cfg, ti.why };
+	const struct fw_profile	*p;
+	const struct tt_entry	*e;
+	struct tt_args		 args;
+	struct toml_doc		 doc;
+	char			*spec, *header, *text_out;
+	size_t			 len;
+	int			 rc = EXIT_USAGE, problems;
+
+	if ((p = registry_window(o)) == NULL)
+		return EXIT_USAGE;
+	memset(&args, 0, sizeof(args));
+	tt_args_parse(o->args + 1, (size_t)o->nargs - 1, NULL, false, &args);
+	if ((e = registry_doc(&args, p, &doc, &problems)) == NULL) {
+		tt_args_free(&args);
+		return EXIT_USAGE;
+	}
+	memset(&ti, 0, sizeof(ti));
+	ti.world = o->world;
+	ti.version = "main";
+	ti.registry = true;
+	ti.prior_errors = problems;
+	if (torchtitan_import(&ti, &doc) == 0) {
+		fprintf(stderr, "%s: import: note: --config %s is %s\n",
+		    progname, e->config, e->source);
+		xasprintf(&header, "# gradaudit import torchtitan: --module %s "
+		    "--config %s (main's config registry) as gradaudit.yaml(5)."
+		    "\n# The sizes are the run's: gradaudit run needs small "
+		    "ones (--set).\n", args.module, args.config);
+		/* The window, by its commit: what the audit applies. */
+		xasprintf(&spec, "torchtitan@%s", p->commit);
+		name_framework(&r, spec, false);
+		xasprintf(&ti.why[KEY_FRAMEWORK], "%s%s%s", o->framework ==
+		    NULL ? "torchtitan@main, the newest window of main read; "
+		    "give --framework torchtitan@COMMIT for the job's" :
+		    "the window of --framework ", o->framework == NULL ? "" :
+		    o->framework, "");
+		if (print_and_check(&r, header, "what this entry gives",
+		    &text_out, &len) == 0) {
+			fwrite(text_out, 1, len, stdout);
+			rc = EXIT_OK;
+		}
+		free(text_out);
+		free(header);
+		free(spec);
+	}
+	toml_free(&doc);
+	torchtitan_import_free(&ti);
+	tt_args_free(&args);
+	return rc;
+}
+
+/*
  * import torchtitan CONFIG.toml: the file is read whole (TOML_MAX_SIZE),
  * parsed by toml.c and mapped by torchtitan.c.
  */
@@ -735,10 +905,14 @@ import_torchtitan(struct options *o)
 	char			 err[1024], v[32], q[TEXT_QUOTE_SIZE];
 	size_t			 len = 0;
 	bool			 have_version = false;
-	int			 rc = EXIT_USAGE;
+	int			 rc = EXIT_USAGE, i;
 
 	if (megatron_only(o))
 		return EXIT_USAGE;
+	/* torchtitan.train's words: main's registry, not a TOML file. */
+	for (i = 1; i < o->nargs; i++)
+		if (strncmp(o->args[i], "--", 2) == 0)
+			return import_torchtitan_registry(o);
 	if (o->nargs != 2) {
 		fprintf(stderr, "%s: import: torchtitan takes one train config "
 		    "(a TOML file), not %d operands\n", progname, o->nargs - 1);
@@ -814,7 +988,7 @@ cmd_import_exec(struct options *o)
 
 const struct command cmd_import_entry = {
 	.name = "import",
-	.operands = "megatron [ARG ...] | torchtitan CONFIG.toml",
+	.operands = "megatron [ARG ...] | torchtitan (CONFIG.toml | ARG ...)",
 	.summary = "print the configuration of a Megatron-LM launch or "
 	    "torchtitan config",
 	.scope = SCOPE_IMPORT,

@@ -853,8 +853,8 @@ out:
 		free(path[k]);
 }
 
-static void
-entry_free(struct toml_entry *e)
+void
+toml_entry_free(struct toml_entry *e)
 {
 	size_t	 k;
 
@@ -862,6 +862,7 @@ entry_free(struct toml_entry *e)
 		free(e->keys[k]);
 	free(e->keys);
 	free(e->path);
+	free(e->origin);
 	value_free(&e->value);
 }
 
@@ -871,7 +872,7 @@ toml_free(struct toml_doc *doc)
 	size_t	 i;
 
 	for (i = 0; i < doc->n; i++)
-		entry_free(&doc->entries[i]);
+		toml_entry_free(&doc->entries[i]);
 	free(doc->entries);
 	free(doc->name);
 	memset(doc, 0, sizeof(*doc));

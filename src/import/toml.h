@@ -46,6 +46,12 @@ struct toml_entry {
 	char			*path;		/* the keys joined by '.' */
 	struct toml_value	 value;
 	int			 line, col;	/* where the key starts */
+	/*
+	 * Where an entry that no file holds came from (torchtitan main's
+	 * registry entry or command line, torchtitan-args.h), for messages
+	 * instead of NAME:LINE:COL; NULL for a file's.
+	 */
+	char			*origin;
 };
 
 struct toml_doc {
@@ -61,6 +67,8 @@ struct toml_doc {
 int	 toml_parse(const char *name, const char *text, size_t len,
 	    struct toml_doc *doc, char *err, size_t errsize);
 void	 toml_free(struct toml_doc *);
+/* One entry's keys, path, origin and value (not the entry itself). */
+void	 toml_entry_free(struct toml_entry *);
 
 /* "a string", "an integer" ... for messages. */
 const char *toml_type_name(enum toml_type);

@@ -79,64 +79,94 @@
 #define DEBUG	"the \"debugmodel\" entries of torchtitan/models/" \
 		"{llama3,deepseek_v3,qwen3}/__init__.py, v0.2.0 to v0.2.2"
 
+/*
+ * main: the model registries that replaced the flavour tables (9810191bb,
+ * PR #2386) build the same sizes in other code: llama3's _8b, _70b and
+ * _405b in torchtitan/models/llama3/__init__.py (compute_ffn_hidden_dim,
+ * torchtitan/models/common/feed_forward.py, the same rounding as above),
+ * deepseek_v3's _16b and _671b and qwen3's flavours in their
+ * __init__.py, read at de329200b and ecae62f15.  score_before_experts is
+ * gone from main by cd8950ba7 (PR #3663, scores always after the
+ * experts), as these flavours already had it.
+ */
+#define MAIN_LLAMA3	"torchtitan/models/llama3/__init__.py _8b, _70b, " \
+			"_405b at de329200b and ecae62f15"
+#define MAIN_DSV3	"torchtitan/models/deepseek_v3/__init__.py _16b, " \
+			"_671b at de329200b and ecae62f15"
+#define MAIN_QWEN3	"torchtitan/models/qwen3/__init__.py at de329200b " \
+			"and ecae62f15"
+
 static const struct tt_flavor flavors[] = {
 	{ "llama3", "debugmodel", "0.2.0", "0.2.2", DEBUG,
 	  2048, 256, 768, 6, 16, false, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0, NULL },
 	{ "deepseek_v3", "debugmodel", "0.2.0", "0.2.2", DEBUG,
 	  2048, 256, 1024, 6, 128, false, false, true,
-	  8, 3, 256, 2 * 256, false, false, 1, 0 },
+	  8, 3, 256, 2 * 256, false, false, 1, 0, NULL },
 	{ "qwen3", "debugmodel", "0.2.0", "0.2.2", DEBUG,
 	  2048, 256, 3072, 8, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0, NULL },
 	{ "llama3", "8B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 4096, 14336, 32, 128, false, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_LLAMA3 },
 	{ "llama3", "70B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 8192, 28672, 80, 128, false, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_LLAMA3 },
 	{ "llama3", "405B", "0.1.0", "0.2.2", LLAMA3,
 	  128256, 16384, 53248, 126, 128, false, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_LLAMA3 },
 	{ "deepseek_v3", "16B", "0.2.0", "0.2.2", DSV3,
 	  102400, 2048, 10944, 27, 128, false, false, true,
-	  64, 6, 1408, 2 * 1408, false, false, 1, 0 },
+	  64, 6, 1408, 2 * 1408, false, false, 1, 0,
+	  MAIN_DSV3 },
 	{ "deepseek_v3", "236B", "0.2.0", "0.2.2", DSV3,
 	  102400, 5120, 12288, 60, 128, false, false, true,
-	  160, 6, 1536, 2 * 1536, false, false, 1, 0 },
+	  160, 6, 1536, 2 * 1536, false, false, 1, 0, NULL },
 	{ "deepseek_v3", "671B", "0.2.0", "0.2.2", DSV3,
 	  129280, 7168, 18432, 61, 128, false, false, true,
-	  256, 8, 2048, 1 * 2048, true, false, 3, 0 },
+	  256, 8, 2048, 1 * 2048, true, false, 3, 0,
+	  MAIN_DSV3 },
 	{ "llama4", "17bx16e", "0.2.0", "0.2.2", LLAMA4,
 	  202048, 5120, 16384, 48, 128, false, false, false,
-	  16, 1, 8192, 8192, true, true, 0, 1 },
+	  16, 1, 8192, 8192, true, true, 0, 1, NULL },
 	{ "llama4", "17bx128e", "0.2.0", "0.2.2", LLAMA4,
 	  202048, 5120, 16384, 48, 128, false, false, false,
-	  128, 1, 8192, 8192, true, true, 0, 2 },
+	  128, 1, 8192, 8192, true, true, 0, 2, NULL },
 	{ "qwen3", "0.6B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 1024, 3072, 28, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "1.7B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 2048, 6144, 28, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "4B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 2560, 9728, 36, 128, true, true, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "8B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 4096, 12288, 36, 128, true, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "14B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 5120, 17408, 40, 128, true, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "32B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 5120, 25600, 64, 128, true, false, false,
-	  0, 0, 0, 0, false, false, 0, 0 },
+	  0, 0, 0, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "30B-A3B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 2048, 6144, 48, 128, true, false, false,
-	  128, 8, 768, 0, false, false, 0, 0 },
+	  128, 8, 768, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 	{ "qwen3", "235B-A22B", "0.2.0", "0.2.2", QWEN3,
 	  151936, 4096, 12288, 94, 128, true, false, false,
-	  128, 8, 1536, 0, false, false, 0, 0 },
+	  128, 8, 1536, 0, false, false, 0, 0,
+	  MAIN_QWEN3 },
 };
 
 #define NFLAVORS	(sizeof(flavors) / sizeof(flavors[0]))
@@ -149,6 +179,8 @@ in_range(const struct tt_flavor *f, const char *version)
 
 	if (version == NULL)
 		return true;
+	if (strcmp(version, "main") == 0)
+		return f->main != NULL;
 	if (fw_version_parse(version, &v) != 0 ||
 	    fw_version_parse(f->since, &since) != 0 ||
 	    fw_version_parse(f->until, &until) != 0)

@@ -27,11 +27,19 @@ struct tt_flavor {
 	/* llama4's interleave_moe_layer_step: experts where (i + 1) % it
 	 * is 0; 0 or 1: every layer after dense_first. */
 	int		 moe_step;
+	/*
+	 * Where main's model registry (the registry import, version
+	 * "main") has the same sizes, read at the windows it names; NULL:
+	 * not read there, so not offered at main.
+	 */
+	const char	*main;
 };
 
 /*
  * The flavour of model name and flavor at release version ("0.2.2"), or
- * NULL.  *known is set when the pair is in some release's table.
+ * NULL.  *known is set when the pair is in some release's table.  Version
+ * "main" is the registry of main (torchtitan-registry.h): only flavours
+ * read there; NULL: any release's.
  */
 const struct tt_flavor *tt_flavor_find(const char *model, const char *flavor,
 	    const char *version, bool *known);

@@ -36,7 +36,19 @@ struct tt_key {
 	/* TT_REFUSED: the value with which it changes nothing, or NULL. */
 	const char	*inert;
 	const char	*why;		/* TT_IGNORED, TT_REFUSED: why */
+	/* The config systems that have it: TT_TOML, TT_REGISTRY. */
+	unsigned	 systems;
 };
+
+/*
+ * v0.1.0 to v0.2.2's JobConfig (the TOML files), main's Trainer.Config
+ * (its registry and command line, torchtitan/config/configs.py and
+ * torchtitan/trainer.py read at ecae62f15).  A key main's Trainer.Config
+ * lacks is unknown there, as tyro would refuse it.
+ */
+#define TT_TOML		1u
+#define TT_REGISTRY	2u
+#define TT_BOTH		(TT_TOML | TT_REGISTRY)
 
 /* The mapped keys, as indices into keys[]. */
 enum mapped_key {
@@ -45,11 +57,15 @@ enum mapped_key {
 	TK__COUNT
 };
 
-#define MAPPED(s, n)		{ s, n, TT_MAPPED, NULL, NULL }
-#define IGNORED(s, n, why)	{ s, n, TT_IGNORED, NULL, why }
-#define REFUSED(s, n, inert, why) { s, n, TT_REFUSED, inert, why }
+#define MAPPED(s, n)		{ s, n, TT_MAPPED, NULL, NULL, TT_BOTH }
+#define IGNORED(s, n, why)	{ s, n, TT_IGNORED, NULL, why, TT_BOTH }
+#define IGNORED_IN(sys, s, n, why) { s, n, TT_IGNORED, NULL, why, sys }
+#define REFUSED(s, n, inert, why) { s, n, TT_REFUSED, inert, why, TT_BOTH }
+#define REFUSED_IN(sys, s, n, inert, why) { s, n, TT_REFUSED, inert, why, \
+				  sys }
 #define PIPELINE(n)		{ "parallelism", n, TT_PIPELINE, NULL, \
-				  "no pipeline (pipeline_parallel_degree 1)" }
+				  "no pipeline (pipeline_parallel_degree 1)", \
+				  TT_BOTH }
 
 #define WHY_COMPILE	"compiles the same computation (torch.compile)"
 #define WHY_LOWP	"low-precision matmuls and all-gathers (float8, MX): " \
@@ -70,18 +86,18 @@ static const struct tt_key keys[] = {
 	[TK_EP] = MAPPED("parallelism", "expert_parallel_degree"),
 	[TK_ETP] = MAPPED("parallelism", "expert_tensor_parallel_degree"),
 
-	IGNORED("model", "hf_assets_path", "where the tokenizer and weights "
+	IGNORED_IN(TT_TOML, "model", "hf_assets_path", "where the tokenizer and weights "
 	    "are read from"),
-	IGNORED("model", "tokenizer_path", "where the tokenizer and weights "
+	IGNORED_IN(TT_TOML, "model", "tokenizer_path", "where the tokenizer and weights "
 	    "are read from"),
 	IGNORED("model", "converters", "swaps linear layers for float8 or MX "
 	    "ones: values, not which reductions run"),
-	IGNORED("model", "print_after_conversion", "printing"),
+	IGNORED_IN(TT_TOML, "model", "print_after_conversion", "printing"),
 	IGNORED("training", "max_norm", "the clipping threshold: gradaudit "
 	    "audits the gradient norm itself"),
-	IGNORED("training", "dataset", "the data read: torchtitan's text "
+	IGNORED_IN(TT_TOML, "training", "dataset", "the data read: torchtitan's text "
 	    "datasets pack tokens into whole sequences, every label valid"),
-	IGNORED("training", "dataset_path", "the data read: torchtitan's text "
+	IGNORED_IN(TT_TOML, "training", "dataset_path", "the data read: torchtitan's text "
 	    "datasets pack tokens into whole sequences, every label valid"),
 	IGNORED("training", "steps", "how long the run is"),
 	IGNORED("training", "gc_freq", "garbage collection"),
@@ -93,18 +109,20 @@ static const struct tt_key keys[] = {
 	    "their precision"),
 	IGNORED("training", "mixed_precision_reduce", "where values live and "
 	    "their precision"),
-	IGNORED("training", "compile", WHY_COMPILE),
-	IGNORED("training", "dataloader", "the data loader's workers"),
+	IGNORED_IN(TT_TOML, "training", "compile", WHY_COMPILE),
+	IGNORED_IN(TT_TOML, "training", "dataloader", "the data loader's "
+	    "workers"),
 	IGNORED("parallelism", "fsdp_reshard_after_forward", "when FSDP frees "
 	    "gathered parameters: the same reduce-scatter"),
-	IGNORED("parallelism", "disable_loss_parallel", "where the "
+	IGNORED_IN(TT_TOML, "parallelism", "disable_loss_parallel", "where the "
 	    "cross-entropy of tp-sharded logits runs: the same gradients"),
 	IGNORED("parallelism", "enable_async_tensor_parallel", "overlaps tp's "
 	    "collectives with the matmuls: the same reductions"),
-	IGNORED("parallelism", "enable_compiled_autograd", WHY_COMPILE),
+	IGNORED_IN(TT_TOML, "parallelism", "enable_compiled_autograd",
+	    WHY_COMPILE),
 	IGNORED("parallelism", "context_parallel_load_balancer", "how the cp "
 	    "ranks share out the tokens: each token's loss is the same"),
-	IGNORED("parallelism", "context_parallel_rotate_method", "how the cp "
+	IGNORED_IN(TT_TOML, "parallelism", "context_parallel_rotate_method", "how the cp "
 	    "ranks exchange keys and values: the same gradients"),
 	IGNORED("parallelism", "expert_parallel_comm_backend", "the "
 	    "all-to-all's implementation (standard or DeepEP)"),
@@ -123,14 +141,14 @@ static const struct tt_key keys[] = {
 	 * parameters every sync_steps), over a dimension gradaudit's mesh
 	 * does not have.
 	 */
-	REFUSED("fault_tolerance", "enable", "false", "torchft averages over "
+	REFUSED_IN(TT_TOML, "fault_tolerance", "enable", "false", "torchft averages over "
 	    "replica groups outside torchtitan's mesh, a reduction gradaudit "
 	    "does not model"),
-	IGNORED("fault_tolerance", NULL, "fault tolerance's settings, inert "
+	IGNORED_IN(TT_TOML, "fault_tolerance", NULL, "fault tolerance's settings, inert "
 	    "while fault_tolerance.enable is false"),
 
-	IGNORED("job", NULL, "names the run and its output folders"),
-	IGNORED("profiling", NULL, "profiler traces and memory snapshots"),
+	IGNORED_IN(TT_TOML, "job", NULL, "names the run and its output folders"),
+	IGNORED_IN(TT_TOML, "profiling", NULL, "profiler traces and memory snapshots"),
 	IGNORED("metrics", NULL, "logging"),
 	IGNORED("optimizer", NULL, "the update that follows the synchronized "
 	    "gradients"),
@@ -139,17 +157,61 @@ static const struct tt_key keys[] = {
 	IGNORED("activation_checkpoint", NULL, "recomputes activations in "
 	    "backward: the same gradients"),
 	IGNORED("compile", NULL, WHY_COMPILE),
-	IGNORED("quantize", NULL, WHY_LOWP),
-	IGNORED("float8", NULL, WHY_LOWP),
-	IGNORED("mx", NULL, WHY_LOWP),
+	IGNORED_IN(TT_TOML, "quantize", NULL, WHY_LOWP),
+	IGNORED_IN(TT_TOML, "float8", NULL, WHY_LOWP),
+	IGNORED_IN(TT_TOML, "mx", NULL, WHY_LOWP),
 	IGNORED("comm", NULL, "timeouts and traces of the collectives"),
-	IGNORED("memory_estimation", NULL, "estimates memory without "
+	IGNORED_IN(TT_TOML, "memory_estimation", NULL, "estimates memory without "
 	    "training"),
-	IGNORED("validation", NULL, "evaluation, without a backward"),
+	IGNORED_IN(TT_TOML, "validation", NULL, "evaluation, without a backward"),
 	IGNORED("debug", NULL, "seeds, determinism and forced routing: no "
 	    "reduction changes"),
-	IGNORED("experimental", NULL, "extra config classes, whose own keys "
-	    "would be refused here"),
+	IGNORED_IN(TT_TOML, "experimental", NULL, "extra config classes, "
+	    "whose own keys would be refused here"),
+
+	/*
+	 * Main's Trainer.Config (9810191bb on; read at ecae62f15): the
+	 * sections and keys the JobConfig did not have.
+	 */
+	IGNORED_IN(TT_REGISTRY, "hf_assets_path", NULL, "where the tokenizer "
+	    "and weights are read from"),
+	IGNORED_IN(TT_REGISTRY, "dump_folder", NULL, "names the run's output "
+	    "folder"),
+	IGNORED_IN(TT_REGISTRY, "profiler", NULL, "profiler traces and "
+	    "memory snapshots"),
+	IGNORED_IN(TT_REGISTRY, "tokenizer", NULL, "the tokenizer"),
+	IGNORED_IN(TT_REGISTRY, "dataloader", NULL, "the data read: "
+	    "torchtitan's text datasets pack tokens into whole sequences, "
+	    "every label valid"),
+	IGNORED_IN(TT_REGISTRY, "validator", NULL, "evaluation, without a "
+	    "backward"),
+	IGNORED_IN(TT_REGISTRY, "model_converters", NULL, WHY_LOWP),
+	/* 786e26f8e (PR #2937): every loss class scales by the step's
+	 * valid tokens, chunked or not. */
+	IGNORED_IN(TT_REGISTRY, "loss", NULL, "the loss class's "
+	    "implementation (chunked or not), each divided by the step's "
+	    "valid tokens"),
+	IGNORED_IN(TT_REGISTRY, "parallelism", "enable_fsdp_symm_mem",
+	    "FSDP's collectives in symmetric memory: the same "
+	    "reduce-scatter"),
+	IGNORED_IN(TT_REGISTRY, "parallelism", "context_parallel_ptrr_mask_key",
+	    "how the cp ranks share out the tokens: each token's loss is the "
+	    "same"),
+	/*
+	 * Sequence parallelism off (integration tests pass
+	 * --parallelism.no-enable-sequence-parallel) and the spmd_types
+	 * backends change tp's placements in code not read.
+	 */
+	REFUSED_IN(TT_REGISTRY, "parallelism", "enable_sequence_parallel",
+	    "true", "tensor parallelism without sequence parallelism places "
+	    "the norms and activations in a way gradaudit's profiles of main "
+	    "were not read for"),
+	REFUSED_IN(TT_REGISTRY, "parallelism", "spmd_backend", "default",
+	    "another backend of tp's placements, whose gradients gradaudit's "
+	    "profiles of main were not read for"),
+	REFUSED_IN(TT_REGISTRY, "override", NULL, NULL, "swaps modules for "
+	    "other implementations (torchtitan/overrides), which gradaudit "
+	    "cannot follow"),
 };
 
 #define NKEYS	(sizeof(keys) / sizeof(keys[0]))
@@ -199,7 +261,12 @@ vrefuse(struct import_state *st, const struct toml_entry *e, int line,
 	xvasprintf(&msg, fmt, ap);
 	shown = text_visible(msg);
 	file = text_visible(st->doc->name);
-	if (e != NULL) {
+	if (e != NULL && e->origin != NULL) {
+		/* The registry's entries and the command line's overrides. */
+		q = text_visible(e->origin);
+		fprintf(stderr, "%s: import: %s: %s\n", progname, q, shown);
+		free(q);
+	} else if (e != NULL) {
 		q = text_visible(e->path);
 		fprintf(stderr, "%s: import: %s:%d:%d: %s: %s\n", progname,
 		    file, line, col, q, shown);
@@ -291,16 +358,19 @@ explain(struct import_state *st, enum cfg_key k, const char *fmt, ...)
 	free(why);
 }
 
-/* The entry in keys[] for e, or -1. */
+/* The entry in keys[] for e in config system sys, or -1. */
 static long
-key_of(const struct toml_entry *e)
+key_of(const struct toml_entry *e, unsigned sys)
 {
 	size_t	 i;
 
-	if (e->nkeys < 2)
-		return -1;
 	for (i = 0; i < NKEYS; i++) {
-		if (strcmp(keys[i].section, e->keys[0]) != 0)
+		if ((keys[i].systems & sys) == 0 ||
+		    strcmp(keys[i].section, e->keys[0]) != 0)
+			continue;
+		/* A JobConfig key is in a table; main has top-level ones. */
+		if (e->nkeys < 2 && (keys[i].name != NULL ||
+		    sys != TT_REGISTRY))
 			continue;
 		if (keys[i].name == NULL)
 			return (long)i;
@@ -338,11 +408,13 @@ sort_keys(struct import_state *st)
 	st->fate = xcalloc(st->doc->n + 1, sizeof(*st->fate));
 	for (i = 0; i < st->doc->n; i++) {
 		e = &st->doc->entries[i];
-		st->fate[i] = k = key_of(e);
+		st->fate[i] = k = key_of(e, st->ti->registry ? TT_REGISTRY :
+		    TT_TOML);
 		if (k < 0)
-			refuse_at(st, e, "not a key of torchtitan's JobConfig "
-			    "that gradaudit knows: an unknown key could change "
-			    "anything");
+			refuse_at(st, e, "not a key of torchtitan's %s that "
+			    "gradaudit knows: an unknown key could change "
+			    "anything", st->ti->registry ? "Trainer.Config "
+			    "(main)" : "JobConfig");
 		else if (keys[k].fate == TT_MAPPED)
 			st->use[k] = e;
 		else if (keys[k].fate == TT_REFUSED &&
@@ -395,7 +467,10 @@ string_key(struct import_state *st, enum mapped_key k, const char *def)
 static const char *
 source_of(const struct import_state *st, enum mapped_key k)
 {
-	return st->use[k] != NULL ? st->use[k]->path : "torchtitan's default";
+	if (st->use[k] == NULL)
+		return "torchtitan's default";
+	return st->use[k]->origin != NULL ? st->use[k]->origin :
+	    st->use[k]->path;
 }
 
 /* The degrees ParallelDims takes, as read. */
@@ -770,7 +845,9 @@ import_model(struct import_state *st, const struct degrees *d)
 	else if (d->ep > 1)
 		note(st, "expert_parallel_degree %ld: %s has no experts", d->ep,
 		    what);
-	note(st, "the sizes of %s are from %s", what, f->source);
+	note(st, "the sizes of %s are from %s", what, st->ti->version !=
+	    NULL && strcmp(st->ti->version, "main") == 0 ? f->main :
+	    f->source);
 	free(what);
 	return f;
 }
@@ -920,7 +997,7 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 	if (mesh && f != NULL)
 		import_pipeline(st, f);
 	import_training(st, &d, mesh);
-	if (st->errors == 0) {
+	if (st->errors == 0 && ti->prior_errors == 0) {
 		fputs(st->notes != NULL ? st->notes : "", stderr);
 		list_ignored(st);
 		rc = 0;

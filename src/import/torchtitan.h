@@ -13,6 +13,8 @@
 #ifndef GRADAUDIT_TORCHTITAN_H
 #define GRADAUDIT_TORCHTITAN_H
 
+#include <stdbool.h>
+
 #include "config/config.h"
 #include "import/toml.h"
 
@@ -21,6 +23,15 @@ struct torchtitan_import {
 	int		 world;		/* --world, 0: not given */
 	/* The release whose flavour tables apply ("0.2.2"); NULL: any. */
 	const char	*version;
+	/*
+	 * The entries come from main's registry and command line
+	 * (torchtitan-args.h), not a TOML file: the keys are main's
+	 * Trainer.Config's, and each entry names its origin.
+	 */
+	bool		 registry;
+	/* Problems the caller already said (the command line's): the
+	 * import then only adds its refusals, and returns -1. */
+	int		 prior_errors;
 
 	/*
 	 * The result: the keys set are the `given` bits of cfg, and for each
