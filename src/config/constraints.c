@@ -986,7 +986,7 @@ static const struct constraint constraints[] = {
 	{ KEY_DP_REPLICATE, false, framework_ddp_one_dim },
 	{ KEY_SEQ, false, framework_seq_divisor },
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
-	{ KEY_TIED_FSDP_GROUPS, false, framework_shared_param },
+	{ KEY_SHARED_PARAM_REFUSED, false, framework_shared_param },
 	{ KEY_OBJECTIVE, false, sample_mean_expressible },
 };
 
