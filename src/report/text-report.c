@@ -1021,7 +1021,7 @@ print_stale_rows(struct text *t)
 	for (i = 0; i < t->audit->nstale_rows; i++) {
 		c = &t->audit->stale_rows[i];
 		fprintf(t->fp, "  %s rank %d: rows [%lld,%lld), elements "
-		    "[%lld,%lld) of its shard\n", c->param, c->rank,
+		    "[%lld,%lld) of the weight it holds\n", c->param, c->rank,
 		    (long long)c->row_lo, (long long)c->row_hi,
 		    (long long)c->lo, (long long)c->hi);
 	}
