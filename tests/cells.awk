@@ -12,7 +12,8 @@
 # the cells' form, "grad_norm rank=R used=true ok=O norm numeric_ok=N
 # hash_matches=H", with the verdicts "grad_norm correct=C" and "grad_norm
 # numeric correct=C", so that the engines' norms are held against each
-# other as the cells are.
+# other as the cells are.  Rows of a weight that no update reaches give
+# "stale PARAM rank=R rows=[LO,HI)" each.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
 	gsub(/^"|"$/, "", s)
@@ -48,6 +49,18 @@ ingn && /^        "numeric_ok": /	{
 	next
 }
 ingn			{ next }
+/^  "stale_rows": \[$/	{ instale = 1; next }
+instale && /^  \]/	{ instale = 0; next }
+instale && /^      "param": /	{ sparam = unquote($0); next }
+instale && /^      "rank": /	{ srank = unquote($0); next }
+instale && /^      "rows": \[/	{ inrows = 1; nrows = 0; next }
+inrows && /\]/	{
+	inrows = 0
+	printf "stale %s rank=%s rows=[%s,%s)\n", sparam, srank, srow[0], srow[1]
+	next
+}
+inrows			{ v = $0; gsub(/[ ,]/, "", v); srow[nrows++] = v; next }
+instale			{ next }
 /^  "numerics": \{/	{ innumerics = 1; next }
 innumerics && /^  \}/	{ innumerics = 0; next }
 innumerics && /^    "correct": /	{ print "numeric correct=" unquote($0); next }

@@ -55,6 +55,7 @@ _Static_assert(sizeof(enum mtp_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum replicate_only) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum pp_normalize) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum seq_divisor) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum tied_fsdp_groups) == sizeof(int), "enum size");
 
 static const char *const embedding_words[] = {
 	"before-dp", "after-dp", "separate-bucket", "full-after-dp", NULL
@@ -130,6 +131,7 @@ static const char *const dp_engine_words[] = {
 static const char *const fsdp_one_member_words[] = {
 	"full", "drop-factor", "drop-replicate", NULL
 };
+static const char *const tied_fsdp_words[] = { "one", "two", NULL };
 static const char *const fsdp_flatten_words[] = { "parameter", "unit",
     "group", NULL };
 static const char *const expert_dim_words[] = {
@@ -409,6 +411,10 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    limits.seq_divisor, seq_divisor_words),
 	[KEY_EXPERT_DIM_MESH] = WORD("layout.expert_dim_mesh", KEY_LAYOUT,
 	    layout.expert_dim_mesh, expert_dim_words),
+	[KEY_TIED_FSDP_GROUPS] = WORD("layout.tied_fsdp_groups", KEY_LAYOUT,
+	    layout.tied_fsdp_groups, tied_fsdp_words),
+	[KEY_SHARED_PARAM_REFUSED] = FLAG("limits.shared_param_refused",
+	    KEY_LIMITS, limits.shared_param_refused),
 };
 
 
@@ -762,6 +768,21 @@ cfg_ddp_path(const struct config *c)
 	    c->layout.dp_engine != DP_ENGINE_MEGATRON &&
 	    c->mesh.dp_replicate > 1 && c->mesh.dp == c->mesh.dp_replicate &&
 	    c->mesh.cp == 1;
+}
+
+/*
+ * A tied weight on one stage is one parameter with two uses (model.c).
+ * FSDP2 wraps it twice when the embedding and the output layer are
+ * fully_shard groups of their own (torchtitan v0.2.2's apply_fsdp), and
+ * only on the fully_shard path: torchtitan's DDP path wraps no group.
+ */
+bool
+cfg_tied_split(const struct config *c)
+{
+	return c->model.tie_embeddings && c->mesh.pp == 1 &&
+	    c->layout.dp_engine == DP_ENGINE_FSDP2 &&
+	    c->layout.fsdp_flatten == FSDP_FLATTEN_PARAMETER &&
+	    c->layout.tied_fsdp_groups == TIED_FSDP_TWO && !cfg_ddp_path(c);
 }
 
 void

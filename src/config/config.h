@@ -245,6 +245,18 @@ enum dp_engine {
 };
 
 /*
+ * layout.tied_fsdp_groups: how many fully_shard groups the FSDP2 engine
+ * puts the two uses of a tied weight in (the embedding lookup and the
+ * output projection of one stage).
+ */
+enum tied_fsdp_groups {
+	/* "one": fully_shard([tok_embeddings, norm, output]), torchtitan 29e27d038 */
+	TIED_FSDP_ONE,
+	/* "two": fully_shard(tok_embeddings), then [norm, output], re-tied after */
+	TIED_FSDP_TWO
+};
+
+/*
  * layout.fsdp_flatten: what the FSDP2 engine lays out as one flat sharded
  * buffer.
  */
@@ -400,6 +412,7 @@ enum cfg_key {
 	KEY_REPLICATE_ONLY, KEY_DDP_NEEDS_ONE_DIM, KEY_PP_NORMALIZE_BY,
 	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
 	KEY_EXPERT_DIM_MESH, KEY_MTP_PP_SUPPORTED, KEY_MTP_OBJECTIVE,
+	KEY_TIED_FSDP_GROUPS, KEY_SHARED_PARAM_REFUSED,
 	KEY__COUNT
 };
 
@@ -556,6 +569,7 @@ struct config {
 		bool	ddp_needs_one_dim;	/* the DDP path alone on the mesh */
 		bool	ep_borrows_all_cp_tp;	/* torchtitan v0.2.0 */
 		enum seq_divisor seq_divisor;
+		bool	shared_param_refused;	/* pytorch #176257 on */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
@@ -574,6 +588,7 @@ struct config {
 		enum dp_engine		dp_engine;
 		enum fsdp_flatten	fsdp_flatten;
 		enum expert_dim_mesh	expert_dim_mesh;
+		enum tied_fsdp_groups	tied_fsdp_groups;
 	} layout;
 
 	/*
@@ -812,6 +827,12 @@ enum moe_input_sync	cfg_moe_input_sync(const struct config *);
  * ddp-average on a mesh of replicas alone, dp_shard and cp 1).
  */
 bool	 cfg_ddp_path(const struct config *);
+/*
+ * Does the FSDP2 engine hold one parameter in two fully_shard groups: a
+ * tied weight on one stage, wrapped as layout.tied_fsdp_groups: two, on
+ * the fully_shard path (not torchtitan's DDP one)?
+ */
+bool	 cfg_tied_split(const struct config *);
 /*
  * The layers model chunk `chunk` of pipeline stage `stage` builds, with
  * mesh.vpp chunks a stage: Megatron's interleaved assignment

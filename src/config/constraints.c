@@ -933,6 +933,26 @@ framework_mtp_pp(const struct config *c, char *buf, size_t size)
 	    buf, size);
 }
 
+/*
+ * PyTorch's FSDP2 from #176225/#176257 (squashed, 2026-03): the root's
+ * lazy init, at the first forward, walks every fully_shard group and
+ * raises when two of them were built from one parameter
+ * (_fsdp_state.py _validate_no_duplicate_params, read at pytorch
+ * 01c9f4fcc3).  Before it that setup trained, with stale rows
+ * (model/stale.h, pytorch #176076).
+ */
+static bool
+framework_shared_param(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.shared_param_refused ||
+	    !cfg_tied_split(c), "wraps the tied embedding and output weight "
+	    "in two fully_shard groups, which PyTorch's FSDP2 refuses at the "
+	    "first forward (pytorch #176257): \"ValueError: Parameter '...' "
+	    "is shared with a parameter already managed by another FSDP "
+	    "group. For shared/tied parameters, use fully_shard([module_a, "
+	    "module_b]) to place them in the same FSDP group.\"", buf, size);
+}
+
 static const struct constraint constraints[] = {
 	{ KEY_ETP, false, etp_divides_tp },
 	{ KEY_EP, false, expert_mesh_fits },
@@ -991,6 +1011,7 @@ static const struct constraint constraints[] = {
 	{ KEY_DP_REPLICATE, false, framework_ddp_one_dim },
 	{ KEY_SEQ, false, framework_seq_divisor },
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
+	{ KEY_SHARED_PARAM_REFUSED, false, framework_shared_param },
 	{ KEY_OBJECTIVE, false, sample_mean_expressible },
 };
 

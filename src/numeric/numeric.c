@@ -54,6 +54,7 @@
 #include "config/config.h"
 #include "model/layout.h"
 #include "model/model.h"
+#include "model/stale.h"
 #include "model/syncplan.h"
 #include "numeric/interpret.h"
 #include "numeric/numcheck.h"
@@ -275,8 +276,13 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		    &pc) > 0)
 			status = EXIT_RUNTIME;
 		audit->numeric = true;
-		/* The norm's numeric verdict is grad_norm.numeric_correct. */
-		audit->numeric_correct = numeric_verdict(audit);
+		/*
+		 * The norm's numeric verdict is grad_norm.numeric_correct.
+		 * Rows no update reaches show in no value: the verdict takes
+		 * them from the model layer, as the symbolic one does.
+		 */
+		audit->numeric_correct = numeric_verdict(audit) &&
+		    stale_rows_find(m, &ctx->layout, NULL) == 0;
 		audit->arith = options->arith;
 		audit->procs = transport->nprocs;
 		for (k = 0; k < m->nlogical; k++)

@@ -746,6 +746,39 @@ jsonw_head(struct json *j, const struct audit *a)
 	jsonw_varied(j, a);
 }
 
+/*
+ * "stale_rows": every rank's rows of a weight that no update reaches
+ * (model/stale.h), the rows of the logical weight and the elements of
+ * the rank's own; an empty array when there are none.
+ */
+static void
+jsonw_stale_rows(struct json *j, const struct audit *a)
+{
+	const struct stale_rows_cell *c;
+	size_t	 i;
+
+	jsonw_key(j, "stale_rows");
+	jsonw_begin_array(j);
+	for (i = 0; i < a->nstale_rows; i++) {
+		c = &a->stale_rows[i];
+		jsonw_begin_object(j);
+		jsonw_key_string(j, "param", c->param);
+		jsonw_key_int(j, "rank", c->rank);
+		jsonw_key(j, "rows");
+		jsonw_begin_array(j);
+		jsonw_int(j, c->row_lo);
+		jsonw_int(j, c->row_hi);
+		jsonw_end_array(j);
+		jsonw_key(j, "elements");
+		jsonw_begin_array(j);
+		jsonw_int(j, c->lo);
+		jsonw_int(j, c->hi);
+		jsonw_end_array(j);
+		jsonw_end_object(j);
+	}
+	jsonw_end_array(j);
+}
+
 static void
 jsonw_findings(struct json *j, const struct audit *a)
 {
@@ -800,6 +833,7 @@ report_json(struct json *j, const struct audit *a,
 	for (i = 0; i < a->nparams; i++)
 		jsonw_param(j, a, &a->params[i], opt != NULL && opt->expand);
 	jsonw_end_array(j);
+	jsonw_stale_rows(j, a);
 	jsonw_findings(j, a);
 	jsonw_stale(j, a);
 	jsonw_grad_norm(j, a);
@@ -810,6 +844,7 @@ void
 report_json_summary(struct json *j, const struct audit *a)
 {
 	jsonw_head(j, a);
+	jsonw_stale_rows(j, a);
 	jsonw_findings(j, a);
 	jsonw_stale(j, a);
 	jsonw_grad_norm(j, a);

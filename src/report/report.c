@@ -170,6 +170,15 @@ report_summary(const struct audit *a)
 		free(s);
 		s = t;
 	}
+	if (a->nstale_rows > 0) {
+		char *t;
+
+		xasprintf(&t, "%s; rows of %s never updated on %zu of %d "
+		    "rank%s", s, a->stale_rows[0].param, a->nstale_rows, world,
+		    rp_plural(world));
+		free(s);
+		s = t;
+	}
 	return summary_accepted(a, s);
 }
 

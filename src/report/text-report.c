@@ -1009,6 +1009,30 @@ print_grad_norm(struct text *t)
 	putc('\n', t->fp);
 }
 
+/*
+ * The rows no update reaches (model/stale.h): a rank, the rows of the
+ * logical weight and the elements of its own shard they are.
+ */
+static void
+print_stale_rows(struct text *t)
+{
+	const struct stale_rows_cell	*c;
+	size_t				 i;
+
+	if (t->audit->nstale_rows == 0)
+		return;
+	fprintf(t->fp, "rows no optimizer step updates (the gradients are "
+	    "right):\n");
+	for (i = 0; i < t->audit->nstale_rows; i++) {
+		c = &t->audit->stale_rows[i];
+		fprintf(t->fp, "  %s rank %d: rows [%lld,%lld), elements "
+		    "[%lld,%lld) of the weight it holds\n", c->param, c->rank,
+		    (long long)c->row_lo, (long long)c->row_hi,
+		    (long long)c->lo, (long long)c->hi);
+	}
+	putc('\n', t->fp);
+}
+
 static void
 print_consistent(struct text *t)
 {
@@ -1034,8 +1058,8 @@ static void
 print_summary(struct text *t)
 {
 	char	*s = report_summary(t->audit);
-	bool	 good = audit_wrong_params(t->audit) == 0 ||
-		    audit_accepted(t->audit);
+	bool	 good = (audit_wrong_params(t->audit) == 0 &&
+		    t->audit->nstale_rows == 0) || audit_accepted(t->audit);
 
 	if (t->opt->quiet && t->opt->name_summary &&
 	    t->audit->config != NULL) {
@@ -1105,6 +1129,7 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 			    "--param NAME one)\n\n", titles,
 			    rp_plural((int64_t)titles));
 		print_grad_norm(&t);
+		print_stale_rows(&t);
 		print_consistent(&t);
 	}
 	print_summary(&t);

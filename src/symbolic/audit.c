@@ -25,6 +25,7 @@ static const char *const finding_kind_names[FINDING__COUNT] = {
 	[FINDING_UNDER_COUNT] = "under-count",
 	[FINDING_INCONSISTENT_CLIP] = "inconsistent-clip",
 	[FINDING_WRONG_VALUE] = "wrong-value",
+	[FINDING_STALE_ROWS] = "stale-rows",
 };
 
 const char *
@@ -102,8 +103,9 @@ audit_wrong_params(const struct audit *a)
 bool
 audit_correct(const struct audit *a)
 {
-	return a->consistent && a->correct && (!a->grad_norm.present ||
-	    (a->grad_norm.correct && a->grad_norm.consistent));
+	return a->consistent && a->correct && a->nstale_rows == 0 &&
+	    (!a->grad_norm.present || (a->grad_norm.correct &&
+	    a->grad_norm.consistent));
 }
 
 size_t

@@ -34,6 +34,7 @@ enum finding_kind {
 	FINDING_UNDER_COUNT,		/* grad norm misses elements */
 	FINDING_INCONSISTENT_CLIP,	/* ranks clip by different norms */
 	FINDING_WRONG_VALUE,		/* compare: differs, no expression */
+	FINDING_STALE_ROWS,		/* rows no update reaches (no value) */
 	FINDING__COUNT
 };
 
@@ -60,6 +61,17 @@ struct cell {
 	bool		 numeric_ok;		/* numeric value matches reference */
 	double		 max_ulps;		/* float numerics only */
 	double		 max_rel_error;		/* float numerics only */
+};
+
+/*
+ * Rows of a weight on one rank that no optimizer step reaches
+ * (model/stale.h): a fact of the layout, not of a gradient value.
+ */
+struct stale_rows_cell {
+	const char	*param;		/* "embedding.weight" */
+	int		 rank;
+	int64_t		 lo, hi;	/* elements of the rank's local weight */
+	int64_t		 row_lo, row_hi; /* rows of the logical weight */
 };
 
 struct param_result {
@@ -229,13 +241,22 @@ struct audit {
 
 	bool			 consistent;	/* every parameter consistent */
 	bool			 correct;	/* every parameter correct */
+	/*
+	 * Rows no update reaches, ascending by rank (model/stale.h): both
+	 * engines' verdicts take them from the one model-layer decision, so
+	 * that correct above and numeric_correct below are false with any.
+	 */
+	struct stale_rows_cell	*stale_rows;
+	size_t			 nstale_rows;
 
 	/* Set by the numeric audit (run); absent for check. */
 	bool			 numeric;
 	/*
 	 * The numeric verdict, from the numbers alone: every used cell's
-	 * values equal its region of the reference (numeric_ok).  Never
-	 * derived from the symbolic verdict, so that the two can be compared.
+	 * values equal its region of the reference (numeric_ok), and no
+	 * rows are stale (the model layer's fact, which no value shows).
+	 * Never derived from the symbolic verdict, so that the two can be
+	 * compared.
 	 */
 	bool			 numeric_correct;
 	/*
@@ -290,8 +311,9 @@ const char	*arith_name(enum arith);		/* "exact", "float64" */
  * accepts all that is wrong with it.  The exit status, JUnit's failures,
  * the summary's verdict and sweep's rows all follow it.
  *
- * audit_correct: every parameter consistent and correct, and the gradient
- * norm (when audited) correct and the same on every clipping rank.
+ * audit_correct: every parameter consistent and correct, the gradient
+ * norm (when audited) correct and the same on every clipping rank, and no
+ * rows that no update reaches.
  * audit_accepted: not correct, but every finding is accepted (baseline.h)
  * and the findings explain all that is wrong: each wrong parameter is
  * named by one, and a wrong norm is the subject of one or is wrong only

@@ -15,6 +15,7 @@
  *	$N	the reduction's layer
  *	$Q	the factor found
  *	$S	the step's valid tokens
+ *	$R	the rows and ranks a fact is about
  */
 #include <stdio.h>
 #include <string.h>
@@ -215,6 +216,24 @@ static const struct entry {
 	  "the used values combine contributions of the wrong set of ranks",
 	  "run gradaudit explain on this parameter to see which collective "
 	  "gathers the wrong ranks" },
+	/*
+	 * pytorch #176076 (model/stale.h), torchtitan v0.2.2's qwen3
+	 * (torchtitan #2817): not a gradient value, the rows themselves.
+	 */
+	[FACT_STALE_ROWS] = {
+	  FINDING_STALE_ROWS, KEY_TIED_FSDP_GROUPS, "optimizer update", "dp",
+	  "the tied weight is in two fully_shard groups (the embedding's and "
+	  "the output layer's) and re-tied after sharding, and its rows do "
+	  "not split evenly over the shard group: for $R, a short shard, "
+	  "the output group's lazy init pads a copy of its own and moves the "
+	  "parameter onto it (FSDP2's reset_sharded_param), so the optimizer "
+	  "updates that copy while the embedding's group keeps all-gathering "
+	  "the first: these rows of the embedding lookup never change, though "
+	  "every gradient is right (pytorch #176076)",
+	  "put both uses of the tied weight in one fully_shard group, "
+	  "fully_shard([tok_embeddings, norm, output]) "
+	  "(layout.tied_fsdp_groups: one; torchtitan 29e27d038, PR #2522), "
+	  "or make its rows a multiple of the shard group" },
 };
 
 /*
@@ -467,6 +486,9 @@ fill(const char *t, const struct fact_args *f, struct arena *arena)
 		case 'S':
 			snprintf(field, sizeof field, "%lld", f->total);
 			put(buf, &n, field);
+			break;
+		case 'R':
+			put(buf, &n, f->rows);
 			break;
 		}
 	}

@@ -59,6 +59,8 @@ enum fact {
 	FACT_REPLICAS_DISAGREE,
 	/* The values combine the wrong ranks, nothing else found. */
 	FACT_WRONG_RANKS,
+	/* Rows of a tied weight no update reaches (model/stale.h). */
+	FACT_STALE_ROWS,
 	FACT__COUNT
 };
 
@@ -75,6 +77,7 @@ struct fact_args {
 	const struct backward_reduction	*reduction;
 	enum cfg_key			 cause;
 	const char			*factor;	/* formatted */
+	const char			*rows;		/* formatted */
 	long long			 total;		/* the step's tokens */
 };
 

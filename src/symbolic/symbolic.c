@@ -23,6 +23,7 @@
 #include "symbolic/gradnorm.h"
 #include "symbolic/measure.h"
 #include "symbolic/run.h"
+#include "symbolic/stalerows.h"
 #include "symbolic/steps.h"
 #include "symbolic/symbolic.h"
 
@@ -73,6 +74,8 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 		}
 	/* The norm clipping divides by, from the cells just made. */
 	gn_audit(ctx, a);
+	/* Rows no update reaches: a layout fact, not a value (stale.h). */
+	sym_stale_rows(m, &ctx->layout, a);
 	/* How much each finding matters, from the same cells (issue 23). */
 	if (!ctx->no_effects)
 		measure_effects(a);
