@@ -726,7 +726,7 @@ megatron_only(const struct options *o)
  * are TOML files) or anything that does not resolve.
  */
 static const struct fw_profile *
-registry_window(const struct options *o)
+registry_window(const struct options *o, int *at)
 {
 	const struct fw_profile	*p;
 	const char		*spec = o->framework != NULL ? o->framework :
@@ -758,6 +758,9 @@ registry_window(const struct options *o)
 		fprintf(stderr, "%s: import: %s is newer than the newest "
 		    "commit of main read: the newest window applies\n",
 		    progname, q);
+	/* The commit inside the window: where a key of the command line
+	 * moved within one (737594746's asynchronous tp). */
+	*at = fw_history_at(p, spec);
 	return p;
 }
 
@@ -766,12 +769,12 @@ registry_window(const struct options *o)
  * for torchtitan.c; NULL after the problems, all of them, were said.
  */
 static const struct tt_entry *
-registry_doc(struct tt_args *args, const struct fw_profile *p,
+registry_doc(struct tt_args *args, const struct fw_profile *p, int at,
     struct toml_doc *doc, int *problems)
 {
 	const struct tt_entry	*e;
 	struct tt_args		 row;
-	const char		*removed, *line, *end;
+	const char		*absent, *line, *end;
 	char			**words, names[1024], *prefix;
 	size_t			 i, n;
 	int			 known;
@@ -785,10 +788,10 @@ registry_doc(struct tt_args *args, const struct fw_profile *p,
 		    (int)(end - line), line);
 	}
 	for (i = 0; i < args->doc.n; i++) {
-		removed = tt_registry_removed(args->doc.entries[i].path, p);
-		if (removed != NULL) {
+		absent = tt_registry_absent(args->doc.entries[i].path, p, at);
+		if (absent != NULL) {
 			fprintf(stderr, "%s: import: %s: %s\n", progname,
-			    args->doc.entries[i].origin, removed);
+			    args->doc.entries[i].origin, absent);
 			(*problems)++;
 		}
 	}
@@ -799,9 +802,9 @@ registry_doc(struct tt_args *args, const struct fw_profile *p,
 		    args->module == NULL ? "module" : "config");
 		return NULL;
 	}
-	if ((e = tt_registry_find(args->module, args->config, p, &known)) ==
-	    NULL) {
-		tt_registry_names(args->module, p, names, sizeof(names));
+	if ((e = tt_registry_find(args->module, args->config, p, at,
+	    &known)) == NULL) {
+		tt_registry_names(args->module, p, at, names, sizeof(names));
 		fprintf(stderr, "%s: import: --module %s --config %s: not an "
 		    "entry of the registry %s at window %s (entries read: "
 		    "%s)\n", progname, args->module, args->config, known ?
@@ -843,13 +846,13 @@ import_torchtitan_registry(struct options *o)
 	struct toml_doc		 doc;
 	char			*spec, *header, *text_out;
 	size_t			 len;
-	int			 rc = EXIT_USAGE, problems;
+	int			 rc = EXIT_USAGE, problems, at;
 
-	if ((p = registry_window(o)) == NULL)
+	if ((p = registry_window(o, &at)) == NULL)
 		return EXIT_USAGE;
 	memset(&args, 0, sizeof(args));
 	tt_args_parse(o->args + 1, (size_t)o->nargs - 1, NULL, false, &args);
-	if ((e = registry_doc(&args, p, &doc, &problems)) == NULL) {
+	if ((e = registry_doc(&args, p, at, &doc, &problems)) == NULL) {
 		tt_args_free(&args);
 		return EXIT_USAGE;
 	}
@@ -857,6 +860,8 @@ import_torchtitan_registry(struct options *o)
 	ti.world = o->world;
 	ti.version = "main";
 	ti.registry = true;
+	ti.folded = tt_registry_folded(p, at);
+	ti.spmd_default = tt_registry_spmd_default(p, at);
 	ti.prior_errors = problems;
 	if (torchtitan_import(&ti, &doc) == 0) {
 		fprintf(stderr, "%s: import: note: --config %s is %s\n",

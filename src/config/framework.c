@@ -555,12 +555,8 @@ history_free(struct fw_history *h)
 	free(h);
 }
 
-/*
- * The commits of h whose hash starts with the hex digits of s: the index
- * of the one, or -1 for none and -2 for more than one.
- */
-static int
-history_find(const struct fw_history *h, const char *s)
+int
+fw_history_find(const struct fw_history *h, const char *s)
 {
 	size_t	 len = strlen(s);
 	int	 i, found = -1;
@@ -592,7 +588,7 @@ read_commit(struct reader *r, struct framework *fw, struct fw_profile *p)
 		    "digits", p->commit);
 		return -1;
 	}
-	p->first = history_find(fw->history, p->commit);
+	p->first = fw_history_find(fw->history, p->commit);
 	if (p->first < 0) {
 		fail(r, &m, "commit: %s is %s of main's first-parent commits "
 		    "after %s in %s", p->commit, p->first == -1 ? "none" :
@@ -1075,7 +1071,7 @@ resolve_commit(const struct framework *fw, const char *q, const char *s,
     char *err, size_t errlen)
 {
 	const struct fw_history	*h = fw->history;
-	int			 i = history_find(h, s);
+	int			 i = fw_history_find(h, s);
 
 	if (i == -2) {
 		snprintf(err, errlen, "%s@%s: more than one commit of %s main "
@@ -1095,6 +1091,34 @@ resolve_commit(const struct framework *fw, const char *q, const char *s,
 	return window_of(fw, i);
 }
 
+/* The newest commit of h dated on or before day s, or -1. */
+static int
+history_by_date(const struct fw_history *h, const char *s)
+{
+	int	 i, last = -1;
+
+	for (i = 0; i < h->ncommits; i++)
+		if (strcmp(h->commits[i].date, s) <= 0)
+			last = i;
+	return last;
+}
+
+int
+fw_history_at(const struct fw_profile *p, const char *spec)
+{
+	const struct fw_history	*h = p->framework->history;
+	const char		*at = strchr(spec, '@');
+	int			 i;
+
+	if (p->first < 0 || h == NULL || at == NULL)
+		return p->first;
+	if (is_date(at + 1) && (i = history_by_date(h, at + 1)) >= 0)
+		return i;
+	if (is_hex(at + 1, 7, 40) && (i = fw_history_find(h, at + 1)) >= 0)
+		return i;
+	return p->first;
+}
+
 /*
  * NAME@YYYY-MM-DD: the window in effect at the end of that day, that of
  * the newest commit of main dated on or before it (by the history's order:
@@ -1105,7 +1129,7 @@ resolve_date(const struct framework *fw, const char *s, bool *newer,
     char *err, size_t errlen)
 {
 	const struct fw_history	*h = fw->history;
-	int			 i, last = -1;
+	int			 last;
 
 	if (strcmp(s, h->base.date) < 0) {
 		snprintf(err, errlen, "%s@%s: before %s main's history, which "
@@ -1114,9 +1138,7 @@ resolve_date(const struct framework *fw, const char *s, bool *newer,
 		    h->base.date);
 		return NULL;
 	}
-	for (i = 0; i < h->ncommits; i++)
-		if (strcmp(h->commits[i].date, s) <= 0)
-			last = i;
+	last = history_by_date(h, s);
 	/* A later day may have commits not read: as a newer release. */
 	if (strcmp(s, h->commits[h->ncommits - 1].date) > 0)
 		*newer = true;

@@ -118,6 +118,21 @@ void		 fw_free(struct framework *fw);
 const struct fw_profile *fw_resolve(const char *spec, bool *newer,
 		    char *err, size_t errlen);
 
+/*
+ * The commits of h whose hash starts with the hex digits of s: the index
+ * of the one, or -1 for none and -2 for more than one.
+ */
+int		 fw_history_find(const struct fw_history *h, const char *s);
+/*
+ * The commit of main's history that spec names, as an index into the
+ * history of p's framework (p being what fw_resolve gave for spec): the
+ * commit of NAME@COMMIT, the newest commit dated on or before the day of
+ * NAME@YYYY-MM-DD, else the first commit of p's window.  -1 for a release
+ * profile.  A window models its code from that first commit; what else
+ * changed inside it (a key of the command line moved) is placed by this.
+ */
+int		 fw_history_at(const struct fw_profile *p, const char *spec);
+
 int		 fw_version_parse(const char *, struct fw_version *);
 int		 fw_version_cmp(const struct fw_version *,
 		    const struct fw_version *);

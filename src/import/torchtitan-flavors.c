@@ -85,16 +85,19 @@
  * _405b in torchtitan/models/llama3/__init__.py (compute_ffn_hidden_dim,
  * torchtitan/models/common/feed_forward.py, the same rounding as above),
  * deepseek_v3's _16b and _671b and qwen3's flavours in their
- * __init__.py, read at de329200b and ecae62f15.  score_before_experts is
- * gone from main by cd8950ba7 (PR #3663, scores always after the
- * experts), as these flavours already had it.
+ * __init__.py, read at de329200b and ecae62f15, and again at b5bcd76c6:
+ * 73aed7f6c renames their max_seq_len max_context_length and f59c215e8
+ * adds deepseek_v3's num_mtp_layers (0 in these flavours), no size
+ * changes.  score_before_experts is gone from main by cd8950ba7 (PR
+ * #3663, scores always after the experts), as these flavours already
+ * had it.
  */
 #define MAIN_LLAMA3	"torchtitan/models/llama3/__init__.py _8b, _70b, " \
-			"_405b at de329200b and ecae62f15"
+			"_405b at de329200b, ecae62f15 and b5bcd76c6"
 #define MAIN_DSV3	"torchtitan/models/deepseek_v3/__init__.py _16b, " \
-			"_671b at de329200b and ecae62f15"
-#define MAIN_QWEN3	"torchtitan/models/qwen3/__init__.py at de329200b " \
-			"and ecae62f15"
+			"_671b at de329200b, ecae62f15 and b5bcd76c6"
+#define MAIN_QWEN3	"torchtitan/models/qwen3/__init__.py at de329200b, " \
+			"ecae62f15 and b5bcd76c6"
 
 static const struct tt_flavor flavors[] = {
 	{ "llama3", "debugmodel", "0.2.0", "0.2.2", DEBUG,

@@ -11,6 +11,7 @@
 #ifndef GRADAUDIT_TORCHTITAN_REGISTRY_H
 #define GRADAUDIT_TORCHTITAN_REGISTRY_H
 
+#include <stdbool.h>
 #include <stddef.h>
 
 #include "config/framework.h"
@@ -31,23 +32,43 @@ struct tt_entry {
 };
 
 /*
- * The entry module/config of window p (a profile of main), or NULL.
- * *known is set when some window has it (the name is right, the window
- * is not).
+ * The places of main's history below (at) are indices into the history of
+ * p's framework, as fw_history_at gives them for --framework: p is the
+ * window, at the commit inside it whose code the command line is read for.
  */
-const struct tt_entry *tt_registry_find(const char *module,
-		    const char *config, const struct fw_profile *p,
-		    int *known);
-
-/* "llama3_8b llama3_70b ..." of module at p (every module's when it has
- * none), into buf. */
-void	 tt_registry_names(const char *module, const struct fw_profile *p,
-	    char *buf, size_t size);
 
 /*
- * A key of the command line that window p no longer has: why (the commit
- * that removed it), or NULL.
+ * The entry module/config of window p at commit at, or NULL.  *known is
+ * set when some window has it (the name is right, the window is not).
  */
-const char *tt_registry_removed(const char *path, const struct fw_profile *p);
+const struct tt_entry *tt_registry_find(const char *module,
+		    const char *config, const struct fw_profile *p, int at,
+		    int *known);
+
+/* "llama3_8b llama3_70b ..." of module at p and at (every module's when
+ * it has none), into buf. */
+void	 tt_registry_names(const char *module, const struct fw_profile *p,
+	    int at, char *buf, size_t size);
+
+/*
+ * A key of the command line that main's code at commit at does not have
+ * (added later, or removed or renamed before): why, naming the commit
+ * and what to give instead; or NULL.
+ */
+const char *tt_registry_absent(const char *path, const struct fw_profile *p,
+	    int at);
+
+/*
+ * parallelism.spmd_backend's default at commit at: the value with which
+ * it changes nothing ("default", then "spmd_types" from 5ab3a0fd1).
+ */
+const char *tt_registry_spmd_default(const struct fw_profile *p, int at);
+
+/*
+ * Whether TrainingConfig counts tokens at commit at: from 73aed7f6c (PR
+ * #4121) a micro-batch is num_tokens_per_microbatch_per_dp_rank tokens,
+ * no longer local_batch_size samples of seq_len.
+ */
+bool	 tt_registry_folded(const struct fw_profile *p, int at);
 
 #endif

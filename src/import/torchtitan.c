@@ -10,6 +10,7 @@
  * Trainer.__init__'s (torchtitan/train.py), the sizes the flavour tables'
  * (torchtitan-flavors.c).
  */
+#include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -54,20 +55,24 @@ struct tt_key {
 enum mapped_key {
 	TK_NAME, TK_FLAVOR, TK_LOCAL_BATCH, TK_GLOBAL_BATCH, TK_SEQ,
 	TK_DP_REPLICATE, TK_DP_SHARD, TK_TP, TK_PP, TK_CP, TK_EP, TK_ETP,
-	TK__COUNT
+	TK_TOKENS, TK_STEP_TOKENS, TK_CONTEXT, TK__COUNT
 };
 
 #define MAPPED(s, n)		{ s, n, TT_MAPPED, NULL, NULL, TT_BOTH }
+#define MAPPED_IN(sys, s, n)	{ s, n, TT_MAPPED, NULL, NULL, sys }
 #define IGNORED(s, n, why)	{ s, n, TT_IGNORED, NULL, why, TT_BOTH }
 #define IGNORED_IN(sys, s, n, why) { s, n, TT_IGNORED, NULL, why, sys }
 #define REFUSED(s, n, inert, why) { s, n, TT_REFUSED, inert, why, TT_BOTH }
 #define REFUSED_IN(sys, s, n, inert, why) { s, n, TT_REFUSED, inert, why, \
 				  sys }
-#define PIPELINE(n)		{ "parallelism", n, TT_PIPELINE, NULL, \
+#define PIPELINE_IN(sys, n)	{ "parallelism", n, TT_PIPELINE, NULL, \
 				  "no pipeline (pipeline_parallel_degree 1)", \
-				  TT_BOTH }
+				  sys }
+#define PIPELINE(n)		PIPELINE_IN(TT_BOTH, n)
 
 #define WHY_COMPILE	"compiles the same computation (torch.compile)"
+#define WHY_ASYNC_TP	"overlaps tp's collectives with the matmuls: the same " \
+			"reductions"
 #define WHY_LOWP	"low-precision matmuls and all-gathers (float8, MX): " \
 			"values, not which reductions run"
 
@@ -85,6 +90,17 @@ static const struct tt_key keys[] = {
 	[TK_CP] = MAPPED("parallelism", "context_parallel_degree"),
 	[TK_EP] = MAPPED("parallelism", "expert_parallel_degree"),
 	[TK_ETP] = MAPPED("parallelism", "expert_tensor_parallel_degree"),
+	/*
+	 * 73aed7f6c (PR #4121) on main: the batch folded into the tokens.
+	 * Which commits have which of these keys is the registry's
+	 * (tt_registry_absent).
+	 */
+	[TK_TOKENS] = MAPPED_IN(TT_REGISTRY, "training",
+	    "num_tokens_per_microbatch_per_dp_rank"),
+	[TK_STEP_TOKENS] = MAPPED_IN(TT_REGISTRY, "training",
+	    "num_tokens_per_train_step"),
+	[TK_CONTEXT] = MAPPED_IN(TT_REGISTRY, "training",
+	    "max_context_length"),
 
 	IGNORED_IN(TT_TOML, "model", "hf_assets_path", "where the tokenizer and weights "
 	    "are read from"),
@@ -116,8 +132,7 @@ static const struct tt_key keys[] = {
 	    "gathered parameters: the same reduce-scatter"),
 	IGNORED_IN(TT_TOML, "parallelism", "disable_loss_parallel", "where the "
 	    "cross-entropy of tp-sharded logits runs: the same gradients"),
-	IGNORED("parallelism", "enable_async_tensor_parallel", "overlaps tp's "
-	    "collectives with the matmuls: the same reductions"),
+	IGNORED("parallelism", "enable_async_tensor_parallel", WHY_ASYNC_TP),
 	IGNORED_IN(TT_TOML, "parallelism", "enable_compiled_autograd",
 	    WHY_COMPILE),
 	IGNORED("parallelism", "context_parallel_load_balancer", "how the cp "
@@ -129,6 +144,7 @@ static const struct tt_key keys[] = {
 	PIPELINE("pipeline_parallel_schedule"),
 	PIPELINE("pipeline_parallel_schedule_csv"),
 	PIPELINE("pipeline_parallel_microbatch_size"),
+	PIPELINE_IN(TT_REGISTRY, "num_pp_microbatches"),
 	PIPELINE("pipeline_parallel_layers_per_stage"),
 	PIPELINE("pipeline_parallel_first_stage_less_layers"),
 	PIPELINE("pipeline_parallel_last_stage_less_layers"),
@@ -156,6 +172,9 @@ static const struct tt_key keys[] = {
 	IGNORED("checkpoint", NULL, "saves and loads state"),
 	IGNORED("activation_checkpoint", NULL, "recomputes activations in "
 	    "backward: the same gradients"),
+	/* Before compile's other keys: 737594746 (PR #4045) moved it here. */
+	IGNORED_IN(TT_REGISTRY, "compile", "enable_async_tensor_parallel",
+	    WHY_ASYNC_TP),
 	IGNORED("compile", NULL, WHY_COMPILE),
 	IGNORED_IN(TT_TOML, "quantize", NULL, WHY_LOWP),
 	IGNORED_IN(TT_TOML, "float8", NULL, WHY_LOWP),
@@ -191,6 +210,9 @@ static const struct tt_key keys[] = {
 	IGNORED_IN(TT_REGISTRY, "loss", NULL, "the loss class's "
 	    "implementation (chunked or not), each divided by the step's "
 	    "valid tokens"),
+	IGNORED_IN(TT_REGISTRY, "training", "disable_cuda_graphs", "whether "
+	    "the forward and backward are captured and replayed as CUDA "
+	    "graphs: the same computation"),
 	IGNORED_IN(TT_REGISTRY, "parallelism", "enable_fsdp_symm_mem",
 	    "FSDP's collectives in symmetric memory: the same "
 	    "reduce-scatter"),
@@ -229,6 +251,8 @@ struct import_state {
 	bool				*read;
 	/* pipeline_parallel_microbatch_size with pp > 1, else 0. */
 	long				 pp_microbatch;
+	/* num_pp_microbatches with pp > 1 (folded), else 0. */
+	long				 pp_count;
 };
 
 static void	refuse_at(struct import_state *, const struct toml_entry *,
@@ -397,6 +421,21 @@ is_inert(const struct toml_value *v, const char *inert)
 	return false;
 }
 
+/*
+ * The value with which refused key k changes nothing: the table's, but
+ * for spmd_backend the default of the commit read, which 5ab3a0fd1 (PR
+ * #4085) made spmd_types.
+ */
+static const char *
+inert_of(const struct import_state *st, long k)
+{
+	if (st->ti->spmd_default != NULL &&
+	    strcmp(keys[k].section, "parallelism") == 0 &&
+	    keys[k].name != NULL && strcmp(keys[k].name, "spmd_backend") == 0)
+		return st->ti->spmd_default;
+	return keys[k].inert;
+}
+
 /* Sort every key of the file by its fate; refuse the unknown ones. */
 static void
 sort_keys(struct import_state *st)
@@ -418,7 +457,7 @@ sort_keys(struct import_state *st)
 		else if (keys[k].fate == TT_MAPPED)
 			st->use[k] = e;
 		else if (keys[k].fate == TT_REFUSED &&
-		    !is_inert(&e->value, keys[k].inert))
+		    !is_inert(&e->value, inert_of(st, k)))
 			refuse_value(st, e, "%s", keys[k].why);
 	}
 }
@@ -656,8 +695,11 @@ import_pipeline(struct import_state *st, const struct tt_flavor *f)
 	if ((e = pipeline_key(st, "pipeline_parallel_expert_parallel_overlap",
 	    &at)) != NULL)
 		st->read[at] = true;
-	st->pp_microbatch = pipeline_int(st, "pipeline_parallel_microbatch_size",
-	    1, 1);
+	if (st->ti->folded)
+		st->pp_count = pipeline_int(st, "num_pp_microbatches", 1, 1);
+	else
+		st->pp_microbatch = pipeline_int(st,
+		    "pipeline_parallel_microbatch_size", 1, 1);
 	in = pipeline_int(st, "pipeline_parallel_first_stage_less_layers", 1,
 	    0);
 	out = pipeline_int(st, "pipeline_parallel_last_stage_less_layers", 1,
@@ -853,6 +895,96 @@ import_model(struct import_state *st, const struct degrees *d)
 }
 
 /*
+ * main from 73aed7f6c (PR #4121), which folds the batch into the tokens:
+ * a micro-batch is one stream of num_tokens_per_microbatch_per_dp_rank
+ * tokens, packed from documents whose positions restart every
+ * max_context_length, and cp and sequence parallelism shard that stream
+ * (the trainer checks its divisor, limits.seq_divisor).  gradaudit's
+ * micro-batch is then one sample of that many tokens: model.seq is the
+ * stream, model.micro_batch 1.  Any other split (max_context_length
+ * tokens a sample) would shard each sample where torchtitan shards the
+ * stream; with the loss divided by the step's tokens either gives the
+ * same gradients, and this one keeps torchtitan's divisibility.
+ * Gradient accumulation is Trainer.__init__'s: num_tokens_per_train_step
+ * over the tokens one iteration takes, num_tokens_per_microbatch_per_dp
+ * _rank * num_pp_microbatches (pp > 1, else 1) * the data-parallel degree.
+ */
+static void
+import_tokens(struct import_state *st, const struct degrees *d, bool mesh)
+{
+	struct config		*c = &st->ti->cfg;
+	const struct toml_entry	*e;
+	const long		 max = 1L << 20;
+	long			 tokens, step, context, iteration, steps;
+	long			 pp = st->pp_count > 0 ? st->pp_count : 1;
+	int			 errors = st->errors;
+
+	/* 73aed7f6c configs.py TrainingConfig: 16384, -1, 2048. */
+	tokens = int_key(st, TK_TOKENS, 16384, 1, max);
+	step = int_key(st, TK_STEP_TOKENS, -1, -1, (long)1 << 40);
+	context = int_key(st, TK_CONTEXT, 2048, (long)INT_MIN, max);
+	if (st->use[TK_STEP_TOKENS] != NULL && (step == 0 || step < -1))
+		refuse_value(st, st->use[TK_STEP_TOKENS], "%ld: torchtitan "
+		    "raises \"num_tokens_per_train_step must be -1 or greater "
+		    "than 0.\" (TrainingConfig.__post_init__)", step);
+	/*
+	 * 56bbb5202 (PR #4260) raises at once; before it the packing's
+	 * positions, arange % max_context_length, fail or go wrong later.
+	 */
+	if (context <= 0)
+		refuse_value(st, st->use[TK_CONTEXT], "%ld: torchtitan raises "
+		    "\"max_context_length must be greater than 0.\" "
+		    "(TrainingConfig.__post_init__ from 56bbb5202; before it "
+		    "the packing divides positions by it)", context);
+	/* Trainer.Config.__post_init__ checks it with or without pp. */
+	if (st->pp_count == 0 && (e = pipeline_key(st, "num_pp_microbatches",
+	    NULL)) != NULL && e->value.type == TOML_INTEGER &&
+	    e->value.integer <= 0)
+		refuse_value(st, e, "%lld: torchtitan raises \"parallelism."
+		    "num_pp_microbatches must be greater than 0.\" "
+		    "(Trainer.Config.__post_init__)", e->value.integer);
+	if (st->errors > errors || !mesh)
+		return;
+	c->model.seq = (int)tokens;
+	explain(st, KEY_SEQ, "%s: one stream a micro-batch, positions "
+	    "restarting every %ld", source_of(st, TK_TOKENS), context);
+	c->model.micro_batch = 1;
+	explain(st, KEY_MICRO_BATCH, "73aed7f6c folds the batch into the "
+	    "stream");
+	iteration = tokens * pp * d->dp_replicate * d->dp_shard;
+	if (step > 0 && step % iteration != 0) {
+		refuse_value(st, st->use[TK_STEP_TOKENS], "%ld: torchtitan "
+		    "raises ValueError: it must be divisible by the number of "
+		    "tokens processed globally in one gradient accumulation "
+		    "iteration (%ld: %ld tokens * %ld pipeline micro-batches * "
+		    "dp %ld, Trainer.__init__)", step, iteration, tokens, pp,
+		    d->dp_replicate * d->dp_shard);
+		return;
+	}
+	steps = step > 0 ? step / iteration : 1;
+	if (steps * pp > 32) {
+		refuse_value(st, st->use[TK_STEP_TOKENS] != NULL ?
+		    st->use[TK_STEP_TOKENS] : st->use[TK_TOKENS], "%ld "
+		    "micro-batches a step: gradaudit's training.micro_batches "
+		    "holds at most 32", steps * pp);
+		return;
+	}
+	c->training.micro_batches = (int)(steps * pp);
+	if (step > 0)
+		explain(st, KEY_MICRO_BATCHES, "num_tokens_per_train_step %ld / "
+		    "%ld tokens an iteration%s", step, iteration, pp > 1 ?
+		    ", times num_pp_microbatches" : "");
+	else if (pp > 1)
+		explain(st, KEY_MICRO_BATCHES, "parallelism.num_pp_microbatches");
+	else
+		explain(st, KEY_MICRO_BATCHES, "no num_tokens_per_train_step: "
+		    "one micro-batch a rank and step");
+	c->loss.valid_tokens = xstrdup("all");
+	explain(st, KEY_VALID_TOKENS, "the text datasets' packing fills "
+	    "every stream with labelled tokens");
+}
+
+/*
  * [training]: the micro-batch, the sequence, gradient accumulation, which
  * takes the mesh (without one, the values are only checked).
  */
@@ -996,7 +1128,10 @@ torchtitan_import(struct torchtitan_import *ti, const struct toml_doc *doc)
 	f = import_model(st, &d);
 	if (mesh && f != NULL)
 		import_pipeline(st, f);
-	import_training(st, &d, mesh);
+	if (ti->folded)
+		import_tokens(st, &d, mesh);
+	else
+		import_training(st, &d, mesh);
 	if (st->errors == 0 && ti->prior_errors == 0) {
 		fputs(st->notes != NULL ? st->notes : "", stderr);
 		list_ignored(st);

@@ -29,6 +29,16 @@ struct torchtitan_import {
 	 * Trainer.Config's, and each entry names its origin.
 	 */
 	bool		 registry;
+	/*
+	 * main from 73aed7f6c (PR #4121): TrainingConfig counts a
+	 * micro-batch's tokens (num_tokens_per_microbatch_per_dp_rank,
+	 * num_tokens_per_train_step, max_context_length and the pipeline's
+	 * num_pp_microbatches), not samples of seq_len tokens.
+	 */
+	bool		 folded;
+	/* parallelism.spmd_backend's default at the commit read; NULL:
+	 * "default". */
+	const char	*spmd_default;
 	/* Problems the caller already said (the command line's): the
 	 * import then only adds its refusals, and returns -1. */
 	int		 prior_errors;
