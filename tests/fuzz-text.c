@@ -3,6 +3,7 @@
  * the test program's own: each fuzzer is a process of its own.
  */
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/xmalloc.h"
@@ -52,4 +53,64 @@ text_delete(struct text *t, size_t at, size_t n)
 		n = t->len - at;
 	memmove(t->s + at, t->s + at + n, t->len - at - n);
 	t->len -= n;
+}
+
+void
+text_flip_bit(struct text *t)
+{
+	if (t->len > 0)
+		t->s[pick(t->len)] ^= (char)(1 << pick(8));
+}
+
+void
+text_delete_some(struct text *t, size_t most)
+{
+	text_delete(t, pick(t->len), 1 + pick(most));
+}
+
+/* Start and length of the line holding byte at, its newline included. */
+static void
+line_at(const struct text *t, size_t at, size_t *start, size_t *len)
+{
+	size_t	 s = at, e = at;
+
+	while (s > 0 && t->s[s - 1] != '\n')
+		s--;
+	while (e < t->len && t->s[e] != '\n')
+		e++;
+	*start = s;
+	*len = e < t->len ? e - s + 1 : e - s;
+}
+
+void
+text_repeat_line(struct text *t)
+{
+	size_t	 start, len;
+	char	*copy;
+
+	if (t->len == 0)
+		return;
+	line_at(t, pick(t->len), &start, &len);
+	copy = xmalloc(len + 1);
+	memcpy(copy, t->s + start, len);
+	text_insert(t, pick(t->len + 1), copy, len);
+	free(copy);
+}
+
+void
+text_move_line(struct text *t)
+{
+	size_t	 start, len, at, skip;
+	char	*copy;
+
+	if (t->len == 0)
+		return;
+	line_at(t, pick(t->len), &start, &len);
+	copy = xmalloc(len + 1);
+	memcpy(copy, t->s + start, len);
+	text_delete(t, start, len);
+	/* Before another line: where it starts, not its length. */
+	line_at(t, pick(t->len + 1), &at, &skip);
+	text_insert(t, at, copy, len);
+	free(copy);
 }

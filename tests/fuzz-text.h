@@ -23,4 +23,14 @@ size_t		 pick(size_t n);
 void		 text_insert(struct text *, size_t at, const char *s, size_t n);
 void		 text_delete(struct text *, size_t at, size_t n);
 
+/*
+ * The mutations every line-oriented fuzzer makes (a TOML file, a command
+ * line of one word a line): flip one bit; delete 1 to most bytes; copy
+ * a line to anywhere; move a line before another.
+ */
+void		 text_flip_bit(struct text *);
+void		 text_delete_some(struct text *, size_t most);
+void		 text_repeat_line(struct text *);
+void		 text_move_line(struct text *);
+
 #endif

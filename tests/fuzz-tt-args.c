@@ -60,69 +60,17 @@ insert_piece(struct text *t)
 }
 
 static void
-flip_bit(struct text *t)
-{
-	if (t->len > 0)
-		t->s[pick(t->len)] ^= (char)(1 << pick(8));
-}
-
-static void
 delete_some(struct text *t)
 {
-	text_delete(t, pick(t->len), 1 + pick(6));
-}
-
-/* Start and length of the word (line) holding byte at. */
-static void
-word_at(const struct text *t, size_t at, size_t *start, size_t *len)
-{
-	size_t	 s = at, e = at;
-
-	while (s > 0 && t->s[s - 1] != '\n')
-		s--;
-	while (e < t->len && t->s[e] != '\n')
-		e++;
-	*start = s;
-	*len = e < t->len ? e - s + 1 : e - s;
-}
-
-static void
-repeat_word(struct text *t)
-{
-	size_t	 start, len;
-	char	*copy;
-
-	if (t->len == 0)
-		return;
-	word_at(t, pick(t->len), &start, &len);
-	copy = xmalloc(len + 1);
-	memcpy(copy, t->s + start, len);
-	text_insert(t, pick(t->len + 1), copy, len);
-	free(copy);
-}
-
-static void
-move_word(struct text *t)
-{
-	size_t	 start, len, at, skip;
-	char	*copy;
-
-	if (t->len == 0)
-		return;
-	word_at(t, pick(t->len), &start, &len);
-	copy = xmalloc(len + 1);
-	memcpy(copy, t->s + start, len);
-	text_delete(t, start, len);
-	word_at(t, pick(t->len + 1), &at, &skip);
-	text_insert(t, at, copy, len);
-	free(copy);
+	text_delete_some(t, 6);
 }
 
 static void
 several(struct text *t)
 {
 	static void (*const one[])(struct text *) = {
-		insert_piece, flip_bit, delete_some, repeat_word, move_word
+		insert_piece, text_flip_bit, delete_some, text_repeat_line,
+		text_move_line
 	};
 	size_t	 n = 2 + pick(5);
 
@@ -137,10 +85,10 @@ struct mutation {
 
 static const struct mutation mutations[] = {
 	{ "insert option pieces", insert_piece },
-	{ "flip bits", flip_bit },
+	{ "flip bits", text_flip_bit },
 	{ "delete bytes", delete_some },
-	{ "repeat words", repeat_word },
-	{ "move words", move_word },
+	{ "repeat words", text_repeat_line },
+	{ "move words", text_move_line },
 	{ "several at once", several },
 };
 #define NMUTATIONS	(sizeof(mutations) / sizeof(mutations[0]))
