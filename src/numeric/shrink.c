@@ -39,13 +39,13 @@
 #include <time.h>
 
 #include "base/clock.h"
+#include "base/hash.h"
+#include "base/xmalloc.h"
 #include "config/constraints.h"
 #include "symbolic/context.h"
-#include "base/hash.h"
+#include "symbolic/symbolic.h"
 #include "numeric/numeric.h"
 #include "numeric/shrink.h"
-#include "symbolic/symbolic.h"
-#include "base/xmalloc.h"
 
 /*
  * The keys moved, largest savings first: the mesh (each rank fewer is a
