@@ -22,6 +22,7 @@
 #include "config/constraints.h"
 #include "config/framework.h"
 #include "config/load.h"
+#include "config/plan.h"
 #include "config/reader.h"
 
 /*
@@ -97,6 +98,11 @@ finish_config(struct loader *ld)
 	reader_apply_defaults(c);
 	if ((k = cfg_find_violation(c, msg, sizeof(msg))) == KEY__COUNT)
 		return 0;
+	/* A plan's fault is at its step, which the message names. */
+	if (k == KEY_PLAN && !plan_violation(c, &m, msg, sizeof(msg))) {
+		reader_report(ld, NULL, m, NULL, "%s", msg);
+		return -1;
+	}
 	blame(ld, k, &ovr, &m);
 	reader_report(ld, ovr, m, cfg_keys[k].path, "%s", msg);
 	return -1;
