@@ -446,6 +446,22 @@ cfg_load_quietly(const char *name, const char *text, size_t len,
 }
 
 void
+cfg_error_at(const struct config *c, struct cfg_mark m, char **keep,
+    const char *fmt, ...)
+{
+	char		 msg[MSG_SIZE], *line;
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	xasprintf(&line, "%s: %s:%d:%d: %s", progname, c->file, m.line, m.col,
+	    msg);
+	reader_emit(keep, line, false);
+	free(line);
+}
+
+void
 cfg_error(const struct config *c, enum cfg_key k, char **keep,
     const char *fmt, ...)
 {
