@@ -507,7 +507,9 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		 */
 		/*
 		 * A plan: step that averages carries a factor as much as a
-		 * buffer's reduction does (issue 25, gpt-neox PR #1259).
+		 * buffer's reduction does (issue 25, gpt-neox PR #1259), and
+		 * a step the user wrote says more about a factor than the
+		 * preset's around it, which no setting needs to change.
 		 */
 		if ((s->op == SYNC_SCALE || s->op == SYNC_REDUCE_SCATTER ||
 		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER) ||
@@ -515,7 +517,9 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    s->average)) &&
 		    !(scale_step != NULL && scale_step->op == SYNC_SCALE &&
 		    s->op != SYNC_SCALE && scale_step->fix != SYNC_FIX_NONE &&
-		    scale_step->fix != s->fix))
+		    scale_step->fix != s->fix) &&
+		    !(scale_step != NULL && scale_step->plan_item >= 0 &&
+		    s->plan_item < 0))
 			scale_step = s;
 		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
 		    explain_placement(fl, &m->mesh, s, pr))
