@@ -117,6 +117,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_EXPERT_DIM_MESH] = "layout.expert_dim_mesh",
 	[KEY_TIED_FSDP_GROUPS] = "layout.tied_fsdp_groups",
 	[KEY_SHARED_PARAM_REFUSED] = "limits.shared_param_refused",
+	[KEY_PLAN] = "plan",
 	[KEY_MOE_INPUT_GRAD] = "sync.moe_input_grad",
 	[KEY_EP_SUPPORTED] = "limits.ep_supported",
 	[KEY_ETP_ONE_OR_TP] = "limits.etp_one_or_tp",
@@ -196,7 +197,7 @@ static void
 dump(const struct config *c)
 {
 	struct cfg_mark	 m;
-	char		 value[64];
+	char		 value[512];
 	int		 k;
 
 	printf("file=%s\n", c->file);

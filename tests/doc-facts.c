@@ -48,6 +48,8 @@ has_children(enum cfg_key k)
 static const char *
 key_type(enum cfg_key k)
 {
+	if (cfg_keys[k].type == CFG_TYPE_PLAN)
+		return "sequence";
 	if (!cfg_key_is_setting(k))
 		return has_children(k) ? "mapping" : "string";
 	switch (cfg_key_value_type(k)) {

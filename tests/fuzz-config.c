@@ -60,6 +60,13 @@ static const char *const seeds[] = {
 	"{mesh: {dp: 4, tp: 2, ep: 4, etp: 2}, model: {moe: {}}, "
 	"training: {bucket_elems: 9223372036854775807}}\n",
 
+	/* plan: (issue 25), every spelling of a step. */
+	"mesh: {dp: 2, tp: 2, pp: 2}\ntraining: {micro_batches: 4}\n"
+	"plan:\n  - preset\n  - scale: 1/(micro_batches*dp)\n"
+	"    params: \"*\"\n    stages: [0, 1]\n"
+	"  - {all-reduce: tp, average: yes, params: [\"*norm*\", x]}\n"
+	"  - all-reduce: embedding\n    stages: 1\n",
+
 	"# comment\nname: \"quoted \\u00e9\"\nmesh:\n  dp: 1\n"
 	"model:\n  vocab: 1048576\n  hidden: 1048576\n  seq: 1\n",
 };

@@ -407,10 +407,20 @@ hook(void *arg, const struct sym_run *run, int step)
 
 	const char	*cite = s != NULL && at_fault(ex, s) ?
 			    sync_cite_text(s->cite) : NULL;
-	char		 value[64], origin[512];
+	char		 value[256], origin[512], key[64];
 
-	if (s != NULL) {
+	if (s != NULL && s->plan_item >= 0) {
+		/* A step of plan: comes from its own place in the file. */
+		const struct plan_item *it = &ex->config->plan[s->plan_item];
+
 		syncplan_describe(s, m, what, sizeof what);
+		snprintf(key, sizeof key, "plan[%d]", s->plan_item);
+		cfg_plan_item_text(it, value, sizeof value);
+		snprintf(origin, sizeof origin, "%s:%d:%d", ex->config->file,
+		    it->mark.line, it->mark.col);
+	} else if (s != NULL) {
+		syncplan_describe(s, m, what, sizeof what);
+		snprintf(key, sizeof key, "%s", cfg_key_path(s->key));
 		cfg_key_value(ex->config, s->key, value, sizeof value);
 		fw_key_origin(ex->config, s->key, origin, sizeof origin);
 	} else {
@@ -434,8 +444,7 @@ hook(void *arg, const struct sym_run *run, int step)
 		if (s != NULL) {
 			jsonw_key(&ex->json, "setting");
 			jsonw_begin_object(&ex->json);
-			jsonw_key_string(&ex->json, "key",
-			    cfg_key_path(s->key));
+			jsonw_key_string(&ex->json, "key", key);
 			jsonw_key_string(&ex->json, "value", value);
 			jsonw_key_string(&ex->json, "from", origin);
 			jsonw_end_object(&ex->json);
@@ -449,8 +458,7 @@ hook(void *arg, const struct sym_run *run, int step)
 		printf("\nstep %d: %s%s%s%s\n", step + 1, what,
 		    cite ? " [" : "", cite ? cite : "", cite ? "]" : "");
 		if (s != NULL)
-			printf("  (%s: %s, from %s)\n", cfg_key_path(s->key),
-			    value, origin);
+			printf("  (%s: %s, from %s)\n", key, value, origin);
 		layout_settings(ex, s);
 	}
 	for (l = 0; l < m->nlogical; l++) {

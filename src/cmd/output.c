@@ -288,6 +288,7 @@ output_load_batch(const struct options *o, struct batch *b)
 	struct config		*v;
 	const char		*why;
 	enum cfg_key		 blame;
+	struct cfg_mark		 at;
 	char			 whybuf[SYM_WHY_SIZE];
 	size_t			 k;
 	int			 i;
@@ -308,12 +309,15 @@ output_load_batch(const struct options *o, struct batch *b)
 		batch_adopt(b, &one);
 		v = one.v != NULL ? one.v : b->list.v;
 		for (k = 0; k < one.n; k++) {
-			if ((why = sym_unauditable(&v[k], &blame,
+			if ((why = sym_unauditable_at(&v[k], &blame, &at,
 			    whybuf, sizeof whybuf)) == NULL) {
 				batch_config(b, &v[k]);
 				continue;
 			}
-			cfg_error(&v[k], blame, &one.error, "%s", why);
+			if (at.line > 0)
+				cfg_error_at(&v[k], at, &one.error, "%s", why);
+			else
+				cfg_error(&v[k], blame, &one.error, "%s", why);
 			batch_error(b, v[k].file, v[k].name, one.error);
 			cfg_free(&v[k]);
 		}
@@ -359,6 +363,7 @@ output_load_configs(const struct options *o, struct config_list *list)
 {
 	const char	*why;
 	enum cfg_key	 blame;
+	struct cfg_mark	 at;
 	char		 whybuf[SYM_WHY_SIZE];
 	size_t		 k;
 	int		 i;
@@ -368,9 +373,12 @@ output_load_configs(const struct options *o, struct config_list *list)
 		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0)
 			goto fail;
 	for (k = 0; k < list->n; k++) {
-		if ((why = sym_unauditable(&list->v[k], &blame,
+		if ((why = sym_unauditable_at(&list->v[k], &blame, &at,
 		    whybuf, sizeof whybuf)) != NULL) {
-			cfg_error(&list->v[k], blame, NULL, "%s", why);
+			if (at.line > 0)
+				cfg_error_at(&list->v[k], at, NULL, "%s", why);
+			else
+				cfg_error(&list->v[k], blame, NULL, "%s", why);
 			goto fail;
 		}
 	}

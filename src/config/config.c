@@ -415,6 +415,9 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    layout.tied_fsdp_groups, tied_fsdp_words),
 	[KEY_SHARED_PARAM_REFUSED] = FLAG("limits.shared_param_refused",
 	    KEY_LIMITS, limits.shared_param_refused),
+	/* struct config's plan and nplan (plan.c reads them). */
+	[KEY_PLAN] = { "plan", CFG_ROOT, CFG_TYPE_PLAN, CFG_NO_FIELD, 0, 0, 0,
+	    NULL },
 };
 
 
@@ -466,6 +469,7 @@ cfg_key_get(const struct config *c, enum cfg_key k)
 	case CFG_TYPE_MAP:
 		return p == NULL || *(const bool *)p;
 	case CFG_TYPE_STRING:
+	case CFG_TYPE_PLAN:
 		break;
 	}
 	fatalx("key_get on %s", cfg_keys[k].path);
@@ -492,6 +496,7 @@ cfg_key_put(struct config *c, enum cfg_key k, int64_t v)
 			*(bool *)p = v != 0;
 		return;
 	case CFG_TYPE_STRING:
+	case CFG_TYPE_PLAN:
 		break;
 	}
 	fatalx("key_set on %s", cfg_keys[k].path);
@@ -522,7 +527,8 @@ int64_t
 cfg_key_number(const struct config *c, enum cfg_key k)
 {
 	if (cfg_keys[k].type == CFG_TYPE_STRING ||
-	    cfg_keys[k].type == CFG_TYPE_MAP)
+	    cfg_keys[k].type == CFG_TYPE_MAP ||
+	    cfg_keys[k].type == CFG_TYPE_PLAN)
 		fatalx("cfg_key_number on %s", cfg_keys[k].path);
 	return cfg_key_get(c, k);
 }
@@ -785,6 +791,140 @@ cfg_tied_split(const struct config *c)
 	    c->layout.tied_fsdp_groups == TIED_FSDP_TWO && !cfg_ddp_path(c);
 }
 
+/*
+ * plan: (issue 25).  A config owns its plan: its copies and frees go with
+ * the config's; plan.c checks it and plan-read.c reads it.
+ */
+const char *const cfg_plan_group_words[] = {
+	"dp", "tp", "pp", "ep", "etp", "edp", "embedding", "cp", "pure-dp",
+	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", NULL
+};
+
+static void *
+dup_array(const void *src, size_t n, size_t size)
+{
+	void	*p;
+
+	if (n == 0)
+		return NULL;
+	p = xreallocarray(NULL, n, size);
+	memcpy(p, src, n * size);
+	return p;
+}
+
+void
+cfg_plan_copy(struct config *dst, const struct config *src)
+{
+	struct plan_item	*d;
+	const struct plan_item	*s;
+	int			 i, j;
+
+	dst->plan = dup_array(src->plan, src->nplan, sizeof *src->plan);
+	dst->nplan = src->nplan;
+	for (i = 0; i < src->nplan; i++) {
+		s = &src->plan[i];
+		d = &dst->plan[i];
+		d->expr = s->expr != NULL ? xstrdup(s->expr) : NULL;
+		d->globs = dup_array(s->globs, s->nglobs, sizeof *s->globs);
+		for (j = 0; j < s->nglobs; j++)
+			d->globs[j] = xstrdup(s->globs[j]);
+		d->glob_marks = dup_array(s->glob_marks, s->nglobs,
+		    sizeof *s->glob_marks);
+		d->stages = dup_array(s->stages, s->nstages,
+		    sizeof *s->stages);
+		d->stage_marks = dup_array(s->stage_marks, s->nstages,
+		    sizeof *s->stage_marks);
+	}
+}
+
+void
+cfg_plan_free(struct config *c)
+{
+	struct plan_item *it;
+	int		 i, j;
+
+	for (i = 0; i < c->nplan; i++) {
+		it = &c->plan[i];
+		free(it->expr);
+		for (j = 0; j < it->nglobs; j++)
+			free(it->globs[j]);
+		free(it->globs);
+		free(it->glob_marks);
+		free(it->stages);
+		free(it->stage_marks);
+	}
+	free(c->plan);
+	c->plan = NULL;
+	c->nplan = 0;
+}
+
+static void
+plan_append(char *buf, size_t len, const char *s)
+{
+	size_t	 n = strlen(buf);
+
+	if (n + 1 < len)
+		snprintf(buf + n, len - n, "%s", s);
+}
+
+void
+cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
+{
+	char	 num[16];
+	int	 j;
+
+	buf[0] = '\0';
+	switch (it->op) {
+	case PLAN_PRESET:
+		plan_append(buf, len, "preset");
+		return;
+	case PLAN_SCALE:
+		plan_append(buf, len, "scale: ");
+		plan_append(buf, len, it->expr);
+		break;
+	case PLAN_ALL_REDUCE:
+		plan_append(buf, len, "all-reduce: ");
+		plan_append(buf, len, cfg_plan_group_words[it->group]);
+		plan_append(buf, len, it->average ? ", average: true" :
+		    ", average: false");
+		break;
+	}
+	for (j = 0; j < it->nglobs; j++) {
+		plan_append(buf, len, j == 0 ? ", params: [" : ", ");
+		plan_append(buf, len, it->globs[j]);
+	}
+	if (it->nglobs > 0)
+		plan_append(buf, len, "]");
+	for (j = 0; j < it->nstages; j++) {
+		snprintf(num, sizeof num, "%d", it->stages[j]);
+		plan_append(buf, len, j == 0 ? ", stages: [" : ", ");
+		plan_append(buf, len, num);
+	}
+	if (it->nstages > 0)
+		plan_append(buf, len, "]");
+}
+
+void
+cfg_plan_text(const struct config *c, char *buf, size_t len)
+{
+	char	 one[256];
+	int	 i;
+
+	buf[0] = '\0';
+	if (!keyset_has(&c->given, KEY_PLAN)) {
+		plan_append(buf, len, "(preset)");
+		return;
+	}
+	for (i = 0; i < c->nplan; i++) {
+		cfg_plan_item_text(&c->plan[i], one, sizeof one);
+		if (i > 0)
+			plan_append(buf, len, "; ");
+		plan_append(buf, len, one);
+	}
+	if (c->nplan == 0)
+		plan_append(buf, len, "(no steps)");
+}
+
 void
 cfg_copy(struct config *dst, const struct config *src)
 {
@@ -805,6 +945,7 @@ cfg_copy(struct config *dst, const struct config *src)
 	    xstrdup(src->model.moe.aux_loss_coeff) : NULL;
 	dst->model.moe.z_loss_coeff = src->model.moe.z_loss_coeff != NULL ?
 	    xstrdup(src->model.moe.z_loss_coeff) : NULL;
+	cfg_plan_copy(dst, src);
 	dst->marks = xreallocarray(NULL, (size_t)src->nmarks + 1,
 	    sizeof(*dst->marks));
 	/* A config with no key written has no marks (NULL): UBSan. */
@@ -851,6 +992,7 @@ cfg_free(struct config *c)
 	free(c->marks);
 	c->marks = NULL;
 	c->nmarks = 0;
+	cfg_plan_free(c);
 }
 
 const char *
@@ -862,7 +1004,9 @@ cfg_key_path(enum cfg_key k)
 bool
 cfg_key_is_setting(enum cfg_key k)
 {
-	return cfg_keys[k].type != CFG_TYPE_MAP && cfg_keys[k].type != CFG_TYPE_STRING;
+	return cfg_keys[k].type != CFG_TYPE_MAP &&
+	    cfg_keys[k].type != CFG_TYPE_STRING &&
+	    cfg_keys[k].type != CFG_TYPE_PLAN;
 }
 
 void
@@ -870,6 +1014,10 @@ cfg_key_value(const struct config *c, enum cfg_key k, char *buf, size_t len)
 {
 	int64_t	 v;
 
+	if (cfg_keys[k].type == CFG_TYPE_PLAN) {
+		cfg_plan_text(c, buf, len);
+		return;
+	}
 	if (cfg_keys[k].type == CFG_TYPE_STRING) {
 		const char *s = *(char *const *)((const char *)c +
 		    cfg_keys[k].offset);

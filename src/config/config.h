@@ -413,6 +413,7 @@ enum cfg_key {
 	KEY_EP_BORROWS_ALL_CP_TP, KEY_SEQ_DIVISOR,
 	KEY_EXPERT_DIM_MESH, KEY_MTP_PP_SUPPORTED, KEY_MTP_OBJECTIVE,
 	KEY_TIED_FSDP_GROUPS, KEY_SHARED_PARAM_REFUSED,
+	KEY_PLAN,
 	KEY__COUNT
 };
 
@@ -435,6 +436,34 @@ keyset_add(struct keyset *s, int k)
 }
 
 struct fw_profile;
+
+/*
+ * One step of the plan: section (issue 25), as written.  The model layer
+ * (syncplan.c) expands it into sync steps; nothing else reads it.
+ */
+enum plan_op {
+	PLAN_PRESET,		/* the steps sync: and the profile build */
+	PLAN_SCALE,		/* scale: EXPR */
+	PLAN_ALL_REDUCE		/* all-reduce: GROUP */
+};
+
+struct plan_item {
+	enum plan_op	 op;
+	struct cfg_mark	 mark;		/* the item */
+	struct cfg_mark	 value_mark;	/* its operation's value */
+	char		*expr;		/* PLAN_SCALE: the factor as written */
+	int		 group;		/* PLAN_ALL_REDUCE: plan_group_words[] */
+	bool		 average;	/* PLAN_ALL_REDUCE: AVG, not SUM */
+	struct cfg_mark	 average_mark;	/* line 0: not written */
+	/* params: globs over parameter names; none: every parameter. */
+	char		**globs;
+	struct cfg_mark	*glob_marks;
+	int		 nglobs;
+	/* stages: pipeline stages (0-based); none: every stage. */
+	int		*stages;
+	struct cfg_mark	*stage_marks;
+	int		 nstages;
+};
 
 /* Where one key was written (struct config's marks). */
 struct cfg_key_mark {
@@ -600,6 +629,13 @@ struct config {
 	const struct fw_profile	*profile;
 
 	/*
+	 * plan: (issue 25), nplan items; used when `given` has KEY_PLAN,
+	 * else the plan is the preset alone.
+	 */
+	struct plan_item	*plan;
+	int			 nplan;
+
+	/*
 	 * Where each written key was written (line 0: by --set), one pair
 	 * per key of `given`, read through cfg_key_mark().  A mark for
 	 * every key was two thirds of a config, and a list of 932,000
@@ -666,7 +702,8 @@ enum cfg_key_type {
 	CFG_TYPE_INT,		/* a decimal int within [min, max] */
 	CFG_TYPE_INT64,		/* a decimal int64_t within [min, max] */
 	CFG_TYPE_BOOL,		/* true/false, yes/no, on/off */
-	CFG_TYPE_ENUM		/* one of words[], stored as its index */
+	CFG_TYPE_ENUM,		/* one of words[], stored as its index */
+	CFG_TYPE_PLAN		/* plan:, a sequence of steps (plan.h) */
 };
 
 struct cfg_key_def {
@@ -708,6 +745,22 @@ const char *cfg_spelling(const char *const *words, int i);
 
 /* Deep copy and free; config_list_free frees the configs and the array. */
 void	 cfg_copy(struct config *dst, const struct config *src);
+/*
+ * The plan: of a config (plan.h): deep copies and frees, as cfg_copy and
+ * cfg_free make them; each step as one line ("scale: 1/micro_batches,
+ * params: [*norm*]"), and the whole plan as one for dumps ("preset;
+ * scale: 1/2", "(preset)" when the config writes none).
+ */
+void	 cfg_plan_copy(struct config *dst, const struct config *src);
+void	 cfg_plan_free(struct config *);
+void	 cfg_plan_item_text(const struct plan_item *, char *buf, size_t len);
+void	 cfg_plan_text(const struct config *, char *buf, size_t len);
+/*
+ * The groups an all-reduce step may name, plan_item.group's words:
+ * mesh_group_name's spellings, which the model layer resolves to its
+ * group kinds.
+ */
+extern const char *const cfg_plan_group_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

@@ -17,6 +17,7 @@
 #include "config/config.h"
 #include "config/constraints.h"
 #include "config/framework.h"
+#include "config/plan.h"
 
 /*
  * One constraint of SPEC section 5: holds() returns false and describes the
@@ -32,6 +33,18 @@
  * every sample of a micro-batch weighs alike, that is with one sample per
  * micro-batch or every token valid (where it is the micro-batch mean).
  */
+/*
+ * A plan's stages and factors with this mesh (plan.h): sweep and run
+ * --shrink try meshes the file never wrote.
+ */
+static bool
+plan_fits(const struct config *c, char *buf, size_t size)
+{
+	struct cfg_mark	 m;
+
+	return plan_violation(c, &m, buf, size);
+}
+
 static bool
 sample_mean_expressible(const struct config *c, char *buf, size_t size)
 {
@@ -1013,6 +1026,7 @@ static const struct constraint constraints[] = {
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
 	{ KEY_SHARED_PARAM_REFUSED, false, framework_shared_param },
 	{ KEY_OBJECTIVE, false, sample_mean_expressible },
+	{ KEY_PLAN, false, plan_fits },
 };
 
 /*

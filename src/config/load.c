@@ -22,6 +22,7 @@
 #include "config/constraints.h"
 #include "config/framework.h"
 #include "config/load.h"
+#include "config/plan.h"
 #include "config/reader.h"
 
 /*
@@ -97,6 +98,11 @@ finish_config(struct loader *ld)
 	reader_apply_defaults(c);
 	if ((k = cfg_find_violation(c, msg, sizeof(msg))) == KEY__COUNT)
 		return 0;
+	/* A plan's fault is at its step, which the message names. */
+	if (k == KEY_PLAN && !plan_violation(c, &m, msg, sizeof(msg))) {
+		reader_report(ld, NULL, m, NULL, "%s", msg);
+		return -1;
+	}
 	blame(ld, k, &ovr, &m);
 	reader_report(ld, ovr, m, cfg_keys[k].path, "%s", msg);
 	return -1;
@@ -437,6 +443,22 @@ cfg_load_quietly(const char *name, const char *text, size_t len,
 	ld.text = (const unsigned char *)text;
 	ld.len = len;
 	return load_text(&ld, out);
+}
+
+void
+cfg_error_at(const struct config *c, struct cfg_mark m, char **keep,
+    const char *fmt, ...)
+{
+	char		 msg[MSG_SIZE], *line;
+	va_list		 ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	xasprintf(&line, "%s: %s:%d:%d: %s", progname, c->file, m.line, m.col,
+	    msg);
+	reader_emit(keep, line, false);
+	free(line);
 }
 
 void

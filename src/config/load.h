@@ -40,6 +40,13 @@ void	 cfg_error(const struct config *, enum cfg_key, char **keep,
 	    const char *, ...) __attribute__((format(printf, 4, 5)));
 
 /*
+ * The same at mark m of the file, with no key: the message names what it
+ * is about ("plan[2].params[0]: ...").
+ */
+void	 cfg_error_at(const struct config *, struct cfg_mark, char **keep,
+	    const char *, ...) __attribute__((format(printf, 4, 5)));
+
+/*
  * The name a config file gives its configs when they have none: its base
  * name without .yaml or .yml; xmalloc'd.
  */

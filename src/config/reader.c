@@ -81,6 +81,12 @@ is_plain(const yaml_event_t *ev)
 }
 
 bool
+reader_is_plain(const yaml_event_t *ev)
+{
+	return is_plain(ev);
+}
+
+bool
 reader_is_null_scalar(const yaml_event_t *ev)
 {
 	const char	*s = (const char *)ev->data.scalar.value;
@@ -174,6 +180,9 @@ expectation(char *buf, size_t size, enum cfg_key k)
 		break;
 	case CFG_TYPE_MAP:
 		snprintf(buf, size, "a mapping");
+		break;
+	case CFG_TYPE_PLAN:
+		snprintf(buf, size, "a sequence of plan steps");
 		break;
 	}
 }
@@ -611,20 +620,32 @@ load_integer(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	return 0;
 }
 
-static int
-load_bool(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+int
+reader_bool(const yaml_event_t *ev, bool *out)
 {
 	static const char *const yes[] = { "true", "yes", "on" };
 	static const char *const no[] = { "false", "no", "off" };
 	const unsigned char	*s = ev->data.scalar.value;
 	size_t			 i, len = ev->data.scalar.length;
-	char			 got[GOT_SIZE];
 
 	for (i = 0; is_plain(ev) && i < sizeof(yes) / sizeof(yes[0]); i++) {
 		if (ascii_caseeq(s, len, yes[i]) || ascii_caseeq(s, len, no[i])) {
-			cfg_key_put(ld->cfg, k, ascii_caseeq(s, len, yes[i]));
+			*out = ascii_caseeq(s, len, yes[i]);
 			return 0;
 		}
+	}
+	return -1;
+}
+
+static int
+load_bool(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
+{
+	char			 got[GOT_SIZE];
+	bool			 v;
+
+	if (reader_bool(ev, &v) == 0) {
+		cfg_key_put(ld->cfg, k, v);
+		return 0;
 	}
 	reader_describe(got, sizeof(got), ev);
 	reader_error_at(ld, &ev->start_mark, cfg_keys[k].path,
@@ -692,6 +713,9 @@ load_value(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 		    "aliases are not supported: write the value out");
 		return -1;
 	}
+	/* plan: a sequence of steps, read by plan.c. */
+	if (cfg_keys[k].type == CFG_TYPE_PLAN)
+		return reader_load_plan(ld, ev);
 	if (cfg_keys[k].type == CFG_TYPE_MAP && ev->type == YAML_MAPPING_START_EVENT) {
 		cfg_key_put(ld->cfg, k, 1);
 		return reader_load_mapping(ld, k);
@@ -716,6 +740,7 @@ load_value(struct loader *ld, enum cfg_key k, const yaml_event_t *ev)
 	case CFG_TYPE_STRING:
 		return load_string(ld, k, ev);
 	case CFG_TYPE_MAP:
+	case CFG_TYPE_PLAN:
 		break;
 	}
 	fatalx("load_value: %s", cfg_keys[k].path);
@@ -903,7 +928,8 @@ reader_apply_defaults(struct config *c)
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (keyset_has(&c->given, k) ||
 		    keyset_has(&c->from_profile, k) || cfg_keys[k].type == CFG_TYPE_MAP ||
-		    cfg_keys[k].type == CFG_TYPE_STRING)
+		    cfg_keys[k].type == CFG_TYPE_STRING ||
+		    cfg_keys[k].type == CFG_TYPE_PLAN)
 			continue;
 		cfg_key_put(c, (enum cfg_key)k,
 		    cfg_keys[k].def == CFG_DEFAULT_PP ? c->mesh.pp : cfg_keys[k].def);
@@ -931,6 +957,16 @@ cfg_load_settings(struct yaml_parser_s *parser, const char *path,
 	ld.cfg = c;
 	if (reader_load_mapping(&ld, CFG_ROOT) == -1)
 		return -1;
+	/*
+	 * A profile's steps are its sync: settings, the preset a user's
+	 * plan places; a plan of its own would leave users none to place.
+	 */
+	if (keyset_has(&c->given, KEY_PLAN)) {
+		reader_report(&ld, NULL, cfg_key_mark(c, KEY_PLAN), "plan",
+		    "a profile describes its steps with sync: settings, "
+		    "which a configuration's plan places with \"preset\"");
+		return -1;
+	}
 	for (k = 0; k < KEY__COUNT; k++) {
 		if (!keyset_has(&c->given, k) || !cfg_key_is_job(k))
 			continue;

@@ -67,6 +67,15 @@ void	 reader_error_at(const struct loader *, const yaml_mark_t *m,
 	    const char *key, const char *fmt, ...)
 	    __attribute__((format(printf, 4, 5)));
 bool reader_is_null_scalar(const yaml_event_t *ev);
+/* A plain, untagged scalar (a number, a boolean or null may be one). */
+bool	 reader_is_plain(const yaml_event_t *ev);
+/*
+ * plan:'s value, whose first event is ev, into ld's config (plan-read.c):
+ * its own schema, a sequence of steps (plan.h).
+ */
+int	 reader_load_plan(struct loader *ld, const yaml_event_t *ev);
+/* A boolean as load_bool reads one; -1 when ev is none. */
+int	 reader_bool(const yaml_event_t *ev, bool *out);
 int reader_resolve_override(const char *path, enum cfg_key *out, char **keep);
 void reader_emit(char **keep, const char *line, bool quiet);
 

@@ -9,8 +9,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/suggest.h"
 #include "base/xmalloc.h"
 #include "config/config.h"
+#include "config/plan.h"
 #include "model/model.h"
 #include "model/syncplan.h"
 
@@ -46,6 +48,7 @@ new_step(struct sync_plan *plan, const struct model *m,
 	s->key = rule->key;
 	s->cite = rule->cite;
 	s->fix = rule->fix;
+	s->plan_item = -1;
 	return s;
 }
 
@@ -67,6 +70,7 @@ note_skipped(struct sync_plan *plan, const struct model *m,
 	s->key = rule->key;
 	s->cite = rule->cite;
 	s->fix = rule->fix;
+	s->plan_item = -1;
 	s->has_placement = true;
 	s->truth = truth;
 	s->declared = declared;
@@ -633,17 +637,232 @@ static const struct sync_rule rules[] = {
 	  emit_embedding_after_dp },
 };
 
-void
-syncplan_build(struct sync_plan *plan, const struct model *m,
+/*
+ * The plan: section (issue 25).  "preset" runs the rules above where it
+ * stands; every other step is the user's, one sync step each, over the
+ * parameters its globs and stages select, with its factor evaluated from
+ * this config's sizes.  Its label says which step of the file it is, for
+ * findings and explain; its setting is KEY_PLAN, which no fix search can
+ * flip.
+ */
+
+/* The group kind an all-reduce step names (mesh_group_name's words). */
+static enum group_kind
+plan_group(const struct plan_item *it)
+{
+	const char	*w = cfg_plan_group_words[it->group];
+	int		 k;
+
+	for (k = 0; k < GROUP__COUNT; k++)
+		if (strcmp(mesh_group_name((enum group_kind)k), w) == 0)
+			return (enum group_kind)k;
+	fatalx("plan group %s has no group kind", w);
+}
+
+/* Does step it select parameter instance p (its globs and stages)? */
+static bool
+plan_selects(const struct plan_item *it, const struct param *p)
+{
+	bool	 glob = it->nglobs == 0, stage = it->nstages == 0;
+	int	 j;
+
+	for (j = 0; j < it->nglobs && !glob; j++)
+		glob = plan_glob_match(it->globs[j], p->name);
+	for (j = 0; j < it->nstages && !stage; j++)
+		stage = it->stages[j] == p->stage;
+	return glob && stage;
+}
+
+static void
+emit_plan_item(struct sync_plan *plan, const struct model *m, int i)
+{
+	const struct plan_item *it = &m->config->plan[i];
+	struct sync_step *s;
+	char		 text[256], *label;
+	int		 p;
+
+	plan->steps = xreallocarray(plan->steps, plan->nsteps + 1,
+	    sizeof *plan->steps);
+	s = &plan->steps[plan->nsteps++];
+	memset(s, 0, sizeof *s);
+	s->op = it->op == PLAN_SCALE ? SYNC_SCALE : SYNC_ALL_REDUCE;
+	s->group = it->op == PLAN_SCALE ? GROUP_DP : plan_group(it);
+	s->target = TARGET_PARAMS;
+	s->params = xcalloc(m->nparams, sizeof *s->params);
+	for (p = 0; p < m->nparams; p++)
+		s->params[p] = plan_selects(it, &m->params[p]);
+	s->scale = q_make(1, 1);
+	/* The constraints evaluated it with these sizes already. */
+	if (it->op == PLAN_SCALE && plan_factor(m->config, it, &s->scale) == -1)
+		fatalx("plan[%d]: factor %s cannot be evaluated", i, it->expr);
+	s->average = it->op == PLAN_ALL_REDUCE && it->average;
+	s->key = KEY_PLAN;
+	s->cite = SYNC_CITE_NONE;
+	s->fix = SYNC_FIX_PLAN;
+	s->plan_item = i;
+	cfg_plan_item_text(it, text, sizeof text);
+	xasprintf(&label, "plan[%d] (%s:%d:%d): %s", i, m->config->file,
+	    it->mark.line, it->mark.col, text);
+	s->label = label;
+}
+
+static void
+emit_preset(struct sync_plan *plan, const struct model *m,
     const struct placement *grad)
 {
 	size_t	i;
 
-	memset(plan, 0, sizeof *plan);
 	for (i = 0; i < sizeof rules / sizeof rules[0]; i++)
 		rules[i].emit(plan, m, grad, &rules[i]);
-	if (plan->nsteps > 32)
-		fatalx("sync plan of %d steps exceeds 32", plan->nsteps);
+}
+
+/* Step it's glob j, when it names no parameter: the nearest name. */
+static const char *
+nearest_param(const struct model *m, const char *glob)
+{
+	struct suggestion sg;
+	int		 p;
+
+	suggest_init(&sg, glob, strlen(glob));
+	for (p = 0; p < m->nparams; p++)
+		suggest_consider(&sg, m->params[p].name);
+	return suggest_best(&sg);
+}
+
+/* A fault of step i alone: a glob, its selection, its group. */
+static const char *
+plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
+    char *why, size_t len)
+{
+	const struct plan_item *it = &m->config->plan[i];
+	const char	*near;
+	enum group_kind	 g;
+	bool		 any = false;
+	int		 j, p;
+
+	for (j = 0; j < it->nglobs; j++) {
+		for (p = 0; p < m->nparams; p++)
+			if (plan_glob_match(it->globs[j], m->params[p].name))
+				break;
+		if (p < m->nparams)
+			continue;
+		*at = it->glob_marks[j];
+		near = nearest_param(m, it->globs[j]);
+		snprintf(why, len, "plan[%d].params[%d]: \"%.64s\" matches no "
+		    "parameter (%s%s%s)", i, j, it->globs[j], near != NULL ?
+		    "did you mean \"" : "names are like ", near != NULL ? near :
+		    m->params[m->nparams - 1].name, near != NULL ? "\"?" : "");
+		return why;
+	}
+	for (p = 0; p < m->nparams; p++)
+		any = any || plan_selects(it, &m->params[p]);
+	if (!any) {
+		*at = it->mark;
+		snprintf(why, len, "plan[%d]: no parameter is both in params "
+		    "and on stages", i);
+		return why;
+	}
+	if (it->op != PLAN_ALL_REDUCE)
+		return NULL;
+	g = plan_group(it);
+	if (g != GROUP_PP && g != GROUP_EMBEDDING)
+		return NULL;
+	/*
+	 * Only a tied weight's two copies, on the first and the last stage,
+	 * meet over these groups: a parameter of one stage has no peer.
+	 */
+	for (p = 0; p < m->nparams; p++) {
+		if (!plan_selects(it, &m->params[p]) ||
+		    (m->logical[m->params[p].logical].ninstances == 2 &&
+		    (g == GROUP_EMBEDDING || m->mesh.pp <= 2)))
+			continue;
+		*at = it->value_mark;
+		snprintf(why, len, "plan[%d].all-reduce: over %s only the two "
+		    "copies of a tied weight meet%s, and %s is on stage %d "
+		    "alone", i, mesh_group_name(g), g == GROUP_PP ?
+		    " (with pp at most 2)" : "", m->params[p].name,
+		    m->params[p].stage);
+		return why;
+	}
+	return NULL;
+}
+
+/*
+ * A plan without "preset" is exactly its steps: every parameter that
+ * has data-parallel replicas needs one of them to reduce it.
+ */
+static const char *
+plan_unreduced(const struct model *m, struct cfg_mark *at, char *why,
+    size_t len)
+{
+	const struct config *c = m->config;
+	const struct param *pr;
+	int	 i, p, n;
+	bool	 reduced;
+
+	for (i = 0; i < c->nplan; i++)
+		if (c->plan[i].op == PLAN_PRESET)
+			return NULL;
+	for (p = 0; p < m->nparams; p++) {
+		pr = &m->params[p];
+		n = mesh_group_size(&m->mesh, pr->expert ? GROUP_EDP :
+		    GROUP_DP);
+		reduced = false;
+		for (i = 0; i < c->nplan && !reduced; i++)
+			reduced = c->plan[i].op == PLAN_ALL_REDUCE &&
+			    plan_selects(&c->plan[i], pr);
+		if (n < 2 || reduced)
+			continue;
+		*at = cfg_key_mark(c, KEY_PLAN);
+		snprintf(why, len, "plan: leaves %s without a reduction: its "
+		    "gradient has %d data-parallel replicas (%s) and no step "
+		    "all-reduces it; write \"preset\" or an all-reduce over "
+		    "%s", pr->name, n, pr->expert ? "edp" : "dp", pr->expert ?
+		    "edp" : "dp");
+		return why;
+	}
+	return NULL;
+}
+
+const char *
+syncplan_refusal(const struct model *m, struct cfg_mark *at, char *why,
+    size_t len)
+{
+	const char	*r;
+	int		 i;
+
+	if (!plan_given(m->config))
+		return NULL;
+	for (i = 0; i < m->config->nplan; i++)
+		if (m->config->plan[i].op != PLAN_PRESET &&
+		    (r = plan_item_refusal(m, i, at, why, len)) != NULL)
+			return r;
+	return plan_unreduced(m, at, why, len);
+}
+
+void
+syncplan_build(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad)
+{
+	const struct config *c = m->config;
+	char		 why[CFG_WHY_SIZE];
+	int		 i;
+
+	memset(plan, 0, sizeof *plan);
+	if (!plan_given(c))
+		emit_preset(plan, m, grad);
+	for (i = 0; plan_given(c) && i < c->nplan; i++) {
+		if (c->plan[i].op == PLAN_PRESET)
+			emit_preset(plan, m, grad);
+		else
+			emit_plan_item(plan, m, i);
+	}
+	if (syncplan_refusal(m, &plan->refusal_mark, why, sizeof why) != NULL)
+		plan->refusal = xstrdup(why);
+	/* The rules emit at most 32; a plan adds at most PLAN_MAX_ITEMS. */
+	if (plan->nsteps > 32 + PLAN_MAX_ITEMS)
+		fatalx("sync plan of %d steps exceeds %d", plan->nsteps,
+		    32 + PLAN_MAX_ITEMS);
 }
 
 void
@@ -651,8 +870,12 @@ syncplan_free(struct sync_plan *plan)
 {
 	int	i;
 
-	for (i = 0; i < plan->nsteps; i++)
+	for (i = 0; i < plan->nsteps; i++) {
 		free(plan->steps[i].params);
+		if (plan->steps[i].plan_item >= 0)
+			free((char *)plan->steps[i].label);
+	}
+	free(plan->refusal);
 	for (i = 0; i < plan->nskipped; i++)
 		free(plan->skipped[i].params);
 	free(plan->steps);

@@ -91,6 +91,7 @@ enum sync_fix {
 	SYNC_FIX_EXPERT_AVG_SCALE,
 	SYNC_FIX_TIED_BUCKET_START,
 	SYNC_FIX_TIED_FLAT_UNITS,
+	SYNC_FIX_PLAN,		/* a step of plan: as the user wrote it */
 	SYNC_FIX__COUNT
 };
 
@@ -119,6 +120,11 @@ struct sync_step {
 	bool			 has_placement;
 	struct placement	 declared;
 	struct placement	 truth;
+	/*
+	 * The plan: step this one expands (key KEY_PLAN, label owned by the
+	 * plan), or -1 for a step of the preset: its setting is `key`.
+	 */
+	int			 plan_item;
 };
 
 struct sync_plan {
@@ -130,6 +136,14 @@ struct sync_plan {
 	 */
 	struct sync_step	*skipped;
 	int			 nskipped;
+	/*
+	 * Why the config's plan: cannot run on this model (a glob that
+	 * names no parameter, a parameter left without a reduction), and
+	 * where; NULL when it can.  Its steps are built all the same, so
+	 * that a sweep may ask (syncplan_refusal) after building.
+	 */
+	char			*refusal;
+	struct cfg_mark		 refusal_mark;
 };
 
 /*
@@ -139,6 +153,14 @@ struct sync_plan {
 void	 syncplan_build(struct sync_plan *, const struct model *,
 	    const struct placement *grad);
 void	 syncplan_free(struct sync_plan *);
+
+/*
+ * Why the config's plan: cannot run on model m, into why (with the mark
+ * of the step at fault in *at), or NULL: what syncplan_build would put in
+ * refusal, without the placements it needs for the preset.
+ */
+const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
+	    char *why, size_t len);
 
 /*
  * One line saying what the step does: "reduce-scatter (sum) over dp of the

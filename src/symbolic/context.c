@@ -251,18 +251,43 @@ refused_layout(const struct config *cfg, const struct layout *lay,
 	return why;
 }
 
+/* A plan: that cannot run on this model (syncplan.h). */
+static const char *
+refused_plan(const char *refusal, enum cfg_key *blame, char *why,
+    size_t len)
+{
+	if (refusal == NULL)
+		return NULL;
+	*blame = KEY_PLAN;
+	if (refusal != why)
+		snprintf(why, len, "%s", refusal);
+	return why;
+}
+
 const char *
 sym_unauditable(const struct config *cfg, enum cfg_key *blame, char *why,
     size_t len)
+{
+	struct cfg_mark	 at;
+
+	return sym_unauditable_at(cfg, blame, &at, why, len);
+}
+
+const char *
+sym_unauditable_at(const struct config *cfg, enum cfg_key *blame,
+    struct cfg_mark *at, char *why, size_t len)
 {
 	struct model	 m;
 	struct layout	 lay;
 	const char	*r;
 
+	at->line = at->col = 0;
 	if ((r = too_large_at_once(cfg, blame, why, len)) != NULL)
 		return r;
 	model_build(&m, cfg);
-	if ((r = unmodelled_loss(&m, blame, why, len)) == NULL &&
+	if ((r = refused_plan(syncplan_refusal(&m, at, why, len), blame, why,
+	    len)) == NULL &&
+	    (r = unmodelled_loss(&m, blame, why, len)) == NULL &&
 	    (r = too_many_copies(&m, blame, why, len)) == NULL) {
 		layout_build(&lay, &m);
 		r = refused_layout(cfg, &lay, blame, why, len);
@@ -278,7 +303,8 @@ sym_context_unauditable(const struct sym_context *ctx,
 {
 	const char	*r;
 
-	if ((r = unmodelled_loss(&ctx->model, blame, why, len)) == NULL &&
+	if ((r = refused_plan(ctx->plan.refusal, blame, why, len)) == NULL &&
+	    (r = unmodelled_loss(&ctx->model, blame, why, len)) == NULL &&
 	    (r = too_many_copies(&ctx->model, blame, why, len)) == NULL)
 		r = refused_layout(cfg, &ctx->layout, blame, why, len);
 	return r;

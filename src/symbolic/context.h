@@ -54,6 +54,12 @@ void	 sym_context_build(struct sym_context *, const struct config *);
 const char *sym_unauditable(const struct config *, enum cfg_key *blame,
 		    char *why, size_t len);
 /*
+ * The same, with the mark of the plan: step at fault in *at when the
+ * plan is (blame KEY_PLAN; line 0 otherwise): the message names it.
+ */
+const char *sym_unauditable_at(const struct config *, enum cfg_key *blame,
+		    struct cfg_mark *at, char *why, size_t len);
+/*
  * The same for a context already built: sweep builds one per mesh, and
  * building the model twice was a tenth of its time.
  */

@@ -131,6 +131,27 @@ touches_logical(const struct sync_step *s, const struct model *m, int l)
 }
 
 /*
+ * Does a step of plan: all-reduce logical parameter l over the group of a
+ * preset's declined reduction s?  Then the user's plan does the reduction
+ * the preset declares unneeded (gpt-neox reduces its norms itself), and
+ * whatever is wrong is in that step, not in the declaration.
+ */
+static bool
+plan_reduces(const struct sym_context *ctx, const struct model *m,
+    const struct sync_step *s, int l)
+{
+	int	i;
+
+	for (i = 0; i < ctx->plan.nsteps; i++)
+		if (ctx->plan.steps[i].plan_item >= 0 &&
+		    ctx->plan.steps[i].op == SYNC_ALL_REDUCE &&
+		    ctx->plan.steps[i].group == s->group &&
+		    touches_logical(&ctx->plan.steps[i], m, l))
+			return true;
+	return false;
+}
+
+/*
  * A gradient whose true placement (from the placement rules) and declared
  * placement (what the framework does) disagree: Partial declared Replicate
  * is a missing reduction, Replicate declared Partial a double count.
@@ -484,11 +505,21 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		 * A scaling with a fix of its own (not its rule's, which the
 		 * collective after it shares) says most about a factor.
 		 */
+		/*
+		 * A plan: step that averages carries a factor as much as a
+		 * buffer's reduction does (issue 25, gpt-neox PR #1259), and
+		 * a step the user wrote says more about a factor than the
+		 * preset's around it, which no setting needs to change.
+		 */
 		if ((s->op == SYNC_SCALE || s->op == SYNC_REDUCE_SCATTER ||
-		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER)) &&
+		    (s->op == SYNC_ALL_REDUCE && s->target == TARGET_BUFFER) ||
+		    (s->op == SYNC_ALL_REDUCE && s->plan_item >= 0 &&
+		    s->average)) &&
 		    !(scale_step != NULL && scale_step->op == SYNC_SCALE &&
 		    s->op != SYNC_SCALE && scale_step->fix != SYNC_FIX_NONE &&
-		    scale_step->fix != s->fix))
+		    scale_step->fix != s->fix) &&
+		    !(scale_step != NULL && scale_step->plan_item >= 0 &&
+		    s->plan_item < 0))
 			scale_step = s;
 		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
 		    explain_placement(fl, &m->mesh, s, pr))
@@ -496,6 +527,7 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	}
 	for (i = 0; i < ctx->plan.nskipped; i++)
 		if (touches_logical(&ctx->plan.skipped[i], m, l) &&
+		    !plan_reduces(ctx, m, &ctx->plan.skipped[i], l) &&
 		    explain_placement(fl, &m->mesh,
 		    &ctx->plan.skipped[i], pr))
 			explained = true;

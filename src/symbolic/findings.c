@@ -323,6 +323,11 @@ static const char *const fix_texts[SYNC_FIX__COUNT] = {
 	  "all-reduce over the embedding group and keep the owned slice, or "
 	  "all-reduce it before the data-parallel step "
 	  "(sync.embedding_grad: full-after-dp or before-dp)",
+	/* No setting decides a step the user wrote: the step is the fix. */
+	[SYNC_FIX_PLAN] =
+	  "correct or remove the step of plan: that the operation names "
+	  "(its factor, group, average or selection); no sync: setting "
+	  "decides it",
 };
 
 /*
@@ -506,7 +511,13 @@ finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
 	if (f->reduction != NULL)
 		w->op = f->reduction->what;
 	else
-		w->op = f->step != NULL ? f->step->label : e->op;
+		/*
+		 * A plan: step's label is the sync plan's, which is freed
+		 * with its context before the report is written.
+		 */
+		w->op = f->step != NULL ? f->step->plan_item >= 0 ?
+		    arena_strdup(arena, f->step->label) : f->step->label :
+		    e->op;
 	if (e->dim != NULL)
 		w->dim = e->dim;
 	else

@@ -354,7 +354,12 @@ derive(struct audit *a)
 			f->fix = fixtext_fix(&fx, f, &fixes[i], have_alt ? &alt :
 			    NULL);
 		} else {
-			if (!fixer_settable(a->config, f->cause))
+			/*
+			 * A step of plan: is its own cause: no setting bears
+			 * on what the user wrote (issue 25).
+			 */
+			if (!fixer_settable(a->config, f->cause) &&
+			    f->cause != KEY_PLAN)
 				f->cause = bearing_key(&fx, f);
 			f->fix = have_alt ? fixtext_alternative(a, f, &alt) :
 			    fixtext_prose(a, f);

@@ -567,6 +567,13 @@ fixer_keys_to_try(const struct config *c, enum cfg_key cause,
 	const enum cfg_key *fam = family_of(cause, kind);
 	int	 pass, i;
 
+	/*
+	 * A step of plan: is the user's own (issue 25): no setting decides
+	 * it, and another one that happened to cancel its factor would hide
+	 * the step rather than fix it.
+	 */
+	if (cause == KEY_PLAN)
+		return n;
 	if (fixer_settable(c, cause))
 		n = add_key(out, n, max, cause);
 	for (pass = 0; pass < 2 && fam != NULL; pass++)

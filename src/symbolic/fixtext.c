@@ -263,7 +263,8 @@ fixtext_prose(struct audit *a, const struct finding *f)
 
 	buf[0] = '\0';
 	append(buf, sizeof buf, "%s", f->fix != NULL ? f->fix : "");
-	if (f->cause < KEY__COUNT)
+	/* A step of plan: is fixed by editing it, which the text says. */
+	if (f->cause < KEY__COUNT && f->cause != KEY_PLAN)
 		append(buf, sizeof buf, "; no setting gradaudit models "
 		    "removes it without leaving another finding (%s bears on "
 		    "it)", cfg_key_path(f->cause));

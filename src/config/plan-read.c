@@ -1,0 +1,466 @@
+/*
+ * Reading plan: (plan.h) from libyaml events in the reader's manner:
+ * stop at the first node that does not fit, with its mark and the step's
+ * path ("plan[2].params[1]"), one line on stderr.  reader.c's load_value
+ * hands the sequence here (reader_load_plan, reader.h).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <yaml.h>
+
+#include "base/suggest.h"
+#include "base/text.h"
+#include "base/xmalloc.h"
+#include "config/config.h"
+#include "config/plan.h"
+#include "config/planexpr.h"
+#include "config/reader.h"
+
+/* The keys of a step's mapping; the first two are its operations. */
+enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_AVERAGE, IK_PARAMS, IK_STAGES,
+	IK__COUNT };
+static const char *const item_keys[IK__COUNT + 1] = {
+	"scale", "all-reduce", "average", "params", "stages", NULL
+};
+
+/* "plan[15]", and with a key and an index: "plan[15].params[63]". */
+#define ITEM_PATH_SIZE	16
+#define PATH_SIZE	48
+
+static void
+quoted(char *buf, size_t size, const yaml_event_t *ev)
+{
+	char	 esc[QUOTE_SIZE];
+
+	text_escape(esc, sizeof esc, ev->data.scalar.value,
+	    ev->data.scalar.length);
+	snprintf(buf, size, "\"%s\"", esc);
+}
+
+static bool
+scalar_is(const yaml_event_t *ev, const char *word)
+{
+	return ev->type == YAML_SCALAR_EVENT &&
+	    ev->data.scalar.length == strlen(word) &&
+	    memcmp(ev->data.scalar.value, word, strlen(word)) == 0;
+}
+
+/* A scalar with no control character, no alias, not empty. */
+static int
+want_scalar(struct loader *ld, const yaml_event_t *ev, const char *path,
+    const char *what)
+{
+	char	 got[GOT_SIZE];
+	size_t	 i;
+
+	if (ev->type == YAML_SCALAR_EVENT && !reader_is_null_scalar(ev)) {
+		for (i = 0; i < ev->data.scalar.length; i++)
+			if (ev->data.scalar.value[i] < 0x20 ||
+			    ev->data.scalar.value[i] == 0x7f)
+				break;
+		if (i == ev->data.scalar.length)
+			return 0;
+	}
+	reader_describe(got, sizeof got, ev);
+	reader_error_at(ld, &ev->start_mark, path, "expected %s, got %s", what,
+	    got);
+	return -1;
+}
+
+static char *
+scalar_dup(const yaml_event_t *ev)
+{
+	char	*s = xmalloc(ev->data.scalar.length + 1);
+
+	memcpy(s, ev->data.scalar.value, ev->data.scalar.length);
+	s[ev->data.scalar.length] = '\0';
+	return s;
+}
+
+/*
+ * The factor: read at once with every size 1, which finds each error but
+ * an overflow with the real sizes (plan_violation).  The column counts
+ * from the scalar's first character, inside its quotes.
+ */
+static int
+read_scale(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	struct rational	 v;
+	yaml_mark_t	 at = ev->start_mark;
+	char		 why[MSG_SIZE];
+	size_t		 off;
+	bool		 quoted_style;
+
+	if (want_scalar(ld, ev, path, "a factor such as 1/micro_batches") ==
+	    -1)
+		return -1;
+	quoted_style = ev->data.scalar.style ==
+	    YAML_SINGLE_QUOTED_SCALAR_STYLE ||
+	    ev->data.scalar.style == YAML_DOUBLE_QUOTED_SCALAR_STYLE;
+	if (ev->data.scalar.style == YAML_LITERAL_SCALAR_STYLE ||
+	    ev->data.scalar.style == YAML_FOLDED_SCALAR_STYLE) {
+		reader_error_at(ld, &at, path, "expected a factor on one "
+		    "line, got a block scalar");
+		return -1;
+	}
+	if (plan_expr_eval((const char *)ev->data.scalar.value,
+	    ev->data.scalar.length, NULL, &v, &off, why, sizeof why) == -1) {
+		at.column += off + (quoted_style ? 1 : 0);
+		reader_error_at(ld, &at, path, "%s", why);
+		return -1;
+	}
+	it->expr = scalar_dup(ev);
+	return 0;
+}
+
+static int
+read_group(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	struct suggestion sg;
+	char	 q[QUOTED_SIZE];
+	int	 i;
+
+	if (want_scalar(ld, ev, path, "a group name") == -1)
+		return -1;
+	for (i = 0; cfg_plan_group_words[i] != NULL; i++)
+		if (scalar_is(ev, cfg_plan_group_words[i])) {
+			it->group = i;
+			return 0;
+		}
+	suggest_init(&sg, (const char *)ev->data.scalar.value,
+	    ev->data.scalar.length);
+	for (i = 0; cfg_plan_group_words[i] != NULL; i++)
+		suggest_consider(&sg, cfg_plan_group_words[i]);
+	quoted(q, sizeof q, ev);
+	if (suggest_best(&sg) != NULL)
+		reader_error_at(ld, &ev->start_mark, path, "unknown group %s "
+		    "(did you mean \"%s\"?)", q, suggest_best(&sg));
+	else
+		reader_error_at(ld, &ev->start_mark, path, "unknown group %s "
+		    "(groups: dp, tp, pp, ep, etp, edp, embedding, cp, "
+		    "pure-dp, dp_shard, dp_replicate, efsdp, edp_replicate)",
+		    q);
+	return -1;
+}
+
+/*
+ * One element of params: or stages:, at index n of its list (-1: the
+ * value was a scalar, not a list).
+ */
+static int
+read_element(struct loader *ld, struct plan_item *it, enum item_key k,
+    const yaml_event_t *ev, const char *path, int n)
+{
+	char	 p[PATH_SIZE + 8], got[GOT_SIZE];
+	int64_t	 v = 0;
+	size_t	 i;
+
+	if (n >= 0)
+		snprintf(p, sizeof p, "%s[%d]", path, n);
+	else
+		snprintf(p, sizeof p, "%s", path);
+	if (n >= PLAN_MAX_LIST) {
+		reader_error_at(ld, &ev->start_mark, p, "more than %d "
+		    "elements", PLAN_MAX_LIST);
+		return -1;
+	}
+	if (k == IK_PARAMS) {
+		if (want_scalar(ld, ev, p, "a glob over parameter names") == -1)
+			return -1;
+		it->globs = xreallocarray(it->globs, it->nglobs + 1,
+		    sizeof *it->globs);
+		it->glob_marks = xreallocarray(it->glob_marks, it->nglobs + 1,
+		    sizeof *it->glob_marks);
+		it->glob_marks[it->nglobs] = reader_mark(&ev->start_mark);
+		it->globs[it->nglobs++] = scalar_dup(ev);
+		return 0;
+	}
+	/* A stage: a plain decimal, at most the largest mesh size. */
+	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev) &&
+	    ev->data.scalar.length > 0 && ev->data.scalar.length <= 8 &&
+	    (ev->data.scalar.length == 1 || ev->data.scalar.value[0] != '0')) {
+		for (i = 0; i < ev->data.scalar.length; i++) {
+			if (ev->data.scalar.value[i] < '0' ||
+			    ev->data.scalar.value[i] > '9')
+				break;
+			v = v * 10 + (ev->data.scalar.value[i] - '0');
+		}
+		if (i == ev->data.scalar.length && v < CFG_MAX_MESH_DIM) {
+			it->stages = xreallocarray(it->stages, it->nstages + 1,
+			    sizeof *it->stages);
+			it->stage_marks = xreallocarray(it->stage_marks,
+			    it->nstages + 1, sizeof *it->stage_marks);
+			it->stage_marks[it->nstages] =
+			    reader_mark(&ev->start_mark);
+			it->stages[it->nstages++] = (int)v;
+			return 0;
+		}
+	}
+	reader_describe(got, sizeof got, ev);
+	reader_error_at(ld, &ev->start_mark, p, "expected a pipeline stage, "
+	    "a non-negative integer, got %s", got);
+	return -1;
+}
+
+/* params: or stages:, one value or a list of them. */
+static int
+read_list(struct loader *ld, struct plan_item *it, enum item_key k,
+    const yaml_event_t *ev, const char *path)
+{
+	yaml_event_t	 e;
+	int		 n = 0, rc;
+
+	if (ev->type != YAML_SEQUENCE_START_EVENT)
+		return read_element(ld, it, k, ev, path, -1);
+	for (;;) {
+		if (reader_next_event(ld, &e) == -1)
+			return -1;
+		if (e.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&e);
+			break;
+		}
+		rc = read_element(ld, it, k, &e, path, n++);
+		yaml_event_delete(&e);
+		if (rc == -1)
+			return -1;
+	}
+	if (n == 0) {
+		reader_error_at(ld, &ev->start_mark, path, "an empty list: "
+		    "leave %s out for every %s", item_keys[k], k == IK_PARAMS ?
+		    "parameter" : "stage");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+read_average(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	char	 got[GOT_SIZE];
+
+	it->average_mark = reader_mark(&ev->start_mark);
+	if (ev->type == YAML_SCALAR_EVENT && reader_bool(ev, &it->average) ==
+	    0)
+		return 0;
+	reader_describe(got, sizeof got, ev);
+	reader_error_at(ld, &ev->start_mark, path, "expected %s, got %s",
+	    BOOL_WORDS, got);
+	return -1;
+}
+
+static int
+unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
+{
+	struct suggestion sg;
+	char	 q[QUOTED_SIZE];
+	int	 i;
+
+	quoted(q, sizeof q, ev);
+	suggest_init(&sg, (const char *)ev->data.scalar.value,
+	    ev->data.scalar.length);
+	for (i = 0; i < IK__COUNT; i++)
+		suggest_consider(&sg, item_keys[i]);
+	if (suggest_best(&sg) != NULL)
+		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
+		    "(did you mean \"%s\"?)", q, suggest_best(&sg));
+	else
+		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
+		    "(a step is one of scale or all-reduce, with average, "
+		    "params and stages)", q);
+	return -1;
+}
+
+/* One key and its value in step i's mapping. */
+static int
+read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
+    const char *ipath, struct cfg_mark *seen, bool *has_op,
+    struct cfg_mark *op_mark)
+{
+	yaml_event_t	 vev;
+	char		 path[PATH_SIZE], got[GOT_SIZE];
+	int		 k, rc = -1;
+
+	if (kev->type != YAML_SCALAR_EVENT) {
+		reader_describe(got, sizeof got, kev);
+		reader_error_at(ld, &kev->start_mark, ipath, "expected a key "
+		    "name, got %s", got);
+		return -1;
+	}
+	for (k = 0; k < IK__COUNT; k++)
+		if (scalar_is(kev, item_keys[k]))
+			break;
+	if (k == IK__COUNT)
+		return unknown_item_key(ld, kev, ipath);
+	snprintf(path, sizeof path, "%s.%s", ipath, item_keys[k]);
+	if (seen[k].line > 0) {
+		reader_error_at(ld, &kev->start_mark, path, "duplicate key "
+		    "\"%s\" (first at line %d column %d)", item_keys[k],
+		    seen[k].line, seen[k].col);
+		return -1;
+	}
+	seen[k] = reader_mark(&kev->start_mark);
+	if (k == IK_SCALE || k == IK_ALL_REDUCE) {
+		if (*has_op) {
+			reader_error_at(ld, &kev->start_mark, ipath, "two "
+			    "operations in one step (the first at line %d "
+			    "column %d): write each as a step of its own",
+			    op_mark->line, op_mark->col);
+			return -1;
+		}
+		*has_op = true;
+		*op_mark = seen[k];
+		it->op = k == IK_SCALE ? PLAN_SCALE : PLAN_ALL_REDUCE;
+	}
+	if (reader_next_event(ld, &vev) == -1)
+		return -1;
+	if (vev.type == YAML_ALIAS_EVENT)
+		reader_error_at(ld, &vev.start_mark, path, "aliases are not "
+		    "supported: write the value out");
+	else {
+		if (k == IK_SCALE || k == IK_ALL_REDUCE)
+			it->value_mark = reader_mark(&vev.start_mark);
+		switch (k) {
+		case IK_SCALE:
+			rc = read_scale(ld, it, &vev, path);
+			break;
+		case IK_ALL_REDUCE:
+			rc = read_group(ld, it, &vev, path);
+			break;
+		case IK_AVERAGE:
+			rc = read_average(ld, it, &vev, path);
+			break;
+		default:
+			rc = read_list(ld, it, k, &vev, path);
+			break;
+		}
+	}
+	yaml_event_delete(&vev);
+	return rc;
+}
+
+static int
+read_mapping_item(struct loader *ld, struct plan_item *it,
+    const yaml_event_t *start, const char *ipath)
+{
+	yaml_event_t	 ev;
+	struct cfg_mark	 seen[IK__COUNT], op_mark = { 0, 0 };
+	bool		 has_op = false;
+	char		 path[PATH_SIZE];
+	int		 rc;
+
+	memset(seen, 0, sizeof seen);
+	for (;;) {
+		if (reader_next_event(ld, &ev) == -1)
+			return -1;
+		if (ev.type == YAML_MAPPING_END_EVENT) {
+			yaml_event_delete(&ev);
+			break;
+		}
+		rc = read_pair(ld, it, &ev, ipath, seen, &has_op, &op_mark);
+		yaml_event_delete(&ev);
+		if (rc == -1)
+			return -1;
+	}
+	if (!has_op) {
+		reader_error_at(ld, &start->start_mark, ipath, "a step needs "
+		    "an operation: scale or all-reduce");
+		return -1;
+	}
+	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE) {
+		snprintf(path, sizeof path, "%s.average", ipath);
+		reader_report(ld, NULL, seen[IK_AVERAGE], path, "only an "
+		    "all-reduce averages: write the factor into the scale");
+		return -1;
+	}
+	return 0;
+}
+
+static int
+read_item(struct loader *ld, struct config *c, const yaml_event_t *ev,
+    int *preset_at)
+{
+	struct plan_item *it;
+	struct suggestion sg;
+	char		 path[ITEM_PATH_SIZE], got[GOT_SIZE];
+	int		 i = c->nplan;
+
+	snprintf(path, sizeof path, "plan[%d]", i % 100);
+	if (i >= PLAN_MAX_ITEMS) {
+		reader_error_at(ld, &ev->start_mark, path, "more than %d "
+		    "steps", PLAN_MAX_ITEMS);
+		return -1;
+	}
+	c->plan = xreallocarray(c->plan, c->nplan + 1, sizeof *c->plan);
+	it = &c->plan[c->nplan++];
+	memset(it, 0, sizeof *it);
+	it->mark = reader_mark(&ev->start_mark);
+	if (ev->type == YAML_MAPPING_START_EVENT)
+		return read_mapping_item(ld, it, ev, path);
+	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev) &&
+	    scalar_is(ev, "preset")) {
+		if (*preset_at >= 0) {
+			reader_error_at(ld, &ev->start_mark, path, "a second "
+			    "preset (the first is plan[%d]): the preset's "
+			    "steps run once", *preset_at);
+			return -1;
+		}
+		*preset_at = i;
+		it->op = PLAN_PRESET;
+		return 0;
+	}
+	reader_describe(got, sizeof got, ev);
+	if (ev->type == YAML_SCALAR_EVENT) {
+		suggest_init(&sg, (const char *)ev->data.scalar.value,
+		    ev->data.scalar.length);
+		suggest_consider(&sg, "preset");
+		if (suggest_best(&sg) != NULL) {
+			reader_error_at(ld, &ev->start_mark, path, "unknown "
+			    "step %s (did you mean \"preset\"?)", got);
+			return -1;
+		}
+	}
+	reader_error_at(ld, &ev->start_mark, path, "expected \"preset\" or "
+	    "a mapping such as {scale: 1/micro_batches}, got %s", got);
+	return -1;
+}
+
+int
+reader_load_plan(struct loader *ld, const yaml_event_t *start)
+{
+	struct config	*c = ld->cfg;
+	yaml_event_t	 ev;
+	char		 got[GOT_SIZE];
+	int		 rc, preset_at = -1;
+
+	if (ld->ovr != NULL) {
+		reader_error_at(ld, &start->start_mark, "plan", "plan cannot "
+		    "be set with --set: write it in the configuration");
+		return -1;
+	}
+	if (start->type != YAML_SEQUENCE_START_EVENT) {
+		reader_describe(got, sizeof got, start);
+		reader_error_at(ld, &start->start_mark, "plan", "expected a "
+		    "sequence of steps (\"preset\", or mappings such as "
+		    "{scale: 1/micro_batches}), got %s", got);
+		return -1;
+	}
+	cfg_plan_free(c);
+	for (;;) {
+		if (reader_next_event(ld, &ev) == -1)
+			return -1;
+		if (ev.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&ev);
+			return 0;
+		}
+		rc = read_item(ld, c, &ev, &preset_at);
+		yaml_event_delete(&ev);
+		if (rc == -1)
+			return -1;
+	}
+}
+

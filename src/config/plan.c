@@ -1,0 +1,100 @@
+/*
+ * The plan: section (plan.h): copying and freeing it with its config,
+ * the sizes its factors name, and the checks that need the config's
+ * mesh.  Reading it is plan-read.c's; which parameters a glob names is
+ * the model's to say (syncplan.c), for the loader does not know the
+ * parameters.
+ */
+#include <fnmatch.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "config/config.h"
+#include "config/plan.h"
+#include "config/planexpr.h"
+
+bool
+plan_given(const struct config *c)
+{
+	return keyset_has(&c->given, KEY_PLAN);
+}
+
+void
+plan_sizes(const struct config *c, int64_t v[PLAN_NAME__COUNT])
+{
+	int64_t	 dp = c->mesh.dp, cp = c->mesh.cp, tp = c->mesh.tp;
+	int64_t	 expert = (int64_t)c->mesh.ep * c->mesh.etp;
+
+	v[PLAN_NAME_DP] = dp;
+	v[PLAN_NAME_CP] = cp;
+	v[PLAN_NAME_PP] = c->mesh.pp;
+	v[PLAN_NAME_TP] = tp;
+	v[PLAN_NAME_EP] = c->mesh.ep;
+	v[PLAN_NAME_ETP] = c->mesh.etp;
+	/* The constraints have the expert mesh divide dp * cp * tp. */
+	v[PLAN_NAME_EDP] = expert > 0 && dp * cp * tp % expert == 0 ?
+	    dp * cp * tp / expert : 1;
+	v[PLAN_NAME_VPP] = c->mesh.vpp > 0 ? c->mesh.vpp : 1;
+	v[PLAN_NAME_DP_REPLICATE] = c->mesh.dp_replicate > 0 ?
+	    c->mesh.dp_replicate : 1;
+	v[PLAN_NAME_DP_SHARD] = dp % v[PLAN_NAME_DP_REPLICATE] == 0 ?
+	    dp / v[PLAN_NAME_DP_REPLICATE] : 1;
+	v[PLAN_NAME_MICRO_BATCHES] = c->training.micro_batches;
+}
+
+int
+plan_factor(const struct config *c, const struct plan_item *it,
+    struct rational *q)
+{
+	int64_t	 v[PLAN_NAME__COUNT];
+	char	 why[CFG_WHY_SIZE];
+	size_t	 at;
+
+	plan_sizes(c, v);
+	return plan_expr_eval(it->expr, strlen(it->expr), v, q, &at, why,
+	    sizeof why);
+}
+
+bool
+plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
+    size_t size)
+{
+	const struct plan_item *it;
+	int64_t		 v[PLAN_NAME__COUNT];
+	struct rational	 q;
+	char		 why[CFG_WHY_SIZE];
+	size_t		 at;
+	int		 i, j;
+
+	if (!plan_given(c))
+		return true;
+	plan_sizes(c, v);
+	for (i = 0; i < c->nplan; i++) {
+		it = &c->plan[i];
+		for (j = 0; j < it->nstages; j++) {
+			if (it->stages[j] < c->mesh.pp)
+				continue;
+			*m = it->stage_marks[j];
+			snprintf(buf, size, "plan[%d].stages[%d]: stage %d is "
+			    "past the last, %d (mesh.pp is %d)", i, j,
+			    it->stages[j], c->mesh.pp - 1, c->mesh.pp);
+			return false;
+		}
+		if (it->op == PLAN_SCALE && plan_expr_eval(it->expr,
+		    strlen(it->expr), v, &q, &at, why, sizeof why) == -1) {
+			*m = it->value_mark;
+			snprintf(buf, size, "plan[%d].scale: %s with this mesh",
+			    i, why);
+			return false;
+		}
+	}
+	return true;
+}
+
+bool
+plan_glob_match(const char *glob, const char *name)
+{
+	return fnmatch(glob, name, 0) == 0;
+}
+
