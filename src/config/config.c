@@ -409,6 +409,11 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    limits.seq_divisor, seq_divisor_words),
 	[KEY_EXPERT_DIM_MESH] = WORD("layout.expert_dim_mesh", KEY_LAYOUT,
 	    layout.expert_dim_mesh, expert_dim_words),
+	[KEY_ETP_ONE_WITH_EP] = FLAG("limits.etp_one_with_ep", KEY_LIMITS,
+	    limits.etp_one_with_ep),
+	[KEY_SCORE_BEFORE_EXPERTS_SUPPORTED] = {
+	    "limits.score_before_experts_supported", KEY_LIMITS, CFG_TYPE_BOOL,
+	    F(limits.score_before), 0, 1, 1, NULL },
 };
 
 
