@@ -15,6 +15,10 @@
  *	$N	the reduction's layer
  *	$Q	the factor found
  *	$S	the step's valid tokens
+ *	$R	" (the reports)", or nothing under another framework's
+ *		profile than the one whose code they are about: a report on
+ *		Megatron's loss path says nothing of torchtitan's (the
+ *		verdict is the same; only the words depend on the profile)
  */
 #include <stdio.h>
 #include <string.h>
@@ -48,6 +52,8 @@ static const struct entry {
 	const char		*dim;
 	const char		*mechanism;
 	const char		*fix;
+	const char		*reports;	/* $R */
+	const char		*reports_of;	/* their framework */
 } catalogue[FACT__COUNT] = {
 	[FACT_PARTIAL_DECLARED_REPLICATE] = {
 	  FINDING_MISSING_REDUCTION, KEY__COUNT, NULL, "tp",
@@ -129,20 +135,22 @@ static const struct entry {
 	  "the main loss's part of the router's gradient is right, but the "
 	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
 	  "expected one: their backward scale or token count is wrong for "
-	  "this mesh (Megatron-LM PR #2237, PR #5047)",
+	  "this mesh$R",
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
-	  "reduction (loss.aux_scale)" },
+	  "reduction (loss.aux_scale)",
+	  "Megatron-LM PR #2237, PR #5047", "megatron-core" },
 	/* Megatron #3943, #2417, #7452 finding 3 (catalogue class AUX). */
 	[FACT_MTP_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY_MTP_SCALE,
 	  "multi-token prediction loss scaling", "dp",
 	  "the main loss's part is right, but the multi-token prediction "
 	  "losses' part is $Q times the expected one: their backward scale "
-	  "or token count is wrong (Megatron-LM #2417, PR #3959)",
+	  "or token count is wrong$R",
 	  "scale the MTP losses' gradient so that layer k's term weighs "
 	  "mtp_loss_scaling_factor / depth over the step's valid tokens of "
-	  "its rolled mask (loss.mtp_scale)" },
+	  "its rolled mask (loss.mtp_scale)",
+	  "Megatron-LM #2417, PR #3959", "megatron-core" },
 	[FACT_MTP_UNEQUAL_OVER_CP] = {
 	  FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
 	  "multi-token prediction loss normalization", "cp",
@@ -162,9 +170,10 @@ static const struct entry {
 	  "the main loss's part is right, but the multi-token prediction "
 	  "losses' atoms are weighted unequally: their losses are divided "
 	  "by token counts other than the step's valid tokens of each "
-	  "layer's rolled mask (Megatron-LM #2417 / PR #3159, #7452)",
+	  "layer's rolled mask$R",
 	  "divide each MTP layer's summed loss by the valid tokens of its "
-	  "rolled mask over the whole step (loss.mtp_scale: tokens-global)" },
+	  "rolled mask over the whole step (loss.mtp_scale: tokens-global)",
+	  "Megatron-LM #2417 / PR #3159, #7452", "megatron-core" },
 	/* torchtitan #2972: loss.pp_normalize_by decides it with pp > 1. */
 	[FACT_PP_UNEQUAL_WEIGHTS] = {
 	  FINDING_WRONG_WEIGHTS, KEY_PP_NORMALIZE_BY, "loss normalization",
@@ -408,8 +417,9 @@ step_group(const struct fact_args *f)
 
 /* The mechanism's template with the fact's fields filled in. */
 static const char *
-fill(const char *t, const struct fact_args *f, struct arena *arena)
+fill(const struct entry *e, const struct fact_args *f, struct arena *arena)
 {
+	const char *t = e->mechanism;
 	const struct backward_reduction *r = f->reduction;
 	struct placement truth = r != NULL ? r->truth : f->step != NULL ?
 			    f->step->truth : (struct placement){ 0 };
@@ -468,6 +478,14 @@ fill(const char *t, const struct fact_args *f, struct arena *arena)
 			snprintf(field, sizeof field, "%lld", f->total);
 			put(buf, &n, field);
 			break;
+		case 'R':
+			if (f->framework != NULL &&
+			    strcmp(f->framework, e->reports_of) != 0)
+				break;
+			put(buf, &n, " (");
+			put(buf, &n, e->reports);
+			put(buf, &n, ")");
+			break;
 		}
 	}
 	return arena_strdup(arena, buf);
@@ -490,7 +508,7 @@ finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
 	else
 		w->dim = f->reduction != NULL ? f->reduction->dim :
 		    step_group(f);
-	w->message = fill(e->mechanism, f, arena);
+	w->message = fill(e, f, arena);
 	w->fix = f->fix_step != NULL ? sync_fix_text(f->fix_step->fix) :
 	    e->fix;
 }

@@ -76,6 +76,7 @@ struct fact_args {
 	enum cfg_key			 cause;
 	const char			*factor;	/* formatted */
 	long long			 total;		/* the step's tokens */
+	const char			*framework;	/* the profile's, or NULL */
 };
 
 /* A finding's words, the strings in the arena given (or static). */
