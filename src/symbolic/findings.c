@@ -52,8 +52,6 @@ static const struct entry {
 	const char		*dim;
 	const char		*mechanism;
 	const char		*fix;
-	const char		*reports;	/* $R */
-	const char		*reports_of;	/* their framework */
 } catalogue[FACT__COUNT] = {
 	[FACT_PARTIAL_DECLARED_REPLICATE] = {
 	  FINDING_MISSING_REDUCTION, KEY__COUNT, NULL, "tp",
@@ -138,8 +136,7 @@ static const struct entry {
 	  "this mesh$R",
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
-	  "reduction (loss.aux_scale)",
-	  "Megatron-LM PR #2237, PR #5047", "megatron-core" },
+	  "reduction (loss.aux_scale)" },
 	/* Megatron #3943, #2417, #7452 finding 3 (catalogue class AUX). */
 	[FACT_MTP_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY_MTP_SCALE,
@@ -149,8 +146,7 @@ static const struct entry {
 	  "or token count is wrong$R",
 	  "scale the MTP losses' gradient so that layer k's term weighs "
 	  "mtp_loss_scaling_factor / depth over the step's valid tokens of "
-	  "its rolled mask (loss.mtp_scale)",
-	  "Megatron-LM #2417, PR #3959", "megatron-core" },
+	  "its rolled mask (loss.mtp_scale)" },
 	[FACT_MTP_UNEQUAL_OVER_CP] = {
 	  FINDING_WRONG_WEIGHTS, KEY_MTP_SCALE,
 	  "multi-token prediction loss normalization", "cp",
@@ -172,8 +168,7 @@ static const struct entry {
 	  "by token counts other than the step's valid tokens of each "
 	  "layer's rolled mask$R",
 	  "divide each MTP layer's summed loss by the valid tokens of its "
-	  "rolled mask over the whole step (loss.mtp_scale: tokens-global)",
-	  "Megatron-LM #2417 / PR #3159, #7452", "megatron-core" },
+	  "rolled mask over the whole step (loss.mtp_scale: tokens-global)" },
 	/* torchtitan #2972: loss.pp_normalize_by decides it with pp > 1. */
 	[FACT_PP_UNEQUAL_WEIGHTS] = {
 	  FINDING_WRONG_WEIGHTS, KEY_PP_NORMALIZE_BY, "loss normalization",
@@ -392,6 +387,18 @@ static const struct {
 	  "gradients over tp (sync.qk_norm_grad: tp-all-reduce)" },
 };
 
+/* The reports a mechanism's $R names, and the framework of their code. */
+static const struct reports {
+	const char	*text;
+	const char	*framework;
+} reports[FACT__COUNT] = {
+	[FACT_AUX_FACTOR] = { "Megatron-LM PR #2237, PR #5047",
+	  "megatron-core" },
+	[FACT_MTP_FACTOR] = { "Megatron-LM #2417, PR #3959", "megatron-core" },
+	[FACT_MTP_UNEQUAL] = { "Megatron-LM #2417 / PR #3159, #7452",
+	  "megatron-core" },
+};
+
 /* The longest message, as the diagnosis formatted them before. */
 #define MESSAGE_MAX	1024
 
@@ -417,9 +424,9 @@ step_group(const struct fact_args *f)
 
 /* The mechanism's template with the fact's fields filled in. */
 static const char *
-fill(const struct entry *e, const struct fact_args *f, struct arena *arena)
+fill(const char *t, const struct reports *rep, const struct fact_args *f,
+    struct arena *arena)
 {
-	const char *t = e->mechanism;
 	const struct backward_reduction *r = f->reduction;
 	struct placement truth = r != NULL ? r->truth : f->step != NULL ?
 			    f->step->truth : (struct placement){ 0 };
@@ -479,11 +486,11 @@ fill(const struct entry *e, const struct fact_args *f, struct arena *arena)
 			put(buf, &n, field);
 			break;
 		case 'R':
-			if (f->framework != NULL &&
-			    strcmp(f->framework, e->reports_of) != 0)
+			if (rep->text == NULL || (f->framework != NULL &&
+			    strcmp(f->framework, rep->framework) != 0))
 				break;
 			put(buf, &n, " (");
-			put(buf, &n, e->reports);
+			put(buf, &n, rep->text);
 			put(buf, &n, ")");
 			break;
 		}
@@ -508,7 +515,7 @@ finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
 	else
 		w->dim = f->reduction != NULL ? f->reduction->dim :
 		    step_group(f);
-	w->message = fill(e, f, arena);
+	w->message = fill(e->mechanism, &reports[fact], f, arena);
 	w->fix = f->fix_step != NULL ? sync_fix_text(f->fix_step->fix) :
 	    e->fix;
 }
