@@ -137,6 +137,9 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_MTP_PP_SUPPORTED] = "limits.mtp_pp_supported",
 	[KEY_OBJECTIVE] = "loss.objective",
 	[KEY_MTP_OBJECTIVE] = "loss.mtp_objective",
+	[KEY_ETP_ONE_WITH_EP] = "limits.etp_one_with_ep",
+	[KEY_SCORE_BEFORE_EXPERTS_SUPPORTED] =
+	    "limits.score_before_experts_supported",
 	[KEY_PER_TOKEN_AVG] = "sync.per_token_avg",
 	[KEY_AVG_PER_TOKEN_SUPPORTED] = "limits.avg_per_token_supported",
 	[KEY_REPLICATE_ONLY] = "sync.replicate_only",

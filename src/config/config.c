@@ -418,6 +418,11 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	/* struct config's plan and nplan (plan.c reads them). */
 	[KEY_PLAN] = { "plan", CFG_ROOT, CFG_TYPE_PLAN, CFG_NO_FIELD, 0, 0, 0,
 	    NULL },
+	[KEY_ETP_ONE_WITH_EP] = FLAG("limits.etp_one_with_ep", KEY_LIMITS,
+	    limits.etp_one_with_ep),
+	[KEY_SCORE_BEFORE_EXPERTS_SUPPORTED] = {
+	    "limits.score_before_experts_supported", KEY_LIMITS, CFG_TYPE_BOOL,
+	    F(limits.score_before), 0, 1, 1, NULL },
 };
 
 

@@ -414,6 +414,7 @@ enum cfg_key {
 	KEY_EXPERT_DIM_MESH, KEY_MTP_PP_SUPPORTED, KEY_MTP_OBJECTIVE,
 	KEY_TIED_FSDP_GROUPS, KEY_SHARED_PARAM_REFUSED,
 	KEY_PLAN,
+	KEY_ETP_ONE_WITH_EP, KEY_SCORE_BEFORE_EXPERTS_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -585,6 +586,7 @@ struct config {
 		bool	expert_ffn;	/* experts narrower than ffn */
 		bool	sigmoid;	/* the sigmoid score function */
 		bool	score_after;	/* scores applied after the experts */
+		bool	score_before;	/* scores applied before the experts */
 		bool	uneven_pp;	/* first/last stage layer counts */
 		int	vpp_min_pp;	/* the fewest stages with vpp > 1 */
 		bool	uneven_vpp;	/* uneven stages with vpp > 1 */
@@ -595,6 +597,7 @@ struct config {
 		bool	mtp_pp;		/* MTP with pp > 1 */
 		bool	ep;		/* expert parallelism exists */
 		bool	etp_one_or_tp;	/* torchtitan's ParallelDims rules */
+		bool	etp_one_with_ep;	/* torchtitan without ETP */
 		bool	ddp_needs_one_dim;	/* the DDP path alone on the mesh */
 		bool	ep_borrows_all_cp_tp;	/* torchtitan v0.2.0 */
 		enum seq_divisor seq_divisor;

@@ -639,6 +639,26 @@ framework_etp_one_or_tp(const struct config *c, char *buf, size_t size)
 }
 
 /*
+ * torchtitan main from c4b409af2 (PR #3167) has no expert tensor
+ * parallelism: ParallelDims loses etp, the sparse mesh is (pp,
+ * dp_replicate, efsdp, ep) with efsdp = dp_shard * cp * tp // ep, and
+ * apply_moe_ep_tp shards the routed experts over ep alone
+ * (ExpertParallel; ExpertTensorParallel is deleted), the tp group's
+ * tokens split over tp: with ep > 1 the experts' tp is 1, and etp = tp
+ * describes a run torchtitan can no longer start.
+ */
+static bool
+framework_etp_one_with_ep(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->limits.etp_one_with_ep ||
+	    c->mesh.ep == 1 || c->mesh.etp == 1, "has no expert tensor "
+	    "parallelism: with ep > 1 the routed experts are sharded over ep "
+	    "alone (ExpertParallel on the sparse mesh (pp, dp_replicate, "
+	    "efsdp, ep), efsdp = dp_shard*cp*tp/ep), so etp must be 1 "
+	    "(ETP removed by c4b409af2, PR #3167)", buf, size);
+}
+
+/*
  * torchtitan v0.2.0's ParallelDims._validate: ep borrows all of cp, and
  * with etp = 1 all of tp too ("EP would borrow all cp and tp and some
  * dp_shard degree"), asserting ep % cp == 0 or ep % (cp * tp) == 0.
@@ -679,16 +699,23 @@ framework_ddp_one_dim(const struct config *c, char *buf, size_t size)
 /*
  * torchtitan's seq_len_divisor (v0.2.0 on), asserted by every model's
  * parallelize: tp * (cp * 2), even with cp = 1.  From 565cb810c (PR #3664)
- * on main the trainer checks tp * (2 * cp if cp > 1 else 1) instead, and
- * from 73aed7f6c (PR #4121), which folds the batch into the token
- * dimension, of the micro-batch's tokens, micro_batch * seq, not of seq.
+ * on main the trainer checks tp * (2 * cp if cp > 1 else 1) instead, tp
+ * counting only with sequence parallelism ("parallel_dims.tp if
+ * config.parallelism.enable_sequence_parallel else 1"; optional on main
+ * since aa68af18e), and from 73aed7f6c (PR #4121), which folds the batch
+ * into the token dimension, of the micro-batch's tokens, micro_batch *
+ * seq, not of seq.
  */
 static bool
 framework_seq_divisor(const struct config *c, char *buf, size_t size)
 {
 	enum seq_divisor	 sd = c->limits.seq_divisor;
-	int64_t			 d = (int64_t)2 * c->mesh.cp * c->mesh.tp;
+	bool			 sp = sd == SEQ_DIVISOR_2_CP_TP ||
+				    c->training.sequence_parallel;
+	int64_t			 tp = sp ? c->mesh.tp : 1;
+	int64_t			 d = 2 * c->mesh.cp * tp;
 	int64_t			 n = c->model.seq;
+	const char		*dw;
 	char			 what[320];
 
 	if (sd == SEQ_DIVISOR_CP_TP)
@@ -696,22 +723,22 @@ framework_seq_divisor(const struct config *c, char *buf, size_t size)
 	if (sd == SEQ_DIVISOR_TOKENS_2_CP_TP_IF_CP)
 		n *= c->model.micro_batch;
 	if (sd != SEQ_DIVISOR_2_CP_TP && c->mesh.cp == 1)
-		d = c->mesh.tp;
+		d = tp;
 	if (n % d == 0)
 		return true;
+	/* Without sequence parallelism tp does not count. */
+	dw = c->mesh.cp == 1 ? "tp" : sp ? "2*cp*tp" : "2*cp";
 	if (sd == SEQ_DIVISOR_TOKENS_2_CP_TP_IF_CP)
 		snprintf(what, sizeof what, "needs micro_batch*seq (%" PRId64
 		    ") divisible by %s (%" PRId64 "): \"The number of tokens "
 		    "per pipeline microbatch (%" PRId64 ") must be divisible "
 		    "by %" PRId64 " for the configured sequence/context "
-		    "parallelism\"", n, c->mesh.cp == 1 ? "tp" : "2*cp*tp", d,
-		    n, d);
+		    "parallelism\"", n, dw, d, n, d);
 	else if (sd == SEQ_DIVISOR_2_CP_TP_IF_CP)
 		snprintf(what, sizeof what, "needs seq (%d) divisible by %s "
 		    "(%" PRId64 "): \"Training sequence length must be "
 		    "divisible by %" PRId64 " for the configured "
-		    "sequence/context parallelism\"", c->model.seq,
-		    c->mesh.cp == 1 ? "tp" : "2*cp*tp", d, d);
+		    "sequence/context parallelism\"", c->model.seq, dw, d, d);
 	else
 		snprintf(what, sizeof what, "needs seq (%d) divisible by "
 		    "2*cp*tp (%" PRId64 "): \"Sequence length must be "
@@ -778,6 +805,20 @@ framework_score_after(const struct config *c, char *buf, size_t size)
 	    c->model.moe.score_before_experts, "scales the routed input by "
 	    "its scores before the experts: score_before_experts must be true",
 	    buf, size);
+}
+
+/*
+ * The other way round: torchtitan main from cd8950ba7 (PR #3663) drops
+ * the token dispatchers' score_before_experts and multiplies the scores
+ * into the experts' outputs in combine, always.
+ */
+static bool
+framework_score_before(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->limits.score_before ||
+	    !c->model.moe.score_before_experts, "scales the experts' outputs "
+	    "by their scores, never the routed input: score_before_experts "
+	    "must be false", buf, size);
 }
 
 static bool
@@ -1004,6 +1045,7 @@ static const struct constraint constraints[] = {
 	{ KEY_SEQUENCE_PARALLEL, true, framework_ep_tp_sp },
 	{ KEY_DISTRIBUTED_OPTIMIZER, true, framework_ep_distopt },
 	{ KEY_EP, true, framework_has_ep },
+	{ KEY_ETP, true, framework_etp_one_with_ep },
 	{ KEY_ETP, true, framework_etp_one_or_tp },
 	{ KEY_EP, true, framework_ep_borrows_all_cp_tp },
 	{ KEY_TOP_K, true, framework_top_k },
@@ -1011,6 +1053,7 @@ static const struct constraint constraints[] = {
 	{ KEY_EXPERT_FFN, true, framework_expert_ffn },
 	{ KEY_SCORE_FUNC, true, framework_sigmoid },
 	{ KEY_SCORE_BEFORE_EXPERTS, true, framework_score_after },
+	{ KEY_SCORE_BEFORE_EXPERTS, true, framework_score_before },
 	{ KEY_PATTERN, true, pattern_fits },
 	{ KEY_PATTERN, true, framework_moe_pattern },
 	{ KEY_FIRST_STAGE_LAYERS, false, framework_uneven_pp },

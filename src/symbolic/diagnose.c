@@ -12,6 +12,7 @@
 #include "base/arena.h"
 #include "base/xmalloc.h"
 #include "config/config.h"
+#include "config/framework.h"
 #include "model/layout.h"
 #include "model/syncplan.h"
 #include "symbolic/diagnose.h"
@@ -113,9 +114,12 @@ static void
 tell(struct finding_list *fl, const struct param_result *pr, enum fact fact,
     const struct fact_args *args)
 {
+	const struct config *c = fl->audit->config;
 	struct finding_words w;
+	struct fact_args a = *args;
 
-	finding_tell(fact, args, &fl->audit->arena, &w);
+	a.framework = c->profile != NULL ? c->profile->framework->name : NULL;
+	finding_tell(fact, &a, &fl->audit->arena, &w);
 	add_finding(fl, w.kind, w.cause, pr, w.op, w.dim, w.message, w.fix);
 }
 

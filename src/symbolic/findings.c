@@ -15,7 +15,11 @@
  *	$N	the reduction's layer
  *	$Q	the factor found
  *	$S	the step's valid tokens
- *	$R	the rows and ranks a fact is about
+ *	$R	" (the reports)", or nothing under another framework's
+ *		profile than the one whose code they are about: a report on
+ *		Megatron's loss path says nothing of torchtitan's (the
+ *		verdict is the same; only the words depend on the profile)
+ *	$W	the rows and ranks a fact is about
  */
 #include <stdio.h>
 #include <string.h>
@@ -130,7 +134,7 @@ static const struct entry {
 	  "the main loss's part of the router's gradient is right, but the "
 	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
 	  "expected one: their backward scale or token count is wrong for "
-	  "this mesh (Megatron-LM PR #2237, PR #5047)",
+	  "this mesh$R",
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
 	  "reduction (loss.aux_scale)" },
@@ -140,7 +144,7 @@ static const struct entry {
 	  "multi-token prediction loss scaling", "dp",
 	  "the main loss's part is right, but the multi-token prediction "
 	  "losses' part is $Q times the expected one: their backward scale "
-	  "or token count is wrong (Megatron-LM #2417, PR #3959)",
+	  "or token count is wrong$R",
 	  "scale the MTP losses' gradient so that layer k's term weighs "
 	  "mtp_loss_scaling_factor / depth over the step's valid tokens of "
 	  "its rolled mask (loss.mtp_scale)" },
@@ -163,7 +167,7 @@ static const struct entry {
 	  "the main loss's part is right, but the multi-token prediction "
 	  "losses' atoms are weighted unequally: their losses are divided "
 	  "by token counts other than the step's valid tokens of each "
-	  "layer's rolled mask (Megatron-LM #2417 / PR #3159, #7452)",
+	  "layer's rolled mask$R",
 	  "divide each MTP layer's summed loss by the valid tokens of its "
 	  "rolled mask over the whole step (loss.mtp_scale: tokens-global)" },
 	/* torchtitan #2972: loss.pp_normalize_by decides it with pp > 1. */
@@ -224,7 +228,7 @@ static const struct entry {
 	  FINDING_STALE_ROWS, KEY_TIED_FSDP_GROUPS, "optimizer update", "dp",
 	  "the tied weight is in two fully_shard groups (the embedding's and "
 	  "the output layer's) and re-tied after sharding, and its rows do "
-	  "not split evenly over the shard group: for $R, a short shard, "
+	  "not split evenly over the shard group: for $W, a short shard, "
 	  "the output group's lazy init pads a copy of its own and moves the "
 	  "parameter onto it (FSDP2's reset_sharded_param), so the optimizer "
 	  "updates that copy while the embedding's group keeps all-gathering "
@@ -407,6 +411,18 @@ static const struct {
 	  "gradients over tp (sync.qk_norm_grad: tp-all-reduce)" },
 };
 
+/* The reports a mechanism's $R names, and the framework of their code. */
+static const struct reports {
+	const char	*text;
+	const char	*framework;
+} reports[FACT__COUNT] = {
+	[FACT_AUX_FACTOR] = { "Megatron-LM PR #2237, PR #5047",
+	  "megatron-core" },
+	[FACT_MTP_FACTOR] = { "Megatron-LM #2417, PR #3959", "megatron-core" },
+	[FACT_MTP_UNEQUAL] = { "Megatron-LM #2417 / PR #3159, #7452",
+	  "megatron-core" },
+};
+
 /* The longest message, as the diagnosis formatted them before. */
 #define MESSAGE_MAX	1024
 
@@ -432,7 +448,8 @@ step_group(const struct fact_args *f)
 
 /* The mechanism's template with the fact's fields filled in. */
 static const char *
-fill(const char *t, const struct fact_args *f, struct arena *arena)
+fill(const char *t, const struct reports *rep, const struct fact_args *f,
+    struct arena *arena)
 {
 	const struct backward_reduction *r = f->reduction;
 	struct placement truth = r != NULL ? r->truth : f->step != NULL ?
@@ -493,6 +510,14 @@ fill(const char *t, const struct fact_args *f, struct arena *arena)
 			put(buf, &n, field);
 			break;
 		case 'R':
+			if (rep->text == NULL || (f->framework != NULL &&
+			    strcmp(f->framework, rep->framework) != 0))
+				break;
+			put(buf, &n, " (");
+			put(buf, &n, rep->text);
+			put(buf, &n, ")");
+			break;
+		case 'W':
 			put(buf, &n, f->rows);
 			break;
 		}
@@ -523,7 +548,7 @@ finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
 	else
 		w->dim = f->reduction != NULL ? f->reduction->dim :
 		    step_group(f);
-	w->message = fill(e->mechanism, f, arena);
+	w->message = fill(e->mechanism, &reports[fact], f, arena);
 	w->fix = f->fix_step != NULL ? sync_fix_text(f->fix_step->fix) :
 	    e->fix;
 }

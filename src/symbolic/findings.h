@@ -79,6 +79,7 @@ struct fact_args {
 	const char			*factor;	/* formatted */
 	const char			*rows;		/* formatted */
 	long long			 total;		/* the step's tokens */
+	const char			*framework;	/* the profile's, or NULL */
 };
 
 /* A finding's words, the strings in the arena given (or static). */

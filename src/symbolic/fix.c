@@ -346,7 +346,7 @@ derive(struct audit *a)
 	for (i = 0; i < a->nfindings; i++) {
 		f = &a->findings[i];
 		have_alt = fixer_search_objective(&fx, f, &alt) &&
-		    !(have[i] && fixer_candidate_has(&fixes[i], KEY_OBJECTIVE));
+		    !(have[i] && fixer_candidate_has(&fixes[i], alt.key[0]));
 		if (have[i]) {
 			f->fix_set = fixtext_settings(a, &fixes[i]);
 			f->nfix_set = (size_t)fixes[i].n;

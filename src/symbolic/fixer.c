@@ -713,6 +713,42 @@ matching_value(struct config *t, const struct mesh *mesh, enum cfg_key k,
 }
 
 /*
+ * Order the values of loss.mtp_scale to try alone so that those
+ * lossnorm says weigh the MTP terms right with the default
+ * uneven valid tokens come first, the others after in their order.
+ * With every token valid, PR #3159's division by a rank's own rolled
+ * count (loss.mtp_scale: tokens-local) weighs the MTP terms as the step's
+ * count does (tokens-global), and the audit of this step cannot tell them
+ * apart; but only the step's count is right whatever the ranks hold
+ * (Megatron #7452 finding 3), and a fix should not hang on the batch.
+ */
+static void
+robust_first(const struct config *c, enum cfg_key k, const char **vals,
+    int n)
+{
+	const char	*rest[16];
+	struct config	 uneven;
+	struct mesh	 mesh;
+	int		 i, j = 0, m = 0;
+
+	if (k != KEY_MTP_SCALE)
+		return;
+	cfg_copy(&uneven, c);
+	free(uneven.loss.valid_tokens);
+	uneven.loss.valid_tokens = NULL;
+	mesh_from_config(&mesh, c);
+	for (i = 0; i < n && i < 16; i++) {
+		(void)cfg_key_set(&uneven, k, vals[i]);
+		if (loss_matches(&uneven, &mesh, lossnorm_mtp_matches))
+			vals[j++] = vals[i];
+		else
+			rest[m++] = vals[i];
+	}
+	memcpy(vals + j, rest, (size_t)m * sizeof *vals);
+	cfg_free(&uneven);
+}
+
+/*
  * The loss's own fixes, derived from the factors the loss keys give each
  * chunk: every loss.normalize_by, loss.scale and sync.dp_divisor whose
  * factors weigh the main loss's atoms as the stated objective does, with
@@ -927,6 +963,7 @@ fixer_search(struct fixer *fx, const struct finding *f,
 	}
 	for (k = 0; k < nkeys; k++) {
 		nvals = fixer_values_of(c, keys[k], vals, 16);
+		robust_first(c, keys[k], vals, nvals);
 		for (v = 0; v < nvals; v++) {
 			memset(&t, 0, sizeof t);
 			(void)fixer_candidate_add(&t, keys[k], vals[v]);
@@ -995,22 +1032,31 @@ fixer_search(struct fixer *fx, const struct finding *f,
 /*
  * Another objective under which the framework's normalization is right:
  * the fix when the choice is deliberate (Megatron's mean of micro-batch
- * means without --calculate-per-token-loss).
+ * means without --calculate-per-token-loss; for the MTP terms, the main
+ * labels' count that torchtitan's MTPLoss divides by from f59c215e8,
+ * loss.mtp_objective).
  */
 bool
 fixer_search_objective(struct fixer *fx, const struct finding *f,
     struct candidate *best)
 {
 	const enum cfg_key *fam = family_of(f->cause, f->kind);
+	enum cfg_key	 key;
 	const char	*vals[8];
 	int		 n, v;
 
-	if (fam != loss_family || !fixer_settable(fx->config, KEY_OBJECTIVE))
+	if (fam == loss_family)
+		key = KEY_OBJECTIVE;
+	else if (fam == mtp_family)
+		key = KEY_MTP_OBJECTIVE;
+	else
 		return false;
-	n = fixer_values_of(fx->config, KEY_OBJECTIVE, vals, 8);
+	if (!fixer_settable(fx->config, key))
+		return false;
+	n = fixer_values_of(fx->config, key, vals, 8);
 	for (v = 0; v < n; v++) {
 		memset(best, 0, sizeof *best);
-		(void)fixer_candidate_add(best, KEY_OBJECTIVE, vals[v]);
+		(void)fixer_candidate_add(best, key, vals[v]);
 		if (fixer_judge(fx, f, fixer_evaluate(fx, best)) == FIX_YES)
 			return true;
 	}
