@@ -418,7 +418,8 @@ static const struct reports {
 } reports[FACT__COUNT] = {
 	[FACT_AUX_FACTOR] = { "Megatron-LM PR #2237, PR #5047",
 	  "megatron-core" },
-	[FACT_MTP_FACTOR] = { "Megatron-LM #2417, PR #3959", "megatron-core" },
+	[FACT_MTP_FACTOR] = { "Megatron-LM #2417 / PR #3159, #3943 / PR #3959",
+	  "megatron-core" },
 	[FACT_MTP_UNEQUAL] = { "Megatron-LM #2417 / PR #3159, #7452",
 	  "megatron-core" },
 };
