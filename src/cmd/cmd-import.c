@@ -776,6 +776,7 @@ registry_doc(struct tt_args *args, const struct fw_profile *p, int at,
 	struct tt_args		 row;
 	const char		*absent, *line, *end;
 	char			**words, names[1024], *prefix;
+	char			 qm[TEXT_QUOTE_SIZE], qc[TEXT_QUOTE_SIZE];
 	size_t			 i, n;
 	int			 known;
 
@@ -805,9 +806,12 @@ registry_doc(struct tt_args *args, const struct fw_profile *p, int at,
 	if ((e = tt_registry_find(args->module, args->config, p, at,
 	    &known)) == NULL) {
 		tt_registry_names(args->module, p, at, names, sizeof(names));
+		/* Words of the command line: anything, shown as one line. */
+		text_cut(qm, sizeof(qm), args->module, strlen(args->module));
+		text_cut(qc, sizeof(qc), args->config, strlen(args->config));
 		fprintf(stderr, "%s: import: --module %s --config %s: not an "
 		    "entry of the registry %s at window %s (entries read: "
-		    "%s)\n", progname, args->module, args->config, known ?
+		    "%s)\n", progname, qm, qc, known ?
 		    "of torchtitan main" : "gradaudit read", p->commit, names);
 		return NULL;
 	}

@@ -411,9 +411,13 @@ print_row(struct sweep *sw, const struct sweep_point *pt,
 	/*
 	 * Issue 23: a mesh wrong in its gradient norm alone has no wrong
 	 * parameter, and printed a bare FAIL; it has findings and a
-	 * reproduce line like any other.
+	 * reproduce line like any other.  Rows no update reaches (pytorch
+	 * #176076) have right gradients and a right norm: named as the
+	 * summary names them.
 	 */
-	if (pt->nfamilies == 0)
+	if (pt->nfamilies == 0 && a->nstale_rows > 0)
+		printf("(rows of %s never updated)", a->stale_rows[0].param);
+	else if (pt->nfamilies == 0)
 		printf("(the gradient norm)");
 	printf("\n");
 	print_findings(sw, a);

@@ -548,7 +548,12 @@ report_print_table(FILE *fp, const struct audit *a,
 	}
 	grid_print(fp, g);
 	grid_free(g);
-	if (width < ncols)
+	/* Named as the column labels name them: "dp8", or a run "dp8-127". */
+	if (width == ncols - 1)
+		fprintf(fp, "(%s%d not shown: its values differ from the "
+		    "columns before it; -v shows every column)\n", ax.col_name,
+		    width);
+	else if (width < ncols)
 		fprintf(fp, "(%s%d-%d not shown: their values differ from "
 		    "column to column; -v shows every column)\n", ax.col_name,
 		    width, ncols - 1);

@@ -21,23 +21,35 @@
 #include "symbolic/stalerows.h"
 
 /*
+ * The ranks a finding's message names; the others it counts.  The
+ * message is cut at 1,024 bytes (findings.c): 128 HSDP replicas each
+ * with a short shard filled it with ranks and cut off the explanation
+ * after them.  The report's list of stale rows still has every rank.
+ */
+#define STALE_RANKS_NAMED	4
+
+/*
  * "embedding.weight's rows [24,29) of 29 on rank 3", more ranks as
- * "... on rank 2 and [20,29) on rank 5".
+ * "... on rank 2 and [20,29) on rank 5", past STALE_RANKS_NAMED as
+ * "... on rank 15 and those of 124 more ranks".
  */
 static void
 rows_text(const struct model *m, const struct stale_rows *v, size_t n,
     char *buf, size_t len)
 {
 	const struct param *p = &m->params[v[0].param];
-	size_t	 i, off;
+	size_t	 i, off, named = n > STALE_RANKS_NAMED ? STALE_RANKS_NAMED : n;
 
 	off = (size_t)snprintf(buf, len, "%s's rows [%lld,%lld) of %lld on "
 	    "rank %d", p->name, (long long)v[0].row_lo, (long long)v[0].row_hi,
 	    (long long)p->shape[0], v[0].rank);
-	for (i = 1; i < n && off < len; i++)
+	for (i = 1; i < named && off < len; i++)
 		off += (size_t)snprintf(buf + off, len - off,
 		    "%s[%lld,%lld) on rank %d", i + 1 == n ? " and " : ", ",
 		    (long long)v[i].row_lo, (long long)v[i].row_hi, v[i].rank);
+	if (named < n && off < len)
+		snprintf(buf + off, len - off, " and those of %zu more rank%s",
+		    n - named, n - named == 1 ? "" : "s");
 }
 
 size_t
