@@ -68,6 +68,12 @@ wrong_params(const struct audit *a)
 	int	 nwrong = audit_wrong_params(a);
 	FILE	*fp;
 
+	/* Rows no update reaches (pytorch #176076): right gradients. */
+	if (nwrong == 0 && a->nstale_rows > 0) {
+		xasprintf(&buf, "rows of %s never updated",
+		    a->stale_rows[0].param);
+		return buf;
+	}
 	if (nwrong == 0)
 		return xstrdup("-");
 	if ((fp = open_memstream(&buf, &len)) == NULL)
