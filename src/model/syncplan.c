@@ -729,6 +729,41 @@ nearest_param(const struct model *m, const char *glob)
 	return suggest_best(&sg);
 }
 
+/*
+ * A step over pp or embedding must select both copies of a tied weight:
+ * the numeric engine packs on each rank the copy that rank's step
+ * selects, so a member with none sends nothing and the collective waits
+ * for it (exit 3), while the symbolic engine reduces both copies when
+ * the first stage's is selected and neither when only the last stage's
+ * is.  With both selected the two engines run the same collective.
+ */
+static const char *
+plan_item_half_tie(const struct model *m, int i, struct cfg_mark *at,
+    char *why, size_t len)
+{
+	const struct plan_item *it = &m->config->plan[i];
+	const struct logical_param *l;
+	const struct param *peer;
+	int		 p;
+
+	for (p = 0; p < m->nparams; p++) {
+		l = &m->logical[m->params[p].logical];
+		if (!plan_selects(it, &m->params[p]) || l->ninstances < 2)
+			continue;
+		peer = &m->params[l->instance[l->instance[0] == p ? 1 : 0]];
+		if (plan_selects(it, peer))
+			continue;
+		*at = it->mark;
+		snprintf(why, len, "plan[%d]: selects %s on stage %d but not "
+		    "its tied copy %s on stage %d: an all-reduce over %s "
+		    "needs both (params and stages)", i, m->params[p].name,
+		    m->params[p].stage, peer->name, peer->stage,
+		    mesh_group_name(plan_group(it)));
+		return why;
+	}
+	return NULL;
+}
+
 /* A fault of step i alone: a glob, its selection, its group. */
 static const char *
 plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
@@ -784,7 +819,7 @@ plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
 		    m->params[p].stage);
 		return why;
 	}
-	return NULL;
+	return plan_item_half_tie(m, i, at, why, len);
 }
 
 /*
