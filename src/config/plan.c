@@ -61,7 +61,7 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
     size_t size)
 {
 	const struct plan_item *it;
-	int64_t		 v[PLAN_NAME__COUNT];
+	int64_t		 v[PLAN_NAME__COUNT], num = 1, den = 1;
 	struct rational	 q;
 	char		 why[CFG_WHY_SIZE];
 	size_t		 at;
@@ -81,11 +81,24 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    it->stages[j], c->mesh.pp - 1, c->mesh.pp);
 			return false;
 		}
-		if (it->op == PLAN_SCALE && plan_expr_eval(it->expr,
-		    strlen(it->expr), v, &q, &at, why, sizeof why) == -1) {
+		if (it->op != PLAN_SCALE)
+			continue;
+		if (plan_expr_eval(it->expr, strlen(it->expr), v, &q, &at,
+		    why, sizeof why) == -1) {
 			*m = it->value_mark;
 			snprintf(buf, size, "plan[%d].scale: %s with this mesh",
 			    i, why);
+			return false;
+		}
+		/* The product so far, both parts bounded (PLAN_MAX_SCALE). */
+		if (__builtin_mul_overflow(num, q.num < 0 ? -q.num : q.num,
+		    &num) || __builtin_mul_overflow(den, q.den, &den) ||
+		    num > PLAN_MAX_SCALE || den > PLAN_MAX_SCALE) {
+			*m = it->value_mark;
+			snprintf(buf, size, "plan[%d].scale: the plan's scale "
+			    "factors multiply past %lld in numerator or "
+			    "denominator with this mesh", i,
+			    (long long)PLAN_MAX_SCALE);
 			return false;
 		}
 	}

@@ -27,6 +27,15 @@
 /* The most steps a plan may write, and globs or stages one step may. */
 #define PLAN_MAX_ITEMS		16
 #define PLAN_MAX_LIST		64
+/*
+ * The most the product of a plan's scale factors may hold, in numerator
+ * and in denominator: the engines multiply it into every loss factor and
+ * coefficient, whose own terms reach billions (valid tokens times ranks),
+ * and two steps of 10^9 overflowed 64 bits there (an internal error, not
+ * a configuration one).  2^31 holds a scale by the whole world times the
+ * micro-batches twice over at a world of 1,024 and 32 micro-batches.
+ */
+#define PLAN_MAX_SCALE		((int64_t)1 << 31)
 
 /* Does the config write a plan: (else its plan is the preset alone)? */
 bool	 plan_given(const struct config *);
