@@ -453,7 +453,7 @@ struct plan_item {
 	struct cfg_mark	 mark;		/* the item */
 	struct cfg_mark	 value_mark;	/* its operation's value */
 	char		*expr;		/* PLAN_SCALE: the factor as written */
-	int		 group;		/* PLAN_ALL_REDUCE: plan_group_words[] */
+	int		 group;		/* PLAN_ALL_REDUCE: cfg_plan_group_words[] */
 	bool		 average;	/* PLAN_ALL_REDUCE: AVG, not SUM */
 	struct cfg_mark	 average_mark;	/* line 0: not written */
 	/* params: globs over parameter names; none: every parameter. */

@@ -47,7 +47,7 @@ scalar_is(const yaml_event_t *ev, const char *word)
 	    memcmp(ev->data.scalar.value, word, strlen(word)) == 0;
 }
 
-/* A scalar with no control character, no alias, not empty. */
+/* A scalar with no control character and no alias (empty is the caller's). */
 static int
 want_scalar(struct loader *ld, const yaml_event_t *ev, const char *path,
     const char *what)

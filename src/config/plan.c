@@ -1,7 +1,7 @@
 /*
- * The plan: section (plan.h): copying and freeing it with its config,
- * the sizes its factors name, and the checks that need the config's
- * mesh.  Reading it is plan-read.c's; which parameters a glob names is
+ * The plan: section (plan.h): the sizes its factors name and the checks
+ * that need the config's mesh (config.c copies and frees it with its
+ * config).  Reading it is plan-read.c's; which parameters a glob names is
  * the model's to say (syncplan.c), for the loader does not know the
  * parameters.
  */
