@@ -13,6 +13,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "base/rational.h"
@@ -83,5 +84,6 @@ main(void)
 	    "load-time reading finds every error but overflow", CASES);
 	tap_ok(accepted > CASES / 50, "some expressions are accepted (%d)",
 	    accepted);
+	free(t.s);
 	return tap_done();
 }
