@@ -497,7 +497,7 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	enum cfg_key	 scale_cause;
 	struct rational	 c;
 	char		 q[48];
-	bool		 explained = false, uniform;
+	bool		 explained = false, uniform, repeated = false;
 	int		 i;
 
 	for (i = 0; i < ctx->plan.nsteps; i++) {
@@ -529,6 +529,18 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		    explain_placement(fl, &m->mesh, s, pr))
 			explained = true;
 	}
+	/*
+	 * A sum of the plan's over members that already held one value
+	 * multiplied it by the group's size: that step carries the factor,
+	 * whatever divisor the preset applied before it.
+	 */
+	for (i = 0; i < run->nissues; i++)
+		if (run->issues[i].kind == ISSUE_REPEATED_SUM &&
+		    run->issues[i].logical == l) {
+			scale_step = &ctx->plan.steps[run->issues[i].step];
+			repeated = true;
+			break;
+		}
 	for (i = 0; i < ctx->plan.nskipped; i++)
 		if (touches_logical(&ctx->plan.skipped[i], m, l) &&
 		    !plan_reduces(ctx, m, &ctx->plan.skipped[i], l) &&
@@ -549,7 +561,8 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		struct fact_args order = { .mesh = &m->mesh, .step = s,
 				    .fix_step = s, .cause = s->key };
 
-		if (run->issues[i].logical != l)
+		if (run->issues[i].kind != ISSUE_MIXED_STATES ||
+		    run->issues[i].logical != l)
 			continue;
 		tell(fl, pr, FACT_STATES_MIXED, &order);
 		explained = true;
@@ -576,7 +589,8 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		args.fix_step = scale_cause != KEY__COUNT ? factor_step : NULL;
 		args.cause = scale_cause;
 		args.factor = q;
-		tell(fl, pr, FACT_WRONG_FACTOR, &args);
+		tell(fl, pr, repeated ? FACT_REPEATED_SUM : FACT_WRONG_FACTOR,
+		    &args);
 		return;
 	}
 	/*

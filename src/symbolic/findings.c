@@ -120,6 +120,17 @@ static const struct entry {
 	  "or the loss's own normalization and scale)",
 	  "make the loss factor times the data-parallel divisor 1/N for "
 	  "every token (loss.normalize_by, loss.scale, sync.dp_divisor)" },
+	/*
+	 * A plan: sum over members that held one value already (issue 25:
+	 * the sync that a wrapper and the user's own hook both run).
+	 */
+	[FACT_REPEATED_SUM] = {
+	  FINDING_WRONG_SCALE, KEY__COUNT, "gradient scaling", NULL,
+	  "the used values are $Q times the expected gradient: the "
+	  "operation summed over $G a value its members already held in "
+	  "common, so each holds it once per member",
+	  "make the loss factor times the data-parallel divisor 1/N for "
+	  "every token (loss.normalize_by, loss.scale, sync.dp_divisor)" },
 	/* The auxiliary losses' normalization (catalogue class AUX). */
 	[FACT_AUX_ABSENT] = {
 	  FINDING_WRONG_SCALE, KEY_AUX_SCALE, "auxiliary loss scaling", "dp",

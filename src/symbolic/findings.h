@@ -37,6 +37,7 @@ enum fact {
 	FACT_STATES_MIXED,
 	/* The right contributions, all times one wrong factor. */
 	FACT_WRONG_FACTOR,
+	FACT_REPEATED_SUM,
 	/* The main loss's part right, the auxiliary losses' part missing. */
 	FACT_AUX_ABSENT,
 	/* The main loss's part right, the auxiliary losses' part a factor. */

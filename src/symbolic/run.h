@@ -37,10 +37,22 @@ struct seglist {
 	struct segment	 one;
 };
 
-/* A collective that combined segments in different states. */
+/*
+ * What a step did wrong to a parameter, seen while it ran: a collective
+ * that combined segments in different states, or a sum of a plan: step
+ * over members that already held one value (each then holds the group's
+ * size times it), which is the step to blame for the factor, not the
+ * preset's divisor before it (issue 25).
+ */
+enum step_issue {
+	ISSUE_MIXED_STATES,
+	ISSUE_REPEATED_SUM
+};
+
 struct order_issue {
-	int	step;
-	int	logical;
+	enum step_issue	kind;
+	int		step;
+	int		logical;
 };
 
 struct sym_run {

@@ -208,19 +208,47 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 /* ---- executing the steps --------------------------------------------- */
 
 static void
-note_order_issue(struct sym_run *run, int param)
+note_issue(struct sym_run *run, enum step_issue kind, int param)
 {
 	int	l = run->model->params[param].logical, i;
 
 	for (i = 0; i < run->nissues; i++)
-		if (run->issues[i].step == run->step &&
+		if (run->issues[i].kind == kind &&
+		    run->issues[i].step == run->step &&
 		    run->issues[i].logical == l)
 			return;
 	run->issues = xreallocarray(run->issues, run->nissues + 1,
 	    sizeof *run->issues);
+	run->issues[run->nissues].kind = kind;
 	run->issues[run->nissues].step = run->step;
 	run->issues[run->nissues].logical = l;
 	run->nissues++;
+}
+
+/*
+ * Do the n members hold one value, segment for segment, and not zero?
+ * Values are shared (run_share), so equal pointers are the common case
+ * of a replica; an equal value built apart is missed, and the blame
+ * then stays where it was.
+ */
+static bool
+same_values(struct seglist **lists, int n)
+{
+	int	i, j;
+
+	for (i = 1; i < n; i++) {
+		if (lists[i]->n != lists[0]->n)
+			return false;
+		for (j = 0; j < lists[0]->n; j++)
+			if (lists[i]->v[j].lo != lists[0]->v[j].lo ||
+			    lists[i]->v[j].hi != lists[0]->v[j].hi ||
+			    lists[i]->v[j].value != lists[0]->v[j].value)
+				return false;
+	}
+	for (j = 0; j < lists[0]->n; j++)
+		if (lists[0]->v[j].value->nterms > 0)
+			return true;
+	return false;
 }
 
 /* q * x, an atom's product built once per step for all params. */
@@ -381,10 +409,13 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	}
 	if (s->average)
 		scale = q_make(1, n);
+	else if (s->plan_item >= 0 && s->op == SYNC_ALL_REDUCE &&
+	    same_values(lists, n))
+		note_issue(run, ISSUE_REPEATED_SUM, param);
 	seg_sum(run, run_seg_arena(run, param), lists, n, scale, &mixed,
 	    &combined);
 	if (mixed)
-		note_order_issue(run, param);
+		note_issue(run, ISSUE_MIXED_STATES, param);
 	for (i = 0; i < n; i++) {
 		if (s->op == SYNC_REDUCE_SCATTER) {
 			int64_t owned[16][2];
