@@ -482,8 +482,8 @@ print_summary(const struct sweep *sw)
 	if (accepted > 0)
 		printf(", %d more accepted by the baseline", accepted);
 	if (sw->skipped)
-		printf(" (%d skipped: the config's model sizes do not fit "
-		    "their mesh)", sw->skipped);
+		printf(" (%d skipped: the config does not fit their mesh; "
+		    "-v says why)", sw->skipped);
 	printf("\n");
 	return failing ? EXIT_WRONG : EXIT_OK;
 }
