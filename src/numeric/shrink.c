@@ -416,9 +416,16 @@ out_of_time(struct search *s)
 static bool
 try_candidate(struct search *s, struct config *cand)
 {
+	char	 why[CFG_WHY_SIZE];
 	int64_t	 cost;
 
-	if ((cost = numeric_values(cand)) > s->cost ||
+	/*
+	 * The constraints first: numeric_values builds the model, which
+	 * assumes them (MTP with cp and a sequence shorter than 2 x cp
+	 * pieces divided by zero in the rolled counts).
+	 */
+	if (cfg_check_constraints(cand, why, sizeof why) != NULL ||
+	    (cost = numeric_values(cand)) > s->cost ||
 	    !keeps_verdict(cand, s->want, &s->r->tried)) {
 		cfg_free(cand);
 		return false;
