@@ -108,7 +108,15 @@ read_scale(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 	}
 	if (plan_expr_eval((const char *)ev->data.scalar.value,
 	    ev->data.scalar.length, NULL, &v, &off, why, sizeof why) == -1) {
-		at.column += off + (quoted_style ? 1 : 0);
+		/*
+		 * The offset is into the scalar's value: it is a column of
+		 * the file only where the value is the text as written, on
+		 * one line (no escape, no folded line); else the error
+		 * points at the scalar.
+		 */
+		if (ev->end_mark.line == at.line && ev->end_mark.index -
+		    at.index == ev->data.scalar.length + (quoted_style ? 2 : 0))
+			at.column += off + (quoted_style ? 1 : 0);
 		reader_error_at(ld, &at, path, "%s", why);
 		return -1;
 	}
