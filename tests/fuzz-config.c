@@ -67,6 +67,14 @@ static const char *const seeds[] = {
 	"  - {all-reduce: tp, average: yes, params: [\"*norm*\", x]}\n"
 	"  - all-reduce: embedding\n    stages: 1\n",
 
+	/* Mixed-precision buffers: accumulate: and buffer: (NeMo #6958). */
+	"mesh: {dp: 2, pp: 2}\nmodel: {tie_embeddings: true}\n"
+	"plan:\n  - accumulate: bf16\n"
+	"  - {accumulate: fp32, params: [embedding.weight, output.weight]}\n"
+	"  - all-reduce: embedding\n    buffer: fp32\n"
+	"    params: [embedding.weight, output.weight]\n"
+	"  - scale: 1/dp\n    buffer: \"fp16\"\n  - all-reduce: dp\n",
+
 	"# comment\nname: \"quoted \\u00e9\"\nmesh:\n  dp: 1\n"
 	"model:\n  vocab: 1048576\n  hidden: 1048576\n  seq: 1\n",
 };

@@ -805,6 +805,8 @@ const char *const cfg_plan_group_words[] = {
 	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", NULL
 };
 
+const char *const cfg_plan_dtype_words[] = { "fp32", "bf16", "fp16", NULL };
+
 static void *
 dup_array(const void *src, size_t n, size_t size)
 {
@@ -893,6 +895,14 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		plan_append(buf, len, it->average ? ", average: true" :
 		    ", average: false");
 		break;
+	case PLAN_ACCUMULATE:
+		plan_append(buf, len, "accumulate: ");
+		plan_append(buf, len, cfg_plan_dtype_words[it->dtype]);
+		break;
+	}
+	if (it->op != PLAN_ACCUMULATE && it->dtype >= 0) {
+		plan_append(buf, len, ", buffer: ");
+		plan_append(buf, len, cfg_plan_dtype_words[it->dtype]);
 	}
 	for (j = 0; j < it->nglobs; j++) {
 		plan_append(buf, len, j == 0 ? ", params: [" : ", ");

@@ -445,7 +445,8 @@ struct fw_profile;
 enum plan_op {
 	PLAN_PRESET,		/* the steps sync: and the profile build */
 	PLAN_SCALE,		/* scale: EXPR */
-	PLAN_ALL_REDUCE		/* all-reduce: GROUP */
+	PLAN_ALL_REDUCE,	/* all-reduce: GROUP */
+	PLAN_ACCUMULATE		/* accumulate: DTYPE (mixed precision) */
 };
 
 struct plan_item {
@@ -456,6 +457,14 @@ struct plan_item {
 	int		 group;		/* PLAN_ALL_REDUCE: cfg_plan_group_words[] */
 	bool		 average;	/* PLAN_ALL_REDUCE: AVG, not SUM */
 	struct cfg_mark	 average_mark;	/* line 0: not written */
+	/*
+	 * PLAN_ACCUMULATE: the gradient buffer it accumulates into; a scale
+	 * or an all-reduce with buffer: runs on that buffer alone.  Indices
+	 * of cfg_plan_dtype_words[]; -1: buffer: not written (the step runs
+	 * wherever each gradient is).
+	 */
+	int		 dtype;
+	struct cfg_mark	 dtype_mark;	/* buffer:'s value */
 	/* params: globs over parameter names; none: every parameter. */
 	char		**globs;
 	struct cfg_mark	*glob_marks;
@@ -764,6 +773,13 @@ void	 cfg_plan_text(const struct config *, char *buf, size_t len);
  * group kinds.
  */
 extern const char *const cfg_plan_group_words[];
+/*
+ * The dtypes of the gradient buffers accumulate: and buffer: name
+ * (plan_item.dtype's words), and the one every gradient is in until a
+ * step of accumulate: moves it: fp32, as Megatron's main_grad.
+ */
+extern const char *const cfg_plan_dtype_words[];
+#define PLAN_DTYPE_DEFAULT	0
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

@@ -18,12 +18,26 @@
 #include "config/planexpr.h"
 #include "config/reader.h"
 
-/* The keys of a step's mapping; the first two are its operations. */
+/* The keys of a step's mapping; is_operation() says which are operations. */
 enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_AVERAGE, IK_PARAMS, IK_STAGES,
-	IK__COUNT };
+	IK_ACCUMULATE, IK_BUFFER, IK__COUNT };
 static const char *const item_keys[IK__COUNT + 1] = {
-	"scale", "all-reduce", "average", "params", "stages", NULL
+	"scale", "all-reduce", "average", "params", "stages", "accumulate",
+	"buffer", NULL
 };
+
+static bool
+is_operation(int k)
+{
+	return k == IK_SCALE || k == IK_ALL_REDUCE || k == IK_ACCUMULATE;
+}
+
+static enum plan_op
+operation_of(int k)
+{
+	return k == IK_SCALE ? PLAN_SCALE : k == IK_ALL_REDUCE ?
+	    PLAN_ALL_REDUCE : PLAN_ACCUMULATE;
+}
 
 /* "plan[15]", and with a key and an index: "plan[15].params[63]". */
 #define ITEM_PATH_SIZE	16
@@ -122,6 +136,42 @@ read_scale(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 	}
 	it->expr = scalar_dup(ev);
 	return 0;
+}
+
+/*
+ * The dtype of a gradient buffer, for accumulate: and buffer: (mixed
+ * precision: NeMo keeps the embeddings' gradients in fp32 and the rest in
+ * bf16, NeMo PR #6340 and #6958).
+ */
+static int
+read_dtype(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	struct suggestion sg;
+	char	 q[QUOTED_SIZE];
+	int	 i;
+
+	if (want_scalar(ld, ev, path, "a buffer dtype (fp32, bf16, fp16)") ==
+	    -1)
+		return -1;
+	for (i = 0; cfg_plan_dtype_words[i] != NULL; i++)
+		if (scalar_is(ev, cfg_plan_dtype_words[i])) {
+			it->dtype = i;
+			it->dtype_mark = reader_mark(&ev->start_mark);
+			return 0;
+		}
+	suggest_init(&sg, (const char *)ev->data.scalar.value,
+	    ev->data.scalar.length);
+	for (i = 0; cfg_plan_dtype_words[i] != NULL; i++)
+		suggest_consider(&sg, cfg_plan_dtype_words[i]);
+	quoted(q, sizeof q, ev);
+	if (suggest_best(&sg) != NULL)
+		reader_error_at(ld, &ev->start_mark, path, "unknown buffer "
+		    "dtype %s (did you mean \"%s\"?)", q, suggest_best(&sg));
+	else
+		reader_error_at(ld, &ev->start_mark, path, "unknown buffer "
+		    "dtype %s (dtypes: fp32, bf16, fp16)", q);
+	return -1;
 }
 
 static int
@@ -278,8 +328,8 @@ unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
 		    "(did you mean \"%s\"?)", q, suggest_best(&sg));
 	else
 		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
-		    "(a step is one of scale or all-reduce, with average, "
-		    "params and stages)", q);
+		    "(a step is one of scale, all-reduce or accumulate, with "
+		    "average, buffer, params and stages)", q);
 	return -1;
 }
 
@@ -312,7 +362,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		return -1;
 	}
 	seen[k] = reader_mark(&kev->start_mark);
-	if (k == IK_SCALE || k == IK_ALL_REDUCE) {
+	if (is_operation(k)) {
 		if (*has_op) {
 			reader_error_at(ld, &kev->start_mark, ipath, "two "
 			    "operations in one step (the first at line %d "
@@ -322,7 +372,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		}
 		*has_op = true;
 		*op_mark = seen[k];
-		it->op = k == IK_SCALE ? PLAN_SCALE : PLAN_ALL_REDUCE;
+		it->op = operation_of(k);
 	}
 	if (reader_next_event(ld, &vev) == -1)
 		return -1;
@@ -330,7 +380,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		reader_error_at(ld, &vev.start_mark, path, "aliases are not "
 		    "supported: write the value out");
 	else {
-		if (k == IK_SCALE || k == IK_ALL_REDUCE)
+		if (is_operation(k))
 			it->value_mark = reader_mark(&vev.start_mark);
 		switch (k) {
 		case IK_SCALE:
@@ -341,6 +391,10 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 			break;
 		case IK_AVERAGE:
 			rc = read_average(ld, it, &vev, path);
+			break;
+		case IK_ACCUMULATE:
+		case IK_BUFFER:
+			rc = read_dtype(ld, it, &vev, path);
 			break;
 		default:
 			rc = read_list(ld, it, k, &vev, path);
@@ -376,7 +430,13 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 	}
 	if (!has_op) {
 		reader_error_at(ld, &start->start_mark, ipath, "a step needs "
-		    "an operation: scale or all-reduce");
+		    "an operation: scale, all-reduce or accumulate");
+		return -1;
+	}
+	if (seen[IK_BUFFER].line > 0 && it->op == PLAN_ACCUMULATE) {
+		snprintf(path, sizeof path, "%s.buffer", ipath);
+		reader_report(ld, NULL, seen[IK_BUFFER], path, "accumulate "
+		    "names the buffer it accumulates into: leave buffer out");
 		return -1;
 	}
 	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE) {
@@ -406,6 +466,7 @@ read_item(struct loader *ld, struct config *c, const yaml_event_t *ev,
 	c->plan = xreallocarray(c->plan, c->nplan + 1, sizeof *c->plan);
 	it = &c->plan[c->nplan++];
 	memset(it, 0, sizeof *it);
+	it->dtype = -1;
 	it->mark = reader_mark(&ev->start_mark);
 	if (ev->type == YAML_MAPPING_START_EVENT)
 		return read_mapping_item(ld, it, ev, path);

@@ -49,6 +49,7 @@ new_step(struct sync_plan *plan, const struct model *m,
 	s->cite = rule->cite;
 	s->fix = rule->fix;
 	s->plan_item = -1;
+	s->dtype = -1;
 	return s;
 }
 
@@ -71,6 +72,7 @@ note_skipped(struct sync_plan *plan, const struct model *m,
 	s->cite = rule->cite;
 	s->fix = rule->fix;
 	s->plan_item = -1;
+	s->dtype = -1;
 	s->has_placement = true;
 	s->truth = truth;
 	s->declared = declared;
@@ -673,8 +675,58 @@ plan_selects(const struct plan_item *it, const struct param *p)
 	return glob && stage;
 }
 
+/*
+ * Mixed-precision gradient buffers (NeMo PR #6340, #6958): each
+ * parameter's gradient is in one buffer of one dtype at a time, held[p],
+ * which a step of accumulate: changes.  A step with buffer: runs on that
+ * buffer alone; a selected parameter whose gradient is in another has
+ * only zeros there, so the step does not reach its gradient: it is
+ * noted in missed (for findings) and left out of params.  NeMo before
+ * #6958 all-reduced the tied embedding's main_grad, a zeroed fp32 buffer,
+ * while its gradient sat in param.grad, bf16, and copied it over only
+ * for the data-parallel all-reduce.
+ */
 static void
-emit_plan_item(struct sync_plan *plan, const struct model *m, int i)
+plan_item_buffers(struct sync_step *s, const struct model *m, int *held)
+{
+	int	 p;
+
+	for (p = 0; p < m->nparams; p++) {
+		if (!s->params[p])
+			continue;
+		if (s->op == SYNC_ACCUMULATE) {
+			held[p] = s->dtype;
+			continue;
+		}
+		if (s->dtype < 0 || held[p] == s->dtype)
+			continue;
+		if (s->missed == NULL) {
+			s->missed = xcalloc(m->nparams, sizeof *s->missed);
+			memset(s->missed, -1, m->nparams * sizeof *s->missed);
+		}
+		s->missed[p] = held[p];
+		s->params[p] = false;
+	}
+}
+
+static enum sync_op
+plan_sync_op(enum plan_op op)
+{
+	switch (op) {
+	case PLAN_SCALE:
+		return SYNC_SCALE;
+	case PLAN_ACCUMULATE:
+		return SYNC_ACCUMULATE;
+	case PLAN_ALL_REDUCE:
+	case PLAN_PRESET:
+		break;
+	}
+	return SYNC_ALL_REDUCE;
+}
+
+static void
+emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
+    int *held)
 {
 	const struct plan_item *it = &m->config->plan[i];
 	struct sync_step *s;
@@ -685,8 +737,8 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i)
 	    sizeof *plan->steps);
 	s = &plan->steps[plan->nsteps++];
 	memset(s, 0, sizeof *s);
-	s->op = it->op == PLAN_SCALE ? SYNC_SCALE : SYNC_ALL_REDUCE;
-	s->group = it->op == PLAN_SCALE ? GROUP_DP : plan_group(it);
+	s->op = plan_sync_op(it->op);
+	s->group = it->op == PLAN_ALL_REDUCE ? plan_group(it) : GROUP_DP;
 	s->target = TARGET_PARAMS;
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	for (p = 0; p < m->nparams; p++)
@@ -700,6 +752,8 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i)
 	s->cite = SYNC_CITE_NONE;
 	s->fix = SYNC_FIX_PLAN;
 	s->plan_item = i;
+	s->dtype = it->dtype;
+	plan_item_buffers(s, m, held);
 	cfg_plan_item_text(it, text, sizeof text);
 	xasprintf(&label, "plan[%d] (%s:%d:%d): %s", i, m->config->file,
 	    it->mark.line, it->mark.col, text);
@@ -881,17 +935,21 @@ syncplan_build(struct sync_plan *plan, const struct model *m,
 {
 	const struct config *c = m->config;
 	char		 why[CFG_WHY_SIZE];
+	int		*held = xcalloc(m->nparams, sizeof *held);
 	int		 i;
 
 	memset(plan, 0, sizeof *plan);
+	for (i = 0; i < m->nparams; i++)
+		held[i] = PLAN_DTYPE_DEFAULT;
 	if (!plan_given(c))
 		emit_preset(plan, m, grad);
 	for (i = 0; plan_given(c) && i < c->nplan; i++) {
 		if (c->plan[i].op == PLAN_PRESET)
 			emit_preset(plan, m, grad);
 		else
-			emit_plan_item(plan, m, i);
+			emit_plan_item(plan, m, i, held);
 	}
+	free(held);
 	if (syncplan_refusal(m, &plan->refusal_mark, why, sizeof why) != NULL)
 		plan->refusal = xstrdup(why);
 	/* The rules emit at most 32; a plan adds at most PLAN_MAX_ITEMS. */
@@ -907,6 +965,7 @@ syncplan_free(struct sync_plan *plan)
 
 	for (i = 0; i < plan->nsteps; i++) {
 		free(plan->steps[i].params);
+		free(plan->steps[i].missed);
 		if (plan->steps[i].plan_item >= 0)
 			free((char *)plan->steps[i].label);
 	}
@@ -947,6 +1006,16 @@ syncplan_used_ranges(const struct model *m, const struct layout *lay,
 	    mesh_group_index(&m->mesh, group, rank), ranges, max);
 }
 
+/*
+ * Does step s name parameter p: select it, reaching its gradient or not
+ * (a step on a buffer that did not hold it still ran on p's buffer)?
+ */
+static bool
+step_names(const struct sync_step *s, int p)
+{
+	return s->params[p] || (s->missed != NULL && s->missed[p] >= 0);
+}
+
 void
 syncplan_describe(const struct sync_step *s, const struct model *m,
     char *buf, size_t len)
@@ -961,10 +1030,10 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 	else {
 		what[0] = '\0';
 		for (i = 0; i < m->nparams; i++)
-			if (s->params[i])
+			if (step_names(s, i))
 				n++;
 		for (i = 0; i < m->nparams; i++)
-			if (s->params[i]) {
+			if (step_names(s, i)) {
 				if (n == 2 && what[0] != '\0')
 					snprintf(what + strlen(what),
 					    sizeof what - strlen(what), " and %s",
@@ -997,7 +1066,14 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 		snprintf(buf, len, "all-gather over %s of %s",
 		    mesh_group_name(s->group), what);
 		return;
+	case SYNC_ACCUMULATE:
+		snprintf(buf, len, "accumulate %s into %s %s buffer", what,
+		    n > 1 ? "their" : "its", cfg_plan_dtype_words[s->dtype]);
+		return;
 	}
-	snprintf(buf, len, "%s (%s) over %s of %s", op,
-	    s->average ? "average" : "sum", mesh_group_name(s->group), what);
+	snprintf(buf, len, "%s (%s) over %s of %s%s%s%s", op,
+	    s->average ? "average" : "sum", mesh_group_name(s->group),
+	    s->dtype >= 0 ? "the " : "", s->dtype >= 0 ?
+	    cfg_plan_dtype_words[s->dtype] : "", s->dtype >= 0 ?
+	    " buffer of " : "", what);
 }

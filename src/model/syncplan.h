@@ -45,7 +45,17 @@ enum sync_op {
 	 * so each holds the whole reduced gradient (Megatron PR #6500's
 	 * uneven_dtensor_to_full_tensor).
 	 */
-	SYNC_ALL_GATHER
+	SYNC_ALL_GATHER,
+	/*
+	 * Mixed precision (NeMo PR #6340, #6958): the selected gradients are
+	 * accumulated into their `dtype` buffer, which holds them from here
+	 * on.  A buffer that does not hold a gradient holds zeros (nothing
+	 * was accumulated into it, or what was has moved on), so the sum is
+	 * the gradient itself: no value changes, and the engines do nothing.
+	 * What changes is which steps reach the gradient, which syncplan.c
+	 * decides (`missed`).
+	 */
+	SYNC_ACCUMULATE
 };
 
 enum sync_target {
@@ -125,6 +135,17 @@ struct sync_step {
 	 * plan), or -1 for a step of the preset: its setting is `key`.
 	 */
 	int			 plan_item;
+	/*
+	 * The gradient buffer the step runs on, an index of
+	 * cfg_plan_dtype_words[] (SYNC_ACCUMULATE: the one it accumulates
+	 * into), or -1: wherever each gradient is (every preset step).
+	 * missed, when not NULL, has per model parameter the buffer that
+	 * held the gradient of a parameter the step selects but whose
+	 * `dtype` buffer held only zeros, or -1: `params` leaves those out,
+	 * so the step does not reach them, and findings say why.
+	 */
+	int			 dtype;
+	int			*missed;
 };
 
 struct sync_plan {

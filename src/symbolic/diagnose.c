@@ -184,6 +184,32 @@ explain_placement(struct finding_list *fl, const struct mesh *mesh,
 }
 
 /*
+ * A step that selects logical parameter l but ran on a buffer of another
+ * dtype than the one holding its gradient (syncplan.h, missed): the
+ * reduction never reached it (NeMo PR #6958).
+ */
+static bool
+explain_buffer(struct finding_list *fl, const struct model *m,
+    const struct sync_step *s, int l, const struct param_result *pr)
+{
+	struct fact_args args = { .mesh = &m->mesh, .step = s,
+			    .cause = s->key };
+	int	 k, p;
+
+	if (s->missed == NULL || pr->correct)
+		return false;
+	for (k = 0; k < m->logical[l].ninstances; k++) {
+		p = m->logical[l].instance[k];
+		if (s->missed[p] < 0)
+			continue;
+		args.held = cfg_plan_dtype_words[s->missed[p]];
+		tell(fl, pr, FACT_BUFFER_NOT_HELD, &args);
+		return true;
+	}
+	return false;
+}
+
+/*
  * The experts' input gradient (torchtitan #1878) feeds the router's score
  * gradient: when its etp all-reduce is skipped, say so next to the router.
  */
@@ -503,6 +529,8 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	for (i = 0; i < ctx->plan.nsteps; i++) {
 		const struct sync_step *s = &ctx->plan.steps[i];
 
+		if (explain_buffer(fl, m, s, l, pr))
+			explained = true;
 		if (!touches_logical(s, m, l))
 			continue;
 		/*

@@ -20,6 +20,8 @@
  *		Megatron's loss path says nothing of torchtitan's (the
  *		verdict is the same; only the words depend on the profile)
  *	$W	the rows and ranks a fact is about
+ *	$B	the dtype of the gradient buffer the step ran on
+ *	$H	the dtype of the buffer that held the gradient instead
  */
 #include <stdio.h>
 #include <string.h>
@@ -249,6 +251,22 @@ static const struct entry {
 	  "fully_shard([tok_embeddings, norm, output]) "
 	  "(layout.tied_fsdp_groups: one; torchtitan 29e27d038, PR #2522), "
 	  "or make its rows a multiple of the shard group" },
+	/*
+	 * NeMo PR #6958 (and #6340 before it): the fp32 main_grad of the
+	 * embeddings and the bf16 param.grad the backward filled.
+	 */
+	[FACT_BUFFER_NOT_HELD] = {
+	  FINDING_MISSING_REDUCTION, KEY__COUNT, NULL, NULL,
+	  "the $L ran on the $B gradient buffer, but this gradient was in "
+	  "its $H buffer and the $B one held zeros, so the reduction over "
+	  "$G never reached it: each rank kept its own part (NeMo PR #6958: "
+	  "the tied embedding's all-reduce over the first and last stage ran "
+	  "on its fp32 main_grad while the backward had left the gradient in "
+	  "bf16)",
+	  "run the reduction on the buffer that holds the gradient, or "
+	  "accumulate the gradient into the $B buffer before it runs (NeMo "
+	  "PR #6958 adds each fp32-optimized parameter's gradient into its "
+	  "fp32 main_grad in a post-backward hook)" },
 };
 
 /*
@@ -532,6 +550,13 @@ fill(const char *t, const struct reports *rep, const struct fact_args *f,
 		case 'W':
 			put(buf, &n, f->rows);
 			break;
+		case 'B':
+			put(buf, &n, f->step != NULL && f->step->dtype >= 0 ?
+			    cfg_plan_dtype_words[f->step->dtype] : "");
+			break;
+		case 'H':
+			put(buf, &n, f->held != NULL ? f->held : "");
+			break;
 		}
 	}
 	return arena_strdup(arena, buf);
@@ -563,6 +588,8 @@ finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
 	w->message = fill(e->mechanism, &reports[fact], f, arena);
 	w->fix = f->fix_step != NULL ? sync_fix_text(f->fix_step->fix) :
 	    e->fix;
+	if (w->fix != NULL && strchr(w->fix, '$') != NULL)
+		w->fix = fill(w->fix, &reports[fact], f, arena);
 }
 
 const char *

@@ -62,6 +62,11 @@ enum fact {
 	FACT_WRONG_RANKS,
 	/* Rows of a tied weight no update reaches (model/stale.h). */
 	FACT_STALE_ROWS,
+	/*
+	 * A step ran on a gradient buffer of another dtype than the one
+	 * holding the gradient, and so never reached it (NeMo PR #6958).
+	 */
+	FACT_BUFFER_NOT_HELD,
 	FACT__COUNT
 };
 
@@ -79,6 +84,7 @@ struct fact_args {
 	enum cfg_key			 cause;
 	const char			*factor;	/* formatted */
 	const char			*rows;		/* formatted */
+	const char			*held;		/* a dtype's word */
 	long long			 total;		/* the step's tokens */
 	const char			*framework;	/* the profile's, or NULL */
 };

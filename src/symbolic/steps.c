@@ -516,6 +516,9 @@ run_plan(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
 		case SYNC_ALL_GATHER:
 			run_collective(run, s);
 			break;
+		case SYNC_ACCUMULATE:
+			/* Into zeros: the value stays; syncplan.h. */
+			break;
 		}
 		if (hook != NULL)
 			hook(hook_arg, run, k);
