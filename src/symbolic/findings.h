@@ -61,6 +61,8 @@ enum fact {
 	FACT_WRONG_RANKS,
 	/* Rows of a tied weight no update reaches (model/stale.h). */
 	FACT_STALE_ROWS,
+	/* Micro-batches weighed unequally, with a step of plan: scheduled. */
+	FACT_SCHEDULE_UNEQUAL,
 	FACT__COUNT
 };
 
@@ -80,6 +82,7 @@ struct fact_args {
 	const char			*rows;		/* formatted */
 	long long			 total;		/* the step's tokens */
 	const char			*framework;	/* the profile's, or NULL */
+	const char			*schedule;	/* formatted */
 };
 
 /* A finding's words, the strings in the arena given (or static). */
