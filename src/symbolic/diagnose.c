@@ -360,12 +360,14 @@ explain_schedule(struct finding_list *fl, const struct sym_run *run, int l,
 
 	if (!plan->per_micro_batch || !micro_batches_unequal(run, dw))
 		return false;
-	for (i = 0; i < plan->nsteps; i++) {
-		const struct sync_step *s = &plan->steps[i];
+	/* A collective or a reset says more than a scale beside it. */
+	for (i = 0; i < 2 * plan->nsteps; i++) {
+		const struct sync_step *s = &plan->steps[i % plan->nsteps];
 
 		if (!touches_logical(s, m, l) || (s->op == SYNC_RESET ?
 		    (s->micro_batches & ~(uint32_t)1) == 0 :
-		    s->micro_batches == last))
+		    s->micro_batches == last) ||
+		    (i < plan->nsteps && s->op == SYNC_SCALE))
 			continue;
 		syncplan_schedule_text(s, m->loss.micro_batches, when,
 		    sizeof when);
