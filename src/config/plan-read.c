@@ -307,6 +307,8 @@ static int
 read_schedule(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
     const char *path)
 {
+	char	 got[GOT_SIZE];
+	int64_t	 v;
 	int	 w;
 
 	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev))
@@ -316,7 +318,14 @@ read_schedule(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 				it->when = (enum plan_when)w;
 				return 0;
 			}
-	return read_list(ld, it, IK_MICRO_BATCHES, ev, path);
+	if (ev->type == YAML_SEQUENCE_START_EVENT ||
+	    plain_index(ev, CFG_MAX_MICRO_BATCHES, &v) == 0)
+		return read_list(ld, it, IK_MICRO_BATCHES, ev, path);
+	reader_describe(got, sizeof got, ev);
+	reader_error_at(ld, &ev->start_mark, path, "expected last, first, "
+	    "every, none or a list of micro-batches (0 to %d), got %s",
+	    CFG_MAX_MICRO_BATCHES - 1, got);
+	return -1;
 }
 
 static int
