@@ -291,7 +291,7 @@ all_wrong(const struct param_result *pr,
 	return have;
 }
 
-/* lc_select's test: is the atom of micro-batch *(int *)arg? */
+/* lc_select's test: is the atom of micro-batch a->mb? */
 struct mb_arg {
 	const struct atom_space	*sp;
 	int			 mb;
@@ -374,7 +374,9 @@ explain_schedule(struct finding_list *fl, const struct sym_run *run, int l,
 		text = arena_alloc(run->arena, sizeof when + 32);
 		snprintf(text, sizeof when + 32, "%s %s", s->op == SYNC_RESET ?
 		    "before the backward of" : "after the backward of", when);
+		/* The step is its own cause: plan, which no setting writes. */
 		args.step = s;
+		args.cause = s->key;
 		args.schedule = text;
 		tell(fl, pr, FACT_SCHEDULE_UNEQUAL, &args);
 		return true;
