@@ -74,6 +74,15 @@ static const char *const seeds[] = {
 	"  - all-reduce: embedding\n    buffer: fp32\n"
 	"    params: [embedding.weight, output.weight]\n"
 	"  - scale: 1/dp\n    buffer: \"fp16\"\n  - all-reduce: dp\n",
+	/* plan: schedules and resets (issue 25), every spelling. */
+	"mesh: {dp: 2, pp: 2}\ntraining: {micro_batches: 3}\n"
+	"plan:\n  - reset: grads\n  - reset: grads\n    micro-batches: [0, 2]\n"
+	"    stages: 1\n  - preset\n  - scale: 1/micro_batches\n"
+	"    micro-batches: every\n"
+	"  - {all-reduce: dp, average: true, micro-batches: first}\n"
+	"  - {scale: 2, micro-batches: none}\n"
+	"  - all-reduce: dp\n    micro-batches: 1\n"
+	"  - {all-reduce: dp, micro-batches: last}\n",
 
 	"# comment\nname: \"quoted \\u00e9\"\nmesh:\n  dp: 1\n"
 	"model:\n  vocab: 1048576\n  hidden: 1048576\n  seq: 1\n",

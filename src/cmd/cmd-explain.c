@@ -423,6 +423,11 @@ hook(void *arg, const struct sym_run *run, int step)
 		snprintf(key, sizeof key, "%s", cfg_key_path(s->key));
 		cfg_key_value(ex->config, s->key, value, sizeof value);
 		fw_key_origin(ex->config, s->key, origin, sizeof origin);
+	} else if (sym_run_micro_batch(run) >= 0) {
+		/* The plan runs per micro-batch: each backward adds its own. */
+		snprintf(what, sizeof what, "the backward of micro-batch %d "
+		    "adds its local gradients (atom gRmM: rank R's own of "
+		    "micro-batch M)", sym_run_micro_batch(run));
 	} else {
 		snprintf(what, sizeof what, "local gradients before "
 		    "synchronization (atom gR: rank R's own)");
@@ -439,6 +444,9 @@ hook(void *arg, const struct sym_run *run, int step)
 	if (json) {
 		jsonw_begin_object(&ex->json);
 		jsonw_key_int(&ex->json, "step", step + 1);
+		if (sym_run_micro_batch(run) >= 0)
+			jsonw_key_int(&ex->json, "micro_batch",
+			    sym_run_micro_batch(run));
 		jsonw_key_string(&ex->json, "does", what);
 		jsonw_key_string(&ex->json, "rule", s ? s->label : "backward");
 		if (s != NULL) {

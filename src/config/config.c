@@ -806,6 +806,14 @@ const char *const cfg_plan_group_words[] = {
 };
 
 const char *const cfg_plan_dtype_words[] = { "fp32", "bf16", "fp16", NULL };
+const char *const cfg_plan_when_words[] = {
+	[PLAN_WHEN_DEFAULT] = NULL,
+	[PLAN_WHEN_LAST] = "last",
+	[PLAN_WHEN_FIRST] = "first",
+	[PLAN_WHEN_EVERY] = "every",
+	[PLAN_WHEN_NONE] = "none",
+	[PLAN_WHEN_LIST] = NULL
+};
 
 static void *
 dup_array(const void *src, size_t n, size_t size)
@@ -841,6 +849,10 @@ cfg_plan_copy(struct config *dst, const struct config *src)
 		    sizeof *s->stages);
 		d->stage_marks = dup_array(s->stage_marks, s->nstages,
 		    sizeof *s->stage_marks);
+		d->micro_batches = dup_array(s->micro_batches,
+		    s->nmicro_batches, sizeof *s->micro_batches);
+		d->micro_batch_marks = dup_array(s->micro_batch_marks,
+		    s->nmicro_batches, sizeof *s->micro_batch_marks);
 	}
 }
 
@@ -859,6 +871,8 @@ cfg_plan_free(struct config *c)
 		free(it->glob_marks);
 		free(it->stages);
 		free(it->stage_marks);
+		free(it->micro_batches);
+		free(it->micro_batch_marks);
 	}
 	free(c->plan);
 	c->plan = NULL;
@@ -899,6 +913,9 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		plan_append(buf, len, "accumulate: ");
 		plan_append(buf, len, cfg_plan_dtype_words[it->dtype]);
 		break;
+	case PLAN_RESET:
+		plan_append(buf, len, "reset: grads");
+		break;
 	}
 	if (it->op != PLAN_ACCUMULATE && it->dtype >= 0) {
 		plan_append(buf, len, ", buffer: ");
@@ -916,6 +933,18 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		plan_append(buf, len, num);
 	}
 	if (it->nstages > 0)
+		plan_append(buf, len, "]");
+	/* The schedule only where written: a plan of today's reads as one. */
+	if (cfg_plan_when_words[it->when] != NULL) {
+		plan_append(buf, len, ", micro-batches: ");
+		plan_append(buf, len, cfg_plan_when_words[it->when]);
+	}
+	for (j = 0; j < it->nmicro_batches; j++) {
+		snprintf(num, sizeof num, "%d", it->micro_batches[j]);
+		plan_append(buf, len, j == 0 ? ", micro-batches: [" : ", ");
+		plan_append(buf, len, num);
+	}
+	if (it->nmicro_batches > 0)
 		plan_append(buf, len, "]");
 }
 

@@ -446,7 +446,22 @@ enum plan_op {
 	PLAN_PRESET,		/* the steps sync: and the profile build */
 	PLAN_SCALE,		/* scale: EXPR */
 	PLAN_ALL_REDUCE,	/* all-reduce: GROUP */
-	PLAN_ACCUMULATE		/* accumulate: DTYPE (mixed precision) */
+	PLAN_ACCUMULATE,	/* accumulate: DTYPE (mixed precision) */
+	PLAN_RESET		/* reset: grads */
+};
+
+/*
+ * micro-batches: the micro-batches after whose backward a step runs (a
+ * reset: before whose backward), as written; syncplan.c resolves it
+ * against training.micro_batches.
+ */
+enum plan_when {
+	PLAN_WHEN_DEFAULT,	/* not written: last, and every for a reset */
+	PLAN_WHEN_LAST,
+	PLAN_WHEN_FIRST,
+	PLAN_WHEN_EVERY,
+	PLAN_WHEN_NONE,
+	PLAN_WHEN_LIST		/* the indexes in micro_batches[] */
 };
 
 struct plan_item {
@@ -473,6 +488,11 @@ struct plan_item {
 	int		*stages;
 	struct cfg_mark	*stage_marks;
 	int		 nstages;
+	/* micro-batches: a keyword, or a list of 0-based indexes. */
+	enum plan_when	 when;
+	int		*micro_batches;
+	struct cfg_mark	*micro_batch_marks;
+	int		 nmicro_batches;
 };
 
 /* Where one key was written (struct config's marks). */
@@ -780,6 +800,8 @@ extern const char *const cfg_plan_group_words[];
  */
 extern const char *const cfg_plan_dtype_words[];
 #define PLAN_DTYPE_DEFAULT	0
+/* The keywords of micro-batches:, by enum plan_when (NULL where none). */
+extern const char *const cfg_plan_when_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

@@ -19,24 +19,25 @@
 #include "config/reader.h"
 
 /* The keys of a step's mapping; is_operation() says which are operations. */
-enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_AVERAGE, IK_PARAMS, IK_STAGES,
-	IK_ACCUMULATE, IK_BUFFER, IK__COUNT };
+enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_RESET, IK_ACCUMULATE, IK_AVERAGE,
+	IK_BUFFER, IK_PARAMS, IK_STAGES, IK_MICRO_BATCHES, IK__COUNT };
 static const char *const item_keys[IK__COUNT + 1] = {
-	"scale", "all-reduce", "average", "params", "stages", "accumulate",
-	"buffer", NULL
+	"scale", "all-reduce", "reset", "accumulate", "average", "buffer",
+	"params", "stages", "micro-batches", NULL
 };
 
 static bool
 is_operation(int k)
 {
-	return k == IK_SCALE || k == IK_ALL_REDUCE || k == IK_ACCUMULATE;
+	return k == IK_SCALE || k == IK_ALL_REDUCE || k == IK_RESET ||
+	    k == IK_ACCUMULATE;
 }
 
 static enum plan_op
 operation_of(int k)
 {
 	return k == IK_SCALE ? PLAN_SCALE : k == IK_ALL_REDUCE ?
-	    PLAN_ALL_REDUCE : PLAN_ACCUMULATE;
+	    PLAN_ALL_REDUCE : k == IK_RESET ? PLAN_RESET : PLAN_ACCUMULATE;
 }
 
 /* "plan[15]", and with a key and an index: "plan[15].params[63]". */
@@ -206,8 +207,51 @@ read_group(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 }
 
 /*
- * One element of params: or stages:, at index n of its list (-1: the
- * value was a scalar, not a list).
+ * What a reset zeroes: the selected gradients, accumulated so far (a
+ * framework's zero_grad, or param.grad = None, between micro-batches).
+ * The word says what is reset, so that a step reads as the code it
+ * stands for; it is the only one.
+ */
+static int
+read_reset(struct loader *ld, const yaml_event_t *ev, const char *path)
+{
+	char	 q[QUOTED_SIZE];
+
+	if (want_scalar(ld, ev, path, "\"grads\"") == -1)
+		return -1;
+	if (scalar_is(ev, "grads"))
+		return 0;
+	quoted(q, sizeof q, ev);
+	reader_error_at(ld, &ev->start_mark, path, "unknown reset %s (a reset "
+	    "zeroes \"grads\")", q);
+	return -1;
+}
+
+/*
+ * A plain decimal of at most 8 digits below `limit` into *v, or -1.
+ */
+static int
+plain_index(const yaml_event_t *ev, int64_t limit, int64_t *v)
+{
+	size_t	 i;
+
+	*v = 0;
+	if (ev->type != YAML_SCALAR_EVENT || !reader_is_plain(ev) ||
+	    ev->data.scalar.length == 0 || ev->data.scalar.length > 8 ||
+	    (ev->data.scalar.length > 1 && ev->data.scalar.value[0] == '0'))
+		return -1;
+	for (i = 0; i < ev->data.scalar.length; i++) {
+		if (ev->data.scalar.value[i] < '0' ||
+		    ev->data.scalar.value[i] > '9')
+			return -1;
+		*v = *v * 10 + (ev->data.scalar.value[i] - '0');
+	}
+	return *v < limit ? 0 : -1;
+}
+
+/*
+ * One element of params:, stages: or micro-batches:, at index n of its
+ * list (-1: the value was a scalar, not a list).
  */
 static int
 read_element(struct loader *ld, struct plan_item *it, enum item_key k,
@@ -215,7 +259,6 @@ read_element(struct loader *ld, struct plan_item *it, enum item_key k,
 {
 	char	 p[PATH_SIZE + 8], got[GOT_SIZE];
 	int64_t	 v = 0;
-	size_t	 i;
 
 	if (n >= 0)
 		snprintf(p, sizeof p, "%s[%d]", path, n);
@@ -237,26 +280,35 @@ read_element(struct loader *ld, struct plan_item *it, enum item_key k,
 		it->globs[it->nglobs++] = scalar_dup(ev);
 		return 0;
 	}
-	/* A stage: a plain decimal, at most the largest mesh size. */
-	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev) &&
-	    ev->data.scalar.length > 0 && ev->data.scalar.length <= 8 &&
-	    (ev->data.scalar.length == 1 || ev->data.scalar.value[0] != '0')) {
-		for (i = 0; i < ev->data.scalar.length; i++) {
-			if (ev->data.scalar.value[i] < '0' ||
-			    ev->data.scalar.value[i] > '9')
-				break;
-			v = v * 10 + (ev->data.scalar.value[i] - '0');
-		}
-		if (i == ev->data.scalar.length && v < CFG_MAX_MESH_DIM) {
-			it->stages = xreallocarray(it->stages, it->nstages + 1,
-			    sizeof *it->stages);
-			it->stage_marks = xreallocarray(it->stage_marks,
-			    it->nstages + 1, sizeof *it->stage_marks);
-			it->stage_marks[it->nstages] =
+	if (k == IK_MICRO_BATCHES) {
+		/* An index below the most micro-batches a config may run. */
+		if (plain_index(ev, CFG_MAX_MICRO_BATCHES, &v) == 0) {
+			it->micro_batches = xreallocarray(it->micro_batches,
+			    it->nmicro_batches + 1, sizeof *it->micro_batches);
+			it->micro_batch_marks = xreallocarray(
+			    it->micro_batch_marks, it->nmicro_batches + 1,
+			    sizeof *it->micro_batch_marks);
+			it->micro_batch_marks[it->nmicro_batches] =
 			    reader_mark(&ev->start_mark);
-			it->stages[it->nstages++] = (int)v;
+			it->micro_batches[it->nmicro_batches++] = (int)v;
+			it->when = PLAN_WHEN_LIST;
 			return 0;
 		}
+		reader_describe(got, sizeof got, ev);
+		reader_error_at(ld, &ev->start_mark, p, "expected a "
+		    "micro-batch, an integer from 0 to %d, got %s",
+		    CFG_MAX_MICRO_BATCHES - 1, got);
+		return -1;
+	}
+	/* A stage: a plain decimal, at most the largest mesh size. */
+	if (plain_index(ev, CFG_MAX_MESH_DIM, &v) == 0) {
+		it->stages = xreallocarray(it->stages, it->nstages + 1,
+		    sizeof *it->stages);
+		it->stage_marks = xreallocarray(it->stage_marks,
+		    it->nstages + 1, sizeof *it->stage_marks);
+		it->stage_marks[it->nstages] = reader_mark(&ev->start_mark);
+		it->stages[it->nstages++] = (int)v;
+		return 0;
 	}
 	reader_describe(got, sizeof got, ev);
 	reader_error_at(ld, &ev->start_mark, p, "expected a pipeline stage, "
@@ -264,7 +316,7 @@ read_element(struct loader *ld, struct plan_item *it, enum item_key k,
 	return -1;
 }
 
-/* params: or stages:, one value or a list of them. */
+/* params:, stages: or micro-batches:, one value or a list of them. */
 static int
 read_list(struct loader *ld, struct plan_item *it, enum item_key k,
     const yaml_event_t *ev, const char *path)
@@ -287,12 +339,45 @@ read_list(struct loader *ld, struct plan_item *it, enum item_key k,
 			return -1;
 	}
 	if (n == 0) {
-		reader_error_at(ld, &ev->start_mark, path, "an empty list: "
-		    "leave %s out for every %s", item_keys[k], k == IK_PARAMS ?
-		    "parameter" : "stage");
+		if (k == IK_MICRO_BATCHES)
+			reader_error_at(ld, &ev->start_mark, path, "an empty "
+			    "list: write \"none\" for a step that never runs");
+		else
+			reader_error_at(ld, &ev->start_mark, path, "an empty "
+			    "list: leave %s out for every %s", item_keys[k],
+			    k == IK_PARAMS ? "parameter" : "stage");
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * micro-batches: a keyword (last, first, every, none), an index, or a
+ * list of indexes.
+ */
+static int
+read_schedule(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	char	 got[GOT_SIZE];
+	int64_t	 v;
+	int	 w;
+
+	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev))
+		for (w = 0; w <= PLAN_WHEN_LIST; w++)
+			if (cfg_plan_when_words[w] != NULL &&
+			    scalar_is(ev, cfg_plan_when_words[w])) {
+				it->when = (enum plan_when)w;
+				return 0;
+			}
+	if (ev->type == YAML_SEQUENCE_START_EVENT ||
+	    plain_index(ev, CFG_MAX_MICRO_BATCHES, &v) == 0)
+		return read_list(ld, it, IK_MICRO_BATCHES, ev, path);
+	reader_describe(got, sizeof got, ev);
+	reader_error_at(ld, &ev->start_mark, path, "expected last, first, "
+	    "every, none or a list of micro-batches (0 to %d), got %s",
+	    CFG_MAX_MICRO_BATCHES - 1, got);
+	return -1;
 }
 
 static int
@@ -328,8 +413,9 @@ unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
 		    "(did you mean \"%s\"?)", q, suggest_best(&sg));
 	else
 		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
-		    "(a step is one of scale, all-reduce or accumulate, with "
-		    "average, buffer, params and stages)", q);
+		    "(a step is one of scale, all-reduce, reset or "
+		    "accumulate, with average, buffer, params, stages and "
+		    "micro-batches)", q);
 	return -1;
 }
 
@@ -389,12 +475,18 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		case IK_ALL_REDUCE:
 			rc = read_group(ld, it, &vev, path);
 			break;
+		case IK_RESET:
+			rc = read_reset(ld, &vev, path);
+			break;
 		case IK_AVERAGE:
 			rc = read_average(ld, it, &vev, path);
 			break;
 		case IK_ACCUMULATE:
 		case IK_BUFFER:
 			rc = read_dtype(ld, it, &vev, path);
+			break;
+		case IK_MICRO_BATCHES:
+			rc = read_schedule(ld, it, &vev, path);
 			break;
 		default:
 			rc = read_list(ld, it, k, &vev, path);
@@ -430,13 +522,24 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 	}
 	if (!has_op) {
 		reader_error_at(ld, &start->start_mark, ipath, "a step needs "
-		    "an operation: scale, all-reduce or accumulate");
+		    "an operation: scale, all-reduce, reset or accumulate");
 		return -1;
 	}
 	if (seen[IK_BUFFER].line > 0 && it->op == PLAN_ACCUMULATE) {
 		snprintf(path, sizeof path, "%s.buffer", ipath);
 		reader_report(ld, NULL, seen[IK_BUFFER], path, "accumulate "
 		    "names the buffer it accumulates into: leave buffer out");
+		return -1;
+	}
+	/*
+	 * Which buffer holds a gradient is followed in plan order for the
+	 * whole step (syncplan.c), not micro-batch by micro-batch.
+	 */
+	if (seen[IK_MICRO_BATCHES].line > 0 && it->op == PLAN_ACCUMULATE) {
+		snprintf(path, sizeof path, "%s.micro-batches", ipath);
+		reader_report(ld, NULL, seen[IK_MICRO_BATCHES], path,
+		    "accumulate moves gradients into a buffer for the whole "
+		    "step: it takes no micro-batches");
 		return -1;
 	}
 	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE) {

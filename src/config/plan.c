@@ -81,6 +81,17 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    it->stages[j], c->mesh.pp - 1, c->mesh.pp);
 			return false;
 		}
+		for (j = 0; j < it->nmicro_batches; j++) {
+			if (it->micro_batches[j] < c->training.micro_batches)
+				continue;
+			*m = it->micro_batch_marks[j];
+			snprintf(buf, size, "plan[%d].micro-batches[%d]: "
+			    "micro-batch %d is past the last, %d "
+			    "(training.micro_batches is %d)", i, j,
+			    it->micro_batches[j], c->training.micro_batches - 1,
+			    c->training.micro_batches);
+			return false;
+		}
 		if (it->op != PLAN_SCALE)
 			continue;
 		if (plan_expr_eval(it->expr, strlen(it->expr), v, &q, &at,

@@ -12,6 +12,8 @@
  *	  - all-reduce: tp
  *	    average: true
  *	    params: ["*norm*"]
+ *	  - reset: grads
+ *	    micro-batches: [1]
  */
 #ifndef GRADAUDIT_PLAN_H
 #define GRADAUDIT_PLAN_H
@@ -24,7 +26,10 @@
 #include "config/config.h"
 #include "config/planexpr.h"
 
-/* The most steps a plan may write, and globs or stages one step may. */
+/*
+ * The most steps a plan may write, and globs, stages or micro-batches one
+ * step may.
+ */
 #define PLAN_MAX_ITEMS		16
 #define PLAN_MAX_LIST		64
 /*

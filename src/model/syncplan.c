@@ -29,6 +29,19 @@ struct sync_rule {
 	emit_fn		*emit;
 };
 
+/*
+ * CFG_MAX_MICRO_BATCHES bounds training.micro_batches and the indexes of
+ * micro-batches:, so a schedule is a word of bits.
+ */
+_Static_assert(CFG_MAX_MICRO_BATCHES <= 32, "a schedule is 32 bits");
+
+/* The schedule of a step after the last micro-batch: today's. */
+static uint32_t
+last_micro_batch(const struct model *m)
+{
+	return (uint32_t)1 << (m->loss.micro_batches - 1);
+}
+
 static struct sync_step *
 new_step(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule, enum sync_op op, enum group_kind group)
@@ -50,6 +63,7 @@ new_step(struct sync_plan *plan, const struct model *m,
 	s->fix = rule->fix;
 	s->plan_item = -1;
 	s->dtype = -1;
+	s->micro_batches = last_micro_batch(m);
 	return s;
 }
 
@@ -73,6 +87,7 @@ note_skipped(struct sync_plan *plan, const struct model *m,
 	s->fix = rule->fix;
 	s->plan_item = -1;
 	s->dtype = -1;
+	s->micro_batches = last_micro_batch(m);
 	s->has_placement = true;
 	s->truth = truth;
 	s->declared = declared;
@@ -676,6 +691,40 @@ plan_selects(const struct plan_item *it, const struct param *p)
 }
 
 /*
+ * The micro-batches step it runs at, from its micro-batches: (the
+ * constraints keep a list's indexes below K).  Unwritten, a step runs
+ * after the last micro-batch, as every preset step does; a reset before
+ * every micro-batch, as a zero_grad inside the loop does (before the
+ * first it finds nothing to clear).
+ */
+static uint32_t
+plan_schedule(const struct model *m, const struct plan_item *it)
+{
+	int		 K = m->loss.micro_batches, j;
+	uint32_t	 all = K == 32 ? UINT32_MAX : ((uint32_t)1 << K) - 1;
+	uint32_t	 w = 0;
+
+	switch (it->when) {
+	case PLAN_WHEN_DEFAULT:
+		return it->op == PLAN_RESET ? all : last_micro_batch(m);
+	case PLAN_WHEN_LAST:
+		return last_micro_batch(m);
+	case PLAN_WHEN_FIRST:
+		return 1;
+	case PLAN_WHEN_EVERY:
+		return all;
+	case PLAN_WHEN_NONE:
+		return 0;
+	case PLAN_WHEN_LIST:
+		for (j = 0; j < it->nmicro_batches; j++)
+			if (it->micro_batches[j] < K)
+				w |= (uint32_t)1 << it->micro_batches[j];
+		return w;
+	}
+	return 0;
+}
+
+/*
  * Mixed-precision gradient buffers (NeMo PR #6340, #6958): each
  * parameter's gradient is in one buffer of one dtype at a time, held[p],
  * which a step of accumulate: changes.  A step with buffer: runs on that
@@ -717,6 +766,8 @@ plan_sync_op(enum plan_op op)
 		return SYNC_SCALE;
 	case PLAN_ACCUMULATE:
 		return SYNC_ACCUMULATE;
+	case PLAN_RESET:
+		return SYNC_RESET;
 	case PLAN_ALL_REDUCE:
 	case PLAN_PRESET:
 		break;
@@ -754,6 +805,7 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	s->plan_item = i;
 	s->dtype = it->dtype;
 	plan_item_buffers(s, m, held);
+	s->micro_batches = plan_schedule(m, it);
 	cfg_plan_item_text(it, text, sizeof text);
 	xasprintf(&label, "plan[%d] (%s:%d:%d): %s", i, m->config->file,
 	    it->mark.line, it->mark.col, text);
@@ -897,8 +949,10 @@ plan_unreduced(const struct model *m, struct cfg_mark *at, char *why,
 		n = mesh_group_size(&m->mesh, pr->expert ? GROUP_EDP :
 		    GROUP_DP);
 		reduced = false;
+		/* A reduction that never runs (micro-batches: none) is none. */
 		for (i = 0; i < c->nplan && !reduced; i++)
 			reduced = c->plan[i].op == PLAN_ALL_REDUCE &&
+			    plan_schedule(m, &c->plan[i]) != 0 &&
 			    plan_selects(&c->plan[i], pr);
 		if (n < 2 || reduced)
 			continue;
@@ -929,6 +983,28 @@ syncplan_refusal(const struct model *m, struct cfg_mark *at, char *why,
 	return plan_unreduced(m, at, why, len);
 }
 
+/*
+ * Does the plan's schedule need the micro-batch loop (syncplan.h)?  A
+ * reset before micro-batch 0 clears what is still zero.  The test suite
+ * sets GRADAUDIT_TEST_PER_MICRO_BATCH to run every plan through the loop,
+ * which must give what the single pass gives when every step is last.
+ */
+static bool
+needs_loop(const struct sync_plan *plan, const struct model *m)
+{
+	const char	*e = getenv("GRADAUDIT_TEST_PER_MICRO_BATCH");
+	int		 i;
+
+	if (e != NULL && *e != '\0')
+		return true;
+	for (i = 0; i < plan->nsteps; i++)
+		if (plan->steps[i].op == SYNC_RESET ?
+		    (plan->steps[i].micro_batches & ~(uint32_t)1) != 0 :
+		    plan->steps[i].micro_batches != last_micro_batch(m))
+			return true;
+	return false;
+}
+
 void
 syncplan_build(struct sync_plan *plan, const struct model *m,
     const struct placement *grad)
@@ -952,6 +1028,8 @@ syncplan_build(struct sync_plan *plan, const struct model *m,
 	free(held);
 	if (syncplan_refusal(m, &plan->refusal_mark, why, sizeof why) != NULL)
 		plan->refusal = xstrdup(why);
+	plan->micro_batch_count = m->loss.micro_batches;
+	plan->per_micro_batch = needs_loop(plan, m);
 	/* The rules emit at most 32; a plan adds at most PLAN_MAX_ITEMS. */
 	if (plan->nsteps > 32 + PLAN_MAX_ITEMS)
 		fatalx("sync plan of %d steps exceeds %d", plan->nsteps,
@@ -975,6 +1053,41 @@ syncplan_free(struct sync_plan *plan)
 	free(plan->steps);
 	free(plan->skipped);
 	memset(plan, 0, sizeof *plan);
+}
+
+bool
+syncplan_runs_at(const struct sync_step *s, int mb)
+{
+	return (s->micro_batches >> mb & 1) != 0;
+}
+
+void
+syncplan_schedule_text(const struct sync_step *s, int K, char *buf,
+    size_t len)
+{
+	uint32_t	 all = K == 32 ? UINT32_MAX : ((uint32_t)1 << K) - 1;
+	size_t		 n;
+	int		 mb, count = 0, seen = 0;
+
+	for (mb = 0; mb < K; mb++)
+		count += syncplan_runs_at(s, mb);
+	if (count == 0) {
+		snprintf(buf, len, "no micro-batch");
+		return;
+	}
+	if (s->micro_batches == all && K > 1) {
+		snprintf(buf, len, "every micro-batch");
+		return;
+	}
+	snprintf(buf, len, "micro-batch%s ", count > 1 ? "es" : "");
+	for (mb = 0; mb < K; mb++) {
+		if (!syncplan_runs_at(s, mb))
+			continue;
+		n = strlen(buf);
+		snprintf(buf + n, len - n, "%s%d", seen == 0 ? "" :
+		    seen + 1 == count ? " and " : ", ", mb);
+		seen++;
+	}
 }
 
 bool
@@ -1020,7 +1133,7 @@ void
 syncplan_describe(const struct sync_step *s, const struct model *m,
     char *buf, size_t len)
 {
-	char		 q[48], what[160], pl[96];
+	char		 q[48], what[160], pl[96], when[160], at[200] = "";
 	const char	*op = "";
 	int		 i, n = 0;
 
@@ -1046,15 +1159,25 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 			snprintf(what + strlen(what), sizeof what - strlen(what),
 			    " and %d more", n - 1);
 	}
+	/* A schedule other than today's follows what the step does. */
+	if (s->micro_batches != last_micro_batch(m) || s->op == SYNC_RESET) {
+		syncplan_schedule_text(s, m->loss.micro_batches, when,
+		    sizeof when);
+		snprintf(at, sizeof at, ", %s %s", s->op == SYNC_RESET ?
+		    "before the backward of" : "after the backward of", when);
+	}
 	switch (s->op) {
 	case SYNC_SCALE:
 		q_format(s->scale, q, sizeof q);
-		snprintf(buf, len, "scale %s by %s", what, q);
+		snprintf(buf, len, "scale %s by %s%s", what, q, at);
+		return;
+	case SYNC_RESET:
+		snprintf(buf, len, "zero the gradients of %s%s", what, at);
 		return;
 	case SYNC_MASK_REPLICAS:
 		snprintf(buf, len, "keep %s on one rank per replica group "
-		    "(declared %s), zero elsewhere", what,
-		    pl_format(&m->mesh, s->declared, pl, sizeof pl));
+		    "(declared %s), zero elsewhere%s", what,
+		    pl_format(&m->mesh, s->declared, pl, sizeof pl), at);
 		return;
 	case SYNC_ALL_REDUCE:
 		op = "all-reduce";
@@ -1063,17 +1186,17 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 		op = "reduce-scatter";
 		break;
 	case SYNC_ALL_GATHER:
-		snprintf(buf, len, "all-gather over %s of %s",
-		    mesh_group_name(s->group), what);
+		snprintf(buf, len, "all-gather over %s of %s%s",
+		    mesh_group_name(s->group), what, at);
 		return;
 	case SYNC_ACCUMULATE:
 		snprintf(buf, len, "accumulate %s into %s %s buffer", what,
 		    n > 1 ? "their" : "its", cfg_plan_dtype_words[s->dtype]);
 		return;
 	}
-	snprintf(buf, len, "%s (%s) over %s of %s%s%s%s", op,
+	snprintf(buf, len, "%s (%s) over %s of %s%s%s%s%s", op,
 	    s->average ? "average" : "sum", mesh_group_name(s->group),
 	    s->dtype >= 0 ? "the " : "", s->dtype >= 0 ?
 	    cfg_plan_dtype_words[s->dtype] : "", s->dtype >= 0 ?
-	    " buffer of " : "", what);
+	    " buffer of " : "", what, at);
 }

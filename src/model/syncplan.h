@@ -12,6 +12,8 @@
 #define GRADAUDIT_SYNCPLAN_H
 
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "base/rational.h"
 #include "config/config.h"
@@ -55,7 +57,13 @@ enum sync_op {
 	 * What changes is which steps reach the gradient, which syncplan.c
 	 * decides (`missed`).
 	 */
-	SYNC_ACCUMULATE
+	SYNC_ACCUMULATE,
+	/*
+	 * Zero the selected gradients accumulated so far, before the backward
+	 * of each micro-batch of its schedule: a framework's zero_grad, or
+	 * param.grad = None, between micro-batches (plan: reset).
+	 */
+	SYNC_RESET
 };
 
 enum sync_target {
@@ -146,6 +154,11 @@ struct sync_step {
 	 */
 	int			 dtype;
 	int			*missed;
+	/*
+	 * Its schedule: bit m set when it runs at micro-batch m (after its
+	 * backward; a reset, before).  A preset step runs after the last.
+	 */
+	uint32_t		 micro_batches;
 };
 
 struct sync_plan {
@@ -165,6 +178,15 @@ struct sync_plan {
 	 */
 	char			*refusal;
 	struct cfg_mark		 refusal_mark;
+	/*
+	 * Must the engines run the plan inside the micro-batch loop?  Only
+	 * when a step runs at another micro-batch than the last, or a reset
+	 * clears a gradient that holds something: else every step runs once
+	 * on the accumulated gradients, as without a schedule, and that path
+	 * costs what it always did.
+	 */
+	bool			 per_micro_batch;
+	int			 micro_batch_count;	/* training.micro_batches */
 };
 
 /*
@@ -189,6 +211,16 @@ const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
  */
 void	 syncplan_describe(const struct sync_step *, const struct model *,
 	    char *buf, size_t len);
+
+/* Does step s run at micro-batch mb (after its backward; a reset, before)? */
+bool	 syncplan_runs_at(const struct sync_step *, int mb);
+
+/*
+ * The micro-batches of a step's schedule in words, "every micro-batch",
+ * "micro-batches 0 and 2"; K is training.micro_batches.
+ */
+void	 syncplan_schedule_text(const struct sync_step *, int K, char *buf,
+	    size_t len);
 
 /* Does step s touch parameter p? */
 bool	 syncplan_touches(const struct sync_step *, const struct model *,

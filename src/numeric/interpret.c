@@ -386,16 +386,46 @@ run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
 }
 
 /*
+ * The hook (interpret.h) with each rank's buffer, total, in its pgrad:
+ * the two are swapped for the call and back.
+ */
+static void
+call_hook(struct engine *eng, union num **total, buffer_hook *hook,
+    void *arg, int mb, bool before)
+{
+	const struct model	*m = eng->model;
+	union num		*t;
+	int			 i, k;
+
+	for (i = 0; i < eng->nranks; i++)
+		for (k = 0; k < m->nparams; k++) {
+			t = eng->ranks[i].pgrad[k];
+			eng->ranks[i].pgrad[k] = total[i * m->nparams + k];
+			total[i * m->nparams + k] = t;
+		}
+	hook(eng, mb, before, arg);
+	for (i = 0; i < eng->nranks; i++)
+		for (k = 0; k < m->nparams; k++) {
+			t = eng->ranks[i].pgrad[k];
+			eng->ranks[i].pgrad[k] = total[i * m->nparams + k];
+			total[i * m->nparams + k] = t;
+		}
+}
+
+/*
  * Every micro-batch of the step on the hosted ranks, each from zero
  * gradients: what it leaves is kept as the rank's atoms of that
  * micro-batch (per source for experts kept apart), and added to the
  * local gradient times the loss factor of the chunk it comes from
  * (lossnorm.h), total[local rank * nparams + param].  With `held`, the
  * atoms of parameters before a lossy MoE boundary go to their held half.
+ * The hook, if any, sees the buffer around each micro-batch's backward
+ * (its multi-token prediction passes are part of that backward).
  */
 static void
 run_micro_batches(struct engine *eng, struct progress_count *pc,
-    union num ***atoms, union num **total, bool held)
+    union num ***atoms, union num **total, bool held, buffer_hook *hook,
+    void *arg)
 {
 	enum arith		 arith = eng->arith;
 	const struct model	*m = eng->model;
@@ -407,7 +437,17 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 	int			 K = ln->micro_batches, mb, i, k, j, n, src;
 	struct coord		 c;
 
+	/* The buffer exists, at zero, before the first backward. */
+	for (i = 0; hook != NULL && i < eng->nranks; i++)
+		for (k = 0; k < m->nparams; k++)
+			if (eng->ranks[i].pgrad[k] != NULL &&
+			    total[i * m->nparams + k] == NULL)
+				total[i * m->nparams + k] = xcalloc((size_t)
+				    m->params[k].local_elems,
+				    sizeof(union num));
 	for (mb = 0; mb < K; mb++) {
+		if (hook != NULL)
+			call_hook(eng, total, hook, arg, mb, true);
 		run_mtp(eng, pc, atoms, total, mb);
 		clear_grads(eng, mb);
 		run_model(eng, pc);
@@ -452,6 +492,8 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 					    rs->aux_grad[k], e, ln->aux_coef);
 			}
 		}
+		if (hook != NULL)
+			call_hook(eng, total, hook, arg, mb, false);
 	}
 }
 
@@ -463,7 +505,8 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
  * held ones and the local gradients.
  */
 union num ***
-run_step(struct engine *eng, struct progress_count *pc)
+run_step(struct engine *eng, struct progress_count *pc, buffer_hook *hook,
+    void *arg)
 {
 	const struct model	*m = eng->model;
 	struct rank_state	*rs;
@@ -486,15 +529,16 @@ run_step(struct engine *eng, struct progress_count *pc)
 		held = held || m->params[k].boundary >= 0;
 	total = xcalloc((size_t)eng->nranks * m->nparams, sizeof(*total));
 	if (held) {
+		/* The plain atoms' pass: no step sees its buffer. */
 		eng->boundary_reduced = true;
-		run_micro_batches(eng, pc, atoms, total, false);
+		run_micro_batches(eng, pc, atoms, total, false, NULL, NULL);
 		eng->boundary_reduced = false;
 		for (i = 0; i < eng->nranks * m->nparams; i++) {
 			free(total[i]);
 			total[i] = NULL;
 		}
 	}
-	run_micro_batches(eng, pc, atoms, total, held);
+	run_micro_batches(eng, pc, atoms, total, held, hook, arg);
 	for (i = 0; i < eng->nranks; i++)
 		for (k = 0; k < m->nparams; k++)
 			if (total[i * m->nparams + k] != NULL) {

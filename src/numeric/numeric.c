@@ -221,6 +221,36 @@ numeric_skip_reason(const struct config *cfg, char *msg, size_t len)
 /*
  * The audit.
  */
+
+/* What the buffer hook (interpret.h) needs to run the plan's steps. */
+struct plan_run {
+	const struct layout	*layout;
+	const struct sync_plan	*plan;
+	struct progress_count	*pc;
+};
+
+static void
+plan_hook(struct engine *eng, int mb, bool before, void *arg)
+{
+	struct plan_run	*pr = arg;
+
+	run_sync(eng, pr->layout, pr->plan, mb, before, pr->pc);
+}
+
+/* How many steps the plan runs, for the progress count. */
+static int64_t
+plan_runs(const struct sync_plan *plan)
+{
+	int64_t	 n = 0;
+	int	 s;
+
+	for (s = 0; s < plan->nsteps; s++)
+		n += plan->per_micro_batch ?
+		    __builtin_popcount(plan->steps[s].micro_batches) :
+		    plan->steps[s].op != SYNC_RESET;
+	return n;
+}
+
 int
 numeric_audit(const struct sym_context *ctx, struct transport *transport,
     const struct numeric_options *options, struct audit *audit)
@@ -230,6 +260,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	struct engine			 eng;
 	struct gathered			 gv;
 	struct progress_count		 pc = { false, 0 };
+	struct plan_run			 pr;
 	union num			***atoms, **ref = NULL, *norm2;
 	int				*key, k, i, status = EXIT_OK;
 	int64_t				 total;
@@ -254,7 +285,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		for (total = 0, k = 0; k < m->mesh.pp; k++)
 			total += 2 * m->stages[k].nops;
 		total *= m->loss.micro_batches * (1 + m->loss.mtp);
-		total += ctx->plan.nsteps + m->loss.chunks +
+		total += plan_runs(&ctx->plan) + m->loss.chunks +
 		    (int64_t)audit->nparams;
 		progress_start("numeric audit", total);
 		pc.on = true;
@@ -262,9 +293,19 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 
 	engine_init(&eng, m, transport, transport->local, transport->nlocal,
 	    &ws, key);
-	/* The atoms: every micro-batch's local gradient, before the sync. */
-	atoms = run_step(&eng, &pc);
-	run_sync(&eng, &ctx->layout, &ctx->plan, &pc);
+	/*
+	 * The atoms: every micro-batch's local gradient, before the sync.
+	 * The plan runs on the buffer around each micro-batch's backward
+	 * when its schedule says so (syncplan.h), else once after the last.
+	 */
+	pr.layout = &ctx->layout;
+	pr.plan = &ctx->plan;
+	pr.pc = &pc;
+	atoms = run_step(&eng, &pc, ctx->plan.per_micro_batch ? plan_hook :
+	    NULL, &pr);
+	if (!ctx->plan.per_micro_batch)
+		run_sync(&eng, &ctx->layout, &ctx->plan,
+		    ctx->plan.micro_batch_count - 1, false, &pc);
 	test_corruption(&eng);
 	norm2 = norm_on_ranks(&eng, ctx);
 

@@ -127,8 +127,10 @@ sync_local(struct engine *eng, const struct sync_step *st)
 		for (p = 0; p < m->nparams; p++) {
 			if (rs->pgrad[p] == NULL || !syncplan_touches(st, m, p))
 				continue;
-			if (st->op == SYNC_MASK_REPLICAS) {
-				if (!mask_keeps(st, rs))
+			/* A reset zeroes what a mask zeroes, on every rank. */
+			if (st->op == SYNC_RESET ||
+			    st->op == SYNC_MASK_REPLICAS) {
+				if (st->op == SYNC_RESET || !mask_keeps(st, rs))
 					memset(rs->pgrad[p], 0, (size_t)m->
 					    params[p].local_elems *
 					    sizeof(*rs->pgrad[p]));
@@ -248,16 +250,22 @@ sync_all_gather(struct engine *eng, const struct layout *layout,
 
 void
 run_sync(struct engine *eng, const struct layout *layout,
-    const struct sync_plan *plan, struct progress_count *pc)
+    const struct sync_plan *plan, int mb, bool before,
+    struct progress_count *pc)
 {
 	const struct sync_step	*st;
 	int			 s, c;
 
 	for (s = 0; s < plan->nsteps; s++) {
 		st = &plan->steps[s];
+		/* Resets run before the backward, every other step after. */
+		if ((st->op == SYNC_RESET) != before ||
+		    !syncplan_runs_at(st, mb))
+			continue;
 		switch (st->op) {
 		case SYNC_SCALE:
 		case SYNC_MASK_REPLICAS:
+		case SYNC_RESET:
 			sync_local(eng, st);
 			break;
 		case SYNC_ALL_REDUCE:
@@ -277,4 +285,3 @@ run_sync(struct engine *eng, const struct layout *layout,
 		progress_tick(pc);
 	}
 }
-

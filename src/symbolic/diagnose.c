@@ -317,6 +317,99 @@ all_wrong(const struct param_result *pr,
 	return have;
 }
 
+/* lc_select's test: is the atom of micro-batch a->mb? */
+struct mb_arg {
+	const struct atom_space	*sp;
+	int			 mb;
+};
+
+static bool
+of_micro_batch(uint32_t atom, const void *arg)
+{
+	const struct mb_arg *a = arg;
+
+	return atom_micro_batch(a->sp, atom) == a->mb;
+}
+
+/*
+ * Do the micro-batches fare differently in a wrong used cell: is one's
+ * part of the value its part of the expected value times some factor,
+ * and another's times another factor, or not proportional at all?  A
+ * wrong factor or group common to every micro-batch is not a schedule's.
+ */
+static bool
+micro_batches_unequal(const struct sym_run *run, const struct param_result *pr)
+{
+	const struct atom_space *sp = &run->ctx->atoms;
+	struct arena	*arena = run->arena;
+	struct mb_arg	 a = { sp, 0 };
+	struct rational	 c, c0 = q_make(1, 1);
+	bool		 prop, prop0 = false;
+	size_t		 i;
+	int		 K = run->model->loss.micro_batches;
+
+	for (i = 0; i < pr->ncells; i++) {
+		const struct cell *ce = &pr->cells[i];
+
+		if (!ce->used || ce->ok)
+			continue;
+		for (a.mb = 0; a.mb < K; a.mb++) {
+			prop = lc_proportional(lc_select(arena, ce->value,
+			    of_micro_batch, &a), lc_select(arena, ce->expected,
+			    of_micro_batch, &a), &c);
+			if (a.mb == 0) {
+				prop0 = prop;
+				c0 = c;
+			} else if (prop != prop0 || (prop && !q_equal(c, c0)))
+				return true;
+		}
+	}
+	return false;
+}
+
+/*
+ * A step of plan: whose schedule is not today's (after the last
+ * micro-batch; a reset before the first) and that touches logical
+ * parameter l, when the micro-batches fare differently in its values:
+ * the finding names the step and when it runs.
+ */
+static bool
+explain_schedule(struct finding_list *fl, const struct sym_run *run, int l,
+    const struct param_result *pr, const struct param_result *dw)
+{
+	const struct sync_plan *plan = &run->ctx->plan;
+	const struct model *m = run->model;
+	struct fact_args args = { .mesh = &m->mesh };
+	uint32_t last = (uint32_t)1 << (m->loss.micro_batches - 1);
+	char	 when[160], *text;
+	int	 i;
+
+	if (!plan->per_micro_batch || !micro_batches_unequal(run, dw))
+		return false;
+	/* A collective or a reset says more than a scale beside it. */
+	for (i = 0; i < 2 * plan->nsteps; i++) {
+		const struct sync_step *s = &plan->steps[i % plan->nsteps];
+
+		if (!touches_logical(s, m, l) || (s->op == SYNC_RESET ?
+		    (s->micro_batches & ~(uint32_t)1) == 0 :
+		    s->micro_batches == last) ||
+		    (i < plan->nsteps && s->op == SYNC_SCALE))
+			continue;
+		syncplan_schedule_text(s, m->loss.micro_batches, when,
+		    sizeof when);
+		text = arena_alloc(run->arena, sizeof when + 32);
+		snprintf(text, sizeof when + 32, "%s %s", s->op == SYNC_RESET ?
+		    "before the backward of" : "after the backward of", when);
+		/* The step is its own cause: plan, which no setting writes. */
+		args.step = s;
+		args.cause = s->key;
+		args.schedule = text;
+		tell(fl, pr, FACT_SCHEDULE_UNEQUAL, &args);
+		return true;
+	}
+	return false;
+}
+
 /*
  * A parameter before a lossy MoE block boundary: name the boundary, as
  * its gradient went wrong there and not in any step of the plan.
@@ -595,7 +688,8 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		tell(fl, pr, FACT_STATES_MIXED, &order);
 		explained = true;
 	}
-	if (explained || pr->correct)
+	if (explained || pr->correct ||
+	    explain_schedule(fl, run, l, pr, dw))
 		return;
 	/*
 	 * The scaling step's setting is the cause of a wrong factor (or

@@ -267,6 +267,21 @@ static const struct entry {
 	  "accumulate the gradient into the $B buffer before it runs (NeMo "
 	  "PR #6958 adds each fp32-optimized parameter's gradient into its "
 	  "fp32 main_grad in a post-backward hook)" },
+	/*
+	 * A step of plan: run at other micro-batches than after the last
+	 * one (issue 25): DDP's no_sync window (build-nanogpt PR #30), grads
+	 * dropped between micro-batches (NeMo Automodel PR #3530).
+	 */
+	[FACT_SCHEDULE_UNEQUAL] = {
+	  FINDING_WRONG_WEIGHTS, KEY__COUNT, NULL, "micro-batch",
+	  "the micro-batches weigh unequally in the used values: the step "
+	  "runs $M, on the gradients accumulated so far, so it meets the "
+	  "micro-batches before it and not those after it (a reduction or a "
+	  "scale applied more than once to the first, a reset dropping them, "
+	  "a reduction the last ones never reach)",
+	  "run the step where the gradients of every micro-batch are "
+	  "accumulated: once, after the last micro-batch's backward "
+	  "(micro-batches: last), and reset only before the first" },
 };
 
 /*
@@ -556,6 +571,9 @@ fill(const char *t, const struct reports *rep, const struct fact_args *f,
 			break;
 		case 'H':
 			put(buf, &n, f->held != NULL ? f->held : "");
+			break;
+		case 'M':
+			put(buf, &n, f->schedule);
 			break;
 		}
 	}

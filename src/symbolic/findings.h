@@ -67,6 +67,8 @@ enum fact {
 	 * holding the gradient, and so never reached it (NeMo PR #6958).
 	 */
 	FACT_BUFFER_NOT_HELD,
+	/* Micro-batches weighed unequally, with a step of plan: scheduled. */
+	FACT_SCHEDULE_UNEQUAL,
 	FACT__COUNT
 };
 
@@ -87,6 +89,7 @@ struct fact_args {
 	const char			*held;		/* a dtype's word */
 	long long			 total;		/* the step's tokens */
 	const char			*framework;	/* the profile's, or NULL */
+	const char			*schedule;	/* formatted */
 };
 
 /* A finding's words, the strings in the arena given (or static). */

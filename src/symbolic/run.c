@@ -156,6 +156,12 @@ sym_run_context(const struct sym_run *run)
 	return run->ctx;
 }
 
+int
+sym_run_micro_batch(const struct sym_run *run)
+{
+	return run->micro_batch;
+}
+
 struct arena *
 sym_run_arena(const struct sym_run *run)
 {
@@ -194,8 +200,9 @@ atoms_of(const struct model *m, const struct atom_space *sp,
 
 /*
  * Rank `base`'s local gradient of p before the sync: each of its atoms
- * times the loss factor of the chunk it comes from.  All parameters of a
- * kind share it.
+ * times the loss factor of the chunk it comes from, over every
+ * micro-batch, or micro-batch run->micro_batch alone when the plan runs
+ * per micro-batch.  All parameters of a kind share it.
  */
 static const struct lincomb *
 local_value(struct sym_run *run, const struct param *p, int base, bool held)
@@ -206,6 +213,8 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	const struct lincomb **slot, **parts;
 	bool	 split = model_per_source(m, p);
 	int	 K = ln->micro_batches, j, k, n = 0, src, chunk;
+	int	 lo = run->micro_batch >= 0 ? run->micro_batch : 0;
+	int	 hi = run->micro_batch >= 0 ? run->micro_batch + 1 : K;
 	struct coord c;
 
 	bool	 aux = model_has_aux(m, p);
@@ -214,15 +223,15 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	if (*slot != NULL)
 		return *slot;
 	mesh_coord_of(&m->mesh, base, &c);
-	if (!split && !aux && ln->mtp == 0 && K == 1 && q_equal(ln->coef[
+	if (!split && !aux && ln->mtp == 0 && hi - lo == 1 && q_equal(ln->coef[
 	    lossnorm_chunk(
-	    &m->mesh, 0, c.dp)], q_make(1, 1)))
+	    &m->mesh, lo, c.dp)], q_make(1, 1)))
 		return *slot = run_atom_value(run, held ?
-		    atom_held(sp, atom_id(sp, base, 0, 0)) :
-		    atom_id(sp, base, 0, 0));
+		    atom_held(sp, atom_id(sp, base, 0, lo)) :
+		    atom_id(sp, base, 0, lo));
 	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
 	/* The auxiliary losses' atoms, with the framework's factor. */
-	for (k = 0; aux && k < K; k++)
+	for (k = lo; aux && k < hi; k++)
 		parts[n++] = lc_scale(run->arena, run_atom_value(run, held ?
 		    atom_held(sp, atom_id(sp, base, ln->aux_source, k)) :
 		    atom_id(sp, base, ln->aux_source, k)), ln->aux_coef);
@@ -231,7 +240,7 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	 * framework's factor of its chunk.
 	 */
 	for (j = 0; model_has_mtp(m, p) && j < ln->mtp; j++)
-		for (k = 0; k < K; k++) {
+		for (k = lo; k < hi; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, c.dp);
 			parts[n++] = lc_scale(run->arena, run_atom_value(run,
 			    held ? atom_held(sp, atom_id(sp, base,
@@ -247,7 +256,7 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 			    c.edp);
 			mesh_coord_of(&m->mesh, src, &sc);
 		}
-		for (k = 0; k < K; k++) {
+		for (k = lo; k < hi; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
 			parts[n++] = lc_scale(run->arena, run_atom_value(run,
 			    held ? atom_held(sp, atom_id(sp, base, j, k)) :
@@ -260,12 +269,29 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	return *slot;
 }
 
+/* Rank base + i's local gradient of parameter p (local_value's atom base). */
+static const struct lincomb *
+local_of(struct sym_run *run, int p, int base, int i)
+{
+	const struct model *m = run->model;
+
+	/*
+	 * Past a lossy MoE boundary every rank holds a value of its own: its
+	 * own share of the block input's gradient went into it.
+	 */
+	if (m->params[p].boundary >= 0)
+		return local_value(run, &m->params[p], base + i, true);
+	return local_value(run, &m->params[p], run_atom_of(run, p, base + i),
+	    false);
+}
+
 void
 run_init_values(struct sym_run *run)
 {
 	const struct model *m = run->model;
 	int	p, i;
 
+	run->micro_batch = -1;
 	run->coords = xcalloc(run->stage_ranks, sizeof *run->coords);
 	for (i = 0; i < run->stage_ranks; i++)
 		mesh_coord_of(&m->mesh, i, &run->coords[i]);
@@ -299,16 +325,49 @@ run_init_values(struct sym_run *run)
 			sl->one.lo = 0;
 			sl->one.hi = m->params[p].local_elems;
 			/*
-			 * Past a lossy MoE boundary every rank holds a
-			 * value of its own: its own share of the block
-			 * input's gradient went into it.
+			 * Run per micro-batch, the buffer starts at zero and
+			 * each backward adds its own (run_add_micro_batch).
 			 */
-			if (m->params[p].boundary >= 0)
-				sl->one.value = local_value(run, &m->params[p],
-				    base + i, true);
-			else
-				sl->one.value = local_value(run, &m->params[p],
-				    run_atom_of(run, p, base + i), false);
+			sl->one.value = run->ctx->plan.per_micro_batch ?
+			    &lincomb_zero : local_of(run, p, base, i);
+		}
+	}
+}
+
+void
+run_add_micro_batch(struct sym_run *run, int mb)
+{
+	const struct model *m = run->model;
+	const struct lincomb *local;
+	struct segment *v;
+	int	 p, i, j;
+
+	/* The cached local values are of the micro-batch before. */
+	run->micro_batch = mb;
+	for (i = 0; i < 6; i++)
+		memset(run->local[i / 3][i % 3], 0, m->mesh.world *
+		    sizeof *run->local[0][0]);
+	for (p = 0; p < m->nparams; p++) {
+		int base = m->params[p].stage * run->stage_ranks;
+
+		for (i = 0; i < run->stage_ranks; i++) {
+			struct seglist *sl = &run->vals[p][i];
+
+			local = local_of(run, p, base, i);
+			if (sl->n == 1) {
+				sl->one.value = sl->one.value->nterms == 0 ?
+				    local : run_share(run, lc_add(run->arena,
+				    sl->one.value, local));
+				continue;
+			}
+			v = arena_alloc(run_seg_arena(run, p), sl->n *
+			    sizeof *v);
+			for (j = 0; j < sl->n; j++) {
+				v[j] = sl->v[j];
+				v[j].value = run_share(run, lc_add(run->arena,
+				    sl->v[j].value, local));
+			}
+			sl->v = v;
 		}
 	}
 }

@@ -66,6 +66,12 @@ struct sym_run {
 	int			 nissues;
 	int			 step;		/* step being executed */
 	/*
+	 * The micro-batch whose backward the plan follows when it runs per
+	 * micro-batch (syncplan.h), else -1: the local values then hold
+	 * every micro-batch's.
+	 */
+	int			 micro_batch;
+	/*
 	 * Coordinates of the ranks of stage 0 (another stage's differ only in
 	 * pp): the loops over params and ranks asked mesh_coord_of, six
 	 * divisions, millions of times.
@@ -128,6 +134,8 @@ const struct segment *sym_segments(const struct sym_run *, int param,
 const struct lincomb *sym_expected(const struct sym_run *, int param,
 		    int rank);
 const struct sym_context *sym_run_context(const struct sym_run *);
+/* The micro-batch the plan runs after, or -1 when it runs once. */
+int		 sym_run_micro_batch(const struct sym_run *);
 struct arena	*sym_run_arena(const struct sym_run *);
 
 /* *dst = src, a single segment copied into dst itself. */
@@ -146,8 +154,13 @@ struct seglist *run_values_of(const struct sym_run *, int param, int rank);
 int	 run_shard_key(const struct sym_run *, const struct param *, int rank);
 int	 run_cmp_i64(const void *, const void *);
 
-/* Every rank's local gradient before the sync, and the expected values. */
+/*
+ * Every rank's local gradient before the sync (zero when the plan runs
+ * per micro-batch), and the expected values.
+ */
 void	 run_init_values(struct sym_run *);
+/* Add micro-batch mb's local gradients to every rank's (its backward). */
+void	 run_add_micro_batch(struct sym_run *, int mb);
 void	 run_init_expected(struct sym_run *);
 
 #endif

@@ -492,35 +492,107 @@ run_collective(struct sym_run *run, const struct sync_step *s)
 	free(lists);
 }
 
+/*
+ * A reset: the selected gradients of every rank back to zero, in no
+ * state of synchronization (before the backward of a micro-batch).
+ */
+static void
+run_reset(struct sym_run *run, const struct sync_step *s)
+{
+	const struct model *m = run->model;
+	int	p, i;
+
+	for (p = 0; p < m->nparams; p++) {
+		if (!syncplan_touches(s, m, p))
+			continue;
+		for (i = 0; i < run->stage_ranks; i++) {
+			struct seglist *sl = &run->vals[p][i];
+
+			sl->one.lo = sl->v[0].lo;
+			sl->one.hi = sl->v[sl->n - 1].hi;
+			sl->one.value = &lincomb_zero;
+			sl->one.state = 0;
+			sl->v = &sl->one;
+			sl->n = 1;
+		}
+	}
+}
+
+static void
+run_one(struct sym_run *run, int k, sym_step_hook *hook, void *hook_arg)
+{
+	const struct sync_step *s = &run->ctx->plan.steps[k];
+
+	run->step = k;
+	switch (s->op) {
+	case SYNC_SCALE:
+		run_scale(run, s);
+		break;
+	case SYNC_MASK_REPLICAS:
+		run_mask(run, s);
+		break;
+	case SYNC_ALL_REDUCE:
+	case SYNC_REDUCE_SCATTER:
+	case SYNC_ALL_GATHER:
+		run_collective(run, s);
+		break;
+	case SYNC_RESET:
+		run_reset(run, s);
+		break;
+	case SYNC_ACCUMULATE:
+		/* Into zeros: the value stays; syncplan.h. */
+		break;
+	}
+	if (hook != NULL)
+		hook(hook_arg, run, k);
+}
+
+/*
+ * The plan per micro-batch (syncplan.h): the buffer starts at zero; for
+ * each micro-batch, its resets, its backward, then its steps in the
+ * plan's order on the buffer as it is.  The hook sees the backward of
+ * each micro-batch as step -1.
+ */
+static void
+run_per_micro_batch(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
+{
+	const struct sync_plan *plan = &run->ctx->plan;
+	int	mb, k;
+
+	for (mb = 0; mb < plan->micro_batch_count; mb++) {
+		run->micro_batch = mb;
+		for (k = 0; k < plan->nsteps; k++)
+			if (plan->steps[k].op == SYNC_RESET &&
+			    syncplan_runs_at(&plan->steps[k], mb))
+				run_one(run, k, hook, hook_arg);
+		run_add_micro_batch(run, mb);
+		if (hook != NULL)
+			hook(hook_arg, run, -1);
+		for (k = 0; k < plan->nsteps; k++)
+			if (plan->steps[k].op != SYNC_RESET &&
+			    syncplan_runs_at(&plan->steps[k], mb))
+				run_one(run, k, hook, hook_arg);
+	}
+}
+
 void
 run_plan(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
 {
 	const struct sync_plan *plan = &run->ctx->plan;
 	int	k;
 
+	if (plan->per_micro_batch) {
+		run_per_micro_batch(run, hook, hook_arg);
+		return;
+	}
+	/*
+	 * Every step once, after the last micro-batch: today's path.  A
+	 * reset here runs before micro-batch 0 alone (needs_loop), where the
+	 * gradients are still zero.
+	 */
 	if (hook != NULL)
 		hook(hook_arg, run, -1);
-	for (k = 0; k < plan->nsteps; k++) {
-		const struct sync_step *s = &plan->steps[k];
-
-		run->step = k;
-		switch (s->op) {
-		case SYNC_SCALE:
-			run_scale(run, s);
-			break;
-		case SYNC_MASK_REPLICAS:
-			run_mask(run, s);
-			break;
-		case SYNC_ALL_REDUCE:
-		case SYNC_REDUCE_SCATTER:
-		case SYNC_ALL_GATHER:
-			run_collective(run, s);
-			break;
-		case SYNC_ACCUMULATE:
-			/* Into zeros: the value stays; syncplan.h. */
-			break;
-		}
-		if (hook != NULL)
-			hook(hook_arg, run, k);
-	}
+	for (k = 0; k < plan->nsteps; k++)
+		if (plan->steps[k].op != SYNC_RESET)
+			run_one(run, k, hook, hook_arg);
 }
