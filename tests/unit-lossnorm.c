@@ -102,6 +102,13 @@ test_divisors(void)
 	    "micro-batch: K times the chunk's own count");
 	lossnorm_free(&ln);
 
+	/* micro-batch-own: n alone, no K; (1, 2, 0) = 5, (0, 0, 1) = 2. */
+	setup(&c, &m, LOSS_MICRO_BATCH_OWN, SIZE_ONE);
+	lossnorm_build(&ln, &c, &m);
+	tap_ok(coef_is(&ln, 1, 2, 0, 8, 5) && coef_is(&ln, 0, 0, 1, 8, 2),
+	    "micro-batch-own: the chunk's own count, not times K");
+	lossnorm_free(&ln);
+
 	/* micro-batch-cp, times cp: (0, 2, *) = 5 + 6, K = 2. */
 	setup(&c, &m, LOSS_MICRO_BATCH_CP, SIZE_CP);
 	lossnorm_build(&ln, &c, &m);

@@ -118,7 +118,7 @@ static const char *const gn_clip_words[] = { "all", "tp-rank-0", NULL };
 
 static const char *const normalize_words[] = {
 	"global", "global-without-cp", "global-cp-duplicated", "rank",
-	"micro-batch", "micro-batch-cp", "none", NULL
+	"micro-batch", "micro-batch-cp", "micro-batch-own", "none", NULL
 };
 /* In enum data_size order, so that the default (dp-cp) comes first. */
 static const char *const data_size_words[] = {

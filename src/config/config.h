@@ -195,6 +195,7 @@ enum loss_divisor {
 	LOSS_RANK,		/* "rank": the rank's own over its micro-batches */
 	LOSS_MICRO_BATCH,	/* "micro-batch": K times the micro-batch's own */
 	LOSS_MICRO_BATCH_CP,	/* "micro-batch-cp": K times its sum over cp */
+	LOSS_MICRO_BATCH_OWN,	/* "micro-batch-own": the micro-batch's own */
 	LOSS_NONE		/* "none": a plain sum */
 };
 

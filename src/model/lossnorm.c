@@ -151,6 +151,13 @@ divisor_of(const struct loss_norm *ln, const struct config *cfg,
 		for (c = 0; c < cp; c++)
 			n += ln->valid[lossnorm_chunk(mesh, m, pure * cp + c)];
 		return (int64_t)K * n;
+	case LOSS_MICRO_BATCH_OWN:
+		/*
+		 * Each micro-batch's own token mean, back-propagated at full
+		 * weight and summed by accumulation: no 1/K (verl's
+		 * distillation_loss before 594c51bc0, verl #7200).
+		 */
+		return ln->valid[lossnorm_chunk(mesh, m, d)];
 	case LOSS_NONE:
 		break;
 	}
