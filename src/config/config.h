@@ -445,16 +445,23 @@ struct fw_profile;
 enum plan_op {
 	PLAN_PRESET,		/* the steps sync: and the profile build */
 	PLAN_SCALE,		/* scale: EXPR */
-	PLAN_ALL_REDUCE		/* all-reduce: GROUP */
+	PLAN_ALL_REDUCE,	/* all-reduce: GROUP */
+	PLAN_REDUCE_SCATTER,	/* reduce-scatter: GROUP, with buffer: */
+	PLAN_ALL_GATHER,	/* all-gather: GROUP */
+	PLAN_TO_PARTIAL		/* to-partial: tp, with replicate: */
 };
+
+/* plan_item.replicate: the tp sub-dimensions a to-partial step names. */
+#define PLAN_REPLICATE_SLICES	0x1
+#define PLAN_REPLICATE_ETP	0x2
 
 struct plan_item {
 	enum plan_op	 op;
 	struct cfg_mark	 mark;		/* the item */
 	struct cfg_mark	 value_mark;	/* its operation's value */
 	char		*expr;		/* PLAN_SCALE: the factor as written */
-	int		 group;		/* PLAN_ALL_REDUCE: cfg_plan_group_words[] */
-	bool		 average;	/* PLAN_ALL_REDUCE: AVG, not SUM */
+	int		 group;		/* a collective: cfg_plan_group_words[] */
+	bool		 average;	/* all-reduce, reduce-scatter: AVG */
 	struct cfg_mark	 average_mark;	/* line 0: not written */
 	/* params: globs over parameter names; none: every parameter. */
 	char		**globs;
@@ -464,6 +471,15 @@ struct plan_item {
 	int		*stages;
 	struct cfg_mark	*stage_marks;
 	int		 nstages;
+	/*
+	 * buffer: a whole gradient buffer of every stage, instead of
+	 * parameters (cfg_plan_buffer_words[]); buffer_mark.line 0: none.
+	 */
+	int		 buffer;
+	struct cfg_mark	 buffer_mark;
+	/* to-partial: PLAN_REPLICATE_* bits; 0 until read (then both). */
+	unsigned	 replicate;
+	struct cfg_mark	 replicate_mark;
 };
 
 /* Where one key was written (struct config's marks). */
@@ -759,11 +775,18 @@ void	 cfg_plan_free(struct config *);
 void	 cfg_plan_item_text(const struct plan_item *, char *buf, size_t len);
 void	 cfg_plan_text(const struct config *, char *buf, size_t len);
 /*
- * The groups an all-reduce step may name, plan_item.group's words:
+ * The groups a collective step may name, plan_item.group's words:
  * mesh_group_name's spellings, which the model layer resolves to its
  * group kinds.
  */
 extern const char *const cfg_plan_group_words[];
+/*
+ * The gradient buffers a step may name, plan_item.buffer's words, in
+ * enum buffer_kind's order (model/layout.h); and the tp sub-dimensions
+ * of replicate:, PLAN_REPLICATE_*'s bits in order.
+ */
+extern const char *const cfg_plan_buffer_words[];
+extern const char *const cfg_plan_replicate_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

@@ -169,6 +169,9 @@ const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
 void	 syncplan_describe(const struct sync_step *, const struct model *,
 	    char *buf, size_t len);
 
+/* "dense", "expert": a buffer as describe and a plan's buffer: say it. */
+const char *syncplan_buffer_name(enum buffer_kind);
+
 /* Does step s touch parameter p? */
 bool	 syncplan_touches(const struct sync_step *, const struct model *,
 	    int param);
