@@ -29,16 +29,29 @@ comment(FILE *fp, const char *indent, const char *text)
 	free(v);
 }
 
-/* Which rule built a preset step, and the setting that decided it. */
+/*
+ * Which rule built a preset step, and the setting that decided it; and
+ * where the rule declared the gradient's placement over tp otherwise
+ * than it is (a Replicate gradient summed as Partial), that it did:
+ * findings name such a declaration as a double count.
+ */
 static void
-preset_comment(FILE *fp, const struct config *c, const struct sync_step *s)
+preset_comment(FILE *fp, const struct config *c, const struct model *m,
+    const struct sync_step *s)
 {
-	char	 value[256], origin[512], line[1024];
+	char	 value[256], origin[512], line[1024], declared[96], truth[96];
 
 	cfg_key_value(c, s->key, value, sizeof value);
 	fw_key_origin(c, s->key, origin, sizeof origin);
 	snprintf(line, sizeof line, "%s (%s: %s, from %s)", s->label,
 	    cfg_key_path(s->key), value, origin);
+	comment(fp, "  ", line);
+	if (!s->has_placement || pl_equal(s->declared, s->truth))
+		return;
+	snprintf(line, sizeof line, "  which declares the gradient %s over "
+	    "tp, where it is %s", pl_format(&m->mesh, s->declared, declared,
+	    sizeof declared), pl_format(&m->mesh, s->truth, truth,
+	    sizeof truth));
 	comment(fp, "  ", line);
 }
 
@@ -108,7 +121,7 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 			planwrite_item(fp, &c->plan[s->plan_item]);
 			continue;
 		}
-		preset_comment(fp, c, s);
+		preset_comment(fp, c, &ctx->model, s);
 		if (planwrite_step(fp, s, &ctx->model, why, sizeof why) ==
 		    -1) {
 			fflush(fp);
