@@ -67,6 +67,16 @@ static const char *const seeds[] = {
 	"  - {all-reduce: tp, average: yes, params: [\"*norm*\", x]}\n"
 	"  - all-reduce: embedding\n    stages: 1\n",
 
+	/* plan: the steps that move a gradient between layouts (issue 25). */
+	"mesh: {dp: 2, tp: 4, ep: 2, etp: 2}\nmodel: {moe: {experts: 2}}\n"
+	"training: {distributed_optimizer: true}\n"
+	"plan:\n  - {scale: 1/dp, buffer: dense}\n"
+	"  - reduce-scatter: dp\n    average: no\n    buffer: dense\n"
+	"  - {reduce-scatter: edp, buffer: expert}\n"
+	"  - all-gather: dp\n    params: [embedding.weight]\n"
+	"  - to-partial: tp\n    replicate: [slices, etp]\n"
+	"    params: \"*.router.weight\"\n",
+
 	"# comment\nname: \"quoted \\u00e9\"\nmesh:\n  dp: 1\n"
 	"model:\n  vocab: 1048576\n  hidden: 1048576\n  seq: 1\n",
 };
