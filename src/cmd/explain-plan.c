@@ -105,14 +105,13 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	char	 why[128], head[1024];
 	int	 k;
 
-	snprintf(head, sizeof head, "The sync plan of %s (%s),", c->name,
+	snprintf(head, sizeof head, "The sync plan of %s (%s).", c->name,
 	    c->file);
 	comment(fp, "", head);
-	comment(fp, "", "its preset written out as steps.  As the plan: of "
-	    "that configuration");
-	comment(fp, "", "they run what it runs; the factors and parameter "
-	    "names are its mesh's");
-	comment(fp, "", "and model's.");
+	comment(fp, "", "The preset written out as steps: as that "
+	    "configuration's plan: they run");
+	comment(fp, "", "what it runs.  The factors and names are its mesh's "
+	    "and model's.");
 	fprintf(fp, "plan:%s\n", plan->nsteps == 0 ? " []" : "");
 	for (k = 0; k < plan->nsteps; k++) {
 		s = &plan->steps[k];

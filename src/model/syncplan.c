@@ -882,10 +882,11 @@ plan_layout_refusal(const struct model *m, int i, struct cfg_mark *at,
 		*at = it->value_mark;
 		snprintf(why, len, "plan[%d].%s: the model's layout cuts the "
 		    "%s gradient buffer%s into %d shards, one per member of "
-		    "%s, and %s has %d: a %s runs over the group the buffer is "
-		    "sharded for", i, op, syncplan_buffer_name(k), holds,
+		    "%s, and %s has %d: a%s %s runs over the group the buffer "
+		    "is sharded for", i, op, syncplan_buffer_name(k), holds,
 		    shards, mesh_group_name(shard_group(m, k)),
-		    mesh_group_name(plan_group(it)), n, op);
+		    mesh_group_name(plan_group(it)), n, it->op ==
+		    PLAN_ALL_GATHER ? "n" : "", op);
 		return why;
 	}
 	return NULL;
@@ -993,9 +994,9 @@ plan_unreduced(const struct model *m, struct cfg_mark *at, char *why,
 		*at = cfg_key_mark(c, KEY_PLAN);
 		snprintf(why, len, "plan: leaves %s without a reduction: its "
 		    "gradient has %d data-parallel replicas (%s) and no step "
-		    "all-reduces it; write \"preset\" or an all-reduce over "
-		    "%s", pr->name, n, pr->expert ? "edp" : "dp", pr->expert ?
-		    "edp" : "dp");
+		    "reduces it; write \"preset\", or an all-reduce over %s "
+		    "or a reduce-scatter of its buffer", pr->name, n,
+		    pr->expert ? "edp" : "dp", pr->expert ? "edp" : "dp");
 		return why;
 	}
 	return NULL;
