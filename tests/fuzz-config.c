@@ -71,9 +71,9 @@ static const char *const seeds[] = {
 	"mesh: {dp: 2, pp: 2}\nmodel: {tie_embeddings: true}\n"
 	"plan:\n  - accumulate: bf16\n"
 	"  - {accumulate: fp32, params: [embedding.weight, output.weight]}\n"
-	"  - all-reduce: embedding\n    buffer: fp32\n"
+	"  - all-reduce: embedding\n    dtype: fp32\n"
 	"    params: [embedding.weight, output.weight]\n"
-	"  - scale: 1/dp\n    buffer: \"fp16\"\n  - all-reduce: dp\n",
+	"  - scale: 1/dp\n    dtype: \"fp16\"\n  - all-reduce: dp\n",
 	/* plan: schedules and resets (issue 25), every spelling. */
 	"mesh: {dp: 2, pp: 2}\ntraining: {micro_batches: 3}\n"
 	"plan:\n  - reset: grads\n  - reset: grads\n    micro-batches: [0, 2]\n"
@@ -83,6 +83,15 @@ static const char *const seeds[] = {
 	"  - {scale: 2, micro-batches: none}\n"
 	"  - all-reduce: dp\n    micro-batches: 1\n"
 	"  - {all-reduce: dp, micro-batches: last}\n",
+	/* plan: the steps that move a gradient between layouts (issue 25). */
+	"mesh: {dp: 2, tp: 4, ep: 2, etp: 2}\nmodel: {moe: {experts: 2}}\n"
+	"training: {distributed_optimizer: true}\n"
+	"plan:\n  - {scale: 1/dp, buffer: dense}\n"
+	"  - reduce-scatter: dp\n    average: no\n    buffer: dense\n"
+	"  - {reduce-scatter: edp, buffer: expert}\n"
+	"  - all-gather: dp\n    params: [embedding.weight]\n"
+	"  - to-partial: tp\n    replicate: [slices, etp]\n"
+	"    params: \"*.router.weight\"\n",
 
 	"# comment\nname: \"quoted \\u00e9\"\nmesh:\n  dp: 1\n"
 	"model:\n  vocab: 1048576\n  hidden: 1048576\n  seq: 1\n",

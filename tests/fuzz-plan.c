@@ -9,6 +9,14 @@
  * accept whatever it accepts with the real sizes unless that overflowed:
  * the load-time reading finds every error that does not depend on them.
  * The plan: section's YAML goes through fuzz-config's mutations.
+ *
+ * Then plans built from whole steps (every operation, group, buffer,
+ * sub-dimension and selector, good and bad) on a few meshes go through
+ * the loader and the model: the loader takes or refuses each without a
+ * crash; every collective of a plan the model accepts runs over a group
+ * the size of its buffer's shards (the numeric engine's collectives stop
+ * on any other, fatalx); and a plan explain --plan writes back
+ * (planwrite.c) reads back as the very same steps.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -17,7 +25,13 @@
 #include <string.h>
 
 #include "base/rational.h"
+#include "base/xmalloc.h"
+#include "config/load.h"
 #include "config/planexpr.h"
+#include "model/layout.h"
+#include "model/planwrite.h"
+#include "model/syncplan.h"
+#include "symbolic/context.h"
 #include "fuzz-text.h"
 #include "tap.h"
 
@@ -30,6 +44,219 @@ static const char *const tokens[] = {
 	"Dp", "\xff", "\0", "//", "((", "))", "micro", "_",
 };
 #define NTOKENS	(sizeof(tokens) / sizeof(tokens[0]))
+
+#define STEP_CASES	3000
+
+static const char *const meshes[] = {
+	"mesh: {dp: 2, pp: 2}\nmodel: {tie_embeddings: true}\n"
+	"training: {distributed_optimizer: true}\n",
+	"mesh: {dp: 2, tp: 4, ep: 2, etp: 2}\n"
+	"model: {moe: {experts: 2, top_k: 1}}\n"
+	"training: {sequence_parallel: true, distributed_optimizer: true}\n",
+	"mesh: {dp: 4, tp: 2}\nmodel: {moe: {experts: 4, top_k: 1}}\n"
+	"layout: {dp_engine: fsdp2}\n",
+};
+#define NMESHES	(sizeof(meshes) / sizeof(meshes[0]))
+
+/*
+ * The operations and keys of a step, those that can be right first (the
+ * first NGOOD_*), then those the loader always refuses; three picks in
+ * four take from the first, or too few plans would load.
+ */
+static const char *const step_ops[] = {
+	"preset", "scale: 1/dp", "scale: 2", "all-reduce: dp",
+	"all-reduce: tp", "all-reduce: edp", "all-reduce: embedding",
+	"all-reduce: pp", "reduce-scatter: dp", "reduce-scatter: edp",
+	"reduce-scatter: tp", "reduce-scatter: dp_shard",
+	"reduce-scatter: efsdp", "all-gather: dp", "all-gather: dp_shard",
+	"all-gather: tp", "to-partial: tp",
+	"all-gather: pp", "to-partial: dp", "reduce-scater: dp",
+	"all-gather: [dp]",
+};
+#define NGOOD_OPS	17
+static const char *const step_keys[] = {
+	"average: true", "average: false", "buffer: dense", "buffer: expert",
+	"buffer: dense", "replicate: etp", "replicate: slices",
+	"replicate: [slices, etp]", "params: \"*norm*\"",
+	"params: [embedding.weight, output.weight]",
+	"params: \"*.router.weight\"", "params: \"*\"", "stages: [1]",
+	"stages: 0",
+	"buffer: dnese", "buffer: [dense]", "replicate: [etp, etp]",
+	"replicate: []", "params: nothing",
+};
+#define NGOOD_KEYS	14
+#define NOPS	(sizeof(step_ops) / sizeof(step_ops[0]))
+#define NKEYS	(sizeof(step_keys) / sizeof(step_keys[0]))
+
+static const char *
+pick_word(const char *const *words, size_t good, size_t all)
+{
+	return words[pick(4) > 0 ? pick(good) : pick(all)];
+}
+
+static void
+append(struct text *t, const char *s)
+{
+	text_insert(t, t->len, s, strlen(s));
+}
+
+/* Every collective over a group of as many members as its shards. */
+static bool
+shards_fit(const struct sym_context *ctx)
+{
+	const struct model *m = &ctx->model;
+	const struct sync_step *s;
+	int	 k, p, n;
+
+	for (k = 0; k < ctx->plan.nsteps; k++) {
+		s = &ctx->plan.steps[k];
+		if (s->op != SYNC_REDUCE_SCATTER && s->op != SYNC_ALL_GATHER)
+			continue;
+		n = mesh_group_size(&m->mesh, s->group);
+		for (p = 0; p < m->nparams; p++)
+			if (syncplan_touches(s, m, p) &&
+			    layout_buffer_shards(m, layout_buffer_of(m, p)) != n)
+				return false;
+	}
+	return true;
+}
+
+static bool
+same_step(const struct model *m, const struct sync_step *a,
+    const struct sync_step *b)
+{
+	int	 p;
+
+	if (a->op != b->op || a->target != b->target ||
+	    (a->op != SYNC_SCALE && a->group != b->group) ||
+	    !q_equal(a->scale, b->scale) || a->average != b->average ||
+	    (a->target == TARGET_BUFFER && a->buffer != b->buffer))
+		return false;
+	if (a->op == SYNC_MASK_REPLICAS &&
+	    !pl_equal(a->replicate, b->replicate))
+		return false;
+	for (p = 0; a->target == TARGET_PARAMS && p < m->nparams; p++)
+		if (a->params[p] != b->params[p])
+			return false;
+	return true;
+}
+
+/*
+ * Write ctx's plan as explain --plan does, under mesh, and read it back:
+ * 1 when it gives the same steps, 0 when not, -1 when it cannot be
+ * written.
+ */
+static int
+round_trip(const char *mesh, const struct sym_context *ctx)
+{
+	struct config_list back;
+	struct sym_context ctx2;
+	char	*buf = NULL, why[128];
+	size_t	 len = 0;
+	FILE	*fp = open_memstream(&buf, &len);
+	int	 k, same;
+
+	fprintf(fp, "%splan:%s\n", mesh, ctx->plan.nsteps ? "" : " []");
+	for (k = 0; k < ctx->plan.nsteps; k++)
+		if (planwrite_step(fp, &ctx->plan.steps[k], &ctx->model, why,
+		    sizeof why) == -1) {
+			fclose(fp);
+			free(buf);
+			return -1;
+		}
+	fclose(fp);
+	memset(&back, 0, sizeof back);
+	if (cfg_load_quietly("round-trip", buf, len, &back) == -1 ||
+	    back.n != 1) {
+		tap_diag("written back, not read: %s\n%s", back.error ?
+		    back.error : "", buf);
+		free(buf);
+		config_list_free(&back);
+		return 0;
+	}
+	sym_context_build(&ctx2, &back.v[0]);
+	same = ctx2.plan.nsteps == ctx->plan.nsteps &&
+	    ctx2.plan.refusal == NULL;
+	for (k = 0; same && k < ctx->plan.nsteps; k++)
+		same = same_step(&ctx->model, &ctx->plan.steps[k],
+		    &ctx2.plan.steps[k]);
+	if (!same)
+		tap_diag("read back as other steps:\n%s", buf);
+	sym_context_free(&ctx2);
+	config_list_free(&back);
+	free(buf);
+	return same;
+}
+
+/* Plans of whole steps through the loader and the model (see above). */
+static void
+fuzz_steps(void)
+{
+	struct text	 t = { NULL, 0, 0 };
+	struct config_list list;
+	struct sym_context ctx;
+	struct cfg_mark	 at;
+	enum cfg_key	 blame;
+	char		 why[CFG_WHY_SIZE];
+	const char	*mesh;
+	int		 c, i, j, n, loaded = 0, accepted = 0, bad = 0, rt;
+
+	fuzz_seed(0x73746570);
+	for (c = 0; c < STEP_CASES; c++) {
+		t.len = 0;
+		mesh = meshes[pick(NMESHES)];
+		append(&t, mesh);
+		append(&t, "plan:\n");
+		n = 1 + pick(4);
+		for (i = 0; i < n; i++) {
+			append(&t, "  - ");
+			append(&t, pick_word(step_ops, NGOOD_OPS, NOPS));
+			append(&t, "\n");
+			for (j = pick(3); j > 0; j--) {
+				append(&t, "    ");
+				append(&t, pick_word(step_keys, NGOOD_KEYS,
+				    NKEYS));
+				append(&t, "\n");
+			}
+		}
+		memset(&list, 0, sizeof list);
+		if (cfg_load_quietly("fuzz", t.s, t.len, &list) == -1) {
+			if (list.error == NULL) {
+				bad++;
+				tap_diag("case %d: refused without a message", c);
+			}
+			config_list_free(&list);
+			continue;
+		}
+		loaded++;
+		if (sym_unauditable_at(&list.v[0], &blame, &at, why,
+		    sizeof why) != NULL) {
+			config_list_free(&list);
+			continue;
+		}
+		accepted++;
+		sym_context_build(&ctx, &list.v[0]);
+		if (!shards_fit(&ctx)) {
+			bad++;
+			tap_diag("case %d: a collective over a group of another "
+			    "size than its shards", c);
+		}
+		rt = round_trip(mesh, &ctx);
+		if (rt != 1) {
+			bad++;
+			tap_diag("case %d: %s", c, rt == -1 ? "a step with no "
+			    "plan: spelling" : "written back, not the same");
+		}
+		sym_context_free(&ctx);
+		config_list_free(&list);
+	}
+	tap_ok(bad == 0, "%d plans of whole steps: refused with a message or "
+	    "run over their shards' groups, and written back as the same "
+	    "steps", STEP_CASES);
+	tap_ok(loaded > STEP_CASES / 20 && accepted > STEP_CASES / 50,
+	    "some load (%d) and some run (%d)", loaded, accepted);
+	free(t.s);
+}
 
 int
 main(void)
@@ -85,5 +312,6 @@ main(void)
 	tap_ok(accepted > CASES / 50, "some expressions are accepted (%d)",
 	    accepted);
 	free(t.s);
+	fuzz_steps();
 	return tap_done();
 }

@@ -14,6 +14,7 @@
 #include "base/text.h"
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
+#include "cmd/explain-plan.h"
 #include "cmd/output.h"
 #include "config/framework.h"
 #include "model/layout.h"
@@ -821,6 +822,30 @@ jsonw_loss(struct json *j, const struct model *m)
 	jsonw_end_object(j);
 }
 
+/*
+ * explain --plan: the plan as YAML steps (explain-plan.c), which is a
+ * listing and not an audit: it exits 0 once the plan is written.
+ */
+static int
+explain_plan_exec(const struct options *o, struct config_list *list,
+    const char *name)
+{
+	struct sym_context	 ctx;
+	int			 status;
+
+	if (name != NULL || o->format != FORMAT_TEXT) {
+		fprintf(stderr, "%s: explain: --plan writes the whole plan as "
+		    "YAML: it takes no PARAM and no --format\n", progname);
+		config_list_free(list);
+		return EXIT_USAGE;
+	}
+	sym_context_build(&ctx, &list->v[0]);
+	status = explain_plan(stdout, &list->v[0], &ctx);
+	sym_context_free(&ctx);
+	config_list_free(list);
+	return status;
+}
+
 static int
 cmd_explain_exec(struct options *o)
 {
@@ -842,6 +867,8 @@ cmd_explain_exec(struct options *o)
 		config_list_free(&list);
 		return EXIT_USAGE;
 	}
+	if (o->plan)
+		return explain_plan_exec(o, &list, name);
 	memset(&ex, 0, sizeof ex);
 	ex.options = o;
 	ex.config = &list.v[0];

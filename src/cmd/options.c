@@ -27,6 +27,7 @@ enum option_id {
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
 	OPT_MIN, OPT_MAX, OPT_BASELINE, OPT_STRICT_BASELINE,
 	OPT_WRITE_BASELINE, OPT_EOD_DOCUMENT_TOKENS, OPT_SCRIPT, OPT_SHRINK,
+	OPT_PLAN,
 	OPT_QUIET = 'q', OPT_VERBOSE = 'v',
 	OPT_HELP = 'h'
 };
@@ -103,6 +104,8 @@ static const struct option_spec specs[] = {
 	  "numeric audit on a smaller config, same verdict" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
+	{ "plan", OPT_PLAN, NULL, SCOPE_EXPLAIN, 0,
+	  "print the sync plan as plan: steps, preset expanded" },
 	{ "expand", OPT_EXPAND, NULL,
 	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
 	  "JSON: a cell per rank, terms atom by atom" },
@@ -444,6 +447,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_EXPAND:
 		o->expand = true;
+		break;
+	case OPT_PLAN:
+		o->plan = true;
 		break;
 	case OPT_FORCE_EXPAND:
 		o->expand = o->force_expand = true;

@@ -73,6 +73,7 @@ struct options {
 	int			 nvary;
 	bool			 numeric;	/* sweep --numeric */
 	bool			 shrink;	/* run --shrink (shrink.h) */
+	bool			 plan;		/* explain --plan */
 	struct sweep_bound	*bounds;	/* sweep, split on commas */
 	int			 nbounds;
 	const char		*framework;	/* import --framework */

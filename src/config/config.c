@@ -804,6 +804,8 @@ const char *const cfg_plan_group_words[] = {
 	"dp", "tp", "pp", "ep", "etp", "edp", "embedding", "cp", "pure-dp",
 	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", NULL
 };
+const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
+const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
 
 const char *const cfg_plan_dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 const char *const cfg_plan_when_words[] = {
@@ -888,6 +890,37 @@ plan_append(char *buf, size_t len, const char *s)
 		snprintf(buf + n, len - n, "%s", s);
 }
 
+/*
+ * The steps that move a gradient between placements and layouts, and
+ * what they name besides their group: a buffer, a reduce-scatter's
+ * AVG, a to-partial's Replicate sub-dimensions.
+ */
+static void
+plan_layout_text(const struct plan_item *it, char *buf, size_t len)
+{
+	static const char *const ops[] = {
+		[PLAN_REDUCE_SCATTER] = "reduce-scatter: ",
+		[PLAN_ALL_GATHER] = "all-gather: ",
+		[PLAN_TO_PARTIAL] = "to-partial: ",
+	};
+	int	 j, n = 0;
+
+	plan_append(buf, len, ops[it->op]);
+	plan_append(buf, len, cfg_plan_group_words[it->group]);
+	if (it->op == PLAN_REDUCE_SCATTER)
+		plan_append(buf, len, it->average ? ", average: true" :
+		    ", average: false");
+	for (j = 0; it->op == PLAN_TO_PARTIAL &&
+	    cfg_plan_replicate_words[j] != NULL; j++) {
+		if ((it->replicate & (1u << j)) == 0)
+			continue;
+		plan_append(buf, len, n++ == 0 ? ", replicate: [" : ", ");
+		plan_append(buf, len, cfg_plan_replicate_words[j]);
+	}
+	if (n > 0)
+		plan_append(buf, len, "]");
+}
+
 void
 cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 {
@@ -916,9 +949,14 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 	case PLAN_RESET:
 		plan_append(buf, len, "reset: grads");
 		break;
+	case PLAN_REDUCE_SCATTER:
+	case PLAN_ALL_GATHER:
+	case PLAN_TO_PARTIAL:
+		plan_layout_text(it, buf, len);
+		break;
 	}
 	if (it->op != PLAN_ACCUMULATE && it->dtype >= 0) {
-		plan_append(buf, len, ", buffer: ");
+		plan_append(buf, len, ", dtype: ");
 		plan_append(buf, len, cfg_plan_dtype_words[it->dtype]);
 	}
 	for (j = 0; j < it->nglobs; j++) {
@@ -934,6 +972,10 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 	}
 	if (it->nstages > 0)
 		plan_append(buf, len, "]");
+	if (it->buffer_mark.line > 0) {
+		plan_append(buf, len, ", buffer: ");
+		plan_append(buf, len, cfg_plan_buffer_words[it->buffer]);
+	}
 	/* The schedule only where written: a plan of today's reads as one. */
 	if (cfg_plan_when_words[it->when] != NULL) {
 		plan_append(buf, len, ", micro-batches: ");

@@ -448,7 +448,10 @@ enum plan_op {
 	PLAN_SCALE,		/* scale: EXPR */
 	PLAN_ALL_REDUCE,	/* all-reduce: GROUP */
 	PLAN_ACCUMULATE,	/* accumulate: DTYPE (mixed precision) */
-	PLAN_RESET		/* reset: grads */
+	PLAN_RESET,		/* reset: grads */
+	PLAN_REDUCE_SCATTER,	/* reduce-scatter: GROUP, with buffer: */
+	PLAN_ALL_GATHER,	/* all-gather: GROUP */
+	PLAN_TO_PARTIAL		/* to-partial: tp, with replicate: */
 };
 
 /*
@@ -465,22 +468,26 @@ enum plan_when {
 	PLAN_WHEN_LIST		/* the indexes in micro_batches[] */
 };
 
+/* plan_item.replicate: the tp sub-dimensions a to-partial step names. */
+#define PLAN_REPLICATE_SLICES	0x1
+#define PLAN_REPLICATE_ETP	0x2
+
 struct plan_item {
 	enum plan_op	 op;
 	struct cfg_mark	 mark;		/* the item */
 	struct cfg_mark	 value_mark;	/* its operation's value */
 	char		*expr;		/* PLAN_SCALE: the factor as written */
-	int		 group;		/* PLAN_ALL_REDUCE: cfg_plan_group_words[] */
-	bool		 average;	/* PLAN_ALL_REDUCE: AVG, not SUM */
+	int		 group;		/* a collective: cfg_plan_group_words[] */
+	bool		 average;	/* all-reduce, reduce-scatter: AVG */
 	struct cfg_mark	 average_mark;	/* line 0: not written */
 	/*
-	 * PLAN_ACCUMULATE: the gradient buffer it accumulates into; a scale
-	 * or an all-reduce with buffer: runs on that buffer alone.  Indices
-	 * of cfg_plan_dtype_words[]; -1: buffer: not written (the step runs
-	 * wherever each gradient is).
+	 * PLAN_ACCUMULATE: the dtype's gradient buffer it accumulates into;
+	 * another step with dtype: runs on that dtype's buffer alone.
+	 * Indices of cfg_plan_dtype_words[]; -1: dtype: not written (the
+	 * step runs wherever each gradient is).
 	 */
 	int		 dtype;
-	struct cfg_mark	 dtype_mark;	/* buffer:'s value */
+	struct cfg_mark	 dtype_mark;	/* dtype:'s value */
 	/* params: globs over parameter names; none: every parameter. */
 	char		**globs;
 	struct cfg_mark	*glob_marks;
@@ -494,6 +501,15 @@ struct plan_item {
 	int		*micro_batches;
 	struct cfg_mark	*micro_batch_marks;
 	int		 nmicro_batches;
+	/*
+	 * buffer: a whole gradient buffer of every stage, instead of
+	 * parameters (cfg_plan_buffer_words[]); buffer_mark.line 0: none.
+	 */
+	int		 buffer;
+	struct cfg_mark	 buffer_mark;
+	/* to-partial: PLAN_REPLICATE_* bits; 0 until read (then both). */
+	unsigned	 replicate;
+	struct cfg_mark	 replicate_mark;
 };
 
 /* Where one key was written (struct config's marks). */
@@ -789,13 +805,13 @@ void	 cfg_plan_free(struct config *);
 void	 cfg_plan_item_text(const struct plan_item *, char *buf, size_t len);
 void	 cfg_plan_text(const struct config *, char *buf, size_t len);
 /*
- * The groups an all-reduce step may name, plan_item.group's words:
+ * The groups a collective step may name, plan_item.group's words:
  * mesh_group_name's spellings, which the model layer resolves to its
  * group kinds.
  */
 extern const char *const cfg_plan_group_words[];
 /*
- * The dtypes of the gradient buffers accumulate: and buffer: name
+ * The dtypes of the gradient buffers accumulate: and dtype: name
  * (plan_item.dtype's words), and the one every gradient is in until a
  * step of accumulate: moves it: fp32, as Megatron's main_grad.
  */
@@ -803,6 +819,13 @@ extern const char *const cfg_plan_dtype_words[];
 #define PLAN_DTYPE_DEFAULT	0
 /* The keywords of micro-batches:, by enum plan_when (NULL where none). */
 extern const char *const cfg_plan_when_words[];
+/*
+ * The gradient buffers a step may name, plan_item.buffer's words, in
+ * enum buffer_kind's order (model/layout.h); and the tp sub-dimensions
+ * of replicate:, PLAN_REPLICATE_*'s bits in order.
+ */
+extern const char *const cfg_plan_buffer_words[];
+extern const char *const cfg_plan_replicate_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

@@ -18,27 +18,49 @@
 #include "config/planexpr.h"
 #include "config/reader.h"
 
-/* The keys of a step's mapping; is_operation() says which are operations. */
-enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_RESET, IK_ACCUMULATE, IK_AVERAGE,
-	IK_BUFFER, IK_PARAMS, IK_STAGES, IK_MICRO_BATCHES, IK__COUNT };
+/*
+ * The keys of a step's mapping; item_op() says which are operations.
+ * reduce-scatter, all-gather and to-partial move a gradient between
+ * layouts and placements (plan_layout_item), as the preset's steps do;
+ * reset and micro-batches: schedule a step among the micro-batches;
+ * accumulate and dtype: say which dtype's buffer holds a gradient.
+ */
+enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_REDUCE_SCATTER, IK_ALL_GATHER,
+	IK_TO_PARTIAL, IK_RESET, IK_ACCUMULATE, IK_AVERAGE, IK_PARAMS,
+	IK_STAGES, IK_BUFFER, IK_REPLICATE, IK_DTYPE, IK_MICRO_BATCHES,
+	IK__COUNT };
 static const char *const item_keys[IK__COUNT + 1] = {
-	"scale", "all-reduce", "reset", "accumulate", "average", "buffer",
-	"params", "stages", "micro-batches", NULL
+	"scale", "all-reduce", "reduce-scatter", "all-gather", "to-partial",
+	"reset", "accumulate", "average", "params", "stages", "buffer",
+	"replicate", "dtype", "micro-batches", NULL
 };
 
-static bool
-is_operation(int k)
+/* The operation a key names, or -1 for a selector or an option. */
+static int
+item_op(int k)
 {
-	return k == IK_SCALE || k == IK_ALL_REDUCE || k == IK_RESET ||
-	    k == IK_ACCUMULATE;
+	switch (k) {
+	case IK_SCALE:
+		return PLAN_SCALE;
+	case IK_ALL_REDUCE:
+		return PLAN_ALL_REDUCE;
+	case IK_REDUCE_SCATTER:
+		return PLAN_REDUCE_SCATTER;
+	case IK_ALL_GATHER:
+		return PLAN_ALL_GATHER;
+	case IK_TO_PARTIAL:
+		return PLAN_TO_PARTIAL;
+	case IK_RESET:
+		return PLAN_RESET;
+	case IK_ACCUMULATE:
+		return PLAN_ACCUMULATE;
+	default:
+		return -1;
+	}
 }
 
-static enum plan_op
-operation_of(int k)
-{
-	return k == IK_SCALE ? PLAN_SCALE : k == IK_ALL_REDUCE ?
-	    PLAN_ALL_REDUCE : k == IK_RESET ? PLAN_RESET : PLAN_ACCUMULATE;
-}
+#define OP_WORDS	"scale, all-reduce, reduce-scatter, all-gather, " \
+			"to-partial, reset or accumulate"
 
 /* "plan[15]", and with a key and an index: "plan[15].params[63]". */
 #define ITEM_PATH_SIZE	16
@@ -396,6 +418,179 @@ read_average(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 	return -1;
 }
 
+/*
+ * A word of a short table (cfg_plan_buffer_words, the replicate
+ * sub-dimensions) into *out, or an error that names the nearest.
+ */
+static int
+read_word(struct loader *ld, const yaml_event_t *ev, const char *path,
+    const char *what, const char *const *words, int *out)
+{
+	struct suggestion sg;
+	char	 q[QUOTED_SIZE], list[128] = "";
+	int	 i;
+
+	if (want_scalar(ld, ev, path, what) == -1)
+		return -1;
+	for (i = 0; words[i] != NULL; i++)
+		if (scalar_is(ev, words[i])) {
+			*out = i;
+			return 0;
+		}
+	suggest_init(&sg, (const char *)ev->data.scalar.value,
+	    ev->data.scalar.length);
+	for (i = 0; words[i] != NULL; i++) {
+		suggest_consider(&sg, words[i]);
+		snprintf(list + strlen(list), sizeof list - strlen(list),
+		    "%s%s", i > 0 ? ", " : "", words[i]);
+	}
+	quoted(q, sizeof q, ev);
+	if (suggest_best(&sg) != NULL)
+		reader_error_at(ld, &ev->start_mark, path, "unknown %s %s "
+		    "(did you mean \"%s\"?)", what, q, suggest_best(&sg));
+	else
+		reader_error_at(ld, &ev->start_mark, path, "unknown %s %s "
+		    "(%ss: %s)", what, q, what, list);
+	return -1;
+}
+
+static int
+read_buffer(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	it->buffer_mark = reader_mark(&ev->start_mark);
+	return read_word(ld, ev, path, "buffer", cfg_plan_buffer_words,
+	    &it->buffer);
+}
+
+/* replicate: one tp sub-dimension or a list of them, each once. */
+static int
+read_replicate(struct loader *ld, struct plan_item *it,
+    const yaml_event_t *ev, const char *path)
+{
+	yaml_event_t	 e;
+	char		 p[PATH_SIZE + 16];
+	int		 n = 0, w, rc;
+
+	it->replicate_mark = reader_mark(&ev->start_mark);
+	if (ev->type != YAML_SEQUENCE_START_EVENT) {
+		if (read_word(ld, ev, path, "sub-dimension",
+		    cfg_plan_replicate_words, &w) == -1)
+			return -1;
+		it->replicate = 1u << w;
+		return 0;
+	}
+	for (;; n++) {
+		if (reader_next_event(ld, &e) == -1)
+			return -1;
+		if (e.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&e);
+			break;
+		}
+		snprintf(p, sizeof p, "%s[%d]", path, n);
+		rc = read_word(ld, &e, p, "sub-dimension",
+		    cfg_plan_replicate_words, &w);
+		if (rc == 0 && (it->replicate & (1u << w)) != 0) {
+			reader_error_at(ld, &e.start_mark, p, "\"%s\" twice",
+			    cfg_plan_replicate_words[w]);
+			rc = -1;
+		}
+		yaml_event_delete(&e);
+		if (rc == -1)
+			return -1;
+		it->replicate |= 1u << w;
+	}
+	if (n == 0) {
+		reader_error_at(ld, &ev->start_mark, path, "an empty list: "
+		    "leave replicate out for the whole of tp");
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * What the layout and placement steps allow, once the step is read.  A
+ * buffer is every stage's whole buffer, so it takes no selector, and it
+ * is what a reduce-scatter cuts; an all-gather and a to-partial work on
+ * parameters; the stages' buffers differ, so no buffer goes over pp or
+ * embedding, and an all-gather there would have members with nothing to
+ * send.  A to-partial zeroes over tp's sub-dimensions, its only group.
+ */
+static int
+plan_layout_item(struct loader *ld, struct plan_item *it,
+    const struct cfg_mark *seen, const char *ipath)
+{
+	const char	*g = cfg_plan_group_words[it->group];
+	char		 path[PATH_SIZE];
+	bool		 stage_group = it->op != PLAN_SCALE &&
+			    (strcmp(g, "pp") == 0 ||
+			    strcmp(g, "embedding") == 0);
+	int		 sel = seen[IK_PARAMS].line > 0 ? IK_PARAMS : IK_STAGES;
+	int		 k;
+
+	if (seen[IK_REPLICATE].line > 0 && it->op != PLAN_TO_PARTIAL) {
+		snprintf(path, sizeof path, "%s.replicate", ipath);
+		reader_report(ld, NULL, seen[IK_REPLICATE], path, "only a "
+		    "to-partial names the sub-dimensions a value is Replicate "
+		    "over");
+		return -1;
+	}
+	if (it->op == PLAN_TO_PARTIAL && it->replicate == 0)
+		it->replicate = PLAN_REPLICATE_SLICES | PLAN_REPLICATE_ETP;
+	if (it->op == PLAN_TO_PARTIAL && strcmp(g, "tp") != 0) {
+		snprintf(path, sizeof path, "%s.to-partial", ipath);
+		reader_report(ld, NULL, it->value_mark, path, "a to-partial "
+		    "works over tp only (name its sub-dimensions in "
+		    "replicate: slices, etp), got \"%s\"", g);
+		return -1;
+	}
+	if (seen[IK_BUFFER].line == 0) {
+		if (it->op == PLAN_REDUCE_SCATTER) {
+			reader_report(ld, NULL, it->mark, ipath, "a "
+			    "reduce-scatter needs buffer: dense or expert: it "
+			    "cuts a whole gradient buffer into the model's "
+			    "shards");
+			return -1;
+		}
+		if (it->op == PLAN_ALL_GATHER && stage_group) {
+			snprintf(path, sizeof path, "%s.all-gather", ipath);
+			reader_report(ld, NULL, it->value_mark, path, "an "
+			    "all-gather over %s: its members are different "
+			    "stages, whose shards hold different parameters",
+			    g);
+			return -1;
+		}
+		return 0;
+	}
+	snprintf(path, sizeof path, "%s.buffer", ipath);
+	if (it->op == PLAN_ALL_GATHER || it->op == PLAN_TO_PARTIAL ||
+	    it->op == PLAN_RESET || it->op == PLAN_ACCUMULATE) {
+		reader_report(ld, NULL, seen[IK_BUFFER], path, "a%s works on "
+		    "parameters, not a buffer: select them with params and "
+		    "stages", it->op == PLAN_ALL_GATHER ? "n all-gather" :
+		    it->op == PLAN_TO_PARTIAL ? " to-partial" : it->op ==
+		    PLAN_RESET ? " reset" : "n accumulate");
+		return -1;
+	}
+	if (seen[IK_PARAMS].line > 0 || seen[IK_STAGES].line > 0) {
+		snprintf(path, sizeof path, "%s.%s", ipath, item_keys[sel]);
+		reader_report(ld, NULL, seen[sel], path, "a buffer is every "
+		    "stage's whole buffer: write %s or buffer, not both",
+		    item_keys[sel]);
+		return -1;
+	}
+	if (stage_group) {
+		for (k = 0; item_op(k) != (int)it->op; k++)
+			continue;
+		snprintf(path, sizeof path, "%s.%s", ipath, item_keys[k]);
+		reader_report(ld, NULL, it->value_mark, path, "a buffer over "
+		    "%s: its members are different stages, whose buffers "
+		    "hold different parameters", g);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
 {
@@ -413,9 +608,8 @@ unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
 		    "(did you mean \"%s\"?)", q, suggest_best(&sg));
 	else
 		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
-		    "(a step is one of scale, all-reduce, reset or "
-		    "accumulate, with average, buffer, params, stages and "
-		    "micro-batches)", q);
+		    "(a step is one of " OP_WORDS ", with average, params, "
+		    "stages, buffer, replicate, dtype and micro-batches)", q);
 	return -1;
 }
 
@@ -448,7 +642,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		return -1;
 	}
 	seen[k] = reader_mark(&kev->start_mark);
-	if (is_operation(k)) {
+	if (item_op(k) >= 0) {
 		if (*has_op) {
 			reader_error_at(ld, &kev->start_mark, ipath, "two "
 			    "operations in one step (the first at line %d "
@@ -458,7 +652,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		}
 		*has_op = true;
 		*op_mark = seen[k];
-		it->op = operation_of(k);
+		it->op = item_op(k);
 	}
 	if (reader_next_event(ld, &vev) == -1)
 		return -1;
@@ -466,23 +660,32 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		reader_error_at(ld, &vev.start_mark, path, "aliases are not "
 		    "supported: write the value out");
 	else {
-		if (is_operation(k))
+		if (item_op(k) >= 0)
 			it->value_mark = reader_mark(&vev.start_mark);
 		switch (k) {
 		case IK_SCALE:
 			rc = read_scale(ld, it, &vev, path);
 			break;
 		case IK_ALL_REDUCE:
+		case IK_REDUCE_SCATTER:
+		case IK_ALL_GATHER:
+		case IK_TO_PARTIAL:
 			rc = read_group(ld, it, &vev, path);
 			break;
 		case IK_RESET:
 			rc = read_reset(ld, &vev, path);
 			break;
+		case IK_BUFFER:
+			rc = read_buffer(ld, it, &vev, path);
+			break;
+		case IK_REPLICATE:
+			rc = read_replicate(ld, it, &vev, path);
+			break;
 		case IK_AVERAGE:
 			rc = read_average(ld, it, &vev, path);
 			break;
 		case IK_ACCUMULATE:
-		case IK_BUFFER:
+		case IK_DTYPE:
 			rc = read_dtype(ld, it, &vev, path);
 			break;
 		case IK_MICRO_BATCHES:
@@ -522,13 +725,25 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 	}
 	if (!has_op) {
 		reader_error_at(ld, &start->start_mark, ipath, "a step needs "
-		    "an operation: scale, all-reduce, reset or accumulate");
+		    "an operation: " OP_WORDS);
 		return -1;
 	}
-	if (seen[IK_BUFFER].line > 0 && it->op == PLAN_ACCUMULATE) {
-		snprintf(path, sizeof path, "%s.buffer", ipath);
-		reader_report(ld, NULL, seen[IK_BUFFER], path, "accumulate "
-		    "names the buffer it accumulates into: leave buffer out");
+	if (seen[IK_DTYPE].line > 0 && it->op == PLAN_ACCUMULATE) {
+		snprintf(path, sizeof path, "%s.dtype", ipath);
+		reader_report(ld, NULL, seen[IK_DTYPE], path, "accumulate "
+		    "names the dtype it accumulates into: leave dtype out");
+		return -1;
+	}
+	/*
+	 * dtype: picks the parameters' gradients in one dtype's buffer;
+	 * buffer: is a whole gradient buffer of the model's layout, which
+	 * has one dtype of its own.
+	 */
+	if (seen[IK_DTYPE].line > 0 && seen[IK_BUFFER].line > 0) {
+		snprintf(path, sizeof path, "%s.dtype", ipath);
+		reader_report(ld, NULL, seen[IK_DTYPE], path, "a step runs "
+		    "on one dtype's gradients (dtype) or on a whole buffer "
+		    "(buffer), not both");
 		return -1;
 	}
 	/*
@@ -542,13 +757,15 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 		    "step: it takes no micro-batches");
 		return -1;
 	}
-	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE) {
+	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE &&
+	    it->op != PLAN_REDUCE_SCATTER) {
 		snprintf(path, sizeof path, "%s.average", ipath);
 		reader_report(ld, NULL, seen[IK_AVERAGE], path, "only an "
-		    "all-reduce averages: write the factor into the scale");
+		    "all-reduce or a reduce-scatter averages: write the factor "
+		    "into a scale");
 		return -1;
 	}
-	return 0;
+	return plan_layout_item(ld, it, seen, ipath);
 }
 
 static int

@@ -264,7 +264,7 @@ build_buffer(struct layout *lay, const struct model *m, int unit,
 
 	memset(&bk, 0, sizeof bk);
 	bk.buf = &lay->stages[unit].buffer[kind];
-	bk.n = kind == BUFFER_EXPERT ? m->mesh.edp : m->mesh.dp;
+	bk.n = layout_buffer_shards(m, kind);
 	bk.quantum = bucket_quantum(m, bk.n);
 	/* Reverse registration order: backward produces gradients that way. */
 	for (i = m->nparams - 1; i >= 0; i--) {
@@ -323,6 +323,14 @@ layout_shard_group_size(const struct model *m, enum buffer_kind kind)
 {
 	return mesh_group_size(&m->mesh, kind == BUFFER_EXPERT ? GROUP_EFSDP :
 	    GROUP_DP_SHARD);
+}
+
+int
+layout_buffer_shards(const struct model *m, enum buffer_kind kind)
+{
+	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+		return layout_shard_group_size(m, kind);
+	return kind == BUFFER_EXPERT ? m->mesh.edp : m->mesh.dp;
 }
 
 /* The elements of one dim-0 row of a parameter's shard (1 for a vector). */

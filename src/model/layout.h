@@ -74,6 +74,12 @@ void	 layout_free(struct layout *);
 enum buffer_kind layout_buffer_of(const struct model *, int param);
 /* The FSDP engines' shard group size for a buffer (dp_shard*cp, efsdp). */
 int	 layout_shard_group_size(const struct model *, enum buffer_kind);
+/*
+ * How many shards every bucket of a buffer is cut into, with either
+ * engine: the members of the group a reduce-scatter of the buffer, or an
+ * all-gather of its parameters, must run over (a plan's steps too).
+ */
+int	 layout_buffer_shards(const struct model *, enum buffer_kind);
 
 /*
  * Shard k of a bucket, in buffer elements, clipped to the bucket's real

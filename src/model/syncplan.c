@@ -185,6 +185,18 @@ buffer_is_sharded(const struct model *m, enum buffer_kind k)
 	    m->config->layout.expert_buffer == EXPERT_BUFFER_ALL_REDUCE);
 }
 
+/*
+ * The group whose members own buffer k's shards: dp or edp, or with the
+ * FSDP engines their shard groups (layout_buffer_shards is its size).
+ */
+static enum group_kind
+shard_group(const struct model *m, enum buffer_kind k)
+{
+	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
+		return k == BUFFER_EXPERT ? GROUP_EFSDP : GROUP_DP_SHARD;
+	return k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+}
+
 /* One step of the FSDP reduction of buffer k, with its setting and fix. */
 static struct sync_step *
 fsdp_step(struct sync_plan *plan, const struct model *m,
@@ -724,6 +736,60 @@ plan_schedule(const struct model *m, const struct plan_item *it)
 	return 0;
 }
 
+/* The buffer a step names (cfg_plan_buffer_words). */
+static enum buffer_kind
+plan_buffer(const struct plan_item *it)
+{
+	const char	*w = cfg_plan_buffer_words[it->buffer];
+	int		 k;
+
+	for (k = 0; k < BUFFER__COUNT; k++)
+		if (strcmp(syncplan_buffer_name((enum buffer_kind)k), w) == 0)
+			return (enum buffer_kind)k;
+	fatalx("plan buffer %s has no buffer kind", w);
+}
+
+/*
+ * The steps that only the preset used to build: a step over a whole
+ * buffer (buffer:), the bucketed reduce-scatter, the all-gather of its
+ * shards and the mask of a Replicate part before a sum over tp (the
+ * preset's emit_tp_reduction).  Each fills what the preset's step of
+ * the same kind holds, so that the engines cannot tell them apart.
+ */
+static void
+plan_layout_step(struct sync_step *s, const struct model *m,
+    const struct plan_item *it)
+{
+	int	 p;
+
+	switch (it->op) {
+	case PLAN_REDUCE_SCATTER:
+		s->op = SYNC_REDUCE_SCATTER;
+		s->average = it->average;
+		break;
+	case PLAN_ALL_GATHER:
+		s->op = SYNC_ALL_GATHER;
+		break;
+	case PLAN_TO_PARTIAL:
+		s->op = SYNC_MASK_REPLICAS;
+		s->replicate.slice = it->replicate & PLAN_REPLICATE_SLICES ?
+		    PLACE_REPLICATE : PLACE_PARTIAL;
+		s->replicate.etp = it->replicate & PLAN_REPLICATE_ETP ?
+		    PLACE_REPLICATE : PLACE_PARTIAL;
+		s->replicate = pl_normalize(&m->mesh, s->replicate);
+		s->declared = s->replicate;
+		break;
+	default:
+		break;
+	}
+	if (it->buffer_mark.line == 0)
+		return;
+	s->target = TARGET_BUFFER;
+	s->buffer = plan_buffer(it);
+	for (p = 0; p < m->nparams; p++)
+		s->params[p] = false;
+}
+
 /*
  * Mixed-precision gradient buffers (NeMo PR #6340, #6958): each
  * parameter's gradient is in one buffer of one dtype at a time, held[p],
@@ -768,6 +834,12 @@ plan_sync_op(enum plan_op op)
 		return SYNC_ACCUMULATE;
 	case PLAN_RESET:
 		return SYNC_RESET;
+	case PLAN_REDUCE_SCATTER:
+		return SYNC_REDUCE_SCATTER;
+	case PLAN_ALL_GATHER:
+		return SYNC_ALL_GATHER;
+	case PLAN_TO_PARTIAL:
+		return SYNC_MASK_REPLICAS;
 	case PLAN_ALL_REDUCE:
 	case PLAN_PRESET:
 		break;
@@ -789,7 +861,8 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	s = &plan->steps[plan->nsteps++];
 	memset(s, 0, sizeof *s);
 	s->op = plan_sync_op(it->op);
-	s->group = it->op == PLAN_ALL_REDUCE ? plan_group(it) : GROUP_DP;
+	s->group = it->op == PLAN_SCALE || it->op == PLAN_RESET ||
+	    it->op == PLAN_ACCUMULATE ? GROUP_DP : plan_group(it);
 	s->target = TARGET_PARAMS;
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	for (p = 0; p < m->nparams; p++)
@@ -799,6 +872,7 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	if (it->op == PLAN_SCALE && plan_factor(m->config, it, &s->scale) == -1)
 		fatalx("plan[%d]: factor %s cannot be evaluated", i, it->expr);
 	s->average = it->op == PLAN_ALL_REDUCE && it->average;
+	plan_layout_step(s, m, it);
 	s->key = KEY_PLAN;
 	s->cite = SYNC_CITE_NONE;
 	s->fix = SYNC_FIX_PLAN;
@@ -870,6 +944,67 @@ plan_item_half_tie(const struct model *m, int i, struct cfg_mark *at,
 	return NULL;
 }
 
+/*
+ * A buffer step's buffer must hold a parameter, and a reduce-scatter or
+ * an all-gather must run over as many members as the model's layout
+ * cuts the buffer into (layout_buffer_shards): the shards are the
+ * layout's, which a plan does not choose, and the engines' collectives
+ * hand member i shard i of every bucket.
+ */
+static const char *
+plan_layout_refusal(const struct model *m, int i, struct cfg_mark *at,
+    char *why, size_t len)
+{
+	const struct plan_item *it = &m->config->plan[i];
+	const char	*op;
+	char		 holds[96];
+	enum buffer_kind k;
+	int		 p, n, shards;
+
+	if (it->buffer_mark.line > 0) {
+		k = plan_buffer(it);
+		for (p = 0; p < m->nparams; p++)
+			if (layout_buffer_of(m, p) == k)
+				break;
+		if (p == m->nparams) {
+			*at = it->buffer_mark;
+			snprintf(why, len, "plan[%d].buffer: no parameter is in "
+			    "the %s gradient buffer", i,
+			    syncplan_buffer_name(k));
+			return why;
+		}
+	}
+	if (it->op != PLAN_REDUCE_SCATTER && it->op != PLAN_ALL_GATHER)
+		return NULL;
+	n = mesh_group_size(&m->mesh, plan_group(it));
+	for (p = 0; p < m->nparams; p++) {
+		k = it->buffer_mark.line > 0 ? plan_buffer(it) :
+		    layout_buffer_of(m, p);
+		if ((it->buffer_mark.line == 0 && !plan_selects(it,
+		    &m->params[p])) || layout_buffer_of(m, p) != k)
+			continue;
+		shards = layout_buffer_shards(m, k);
+		if (shards == n)
+			continue;
+		op = it->op == PLAN_REDUCE_SCATTER ? "reduce-scatter" :
+		    "all-gather";
+		holds[0] = '\0';
+		if (it->buffer_mark.line == 0)
+			snprintf(holds, sizeof holds, " (%s's)",
+			    m->params[p].name);
+		*at = it->value_mark;
+		snprintf(why, len, "plan[%d].%s: the model's layout cuts the "
+		    "%s gradient buffer%s into %d shards, one per member of "
+		    "%s, and %s has %d: a%s %s runs over the group the buffer "
+		    "is sharded for", i, op, syncplan_buffer_name(k), holds,
+		    shards, mesh_group_name(shard_group(m, k)),
+		    mesh_group_name(plan_group(it)), n, it->op ==
+		    PLAN_ALL_GATHER ? "n" : "", op);
+		return why;
+	}
+	return NULL;
+}
+
 /* A fault of step i alone: a glob, its selection, its group. */
 static const char *
 plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
@@ -903,6 +1038,8 @@ plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
 		    "and on stages", i);
 		return why;
 	}
+	if (plan_layout_refusal(m, i, at, why, len) != NULL)
+		return why;
 	if (it->op != PLAN_ALL_REDUCE)
 		return NULL;
 	g = plan_group(it);
@@ -929,6 +1066,20 @@ plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
 }
 
 /*
+ * Does step it reduce parameter p over some group: an all-reduce that
+ * selects it, or one of its buffer, or a reduce-scatter of its buffer?
+ */
+static bool
+plan_reduces(const struct model *m, const struct plan_item *it, int p)
+{
+	if (it->op != PLAN_ALL_REDUCE && it->op != PLAN_REDUCE_SCATTER)
+		return false;
+	if (it->buffer_mark.line > 0)
+		return layout_buffer_of(m, p) == plan_buffer(it);
+	return plan_selects(it, &m->params[p]);
+}
+
+/*
  * A plan without "preset" is exactly its steps: every parameter that
  * has data-parallel replicas needs one of them to reduce it.
  */
@@ -951,17 +1102,16 @@ plan_unreduced(const struct model *m, struct cfg_mark *at, char *why,
 		reduced = false;
 		/* A reduction that never runs (micro-batches: none) is none. */
 		for (i = 0; i < c->nplan && !reduced; i++)
-			reduced = c->plan[i].op == PLAN_ALL_REDUCE &&
-			    plan_schedule(m, &c->plan[i]) != 0 &&
-			    plan_selects(&c->plan[i], pr);
+			reduced = plan_schedule(m, &c->plan[i]) != 0 &&
+			    plan_reduces(m, &c->plan[i], p);
 		if (n < 2 || reduced)
 			continue;
 		*at = cfg_key_mark(c, KEY_PLAN);
 		snprintf(why, len, "plan: leaves %s without a reduction: its "
 		    "gradient has %d data-parallel replicas (%s) and no step "
-		    "all-reduces it; write \"preset\" or an all-reduce over "
-		    "%s", pr->name, n, pr->expert ? "edp" : "dp", pr->expert ?
-		    "edp" : "dp");
+		    "reduces it; write \"preset\", or an all-reduce over %s "
+		    "or a reduce-scatter of its buffer", pr->name, n,
+		    pr->expert ? "edp" : "dp", pr->expert ? "edp" : "dp");
 		return why;
 	}
 	return NULL;
@@ -1055,6 +1205,19 @@ syncplan_free(struct sync_plan *plan)
 	memset(plan, 0, sizeof *plan);
 }
 
+const char *
+syncplan_buffer_name(enum buffer_kind k)
+{
+	static const char *const names[BUFFER__COUNT] = {
+		[BUFFER_DENSE] = "dense",
+		[BUFFER_EXPERT] = "expert",
+	};
+
+	if ((int)k < 0 || k >= BUFFER__COUNT)
+		fatalx("syncplan_buffer_name: bad buffer kind %d", (int)k);
+	return names[k];
+}
+
 bool
 syncplan_runs_at(const struct sync_step *s, int mb)
 {
@@ -1112,9 +1275,7 @@ syncplan_used_ranges(const struct model *m, const struct layout *lay,
 		ranges[0][1] = m->params[param].local_elems;
 		return 1;
 	}
-	group = k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
-	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
-		group = k == BUFFER_EXPERT ? GROUP_EFSDP : GROUP_DP_SHARD;
+	group = shard_group(m, k);
 	return layout_owned_ranges(lay, m, param,
 	    mesh_group_index(&m->mesh, group, rank), ranges, max);
 }
@@ -1139,7 +1300,7 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 
 	if (s->target == TARGET_BUFFER)
 		snprintf(what, sizeof what, "the %s gradient buffer",
-		    s->buffer == BUFFER_EXPERT ? "expert" : "dense");
+		    syncplan_buffer_name(s->buffer));
 	else {
 		what[0] = '\0';
 		for (i = 0; i < m->nparams; i++)

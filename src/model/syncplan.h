@@ -222,6 +222,9 @@ bool	 syncplan_runs_at(const struct sync_step *, int mb);
 void	 syncplan_schedule_text(const struct sync_step *, int K, char *buf,
 	    size_t len);
 
+/* "dense", "expert": a buffer as describe and a plan's buffer: say it. */
+const char *syncplan_buffer_name(enum buffer_kind);
+
 /* Does step s touch parameter p? */
 bool	 syncplan_touches(const struct sync_step *, const struct model *,
 	    int param);

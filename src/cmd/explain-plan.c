@@ -1,0 +1,136 @@
+/*
+ * gradaudit explain --plan CONFIG: the sync plan as the steps of a plan:
+ * section (issue 25), the preset written out, each step under a comment
+ * that says which rule built it and which setting decided it, from where
+ * (as explain's step list says it).  Pasted into the configuration in
+ * place of its plan:, it gives the same steps, so the same values;
+ * tests/plan-preset.test holds every testdata case to that.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/exitcode.h"
+#include "base/text.h"
+#include "base/xmalloc.h"
+#include "cmd/explain-plan.h"
+#include "config/framework.h"
+#include "model/placement.h"
+#include "model/planwrite.h"
+#include "model/syncplan.h"
+
+/* One comment line, control characters made visible (a name, a path). */
+static void
+comment(FILE *fp, const char *indent, const char *text)
+{
+	char	*v = text_visible(text);
+
+	fprintf(fp, "%s# %s\n", indent, v);
+	free(v);
+}
+
+/*
+ * Which rule built a preset step, and the setting that decided it; and
+ * where the rule declared the gradient's placement over tp otherwise
+ * than it is (a Replicate gradient summed as Partial), that it did:
+ * findings name such a declaration as a double count.
+ */
+static void
+preset_comment(FILE *fp, const struct config *c, const struct model *m,
+    const struct sync_step *s)
+{
+	char	 value[256], origin[512], line[1024], declared[96], truth[96];
+
+	cfg_key_value(c, s->key, value, sizeof value);
+	fw_key_origin(c, s->key, origin, sizeof origin);
+	snprintf(line, sizeof line, "%s (%s: %s, from %s)", s->label,
+	    cfg_key_path(s->key), value, origin);
+	comment(fp, "  ", line);
+	if (!s->has_placement || pl_equal(s->declared, s->truth))
+		return;
+	snprintf(line, sizeof line, "  which declares the gradient %s over "
+	    "tp, where it is %s", pl_format(&m->mesh, s->declared, declared,
+	    sizeof declared), pl_format(&m->mesh, s->truth, truth,
+	    sizeof truth));
+	comment(fp, "  ", line);
+}
+
+static void
+item_comment(FILE *fp, const struct config *c, int i)
+{
+	const struct plan_item *it = &c->plan[i];
+	char	 text[512], line[1024];
+
+	cfg_plan_item_text(it, text, sizeof text);
+	snprintf(line, sizeof line, "plan[%d] (%s, from %s:%d:%d)", i, text,
+	    c->file, it->mark.line, it->mark.col);
+	comment(fp, "  ", line);
+}
+
+/*
+ * A reduction the preset decided not to run (the gradient declared
+ * Replicate): no step, so a plan has nothing to write for it, but the
+ * reader learns that the preset chose so and why.  Findings name such a
+ * decision as a missing reduction; a plan without it leaves the
+ * diagnosis to the values.
+ */
+static void
+skipped_comment(FILE *fp, const struct config *c, const struct model *m,
+    const struct sync_step *s)
+{
+	char	 value[256], origin[512], line[2048], sel[1024] = "";
+	char	 declared[96], truth[96], **globs;
+	int	 j;
+
+	if (planwrite_globs(m, s->params, &globs) >= 0)
+		for (j = 0; globs[j] != NULL; j++)
+			snprintf(sel + strlen(sel), sizeof sel - strlen(sel),
+			    "%s%s", j > 0 ? ", " : "", globs[j]);
+	planwrite_free_globs(globs);
+	cfg_key_value(c, s->key, value, sizeof value);
+	fw_key_origin(c, s->key, origin, sizeof origin);
+	snprintf(line, sizeof line, "no step: %s declares %s %s over tp, "
+	    "where it is %s (%s: %s, from %s)", s->label, sel[0] != '\0' ?
+	    sel : "every parameter", pl_format(&m->mesh, s->declared,
+	    declared, sizeof declared), pl_format(&m->mesh, s->truth, truth,
+	    sizeof truth), cfg_key_path(s->key), value, origin);
+	comment(fp, "  ", line);
+}
+
+int
+explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
+{
+	const struct sync_plan *plan = &ctx->plan;
+	const struct sync_step *s;
+	char	 why[128], head[1024];
+	int	 k;
+
+	snprintf(head, sizeof head, "The sync plan of %s (%s).", c->name,
+	    c->file);
+	comment(fp, "", head);
+	comment(fp, "", "The preset written out as steps: as that "
+	    "configuration's plan: they run");
+	comment(fp, "", "what it runs.  The factors and names are its mesh's "
+	    "and model's.");
+	fprintf(fp, "plan:%s\n", plan->nsteps == 0 ? " []" : "");
+	for (k = 0; k < plan->nsteps; k++) {
+		s = &plan->steps[k];
+		if (s->plan_item >= 0) {
+			item_comment(fp, c, s->plan_item);
+			planwrite_item(fp, &c->plan[s->plan_item]);
+			continue;
+		}
+		preset_comment(fp, c, &ctx->model, s);
+		if (planwrite_step(fp, s, &ctx->model, why, sizeof why) ==
+		    -1) {
+			fflush(fp);
+			fprintf(stderr, "%s: explain --plan: step %d (%s) has "
+			    "no plan: spelling: %s\n", progname, k + 1,
+			    s->label, why);
+			return EXIT_RUNTIME;
+		}
+	}
+	for (k = 0; k < plan->nskipped; k++)
+		skipped_comment(fp, c, &ctx->model, &plan->skipped[k]);
+	return EXIT_OK;
+}
