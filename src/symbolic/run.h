@@ -22,7 +22,7 @@
 struct segment {
 	int64_t			 lo, hi;
 	const struct lincomb	*value;
-	uint32_t		 state;	/* bit s: sync step s has combined it */
+	uint64_t		 state;	/* bit s: sync step s has combined it */
 };
 
 /*

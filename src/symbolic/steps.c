@@ -20,9 +20,21 @@
 
 /* ---- segment arithmetic ---------------------------------------------- */
 
+/*
+ * The state bit of the step being run.  A preset builds at most about 32
+ * steps and a plan adds at most PLAN_MAX_ITEMS, so 64 bits hold one for
+ * each; a 32-bit state shifted past its width once a plan made the list
+ * longer (undefined behaviour, and a lost order finding).
+ */
+static uint64_t
+step_bit(const struct sym_run *run)
+{
+	return (uint64_t)1 << (run->step % 64);
+}
+
 static void
 seg_push(struct segment *out, int *n, int64_t lo, int64_t hi,
-    const struct lincomb *v, uint32_t state)
+    const struct lincomb *v, uint64_t state)
 {
 	struct segment *last = *n > 0 ? &out[*n - 1] : NULL;
 
@@ -88,7 +100,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 			single = false;
 	if (single) {
 		/* The common case: one segment per member, one piece. */
-		uint32_t state = 0;
+		uint64_t state = 0;
 
 		for (i = 0; i < n; i++) {
 			vals[i] = members[i]->v[0].value;
@@ -100,7 +112,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 		outp->one.hi = members[0]->v[0].hi;
 		outp->one.value = run_share(run, lc_sum(run->arena, vals, n,
 		    scale));
-		outp->one.state = state | (1u << run->step);
+		outp->one.state = state | step_bit(run);
 		outp->v = &outp->one;
 		outp->n = 1;
 		if (pos != pos_stack) {
@@ -123,7 +135,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
-		uint32_t state = 0, first = 0;
+		uint64_t state = 0, first = 0;
 
 		if (lo == hi)
 			continue;
@@ -140,7 +152,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 			state |= sl->v[pos[i]].state;
 		}
 		seg_push(out.v, &nout, lo, hi, run_share(run, lc_sum(run->arena,
-		    vals, n, scale)), state | (1u << run->step));
+		    vals, n, scale)), state | step_bit(run));
 	}
 	out.n = nout;
 	if (cuts != cuts_stack)
