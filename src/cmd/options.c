@@ -105,7 +105,7 @@ static const struct option_spec specs[] = {
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
 	  "sweep: largest numeric world (default 16)" },
 	{ "plan", OPT_PLAN, NULL, SCOPE_EXPLAIN, 0,
-	  "print the sync plan as plan: steps, preset expanded" },
+	  "print the sync plan as steps, the preset expanded" },
 	{ "expand", OPT_EXPAND, NULL,
 	  SCOPE_RUN | SCOPE_CHECK | SCOPE_SWEEP | SCOPE_COMPARE, 0,
 	  "JSON: a cell per rank, terms atom by atom" },
