@@ -427,10 +427,11 @@ read_word(struct loader *ld, const yaml_event_t *ev, const char *path,
     const char *what, const char *const *words, int *out)
 {
 	struct suggestion sg;
-	char	 q[QUOTED_SIZE], list[128] = "";
+	char	 q[QUOTED_SIZE], list[128] = "", article[64];
 	int	 i;
 
-	if (want_scalar(ld, ev, path, what) == -1)
+	snprintf(article, sizeof article, "a %s", what);
+	if (want_scalar(ld, ev, path, article) == -1)
 		return -1;
 	for (i = 0; words[i] != NULL; i++)
 		if (scalar_is(ev, words[i])) {

@@ -945,6 +945,129 @@ plan_item_half_tie(const struct model *m, int i, struct cfg_mark *at,
 }
 
 /*
+ * Which dtype's buffer holds each parameter's gradient before plan item
+ * i: fp32 at first, then where each accumulate: before it moves those it
+ * selects (plan_item_buffers follows the same moves as it emits).
+ */
+static void
+plan_held_before(const struct model *m, int i, int *held)
+{
+	const struct plan_item *it;
+	int	 j, p;
+
+	for (p = 0; p < m->nparams; p++)
+		held[p] = PLAN_DTYPE_DEFAULT;
+	for (j = 0; j < i; j++) {
+		it = &m->config->plan[j];
+		if (it->op != PLAN_ACCUMULATE)
+			continue;
+		for (p = 0; p < m->nparams; p++)
+			if (plan_selects(it, &m->params[p]))
+				held[p] = it->dtype;
+	}
+}
+
+/*
+ * plan_item_half_tie for dtype: a step that selects both copies of a
+ * tied weight but runs on a buffer that holds one copy's gradient and
+ * not the other's reaches half the tie, and the engines part as they
+ * do for a half selection (a wait in the numeric one, a silent verdict
+ * in the symbolic one).
+ */
+static const char *
+plan_item_dtype_half_tie(const struct model *m, int i, struct cfg_mark *at,
+    char *why, size_t len)
+{
+	const struct plan_item *it = &m->config->plan[i];
+	const struct logical_param *l;
+	const struct param *peer;
+	const char *const *w = cfg_plan_dtype_words;
+	int	*held, p, q;
+
+	if (it->op == PLAN_ACCUMULATE || it->dtype < 0)
+		return NULL;
+	held = xcalloc(m->nparams, sizeof *held);
+	plan_held_before(m, i, held);
+	for (p = 0; p < m->nparams; p++) {
+		l = &m->logical[m->params[p].logical];
+		if (l->ninstances < 2 || !plan_selects(it, &m->params[p]) ||
+		    held[p] != it->dtype)
+			continue;
+		q = l->instance[l->instance[0] == p ? 1 : 0];
+		peer = &m->params[q];
+		if (!plan_selects(it, peer) || held[q] == it->dtype)
+			continue;
+		*at = it->dtype_mark;
+		snprintf(why, len, "plan[%d].dtype: reaches %s on stage %d (in "
+		    "%s) but not its tied copy %s on stage %d (in %s): a step "
+		    "over a tied weight needs both copies in its buffer", i,
+		    m->params[p].name, m->params[p].stage, w[held[p]],
+		    peer->name, peer->stage, w[held[q]]);
+		free(held);
+		return why;
+	}
+	free(held);
+	return NULL;
+}
+
+/* |x|^n into *acc, false past PLAN_MAX_SCALE. */
+static bool
+grow(int64_t *acc, int64_t x, int n)
+{
+	if (x < 0)
+		x = -x;
+	while (n-- > 0)
+		if (__builtin_mul_overflow(*acc, x, acc) ||
+		    *acc > PLAN_MAX_SCALE)
+			return false;
+	return true;
+}
+
+/*
+ * A step that runs at n micro-batches meets micro-batch 0 n times: a
+ * scale multiplies it by the factor to the n, a sum (not an average)
+ * by up to the group's size to the n.  plan_violation bounds each
+ * factor once; here the schedule counts, so that every mesh sweep and
+ * --shrink try keeps the engines' exact coefficients inside 64 bits
+ * (a scale of 1000 at every one of 8 micro-batches, or a sum over dp 4
+ * at every one of 32, overflowed: an internal error, exit 3).
+ */
+static const char *
+plan_growth_refusal(const struct model *m, struct cfg_mark *at, char *why,
+    size_t len)
+{
+	const struct config *c = m->config;
+	const struct plan_item *it;
+	struct rational	 q;
+	int64_t		 num = 1, den = 1;
+	int		 i, n;
+
+	for (i = 0; i < c->nplan; i++) {
+		it = &c->plan[i];
+		n = __builtin_popcount(plan_schedule(m, it));
+		if (it->op == PLAN_SCALE) {
+			if (plan_factor(c, it, &q) == -1)
+				continue;	/* plan_violation says why */
+			if (grow(&num, q.num, n) && grow(&den, q.den, n))
+				continue;
+		} else if ((it->op == PLAN_ALL_REDUCE ||
+		    it->op == PLAN_REDUCE_SCATTER) && !it->average) {
+			if (grow(&num, mesh_group_size(&m->mesh,
+			    plan_group(it)), n))
+				continue;
+		} else
+			continue;
+		*at = it->mark;
+		snprintf(why, len, "plan[%d]: the plan's factors and the group "
+		    "sizes of its sums, each to the power of the micro-batches "
+		    "its step runs at, multiply past %lld with this mesh",
+		    i, (long long)PLAN_MAX_SCALE);
+		return why;
+	}
+	return NULL;
+}
+
+/*
  * A buffer step's buffer must hold a parameter, and a reduce-scatter or
  * an all-gather must run over as many members as the model's layout
  * cuts the buffer into (layout_buffer_shards): the shards are the
@@ -1128,8 +1251,12 @@ syncplan_refusal(const struct model *m, struct cfg_mark *at, char *why,
 		return NULL;
 	for (i = 0; i < m->config->nplan; i++)
 		if (m->config->plan[i].op != PLAN_PRESET &&
-		    (r = plan_item_refusal(m, i, at, why, len)) != NULL)
+		    ((r = plan_item_refusal(m, i, at, why, len)) != NULL ||
+		    (r = plan_item_dtype_half_tie(m, i, at, why, len)) !=
+		    NULL))
 			return r;
+	if ((r = plan_growth_refusal(m, at, why, len)) != NULL)
+		return r;
 	return plan_unreduced(m, at, why, len);
 }
 

@@ -196,14 +196,24 @@ explain_buffer(struct finding_list *fl, const struct model *m,
 			    .cause = s->key };
 	int	 k, p;
 
-	if (s->missed == NULL || pr->correct)
+	/*
+	 * A reduction's miss is a missing reduction; a scale's a factor
+	 * that never reached the gradient.  A missed reset or accumulate
+	 * leaves it to the other explanations: one that clears nothing
+	 * (before micro-batch 0) changes no value, and a finding that
+	 * blamed it hid the step that did (review).
+	 */
+	if (s->missed == NULL || pr->correct || s->op == SYNC_RESET ||
+	    s->op == SYNC_ACCUMULATE || s->op == SYNC_MASK_REPLICAS ||
+	    (s->op == SYNC_SCALE && q_equal(s->scale, q_make(1, 1))))
 		return false;
 	for (k = 0; k < m->logical[l].ninstances; k++) {
 		p = m->logical[l].instance[k];
 		if (s->missed[p] < 0)
 			continue;
 		args.held = cfg_plan_dtype_words[s->missed[p]];
-		tell(fl, pr, FACT_BUFFER_NOT_HELD, &args);
+		tell(fl, pr, s->op == SYNC_SCALE ? FACT_BUFFER_SCALE_NOT_HELD :
+		    FACT_BUFFER_NOT_HELD, &args);
 		return true;
 	}
 	return false;
@@ -368,6 +378,41 @@ micro_batches_unequal(const struct sym_run *run, const struct param_result *pr)
 }
 
 /*
+ * Can step s, off its default schedule, weigh the micro-batches
+ * unequally?  Not a projection that also runs after the last one: an
+ * average over a group, an all-gather of owned shards and a mask give
+ * the same result applied once or again to a growing buffer, so they
+ * are right at every micro-batch (gradaudit.yaml(5)); a sum, a
+ * reduce-scatter (whose unowned elements stay in the buffer), a scale
+ * other than 1 and a reset are not.
+ */
+static bool
+schedule_matters(const struct sync_step *s, uint32_t last)
+{
+	bool	 projection;
+
+	switch (s->op) {
+	case SYNC_ALL_REDUCE:
+		projection = s->average;
+		break;
+	case SYNC_ALL_GATHER:
+	case SYNC_MASK_REPLICAS:
+	case SYNC_ACCUMULATE:
+		projection = true;
+		break;
+	case SYNC_SCALE:
+		projection = q_equal(s->scale, q_make(1, 1));
+		break;
+	case SYNC_REDUCE_SCATTER:
+	case SYNC_RESET:
+	default:
+		projection = false;
+		break;
+	}
+	return !projection || (s->micro_batches & last) == 0;
+}
+
+/*
  * A step of plan: whose schedule is not today's (after the last
  * micro-batch; a reset before the first) and that touches logical
  * parameter l, when the micro-batches fare differently in its values:
@@ -386,13 +431,19 @@ explain_schedule(struct finding_list *fl, const struct sym_run *run, int l,
 
 	if (!plan->per_micro_batch || !micro_batches_unequal(run, dw))
 		return false;
-	/* A collective or a reset says more than a scale beside it. */
-	for (i = 0; i < 2 * plan->nsteps; i++) {
+	/*
+	 * The first pass looks only at steps that can weigh micro-batches
+	 * unequally where they run (schedule_matters); among them a
+	 * collective or a reset says more than a scale beside it.  The last
+	 * pass takes any step off its default schedule.
+	 */
+	for (i = 0; i < 3 * plan->nsteps; i++) {
 		const struct sync_step *s = &plan->steps[i % plan->nsteps];
 
 		if (!touches_logical(s, m, l) || (s->op == SYNC_RESET ?
 		    (s->micro_batches & ~(uint32_t)1) == 0 :
 		    s->micro_batches == last) ||
+		    (i < 2 * plan->nsteps && !schedule_matters(s, last)) ||
 		    (i < plan->nsteps && s->op == SYNC_SCALE))
 			continue;
 		syncplan_schedule_text(s, m->loss.micro_batches, when,

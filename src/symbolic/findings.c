@@ -267,6 +267,13 @@ static const struct entry {
 	  "accumulate the gradient into the $B buffer before it runs (NeMo "
 	  "PR #6958 adds each fp32-optimized parameter's gradient into its "
 	  "fp32 main_grad in a post-backward hook)" },
+	[FACT_BUFFER_SCALE_NOT_HELD] = {
+	  FINDING_WRONG_SCALE, KEY__COUNT, NULL, NULL,
+	  "the $L ran on the $B gradient buffer, but this gradient was in "
+	  "its $H buffer and the $B one held zeros, so its factor never "
+	  "reached it",
+	  "run the scale on the buffer that holds the gradient, or "
+	  "accumulate the gradient into the $B buffer before it runs" },
 	/*
 	 * A step of plan: run at other micro-batches than after the last
 	 * one (issue 25): DDP's no_sync window (build-nanogpt PR #30), grads

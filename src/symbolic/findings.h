@@ -67,6 +67,8 @@ enum fact {
 	 * holding the gradient, and so never reached it (NeMo PR #6958).
 	 */
 	FACT_BUFFER_NOT_HELD,
+	/* A scale of plan: on a buffer that did not hold the gradient. */
+	FACT_BUFFER_SCALE_NOT_HELD,
 	/* Micro-batches weighed unequally, with a step of plan: scheduled. */
 	FACT_SCHEDULE_UNEQUAL,
 	FACT__COUNT

@@ -829,6 +829,9 @@ loss_finding(enum cfg_key cause, enum finding_kind kind)
 {
 	const enum cfg_key *fam = family_of(cause, kind);
 
+	/* A step of plan: is the user's own (fixer_keys_to_try). */
+	if (cause == KEY_PLAN)
+		return false;
 	return fam == loss_family || fam == aux_family || fam == mtp_family;
 }
 

@@ -239,9 +239,9 @@ note_issue(struct sym_run *run, enum step_issue kind, int param)
 
 /*
  * Do the n members hold one value, segment for segment, and not zero?
- * Values are shared (run_share), so equal pointers are the common case
- * of a replica; an equal value built apart is missed, and the blame
- * then stays where it was.
+ * Equal pointers are the common case of a replica (run_share); small
+ * values are not shared, so others are compared term by term: a blame
+ * that changed with the mesh's size (dp 2 against dp 16) is no blame.
  */
 static bool
 same_values(struct seglist **lists, int n)
@@ -254,7 +254,9 @@ same_values(struct seglist **lists, int n)
 		for (j = 0; j < lists[0]->n; j++)
 			if (lists[i]->v[j].lo != lists[0]->v[j].lo ||
 			    lists[i]->v[j].hi != lists[0]->v[j].hi ||
-			    lists[i]->v[j].value != lists[0]->v[j].value)
+			    (lists[i]->v[j].value != lists[0]->v[j].value &&
+			    !lc_equal(lists[i]->v[j].value,
+			    lists[0]->v[j].value)))
 				return false;
 	}
 	for (j = 0; j < lists[0]->n; j++)
