@@ -921,10 +921,26 @@ plan_layout_text(const struct plan_item *it, char *buf, size_t len)
 		plan_append(buf, len, "]");
 }
 
+/* A list of stages or micro-batches after its opening text, if any. */
+static void
+plan_append_list(char *buf, size_t len, const char *open, const int *v,
+    int n)
+{
+	char	 num[16];
+	int	 j;
+
+	for (j = 0; j < n; j++) {
+		snprintf(num, sizeof num, "%d", v[j]);
+		plan_append(buf, len, j == 0 ? open : ", ");
+		plan_append(buf, len, num);
+	}
+	if (n > 0)
+		plan_append(buf, len, "]");
+}
+
 void
 cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 {
-	char	 num[16];
 	int	 j;
 
 	buf[0] = '\0';
@@ -965,13 +981,7 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 	}
 	if (it->nglobs > 0)
 		plan_append(buf, len, "]");
-	for (j = 0; j < it->nstages; j++) {
-		snprintf(num, sizeof num, "%d", it->stages[j]);
-		plan_append(buf, len, j == 0 ? ", stages: [" : ", ");
-		plan_append(buf, len, num);
-	}
-	if (it->nstages > 0)
-		plan_append(buf, len, "]");
+	plan_append_list(buf, len, ", stages: [", it->stages, it->nstages);
 	if (it->buffer_mark.line > 0) {
 		plan_append(buf, len, ", buffer: ");
 		plan_append(buf, len, cfg_plan_buffer_words[it->buffer]);
@@ -981,13 +991,8 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		plan_append(buf, len, ", micro-batches: ");
 		plan_append(buf, len, cfg_plan_when_words[it->when]);
 	}
-	for (j = 0; j < it->nmicro_batches; j++) {
-		snprintf(num, sizeof num, "%d", it->micro_batches[j]);
-		plan_append(buf, len, j == 0 ? ", micro-batches: [" : ", ");
-		plan_append(buf, len, num);
-	}
-	if (it->nmicro_batches > 0)
-		plan_append(buf, len, "]");
+	plan_append_list(buf, len, ", micro-batches: [", it->micro_batches,
+	    it->nmicro_batches);
 }
 
 void

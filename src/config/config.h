@@ -496,11 +496,13 @@ struct plan_item {
 	int		*stages;
 	struct cfg_mark	*stage_marks;
 	int		 nstages;
+	bool		 stages_scalar;	/* one value, not a list */
 	/* micro-batches: a keyword, or a list of 0-based indexes. */
 	enum plan_when	 when;
 	int		*micro_batches;
 	struct cfg_mark	*micro_batch_marks;
 	int		 nmicro_batches;
+	bool		 micro_batches_scalar;	/* one index, not a list */
 	/*
 	 * buffer: a whole gradient buffer of every stage, instead of
 	 * parameters (cfg_plan_buffer_words[]); buffer_mark.line 0: none.

@@ -162,73 +162,6 @@ read_scale(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 }
 
 /*
- * The dtype of a gradient buffer, for accumulate: and buffer: (mixed
- * precision: NeMo keeps the embeddings' gradients in fp32 and the rest in
- * bf16, NeMo PR #6340 and #6958).
- */
-static int
-read_dtype(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
-    const char *path)
-{
-	struct suggestion sg;
-	char	 q[QUOTED_SIZE];
-	int	 i;
-
-	if (want_scalar(ld, ev, path, "a buffer dtype (fp32, bf16, fp16)") ==
-	    -1)
-		return -1;
-	for (i = 0; cfg_plan_dtype_words[i] != NULL; i++)
-		if (scalar_is(ev, cfg_plan_dtype_words[i])) {
-			it->dtype = i;
-			it->dtype_mark = reader_mark(&ev->start_mark);
-			return 0;
-		}
-	suggest_init(&sg, (const char *)ev->data.scalar.value,
-	    ev->data.scalar.length);
-	for (i = 0; cfg_plan_dtype_words[i] != NULL; i++)
-		suggest_consider(&sg, cfg_plan_dtype_words[i]);
-	quoted(q, sizeof q, ev);
-	if (suggest_best(&sg) != NULL)
-		reader_error_at(ld, &ev->start_mark, path, "unknown buffer "
-		    "dtype %s (did you mean \"%s\"?)", q, suggest_best(&sg));
-	else
-		reader_error_at(ld, &ev->start_mark, path, "unknown buffer "
-		    "dtype %s (dtypes: fp32, bf16, fp16)", q);
-	return -1;
-}
-
-static int
-read_group(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
-    const char *path)
-{
-	struct suggestion sg;
-	char	 q[QUOTED_SIZE];
-	int	 i;
-
-	if (want_scalar(ld, ev, path, "a group name") == -1)
-		return -1;
-	for (i = 0; cfg_plan_group_words[i] != NULL; i++)
-		if (scalar_is(ev, cfg_plan_group_words[i])) {
-			it->group = i;
-			return 0;
-		}
-	suggest_init(&sg, (const char *)ev->data.scalar.value,
-	    ev->data.scalar.length);
-	for (i = 0; cfg_plan_group_words[i] != NULL; i++)
-		suggest_consider(&sg, cfg_plan_group_words[i]);
-	quoted(q, sizeof q, ev);
-	if (suggest_best(&sg) != NULL)
-		reader_error_at(ld, &ev->start_mark, path, "unknown group %s "
-		    "(did you mean \"%s\"?)", q, suggest_best(&sg));
-	else
-		reader_error_at(ld, &ev->start_mark, path, "unknown group %s "
-		    "(groups: dp, tp, pp, ep, etp, edp, embedding, cp, "
-		    "pure-dp, dp_shard, dp_replicate, efsdp, edp_replicate)",
-		    q);
-	return -1;
-}
-
-/*
  * What a reset zeroes: the selected gradients, accumulated so far (a
  * framework's zero_grad, or param.grad = None, between micro-batches).
  * The word says what is reset, so that a step reads as the code it
@@ -272,6 +205,26 @@ plain_index(const yaml_event_t *ev, int64_t limit, int64_t *v)
 }
 
 /*
+ * Is v already in a list of stages or micro-batches?  A step runs once
+ * per stage and micro-batch it names: a second mention would read as a
+ * second run that the engines do not make.
+ */
+static bool
+listed_twice(struct loader *ld, const yaml_event_t *ev, const char *path,
+    const char *what, const int *list, int n, int64_t v)
+{
+	int	 i;
+
+	for (i = 0; i < n; i++)
+		if (list[i] == v) {
+			reader_error_at(ld, &ev->start_mark, path, "%s %lld "
+			    "is listed twice", what, (long long)v);
+			return true;
+		}
+	return false;
+}
+
+/*
  * One element of params:, stages: or micro-batches:, at index n of its
  * list (-1: the value was a scalar, not a list).
  */
@@ -305,6 +258,9 @@ read_element(struct loader *ld, struct plan_item *it, enum item_key k,
 	if (k == IK_MICRO_BATCHES) {
 		/* An index below the most micro-batches a config may run. */
 		if (plain_index(ev, CFG_MAX_MICRO_BATCHES, &v) == 0) {
+			if (listed_twice(ld, ev, p, "micro-batch",
+			    it->micro_batches, it->nmicro_batches, v))
+				return -1;
 			it->micro_batches = xreallocarray(it->micro_batches,
 			    it->nmicro_batches + 1, sizeof *it->micro_batches);
 			it->micro_batch_marks = xreallocarray(
@@ -324,6 +280,9 @@ read_element(struct loader *ld, struct plan_item *it, enum item_key k,
 	}
 	/* A stage: a plain decimal, at most the largest mesh size. */
 	if (plain_index(ev, CFG_MAX_MESH_DIM, &v) == 0) {
+		if (listed_twice(ld, ev, p, "stage", it->stages, it->nstages,
+		    v))
+			return -1;
 		it->stages = xreallocarray(it->stages, it->nstages + 1,
 		    sizeof *it->stages);
 		it->stage_marks = xreallocarray(it->stage_marks,
@@ -346,8 +305,12 @@ read_list(struct loader *ld, struct plan_item *it, enum item_key k,
 	yaml_event_t	 e;
 	int		 n = 0, rc;
 
-	if (ev->type != YAML_SEQUENCE_START_EVENT)
+	if (ev->type != YAML_SEQUENCE_START_EVENT) {
+		it->stages_scalar = it->stages_scalar || k == IK_STAGES;
+		it->micro_batches_scalar = it->micro_batches_scalar ||
+		    k == IK_MICRO_BATCHES;
 		return read_element(ld, it, k, ev, path, -1);
+	}
 	for (;;) {
 		if (reader_next_event(ld, &e) == -1)
 			return -1;
@@ -385,7 +348,8 @@ read_schedule(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 	int64_t	 v;
 	int	 w;
 
-	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev))
+	/* A keyword may be quoted, as a group may; an index may not. */
+	if (ev->type == YAML_SCALAR_EVENT)
 		for (w = 0; w <= PLAN_WHEN_LIST; w++)
 			if (cfg_plan_when_words[w] != NULL &&
 			    scalar_is(ev, cfg_plan_when_words[w])) {
@@ -419,7 +383,7 @@ read_average(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 }
 
 /*
- * A word of a short table (cfg_plan_buffer_words, the replicate
+ * A word of a short table (the groups, buffers, dtypes, the replicate
  * sub-dimensions) into *out, or an error that names the nearest.
  */
 static int
@@ -427,10 +391,13 @@ read_word(struct loader *ld, const yaml_event_t *ev, const char *path,
     const char *what, const char *const *words, int *out)
 {
 	struct suggestion sg;
-	char	 q[QUOTED_SIZE], list[128] = "", article[64];
+	char	 q[QUOTED_SIZE], list[128] = "", article[160];
 	int	 i;
 
-	snprintf(article, sizeof article, "a %s", what);
+	for (i = 0; words[i] != NULL; i++)
+		snprintf(list + strlen(list), sizeof list - strlen(list),
+		    "%s%s", i > 0 ? ", " : "", words[i]);
+	snprintf(article, sizeof article, "a %s (%s)", what, list);
 	if (want_scalar(ld, ev, path, article) == -1)
 		return -1;
 	for (i = 0; words[i] != NULL; i++)
@@ -440,11 +407,8 @@ read_word(struct loader *ld, const yaml_event_t *ev, const char *path,
 		}
 	suggest_init(&sg, (const char *)ev->data.scalar.value,
 	    ev->data.scalar.length);
-	for (i = 0; words[i] != NULL; i++) {
+	for (i = 0; words[i] != NULL; i++)
 		suggest_consider(&sg, words[i]);
-		snprintf(list + strlen(list), sizeof list - strlen(list),
-		    "%s%s", i > 0 ? ", " : "", words[i]);
-	}
 	quoted(q, sizeof q, ev);
 	if (suggest_best(&sg) != NULL)
 		reader_error_at(ld, &ev->start_mark, path, "unknown %s %s "
@@ -671,7 +635,8 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		case IK_REDUCE_SCATTER:
 		case IK_ALL_GATHER:
 		case IK_TO_PARTIAL:
-			rc = read_group(ld, it, &vev, path);
+			rc = read_word(ld, &vev, path, "group",
+			    cfg_plan_group_words, &it->group);
 			break;
 		case IK_RESET:
 			rc = read_reset(ld, &vev, path);
@@ -687,7 +652,9 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 			break;
 		case IK_ACCUMULATE:
 		case IK_DTYPE:
-			rc = read_dtype(ld, it, &vev, path);
+			it->dtype_mark = reader_mark(&vev.start_mark);
+			rc = read_word(ld, &vev, path, "buffer dtype",
+			    cfg_plan_dtype_words, &it->dtype);
 			break;
 		case IK_MICRO_BATCHES:
 			rc = read_schedule(ld, it, &vev, path);

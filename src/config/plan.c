@@ -56,6 +56,17 @@ plan_factor(const struct config *c, const struct plan_item *it,
 	    sizeof why);
 }
 
+/* "[j]" after a list's key, nothing after a value written alone. */
+static const char *
+list_index(char *buf, size_t size, bool scalar, int j)
+{
+	if (scalar)
+		buf[0] = '\0';
+	else
+		snprintf(buf, size, "[%d]", j);
+	return buf;
+}
+
 bool
 plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
     size_t size)
@@ -63,7 +74,7 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 	const struct plan_item *it;
 	int64_t		 v[PLAN_NAME__COUNT], num = 1, den = 1;
 	struct rational	 q;
-	char		 why[CFG_WHY_SIZE];
+	char		 why[CFG_WHY_SIZE], idx[16];
 	size_t		 at;
 	int		 i, j;
 
@@ -76,8 +87,9 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			if (it->stages[j] < c->mesh.pp)
 				continue;
 			*m = it->stage_marks[j];
-			snprintf(buf, size, "plan[%d].stages[%d]: stage %d is "
-			    "past the last, %d (mesh.pp is %d)", i, j,
+			snprintf(buf, size, "plan[%d].stages%s: stage %d is "
+			    "past the last, %d (mesh.pp is %d)", i,
+			    list_index(idx, sizeof idx, it->stages_scalar, j),
 			    it->stages[j], c->mesh.pp - 1, c->mesh.pp);
 			return false;
 		}
@@ -85,10 +97,11 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			if (it->micro_batches[j] < c->training.micro_batches)
 				continue;
 			*m = it->micro_batch_marks[j];
-			snprintf(buf, size, "plan[%d].micro-batches[%d]: "
+			snprintf(buf, size, "plan[%d].micro-batches%s: "
 			    "micro-batch %d is past the last, %d "
-			    "(training.micro_batches is %d)", i, j,
-			    it->micro_batches[j], c->training.micro_batches - 1,
+			    "(training.micro_batches is %d)", i,
+			    list_index(idx, sizeof idx,
+			    it->micro_batches_scalar, j), it->micro_batches[j], c->training.micro_batches - 1,
 			    c->training.micro_batches);
 			return false;
 		}
