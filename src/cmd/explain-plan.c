@@ -110,8 +110,9 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	comment(fp, "", head);
 	comment(fp, "", "The preset written out as steps: as that "
 	    "configuration's plan: they run");
-	comment(fp, "", "what it runs.  The factors and names are its mesh's "
-	    "and model's.");
+	comment(fp, "", "what it runs.  Factors name the mesh's sizes where "
+	    "the preset does;");
+	comment(fp, "", "parameter names are this model's.");
 	fprintf(fp, "plan:%s\n", plan->nsteps == 0 ? " []" : "");
 	for (k = 0; k < plan->nsteps; k++) {
 		s = &plan->steps[k];

@@ -367,6 +367,30 @@ write_schedule(FILE *fp, const struct sync_step *s, const struct model *m)
 	fprintf(fp, "]\n");
 }
 
+/*
+ * A scale as the rule named it over the mesh's sizes, so that the plan
+ * written follows --set and sweep as the preset does; as its number where
+ * the rule named none, or where the name does not evaluate to the value
+ * here (a name must not say what the step does not do).
+ */
+static const char *
+scale_text(const struct sync_step *s, const struct model *m, char *buf,
+    size_t len)
+{
+	int64_t		 sizes[PLAN_NAME__COUNT];
+	struct rational	 q;
+	char		 why[64];
+	size_t		 at;
+
+	plan_sizes(m->config, sizes);
+	if (s->scale_text[0] != '\0' && plan_expr_eval(s->scale_text,
+	    strlen(s->scale_text), sizes, &q, &at, why, sizeof why) == 0 &&
+	    q_equal(q, s->scale))
+		return s->scale_text;
+	q_format(s->scale, buf, len);
+	return buf;
+}
+
 int
 planwrite_step(FILE *fp, const struct sync_step *s, const struct model *m,
     char *why, size_t len)
@@ -383,8 +407,7 @@ planwrite_step(FILE *fp, const struct sync_step *s, const struct model *m,
 		return -1;
 	}
 	if (s->op == SYNC_SCALE) {
-		q_format(s->scale, q, sizeof q);
-		fprintf(fp, "  - scale: %s\n", q);
+		fprintf(fp, "  - scale: %s\n", scale_text(s, m, q, sizeof q));
 	} else if (s->op == SYNC_RESET)
 		fprintf(fp, "  - reset: grads\n");
 	else if (s->op == SYNC_ACCUMULATE)

@@ -67,6 +67,49 @@ new_step(struct sync_plan *plan, const struct model *m,
 	return s;
 }
 
+/*
+ * A factor's name among the plan's sizes (planexpr.h): what a data size
+ * of the config, or a group's size, reads as; NULL where no name says it.
+ */
+static const char *
+data_size_text(enum data_size d)
+{
+	static const char *const names[] = {
+		[SIZE_DP_CP] = "(dp*cp)", [SIZE_DP] = "dp", [SIZE_CP] = "cp",
+		[SIZE_ONE] = "1",
+	};
+
+	return names[d];
+}
+
+static const char *
+group_size_text(enum group_kind g)
+{
+	static const char *const names[GROUP__COUNT] = {
+		[GROUP_DP] = "(dp*cp)", [GROUP_TP] = "tp", [GROUP_EP] = "ep",
+		[GROUP_ETP] = "etp", [GROUP_EDP] = "edp", [GROUP_CP] = "cp",
+		[GROUP_PURE_DP] = "dp", [GROUP_DP_SHARD] = "(dp_shard*cp)",
+		[GROUP_DP_REPLICATE] = "dp_replicate",
+	};
+
+	return names[g];
+}
+
+/*
+ * Scale s by num/den, each with its name (NULL: none); the text is kept
+ * only when both have one.  planwrite checks it against the value.
+ */
+static void
+set_scale(struct sync_step *s, int num, const char *num_text, int den,
+    const char *den_text)
+{
+	s->scale = q_make(num, den);
+	s->scale_text[0] = '\0';
+	if (num_text != NULL && den_text != NULL)
+		snprintf(s->scale_text, sizeof s->scale_text, "%s/%s",
+		    num_text, den_text);
+}
+
 static void
 note_skipped(struct sync_plan *plan, const struct model *m,
     const struct sync_rule *rule, const bool *params, struct placement truth,
@@ -246,6 +289,7 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	int		 ns = mesh_group_size(&m->mesh, shard);
 	int		 nr = mesh_group_size(&m->mesh, replicate);
 	int		 f = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
+	const char	*f_text = data_size_text(cfg->sync.dp_divisor);
 	enum fsdp_one_member one = cfg->sync.fsdp_one_member;
 	enum cfg_key	 key = KEY_DP_ENGINE;
 	enum sync_fix	 fix = rule->fix;
@@ -268,6 +312,7 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	if (k == BUFFER_EXPERT &&
 	    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP) {
 		f = ns * nr;
+		f_text = "edp";
 		key = KEY_EXPERT_GRAD_DIVISOR;
 	} else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
 		key = KEY_DP_DIVISOR;
@@ -278,8 +323,8 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	if (ns == 1 && nr > 1 && one == FSDP_ONE_MEMBER_DROP_REPLICATE) {
 		/* NO_SHARD's all-reduce over the one-member shard group. */
 		if (f != 1)
-			fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
-			    fix)->scale = q_make(1, f);
+			set_scale(fsdp_step(plan, m, rule, SYNC_SCALE, shard,
+			    k, key, fix), 1, "1", f, f_text);
 		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, shard, k,
 		    KEY_FSDP_ONE_MEMBER, SYNC_FIX_FSDP_ONE_MEMBER_REPLICATE);
 		s->cite = SYNC_CITE_ONE_MEMBER_REPLICATE;
@@ -291,8 +336,8 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 		key = KEY_FSDP_ONE_MEMBER;
 		fix = SYNC_FIX_FSDP_ONE_MEMBER_FACTOR;
 	} else if (!avg && f != 1)
-		fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
-		    fix)->scale = q_make(1, f);
+		set_scale(fsdp_step(plan, m, rule, SYNC_SCALE, shard, k, key,
+		    fix), 1, "1", f, f_text);
 	s = fsdp_step(plan, m, rule, SYNC_REDUCE_SCATTER, shard, k, key, fix);
 	s->average = avg;
 	if (key == KEY_FSDP_ONE_MEMBER)
@@ -334,6 +379,7 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	const struct config *cfg = m->config;
 	int	 k, i, n, divisor;
 	bool	 any;
+	const char *divisor_text;
 	struct sync_step *s;
 
 	(void)grad;
@@ -360,12 +406,19 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			continue;
 		n = mesh_group_size(&m->mesh, group);
 		divisor = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
+		divisor_text = data_size_text(cfg->sync.dp_divisor);
 		if (k == BUFFER_EXPERT &&
-		    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP)
+		    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP) {
 			divisor = m->mesh.edp;
+			divisor_text = "edp";
+		}
 		/* Net factor 1/divisor: pre-scale by n/divisor under AVG. */
-		struct rational pre = cfg->training.average_in_collective ?
-		    q_make(n, divisor) : q_make(1, divisor);
+		int pre_num = cfg->training.average_in_collective ? n : 1;
+		int pre_den = divisor;
+		const char *pre_num_text =
+		    cfg->training.average_in_collective ?
+		    group_size_text(group) : "1";
+		const char *pre_den_text = divisor_text;
 		/*
 		 * Megatron 0.8.0 to 0.11: a per-token loss sets both
 		 * gradient_scaling_factors to 1.0, and the buffers still
@@ -376,21 +429,28 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		    cfg->sync.dp_divisor == SIZE_ONE &&
 		    cfg->sync.per_token_avg == PER_TOKEN_AVG_AVG;
 
-		if (per_token_avg)
-			pre = q_make(1, 1);
+		if (per_token_avg) {
+			pre_num = pre_den = 1;
+			pre_num_text = pre_den_text = "1";
+		}
 		/*
 		 * Megatron 0.8 to 0.11 pre-scaled expert buffers by 1/ep
 		 * before the AVG over edp: 1/dp only when etp == tp.
 		 */
 		if (k == BUFFER_EXPERT && cfg->training.average_in_collective &&
 		    cfg->sync.expert_avg_scale == EXPERT_AVG_ONE_OVER_EP &&
-		    !per_token_avg)
-			pre = q_make(1, m->mesh.ep);
-		if (!q_equal(pre, q_make(1, 1))) {
+		    !per_token_avg) {
+			pre_num = 1;
+			pre_den = m->mesh.ep;
+			pre_num_text = "1";
+			pre_den_text = "ep";
+		}
+		if (!q_equal(q_make(pre_num, pre_den), q_make(1, 1))) {
 			s = new_step(plan, m, rule, SYNC_SCALE, group);
 			s->target = TARGET_BUFFER;
 			s->buffer = k;
-			s->scale = pre;
+			set_scale(s, pre_num, pre_num_text, pre_den,
+			    pre_den_text);
 			if (divisor != lossnorm_size(&m->mesh,
 			    cfg->sync.dp_divisor))
 				s->key = KEY_EXPERT_GRAD_DIVISOR;
@@ -871,6 +931,8 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	/* The constraints evaluated it with these sizes already. */
 	if (it->op == PLAN_SCALE && plan_factor(m->config, it, &s->scale) == -1)
 		fatalx("plan[%d]: factor %s cannot be evaluated", i, it->expr);
+	if (it->op == PLAN_SCALE && strlen(it->expr) < sizeof s->scale_text)
+		memcpy(s->scale_text, it->expr, strlen(it->expr) + 1);
 	s->average = it->op == PLAN_ALL_REDUCE && it->average;
 	plan_layout_step(s, m, it);
 	s->key = KEY_PLAN;

@@ -120,6 +120,12 @@ struct sync_step {
 	bool			*params;	/* TARGET_PARAMS: per model param */
 	enum buffer_kind	 buffer;	/* TARGET_BUFFER */
 	struct rational		 scale;		/* SYNC_SCALE */
+	/*
+	 * The scale as a factor over the mesh's sizes ("1/(dp*cp)"), as the
+	 * rule that built it names them, or "" where it names none: explain
+	 * --plan writes it so that a written plan follows --set and sweep.
+	 */
+	char			 scale_text[48];
 	bool			 average;	/* AVG inside the collective */
 	struct placement	 replicate;	/* SYNC_MASK_REPLICAS */
 	const char		*label;		/* "data-parallel reduce-scatter" */
