@@ -69,11 +69,11 @@ static const char *const step_ops[] = {
 	"all-reduce: pp", "reduce-scatter: dp", "reduce-scatter: edp",
 	"reduce-scatter: tp", "reduce-scatter: dp_shard",
 	"reduce-scatter: efsdp", "all-gather: dp", "all-gather: dp_shard",
-	"all-gather: tp", "to-partial: tp",
+	"all-gather: tp", "to-partial: tp", "declare: replicate",
 	"all-gather: pp", "to-partial: dp", "reduce-scater: dp",
-	"all-gather: [dp]",
+	"all-gather: [dp]", "declare: partial",
 };
-#define NGOOD_OPS	17
+#define NGOOD_OPS	18
 static const char *const step_keys[] = {
 	"average: true", "average: false", "buffer: dense", "buffer: expert",
 	"buffer: dense", "replicate: etp", "replicate: slices",

@@ -69,31 +69,24 @@ item_comment(FILE *fp, const struct config *c, int i)
 
 /*
  * A reduction the preset decided not to run (the gradient declared
- * Replicate): no step, so a plan has nothing to write for it, but the
- * reader learns that the preset chose so and why.  Findings name such a
- * decision as a missing reduction; a plan without it leaves the
- * diagnosis to the values.
+ * Replicate): no collective, but a declaration, which findings weigh
+ * against the truth (Partial declared Replicate is a missing reduction),
+ * so it is written as a declare: step under the rule that decided it.
  */
 static void
 skipped_comment(FILE *fp, const struct config *c, const struct model *m,
     const struct sync_step *s)
 {
-	char	 value[256], origin[512], line[2048], sel[1024] = "";
-	char	 declared[96], truth[96], **globs;
-	int	 j;
+	char	 value[256], origin[512], line[2048];
+	char	 declared[96], truth[96];
 
-	if (planwrite_globs(m, s->params, &globs) >= 0)
-		for (j = 0; globs[j] != NULL; j++)
-			snprintf(sel + strlen(sel), sizeof sel - strlen(sel),
-			    "%s%s", j > 0 ? ", " : "", globs[j]);
-	planwrite_free_globs(globs);
 	cfg_key_value(c, s->key, value, sizeof value);
 	fw_key_origin(c, s->key, origin, sizeof origin);
-	snprintf(line, sizeof line, "no step: %s declares %s %s over tp, "
-	    "where it is %s (%s: %s, from %s)", s->label, sel[0] != '\0' ?
-	    sel : "every parameter", pl_format(&m->mesh, s->declared,
-	    declared, sizeof declared), pl_format(&m->mesh, s->truth, truth,
-	    sizeof truth), cfg_key_path(s->key), value, origin);
+	snprintf(line, sizeof line, "no step: %s declares the gradient %s "
+	    "over tp, where it is %s (%s: %s, from %s)", s->label,
+	    pl_format(&m->mesh, s->declared, declared, sizeof declared),
+	    pl_format(&m->mesh, s->truth, truth, sizeof truth),
+	    cfg_key_path(s->key), value, origin);
 	comment(fp, "  ", line);
 }
 
@@ -131,7 +124,26 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 			return EXIT_RUNTIME;
 		}
 	}
-	for (k = 0; k < plan->nskipped; k++)
-		skipped_comment(fp, c, &ctx->model, &plan->skipped[k]);
+	for (k = 0; k < plan->nskipped; k++) {
+		s = &plan->skipped[k];
+		if (s->plan_item >= 0) {
+			/* A declare: of the plan, once for all its records. */
+			if (k > 0 && plan->skipped[k - 1].plan_item ==
+			    s->plan_item)
+				continue;
+			item_comment(fp, c, s->plan_item);
+			planwrite_item(fp, &c->plan[s->plan_item]);
+			continue;
+		}
+		skipped_comment(fp, c, &ctx->model, s);
+		if (planwrite_declare(fp, s, &ctx->model, why, sizeof why) ==
+		    -1) {
+			fflush(fp);
+			fprintf(stderr, "%s: explain --plan: the declaration "
+			    "of %s has no plan: spelling: %s\n", progname,
+			    s->label, why);
+			return EXIT_RUNTIME;
+		}
+	}
 	return EXIT_OK;
 }

@@ -806,6 +806,7 @@ const char *const cfg_plan_group_words[] = {
 };
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
+const char *const cfg_plan_declare_words[] = { "replicate", NULL };
 
 const char *const cfg_plan_dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 const char *const cfg_plan_when_words[] = {
@@ -964,6 +965,9 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		break;
 	case PLAN_RESET:
 		plan_append(buf, len, "reset: grads");
+		break;
+	case PLAN_DECLARE:
+		plan_append(buf, len, "declare: replicate");
 		break;
 	case PLAN_REDUCE_SCATTER:
 	case PLAN_ALL_GATHER:

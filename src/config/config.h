@@ -451,7 +451,8 @@ enum plan_op {
 	PLAN_RESET,		/* reset: grads */
 	PLAN_REDUCE_SCATTER,	/* reduce-scatter: GROUP, with buffer: */
 	PLAN_ALL_GATHER,	/* all-gather: GROUP */
-	PLAN_TO_PARTIAL		/* to-partial: tp, with replicate: */
+	PLAN_TO_PARTIAL,	/* to-partial: tp, with replicate: */
+	PLAN_DECLARE		/* declare: replicate (no collective) */
 };
 
 /*
@@ -828,6 +829,12 @@ extern const char *const cfg_plan_when_words[];
  */
 extern const char *const cfg_plan_buffer_words[];
 extern const char *const cfg_plan_replicate_words[];
+/*
+ * What declare: may say of a gradient over tp: Replicate, so that no
+ * reduction runs.  A gradient declared Partial is summed: its plan is
+ * the all-reduce (and the to-partial) that the sum is.
+ */
+extern const char *const cfg_plan_declare_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

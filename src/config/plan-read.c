@@ -26,13 +26,13 @@
  * accumulate and dtype: say which dtype's buffer holds a gradient.
  */
 enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_REDUCE_SCATTER, IK_ALL_GATHER,
-	IK_TO_PARTIAL, IK_RESET, IK_ACCUMULATE, IK_AVERAGE, IK_PARAMS,
-	IK_STAGES, IK_BUFFER, IK_REPLICATE, IK_DTYPE, IK_MICRO_BATCHES,
-	IK__COUNT };
+	IK_TO_PARTIAL, IK_RESET, IK_ACCUMULATE, IK_DECLARE, IK_AVERAGE,
+	IK_PARAMS, IK_STAGES, IK_BUFFER, IK_REPLICATE, IK_DTYPE,
+	IK_MICRO_BATCHES, IK__COUNT };
 static const char *const item_keys[IK__COUNT + 1] = {
 	"scale", "all-reduce", "reduce-scatter", "all-gather", "to-partial",
-	"reset", "accumulate", "average", "params", "stages", "buffer",
-	"replicate", "dtype", "micro-batches", NULL
+	"reset", "accumulate", "declare", "average", "params", "stages",
+	"buffer", "replicate", "dtype", "micro-batches", NULL
 };
 
 /* The operation a key names, or -1 for a selector or an option. */
@@ -54,13 +54,15 @@ item_op(int k)
 		return PLAN_RESET;
 	case IK_ACCUMULATE:
 		return PLAN_ACCUMULATE;
+	case IK_DECLARE:
+		return PLAN_DECLARE;
 	default:
 		return -1;
 	}
 }
 
 #define OP_WORDS	"scale, all-reduce, reduce-scatter, all-gather, " \
-			"to-partial, reset or accumulate"
+			"to-partial, reset, accumulate or declare"
 
 /* "plan[15]", and with a key and an index: "plan[15].params[63]". */
 #define ITEM_PATH_SIZE	16
@@ -529,12 +531,14 @@ plan_layout_item(struct loader *ld, struct plan_item *it,
 	}
 	snprintf(path, sizeof path, "%s.buffer", ipath);
 	if (it->op == PLAN_ALL_GATHER || it->op == PLAN_TO_PARTIAL ||
-	    it->op == PLAN_RESET || it->op == PLAN_ACCUMULATE) {
+	    it->op == PLAN_RESET || it->op == PLAN_ACCUMULATE ||
+	    it->op == PLAN_DECLARE) {
 		reader_report(ld, NULL, seen[IK_BUFFER], path, "a%s works on "
 		    "parameters, not a buffer: select them with params and "
 		    "stages", it->op == PLAN_ALL_GATHER ? "n all-gather" :
 		    it->op == PLAN_TO_PARTIAL ? " to-partial" : it->op ==
-		    PLAN_RESET ? " reset" : "n accumulate");
+		    PLAN_RESET ? " reset" : it->op == PLAN_DECLARE ?
+		    " declare" : "n accumulate");
 		return -1;
 	}
 	if (seen[IK_PARAMS].line > 0 || seen[IK_STAGES].line > 0) {
@@ -586,7 +590,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 {
 	yaml_event_t	 vev;
 	char		 path[PATH_SIZE], got[GOT_SIZE];
-	int		 k, rc = -1;
+	int		 k, w, rc = -1;
 
 	if (kev->type != YAML_SCALAR_EVENT) {
 		reader_describe(got, sizeof got, kev);
@@ -640,6 +644,10 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 			break;
 		case IK_RESET:
 			rc = read_reset(ld, &vev, path);
+			break;
+		case IK_DECLARE:
+			rc = read_word(ld, &vev, path, "declared placement",
+			    cfg_plan_declare_words, &w);
 			break;
 		case IK_BUFFER:
 			rc = read_buffer(ld, it, &vev, path);
@@ -723,6 +731,19 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 		reader_report(ld, NULL, seen[IK_MICRO_BATCHES], path,
 		    "accumulate moves gradients into a buffer for the whole "
 		    "step: it takes no micro-batches");
+		return -1;
+	}
+	/*
+	 * A declaration runs nothing: it says what the framework takes a
+	 * gradient to be, once, whatever buffer or micro-batch.
+	 */
+	if (it->op == PLAN_DECLARE && (seen[IK_DTYPE].line > 0 ||
+	    seen[IK_MICRO_BATCHES].line > 0)) {
+		int k = seen[IK_DTYPE].line > 0 ? IK_DTYPE : IK_MICRO_BATCHES;
+
+		snprintf(path, sizeof path, "%s.%s", ipath, item_keys[k]);
+		reader_report(ld, NULL, seen[k], path, "a declare runs no "
+		    "collective: it takes params and stages only");
 		return -1;
 	}
 	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE &&

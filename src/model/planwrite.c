@@ -368,6 +368,20 @@ write_schedule(FILE *fp, const struct sync_step *s, const struct model *m)
 }
 
 /*
+ * A factor needs quotes in YAML unless it is digits, names, /, * and
+ * parentheses, and does not start with *, an alias.
+ */
+static void
+write_factor(FILE *fp, const char *expr)
+{
+	if (expr[0] != '*' && strspn(expr, "0123456789abcdefghijklmnopqrstu"
+	    "vwxyz_/*()") == strlen(expr))
+		fprintf(fp, "%s", expr);
+	else
+		write_quoted(fp, expr);
+}
+
+/*
  * A scale as the rule named it over the mesh's sizes, so that the plan
  * written follows --set and sweep as the preset does; as its number where
  * the rule named none, or where the name does not evaluate to the value
@@ -407,7 +421,9 @@ planwrite_step(FILE *fp, const struct sync_step *s, const struct model *m,
 		return -1;
 	}
 	if (s->op == SYNC_SCALE) {
-		fprintf(fp, "  - scale: %s\n", scale_text(s, m, q, sizeof q));
+		fprintf(fp, "  - scale: ");
+		write_factor(fp, scale_text(s, m, q, sizeof q));
+		fprintf(fp, "\n");
 	} else if (s->op == SYNC_RESET)
 		fprintf(fp, "  - reset: grads\n");
 	else if (s->op == SYNC_ACCUMULATE)
@@ -433,15 +449,24 @@ planwrite_step(FILE *fp, const struct sync_step *s, const struct model *m,
 	return 0;
 }
 
-/* A factor needs quotes in YAML unless it is digits, names, / and *. */
-static void
-write_factor(FILE *fp, const char *expr)
+
+int
+planwrite_declare(FILE *fp, const struct sync_step *s, const struct model *m,
+    char *why, size_t len)
 {
-	if (expr[0] != '*' && strspn(expr, "0123456789abcdefghijklmnopqrstu"
-	    "vwxyz_/*") == strlen(expr))
-		fprintf(fp, "%s", expr);
-	else
-		write_quoted(fp, expr);
+	char	**globs = NULL;
+
+	if (planwrite_globs(m, s->params, &globs) == -1) {
+		snprintf(why, len, "parameters of one name that it selects "
+		    "and leaves");
+		planwrite_free_globs(globs);
+		return -1;
+	}
+	fprintf(fp, "  - declare: %s\n", cfg_plan_declare_words[0]);
+	if (globs[0] != NULL)
+		write_params(fp, globs);
+	planwrite_free_globs(globs);
+	return 0;
 }
 
 void
@@ -453,6 +478,7 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 		[PLAN_ALL_GATHER] = "all-gather",
 		[PLAN_TO_PARTIAL] = "to-partial",
 		[PLAN_RESET] = "reset", [PLAN_ACCUMULATE] = "accumulate",
+		[PLAN_DECLARE] = "declare",
 	};
 	char	**globs;
 	int	  j, n = 0;
@@ -466,6 +492,8 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 		write_factor(fp, it->expr);
 	else if (it->op == PLAN_RESET)
 		fprintf(fp, "grads");
+	else if (it->op == PLAN_DECLARE)
+		fprintf(fp, "%s", cfg_plan_declare_words[0]);
 	else if (it->op == PLAN_ACCUMULATE)
 		fprintf(fp, "%s", cfg_plan_dtype_words[it->dtype]);
 	else

@@ -33,6 +33,14 @@ int	 planwrite_step(FILE *, const struct sync_step *, const struct model *,
 	    char *why, size_t len);
 
 /*
+ * Write a reduction over tp that a rule declared away (a sync_plan's
+ * skipped record: the gradient declared Replicate) as a declare: step
+ * of its parameters; -1 as planwrite_step.
+ */
+int	 planwrite_declare(FILE *, const struct sync_step *,
+	    const struct model *, char *why, size_t len);
+
+/*
  * Write a step of the config's own plan: as it is written: the factor's
  * expression, the globs and stages as given, the group, buffer and
  * options by name.  It expands to the very step it was read as.

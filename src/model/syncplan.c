@@ -902,6 +902,7 @@ plan_sync_op(enum plan_op op)
 		return SYNC_MASK_REPLICAS;
 	case PLAN_ALL_REDUCE:
 	case PLAN_PRESET:
+	case PLAN_DECLARE:
 		break;
 	}
 	return SYNC_ALL_REDUCE;
@@ -946,6 +947,49 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	xasprintf(&label, "plan[%d] (%s:%d:%d): %s", i, m->config->file,
 	    it->mark.line, it->mark.col, text);
 	s->label = label;
+}
+
+/*
+ * declare: replicate -- the framework takes the selected gradients to be
+ * Replicate over tp, so no reduction over tp runs for them: the record
+ * the preset keeps when its rule declares so (note_skipped), one per
+ * true placement among them, for findings to weigh against the truth.
+ */
+static void
+emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
+    const struct placement *grad)
+{
+	const struct plan_item *it = &m->config->plan[i];
+	struct sync_rule rule = { .key = KEY_PLAN, .cite = SYNC_CITE_NONE,
+			    .fix = SYNC_FIX_PLAN };
+	struct placement declared;
+	bool		*sel = xcalloc(m->nparams, sizeof *sel);
+	bool		*done = xcalloc(m->nparams, sizeof *done);
+	char		*label;
+	int		 p, q;
+
+	xasprintf(&label, "tp all-reduce of what plan[%d] (%s:%d:%d) "
+	    "declares Replicate", i, m->config->file, it->mark.line,
+	    it->mark.col);
+	rule.label = label;
+	declared = pl_normalize(&m->mesh, pl_uniform(PLACE_REPLICATE));
+	for (p = 0; p < m->nparams; p++) {
+		if (done[p] || !plan_selects(it, &m->params[p]))
+			continue;
+		for (q = 0; q < m->nparams; q++) {
+			sel[q] = !done[q] && plan_selects(it, &m->params[q]) &&
+			    pl_equal(grad[q], grad[p]);
+			done[q] = done[q] || sel[q];
+		}
+		note_skipped(plan, m, &rule, sel, grad[p], declared);
+		plan->skipped[plan->nskipped - 1].plan_item = i;
+	}
+	/* The records share the label; the first one's frees it. */
+	if (plan->nskipped == 0 ||
+	    plan->skipped[plan->nskipped - 1].label != label)
+		free(label);
+	free(done);
+	free(sel);
 }
 
 static void
@@ -1361,6 +1405,8 @@ syncplan_build(struct sync_plan *plan, const struct model *m,
 	for (i = 0; plan_given(c) && i < c->nplan; i++) {
 		if (c->plan[i].op == PLAN_PRESET)
 			emit_preset(plan, m, grad);
+		else if (c->plan[i].op == PLAN_DECLARE)
+			emit_plan_declare(plan, m, i, grad);
 		else
 			emit_plan_item(plan, m, i, held);
 	}
@@ -1387,8 +1433,14 @@ syncplan_free(struct sync_plan *plan)
 			free((char *)plan->steps[i].label);
 	}
 	free(plan->refusal);
-	for (i = 0; i < plan->nskipped; i++)
+	for (i = 0; i < plan->nskipped; i++) {
 		free(plan->skipped[i].params);
+		/* A declare's records share its label; free it once. */
+		if (plan->skipped[i].plan_item >= 0 && (i + 1 ==
+		    plan->nskipped || plan->skipped[i + 1].label !=
+		    plan->skipped[i].label))
+			free((char *)plan->skipped[i].label);
+	}
 	free(plan->steps);
 	free(plan->skipped);
 	memset(plan, 0, sizeof *plan);
