@@ -55,6 +55,25 @@ preset_comment(FILE *fp, const struct config *c, const struct model *m,
 	comment(fp, "  ", line);
 }
 
+/*
+ * Is step k the sum over tp that follows its own mask, both the preset's
+ * decision on one declared placement (emit_tp_reduction)?  The declare:
+ * written at the mask says both.
+ */
+static bool
+declared_sum(const struct sync_plan *plan, const struct model *m, int k)
+{
+	const struct sync_step *s = &plan->steps[k], *prev;
+
+	if (k == 0 || s->op != SYNC_ALL_REDUCE)
+		return false;
+	prev = &plan->steps[k - 1];
+	return prev->has_placement && prev->op == SYNC_MASK_REPLICAS &&
+	    prev->plan_item < 0 && prev->params != NULL && s->params != NULL &&
+	    memcmp(prev->params, s->params, (size_t)m->nparams *
+	    sizeof *s->params) == 0;
+}
+
 static void
 item_comment(FILE *fp, const struct config *c, int i)
 {
@@ -109,14 +128,21 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	fprintf(fp, "plan:%s\n", plan->nsteps == 0 ? " []" : "");
 	for (k = 0; k < plan->nsteps; k++) {
 		s = &plan->steps[k];
+		/* A declare: partial is a mask and a sum: one item. */
+		if (k > 0 && s->plan_item >= 0 &&
+		    plan->steps[k - 1].plan_item == s->plan_item)
+			continue;
 		if (s->plan_item >= 0) {
 			item_comment(fp, c, s->plan_item);
 			planwrite_item(fp, &c->plan[s->plan_item]);
 			continue;
 		}
+		if (s->has_placement && declared_sum(plan, &ctx->model, k))
+			continue;
 		preset_comment(fp, c, &ctx->model, s);
-		if (planwrite_step(fp, s, &ctx->model, why, sizeof why) ==
-		    -1) {
+		if (s->has_placement ? planwrite_declare(fp, s, &ctx->model,
+		    why, sizeof why) == -1 : planwrite_step(fp, s, &ctx->model,
+		    why, sizeof why) == -1) {
 			fflush(fp);
 			fprintf(stderr, "%s: explain --plan: step %d (%s) has "
 			    "no plan: spelling: %s\n", progname, k + 1,

@@ -806,7 +806,7 @@ const char *const cfg_plan_group_words[] = {
 };
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
-const char *const cfg_plan_declare_words[] = { "replicate", NULL };
+const char *const cfg_plan_declare_words[] = { "replicate", "partial", NULL };
 
 const char *const cfg_plan_dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 const char *const cfg_plan_when_words[] = {
@@ -967,7 +967,8 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		plan_append(buf, len, "reset: grads");
 		break;
 	case PLAN_DECLARE:
-		plan_append(buf, len, "declare: replicate");
+		plan_append(buf, len, "declare: ");
+		plan_append(buf, len, cfg_plan_declare_words[it->declare]);
 		break;
 	case PLAN_REDUCE_SCATTER:
 	case PLAN_ALL_GATHER:

@@ -510,9 +510,14 @@ struct plan_item {
 	 */
 	int		 buffer;
 	struct cfg_mark	 buffer_mark;
-	/* to-partial: PLAN_REPLICATE_* bits; 0 until read (then both). */
+	/*
+	 * to-partial: PLAN_REPLICATE_* bits; 0 until read (then both).
+	 * declare: partial: the sub-dimensions declared Replicate; 0: none.
+	 */
 	unsigned	 replicate;
 	struct cfg_mark	 replicate_mark;
+	/* declare: cfg_plan_declare_words[] (PLAN_DECLARE_*). */
+	int		 declare;
 };
 
 /* Where one key was written (struct config's marks). */
@@ -831,10 +836,12 @@ extern const char *const cfg_plan_buffer_words[];
 extern const char *const cfg_plan_replicate_words[];
 /*
  * What declare: may say of a gradient over tp: Replicate, so that no
- * reduction runs.  A gradient declared Partial is summed: its plan is
- * the all-reduce (and the to-partial) that the sum is.
+ * reduction runs, or Partial (over what replicate: leaves), so that it
+ * is summed over tp as the preset sums such a gradient.
  */
 extern const char *const cfg_plan_declare_words[];
+#define PLAN_DECLARE_REPLICATE	0
+#define PLAN_DECLARE_PARTIAL	1
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

@@ -495,11 +495,13 @@ plan_layout_item(struct loader *ld, struct plan_item *it,
 	int		 sel = seen[IK_PARAMS].line > 0 ? IK_PARAMS : IK_STAGES;
 	int		 k;
 
-	if (seen[IK_REPLICATE].line > 0 && it->op != PLAN_TO_PARTIAL) {
+	if (seen[IK_REPLICATE].line > 0 && it->op != PLAN_TO_PARTIAL &&
+	    !(it->op == PLAN_DECLARE &&
+	    it->declare == PLAN_DECLARE_PARTIAL)) {
 		snprintf(path, sizeof path, "%s.replicate", ipath);
 		reader_report(ld, NULL, seen[IK_REPLICATE], path, "only a "
-		    "to-partial names the sub-dimensions a value is Replicate "
-		    "over");
+		    "to-partial or a declare: partial names the "
+		    "sub-dimensions a value is Replicate over");
 		return -1;
 	}
 	if (it->op == PLAN_TO_PARTIAL && it->replicate == 0)
@@ -590,7 +592,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 {
 	yaml_event_t	 vev;
 	char		 path[PATH_SIZE], got[GOT_SIZE];
-	int		 k, w, rc = -1;
+	int		 k, rc = -1;
 
 	if (kev->type != YAML_SCALAR_EVENT) {
 		reader_describe(got, sizeof got, kev);
@@ -647,7 +649,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 			break;
 		case IK_DECLARE:
 			rc = read_word(ld, &vev, path, "declared placement",
-			    cfg_plan_declare_words, &w);
+			    cfg_plan_declare_words, &it->declare);
 			break;
 		case IK_BUFFER:
 			rc = read_buffer(ld, it, &vev, path);

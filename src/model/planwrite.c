@@ -455,6 +455,8 @@ planwrite_declare(FILE *fp, const struct sync_step *s, const struct model *m,
     char *why, size_t len)
 {
 	char	**globs = NULL;
+	bool	  partial;
+	int	  n = 0;
 
 	if (planwrite_globs(m, s->params, &globs) == -1) {
 		snprintf(why, len, "parameters of one name that it selects "
@@ -462,7 +464,18 @@ planwrite_declare(FILE *fp, const struct sync_step *s, const struct model *m,
 		planwrite_free_globs(globs);
 		return -1;
 	}
-	fprintf(fp, "  - declare: %s\n", cfg_plan_declare_words[0]);
+	partial = pl_any(s->declared, PLACE_PARTIAL);
+	fprintf(fp, "  - declare: %s\n", cfg_plan_declare_words[partial ?
+	    PLAN_DECLARE_PARTIAL : PLAN_DECLARE_REPLICATE]);
+	/* The Replicate sub-dimensions of tp that have more than one rank. */
+	if (partial && s->declared.slice == PLACE_REPLICATE &&
+	    m->mesh.slices > 1)
+		n |= PLAN_REPLICATE_SLICES;
+	if (partial && s->declared.etp == PLACE_REPLICATE && m->mesh.etp > 1)
+		n |= PLAN_REPLICATE_ETP;
+	if (n != 0)
+		fprintf(fp, "    replicate: %s\n", cfg_plan_replicate_words[
+		    n == PLAN_REPLICATE_ETP]);
 	if (globs[0] != NULL)
 		write_params(fp, globs);
 	planwrite_free_globs(globs);

@@ -33,9 +33,11 @@ int	 planwrite_step(FILE *, const struct sync_step *, const struct model *,
 	    char *why, size_t len);
 
 /*
- * Write a reduction over tp that a rule declared away (a sync_plan's
- * skipped record: the gradient declared Replicate) as a declare: step
- * of its parameters; -1 as planwrite_step.
+ * Write what a rule declared over tp as a declare: step of its
+ * parameters: a reduction declared away (a sync_plan's skipped record,
+ * the gradient declared Replicate), or the sum over tp (with its mask
+ * of the Replicate part) of a gradient declared Partial; -1 as
+ * planwrite_step.
  */
 int	 planwrite_declare(FILE *, const struct sync_step *,
 	    const struct model *, char *why, size_t len);

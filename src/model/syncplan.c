@@ -950,10 +950,13 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 }
 
 /*
- * declare: replicate -- the framework takes the selected gradients to be
- * Replicate over tp, so no reduction over tp runs for them: the record
- * the preset keeps when its rule declares so (note_skipped), one per
- * true placement among them, for findings to weigh against the truth.
+ * declare: -- the placement over tp the framework takes the selected
+ * gradients to have, and what it does with it, as the preset's rules do
+ * (emit_tp_reduction): declared Replicate, nothing runs and a record is
+ * kept for findings to weigh against the truth; declared Partial (over
+ * what replicate: leaves), the Replicate part is kept on one rank and
+ * the whole summed over tp.  One group per true placement among them;
+ * each step and record owns a copy of the label.
  */
 static void
 emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
@@ -966,13 +969,20 @@ emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
 	bool		*sel = xcalloc(m->nparams, sizeof *sel);
 	bool		*done = xcalloc(m->nparams, sizeof *done);
 	char		*label;
-	int		 p, q;
+	int		 p, q, steps = plan->nsteps, records = plan->nskipped;
 
 	xasprintf(&label, "tp all-reduce of what plan[%d] (%s:%d:%d) "
-	    "declares Replicate", i, m->config->file, it->mark.line,
-	    it->mark.col);
+	    "declares %s", i, m->config->file, it->mark.line, it->mark.col,
+	    it->declare == PLAN_DECLARE_PARTIAL ? "Partial" : "Replicate");
 	rule.label = label;
-	declared = pl_normalize(&m->mesh, pl_uniform(PLACE_REPLICATE));
+	declared = pl_uniform(PLACE_REPLICATE);
+	if (it->declare == PLAN_DECLARE_PARTIAL) {
+		declared.slice = it->replicate & PLAN_REPLICATE_SLICES ?
+		    PLACE_REPLICATE : PLACE_PARTIAL;
+		declared.etp = it->replicate & PLAN_REPLICATE_ETP ?
+		    PLACE_REPLICATE : PLACE_PARTIAL;
+	}
+	declared = pl_normalize(&m->mesh, declared);
 	for (p = 0; p < m->nparams; p++) {
 		if (done[p] || !plan_selects(it, &m->params[p]))
 			continue;
@@ -981,13 +991,17 @@ emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
 			    pl_equal(grad[q], grad[p]);
 			done[q] = done[q] || sel[q];
 		}
-		note_skipped(plan, m, &rule, sel, grad[p], declared);
-		plan->skipped[plan->nskipped - 1].plan_item = i;
+		emit_tp_reduction(plan, m, &rule, sel, grad[p], declared);
 	}
-	/* The records share the label; the first one's frees it. */
-	if (plan->nskipped == 0 ||
-	    plan->skipped[plan->nskipped - 1].label != label)
-		free(label);
+	for (; steps < plan->nsteps; steps++) {
+		plan->steps[steps].plan_item = i;
+		plan->steps[steps].label = xstrdup(label);
+	}
+	for (; records < plan->nskipped; records++) {
+		plan->skipped[records].plan_item = i;
+		plan->skipped[records].label = xstrdup(label);
+	}
+	free(label);
 	free(done);
 	free(sel);
 }
@@ -1435,10 +1449,7 @@ syncplan_free(struct sync_plan *plan)
 	free(plan->refusal);
 	for (i = 0; i < plan->nskipped; i++) {
 		free(plan->skipped[i].params);
-		/* A declare's records share its label; free it once. */
-		if (plan->skipped[i].plan_item >= 0 && (i + 1 ==
-		    plan->nskipped || plan->skipped[i + 1].label !=
-		    plan->skipped[i].label))
+		if (plan->skipped[i].plan_item >= 0)
 			free((char *)plan->skipped[i].label);
 	}
 	free(plan->steps);
