@@ -288,6 +288,9 @@ op_word(const struct sync_step *s)
 		return "accumulate";
 	case SYNC_RESET:
 		return "reset";
+	case SYNC_LOSS_TERM:
+		/* Only a plan: writes one, which planwrite_item copies. */
+		break;
 	}
 	return NULL;
 }
@@ -301,6 +304,8 @@ op_word(const struct sync_step *s)
 static const char *
 unsayable(const struct sync_step *s, const struct model *m)
 {
+	if (s->op == SYNC_LOSS_TERM)
+		return "a step on a loss term, which only plan: writes";
 	if (s->op == SYNC_SCALE && (s->scale.num <= 0 || s->scale.den <= 0))
 		return "a factor that is not positive";
 	if (s->op == SYNC_MASK_REPLICAS && s->group != GROUP_TP)
@@ -430,6 +435,7 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 		[PLAN_ALL_GATHER] = "all-gather",
 		[PLAN_TO_PARTIAL] = "to-partial",
 		[PLAN_RESET] = "reset", [PLAN_ACCUMULATE] = "accumulate",
+		[PLAN_GATHER_LOSS] = "gather-loss",
 	};
 	char	**globs;
 	int	  j, n = 0;
@@ -456,6 +462,10 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 		    it->replicate == PLAN_REPLICATE_ETP]);
 	if (it->average)
 		fprintf(fp, "    average: true\n");
+	if (it->op == PLAN_GATHER_LOSS && !it->autograd)
+		fprintf(fp, "    autograd: false\n");
+	if (it->term >= 0)
+		fprintf(fp, "    term: %s\n", cfg_plan_term_words[it->term]);
 	if (it->buffer_mark.line > 0)
 		fprintf(fp, "    buffer: %s\n",
 		    cfg_plan_buffer_words[it->buffer]);
