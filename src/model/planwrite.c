@@ -304,8 +304,6 @@ op_word(const struct sync_step *s)
 static const char *
 unsayable(const struct sync_step *s, const struct model *m)
 {
-	if (s->op == SYNC_LOSS_TERM)
-		return "a step on a loss term, which only plan: writes";
 	if (s->op == SYNC_SCALE && (s->scale.num <= 0 || s->scale.den <= 0))
 		return "a factor that is not positive";
 	if (s->op == SYNC_MASK_REPLICAS && s->group != GROUP_TP)
@@ -380,6 +378,14 @@ planwrite_step(FILE *fp, const struct sync_step *s, const struct model *m,
 	char		 q[48], **globs = NULL;
 	int		 n = 0;
 
+	/*
+	 * A step on a loss term selects no gradient (syncplan.h): only a
+	 * plan: writes one, and it is written as its item was.
+	 */
+	if (s->op == SYNC_LOSS_TERM) {
+		planwrite_item(fp, &m->config->plan[s->plan_item]);
+		return 0;
+	}
 	if (no == NULL && s->target == TARGET_PARAMS &&
 	    planwrite_globs(m, s->params, &globs) == -1)
 		no = "parameters of one name that it selects and leaves";
