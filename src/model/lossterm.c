@@ -34,10 +34,13 @@ lossterm_group(const struct plan_item *it)
  *		owner a 1 and the owner's loss gradient is n, the group's
  *		size (prime-rl's cp loss at 1d9ca9255 rl/train.py, the
  *		catalogue's #21, gathers its log-probs so);
- *   plain	dist.all_gather into a list of detached tensors, the
- *		rank's own slice put back as its live loss: the gathered
- *		copies carry no gradient, and only the rank's own term in
- *		its own total does, 1.
+ *   plain	dist.all_gather into a list of fresh tensors, the rank's
+ *		own slice put back as its live loss (open_clip's
+ *		gather_features without gather_with_grad, at b01786f069):
+ *		the gathered copies carry no gradient, and only the rank's
+ *		own term in its own total does, 1.  (prime-rl's
+ *		gather_for_cp_wo_grad does not put the slice back: nothing
+ *		it gathers carries gradient, and it gathers no loss.)
  *
  * A framework that means the mean divides the total by the group's size,
  * which a plan writes as a scale of the term: the two together give 1
