@@ -11,12 +11,12 @@
  * The plan: section's YAML goes through fuzz-config's mutations.
  *
  * Then plans built from whole steps (every operation, group, buffer,
- * sub-dimension, loss term and selector, good and bad) on a few meshes go through
- * the loader and the model: the loader takes or refuses each without a
- * crash; every collective of a plan the model accepts runs over a group
- * the size of its buffer's shards (the numeric engine's collectives stop
- * on any other, fatalx); and a plan explain --plan writes back
- * (planwrite.c) reads back as the very same steps.
+ * sub-dimension, loss term and selector, good and bad) on a few meshes
+ * go through the loader and the model: the loader takes or refuses each
+ * without a crash; every collective of a plan the model accepts runs
+ * over a group the size of its buffer's shards (the numeric engine's
+ * collectives stop on any other, fatalx); and a plan explain --plan
+ * writes back (planwrite.c) reads back as the very same steps.
  */
 #include <stdbool.h>
 #include <stdint.h>

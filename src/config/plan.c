@@ -116,8 +116,8 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 		}
 		if (it->term >= 0 && !plan_has_term(c, it->term)) {
 			*m = it->term_mark;
-			snprintf(buf, size, "plan[%d].term: the model has no %s "
-			    "loss (%s)", i, cfg_plan_term_words[it->term],
+			snprintf(buf, size, "plan[%d].term: the model has no "
+			    "%s loss (%s)", i, cfg_plan_term_words[it->term],
 			    it->term == PLAN_TERM_AUX ? "model.moe with a "
 			    "non-zero aux_loss_coeff or z_loss_coeff" :
 			    "model.mtp");

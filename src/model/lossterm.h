@@ -27,8 +27,8 @@ struct rational	 lossterm_item_factor(const struct config *,
 		    enum plan_term);
 
 /* The product of every plan item's factor on term t (1 without plan:). */
-struct rational	 lossterm_factor(const struct config *, const struct mesh *,
-		    enum plan_term);
+struct rational	 lossterm_factor(const struct config *,
+		    const struct mesh *, enum plan_term);
 
 /* The group a collective plan item names (mesh_group_name's words). */
 enum group_kind	 lossterm_group(const struct plan_item *);
