@@ -11,12 +11,12 @@
  * The plan: section's YAML goes through fuzz-config's mutations.
  *
  * Then plans built from whole steps (every operation, group, buffer,
- * sub-dimension and selector, good and bad) on a few meshes go through
- * the loader and the model: the loader takes or refuses each without a
- * crash; every collective of a plan the model accepts runs over a group
- * the size of its buffer's shards (the numeric engine's collectives stop
- * on any other, fatalx); and a plan explain --plan writes back
- * (planwrite.c) reads back as the very same steps.
+ * sub-dimension, loss term and selector, good and bad) on a few meshes
+ * go through the loader and the model: the loader takes or refuses each
+ * without a crash; every collective of a plan the model accepts runs
+ * over a group the size of its buffer's shards (the numeric engine's
+ * collectives stop on any other, fatalx); and a plan explain --plan
+ * writes back (planwrite.c) reads back as the very same steps.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -55,6 +55,8 @@ static const char *const meshes[] = {
 	"training: {sequence_parallel: true, distributed_optimizer: true}\n",
 	"mesh: {dp: 4, tp: 2}\nmodel: {moe: {experts: 4, top_k: 1}}\n"
 	"layout: {dp_engine: fsdp2}\n",
+	"mesh: {dp: 2, cp: 2, ep: 2}\nmodel: {mtp: 1, moe: {experts: 4, "
+	"top_k: 2, aux_loss_coeff: \"0.01\"}}\n",
 };
 #define NMESHES	(sizeof(meshes) / sizeof(meshes[0]))
 
@@ -70,21 +72,25 @@ static const char *const step_ops[] = {
 	"reduce-scatter: tp", "reduce-scatter: dp_shard",
 	"reduce-scatter: efsdp", "all-gather: dp", "all-gather: dp_shard",
 	"all-gather: tp", "to-partial: tp", "declare: replicate",
+	"gather-loss: dp", "gather-loss: cp", "gather-loss: tp",
 	"all-gather: pp", "to-partial: dp", "reduce-scater: dp",
-	"all-gather: [dp]", "declare: partial",
+	"all-gather: [dp]", "declare: partial", "gather-loss: pp",
+	"gather-los: dp",
 };
-#define NGOOD_OPS	18
+#define NGOOD_OPS	21
 static const char *const step_keys[] = {
 	"average: true", "average: false", "buffer: dense", "buffer: expert",
 	"buffer: dense", "replicate: etp", "replicate: slices",
 	"replicate: [slices, etp]", "params: \"*norm*\"",
 	"params: [embedding.weight, output.weight]",
 	"params: \"*.router.weight\"", "params: \"*\"", "stages: [1]",
-	"stages: 0",
+	"stages: 0", "term: main", "term: aux", "term: mtp",
+	"autograd: false", "autograd: true",
 	"buffer: dnese", "buffer: [dense]", "replicate: [etp, etp]",
-	"replicate: []", "params: nothing",
+	"replicate: []", "params: nothing", "term: axu", "term: [aux]",
+	"autograd: maybe",
 };
-#define NGOOD_KEYS	14
+#define NGOOD_KEYS	19
 #define NOPS	(sizeof(step_ops) / sizeof(step_ops[0]))
 #define NKEYS	(sizeof(step_keys) / sizeof(step_keys[0]))
 
@@ -130,6 +136,7 @@ same_step(const struct model *m, const struct sync_step *a,
 	if (a->op != b->op || a->target != b->target ||
 	    (a->op != SYNC_SCALE && a->group != b->group) ||
 	    !q_equal(a->scale, b->scale) || a->average != b->average ||
+	    a->term != b->term ||
 	    (a->target == TARGET_BUFFER && a->buffer != b->buffer))
 		return false;
 	if (a->op == SYNC_MASK_REPLICAS &&

@@ -17,8 +17,10 @@
 #include "cmd/explain-plan.h"
 #include "cmd/output.h"
 #include "config/framework.h"
+#include "config/plan.h"
 #include "model/layout.h"
 #include "model/lossnorm.h"
+#include "model/lossterm.h"
 #include "model/syncplan.h"
 #include "report/json-report.h"
 #include "report/report.h"
@@ -698,6 +700,35 @@ chunk_run(const struct model *m, int i, char *by, size_t len)
 	return j;
 }
 
+
+/*
+ * The factors the plan's steps on the loss terms (lossterm.h) put into
+ * the loss factors below, when one is not 1: the one line that says why
+ * they differ from what the loss keys alone make.
+ */
+static void
+loss_terms_line(FILE *fp, const struct config *cfg, const struct model *m)
+{
+	struct rational	 q;
+	char		 line[256] = "", f[48];
+	int		 t;
+
+	for (t = 0; t < PLAN_TERM__COUNT; t++) {
+		if (!plan_has_term(cfg, (enum plan_term)t))
+			continue;
+		q = lossterm_factor(cfg, &m->mesh, (enum plan_term)t);
+		if (q_equal(q, q_make(1, 1)))
+			continue;
+		q_format(q, f, sizeof f);
+		snprintf(line + strlen(line), sizeof line - strlen(line),
+		    "%s%s x%s", line[0] != '\0' ? ", " : "",
+		    cfg_plan_term_words[t], f);
+	}
+	if (line[0] != '\0')
+		fprintf(fp, "  the plan's steps on the loss terms multiply "
+		    "their factors: %s\n", line);
+}
+
 static void
 print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 {
@@ -753,6 +784,7 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 	}
 	if (i < ln->chunks)
 		fprintf(fp, "  (%d more chunks)\n", ln->chunks - i);
+	loss_terms_line(fp, cfg, m);
 	/* The auxiliary losses' atoms (gRa) have a factor of their own. */
 	if (ln->aux_source >= 0) {
 		cfg_key_value(cfg, KEY_AUX_SCALE, scale, sizeof scale);

@@ -807,6 +807,12 @@ const char *const cfg_plan_group_words[] = {
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
 const char *const cfg_plan_declare_words[] = { "replicate", "partial", NULL };
+const char *const cfg_plan_term_words[] = {
+	[PLAN_TERM_MAIN] = "main",
+	[PLAN_TERM_AUX] = "aux",
+	[PLAN_TERM_MTP] = "mtp",
+	[PLAN_TERM__COUNT] = NULL
+};
 
 const char *const cfg_plan_dtype_words[] = { "fp32", "bf16", "fp16", NULL };
 const char *const cfg_plan_when_words[] = {
@@ -969,12 +975,28 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 	case PLAN_DECLARE:
 		plan_append(buf, len, "declare: ");
 		plan_append(buf, len, cfg_plan_declare_words[it->declare]);
+		if (it->replicate != 0)
+			plan_append(buf, len, it->replicate ==
+			    PLAN_REPLICATE_ETP ? ", replicate: etp" :
+			    it->replicate == PLAN_REPLICATE_SLICES ?
+			    ", replicate: slices" :
+			    ", replicate: [slices, etp]");
+		break;
+	case PLAN_GATHER_LOSS:
+		plan_append(buf, len, "gather-loss: ");
+		plan_append(buf, len, cfg_plan_group_words[it->group]);
+		plan_append(buf, len, it->autograd ? ", autograd: true" :
+		    ", autograd: false");
 		break;
 	case PLAN_REDUCE_SCATTER:
 	case PLAN_ALL_GATHER:
 	case PLAN_TO_PARTIAL:
 		plan_layout_text(it, buf, len);
 		break;
+	}
+	if (it->term >= 0) {
+		plan_append(buf, len, ", term: ");
+		plan_append(buf, len, cfg_plan_term_words[it->term]);
 	}
 	if (it->op != PLAN_ACCUMULATE && it->dtype >= 0) {
 		plan_append(buf, len, ", dtype: ");

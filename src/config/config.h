@@ -452,7 +452,22 @@ enum plan_op {
 	PLAN_REDUCE_SCATTER,	/* reduce-scatter: GROUP, with buffer: */
 	PLAN_ALL_GATHER,	/* all-gather: GROUP */
 	PLAN_TO_PARTIAL,	/* to-partial: tp, with replicate: */
-	PLAN_DECLARE		/* declare: replicate (no collective) */
+	PLAN_DECLARE,		/* declare: replicate | partial */
+	PLAN_GATHER_LOSS	/* gather-loss: GROUP, with autograd: */
+};
+
+/*
+ * term: the loss term a scale: or gather-loss: step acts on, an index of
+ * cfg_plan_term_words[]: the main loss, the MoE auxiliary losses
+ * (load-balancing and z-loss), the multi-token prediction losses.  Such
+ * a step acts at the backward, on the term's loss factor
+ * (model/lossterm.c), wherever it stands in the plan.
+ */
+enum plan_term {
+	PLAN_TERM_MAIN,
+	PLAN_TERM_AUX,
+	PLAN_TERM_MTP,
+	PLAN_TERM__COUNT
 };
 
 /*
@@ -518,6 +533,15 @@ struct plan_item {
 	struct cfg_mark	 replicate_mark;
 	/* declare: cfg_plan_declare_words[] (PLAN_DECLARE_*). */
 	int		 declare;
+	/*
+	 * term: an enum plan_term, or -1: not written (a scale acts on the
+	 * gradients where it stands, a gather-loss on every term).
+	 */
+	int		 term;
+	struct cfg_mark	 term_mark;
+	/* gather-loss: is the gather differentiable (default true)? */
+	bool		 autograd;
+	struct cfg_mark	 autograd_mark;	/* line 0: not written */
 };
 
 /* Where one key was written (struct config's marks). */
@@ -842,6 +866,8 @@ extern const char *const cfg_plan_replicate_words[];
 extern const char *const cfg_plan_declare_words[];
 #define PLAN_DECLARE_REPLICATE	0
 #define PLAN_DECLARE_PARTIAL	1
+/* The loss terms term: names, in enum plan_term order. */
+extern const char *const cfg_plan_term_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */
 int64_t	 cfg_world(const struct config *);
 /*

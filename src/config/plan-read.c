@@ -23,16 +23,18 @@
  * reduce-scatter, all-gather and to-partial move a gradient between
  * layouts and placements (plan_layout_item), as the preset's steps do;
  * reset and micro-batches: schedule a step among the micro-batches;
- * accumulate and dtype: say which dtype's buffer holds a gradient.
+ * accumulate and dtype: say which dtype's buffer holds a gradient;
+ * gather-loss and term: act on a loss term before its backward.
  */
 enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_REDUCE_SCATTER, IK_ALL_GATHER,
-	IK_TO_PARTIAL, IK_RESET, IK_ACCUMULATE, IK_DECLARE, IK_AVERAGE,
-	IK_PARAMS, IK_STAGES, IK_BUFFER, IK_REPLICATE, IK_DTYPE,
-	IK_MICRO_BATCHES, IK__COUNT };
+	IK_TO_PARTIAL, IK_RESET, IK_ACCUMULATE, IK_DECLARE, IK_GATHER_LOSS,
+	IK_AVERAGE, IK_PARAMS, IK_STAGES, IK_BUFFER, IK_REPLICATE, IK_DTYPE,
+	IK_MICRO_BATCHES, IK_TERM, IK_AUTOGRAD, IK__COUNT };
 static const char *const item_keys[IK__COUNT + 1] = {
 	"scale", "all-reduce", "reduce-scatter", "all-gather", "to-partial",
-	"reset", "accumulate", "declare", "average", "params", "stages",
-	"buffer", "replicate", "dtype", "micro-batches", NULL
+	"reset", "accumulate", "declare", "gather-loss", "average", "params",
+	"stages", "buffer", "replicate", "dtype", "micro-batches", "term",
+	"autograd", NULL
 };
 
 /* The operation a key names, or -1 for a selector or an option. */
@@ -56,13 +58,16 @@ item_op(int k)
 		return PLAN_ACCUMULATE;
 	case IK_DECLARE:
 		return PLAN_DECLARE;
+	case IK_GATHER_LOSS:
+		return PLAN_GATHER_LOSS;
 	default:
 		return -1;
 	}
 }
 
 #define OP_WORDS	"scale, all-reduce, reduce-scatter, all-gather, " \
-			"to-partial, reset, accumulate or declare"
+			"to-partial, reset, accumulate, declare or " \
+			"gather-loss"
 
 /* "plan[15]", and with a key and an index: "plan[15].params[63]". */
 #define ITEM_PATH_SIZE	16
@@ -368,15 +373,15 @@ read_schedule(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
 	return -1;
 }
 
+/* average: and autograd:, a boolean into *v. */
 static int
-read_average(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
-    const char *path)
+read_bool(struct loader *ld, bool *v, struct cfg_mark *mark,
+    const yaml_event_t *ev, const char *path)
 {
 	char	 got[GOT_SIZE];
 
-	it->average_mark = reader_mark(&ev->start_mark);
-	if (ev->type == YAML_SCALAR_EVENT && reader_bool(ev, &it->average) ==
-	    0)
+	*mark = reader_mark(&ev->start_mark);
+	if (ev->type == YAML_SCALAR_EVENT && reader_bool(ev, v) == 0)
 		return 0;
 	reader_describe(got, sizeof got, ev);
 	reader_error_at(ld, &ev->start_mark, path, "expected %s, got %s",
@@ -419,6 +424,15 @@ read_word(struct loader *ld, const yaml_event_t *ev, const char *path,
 		reader_error_at(ld, &ev->start_mark, path, "unknown %s %s "
 		    "(%ss: %s)", what, q, what, list);
 	return -1;
+}
+
+static int
+read_term(struct loader *ld, struct plan_item *it, const yaml_event_t *ev,
+    const char *path)
+{
+	it->term_mark = reader_mark(&ev->start_mark);
+	return read_word(ld, ev, path, "loss term", cfg_plan_term_words,
+	    &it->term);
 }
 
 static int
@@ -580,7 +594,8 @@ unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
 	else
 		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
 		    "(a step is one of " OP_WORDS ", with average, params, "
-		    "stages, buffer, replicate, dtype and micro-batches)", q);
+		    "stages, buffer, replicate, dtype, micro-batches, term "
+		    "and autograd)", q);
 	return -1;
 }
 
@@ -641,8 +656,16 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		case IK_REDUCE_SCATTER:
 		case IK_ALL_GATHER:
 		case IK_TO_PARTIAL:
+		case IK_GATHER_LOSS:
 			rc = read_word(ld, &vev, path, "group",
 			    cfg_plan_group_words, &it->group);
+			break;
+		case IK_TERM:
+			rc = read_term(ld, it, &vev, path);
+			break;
+		case IK_AUTOGRAD:
+			rc = read_bool(ld, &it->autograd, &it->autograd_mark,
+			    &vev, path);
 			break;
 		case IK_RESET:
 			rc = read_reset(ld, &vev, path);
@@ -658,7 +681,8 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 			rc = read_replicate(ld, it, &vev, path);
 			break;
 		case IK_AVERAGE:
-			rc = read_average(ld, it, &vev, path);
+			rc = read_bool(ld, &it->average, &it->average_mark,
+			    &vev, path);
 			break;
 		case IK_ACCUMULATE:
 		case IK_DTYPE:
@@ -676,6 +700,63 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 	}
 	yaml_event_delete(&vev);
 	return rc;
+}
+
+/*
+ * What a step on the loss allows: a scale with term: and a gather-loss
+ * act at the backward, on a term's loss factor (model/lossterm.c), so
+ * they reach every parameter at every micro-batch and take no selector,
+ * buffer or dtype.  A gather over pp or embedding would gather from
+ * stages that compute no loss (only the last does).
+ */
+static int
+plan_loss_item(struct loader *ld, struct plan_item *it,
+    const struct cfg_mark *seen, const char *ipath)
+{
+	static const enum item_key selectors[] = { IK_PARAMS, IK_STAGES,
+		IK_MICRO_BATCHES, IK_BUFFER, IK_DTYPE };
+	const char	*g = cfg_plan_group_words[it->group];
+	char		 path[PATH_SIZE];
+	size_t		 j;
+
+	if (seen[IK_TERM].line > 0 && it->op != PLAN_SCALE &&
+	    it->op != PLAN_GATHER_LOSS) {
+		snprintf(path, sizeof path, "%s.term", ipath);
+		reader_report(ld, NULL, seen[IK_TERM], path, "only a scale "
+		    "or a gather-loss acts on one loss term");
+		return -1;
+	}
+	if (seen[IK_AUTOGRAD].line > 0 && it->op != PLAN_GATHER_LOSS) {
+		snprintf(path, sizeof path, "%s.autograd", ipath);
+		reader_report(ld, NULL, seen[IK_AUTOGRAD], path, "only a "
+		    "gather-loss says whether its gather carries gradient");
+		return -1;
+	}
+	if (it->op == PLAN_GATHER_LOSS && seen[IK_AUTOGRAD].line == 0)
+		it->autograd = true;
+	if (it->op != PLAN_GATHER_LOSS && it->term < 0)
+		return 0;
+	for (j = 0; j < sizeof selectors / sizeof selectors[0]; j++) {
+		if (seen[selectors[j]].line == 0)
+			continue;
+		snprintf(path, sizeof path, "%s.%s", ipath,
+		    item_keys[selectors[j]]);
+		reader_report(ld, NULL, seen[selectors[j]], path, "a %s acts "
+		    "on the loss at the backward, for every parameter and "
+		    "micro-batch: it takes no %s", it->op == PLAN_SCALE ?
+		    "scale of a term" : "gather-loss",
+		    item_keys[selectors[j]]);
+		return -1;
+	}
+	if (it->op == PLAN_GATHER_LOSS && (strcmp(g, "pp") == 0 ||
+	    strcmp(g, "embedding") == 0)) {
+		snprintf(path, sizeof path, "%s.gather-loss", ipath);
+		reader_report(ld, NULL, it->value_mark, path, "a gather-loss "
+		    "over %s: its members are different stages, and only the "
+		    "last computes a loss", g);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -756,6 +837,8 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 		    "into a scale");
 		return -1;
 	}
+	if (plan_loss_item(ld, it, seen, ipath) == -1)
+		return -1;
 	return plan_layout_item(ld, it, seen, ipath);
 }
 
@@ -778,6 +861,7 @@ read_item(struct loader *ld, struct config *c, const yaml_event_t *ev,
 	it = &c->plan[c->nplan++];
 	memset(it, 0, sizeof *it);
 	it->dtype = -1;
+	it->term = -1;
 	it->mark = reader_mark(&ev->start_mark);
 	if (ev->type == YAML_MAPPING_START_EVENT)
 		return read_mapping_item(ld, it, ev, path);

@@ -68,6 +68,28 @@ list_index(char *buf, size_t size, bool scalar, int j)
 }
 
 bool
+plan_has_term(const struct config *c, enum plan_term t)
+{
+	int64_t	 an, ad, zn, zd;
+
+	switch (t) {
+	case PLAN_TERM_AUX:
+		/* aux_build's test: a coefficient that is not zero. */
+		if (!c->model.has_moe ||
+		    !cfg_decimal(c->model.moe.aux_loss_coeff, &an, &ad) ||
+		    !cfg_decimal(c->model.moe.z_loss_coeff, &zn, &zd))
+			return false;
+		return an != 0 || zn != 0;
+	case PLAN_TERM_MTP:
+		return c->model.mtp > 0;
+	case PLAN_TERM_MAIN:
+	case PLAN_TERM__COUNT:
+		break;
+	}
+	return true;
+}
+
+bool
 plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
     size_t size)
 {
@@ -103,6 +125,15 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    list_index(idx, sizeof idx,
 			    it->micro_batches_scalar, j), it->micro_batches[j], c->training.micro_batches - 1,
 			    c->training.micro_batches);
+			return false;
+		}
+		if (it->term >= 0 && !plan_has_term(c, it->term)) {
+			*m = it->term_mark;
+			snprintf(buf, size, "plan[%d].term: the model has no "
+			    "%s loss (%s)", i, cfg_plan_term_words[it->term],
+			    it->term == PLAN_TERM_AUX ? "model.moe with a "
+			    "non-zero aux_loss_coeff or z_loss_coeff" :
+			    "model.mtp");
 			return false;
 		}
 		if (it->op != PLAN_SCALE)

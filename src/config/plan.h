@@ -64,6 +64,12 @@ int	 plan_factor(const struct config *, const struct plan_item *,
 bool	 plan_violation(const struct config *, struct cfg_mark *m,
 	    char *buf, size_t size);
 
+/*
+ * Does the config's model have loss term t (the main loss always; the
+ * auxiliary losses with a non-zero coefficient; mtp with model.mtp)?
+ */
+bool	 plan_has_term(const struct config *, enum plan_term);
+
 /* Does glob match a parameter name ("*" matches dots too)? */
 bool	 plan_glob_match(const char *glob, const char *name);
 

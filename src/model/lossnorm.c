@@ -8,9 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/rational.h"
 #include "base/xmalloc.h"
 #include "config/config.h"
+#include "config/plan.h"
 #include "model/lossnorm.h"
+#include "model/lossterm.h"
 
 /*
  * The default valid-token counts, "uneven": chunk i keeps tokens -
@@ -588,6 +591,32 @@ objective_build(struct loss_norm *ln, const struct config *cfg,
 			ln->uniform = false;
 }
 
+/*
+ * The plan's steps on a loss term (a scale with term:, a gather-loss),
+ * which act at the backward: their factor on each term (lossterm.c)
+ * multiplies that term's loss factor, the one place both engines read
+ * it from.  Without plan: every factor is 1.
+ */
+static void
+terms_build(struct loss_norm *ln, const struct config *cfg,
+    const struct mesh *mesh)
+{
+	struct rational	 q;
+	int		 c;
+
+	if (!plan_given(cfg))
+		return;
+	q = lossterm_factor(cfg, mesh, PLAN_TERM_MAIN);
+	for (c = 0; c < ln->chunks; c++)
+		ln->coef[c] = q_mul(ln->coef[c], q);
+	if (ln->aux_source >= 0)
+		ln->aux_coef = q_mul(ln->aux_coef, lossterm_factor(cfg, mesh,
+		    PLAN_TERM_AUX));
+	q = lossterm_factor(cfg, mesh, PLAN_TERM_MTP);
+	for (c = 0; c < ln->mtp * ln->chunks; c++)
+		ln->mtp_coef[c] = q_mul(ln->mtp_coef[c], q);
+}
+
 void
 lossnorm_build(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
@@ -636,6 +665,7 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 	ln->sources = ln->split ? 1 + mesh->ep : 1;
 	aux_build(ln, cfg, mesh);
 	mtp_build(ln, cfg, mesh);
+	terms_build(ln, cfg, mesh);
 }
 
 /*

@@ -288,6 +288,9 @@ op_word(const struct sync_step *s)
 		return "accumulate";
 	case SYNC_RESET:
 		return "reset";
+	case SYNC_LOSS_TERM:
+		/* Only a plan: writes one, which planwrite_item copies. */
+		break;
 	}
 	return NULL;
 }
@@ -413,6 +416,14 @@ planwrite_step(FILE *fp, const struct sync_step *s, const struct model *m,
 	char		 q[48], **globs = NULL;
 	int		 n = 0;
 
+	/*
+	 * A step on a loss term selects no gradient (syncplan.h): only a
+	 * plan: writes one, and it is written as its item was.
+	 */
+	if (s->op == SYNC_LOSS_TERM) {
+		planwrite_item(fp, &m->config->plan[s->plan_item]);
+		return 0;
+	}
 	if (no == NULL && s->target == TARGET_PARAMS &&
 	    planwrite_globs(m, s->params, &globs) == -1)
 		no = "parameters of one name that it selects and leaves";
@@ -492,6 +503,7 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 		[PLAN_TO_PARTIAL] = "to-partial",
 		[PLAN_RESET] = "reset", [PLAN_ACCUMULATE] = "accumulate",
 		[PLAN_DECLARE] = "declare",
+		[PLAN_GATHER_LOSS] = "gather-loss",
 	};
 	char	**globs;
 	int	  j, n = 0;
@@ -506,7 +518,7 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 	else if (it->op == PLAN_RESET)
 		fprintf(fp, "grads");
 	else if (it->op == PLAN_DECLARE)
-		fprintf(fp, "%s", cfg_plan_declare_words[0]);
+		fprintf(fp, "%s", cfg_plan_declare_words[it->declare]);
 	else if (it->op == PLAN_ACCUMULATE)
 		fprintf(fp, "%s", cfg_plan_dtype_words[it->dtype]);
 	else
@@ -518,8 +530,16 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 	    (PLAN_REPLICATE_SLICES | PLAN_REPLICATE_ETP))
 		fprintf(fp, "    replicate: %s\n", cfg_plan_replicate_words[
 		    it->replicate == PLAN_REPLICATE_ETP]);
+	if (it->op == PLAN_DECLARE && it->replicate != 0)
+		fprintf(fp, "    replicate: %s\n", it->replicate ==
+		    PLAN_REPLICATE_ETP ? "etp" : it->replicate ==
+		    PLAN_REPLICATE_SLICES ? "slices" : "[slices, etp]");
 	if (it->average)
 		fprintf(fp, "    average: true\n");
+	if (it->op == PLAN_GATHER_LOSS && !it->autograd)
+		fprintf(fp, "    autograd: false\n");
+	if (it->term >= 0)
+		fprintf(fp, "    term: %s\n", cfg_plan_term_words[it->term]);
 	if (it->buffer_mark.line > 0)
 		fprintf(fp, "    buffer: %s\n",
 		    cfg_plan_buffer_words[it->buffer]);

@@ -13,6 +13,7 @@
 #include "base/xmalloc.h"
 #include "config/config.h"
 #include "config/plan.h"
+#include "model/lossterm.h"
 #include "model/model.h"
 #include "model/syncplan.h"
 
@@ -63,6 +64,7 @@ new_step(struct sync_plan *plan, const struct model *m,
 	s->fix = rule->fix;
 	s->plan_item = -1;
 	s->dtype = -1;
+	s->term = -1;
 	s->micro_batches = last_micro_batch(m);
 	return s;
 }
@@ -130,6 +132,7 @@ note_skipped(struct sync_plan *plan, const struct model *m,
 	s->fix = rule->fix;
 	s->plan_item = -1;
 	s->dtype = -1;
+	s->term = -1;
 	s->micro_batches = last_micro_batch(m);
 	s->has_placement = true;
 	s->truth = truth;
@@ -735,19 +738,6 @@ static const struct sync_rule rules[] = {
  * flip.
  */
 
-/* The group kind an all-reduce step names (mesh_group_name's words). */
-static enum group_kind
-plan_group(const struct plan_item *it)
-{
-	const char	*w = cfg_plan_group_words[it->group];
-	int		 k;
-
-	for (k = 0; k < GROUP__COUNT; k++)
-		if (strcmp(mesh_group_name((enum group_kind)k), w) == 0)
-			return (enum group_kind)k;
-	fatalx("plan group %s has no group kind", w);
-}
-
 /* Does step it select parameter instance p (its globs and stages)? */
 static bool
 plan_selects(const struct plan_item *it, const struct param *p)
@@ -900,12 +890,36 @@ plan_sync_op(enum plan_op op)
 		return SYNC_ALL_GATHER;
 	case PLAN_TO_PARTIAL:
 		return SYNC_MASK_REPLICAS;
+	case PLAN_GATHER_LOSS:
+		return SYNC_LOSS_TERM;
 	case PLAN_ALL_REDUCE:
 	case PLAN_PRESET:
 	case PLAN_DECLARE:
 		break;
 	}
 	return SYNC_ALL_REDUCE;
+}
+
+/*
+ * A step on a loss term: its factor went into the term's loss factor
+ * (lossnorm_build, lossterm.c), at the backward, so the step selects no
+ * gradient and runs where a preset step does, which keeps the engines on
+ * their single pass.
+ */
+static void
+emit_loss_term(struct sync_step *s, const struct model *m,
+    const struct plan_item *it)
+{
+	int	 p;
+
+	s->op = SYNC_LOSS_TERM;
+	s->term = it->term;
+	s->scale = lossterm_item_factor(m->config, &m->mesh, it,
+	    it->term >= 0 ? (enum plan_term)it->term : PLAN_TERM_MAIN);
+	if (it->op == PLAN_GATHER_LOSS)
+		s->group = lossterm_group(it);
+	for (p = 0; p < m->nparams; p++)
+		s->params[p] = false;
 }
 
 static void
@@ -923,7 +937,7 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	memset(s, 0, sizeof *s);
 	s->op = plan_sync_op(it->op);
 	s->group = it->op == PLAN_SCALE || it->op == PLAN_RESET ||
-	    it->op == PLAN_ACCUMULATE ? GROUP_DP : plan_group(it);
+	    it->op == PLAN_ACCUMULATE ? GROUP_DP : lossterm_group(it);
 	s->target = TARGET_PARAMS;
 	s->params = xcalloc(m->nparams, sizeof *s->params);
 	for (p = 0; p < m->nparams; p++)
@@ -943,6 +957,9 @@ emit_plan_item(struct sync_plan *plan, const struct model *m, int i,
 	s->dtype = it->dtype;
 	plan_item_buffers(s, m, held);
 	s->micro_batches = plan_schedule(m, it);
+	s->term = -1;
+	if (it->op == PLAN_GATHER_LOSS || it->term >= 0)
+		emit_loss_term(s, m, it);
 	cfg_plan_item_text(it, text, sizeof text);
 	xasprintf(&label, "plan[%d] (%s:%d:%d): %s", i, m->config->file,
 	    it->mark.line, it->mark.col, text);
@@ -1058,7 +1075,7 @@ plan_item_half_tie(const struct model *m, int i, struct cfg_mark *at,
 		    "its tied copy %s on stage %d: an all-reduce over %s "
 		    "needs both (params and stages)", i, m->params[p].name,
 		    m->params[p].stage, peer->name, peer->stage,
-		    mesh_group_name(plan_group(it)));
+		    mesh_group_name(lossterm_group(it)));
 		return why;
 	}
 	return NULL;
@@ -1173,7 +1190,13 @@ plan_growth_refusal(const struct model *m, struct cfg_mark *at, char *why,
 		} else if ((it->op == PLAN_ALL_REDUCE ||
 		    it->op == PLAN_REDUCE_SCATTER) && !it->average) {
 			if (grow(&num, mesh_group_size(&m->mesh,
-			    plan_group(it)), n))
+			    lossterm_group(it)), n))
+				continue;
+		} else if (it->op == PLAN_GATHER_LOSS) {
+			/* Once, at the backward (lossterm.c). */
+			q = lossterm_item_factor(c, &m->mesh, it,
+			    PLAN_TERM_MAIN);
+			if (grow(&num, q.num, 1))
 				continue;
 		} else
 			continue;
@@ -1219,7 +1242,7 @@ plan_layout_refusal(const struct model *m, int i, struct cfg_mark *at,
 	}
 	if (it->op != PLAN_REDUCE_SCATTER && it->op != PLAN_ALL_GATHER)
 		return NULL;
-	n = mesh_group_size(&m->mesh, plan_group(it));
+	n = mesh_group_size(&m->mesh, lossterm_group(it));
 	for (p = 0; p < m->nparams; p++) {
 		k = it->buffer_mark.line > 0 ? plan_buffer(it) :
 		    layout_buffer_of(m, p);
@@ -1241,7 +1264,7 @@ plan_layout_refusal(const struct model *m, int i, struct cfg_mark *at,
 		    "%s, and %s has %d: a%s %s runs over the group the buffer "
 		    "is sharded for", i, op, syncplan_buffer_name(k), holds,
 		    shards, mesh_group_name(shard_group(m, k)),
-		    mesh_group_name(plan_group(it)), n, it->op ==
+		    mesh_group_name(lossterm_group(it)), n, it->op ==
 		    PLAN_ALL_GATHER ? "n" : "", op);
 		return why;
 	}
@@ -1285,7 +1308,7 @@ plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
 		return why;
 	if (it->op != PLAN_ALL_REDUCE)
 		return NULL;
-	g = plan_group(it);
+	g = lossterm_group(it);
 	if (g != GROUP_PP && g != GROUP_EMBEDDING)
 		return NULL;
 	/*
@@ -1542,6 +1565,30 @@ step_names(const struct sync_step *s, int p)
 	return s->params[p] || (s->missed != NULL && s->missed[p] >= 0);
 }
 
+/* A step on a loss term: what it multiplies, and that it does so early. */
+static void
+loss_term_describe(const struct sync_step *s, const struct model *m,
+    char *buf, size_t len)
+{
+	const struct plan_item *it = &m->config->plan[s->plan_item];
+	char	 q[48], term[32] = "every loss term";
+
+	q_format(s->scale, q, sizeof q);
+	if (s->term >= 0)
+		snprintf(term, sizeof term, "the %s loss",
+		    cfg_plan_term_words[s->term]);
+	if (it->op == PLAN_SCALE)
+		snprintf(buf, len, "scale the gradient of %s by %s, at its "
+		    "backward (its loss factor)", term, q);
+	else
+		snprintf(buf, len, "gather %s over %s before the backward, "
+		    "%s: its gradient times %s", term,
+		    mesh_group_name(s->group), it->autograd ? "with autograd "
+		    "(the gather's backward sums every member's gradient)" :
+		    "without autograd (only the rank's own copy carries "
+		    "gradient)", q);
+}
+
 void
 syncplan_describe(const struct sync_step *s, const struct model *m,
     char *buf, size_t len)
@@ -1605,6 +1652,9 @@ syncplan_describe(const struct sync_step *s, const struct model *m,
 	case SYNC_ACCUMULATE:
 		snprintf(buf, len, "accumulate %s into %s %s buffer", what,
 		    n > 1 ? "their" : "its", cfg_plan_dtype_words[s->dtype]);
+		return;
+	case SYNC_LOSS_TERM:
+		loss_term_describe(s, m, buf, len);
 		return;
 	}
 	snprintf(buf, len, "%s (%s) over %s of %s%s%s%s%s", op,

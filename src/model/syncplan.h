@@ -63,7 +63,15 @@ enum sync_op {
 	 * of each micro-batch of its schedule: a framework's zero_grad, or
 	 * param.grad = None, between micro-batches (plan: reset).
 	 */
-	SYNC_RESET
+	SYNC_RESET,
+	/*
+	 * A step of plan: on a loss term (a scale with term:, a
+	 * gather-loss): it acts at the backward, through the term's loss
+	 * factor (model/lossterm.h), wherever it stands, so here it changes
+	 * no gradient and the engines do nothing.  `scale` is its factor on
+	 * the term (`term`, -1: every term), for explain.
+	 */
+	SYNC_LOSS_TERM
 };
 
 enum sync_target {
@@ -165,6 +173,8 @@ struct sync_step {
 	 * backward; a reset, before).  A preset step runs after the last.
 	 */
 	uint32_t		 micro_batches;
+	/* SYNC_LOSS_TERM: its enum plan_term, or -1 (every term). */
+	int			 term;
 };
 
 struct sync_plan {

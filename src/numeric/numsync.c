@@ -281,6 +281,9 @@ run_sync(struct engine *eng, const struct layout *layout,
 		case SYNC_ACCUMULATE:
 			/* Into zeros: the value stays; syncplan.h. */
 			break;
+		case SYNC_LOSS_TERM:
+			/* At the backward, in the loss factors; syncplan.h. */
+			break;
 		}
 		progress_tick(pc);
 	}

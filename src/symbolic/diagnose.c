@@ -398,6 +398,7 @@ schedule_matters(const struct sync_step *s, uint32_t last)
 	case SYNC_ALL_GATHER:
 	case SYNC_MASK_REPLICAS:
 	case SYNC_ACCUMULATE:
+	case SYNC_LOSS_TERM:
 		projection = true;
 		break;
 	case SYNC_SCALE:

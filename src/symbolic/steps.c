@@ -556,6 +556,9 @@ run_one(struct sym_run *run, int k, sym_step_hook *hook, void *hook_arg)
 	case SYNC_ACCUMULATE:
 		/* Into zeros: the value stays; syncplan.h. */
 		break;
+	case SYNC_LOSS_TERM:
+		/* At the backward, in the loss factors; syncplan.h. */
+		break;
 	}
 	if (hook != NULL)
 		hook(hook_arg, run, k);
