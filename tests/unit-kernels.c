@@ -2,9 +2,9 @@
  * Unit tests of the numeric kernels (kernels.c and the kernels-*.c it
  * tables), table-driven, on an engine of one rank built by hand: the
  * forward and backward of the linear maps, the activation, qk-norm, the
- * grouped-query key/value op and the residual add, in exact numerics (values of GF(2^61-1), with
- * expectations worked out by hand) and in float64, and the op table's
- * gradient inputs.  A wrong kernel is a wrong gradient in both the audited
+ * grouped-query key/value op and the residual add, in exact numerics
+ * (values of GF(2^61-1), with expectations worked out by hand) and in
+ * float64, and the op table's gradient inputs.  A wrong kernel is a wrong gradient in both the audited
  * run and its single-rank reference, so the numeric audit can pass it: a
  * transposed weight gradient agrees with a transposed reference.  Only a
  * test against numbers known in advance catches it.

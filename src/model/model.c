@@ -248,7 +248,8 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 {
 	struct model	*m = b->model;
 	char		 name[128];
-	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, qk, kv, xl, ngated;
+	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, qk, kv, xl;
+	int		 ngated;
 	int		*gated;
 	bool		 moe = cfg_layer_is_moe(cfg, layer);
 	int		 hid = cfg->model.hidden;

@@ -347,8 +347,9 @@ fwd_kv(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	for (t = 0; t < x->rows; t++)
 		for (j = 0; j < x->cols; j++)
 			out->v[t * x->cols + j] = num_add(arith,
-			    out->v[t * x->cols + j], num_dot(arith, u->v + t * h,
-			    1, w + kv_row(eng, rs, p, x->cols, j) * h, 1, h));
+			    out->v[t * x->cols + j], num_dot(arith,
+			    u->v + t * h, 1, w + kv_row(eng, rs, p, x->cols,
+			    j) * h, 1, h));
 }
 
 void
