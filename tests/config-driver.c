@@ -140,6 +140,8 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_ETP_ONE_WITH_EP] = "limits.etp_one_with_ep",
 	[KEY_SCORE_BEFORE_EXPERTS_SUPPORTED] =
 	    "limits.score_before_experts_supported",
+	[KEY_KV_HEADS] = "model.kv_heads",
+	[KEY_KV_GRAD] = "sync.kv_grad",
 	[KEY_PER_TOKEN_AVG] = "sync.per_token_avg",
 	[KEY_AVG_PER_TOKEN_SUPPORTED] = "limits.avg_per_token_supported",
 	[KEY_REPLICATE_ONLY] = "sync.replicate_only",

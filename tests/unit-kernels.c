@@ -1,10 +1,10 @@
 /*
  * Unit tests of the numeric kernels (kernels.c and the kernels-*.c it
  * tables), table-driven, on an engine of one rank built by hand: the
- * forward and backward of the linear maps, the activation, qk-norm and
- * the residual add, in exact numerics (values of GF(2^61-1), with
- * expectations worked out by hand) and in float64, and the op table's
- * gradient inputs.  A wrong kernel is a wrong gradient in both the audited
+ * forward and backward of the linear maps, the activation, qk-norm, the
+ * grouped-query key/value op and the residual add, in exact numerics
+ * (values of GF(2^61-1), with expectations worked out by hand) and in
+ * float64, and the op table's gradient inputs.  A wrong kernel is a wrong gradient in both the audited
  * run and its single-rank reference, so the numeric audit can pass it: a
  * transposed weight gradient agrees with a transposed reference.  Only a
  * test against numbers known in advance catches it.
@@ -14,6 +14,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "config/config.h"
 #include "model/model.h"
 #include "model/placement.h"
 #include "numeric/field.h"
@@ -254,7 +255,7 @@ test_grad_inputs(void)
 	} want[] = {
 		{ OP_TOKENS, 0 }, { OP_EMBED, 0 }, { OP_NORM, 1 },
 		{ OP_LINEAR_COL, 1 }, { OP_ADD, 3 }, { OP_EXPERTS, 3 },
-		{ OP_GATE, 3 }, { OP_ROUTE, 1 }, { OP_LOSS, 1 },
+		{ OP_GATE, 3 }, { OP_ROUTE, 1 }, { OP_LOSS, 1 }, { OP_KV, 3 },
 	};
 	struct op	 op;
 	size_t		 i;
@@ -268,6 +269,103 @@ test_grad_inputs(void)
 	}
 }
 
+/*
+ * The grouped-query key/value op on tp rank 1 of 2: ffn 8 and head_dim 2
+ * make 4 query heads, kv_heads 2 groups of 2, so the rank's 2 heads (the
+ * model's heads 2 and 3) both read key/value head 1, rows 2 and 3 of the
+ * weight [4, hidden 2].  Replicated, the rank holds all 4 rows; split
+ * over tp (column-parallel), only those 2.  With u = (3, 5), rows
+ * (1, 1) and (2, 1) give u w^T = (8, 11) for the head's two features:
+ * out = x + (8, 11, 8, 11); for dout = (1, 2, 3, 4) the input gradient
+ * of u sums dout_j w_row(j) = (16, 10), and the weight's rows get
+ * (1 + 3) u = (12, 20) and (2 + 4) u = (18, 30).
+ */
+static void
+test_kv(enum arith arith, bool column)
+{
+	static const int64_t	 x[] = { 1, 2, 3, 4 }, u[] = { 3, 5 };
+	static const int64_t	 rows[] = { 1, 0, 0, 1, 1, 1, 2, 1 };
+	static const int64_t	 out[] = { 9, 13, 11, 15 };
+	static const int64_t	 dout[] = { 1, 2, 3, 4 }, du[] = { 16, 10 };
+	static const int64_t	 dw[] = { 0, 0, 0, 0, 12, 20, 18, 30 };
+	struct config		 cfg;
+	struct param		 p;
+	struct op		 op;
+	struct stage_program	 sp;
+	struct model		 m;
+	struct engine		 eng;
+	struct rank_state	 rs;
+	struct slot		 act[3];
+	struct tensor		 grad[3];
+	struct placement	 place[3], *places = place;
+	union num		 w[8], g[8], *weight = w, *pgrad = g;
+	const char		*an = arith_name(arith);
+	int64_t			 i, off = column ? 4 : 0;
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.model.ffn = 8;
+	cfg.model.head_dim = 2;
+	cfg.model.kv_heads = 2;
+	memset(&p, 0, sizeof p);
+	p.shape[0] = 4;
+	p.local_shape[0] = column ? 2 : 4;
+	p.shape[1] = p.local_shape[1] = 2;
+	memset(&op, 0, sizeof op);
+	op.kind = OP_KV;
+	op.param = 0;
+	op.param2 = -1;
+	op.in[0] = 0;
+	op.in[1] = 1;
+	op.out = 2;
+	sp.ops = &op;
+	sp.nops = 1;
+	sp.nslots = 3;
+	sp.chunk_start = NULL;
+	memset(&m, 0, sizeof m);
+	m.params = &p;
+	m.nparams = 1;
+	m.stages = &sp;
+	memset(&eng, 0, sizeof eng);
+	eng.model = &m;
+	eng.cfg = &cfg;
+	eng.arith = arith;
+	eng.ranks = &rs;
+	eng.nranks = 1;
+	eng.act_place = &places;
+	for (i = 0; i < 3; i++)
+		place[i] = pl_uniform(PLACE_REPLICATE);
+	memset(&rs, 0, sizeof rs);
+	memset(act, 0, sizeof act);
+	memset(grad, 0, sizeof grad);
+	rs.coord.tp = 1;
+	rs.act = act;
+	rs.grad = grad;
+	rs.weight = &weight;
+	rs.pgrad = &pgrad;
+	for (i = 0; i < 8; i++) {
+		w[i] = num_of(arith, i + off < 8 ? rows[i + off] : 0);
+		g[i] = num_of(arith, 0);
+	}
+	fill(arith, &act[0].t, 1, 4, x);
+	fill(arith, &act[1].t, 1, 2, u);
+	kernel_rule(&op)->forward(&eng, &rs, 0, 0);
+	tap_ok(same(arith, act[2].t.v, out, 4), "kv%s, %s: forward",
+	    column ? " column" : "", an);
+	fill(arith, &grad[2], 1, 4, dout);
+	kernel_rule(&op)->backward(&eng, &rs, 0, 0);
+	tap_ok(same(arith, rs.din[0].v, dout, 4) &&
+	    same(arith, rs.din[1].v, du, 2), "kv%s, %s: input gradients",
+	    column ? " column" : "", an);
+	tap_ok(same(arith, g, dw + off, 8 - off), "kv%s, %s: weight gradient",
+	    column ? " column" : "", an);
+	for (i = 0; i < 3; i++) {
+		tensor_free(&act[i].t);
+		tensor_free(&grad[i]);
+	}
+	tensor_free(&rs.din[0]);
+	tensor_free(&rs.din[1]);
+}
+
 int
 main(void)
 {
@@ -277,6 +375,10 @@ main(void)
 	for (a = 0; a < sizeof ariths / sizeof ariths[0]; a++)
 		for (i = 0; i < sizeof cases / sizeof cases[0]; i++)
 			run_case(&cases[i], ariths[a]);
+	for (a = 0; a < sizeof ariths / sizeof ariths[0]; a++) {
+		test_kv(ariths[a], false);
+		test_kv(ariths[a], true);
+	}
 	test_float_activation();
 	test_grad_inputs();
 	return tap_done();

@@ -31,6 +31,7 @@ _Static_assert(sizeof(enum router_input_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum sp_param_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum qk_norm_sync) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum kv_sync) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum expert_avg_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_tp_duplicates) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_tied_copies) == sizeof(int), "enum size");
@@ -79,6 +80,7 @@ static const char *const divisor_words[] = { "dp", "edp", NULL };
 static const char *const qk_norm_words[] = {
 	"tp-all-reduce", "none", "with-sp", NULL
 };
+static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
 static const char *const bucket_stages_words[] = {
 	"all", "first", "none", NULL
@@ -423,6 +425,10 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	[KEY_SCORE_BEFORE_EXPERTS_SUPPORTED] = {
 	    "limits.score_before_experts_supported", KEY_LIMITS, CFG_TYPE_BOOL,
 	    F(limits.score_before), 0, 1, 1, NULL },
+	[KEY_KV_HEADS] = INTEGER("model.kv_heads", KEY_MODEL, model.kv_heads,
+	    0, CFG_MAX_MODEL_DIM, 0),
+	[KEY_KV_GRAD] = WORD("sync.kv_grad", KEY_SYNC, sync.kv_grad,
+	    kv_words),
 };
 
 

@@ -91,6 +91,11 @@ enum qk_norm_sync {		/* sync.qk_norm_grad */
 	QK_NORM_WITH_SP		/* "with-sp": only with sequence parallelism */
 };
 
+enum kv_sync {			/* sync.kv_grad */
+	KV_TP_ALL_REDUCE,	/* "tp-all-reduce" */
+	KV_NONE			/* "none" */
+};
+
 enum expert_avg_scale {		/* sync.expert_avg_scale */
 	EXPERT_AVG_EDP_OVER_DP,	/* "edp-over-dp" */
 	EXPERT_AVG_ONE_OVER_EP	/* "one-over-ep" */
@@ -416,6 +421,7 @@ enum cfg_key {
 	KEY_TIED_FSDP_GROUPS, KEY_SHARED_PARAM_REFUSED,
 	KEY_PLAN,
 	KEY_ETP_ONE_WITH_EP, KEY_SCORE_BEFORE_EXPERTS_SUPPORTED,
+	KEY_KV_HEADS, KEY_KV_GRAD,
 	KEY__COUNT
 };
 
@@ -571,6 +577,12 @@ struct config {
 		bool	tie_embeddings;
 		bool	qk_norm;	/* a norm shared by the heads */
 		int	head_dim;
+		/*
+		 * Key/value heads of grouped-query attention, 0 when the
+		 * mixer has no K/V projection of its own.  Fewer than tp:
+		 * every tp rank holds all of them.
+		 */
+		int	kv_heads;
 		bool	has_moe;	/* model.moe present */
 		struct {
 			int		experts, top_k, expert_ffn;
@@ -625,6 +637,7 @@ struct config {
 		enum sp_param_sync	sp_param_grad;
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;
+		enum kv_sync		kv_grad;
 		enum expert_avg_scale	expert_avg_scale;
 		enum per_token_avg	per_token_avg;
 		enum data_size		dp_divisor;

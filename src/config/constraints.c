@@ -421,19 +421,55 @@ valid_tokens_fit(const struct config *c, char *buf, size_t size)
 }
 
 /*
- * The model code counts the tokens of a micro-batch in an int; each factor
- * alone fits, but their product must too.
+ * qk_norm and kv_heads: every tp rank holds whole heads of the mixer's
+ * features.
  */
-/* qk_norm: every tp rank holds whole heads of the mixer's features. */
 static bool
 heads_split_over_tp(const struct config *c, char *buf, size_t size)
 {
-	if (!c->model.qk_norm)
+	if (!c->model.qk_norm && c->model.kv_heads == 0)
 		return true;
 	return must_be_divisible(buf, size, "ffn", c->model.ffn,
 	    "tp*head_dim", (int64_t)c->mesh.tp * c->model.head_dim);
 }
 
+/*
+ * kv_heads: the query heads (ffn / head_dim) fall into kv_heads equal
+ * groups, and the groups split over tp (kv_heads a multiple of tp, each
+ * rank holding its own key/value heads) or tp over the groups (kv_heads
+ * dividing tp, every rank holding all of them): a rank whose heads used
+ * two key/value heads held by two other ranks has no layout.
+ */
+static bool
+kv_heads_group_queries(const struct config *c, char *buf, size_t size)
+{
+	int	 kv = c->model.kv_heads, tp = c->mesh.tp;
+	int64_t	 heads;
+
+	if (kv == 0)
+		return true;
+	heads = c->model.ffn / c->model.head_dim;
+	if (!must_be_divisible(buf, size, "query heads ffn/head_dim", heads,
+	    "kv_heads", kv))
+		return false;
+	if (kv % tp == 0 || tp % kv == 0)
+		return true;
+	snprintf(buf, size, "kv_heads (%d) must divide or be a multiple of "
+	    "tp (%d)", kv, tp);
+	return false;
+}
+
+static bool
+kv_fits(const struct config *c, char *buf, size_t size)
+{
+	return must_fit_param(buf, size, "kv_heads*head_dim*hidden",
+	    (int64_t)c->model.kv_heads * c->model.head_dim * c->model.hidden);
+}
+
+/*
+ * The model code counts the tokens of a micro-batch in an int; each factor
+ * alone fits, but their product must too.
+ */
 static bool
 tokens_fit(const struct config *c, char *buf, size_t size)
 {
@@ -1014,6 +1050,8 @@ static const struct constraint constraints[] = {
 	{ KEY_VOCAB, false, padded_vocab_fits },
 	{ KEY_FFN, false, ffn_split_over_tp },
 	{ KEY_HEAD_DIM, false, heads_split_over_tp },
+	{ KEY_KV_HEADS, false, kv_heads_group_queries },
+	{ KEY_KV_HEADS, false, kv_fits },
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },
 	{ KEY_VALID_TOKENS, false, valid_tokens_fit },

@@ -106,6 +106,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 		break;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
 		break;
@@ -146,7 +147,7 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	return op->out;
 }
 
-static int	emit_tp_block(struct builder *, int, int, int, int,
+static int	emit_tp_block(struct builder *, int, int, int, int, int,
 		    const char *);
 
 /*
@@ -157,21 +158,26 @@ static int	emit_tp_block(struct builder *, int, int, int, int,
 static int
 emit_tp_mlp(struct builder *b, int in, int fc1, int fc2, const char *label)
 {
-	return emit_tp_block(b, in, fc1, -1, fc2, label);
+	return emit_tp_block(b, in, fc1, -1, -1, fc2, label);
 }
 
 /*
  * The same block with a norm shared by every head between fc1 and the
  * activation (qk_norm in the mixer: one [head_dim] weight for all heads,
- * the heads split over tp), when qknorm >= 0.
+ * the heads split over tp), when qknorm >= 0.  With kv >= 0 each head
+ * first adds its key/value head, a projection of the block input: the
+ * stand-in of grouped-query attention, whose query heads read the keys
+ * and values of their group.
  */
 static int
-emit_tp_block(struct builder *b, int in, int fc1, int qknorm, int fc2,
+emit_tp_block(struct builder *b, int in, int fc1, int qknorm, int kv, int fc2,
     const char *label)
 {
 	int	x;
 
 	x = emit(b, OP_LINEAR_COL, fc1, in, -1, label);
+	if (kv >= 0)
+		x = emit(b, OP_KV, kv, x, in, b->model->params[kv].name);
 	if (qknorm >= 0)
 		x = emit(b, OP_HEAD_NORM, qknorm, x, -1,
 		    b->model->params[qknorm].name);
@@ -242,7 +248,8 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 {
 	struct model	*m = b->model;
 	char		 name[128];
-	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, qk, xl, ngated;
+	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, qk, kv, xl;
+	int		 ngated;
 	int		*gated;
 	bool		 moe = cfg_layer_is_moe(cfg, layer);
 	int		 hid = cfg->model.hidden;
@@ -259,6 +266,17 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	if (cfg->model.qk_norm)
 		qk = add_param(b, PNAME("mixer.qk_norm.weight"), stage, layer,
 		    ROLE_HEAD_NORM, 1, cfg->model.head_dim, 0, 0);
+	/*
+	 * Grouped-query attention's key/value projection: with fewer
+	 * key/value heads than tp ranks every rank holds all of them
+	 * (replicated, its gradient a sum over the rank's own query heads),
+	 * otherwise each rank holds its share, column-parallel.
+	 */
+	kv = -1;
+	if (cfg->model.kv_heads > 0)
+		kv = add_param(b, PNAME("mixer.kv.weight"), stage, layer,
+		    cfg->model.kv_heads < cfg->mesh.tp ? ROLE_KV : ROLE_COLUMN,
+		    2, cfg->model.kv_heads * cfg->model.head_dim, hid, 0);
 	n2 = add_param(b, PNAME("norm2.weight"), stage, layer, ROLE_NORM, 1,
 	    hid, 0, 0);
 
@@ -268,7 +286,7 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	 */
 	x = emit(b, OP_NORM, n1, h, -1, m->params[n1].name);
 	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[f1].name);
-	x = emit_tp_block(b, x, f1, qk, f2, m->params[f1].name);
+	x = emit_tp_block(b, x, f1, qk, kv, f2, m->params[f1].name);
 	x = emit(b, OP_TP_REDUCE, -1, x, -1, m->params[f2].name);
 	h = emit(b, OP_ADD, -1, h, x, m->params[f2].name);
 
@@ -560,7 +578,7 @@ op_kind_name(enum op_kind k)
 		[OP_EMBED] = "embed", [OP_TP_REDUCE] = "tp-reduce",
 		[OP_TP_GATHER] = "tp-gather", [OP_NORM] = "norm",
 		[OP_LINEAR_COL] = "linear-col", [OP_ACT] = "act",
-		[OP_HEAD_NORM] = "head-norm",
+		[OP_HEAD_NORM] = "head-norm", [OP_KV] = "kv",
 		[OP_LINEAR_ROW] = "linear-row", [OP_ADD] = "add",
 		[OP_ROUTE] = "route", [OP_EXPERTS] = "experts",
 		[OP_GATE] = "gate",
@@ -622,6 +640,7 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 		    p->shape[2] + c.etp * p->local_shape[2] + f;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
 		break;
@@ -683,6 +702,7 @@ model_shard_key(const struct model *m, const struct param *p,
 		return c->ep * m->mesh.etp + c->etp;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
 		break;

@@ -168,6 +168,7 @@ pl_forward(const struct model *m, const struct op *op,
 	case OP_NORM:
 	case OP_ACT:
 	case OP_HEAD_NORM:
+	case OP_KV:
 		out = in[0];
 		break;
 	case OP_LINEAR_COL:
@@ -328,6 +329,26 @@ pl_backward(const struct model *m, const struct op *op,
 		if (fwd_in[0].etp == PLACE_SHARD_FEATURES)
 			dparam[0].etp = PLACE_PARTIAL;
 		din[0] = dout;
+		break;
+	case OP_KV:
+		/*
+		 * Each rank adds to its own query heads only.  A key/value
+		 * weight split over tp with the heads holds its rows' whole
+		 * gradient; one replicated over tp (fewer key/value heads than
+		 * ranks) gets a part from every rank whose heads use it,
+		 * Partial as the qk-norm weight.  The block input's gradient
+		 * is a sum over the rank's heads: Partial.
+		 */
+		if (m->params[op->param].role == ROLE_KV) {
+			dparam[0] = weight_grad(m, false, dout, fwd_in[1]);
+			if (fwd_in[0].slice == PLACE_SHARD_FEATURES)
+				dparam[0].slice = PLACE_PARTIAL;
+			if (fwd_in[0].etp == PLACE_SHARD_FEATURES)
+				dparam[0].etp = PLACE_PARTIAL;
+		} else
+			dparam[0] = weight_grad(m, true, dout, fwd_in[1]);
+		din[0] = dout;
+		din[1] = pl_uniform(PLACE_PARTIAL);
 		break;
 	case OP_LINEAR_COL:
 	case OP_OUTPUT:

@@ -605,6 +605,29 @@ emit_qk_norms(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * Key/value projections replicated over tp (model.kv_heads below tp):
+ * every tp rank holds the whole weight and adds to the gradient of the
+ * rows its own query heads read, so the weight gradient is a sum over
+ * tp, as the qk-norm weight's.  A framework that supports it sums it;
+ * KV_NONE declares it Replicate.  A projection split over tp with the
+ * heads (ROLE_COLUMN) is complete on its rank and needs nothing.
+ */
+static void
+emit_kv(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	bool	 summed = m->config->sync.kv_grad == KV_TP_ALL_REDUCE;
+	enum tp_decision *d = xcalloc(m->nparams, sizeof *d);
+	int	 i;
+
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].role == ROLE_KV)
+			d[i] = summed ? TP_SUMMED : TP_LEFT;
+	emit_tp_decisions(plan, m, grad, rule, d);
+	free(d);
+}
+
+/*
  * Tied embedding (SPEC 6.5): sum the two copies' gradients over the
  * embedding group.  Where it sits relative to the data-parallel step is the
  * knob: after it, with the distributed optimizer, the two stages have
@@ -723,6 +746,9 @@ static const struct sync_rule rules[] = {
 	{ "qk-norm weight gradient all-reduce over tp", KEY_QK_NORM_GRAD,
 	  SYNC_CITE_NONE, SYNC_FIX_QK_NORM_GRAD,
 	  emit_qk_norms },
+	{ "replicated key/value weight gradient all-reduce over tp",
+	  KEY_KV_GRAD, SYNC_CITE_NONE, SYNC_FIX_KV_GRAD,
+	  emit_kv },
 	{ "tied embedding all-reduce over first and last stage",
 	  KEY_EMBEDDING_GRAD, SYNC_CITE_TIED_ORDER,
 	  SYNC_FIX_EMBEDDING_AFTER_DP,

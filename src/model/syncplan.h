@@ -118,6 +118,7 @@ enum sync_fix {
 	SYNC_FIX_TIED_BUCKET_START,
 	SYNC_FIX_TIED_FLAT_UNITS,
 	SYNC_FIX_PLAN,		/* a step of plan: as the user wrote it */
+	SYNC_FIX_KV_GRAD,
 	SYNC_FIX__COUNT
 };
 

@@ -308,6 +308,80 @@ bwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	}
 }
 
+/*
+ * Grouped-query key/value heads: local feature column j belongs to query
+ * head tp * (columns / head_dim) + j / head_dim of the model, which reads
+ * key/value head (its query head) / (heads / kv_heads).  The row of the
+ * weight this rank holds for it: all key/value heads when the weight is
+ * replicated, the rank's own share when it is split with the heads.
+ */
+static int64_t
+kv_row(const struct engine *eng, const struct rank_state *rs,
+    const struct param *p, int64_t cols, int64_t j)
+{
+	int64_t	 hd = eng->cfg->model.head_dim;
+	int64_t	 heads = eng->cfg->model.ffn / hd;
+	int64_t	 group = heads / eng->cfg->model.kv_heads;
+	int64_t	 query = (int64_t)rs->coord.tp * (cols / hd) + j / hd;
+	int64_t	 first = 0;
+
+	if (p->local_shape[0] < p->shape[0])
+		first = (int64_t)rs->coord.tp * (p->local_shape[0] / hd);
+	return (query / group - first) * hd + j % hd;
+}
+
+void
+fwd_kv(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	enum arith		 arith = eng->arith;
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct param	*p = &eng->model->params[op->param];
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*u = &act_in(rs, op, 1)->t;
+	const union num		*w = rs->weight[op->param];
+	struct tensor		*out = &rs->act[op->out].t;
+	int64_t			 t, j, h = p->shape[1];
+
+	tensor_check(u, x->rows, h, "key/value input");
+	tensor_copy(out, x);
+	for (t = 0; t < x->rows; t++)
+		for (j = 0; j < x->cols; j++)
+			out->v[t * x->cols + j] = num_add(arith,
+			    out->v[t * x->cols + j], num_dot(arith,
+			    u->v + t * h, 1, w + kv_row(eng, rs, p, x->cols,
+			    j) * h, 1, h));
+}
+
+void
+bwd_kv(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	enum arith		 arith = eng->arith;
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct param	*p = &eng->model->params[op->param];
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*u = &act_in(rs, op, 1)->t;
+	const struct tensor	*d = &rs->grad[op->out];
+	const union num		*w = rs->weight[op->param];
+	union num		*g = rs->pgrad[op->param], dv;
+	int64_t			 t, j, i, row, h = p->shape[1];
+
+	tensor_check(d, x->rows, x->cols, "key/value gradient");
+	tensor_copy(&rs->din[0], d);
+	tensor_alloc(&rs->din[1], x->rows, h);
+	for (t = 0; t < x->rows; t++)
+		for (j = 0; j < x->cols; j++) {
+			row = kv_row(eng, rs, p, x->cols, j) * h;
+			dv = d->v[t * x->cols + j];
+			for (i = 0; i < h; i++) {
+				rs->din[1].v[t * h + i] = num_add(arith,
+				    rs->din[1].v[t * h + i], num_mul(arith, dv,
+				    w[row + i]));
+				g[row + i] = num_add(arith, g[row + i],
+				    num_mul(arith, dv, u->v[t * h + i]));
+			}
+		}
+}
+
 /* Residual add: placements join, Replicate parts masked where needed. */
 void
 fwd_add(struct engine *eng, struct rank_state *rs, int stage, int opi)

@@ -51,6 +51,7 @@ weight_scale(const struct param *p)
 	case ROLE_HEAD_NORM:
 		return 1.0;
 	case ROLE_COLUMN:
+	case ROLE_KV:
 	case ROLE_ROW:
 	case ROLE_ROUTER:
 	case ROLE_GATE:

@@ -331,6 +331,9 @@ static const char *const fix_texts[SYNC_FIX__COUNT] = {
 	[SYNC_FIX_QK_NORM_GRAD] =
 	  "all-reduce the qk-norm weight gradients over tp whether or not "
 	  "sequence parallelism is on (sync.qk_norm_grad: tp-all-reduce)",
+	[SYNC_FIX_KV_GRAD] =
+	  "all-reduce the gradients of the key/value weights that every tp "
+	  "rank holds over tp (sync.kv_grad: tp-all-reduce)",
 	[SYNC_FIX_EMBEDDING_AFTER_DP] =
 	  "all-reduce the tied embedding gradient before the data-parallel "
 	  "reduce-scatter, or give it a bucket of its own, or gather the "
@@ -460,6 +463,8 @@ static const struct {
 	  "Megatron-LM #844)" },
 	{ KEY_QK_NORM_GRAD, "tp-all-reduce", "all-reduce the qk-norm weight "
 	  "gradients over tp (sync.qk_norm_grad: tp-all-reduce)" },
+	{ KEY_KV_GRAD, "tp-all-reduce", "all-reduce the replicated key/value "
+	  "weight gradients over tp (sync.kv_grad: tp-all-reduce)" },
 };
 
 /* The reports a mechanism's $R names, and the framework of their code. */

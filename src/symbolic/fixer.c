@@ -43,7 +43,8 @@ static const enum cfg_key aux_family[] = { KEY_AUX_SCALE, KEY__COUNT };
 static const enum cfg_key mtp_family[] = { KEY_MTP_SCALE, KEY__COUNT };
 static const enum cfg_key tp_family[] = {
 	KEY_ROUTER_GRAD, KEY_EXPERT_INPUT_GRAD, KEY_MOE_INPUT_GRAD,
-	KEY_ROUTER_INPUT_GRAD, KEY_SP_PARAM_GRAD, KEY_QK_NORM_GRAD, KEY__COUNT
+	KEY_ROUTER_INPUT_GRAD, KEY_SP_PARAM_GRAD, KEY_QK_NORM_GRAD, KEY_KV_GRAD,
+	KEY__COUNT
 };
 static const enum cfg_key tied_family[] = {
 	KEY_EMBEDDING_GRAD, KEY_TIED_BUCKET_START, KEY_TIED_EMBEDDING_BUCKET,
@@ -80,6 +81,7 @@ static const struct {
 	{ KEY_ROUTER_INPUT_GRAD, tp_family },
 	{ KEY_SP_PARAM_GRAD, tp_family },
 	{ KEY_QK_NORM_GRAD, tp_family },
+	{ KEY_KV_GRAD, tp_family },
 	{ KEY_EMBEDDING_GRAD, tied_family },
 	{ KEY_TIED_BUCKET_START, tied_family },
 	{ KEY_TIED_EMBEDDING_BUCKET, tied_family },
