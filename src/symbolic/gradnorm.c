@@ -328,30 +328,46 @@ pieces_merge(struct gn_piece *v, size_t n)
 	return n;
 }
 
-/* The list in arena a holding the sum of lists in[0..n), scaled by q. */
+/*
+ * The list in arena a holding the sum of lists in[0..n), scaled by q; in
+ * is sorted, so the copies of one list are neighbours.  The replicas of a
+ * group hold one interned list, and a list taken c times is added once
+ * with c times its multiplicities: merging c copies of it cost a sort of
+ * c times its pieces (a dp group of 2,048 ranks, issue 24).
+ */
 static struct plist *
 plist_sum(struct arena *a, struct plist *const *in, size_t n,
     struct rational q)
 {
 	struct plist	*out;
-	size_t		 i, j, len = 0;
-	bool		 one = q_equal(q, q_make(1, 1));
+	struct rational	 w;
+	size_t		 i, j, k, len = 0;
+	bool		 one;
 
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && in[j] == in[i]; j++)
+			;
+		len += in[i]->n;
+	}
 	/* Lists are kept sorted and merged: one of them is its own sum. */
-	if (n == 1 && one)
+	if (n > 0 && in[n - 1] == in[0] && q_equal(q_mul(q,
+	    q_make((int64_t)n, 1)), q_make(1, 1)))
 		return in[0];
 	out = arena_alloc(a, sizeof *out);
-	for (i = 0; i < n; i++)
-		len += in[i]->n;
 	out->v = len > 0 ? arena_alloc(a, len * sizeof *out->v) : NULL;
-	for (i = 0; i < n; i++)
-		for (j = 0; j < in[i]->n; j++) {
-			out->v[out->n] = in[i]->v[j];
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && in[j] == in[i]; j++)
+			;
+		w = q_mul(q, q_make((int64_t)(j - i), 1));
+		one = q_equal(w, q_make(1, 1));
+		for (k = 0; k < in[i]->n; k++) {
+			out->v[out->n] = in[i]->v[k];
 			if (!one)
-				out->v[out->n].mult = q_mul(in[i]->v[j].mult,
-				    q);
+				out->v[out->n].mult = q_mul(in[i]->v[k].mult,
+				    w);
 			out->n++;
 		}
+	}
 	out->n = pieces_merge(out->v, out->n);
 	return out;
 }
