@@ -778,19 +778,22 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 
 	for (i = 0; i < a->nparams; i++) {
 		const struct param_result *pr = &a->params[i];
-		int k;
+		int k, key, rank;
 
 		for (k = 0; k < nkeys; k++)
 			first[k] = -1;
-		for (j = 0; j < pr->ncells; j++) {
+		/* A rank's cells are neighbours: its shard is looked up once. */
+		for (j = 0, key = -1, rank = -1; j < pr->ncells; j++) {
 			const struct cell *c = &pr->cells[j];
-			int inst = model_instance_on(m,
-			    m->logical[i].instance[0], c->rank);
-			int key;
 
-			if (inst < 0)
-				continue;
-			key = model_shard_key(m, &m->params[inst], &c->coord);
+			if (c->rank != rank) {
+				int inst = model_instance_on(m,
+				    m->logical[i].instance[0], c->rank);
+
+				rank = c->rank;
+				key = inst < 0 ? -1 : model_shard_key(m,
+				    &m->params[inst], &c->coord);
+			}
 			if (key < 0 || key >= nkeys)
 				continue;
 			/*
