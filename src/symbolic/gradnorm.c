@@ -328,30 +328,46 @@ pieces_merge(struct gn_piece *v, size_t n)
 	return n;
 }
 
-/* The list in arena a holding the sum of lists in[0..n), scaled by q. */
+/*
+ * The list in arena a holding the sum of lists in[0..n), scaled by q; in
+ * is sorted, so the copies of one list are neighbours.  The replicas of a
+ * group hold one interned list, and a list taken c times is added once
+ * with c times its multiplicities: merging c copies of it cost a sort of
+ * c times its pieces (a dp group of 2,048 ranks, issue 24).
+ */
 static struct plist *
 plist_sum(struct arena *a, struct plist *const *in, size_t n,
     struct rational q)
 {
 	struct plist	*out;
-	size_t		 i, j, len = 0;
-	bool		 one = q_equal(q, q_make(1, 1));
+	struct rational	 w;
+	size_t		 i, j, k, len = 0;
+	bool		 one;
 
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && in[j] == in[i]; j++)
+			;
+		len += in[i]->n;
+	}
 	/* Lists are kept sorted and merged: one of them is its own sum. */
-	if (n == 1 && one)
+	if (n > 0 && in[n - 1] == in[0] && q_equal(q_mul(q,
+	    q_make((int64_t)n, 1)), q_make(1, 1)))
 		return in[0];
 	out = arena_alloc(a, sizeof *out);
-	for (i = 0; i < n; i++)
-		len += in[i]->n;
 	out->v = len > 0 ? arena_alloc(a, len * sizeof *out->v) : NULL;
-	for (i = 0; i < n; i++)
-		for (j = 0; j < in[i]->n; j++) {
-			out->v[out->n] = in[i]->v[j];
+	for (i = 0; i < n; i = j) {
+		for (j = i + 1; j < n && in[j] == in[i]; j++)
+			;
+		w = q_mul(q, q_make((int64_t)(j - i), 1));
+		one = q_equal(w, q_make(1, 1));
+		for (k = 0; k < in[i]->n; k++) {
+			out->v[out->n] = in[i]->v[k];
 			if (!one)
-				out->v[out->n].mult = q_mul(in[i]->v[j].mult,
-				    q);
+				out->v[out->n].mult = q_mul(in[i]->v[k].mult,
+				    w);
 			out->n++;
 		}
+	}
 	out->n = pieces_merge(out->v, out->n);
 	return out;
 }
@@ -595,8 +611,12 @@ list_intern(struct list_table *t, struct arena *a, struct gn_piece *v,
 }
 
 /*
- * Every rank's dense and expert lists, from the cells of the audit, one
- * rank at a time (the cells of each parameter are sorted by rank).
+ * Every rank's dense and expert lists, from the cells of the audit, in one
+ * pass over the cells: a parameter lives on the ranks of its stage only,
+ * and a loop over ranks x parameters looked at every pair (a quarter of a
+ * 2,048-rank sweep's time, issue 24).  The cells of a parameter are
+ * sorted by rank; a rank's pieces keep the order of the parameters, then
+ * of their cells, as the lists are interned by their bytes.
  */
 static void
 initial_lists(struct gn_run *run, const struct gn_plan *plan)
@@ -604,56 +624,89 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 	const struct model	*m = run->m;
 	const struct audit	*a = run->audit;
 	struct list_table	 table = { NULL, NULL, 0, 0 };
-	struct gn_piece		*build[2] = { NULL, NULL };
-	size_t			 n[2], cap[2] = { 0, 0 }, i, *cursor;
-	int			 r, k;
+	struct gn_piece		*pieces;
+	signed char		*part_of;
+	size_t			*at[2], *next[2], ncells = 0, total, i, j, k;
+	int			 r;
 
-	cursor = xcalloc(a->nparams + 1, sizeof *cursor);
-	for (k = 0; k < 2; k++)
+	for (i = 0; i < a->nparams; i++)
+		ncells += a->params[i].ncells;
+	part_of = xcalloc(ncells + 1, sizeof *part_of);
+	for (k = 0; k < 2; k++) {
 		run->part[k] = xcalloc(m->mesh.world, sizeof *run->part[k]);
-	for (r = 0; r < m->mesh.world; r++) {
-		n[0] = n[1] = 0;
-		for (i = 0; i < a->nparams; i++) {
-			const struct param_result *pr = &a->params[i];
-			int inst = -1, part = -1;
+		at[k] = xcalloc((size_t)m->mesh.world + 1, sizeof *at[k]);
+		next[k] = xcalloc(m->mesh.world, sizeof *next[k]);
+	}
+	/* Which part each cell goes to, and how many pieces each list has. */
+	for (i = 0, j = 0; i < a->nparams; i++) {
+		const struct param_result *pr = &a->params[i];
+		size_t c;
+		int part = -1;
 
-			for (; cursor[i] < pr->ncells &&
-			    pr->cells[cursor[i]].rank == r; cursor[i]++) {
-				const struct cell *c = &pr->cells[cursor[i]];
-				struct gn_piece *pc;
+		for (c = 0; c < pr->ncells; c++, j++) {
+			const struct cell *cl = &pr->cells[c];
 
-				if (inst < 0) {
-					inst = model_instance_on(m,
-					    m->logical[i].instance[0], r);
-					part = inst < 0 ? -1 : gn_part_of(plan,
-					    m, inst, &c->coord);
-				}
-				if (!c->used || part < 0)
-					continue;
-				if (n[part] == cap[part]) {
-					cap[part] = cap[part] ? 2 * cap[part] :
-					    64;
-					build[part] = xreallocarray(build[part],
-					    cap[part], sizeof *build[part]);
-				}
-				pc = &build[part][n[part]++];
-				memset(pc, 0, sizeof *pc);
-				pc->param = (int)i;
-				pc->shard = model_shard_key(m, &m->params[inst],
-				    &c->coord);
-				pc->lo = c->lo;
-				pc->hi = c->hi;
-				pc->value = c->value;
-				pc->mult = q_make(1, 1);
+			if (c == 0 || pr->cells[c - 1].rank != cl->rank) {
+				int inst = model_instance_on(m,
+				    m->logical[i].instance[0], cl->rank);
+
+				part = inst < 0 ? -1 : gn_part_of(plan, m,
+				    inst, &cl->coord);
 			}
+			part_of[j] = (signed char)(cl->used ? part : -1);
+			if (part_of[j] >= 0)
+				at[part][cl->rank]++;
 		}
+	}
+	/* at[k][r]: where rank r's list of part k starts in pieces. */
+	total = 0;
+	for (k = 0; k < 2; k++) {
+		for (r = 0; r < m->mesh.world; r++) {
+			size_t n = at[k][r];
+
+			at[k][r] = next[k][r] = total;
+			total += n;
+		}
+		at[k][r] = total;
+	}
+	/* Zeroed: the lists are hashed and compared by their bytes. */
+	pieces = xcalloc(total + 1, sizeof *pieces);
+	for (i = 0, j = 0; i < a->nparams; i++) {
+		const struct param_result *pr = &a->params[i];
+		size_t c;
+		int inst = -1, inst_rank = -1;
+
+		for (c = 0; c < pr->ncells; c++, j++) {
+			const struct cell *cl = &pr->cells[c];
+			struct gn_piece *pc;
+
+			if (part_of[j] < 0)
+				continue;
+			if (inst_rank != cl->rank) {
+				inst = model_instance_on(m,
+				    m->logical[i].instance[0], cl->rank);
+				inst_rank = cl->rank;
+			}
+			pc = &pieces[next[part_of[j]][cl->rank]++];
+			pc->param = (int)i;
+			pc->shard = model_shard_key(m, &m->params[inst],
+			    &cl->coord);
+			pc->lo = cl->lo;
+			pc->hi = cl->hi;
+			pc->value = cl->value;
+			pc->mult = q_make(1, 1);
+		}
+	}
+	for (r = 0; r < m->mesh.world; r++)
 		for (k = 0; k < 2; k++)
 			run->part[k][r] = list_intern(&table, &run->arena,
-			    build[k], n[k]);
+			    pieces + at[k][r], at[k][r + 1] - at[k][r]);
+	free(pieces);
+	free(part_of);
+	for (k = 0; k < 2; k++) {
+		free(at[k]);
+		free(next[k]);
 	}
-	free(build[0]);
-	free(build[1]);
-	free(cursor);
 	free(table.v);
 	free(table.hash);
 }
@@ -725,19 +778,22 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 
 	for (i = 0; i < a->nparams; i++) {
 		const struct param_result *pr = &a->params[i];
-		int k;
+		int k, key, rank;
 
 		for (k = 0; k < nkeys; k++)
 			first[k] = -1;
-		for (j = 0; j < pr->ncells; j++) {
+		/* A rank's cells are neighbours: its shard is looked up once. */
+		for (j = 0, key = -1, rank = -1; j < pr->ncells; j++) {
 			const struct cell *c = &pr->cells[j];
-			int inst = model_instance_on(m,
-			    m->logical[i].instance[0], c->rank);
-			int key;
 
-			if (inst < 0)
-				continue;
-			key = model_shard_key(m, &m->params[inst], &c->coord);
+			if (c->rank != rank) {
+				int inst = model_instance_on(m,
+				    m->logical[i].instance[0], c->rank);
+
+				rank = c->rank;
+				key = inst < 0 ? -1 : model_shard_key(m,
+				    &m->params[inst], &c->coord);
+			}
 			if (key < 0 || key >= nkeys)
 				continue;
 			/*
