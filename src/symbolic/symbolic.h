@@ -27,5 +27,15 @@ struct config;
  */
 void	 sym_audit(const struct sym_context *, struct audit *,
 	    sym_step_hook *hook, void *hook_arg);
+/*
+ * The audit of the logical parameter called name alone into *audit (one
+ * param_result, and the findings on it): the parameters' values never
+ * mix, so each finding it holds is on that parameter, with its kind and
+ * op, in the audit of all (sym_audit) too; the gradient norm's findings,
+ * the stale rows' and the effects are left out.  False, *audit
+ * untouched, when the model has no such parameter.
+ */
+bool	 sym_audit_param(const struct sym_context *, struct audit *,
+	    const char *name);
 
 #endif
