@@ -59,8 +59,7 @@ gone(const struct finding *f, const struct outcome *o)
 	if (!o->valid)
 		return false;
 	for (i = 0; i < o->nseen; i++)
-		if (o->seen[i].kind == f->kind && fixer_holds(f, o->seen[i].param) &&
-		    strcmp(o->seen[i].op, f->op != NULL ? f->op : "") == 0)
+		if (fixer_still_there(f, &o->seen[i]))
 			return false;
 	return true;
 }
@@ -209,7 +208,7 @@ agree(struct fixer *fx, struct candidate *fixes, bool *have)
 			continue;
 		x = all;
 		x.flag = NULL;
-		if (fixer_judge(fx, &a->findings[i], fixer_evaluate(fx, &x)) != FIX_YES)
+		if (fixer_verdict(fx, &a->findings[i], &x) != FIX_YES)
 			continue;
 		fixer_minimize(fx, &a->findings[i], &x);
 		/* A flag's settings, or some of them, are still the flag. */
@@ -233,8 +232,7 @@ agree(struct fixer *fx, struct candidate *fixes, bool *have)
 				if (!fixer_candidate_has(&u, all.key[j]))
 					(void)fixer_candidate_add(&x, all.key[j],
 					    all.value[j]);
-			if (fixer_judge(fx, &a->findings[i], fixer_evaluate(fx, &x)) ==
-			    FIX_YES) {
+			if (fixer_verdict(fx, &a->findings[i], &x) == FIX_YES) {
 				fixes[i] = x;
 				ok = true;
 			}
@@ -369,11 +367,7 @@ derive(struct audit *a)
 			f->nfix_alternative = (size_t)alt.n;
 		}
 	}
-	for (i = 0; i < fx.nmemo; i++) {
-		free(fx.memo[i].id);
-		fixer_free_seen(fx.memo[i].seen, fx.memo[i].nseen);
-	}
-	free(fx.memo);
+	fixer_free_memo(&fx);
 	free(fx.chosen);
 	free(fixes);
 	free(have);

@@ -205,12 +205,15 @@ candidate_id(const struct candidate *c, char *buf, size_t len)
 
 /*
  * Audit the config with candidate c applied into *a, whose config is
- * *cfg: false when that config does not load or cannot be audited.  The
- * caller frees both (audit_free, cfg_free) either way.
+ * *cfg: all of it, or with only, the parameter of that name alone
+ * (sym_audit_param; *a holds nothing when the model has no such
+ * parameter).  False when that config does not load or cannot be
+ * audited, which is known before either audit runs.  The caller frees
+ * both (audit_free, cfg_free) either way.
  */
-bool
-fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
-    struct config *cfg, struct audit *a)
+static bool
+audit_with(const struct fixer *fx, const struct candidate *c,
+    const char *only, struct config *cfg, struct audit *a)
 {
 	struct sym_context ctx;
 	enum cfg_key	 blame;
@@ -231,20 +234,28 @@ fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
 	if (sym_context_unauditable(&ctx, cfg, &blame, why,
 	    sizeof why) == NULL) {
 		audit_free(a);
-		sym_audit(&ctx, a, NULL, NULL);
+		if (only == NULL)
+			sym_audit(&ctx, a, NULL, NULL);
+		else if (!sym_audit_param(&ctx, a, only))
+			arena_init(&a->arena);
 		valid = true;
 	}
 	sym_context_free(&ctx);
 	return valid;
 }
 
-/* Audit the config with candidate c applied, once per candidate. */
-const struct outcome *
-fixer_evaluate(struct fixer *fx, const struct candidate *c)
+bool
+fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
+    struct config *cfg, struct audit *a)
+{
+	return audit_with(fx, c, NULL, cfg, a);
+}
+
+/* The memo's entry of candidate c, new (not audited) when c is. */
+static struct outcome *
+memo_entry(struct fixer *fx, const struct candidate *c)
 {
 	struct outcome	*o;
-	struct config	 cfg;
-	struct audit	 a;
 	char		 id[1024];
 	size_t		 i;
 
@@ -260,6 +271,20 @@ fixer_evaluate(struct fixer *fx, const struct candidate *c)
 	o = &fx->memo[fx->nmemo++];
 	memset(o, 0, sizeof *o);
 	o->id = xstrdup(id);
+	return o;
+}
+
+/* Audit the config with candidate c applied, once per candidate. */
+const struct outcome *
+fixer_evaluate(struct fixer *fx, const struct candidate *c)
+{
+	struct outcome	*o = memo_entry(fx, c);
+	struct config	 cfg;
+	struct audit	 a;
+
+	if (o->audited)
+		return o;
+	o->audited = true;
 	if (fixer_audit_candidate(fx, c, &cfg, &a)) {
 		o->valid = true;
 		o->passes = audit_passes(&a);
@@ -268,6 +293,94 @@ fixer_evaluate(struct fixer *fx, const struct candidate *c)
 	audit_free(&a);
 	cfg_free(&cfg);
 	return o;
+}
+
+/*
+ * Audit parameter param alone with candidate c applied and add what it
+ * found there to o->probed.  A config that cannot be audited is known
+ * whole by that: fixer_evaluate would find it so before auditing.
+ */
+static void
+probe(struct fixer *fx, struct outcome *o, const struct candidate *c,
+    const char *param)
+{
+	struct config	 cfg;
+	struct audit	 a;
+	struct seen	*s;
+	size_t		 n;
+
+	o->probes = xreallocarray(o->probes, o->nprobes + 1,
+	    sizeof *o->probes);
+	o->probes[o->nprobes++] = xstrdup(param);
+	if (audit_with(fx, c, param, &cfg, &a)) {
+		fixer_collect_seen(&a, &s, &n);
+		o->probed = xreallocarray(o->probed, o->nprobed + n + 1,
+		    sizeof *o->probed);
+		memcpy(o->probed + o->nprobed, s, n * sizeof *s);
+		o->nprobed += n;
+		free(s);
+	} else
+		o->audited = true;
+	audit_free(&a);
+	cfg_free(&cfg);
+}
+
+/*
+ * fixer_judge of f on the audit of candidate c, which most candidates
+ * need not run in whole (issue 24: the fix search of a wrong MTP + cp
+ * config of 4,096 ranks ran 32 whole audits, 2 s).  f is there still,
+ * FIX_NO, when any of its parameters has its kind and op; the audit of
+ * f's first parameter alone (sym_audit_param) finds on it just what the
+ * whole audit finds there, as no step mixes two parameters' values, so
+ * when it finds f there the whole audit would too and the verdict is
+ * FIX_NO without it.  Otherwise only the whole audit can tell (f gone
+ * from the one parameter may stay on another, or something new appear
+ * elsewhere), and it runs.
+ */
+enum verdict
+fixer_verdict(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	struct outcome	*o = memo_entry(fx, c);
+	size_t		 i;
+
+	if (!o->audited && f->nparams > 0) {
+		for (i = 0; i < o->nprobes &&
+		    strcmp(o->probes[i], f->params[0]) != 0; i++)
+			;
+		if (i == o->nprobes)
+			probe(fx, o, c, f->params[0]);
+		for (i = 0; i < o->nprobed; i++)
+			if (fixer_still_there(f, &o->probed[i]))
+				return FIX_NO;
+	}
+	return fixer_judge(fx, f, fixer_evaluate(fx, c));
+}
+
+void
+fixer_free_memo(struct fixer *fx)
+{
+	size_t	i, k;
+
+	for (i = 0; i < fx->nmemo; i++) {
+		free(fx->memo[i].id);
+		fixer_free_seen(fx->memo[i].seen, fx->memo[i].nseen);
+		fixer_free_seen(fx->memo[i].probed, fx->memo[i].nprobed);
+		for (k = 0; k < fx->memo[i].nprobes; k++)
+			free(fx->memo[i].probes[k]);
+		free(fx->memo[i].probes);
+	}
+	free(fx->memo);
+	fx->memo = NULL;
+	fx->nmemo = fx->capmemo = 0;
+}
+
+/* Is f's kind and op on s's parameter, one of f's? */
+bool
+fixer_still_there(const struct finding *f, const struct seen *s)
+{
+	return s->kind == f->kind && fixer_holds(f, s->param) &&
+	    strcmp(s->op, f->op != NULL ? f->op : "") == 0;
 }
 
 bool
@@ -348,8 +461,7 @@ fixer_judge(const struct fixer *fx, const struct finding *f,
 		return FIX_NO;
 	for (i = 0; i < o->nseen; i++) {
 		if (o->seen[i].kind == f->kind && fixer_holds(f, o->seen[i].param)) {
-			if (strcmp(o->seen[i].op, f->op != NULL ? f->op :
-			    "") == 0)
+			if (fixer_still_there(f, &o->seen[i]))
 				return FIX_NO;
 			/* Its kind there from another step, new here. */
 			if (!fixer_had(fx, &o->seen[i]))
@@ -650,7 +762,7 @@ fixer_minimize(struct fixer *fx, const struct finding *f, struct candidate *c)
 				t.key[t.n] = c->key[j];
 				t.value[t.n++] = c->value[j];
 			}
-		if (fixer_judge(fx, f, fixer_evaluate(fx, &t)) == FIX_YES)
+		if (fixer_verdict(fx, f, &t) == FIX_YES)
 			*c = t;
 		else
 			i++;
@@ -875,7 +987,7 @@ try(struct fixer *fx, const struct finding *f, const struct candidate *base,
 		return false;
 	if (base->n == 0)
 		m.flag = t->flag;
-	r = fixer_judge(fx, f, fixer_evaluate(fx, &m));
+	r = fixer_verdict(fx, f, &m);
 	if (r == FIX_PARTIAL && *nnext < FIX_MAX_PARTIALS)
 		next[(*nnext)++] = m;
 	if (r == FIX_YES)
@@ -1060,7 +1172,7 @@ fixer_search_objective(struct fixer *fx, const struct finding *f,
 	for (v = 0; v < n; v++) {
 		memset(best, 0, sizeof *best);
 		(void)fixer_candidate_add(best, key, vals[v]);
-		if (fixer_judge(fx, f, fixer_evaluate(fx, best)) == FIX_YES)
+		if (fixer_verdict(fx, f, best) == FIX_YES)
 			return true;
 	}
 	return false;
