@@ -205,15 +205,16 @@ candidate_id(const struct candidate *c, char *buf, size_t len)
 
 /*
  * Audit the config with candidate c applied into *a, whose config is
- * *cfg: all of it, or with only, the parameter of that name alone
- * (sym_audit_param; *a holds nothing when the model has no such
- * parameter).  False when that config does not load or cannot be
- * audited, which is known before either audit runs.  The caller frees
- * both (audit_free, cfg_free) either way.
+ * *cfg: all of it, or with of, one of its parameters alone, in *probed
+ * its index in of->params (sym_audit_param; -1, *a holding nothing, when
+ * the model has none of them).  False when that config does not load or
+ * cannot be audited, which is known before either audit runs.  The
+ * caller frees both (audit_free, cfg_free) either way.
  */
 static bool
 audit_with(const struct fixer *fx, const struct candidate *c,
-    const char *only, struct config *cfg, struct audit *a)
+    const struct finding *of, int *probed, struct config *cfg,
+    struct audit *a)
 {
 	struct sym_context ctx;
 	enum cfg_key	 blame;
@@ -234,9 +235,10 @@ audit_with(const struct fixer *fx, const struct candidate *c,
 	if (sym_context_unauditable(&ctx, cfg, &blame, why,
 	    sizeof why) == NULL) {
 		audit_free(a);
-		if (only == NULL)
+		if (of == NULL)
 			sym_audit(&ctx, a, NULL, NULL);
-		else if (!sym_audit_param(&ctx, a, only))
+		else if ((*probed = sym_audit_param(&ctx, a, of->params,
+		    of->nparams)) < 0)
 			arena_init(&a->arena);
 		valid = true;
 	}
@@ -248,7 +250,7 @@ bool
 fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
     struct config *cfg, struct audit *a)
 {
-	return audit_with(fx, c, NULL, cfg, a);
+	return audit_with(fx, c, NULL, NULL, cfg, a);
 }
 
 /* The memo's entry of candidate c, new (not audited) when c is. */
@@ -274,6 +276,19 @@ memo_entry(struct fixer *fx, const struct candidate *c)
 	return o;
 }
 
+const struct outcome *
+fixer_audited(const struct fixer *fx, const struct candidate *c)
+{
+	char	 id[1024];
+	size_t	 i;
+
+	candidate_id(c, id, sizeof id);
+	for (i = 0; i < fx->nmemo; i++)
+		if (strcmp(fx->memo[i].id, id) == 0)
+			return fx->memo[i].audited ? &fx->memo[i] : NULL;
+	return NULL;
+}
+
 /* Audit the config with candidate c applied, once per candidate. */
 const struct outcome *
 fixer_evaluate(struct fixer *fx, const struct candidate *c)
@@ -296,65 +311,37 @@ fixer_evaluate(struct fixer *fx, const struct candidate *c)
 }
 
 /*
- * Audit parameter param alone with candidate c applied and add what it
- * found there to o->probed.  A config that cannot be audited is known
- * whole by that: fixer_evaluate would find it so before auditing.
+ * Audit one of f's parameters alone with candidate c applied (the one
+ * sym_audit_param finds cheapest) and add what it found there to
+ * o->probed.  A config that cannot be audited is known whole by that:
+ * fixer_evaluate would find it so before auditing.
  */
 static void
 probe(struct fixer *fx, struct outcome *o, const struct candidate *c,
-    const char *param)
+    const struct finding *f)
 {
 	struct config	 cfg;
 	struct audit	 a;
 	struct seen	*s;
 	size_t		 n;
+	int		 at = -1;
 
-	o->probes = xreallocarray(o->probes, o->nprobes + 1,
-	    sizeof *o->probes);
-	o->probes[o->nprobes++] = xstrdup(param);
-	if (audit_with(fx, c, param, &cfg, &a)) {
+	if (audit_with(fx, c, f, &at, &cfg, &a)) {
 		fixer_collect_seen(&a, &s, &n);
 		o->probed = xreallocarray(o->probed, o->nprobed + n + 1,
 		    sizeof *o->probed);
 		memcpy(o->probed + o->nprobed, s, n * sizeof *s);
-		o->nprobed += n;
+		while (n-- > 0)
+			o->probed[o->nprobed++].probed = true;
 		free(s);
 	} else
 		o->audited = true;
+	/* None of them in the model: f's first stands for them. */
+	o->probes = xreallocarray(o->probes, o->nprobes + 1,
+	    sizeof *o->probes);
+	o->probes[o->nprobes++] = xstrdup(f->params[at >= 0 ? at : 0]);
 	audit_free(&a);
 	cfg_free(&cfg);
-}
-
-/*
- * fixer_judge of f on the audit of candidate c, which most candidates
- * need not run in whole (issue 24: the fix search of a wrong MTP + cp
- * config of 4,096 ranks ran 32 whole audits, 2 s).  f is there still,
- * FIX_NO, when any of its parameters has its kind and op; the audit of
- * f's first parameter alone (sym_audit_param) finds on it just what the
- * whole audit finds there, as no step mixes two parameters' values, so
- * when it finds f there the whole audit would too and the verdict is
- * FIX_NO without it.  Otherwise only the whole audit can tell (f gone
- * from the one parameter may stay on another, or something new appear
- * elsewhere), and it runs.
- */
-enum verdict
-fixer_verdict(struct fixer *fx, const struct finding *f,
-    const struct candidate *c)
-{
-	struct outcome	*o = memo_entry(fx, c);
-	size_t		 i;
-
-	if (!o->audited && f->nparams > 0) {
-		for (i = 0; i < o->nprobes &&
-		    strcmp(o->probes[i], f->params[0]) != 0; i++)
-			;
-		if (i == o->nprobes)
-			probe(fx, o, c, f->params[0]);
-		for (i = 0; i < o->nprobed; i++)
-			if (fixer_still_there(f, &o->probed[i]))
-				return FIX_NO;
-	}
-	return fixer_judge(fx, f, fixer_evaluate(fx, c));
 }
 
 void
@@ -438,10 +425,49 @@ unresolved(const struct fixer *fx, const struct finding *f,
 		kind = kind || fx->orig[i].kind == s->kind;
 		param = param || strcmp(fx->orig[i].param, s->param) == 0;
 	}
+	/*
+	 * A probe's cause may not be the whole audit's, where a finding of
+	 * several parameters keeps its first one's: unknown, it counts as
+	 * resolved, so that a probe's verdict is never worse (judge_seens).
+	 */
 	if (fixer_holds(f, s->param))
-		return !kind || family_of(s->cause, s->kind) ==
-		    family_of(f->cause, f->kind);
+		return !kind || (!s->probed && family_of(s->cause, s->kind) ==
+		    family_of(f->cause, f->kind));
 	return !kind || !param;
+}
+
+/* What s, found with a fix of f applied, says of it (fixer_judge). */
+static enum verdict
+judge_seen(const struct fixer *fx, const struct finding *f,
+    const struct seen *s)
+{
+	if (s->kind == f->kind && fixer_holds(f, s->param)) {
+		if (fixer_still_there(f, s))
+			return FIX_NO;
+		/* Its kind there from another step, new here. */
+		return fixer_had(fx, s) ? FIX_YES : FIX_PARTIAL;
+	}
+	return unresolved(fx, f, s) ? FIX_PARTIAL : FIX_YES;
+}
+
+/*
+ * The worst of what s[0..n) say of a fix of f: each is judged alone, so
+ * that of some of the findings is never worse than that of all.
+ */
+static enum verdict
+judge_seens(const struct fixer *fx, const struct finding *f,
+    const struct seen *s, size_t n)
+{
+	enum verdict	 v = FIX_YES, w;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		if ((w = judge_seen(fx, f, &s[i])) == FIX_NO)
+			return FIX_NO;
+		if (w == FIX_PARTIAL)
+			v = FIX_PARTIAL;
+	}
+	return v;
 }
 
 /*
@@ -454,22 +480,59 @@ enum verdict
 fixer_judge(const struct fixer *fx, const struct finding *f,
     const struct outcome *o)
 {
-	enum verdict	 v = FIX_YES;
-	size_t		 i;
-
 	if (!o->valid)
 		return FIX_NO;
-	for (i = 0; i < o->nseen; i++) {
-		if (o->seen[i].kind == f->kind && fixer_holds(f, o->seen[i].param)) {
-			if (fixer_still_there(f, &o->seen[i]))
-				return FIX_NO;
-			/* Its kind there from another step, new here. */
-			if (!fixer_had(fx, &o->seen[i]))
-				v = FIX_PARTIAL;
-		} else if (unresolved(fx, f, &o->seen[i]))
-			v = FIX_PARTIAL;
-	}
-	return v;
+	return judge_seens(fx, f, o->seen, o->nseen);
+}
+
+/*
+ * At best, fixer_judge of f on the audit of candidate c, without
+ * auditing it whole where possible (issue 24: the fix search of a wrong
+ * MTP + cp config of 4,096 ranks ran 32 whole audits, 2 s, most of them
+ * to see the finding still there).  The audit of one of f's parameters
+ * alone (sym_audit_param) finds on it just what the whole audit finds
+ * there (no step mixes two parameters' values), and judge_seens of some
+ * of the findings is never worse than of all: FIX_NO from it is the
+ * whole audit's verdict, and FIX_PARTIAL says it cannot be FIX_YES.  FIX_YES
+ * says nothing: f gone from one parameter may stay on another, or
+ * something new appear elsewhere.
+ */
+static enum verdict
+probed_verdict(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	struct outcome	*o = memo_entry(fx, c);
+	size_t		 i;
+
+	if (o->audited || f->nparams == 0 || fx->whole)
+		return FIX_YES;
+	for (i = 0; i < o->nprobes && !fixer_holds(f, o->probes[i]); i++)
+		;
+	if (i == o->nprobes)
+		probe(fx, o, c, f);
+	if (o->audited)
+		return o->valid ? FIX_YES : FIX_NO;
+	return judge_seens(fx, f, o->probed, o->nprobed);
+}
+
+/* fixer_judge of f on the audit of candidate c. */
+enum verdict
+fixer_verdict(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	if (probed_verdict(fx, f, c) == FIX_NO)
+		return FIX_NO;
+	return fixer_judge(fx, f, fixer_evaluate(fx, c));
+}
+
+/* Is fixer_verdict FIX_YES? */
+bool
+fixer_fixes(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	if (probed_verdict(fx, f, c) != FIX_YES)
+		return false;
+	return fixer_judge(fx, f, fixer_evaluate(fx, c)) == FIX_YES;
 }
 
 bool
@@ -762,7 +825,7 @@ fixer_minimize(struct fixer *fx, const struct finding *f, struct candidate *c)
 				t.key[t.n] = c->key[j];
 				t.value[t.n++] = c->value[j];
 			}
-		if (fixer_verdict(fx, f, &t) == FIX_YES)
+		if (fixer_fixes(fx, f, &t))
 			*c = t;
 		else
 			i++;
@@ -1172,7 +1235,7 @@ fixer_search_objective(struct fixer *fx, const struct finding *f,
 	for (v = 0; v < n; v++) {
 		memset(best, 0, sizeof *best);
 		(void)fixer_candidate_add(best, key, vals[v]);
-		if (fixer_verdict(fx, f, best) == FIX_YES)
+		if (fixer_fixes(fx, f, best))
 			return true;
 	}
 	return false;

@@ -32,6 +32,7 @@ struct seen {
 	enum cfg_key	 cause;
 	char		*op;
 	char		*param;
+	bool		 probed;	/* of a parameter audited alone */
 };
 
 /*
@@ -76,12 +77,21 @@ struct fixer {
 	int		 nrecipes;
 	struct outcome	*memo;
 	size_t		 nmemo, capmemo;
+	/*
+	 * Audit every candidate whole, never one parameter alone first
+	 * (fixer_verdict): the test suite sets GRADAUDIT_TEST_WHOLE_AUDITS
+	 * to check that the fixes found are the same either way.
+	 */
+	bool		 whole;
 };
 
 enum verdict { FIX_NO, FIX_PARTIAL, FIX_YES };
 
 bool	 fixer_audit_candidate(const struct fixer *fx,
 	    const struct candidate *c, struct config *cfg, struct audit *a);
+/* The memo's outcome of candidate c when audited whole, else NULL. */
+const struct outcome *fixer_audited(const struct fixer *fx,
+	    const struct candidate *c);
 bool	 fixer_candidate_add(struct candidate *c, enum cfg_key k,
 	    const char *v);
 bool	 fixer_candidate_has(const struct candidate *c, enum cfg_key k);
@@ -90,6 +100,8 @@ void	 fixer_collect_seen(const struct audit *a, struct seen **out,
 bool	 fixer_current_is(const struct config *c, enum cfg_key k,
 	    const char *v);
 const struct outcome *fixer_evaluate(struct fixer *fx,
+	    const struct candidate *c);
+bool	 fixer_fixes(struct fixer *fx, const struct finding *f,
 	    const struct candidate *c);
 void	 fixer_free_memo(struct fixer *fx);
 void	 fixer_free_seen(struct seen *s, size_t n);

@@ -119,18 +119,27 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	audit_some(ctx, a, -1, hook, hook_arg);
 }
 
-bool
+int
 sym_audit_param(const struct sym_context *ctx, struct audit *a,
-    const char *name)
+    const char *const *names, size_t n)
 {
 	const struct model *m = &ctx->model;
-	int	 l;
+	size_t	 i;
+	int	 l, best = -1, at = -1;
 
-	for (l = 0; l < m->nlogical; l++)
-		if (strcmp(m->logical[l].name, name) == 0)
-			break;
-	if (l == m->nlogical)
-		return false;
-	audit_some(ctx, a, l, NULL, NULL);
-	return true;
+	/*
+	 * A weight of two instances (a tied one) runs on two stages and
+	 * over the embedding group: three times the cost of another.
+	 */
+	for (i = 0; i < n; i++)
+		for (l = 0; l < m->nlogical; l++)
+			if (strcmp(m->logical[l].name, names[i]) == 0 &&
+			    (best < 0 || m->logical[l].ninstances <
+			    m->logical[best].ninstances)) {
+				best = l;
+				at = (int)i;
+			}
+	if (best >= 0)
+		audit_some(ctx, a, best, NULL, NULL);
+	return at;
 }
