@@ -497,19 +497,52 @@ fixer_judge(const struct fixer *fx, const struct finding *f,
  * says nothing: f gone from one parameter may stay on another, or
  * something new appear elsewhere.
  */
-static enum verdict
-probed_verdict(struct fixer *fx, const struct finding *f,
-    const struct candidate *c)
+/* The memo's entry of c, with a probe of one of f's parameters. */
+static struct outcome *
+probed(struct fixer *fx, const struct finding *f, const struct candidate *c)
 {
 	struct outcome	*o = memo_entry(fx, c);
 	size_t		 i;
 
-	if (o->audited || f->nparams == 0 || fx->whole)
-		return FIX_YES;
 	for (i = 0; i < o->nprobes && !fixer_holds(f, o->probes[i]); i++)
 		;
 	if (i == o->nprobes)
 		probe(fx, o, c, f);
+	return o;
+}
+
+/*
+ * Does the probe of the config itself find f, as it must for a probe to
+ * reject anything?  Not for a finding of the gradient norm, which no
+ * parameter audited alone has: probing each candidate for it would only
+ * add to the whole audits (testdata/nanogpt-30-ddp-sync-first.yaml's
+ * clip finding, 57 of them).
+ */
+static bool
+probe_finds(struct fixer *fx, const struct finding *f)
+{
+	struct candidate none;
+	const struct outcome *o;
+	size_t		 i;
+
+	memset(&none, 0, sizeof none);
+	o = probed(fx, f, &none);
+	for (i = 0; i < o->nprobed; i++)
+		if (fixer_still_there(f, &o->probed[i]))
+			return true;
+	return false;
+}
+
+static enum verdict
+probed_verdict(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	struct outcome	*o;
+
+	if (f->nparams == 0 || fx->whole || memo_entry(fx, c)->audited ||
+	    !probe_finds(fx, f))
+		return FIX_YES;
+	o = probed(fx, f, c);
 	if (o->audited)
 		return o->valid ? FIX_YES : FIX_NO;
 	return judge_seens(fx, f, o->probed, o->nprobed);
