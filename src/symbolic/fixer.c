@@ -207,12 +207,16 @@ candidate_id(const struct candidate *c, char *buf, size_t len)
 
 /*
  * Audit the config with candidate c applied into *a, whose config is
- * *cfg: false when that config does not load or cannot be audited.  The
+ * *cfg: all of it, or with of, one of its parameters alone, in *probed
+ * its index in of->params (sym_audit_param; -1, *a holding nothing, when
+ * the model has none of them).  False when that config does not load or
+ * cannot be audited, which is known before either audit runs.  The
  * caller frees both (audit_free, cfg_free) either way.
  */
-bool
-fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
-    struct config *cfg, struct audit *a)
+static bool
+audit_with(const struct fixer *fx, const struct candidate *c,
+    const struct finding *of, int *probed, struct config *cfg,
+    struct audit *a)
 {
 	struct sym_context ctx;
 	enum cfg_key	 blame;
@@ -233,20 +237,29 @@ fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
 	if (sym_context_unauditable(&ctx, cfg, &blame, why,
 	    sizeof why) == NULL) {
 		audit_free(a);
-		sym_audit(&ctx, a, NULL, NULL);
+		if (of == NULL)
+			sym_audit(&ctx, a, NULL, NULL);
+		else if ((*probed = sym_audit_param(&ctx, a, of->params,
+		    of->nparams)) < 0)
+			arena_init(&a->arena);
 		valid = true;
 	}
 	sym_context_free(&ctx);
 	return valid;
 }
 
-/* Audit the config with candidate c applied, once per candidate. */
-const struct outcome *
-fixer_evaluate(struct fixer *fx, const struct candidate *c)
+bool
+fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
+    struct config *cfg, struct audit *a)
+{
+	return audit_with(fx, c, NULL, NULL, cfg, a);
+}
+
+/* The memo's entry of candidate c, new (not audited) when c is. */
+static struct outcome *
+memo_entry(struct fixer *fx, const struct candidate *c)
 {
 	struct outcome	*o;
-	struct config	 cfg;
-	struct audit	 a;
 	char		 id[1024];
 	size_t		 i;
 
@@ -262,6 +275,33 @@ fixer_evaluate(struct fixer *fx, const struct candidate *c)
 	o = &fx->memo[fx->nmemo++];
 	memset(o, 0, sizeof *o);
 	o->id = xstrdup(id);
+	return o;
+}
+
+const struct outcome *
+fixer_audited(const struct fixer *fx, const struct candidate *c)
+{
+	char	 id[1024];
+	size_t	 i;
+
+	candidate_id(c, id, sizeof id);
+	for (i = 0; i < fx->nmemo; i++)
+		if (strcmp(fx->memo[i].id, id) == 0)
+			return fx->memo[i].audited ? &fx->memo[i] : NULL;
+	return NULL;
+}
+
+/* Audit the config with candidate c applied, once per candidate. */
+const struct outcome *
+fixer_evaluate(struct fixer *fx, const struct candidate *c)
+{
+	struct outcome	*o = memo_entry(fx, c);
+	struct config	 cfg;
+	struct audit	 a;
+
+	if (o->audited)
+		return o;
+	o->audited = true;
 	if (fixer_audit_candidate(fx, c, &cfg, &a)) {
 		o->valid = true;
 		o->passes = audit_passes(&a);
@@ -270,6 +310,66 @@ fixer_evaluate(struct fixer *fx, const struct candidate *c)
 	audit_free(&a);
 	cfg_free(&cfg);
 	return o;
+}
+
+/*
+ * Audit one of f's parameters alone with candidate c applied (the one
+ * sym_audit_param finds cheapest) and add what it found there to
+ * o->probed.  A config that cannot be audited is known whole by that:
+ * fixer_evaluate would find it so before auditing.
+ */
+static void
+probe(struct fixer *fx, struct outcome *o, const struct candidate *c,
+    const struct finding *f)
+{
+	struct config	 cfg;
+	struct audit	 a;
+	struct seen	*s;
+	size_t		 n;
+	int		 at = -1;
+
+	if (audit_with(fx, c, f, &at, &cfg, &a)) {
+		fixer_collect_seen(&a, &s, &n);
+		o->probed = xreallocarray(o->probed, o->nprobed + n + 1,
+		    sizeof *o->probed);
+		memcpy(o->probed + o->nprobed, s, n * sizeof *s);
+		while (n-- > 0)
+			o->probed[o->nprobed++].probed = true;
+		free(s);
+	} else
+		o->audited = true;
+	/* None of them in the model: f's first stands for them. */
+	o->probes = xreallocarray(o->probes, o->nprobes + 1,
+	    sizeof *o->probes);
+	o->probes[o->nprobes++] = xstrdup(f->params[at >= 0 ? at : 0]);
+	audit_free(&a);
+	cfg_free(&cfg);
+}
+
+void
+fixer_free_memo(struct fixer *fx)
+{
+	size_t	i, k;
+
+	for (i = 0; i < fx->nmemo; i++) {
+		free(fx->memo[i].id);
+		fixer_free_seen(fx->memo[i].seen, fx->memo[i].nseen);
+		fixer_free_seen(fx->memo[i].probed, fx->memo[i].nprobed);
+		for (k = 0; k < fx->memo[i].nprobes; k++)
+			free(fx->memo[i].probes[k]);
+		free(fx->memo[i].probes);
+	}
+	free(fx->memo);
+	fx->memo = NULL;
+	fx->nmemo = fx->capmemo = 0;
+}
+
+/* Is f's kind and op on s's parameter, one of f's? */
+bool
+fixer_still_there(const struct finding *f, const struct seen *s)
+{
+	return s->kind == f->kind && fixer_holds(f, s->param) &&
+	    strcmp(s->op, f->op != NULL ? f->op : "") == 0;
 }
 
 bool
@@ -327,10 +427,49 @@ unresolved(const struct fixer *fx, const struct finding *f,
 		kind = kind || fx->orig[i].kind == s->kind;
 		param = param || strcmp(fx->orig[i].param, s->param) == 0;
 	}
+	/*
+	 * A probe's cause may not be the whole audit's, where a finding of
+	 * several parameters keeps its first one's: unknown, it counts as
+	 * resolved, so that a probe's verdict is never worse (judge_seens).
+	 */
 	if (fixer_holds(f, s->param))
-		return !kind || family_of(s->cause, s->kind) ==
-		    family_of(f->cause, f->kind);
+		return !kind || (!s->probed && family_of(s->cause, s->kind) ==
+		    family_of(f->cause, f->kind));
 	return !kind || !param;
+}
+
+/* What s, found with a fix of f applied, says of it (fixer_judge). */
+static enum verdict
+judge_seen(const struct fixer *fx, const struct finding *f,
+    const struct seen *s)
+{
+	if (s->kind == f->kind && fixer_holds(f, s->param)) {
+		if (fixer_still_there(f, s))
+			return FIX_NO;
+		/* Its kind there from another step, new here. */
+		return fixer_had(fx, s) ? FIX_YES : FIX_PARTIAL;
+	}
+	return unresolved(fx, f, s) ? FIX_PARTIAL : FIX_YES;
+}
+
+/*
+ * The worst of what s[0..n) say of a fix of f: each is judged alone, so
+ * that of some of the findings is never worse than that of all.
+ */
+static enum verdict
+judge_seens(const struct fixer *fx, const struct finding *f,
+    const struct seen *s, size_t n)
+{
+	enum verdict	 v = FIX_YES, w;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		if ((w = judge_seen(fx, f, &s[i])) == FIX_NO)
+			return FIX_NO;
+		if (w == FIX_PARTIAL)
+			v = FIX_PARTIAL;
+	}
+	return v;
 }
 
 /*
@@ -343,23 +482,92 @@ enum verdict
 fixer_judge(const struct fixer *fx, const struct finding *f,
     const struct outcome *o)
 {
-	enum verdict	 v = FIX_YES;
-	size_t		 i;
-
 	if (!o->valid)
 		return FIX_NO;
-	for (i = 0; i < o->nseen; i++) {
-		if (o->seen[i].kind == f->kind && fixer_holds(f, o->seen[i].param)) {
-			if (strcmp(o->seen[i].op, f->op != NULL ? f->op :
-			    "") == 0)
-				return FIX_NO;
-			/* Its kind there from another step, new here. */
-			if (!fixer_had(fx, &o->seen[i]))
-				v = FIX_PARTIAL;
-		} else if (unresolved(fx, f, &o->seen[i]))
-			v = FIX_PARTIAL;
-	}
-	return v;
+	return judge_seens(fx, f, o->seen, o->nseen);
+}
+
+/*
+ * At best, fixer_judge of f on the audit of candidate c, without
+ * auditing it whole where possible (issue 24: the fix search of a wrong
+ * MTP + cp config of 4,096 ranks ran 32 whole audits, 2 s, most of them
+ * to see the finding still there).  The audit of one of f's parameters
+ * alone (sym_audit_param) finds on it just what the whole audit finds
+ * there (no step mixes two parameters' values), and judge_seens of some
+ * of the findings is never worse than of all: FIX_NO from it is the
+ * whole audit's verdict, and FIX_PARTIAL says it cannot be FIX_YES.  FIX_YES
+ * says nothing: f gone from one parameter may stay on another, or
+ * something new appear elsewhere.
+ */
+/* The memo's entry of c, with a probe of one of f's parameters. */
+static struct outcome *
+probed(struct fixer *fx, const struct finding *f, const struct candidate *c)
+{
+	struct outcome	*o = memo_entry(fx, c);
+	size_t		 i;
+
+	for (i = 0; i < o->nprobes && !fixer_holds(f, o->probes[i]); i++)
+		;
+	if (i == o->nprobes)
+		probe(fx, o, c, f);
+	return o;
+}
+
+/*
+ * Does the probe of the config itself find f, as it must for a probe to
+ * reject anything?  Not for a finding of the gradient norm, which no
+ * parameter audited alone has: probing each candidate for it would only
+ * add to the whole audits (testdata/nanogpt-30-ddp-sync-first.yaml's
+ * clip finding, 57 of them).
+ */
+static bool
+probe_finds(struct fixer *fx, const struct finding *f)
+{
+	struct candidate none;
+	const struct outcome *o;
+	size_t		 i;
+
+	memset(&none, 0, sizeof none);
+	o = probed(fx, f, &none);
+	for (i = 0; i < o->nprobed; i++)
+		if (fixer_still_there(f, &o->probed[i]))
+			return true;
+	return false;
+}
+
+static enum verdict
+probed_verdict(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	struct outcome	*o;
+
+	if (f->nparams == 0 || fx->whole || memo_entry(fx, c)->audited ||
+	    !probe_finds(fx, f))
+		return FIX_YES;
+	o = probed(fx, f, c);
+	if (o->audited)
+		return o->valid ? FIX_YES : FIX_NO;
+	return judge_seens(fx, f, o->probed, o->nprobed);
+}
+
+/* fixer_judge of f on the audit of candidate c. */
+enum verdict
+fixer_verdict(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	if (probed_verdict(fx, f, c) == FIX_NO)
+		return FIX_NO;
+	return fixer_judge(fx, f, fixer_evaluate(fx, c));
+}
+
+/* Is fixer_verdict FIX_YES? */
+bool
+fixer_fixes(struct fixer *fx, const struct finding *f,
+    const struct candidate *c)
+{
+	if (probed_verdict(fx, f, c) != FIX_YES)
+		return false;
+	return fixer_judge(fx, f, fixer_evaluate(fx, c)) == FIX_YES;
 }
 
 bool
@@ -652,7 +860,7 @@ fixer_minimize(struct fixer *fx, const struct finding *f, struct candidate *c)
 				t.key[t.n] = c->key[j];
 				t.value[t.n++] = c->value[j];
 			}
-		if (fixer_judge(fx, f, fixer_evaluate(fx, &t)) == FIX_YES)
+		if (fixer_fixes(fx, f, &t))
 			*c = t;
 		else
 			i++;
@@ -877,7 +1085,7 @@ try(struct fixer *fx, const struct finding *f, const struct candidate *base,
 		return false;
 	if (base->n == 0)
 		m.flag = t->flag;
-	r = fixer_judge(fx, f, fixer_evaluate(fx, &m));
+	r = fixer_verdict(fx, f, &m);
 	if (r == FIX_PARTIAL && *nnext < FIX_MAX_PARTIALS)
 		next[(*nnext)++] = m;
 	if (r == FIX_YES)
@@ -1062,7 +1270,7 @@ fixer_search_objective(struct fixer *fx, const struct finding *f,
 	for (v = 0; v < n; v++) {
 		memset(best, 0, sizeof *best);
 		(void)fixer_candidate_add(best, key, vals[v]);
-		if (fixer_judge(fx, f, fixer_evaluate(fx, best)) == FIX_YES)
+		if (fixer_fixes(fx, f, best))
 			return true;
 	}
 	return false;

@@ -32,15 +32,25 @@ struct seen {
 	enum cfg_key	 cause;
 	char		*op;
 	char		*param;
+	bool		 probed;	/* of a parameter audited alone */
 };
 
-/* What an audit of the config with a candidate applied found. */
+/*
+ * What an audit of the config with a candidate applied found, once
+ * audited (fixer_evaluate); before, what the audits of some of its
+ * parameters alone found on them (fixer_verdict), each also in seen.
+ */
 struct outcome {
 	char		*id;		/* "k=v;k=v", the memo's key */
+	bool		 audited;	/* valid, passes and seen are known */
 	bool		 valid;		/* loads and can be audited */
 	bool		 passes;
 	struct seen	*seen;
 	size_t		 nseen;
+	char		**probes;	/* the parameters audited alone */
+	size_t		 nprobes;
+	struct seen	*probed;	/* what they found on them */
+	size_t		 nprobed;
 };
 
 struct fixer {
@@ -67,12 +77,21 @@ struct fixer {
 	int		 nrecipes;
 	struct outcome	*memo;
 	size_t		 nmemo, capmemo;
+	/*
+	 * Audit every candidate whole, never one parameter alone first
+	 * (fixer_verdict): the test suite sets GRADAUDIT_TEST_WHOLE_AUDITS
+	 * to check that the fixes found are the same either way.
+	 */
+	bool		 whole;
 };
 
 enum verdict { FIX_NO, FIX_PARTIAL, FIX_YES };
 
 bool	 fixer_audit_candidate(const struct fixer *fx,
 	    const struct candidate *c, struct config *cfg, struct audit *a);
+/* The memo's outcome of candidate c when audited whole, else NULL. */
+const struct outcome *fixer_audited(const struct fixer *fx,
+	    const struct candidate *c);
 bool	 fixer_candidate_add(struct candidate *c, enum cfg_key k,
 	    const char *v);
 bool	 fixer_candidate_has(const struct candidate *c, enum cfg_key k);
@@ -82,6 +101,9 @@ bool	 fixer_current_is(const struct config *c, enum cfg_key k,
 	    const char *v);
 const struct outcome *fixer_evaluate(struct fixer *fx,
 	    const struct candidate *c);
+bool	 fixer_fixes(struct fixer *fx, const struct finding *f,
+	    const struct candidate *c);
+void	 fixer_free_memo(struct fixer *fx);
 void	 fixer_free_seen(struct seen *s, size_t n);
 bool	 fixer_from_profile(const struct config *c, enum cfg_key k);
 bool	 fixer_had(const struct fixer *fx, const struct seen *s);
@@ -99,8 +121,11 @@ bool	 fixer_search(struct fixer *fx, const struct finding *f,
 bool	 fixer_search_objective(struct fixer *fx, const struct finding *f,
 	    struct candidate *best);
 bool	 fixer_settable(const struct config *c, enum cfg_key k);
+bool	 fixer_still_there(const struct finding *f, const struct seen *s);
 int	 fixer_values_of(const struct config *c, enum cfg_key k,
 	    const char **out, int max);
+enum verdict	 fixer_verdict(struct fixer *fx, const struct finding *f,
+	    const struct candidate *c);
 const char *fixer_word_of(enum cfg_key k, const char *s);
 
 #endif

@@ -132,7 +132,7 @@ fixing_release(struct fixer *fx, const struct finding *f,
 			continue;
 		t = *fix;
 		if ((t.value[i] = fixer_word_of(fix->key[i], v)) != NULL &&
-		    fixer_judge(fx, f, fixer_evaluate(fx, &t)) == FIX_YES) {
+		    fixer_fixes(fx, f, &t)) {
 			*value = t.value[i];
 			return p;
 		}

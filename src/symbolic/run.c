@@ -131,6 +131,12 @@ run_values_of(const struct sym_run *run, int param, int rank)
 	return &run->vals[param][i];
 }
 
+bool
+run_selected(const struct sym_run *run, int param)
+{
+	return run->only < 0 || run->model->params[param].logical == run->only;
+}
+
 const struct segment *
 sym_segments(const struct sym_run *run, int param, int rank, int *nsegs)
 {
@@ -315,6 +321,8 @@ run_init_values(struct sym_run *run)
 	for (p = 0; p < m->nparams; p++) {
 		int base = m->params[p].stage * run->stage_ranks;
 
+		if (!run_selected(run, p))
+			continue;
 		run->vals[p] = arena_alloc(run_seg_arena(run, p),
 		    run->stage_ranks * sizeof **run->vals);
 		for (i = 0; i < run->stage_ranks; i++) {
@@ -350,6 +358,8 @@ run_add_micro_batch(struct sym_run *run, int mb)
 	for (p = 0; p < m->nparams; p++) {
 		int base = m->params[p].stage * run->stage_ranks;
 
+		if (!run_selected(run, p))
+			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			struct seglist *sl = &run->vals[p][i];
 
@@ -525,6 +535,8 @@ run_init_expected(struct sym_run *run)
 	for (l = 0; l < m->nlogical; l++) {
 		const struct logical_param *lp = &m->logical[l];
 
+		if (run->only >= 0 && l != run->only)
+			continue;
 		n = 0;
 		memset(start, 0, (nkeys + 1) * sizeof *start);
 		for (k = 0; k < lp->ninstances; k++) {

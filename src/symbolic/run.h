@@ -113,6 +113,14 @@ struct sym_run {
 	 */
 	const struct lincomb	*cmp_value, *cmp_expected;
 	bool			 cmp_equal;
+	/*
+	 * The logical parameter audited alone (sym_audit_param), or -1 for
+	 * all.  No step combines the values of two logical parameters (a
+	 * collective runs per parameter; the embedding group joins the
+	 * instances of one), so the one's values are the same as in the
+	 * audit of all.
+	 */
+	int			 only;
 };
 
 /*
@@ -151,6 +159,8 @@ uint32_t run_atom_of(const struct sym_run *, int param, int rank);
 struct arena *run_seg_arena(const struct sym_run *, int param);
 int	 run_stage_base(const struct sym_run *, int param);
 struct seglist *run_values_of(const struct sym_run *, int param, int rank);
+/* Is param (an instance) among those the run audits (run.only)? */
+bool	 run_selected(const struct sym_run *, int param);
 int	 run_shard_key(const struct sym_run *, const struct param *, int rank);
 int	 run_cmp_i64(const void *, const void *);
 

@@ -309,7 +309,7 @@ run_scale(struct sym_run *run, const struct sync_step *s)
 	int	p, i, k;
 
 	for (p = 0; p < m->nparams; p++) {
-		if (!syncplan_touches(s, m, p))
+		if (!syncplan_touches(s, m, p) || !run_selected(run, p))
 			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			struct seglist *sl = &run->vals[p][i];
@@ -336,7 +336,7 @@ run_mask(struct sym_run *run, const struct sync_step *s)
 	int	p, i, j;
 
 	for (p = 0; p < m->nparams; p++) {
-		if (!syncplan_touches(s, m, p))
+		if (!syncplan_touches(s, m, p) || !run_selected(run, p))
 			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			struct coord c;
@@ -492,7 +492,7 @@ run_collective(struct sym_run *run, const struct sync_step *s)
 	int	 p, i, rank;
 
 	for (p = 0; p < m->nparams; p++) {
-		if (!syncplan_touches(s, m, p))
+		if (!syncplan_touches(s, m, p) || !run_selected(run, p))
 			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			rank = run_stage_base(run, p) + i;
@@ -517,7 +517,7 @@ run_reset(struct sym_run *run, const struct sync_step *s)
 	int	p, i;
 
 	for (p = 0; p < m->nparams; p++) {
-		if (!syncplan_touches(s, m, p))
+		if (!syncplan_touches(s, m, p) || !run_selected(run, p))
 			continue;
 		for (i = 0; i < run->stage_ranks; i++) {
 			struct seglist *sl = &run->vals[p][i];

@@ -27,14 +27,19 @@
 #include "symbolic/steps.h"
 #include "symbolic/symbolic.h"
 
-void
-sym_audit(const struct sym_context *ctx, struct audit *a,
+/*
+ * The audit of logical parameter only, or of all (-1), with the findings
+ * of the parameters audited; the gradient norm, the stale rows and the
+ * effects only of all.
+ */
+static void
+audit_some(const struct sym_context *ctx, struct audit *a, int only,
     sym_step_hook *hook, void *hook_arg)
 {
 	struct sym_run	 run;
 	struct finding_list fl = { a, 0 };
 	const struct model *m = &ctx->model;
-	int		 l, k;
+	int		 l, k, n;
 
 	memset(a, 0, sizeof *a);
 	arena_init(&a->arena);
@@ -47,38 +52,54 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 	run.model = m;
 	run.arena = &a->arena;
 	run.stage_ranks = m->mesh.dp * m->mesh.tp;
+	run.only = only;
 	run_init_values(&run);
 	run_init_expected(&run);
 	run_plan(&run, hook, hook_arg);
 
-	a->nparams = m->nlogical;
-	a->params = arena_alloc(&a->arena, m->nlogical * sizeof *a->params);
+	a->nparams = only < 0 ? m->nlogical : 1;
+	a->params = arena_alloc(&a->arena, a->nparams * sizeof *a->params);
 	a->consistent = a->correct = true;
-	for (l = 0; l < m->nlogical; l++) {
-		cells_fill_param(&run, a, l, &a->params[l]);
-		a->consistent = a->consistent && a->params[l].consistent;
-		a->correct = a->correct && a->params[l].correct;
+	for (l = n = 0; l < m->nlogical; l++) {
+		if (only >= 0 && l != only)
+			continue;
+		cells_fill_param(&run, a, l, &a->params[n]);
+		a->consistent = a->consistent && a->params[n].consistent;
+		a->correct = a->correct && a->params[n].correct;
 		for (k = 0; k < m->logical[l].ninstances; k++) {
 			run.vals[m->logical[l].instance[k]] = NULL;
 			run.expected[m->logical[l].instance[k]] = NULL;
 		}
 		arena_free(&run.seg_arenas[l]);
+		n++;
 	}
-	for (l = 0; l < m->nlogical; l++)
-		if (!a->params[l].correct || !a->params[l].consistent) {
+	for (l = n = 0; l < m->nlogical; l++) {
+		if (only >= 0 && l != only)
+			continue;
+		if (!a->params[n].correct || !a->params[n].consistent) {
 			struct param_result dw;
 
-			diag_distinct_wrong(&a->params[l], &dw);
-			diag_explain_param(&fl, &run, l, &a->params[l], &dw);
+			diag_distinct_wrong(&a->params[n], &dw);
+			diag_explain_param(&fl, &run, l, &a->params[n], &dw);
 			free(dw.cells);
 		}
-	/* The norm clipping divides by, from the cells just made. */
-	gn_audit(ctx, a);
-	/* Rows no update reaches: a layout fact, not a value (stale.h). */
-	sym_stale_rows(m, &ctx->layout, a);
-	/* How much each finding matters, from the same cells (issue 23). */
-	if (!ctx->no_effects)
-		measure_effects(a);
+		n++;
+	}
+	if (only < 0) {
+		/* The norm clipping divides by, from the cells just made. */
+		gn_audit(ctx, a);
+		/*
+		 * Rows no update reaches: a layout fact, not a value
+		 * (stale.h).
+		 */
+		sym_stale_rows(m, &ctx->layout, a);
+		/*
+		 * How much each finding matters, from the same cells
+		 * (issue 23).
+		 */
+		if (!ctx->no_effects)
+			measure_effects(a);
+	}
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);
@@ -89,4 +110,36 @@ sym_audit(const struct sym_context *ctx, struct audit *a,
 		free(run.local[k / 3][k % 3]);
 	lc_table_free(&run.table);
 	free(run.seg_arenas);
+}
+
+void
+sym_audit(const struct sym_context *ctx, struct audit *a,
+    sym_step_hook *hook, void *hook_arg)
+{
+	audit_some(ctx, a, -1, hook, hook_arg);
+}
+
+int
+sym_audit_param(const struct sym_context *ctx, struct audit *a,
+    const char *const *names, size_t n)
+{
+	const struct model *m = &ctx->model;
+	size_t	 i;
+	int	 l, best = -1, at = -1;
+
+	/*
+	 * A weight of two instances (a tied one) runs on two stages and
+	 * over the embedding group: three times the cost of another.
+	 */
+	for (i = 0; i < n; i++)
+		for (l = 0; l < m->nlogical; l++)
+			if (strcmp(m->logical[l].name, names[i]) == 0 &&
+			    (best < 0 || m->logical[l].ninstances <
+			    m->logical[best].ninstances)) {
+				best = l;
+				at = (int)i;
+			}
+	if (best >= 0)
+		audit_some(ctx, a, best, NULL, NULL);
+	return at;
 }

@@ -9,6 +9,7 @@
 #define GRADAUDIT_SYMBOLIC_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include "model/layout.h"
@@ -27,5 +28,16 @@ struct config;
  */
 void	 sym_audit(const struct sym_context *, struct audit *,
 	    sym_step_hook *hook, void *hook_arg);
+/*
+ * The audit of one of the logical parameters named in names[0..n) alone
+ * into *audit (one param_result, and the findings on it), the cheapest
+ * to audit: the parameters' values never mix, so each finding it holds
+ * is on that parameter, with its kind and op, in the audit of all
+ * (sym_audit) too; the gradient norm's findings, the stale rows' and
+ * the effects are left out.  Its index in names, or -1, *audit
+ * untouched, when the model has none of them.
+ */
+int	 sym_audit_param(const struct sym_context *, struct audit *,
+	    const char *const *names, size_t n);
 
 #endif
