@@ -518,6 +518,14 @@ plan_layout_item(struct loader *ld, struct plan_item *it,
 		    "sub-dimensions a value is Replicate over");
 		return -1;
 	}
+	if (it->op == PLAN_DECLARE && it->replicate ==
+	    (PLAN_REPLICATE_SLICES | PLAN_REPLICATE_ETP)) {
+		snprintf(path, sizeof path, "%s.replicate", ipath);
+		reader_report(ld, NULL, seen[IK_REPLICATE], path, "Partial "
+		    "over no sub-dimension of tp is Replicate: write declare: "
+		    "replicate");
+		return -1;
+	}
 	if (it->op == PLAN_TO_PARTIAL && it->replicate == 0)
 		it->replicate = PLAN_REPLICATE_SLICES | PLAN_REPLICATE_ETP;
 	if (it->op == PLAN_TO_PARTIAL && strcmp(g, "tp") != 0) {

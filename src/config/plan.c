@@ -123,7 +123,8 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    "micro-batch %d is past the last, %d "
 			    "(training.micro_batches is %d)", i,
 			    list_index(idx, sizeof idx,
-			    it->micro_batches_scalar, j), it->micro_batches[j], c->training.micro_batches - 1,
+			    it->micro_batches_scalar, j), it->micro_batches[j],
+			    c->training.micro_batches - 1,
 			    c->training.micro_batches);
 			return false;
 		}
@@ -134,6 +135,23 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    it->term == PLAN_TERM_AUX ? "model.moe with a "
 			    "non-zero aux_loss_coeff or z_loss_coeff" :
 			    "model.mtp");
+			return false;
+		}
+		/*
+		 * A gather with autograd multiplies its term's loss factor
+		 * by its group's size when the model is built, before the
+		 * sync plan's bound (syncplan.c) is asked: bound it here,
+		 * by the world, which no group passes.
+		 */
+		if (it->op == PLAN_GATHER_LOSS && it->autograd &&
+		    (__builtin_mul_overflow(num, cfg_world(c), &num) ||
+		    num > PLAN_MAX_SCALE)) {
+			*m = it->value_mark;
+			snprintf(buf, size, "plan[%d].gather-loss: the plan's "
+			    "factors multiply past %lld with this mesh (a "
+			    "gather with autograd counts the world's size, "
+			    "%lld)", i, (long long)PLAN_MAX_SCALE,
+			    (long long)cfg_world(c));
 			return false;
 		}
 		if (it->op != PLAN_SCALE)

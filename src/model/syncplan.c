@@ -1014,10 +1014,6 @@ emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
 	char		*label;
 	int		 p, q, steps = plan->nsteps, records = plan->nskipped;
 
-	xasprintf(&label, "tp all-reduce of what plan[%d] (%s:%d:%d) "
-	    "declares %s", i, m->config->file, it->mark.line, it->mark.col,
-	    it->declare == PLAN_DECLARE_PARTIAL ? "Partial" : "Replicate");
-	rule.label = label;
 	declared = pl_uniform(PLACE_REPLICATE);
 	if (it->declare == PLAN_DECLARE_PARTIAL) {
 		declared.slice = it->replicate & PLAN_REPLICATE_SLICES ?
@@ -1026,6 +1022,14 @@ emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
 		    PLACE_REPLICATE : PLACE_PARTIAL;
 	}
 	declared = pl_normalize(&m->mesh, declared);
+	/*
+	 * What it declares on this mesh: Partial over sub-dimensions of one
+	 * rank each is Replicate.
+	 */
+	xasprintf(&label, "tp all-reduce of what plan[%d] (%s:%d:%d) "
+	    "declares %s", i, m->config->file, it->mark.line, it->mark.col,
+	    pl_any(declared, PLACE_PARTIAL) ? "Partial" : "Replicate");
+	rule.label = label;
 	for (p = 0; p < m->nparams; p++) {
 		if (done[p] || !plan_selects(it, &m->params[p]))
 			continue;
@@ -1219,9 +1223,12 @@ plan_growth_refusal(const struct model *m, struct cfg_mark *at, char *why,
 			    lossterm_group(it)), n))
 				continue;
 		} else if (it->op == PLAN_GATHER_LOSS) {
-			/* Once, at the backward (lossterm.c). */
+			/*
+			 * Once, at the backward (lossterm.c), on the term it
+			 * gathers: an aux gather multiplies the aux factor.
+			 */
 			q = lossterm_item_factor(c, &m->mesh, it,
-			    PLAN_TERM_MAIN);
+			    it->term >= 0 ? it->term : PLAN_TERM_MAIN);
 			if (grow(&num, q.num, 1))
 				continue;
 		} else

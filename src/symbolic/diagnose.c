@@ -134,11 +134,29 @@ touches_logical(const struct sync_step *s, const struct model *m, int l)
 	return false;
 }
 
+/* Does loss term t (-1: every term) reach logical parameter l? */
+static bool
+term_reaches(const struct model *m, int t, int l)
+{
+	const struct param *p = &m->params[m->logical[l].instance[0]];
+
+	switch (t) {
+	case PLAN_TERM_AUX:
+		return model_has_aux(m, p);
+	case PLAN_TERM_MTP:
+		return model_has_mtp(m, p);
+	default:
+		return true;
+	}
+}
+
 /*
  * Does a step of plan: all-reduce logical parameter l over the group of a
  * preset's declined reduction s?  Then the user's plan does the reduction
  * the preset declares unneeded (gpt-neox reduces its norms itself), and
- * whatever is wrong is in that step, not in the declaration.
+ * whatever is wrong is in that step, not in the declaration.  A plan's
+ * own declare: replicate is answered by any such all-reduce, the
+ * preset's too: the sum it says never runs does run.
  */
 static bool
 plan_reduces(const struct sym_context *ctx, const struct model *m,
@@ -147,7 +165,7 @@ plan_reduces(const struct sym_context *ctx, const struct model *m,
 	int	i;
 
 	for (i = 0; i < ctx->plan.nsteps; i++)
-		if (ctx->plan.steps[i].plan_item >= 0 &&
+		if ((ctx->plan.steps[i].plan_item >= 0 || s->plan_item >= 0) &&
 		    ctx->plan.steps[i].op == SYNC_ALL_REDUCE &&
 		    ctx->plan.steps[i].group == s->group &&
 		    touches_logical(&ctx->plan.steps[i], m, l))
@@ -176,7 +194,10 @@ explain_placement(struct finding_list *fl, const struct mesh *mesh,
 	    s->declared.slice == PLACE_PARTIAL) ||
 	    (s->truth.etp == PLACE_REPLICATE &&
 	    s->declared.etp == PLACE_PARTIAL);
-	if (missing)
+	/* A declaration partly Partial ran its sum: it did not skip it. */
+	if (missing && pl_any(s->declared, PLACE_PARTIAL))
+		tell(fl, pr, FACT_PARTIAL_MASKED_REPLICATE, &args);
+	else if (missing)
 		tell(fl, pr, FACT_PARTIAL_DECLARED_REPLICATE, &args);
 	else if (doubled)
 		tell(fl, pr, FACT_REPLICATE_DECLARED_PARTIAL, &args);
@@ -676,6 +697,16 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 
 		if (explain_buffer(fl, m, s, l, pr))
 			explained = true;
+		/*
+		 * A step on a loss term (term:, gather-loss) put its factor
+		 * into every gradient the term reaches, at the backward: one
+		 * that is not 1 says more about a wrong factor than the
+		 * preset's divisor does, as the plan's own scales do.
+		 */
+		if (s->op == SYNC_LOSS_TERM && !q_equal(s->scale,
+		    q_make(1, 1)) && term_reaches(m, s->term, l) &&
+		    !(scale_step != NULL && scale_step->plan_item >= 0))
+			scale_step = s;
 		if (!touches_logical(s, m, l))
 			continue;
 		/*

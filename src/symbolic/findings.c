@@ -61,6 +61,13 @@ static const struct entry {
 	  "over tp the gradient is $T (each tp rank holds only its share) "
 	  "but is declared $D, so the $L never runs$C",
 	  NULL },
+	[FACT_PARTIAL_MASKED_REPLICATE] = {
+	  FINDING_MISSING_REDUCTION, KEY__COUNT, NULL, "tp",
+	  "over tp the gradient is $T (each tp rank holds only its share) "
+	  "but is declared $D, so the $L keeps its Replicate part on one "
+	  "rank of each sub-group before the sum and the other ranks' "
+	  "shares never reach it$C",
+	  NULL },
 	[FACT_REPLICATE_DECLARED_PARTIAL] = {
 	  FINDING_DOUBLE_COUNT, KEY__COUNT, NULL, "tp",
 	  "over tp the gradient is $T but is declared $D and reduced over "

@@ -23,6 +23,8 @@
 enum fact {
 	/* A step's gradient is Partial over tp but declared Replicate. */
 	FACT_PARTIAL_DECLARED_REPLICATE,
+	/* Part of tp declared Replicate, masked, then summed: shares lost. */
+	FACT_PARTIAL_MASKED_REPLICATE,
 	/* A step's gradient is Replicate over tp but declared Partial. */
 	FACT_REPLICATE_DECLARED_PARTIAL,
 	/* The experts' input gradient's etp all-reduce is skipped. */
