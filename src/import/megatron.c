@@ -372,8 +372,16 @@ read_args(struct import_state *st, size_t i)
 			else if (i < st->nwords && !is_option(st->words[i])) {
 				u->value = st->words[i++];
 				valued = def;
-			} else
+			} else {
+				/*
+				 * Refused, and without a value it maps to
+				 * nothing: the importers read the value of
+				 * what was given (a fuzzed "--moe-layer-freq
+				 * -x" reached the pattern parser with NULL).
+				 */
 				mg_refuse(st, "--%s needs a value", def->name);
+				u->given = false;
+			}
 			break;
 		case ARG_LIST:
 			if (eq != NULL) {
