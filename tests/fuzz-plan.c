@@ -73,11 +73,16 @@ static const char *const step_ops[] = {
 	"reduce-scatter: efsdp", "all-gather: dp", "all-gather: dp_shard",
 	"all-gather: tp", "to-partial: tp", "declare: replicate",
 	"gather-loss: dp", "gather-loss: cp", "gather-loss: tp",
+	"all-reduce: [cp, tp]", "all-reduce: [dp, tp]",
+	"all-reduce: [edp, ep, etp]", "all-reduce: [pure-dp, cp]",
+	"gather-loss: [cp, tp]",
 	"all-gather: pp", "to-partial: dp", "reduce-scater: dp",
 	"all-gather: [dp]", "declare: partial", "gather-loss: pp",
-	"gather-los: dp",
+	"gather-los: dp", "all-reduce: [pp, tp]", "all-reduce: [dp, cp]",
+	"all-reduce: [tp, ep]", "all-reduce: []", "reduce-scatter: [cp, tp]",
+	"all-reduce: [[tp]]",
 };
-#define NGOOD_OPS	21
+#define NGOOD_OPS	26
 static const char *const step_keys[] = {
 	"average: true", "average: false", "buffer: dense", "buffer: expert",
 	"buffer: dense", "replicate: etp", "replicate: slices",

@@ -213,9 +213,24 @@ check_expert_order(const struct mesh *m)
 
 /* The coordinate a group of this kind varies. */
 static int
-varying(const struct coord *c, enum group_kind kind)
+varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 {
 	switch (kind) {
+	/* A product's coordinate: its axes' as digits, the fastest last. */
+	case GROUP_CP_TP:
+		return c->tp + m->tp * c->cp;
+	case GROUP_PURE_DP_TP:
+		return c->tp + m->tp * c->pure_dp;
+	case GROUP_DP_TP:
+		return c->tp + m->tp * c->dp;
+	case GROUP_EP_ETP:
+		return c->etp + m->etp * c->ep;
+	case GROUP_EDP_ETP:
+		return c->etp + m->etp * c->edp;
+	case GROUP_EDP_EP:
+		return c->ep + m->ep * c->edp;
+	case GROUP_EDP_EP_ETP:
+		return c->etp + m->etp * (c->ep + m->ep * c->edp);
 	case GROUP_DP:
 		return c->dp;
 	case GROUP_TP:
@@ -252,6 +267,19 @@ same_fixed(const struct coord *a, const struct coord *b,
 		return a->pp == b->pp && a->ep == b->ep && a->edp == b->edp;
 	case GROUP_EDP:
 		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp;
+	case GROUP_CP_TP:
+		return a->pp == b->pp && a->pure_dp == b->pure_dp;
+	case GROUP_PURE_DP_TP:
+		return a->pp == b->pp && a->cp == b->cp;
+	case GROUP_DP_TP:
+	case GROUP_EDP_EP_ETP:
+		return a->pp == b->pp;
+	case GROUP_EP_ETP:
+		return a->pp == b->pp && a->edp == b->edp;
+	case GROUP_EDP_ETP:
+		return a->pp == b->pp && a->ep == b->ep;
+	case GROUP_EDP_EP:
+		return a->pp == b->pp && a->etp == b->etp;
 	default:
 		abort();
 	}
@@ -278,12 +306,12 @@ check_groups(const struct mesh *m, enum group_kind kind)
 		mesh_coord_of(m, r, &cr);
 		idx = mesh_group(m, kind, r, members);
 		id = mesh_group_id(m, kind, r);
-		if (idx != varying(&cr, kind) || members[idx] != r ||
+		if (idx != varying(m, &cr, kind) || members[idx] != r ||
 		    mesh_group_index(m, kind, r) != idx || id != members[0])
 			good = 0;
 		for (i = 0; i < n && good; i++) {
 			mesh_coord_of(m, members[i], &cm);
-			if (varying(&cm, kind) != i ||
+			if (varying(m, &cm, kind) != i ||
 			    !same_fixed(&cr, &cm, kind) ||
 			    (i > 0 && members[i] <= members[i - 1]) ||
 			    mesh_group_id(m, kind, members[i]) != id)
@@ -350,6 +378,10 @@ test_all_meshes(void)
 			tap_ok(check_groups(&m, kinds[k]),
 			    "  %s groups ordered and partitioning",
 			    mesh_group_name(kinds[k]));
+		for (k = GROUP_CP_TP; k < GROUP__COUNT; k++)
+			tap_ok(check_groups(&m, (enum group_kind)k),
+			    "  %s groups ordered and partitioning",
+			    mesh_group_name((enum group_kind)k));
 		tap_ok(mesh_group_size(&m, GROUP_DP) == d[0] &&
 		    mesh_group_size(&m, GROUP_PP) == d[1] &&
 		    mesh_group_size(&m, GROUP_TP) == d[2] &&
@@ -454,6 +486,54 @@ test_hsdp(void)
 }
 
 /*
+ * Products of axes (a plan's all-reduce: [cp, tp]), worked by hand on
+ * dp 2 cp 2 pp 2 tp 2 ep 2: rank 13 is stage 1's s = 5, tp 1, cp 0,
+ * pure_dp 1; in the expert layout (edp 4) etp 0, ep 1, edp 2.  A group's
+ * index reads the axes' coordinates as digits, the fastest axis last.
+ */
+static void
+test_products(void)
+{
+	struct mesh	 m;
+	int		 g[8], k;
+
+	mesh_init(&m, 2, 2, 2, 2, 2, 1);
+	tap_ok(mesh_group_size(&m, GROUP_CP_TP) == 4 &&
+	    mesh_group_size(&m, GROUP_PURE_DP_TP) == 4 &&
+	    mesh_group_size(&m, GROUP_DP_TP) == 8 &&
+	    mesh_group_size(&m, GROUP_EP_ETP) == 2 &&
+	    mesh_group_size(&m, GROUP_EDP_ETP) == 4 &&
+	    mesh_group_size(&m, GROUP_EDP_EP) == 8 &&
+	    mesh_group_size(&m, GROUP_EDP_EP_ETP) == 8,
+	    "products: sizes are the products of their axes");
+	tap_ok(mesh_group(&m, GROUP_CP_TP, 13, g) == 1 && g[0] == 12 &&
+	    g[1] == 13 && g[2] == 14 && g[3] == 15 &&
+	    mesh_group_id(&m, GROUP_CP_TP, 13) == 12,
+	    "products: [cp, tp] of rank 13: 12 13 14 15, index 1");
+	tap_ok(mesh_group(&m, GROUP_PURE_DP_TP, 13, g) == 3 && g[0] == 8 &&
+	    g[1] == 9 && g[2] == 12 && g[3] == 13,
+	    "products: [pure-dp, tp] of rank 13: 8 9 12 13, index 3");
+	tap_ok(mesh_group(&m, GROUP_DP_TP, 13, g) == 5 && g[0] == 8 &&
+	    g[7] == 15, "products: [dp, tp] of rank 13: stage 1, index 5");
+	tap_ok(mesh_group(&m, GROUP_EP_ETP, 13, g) == 1 && g[0] == 12 &&
+	    g[1] == 13, "products: [ep, etp] of rank 13: 12 13, index 1");
+	tap_ok(mesh_group(&m, GROUP_EDP_ETP, 13, g) == 2 && g[0] == 9 &&
+	    g[1] == 11 && g[2] == 13 && g[3] == 15,
+	    "products: [edp, etp] of rank 13: 9 11 13 15, index 2");
+	tap_ok(mesh_group(&m, GROUP_EDP_EP, 13, g) == 5 && g[0] == 8 &&
+	    g[7] == 15 && mesh_group_index(&m, GROUP_EDP_EP_ETP, 13) == 5,
+	    "products: [edp, ep] and [edp, ep, etp] of rank 13: stage 1, "
+	    "index 5");
+	for (k = GROUP_CP_TP; k < GROUP__COUNT; k++)
+		tap_ok(check_groups(&m, (enum group_kind)k),
+		    "products: with cp 2, %s groups ordered and partitioning",
+		    mesh_group_name((enum group_kind)k));
+	tap_ok(strcmp(mesh_group_name(GROUP_CP_TP), "[cp, tp]") == 0 &&
+	    strcmp(mesh_group_name(GROUP_EDP_EP_ETP), "[edp, ep, etp]") == 0,
+	    "products: named as a plan writes them");
+}
+
+/*
  * The world and the one-rank reference are derived once, from the config
  * (issue 22): run counted its processes without cp, and the reference kept
  * dp_replicate 2 on a mesh of one rank, whose dp_shard was then 0.
@@ -500,6 +580,7 @@ main(void)
 	test_moe_ep4();
 	test_moe_etp2();
 	test_all_meshes();
+	test_products();
 	test_config_and_names();
 	test_world_and_one_rank();
 	return tap_done();

@@ -810,6 +810,44 @@ const char *const cfg_plan_group_words[] = {
 	"dp", "tp", "pp", "ep", "etp", "edp", "embedding", "cp", "pure-dp",
 	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", NULL
 };
+_Static_assert(sizeof cfg_plan_group_words / sizeof cfg_plan_group_words[0]
+    == CFG_PLAN_PRODUCT + 1, "CFG_PLAN_PRODUCT counts the group words");
+
+/*
+ * dp is pure-dp x cp; pp, embedding and FSDP's splits of dp are no axis
+ * of a product (config.h).
+ */
+const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT] = {
+	[0] = PLAN_AXIS_PURE_DP | PLAN_AXIS_CP,		/* dp */
+	[1] = PLAN_AXIS_TP,
+	[3] = PLAN_AXIS_EP,
+	[4] = PLAN_AXIS_ETP,
+	[5] = PLAN_AXIS_EDP,
+	[7] = PLAN_AXIS_CP,
+	[8] = PLAN_AXIS_PURE_DP,
+};
+
+/* Named slowest axis first, as the mesh orders them (mesh.h). */
+const struct cfg_plan_product cfg_plan_products[CFG_PLAN_NPRODUCTS] = {
+	{ PLAN_AXIS_CP | PLAN_AXIS_TP, "[cp, tp]" },
+	{ PLAN_AXIS_PURE_DP | PLAN_AXIS_TP, "[pure-dp, tp]" },
+	{ PLAN_AXES_DENSE, "[dp, tp]" },
+	{ PLAN_AXIS_EP | PLAN_AXIS_ETP, "[ep, etp]" },
+	{ PLAN_AXIS_EDP | PLAN_AXIS_ETP, "[edp, etp]" },
+	{ PLAN_AXIS_EDP | PLAN_AXIS_EP, "[edp, ep]" },
+	{ PLAN_AXES_EXPERT, "[edp, ep, etp]" },
+};
+
+const char *
+cfg_plan_group_name(int group)
+{
+	if (group >= 0 && group < CFG_PLAN_PRODUCT)
+		return cfg_plan_group_words[group];
+	if (group >= CFG_PLAN_PRODUCT &&
+	    group < CFG_PLAN_PRODUCT + CFG_PLAN_NPRODUCTS)
+		return cfg_plan_products[group - CFG_PLAN_PRODUCT].name;
+	fatalx("plan group %d out of range", group);
+}
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
 const char *const cfg_plan_declare_words[] = { "replicate", "partial", NULL };
@@ -919,7 +957,7 @@ plan_layout_text(const struct plan_item *it, char *buf, size_t len)
 	int	 j, n = 0;
 
 	plan_append(buf, len, ops[it->op]);
-	plan_append(buf, len, cfg_plan_group_words[it->group]);
+	plan_append(buf, len, cfg_plan_group_name(it->group));
 	if (it->op == PLAN_REDUCE_SCATTER)
 		plan_append(buf, len, it->average ? ", average: true" :
 		    ", average: false");
@@ -967,7 +1005,7 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		break;
 	case PLAN_ALL_REDUCE:
 		plan_append(buf, len, "all-reduce: ");
-		plan_append(buf, len, cfg_plan_group_words[it->group]);
+		plan_append(buf, len, cfg_plan_group_name(it->group));
 		plan_append(buf, len, it->average ? ", average: true" :
 		    ", average: false");
 		break;
@@ -990,7 +1028,7 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 		break;
 	case PLAN_GATHER_LOSS:
 		plan_append(buf, len, "gather-loss: ");
-		plan_append(buf, len, cfg_plan_group_words[it->group]);
+		plan_append(buf, len, cfg_plan_group_name(it->group));
 		plan_append(buf, len, it->autograd ? ", autograd: true" :
 		    ", autograd: false");
 		break;

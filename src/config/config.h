@@ -499,7 +499,7 @@ struct plan_item {
 	struct cfg_mark	 mark;		/* the item */
 	struct cfg_mark	 value_mark;	/* its operation's value */
 	char		*expr;		/* PLAN_SCALE: the factor as written */
-	int		 group;		/* a collective: cfg_plan_group_words[] */
+	int		 group;		/* a collective: cfg_plan_group_name() */
 	bool		 average;	/* all-reduce, reduce-scatter: AVG */
 	struct cfg_mark	 average_mark;	/* line 0: not written */
 	/*
@@ -855,6 +855,37 @@ void	 cfg_plan_text(const struct config *, char *buf, size_t len);
  * group kinds.
  */
 extern const char *const cfg_plan_group_words[];
+/*
+ * A product of mesh axes (all-reduce: [cp, tp]): one group whose members
+ * vary along every axis named, as Megatron's tp_cp and tp_dp_cp groups
+ * (parallel_state.py) and torchtitan's flattened meshes do.  The axes are
+ * one layout's, dense (pure-dp, cp, tp) or expert (edp, ep, etp); pp is in
+ * none, since a parameter lives on one stage.  plan_item.group
+ * CFG_PLAN_PRODUCT + j names cfg_plan_products[j], whose name is how the
+ * model layer spells it too (mesh_group_name); a list that names a single
+ * group's axes ([tp], [pure-dp, cp]) is that group.
+ */
+enum plan_axis {
+	PLAN_AXIS_TP = 1 << 0,
+	PLAN_AXIS_CP = 1 << 1,
+	PLAN_AXIS_PURE_DP = 1 << 2,
+	PLAN_AXIS_ETP = 1 << 3,
+	PLAN_AXIS_EP = 1 << 4,
+	PLAN_AXIS_EDP = 1 << 5
+};
+#define PLAN_AXES_DENSE	(PLAN_AXIS_TP | PLAN_AXIS_CP | PLAN_AXIS_PURE_DP)
+#define PLAN_AXES_EXPERT (PLAN_AXIS_ETP | PLAN_AXIS_EP | PLAN_AXIS_EDP)
+struct cfg_plan_product {
+	unsigned	 axes;		/* enum plan_axis bits */
+	const char	*name;		/* "[cp, tp]" */
+};
+#define CFG_PLAN_PRODUCT	13	/* cfg_plan_group_words' count */
+#define CFG_PLAN_NPRODUCTS	7
+extern const struct cfg_plan_product cfg_plan_products[CFG_PLAN_NPRODUCTS];
+/* The axes of each of cfg_plan_group_words (0: no axis of a product). */
+extern const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT];
+/* plan_item.group's spelling, a word or a product's name. */
+const char *cfg_plan_group_name(int group);
 /*
  * The dtypes of the gradient buffers accumulate: and dtype: name
  * (plan_item.dtype's words), and the one every gradient is in until a

@@ -490,6 +490,84 @@ read_replicate(struct loader *ld, struct plan_item *it,
 }
 
 /*
+ * A group: a word, or a product of axes written as a list of them
+ * (config.h), which only a sum over the product's members means: a
+ * reduce-scatter or an all-gather hands shards out along one group's
+ * coordinate, and a to-partial masks tp's sub-dimensions.
+ */
+static int
+read_group(struct loader *ld, struct plan_item *it, enum item_key k,
+    const yaml_event_t *ev, const char *path)
+{
+	yaml_event_t	 e;
+	char		 p[PATH_SIZE + 16];
+	unsigned	 axes = 0, a;
+	int		 n = 0, w, j, rc;
+
+	if (ev->type != YAML_SEQUENCE_START_EVENT)
+		return read_word(ld, ev, path, "group", cfg_plan_group_words,
+		    &it->group);
+	if (k != IK_ALL_REDUCE && k != IK_GATHER_LOSS) {
+		reader_error_at(ld, &ev->start_mark, path, "a product of axes "
+		    "is for all-reduce and gather-loss: a %s works along "
+		    "one group", item_keys[k]);
+		return -1;
+	}
+	for (;; n++) {
+		if (reader_next_event(ld, &e) == -1)
+			return -1;
+		if (e.type == YAML_SEQUENCE_END_EVENT) {
+			yaml_event_delete(&e);
+			break;
+		}
+		snprintf(p, sizeof p, "%s[%d]", path, n);
+		rc = read_word(ld, &e, p, "group", cfg_plan_group_words, &w);
+		a = rc == 0 ? cfg_plan_group_axes[w] : 0;
+		if (rc == 0 && a == 0) {
+			reader_error_at(ld, &e.start_mark, p, "%s is no axis "
+			    "of a product (axes: dp, pure-dp, cp, tp; edp, "
+			    "ep, etp)%s", cfg_plan_group_words[w],
+			    strcmp(cfg_plan_group_words[w], "pp") == 0 ?
+			    ": a parameter lives on one stage" : "");
+			rc = -1;
+		} else if (rc == 0 && (axes & a) != 0) {
+			reader_error_at(ld, &e.start_mark, p, "%s repeats an "
+			    "axis named before it (dp is pure-dp and cp)",
+			    cfg_plan_group_words[w]);
+			rc = -1;
+		} else if (rc == 0 && (((axes | a) & PLAN_AXES_DENSE) != 0 &&
+		    ((axes | a) & PLAN_AXES_EXPERT) != 0)) {
+			reader_error_at(ld, &e.start_mark, p, "%s is an axis "
+			    "of the %s layout, and the axes before it of the "
+			    "%s one", cfg_plan_group_words[w],
+			    (a & PLAN_AXES_EXPERT) != 0 ? "expert" : "dense",
+			    (a & PLAN_AXES_EXPERT) != 0 ? "dense" : "expert");
+			rc = -1;
+		}
+		yaml_event_delete(&e);
+		if (rc == -1)
+			return -1;
+		axes |= a;
+	}
+	if (n == 0) {
+		reader_error_at(ld, &ev->start_mark, path, "an empty list: "
+		    "name a group or the axes of one");
+		return -1;
+	}
+	for (w = 0; w < CFG_PLAN_PRODUCT; w++)
+		if (cfg_plan_group_axes[w] == axes) {
+			it->group = w;
+			return 0;
+		}
+	for (j = 0; j < CFG_PLAN_NPRODUCTS; j++)
+		if (cfg_plan_products[j].axes == axes) {
+			it->group = CFG_PLAN_PRODUCT + j;
+			return 0;
+		}
+	fatalx("plan: axes %#x have no group", axes);
+}
+
+/*
  * What the layout and placement steps allow, once the step is read.  A
  * buffer is every stage's whole buffer, so it takes no selector, and it
  * is what a reduce-scatter cuts; an all-gather and a to-partial work on
@@ -501,7 +579,7 @@ static int
 plan_layout_item(struct loader *ld, struct plan_item *it,
     const struct cfg_mark *seen, const char *ipath)
 {
-	const char	*g = cfg_plan_group_words[it->group];
+	const char	*g = cfg_plan_group_name(it->group);
 	char		 path[PATH_SIZE];
 	bool		 stage_group = it->op != PLAN_SCALE &&
 			    (strcmp(g, "pp") == 0 ||
@@ -665,8 +743,7 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		case IK_ALL_GATHER:
 		case IK_TO_PARTIAL:
 		case IK_GATHER_LOSS:
-			rc = read_word(ld, &vev, path, "group",
-			    cfg_plan_group_words, &it->group);
+			rc = read_group(ld, it, k, &vev, path);
 			break;
 		case IK_TERM:
 			rc = read_term(ld, it, &vev, path);
@@ -723,7 +800,7 @@ plan_loss_item(struct loader *ld, struct plan_item *it,
 {
 	static const enum item_key selectors[] = { IK_PARAMS, IK_STAGES,
 		IK_MICRO_BATCHES, IK_BUFFER, IK_DTYPE };
-	const char	*g = cfg_plan_group_words[it->group];
+	const char	*g = cfg_plan_group_name(it->group);
 	char		 path[PATH_SIZE];
 	size_t		 j;
 

@@ -13,7 +13,7 @@
 enum group_kind
 lossterm_group(const struct plan_item *it)
 {
-	const char	*w = cfg_plan_group_words[it->group];
+	const char	*w = cfg_plan_group_name(it->group);
 	int		 k;
 
 	for (k = 0; k < GROUP__COUNT; k++)

@@ -30,7 +30,122 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_DP_REPLICATE] = "dp_replicate",
 	[GROUP_EFSDP] = "efsdp",
 	[GROUP_EDP_REPLICATE] = "edp_replicate",
+	[GROUP_CP_TP] = "[cp, tp]",
+	[GROUP_PURE_DP_TP] = "[pure-dp, tp]",
+	[GROUP_DP_TP] = "[dp, tp]",
+	[GROUP_EP_ETP] = "[ep, etp]",
+	[GROUP_EDP_ETP] = "[edp, etp]",
+	[GROUP_EDP_EP] = "[edp, ep]",
+	[GROUP_EDP_EP_ETP] = "[edp, ep, etp]",
 };
+
+/*
+ * A product's axes, fastest first, as a mixed radix: the coordinate
+ * along the product is the axes' coordinates read as its digits.
+ */
+enum axis { AXIS_TP, AXIS_CP, AXIS_PURE_DP, AXIS_ETP, AXIS_EP, AXIS_EDP,
+	AXIS_NONE };
+
+static const enum axis product_axes[GROUP__COUNT][3] = {
+	[GROUP_CP_TP] = { AXIS_TP, AXIS_CP, AXIS_NONE },
+	[GROUP_PURE_DP_TP] = { AXIS_TP, AXIS_PURE_DP, AXIS_NONE },
+	[GROUP_DP_TP] = { AXIS_TP, AXIS_CP, AXIS_PURE_DP },
+	[GROUP_EP_ETP] = { AXIS_ETP, AXIS_EP, AXIS_NONE },
+	[GROUP_EDP_ETP] = { AXIS_ETP, AXIS_EDP, AXIS_NONE },
+	[GROUP_EDP_EP] = { AXIS_EP, AXIS_EDP, AXIS_NONE },
+	[GROUP_EDP_EP_ETP] = { AXIS_ETP, AXIS_EP, AXIS_EDP },
+};
+
+static bool
+is_product(enum group_kind kind)
+{
+	return kind >= GROUP_CP_TP && kind < GROUP__COUNT;
+}
+
+static int
+axis_size(const struct mesh *m, enum axis a)
+{
+	switch (a) {
+	case AXIS_TP:
+		return m->tp;
+	case AXIS_CP:
+		return m->cp;
+	case AXIS_PURE_DP:
+		return m->pure_dp;
+	case AXIS_ETP:
+		return m->etp;
+	case AXIS_EP:
+		return m->ep;
+	case AXIS_EDP:
+		return m->edp;
+	case AXIS_NONE:
+		break;
+	}
+	return 1;
+}
+
+static int *
+axis_coord(struct coord *c, enum axis a)
+{
+	switch (a) {
+	case AXIS_TP:
+		return &c->tp;
+	case AXIS_CP:
+		return &c->cp;
+	case AXIS_PURE_DP:
+		return &c->pure_dp;
+	case AXIS_ETP:
+		return &c->etp;
+	case AXIS_EP:
+		return &c->ep;
+	case AXIS_EDP:
+		return &c->edp;
+	case AXIS_NONE:
+		break;
+	}
+	fatalx("mesh: no coordinate for a missing axis");
+}
+
+static int
+product_size(const struct mesh *m, enum group_kind kind)
+{
+	int	 n = 1, j;
+
+	for (j = 0; j < 3; j++)
+		n *= axis_size(m, product_axes[kind][j]);
+	return n;
+}
+
+/* c with its coordinates along the product's axes the digits of i. */
+static int
+product_member(const struct mesh *m, enum group_kind kind,
+    const struct coord *c, int i)
+{
+	struct coord	 d = *c;
+	enum axis	 a;
+	int		 j;
+
+	for (j = 0; j < 3 && (a = product_axes[kind][j]) != AXIS_NONE;
+	    j++) {
+		*axis_coord(&d, a) = i % axis_size(m, a);
+		i /= axis_size(m, a);
+	}
+	if (product_axes[kind][0] == AXIS_TP)
+		return mesh_rank_of(m, d.pp, d.cp + m->cp * d.pure_dp, d.tp);
+	return mesh_rank_of_expert(m, d.pp, d.ep, d.etp, d.edp);
+}
+
+static int
+product_index(const struct mesh *m, enum group_kind kind, struct coord *c)
+{
+	enum axis	 a;
+	int		 j, i = 0;
+
+	for (j = 2; j >= 0; j--)
+		if ((a = product_axes[kind][j]) != AXIS_NONE)
+			i = i * axis_size(m, a) + *axis_coord(c, a);
+	return i;
+}
 
 void
 mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
@@ -131,6 +246,8 @@ mesh_group_size(const struct mesh *m, enum group_kind kind)
 	case GROUP_EFSDP:
 		return m->efsdp;
 	default:
+		if (is_product(kind))
+			return product_size(m, kind);
 		break;
 	}
 	fatalx("mesh_group_size: bad group kind %d", (int)kind);
@@ -183,6 +300,8 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
 		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
 		    c->edp % m->efsdp + m->efsdp * i);
 	default:
+		if (is_product(kind))
+			return product_member(m, kind, c, i);
 		break;
 	}
 	fatalx("mesh group: bad group kind %d", (int)kind);
@@ -193,7 +312,7 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
  * no copy of the tied embedding and so is in no embedding group: -1.
  */
 static int
-index_in(const struct mesh *m, enum group_kind kind, const struct coord *c)
+index_in(const struct mesh *m, enum group_kind kind, struct coord *c)
 {
 	switch (kind) {
 	case GROUP_DP:
@@ -225,6 +344,8 @@ index_in(const struct mesh *m, enum group_kind kind, const struct coord *c)
 	case GROUP_EDP_REPLICATE:
 		return c->edp / m->efsdp;
 	default:
+		if (is_product(kind))
+			return product_index(m, kind, c);
 		break;
 	}
 	fatalx("mesh group: bad group kind %d", (int)kind);

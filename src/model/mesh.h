@@ -68,6 +68,19 @@ enum group_kind {
 	GROUP_DP_REPLICATE,	/* same pp, tp, dp_shard*cp; varying replica */
 	GROUP_EFSDP,		/* same pp, ep, etp, replica; varying efsdp */
 	GROUP_EDP_REPLICATE,	/* same pp, ep, etp, efsdp; varying replica */
+	/*
+	 * Products of axes, a plan's all-reduce: [cp, tp] (config.h): the
+	 * members vary along each axis, the fastest axis fastest, so that
+	 * member i is still the i-th lowest rank.  In cfg_plan_products'
+	 * order.
+	 */
+	GROUP_CP_TP,		/* same pp, pure_dp; varying cp, tp */
+	GROUP_PURE_DP_TP,	/* same pp, cp; varying pure_dp, tp */
+	GROUP_DP_TP,		/* same pp: the stage */
+	GROUP_EP_ETP,		/* same pp, edp; varying ep, etp */
+	GROUP_EDP_ETP,		/* same pp, ep; varying edp, etp */
+	GROUP_EDP_EP,		/* same pp, etp; varying edp, ep */
+	GROUP_EDP_EP_ETP,	/* same pp: the stage, in the expert layout */
 	GROUP__COUNT
 };
 

@@ -522,7 +522,7 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 	else if (it->op == PLAN_ACCUMULATE)
 		fprintf(fp, "%s", cfg_plan_dtype_words[it->dtype]);
 	else
-		fprintf(fp, "%s", cfg_plan_group_words[it->group]);
+		fprintf(fp, "%s", cfg_plan_group_name(it->group));
 	fprintf(fp, "\n");
 	if (it->op != PLAN_ACCUMULATE && it->dtype >= 0)
 		fprintf(fp, "    dtype: %s\n", cfg_plan_dtype_words[it->dtype]);

@@ -476,6 +476,13 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 	case GROUP_DP_REPLICATE:
 	case GROUP_EFSDP:
 	case GROUP_EDP_REPLICATE:
+	case GROUP_CP_TP:
+	case GROUP_PURE_DP_TP:
+	case GROUP_DP_TP:
+	case GROUP_EP_ETP:
+	case GROUP_EDP_ETP:
+	case GROUP_EDP_EP:
+	case GROUP_EDP_EP_ETP:
 	case GROUP__COUNT:
 		break;
 	}
