@@ -806,6 +806,14 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (all_wrong_aux(&ctx->atoms, dw, &c)) {
 		q_format(c, q, sizeof q);
 		args.factor = q;
+		if (!q_is_zero(c) && scale_step != NULL &&
+		    scale_step->op == SYNC_LOSS_TERM &&
+		    scale_step->term == PLAN_TERM_AUX) {
+			args.step = args.fix_step = scale_step;
+			args.cause = scale_step->key;
+			tell(fl, pr, FACT_AUX_TERM_FACTOR, &args);
+			return;
+		}
 		tell(fl, pr, q_is_zero(c) ? FACT_AUX_ABSENT : FACT_AUX_FACTOR,
 		    &args);
 		return;

@@ -158,6 +158,18 @@ static const struct entry {
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
 	  "reduction (loss.aux_scale)" },
+	/*
+	 * A plan's factor on the aux term says more than the preset's
+	 * aux_scale: Megatron #7452 finding 10, whose aliased count the
+	 * testdata writes as such a step (megatron-7481-aux-count-aliased).
+	 */
+	[FACT_AUX_TERM_FACTOR] = {
+	  FINDING_WRONG_SCALE, KEY__COUNT, NULL, "dp",
+	  "the main loss's part of the router's gradient is right, but the "
+	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
+	  "expected one: the plan's factor on the aux term is wrong for "
+	  "this mesh",
+	  NULL },
 	/* Megatron #3943, #2417, #7452 finding 3 (catalogue class AUX). */
 	[FACT_MTP_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY_MTP_SCALE,
