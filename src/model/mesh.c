@@ -1,6 +1,6 @@
 /*
  * Rank arithmetic for the mesh of SPEC section 5.  Everything here is a
- * closed formula: no tables, no allocation, O(1) per coordinate and
+ * closed formula: no tables over ranks, no allocation, O(1) per coordinate and
  * O(group size) per listed group, so that meshes of a million ranks cost
  * nothing to describe.
  *
