@@ -732,11 +732,11 @@ model_shard_key(const struct model *m, const struct param *p,
     const struct coord *c)
 {
 	switch (p->role) {
+	case ROLE_SINK:		/* its own heads' values */
 	case ROLE_EMBEDDING:
 	case ROLE_OUTPUT:
 	case ROLE_COLUMN:
 	case ROLE_ROW:
-	case ROLE_SINK:
 		return c->tp;
 	case ROLE_EXPERT_FC1:
 	case ROLE_EXPERT_FC2:

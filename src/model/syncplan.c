@@ -643,9 +643,7 @@ emit_out_norms(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	enum qk_norm_sync how = m->config->sync.out_norm_grad;
-	bool	 summed = how == QK_NORM_TP_ALL_REDUCE ||
-		    (how == QK_NORM_WITH_SP &&
-		    m->config->training.sequence_parallel);
+	bool	 sp = m->config->training.sequence_parallel;
 	struct sync_rule cited = *rule;
 	enum tp_decision *d = xcalloc(m->nparams, sizeof *d);
 	int	 i;
@@ -654,7 +652,9 @@ emit_out_norms(struct sync_plan *plan, const struct model *m,
 		cited.cite = SYNC_CITE_OUT_NORM;
 	for (i = 0; i < m->nparams; i++)
 		if (m->params[i].role == ROLE_OUT_NORM)
-			d[i] = summed ? TP_SUMMED : TP_LEFT;
+			d[i] = how == QK_NORM_TP_ALL_REDUCE ||
+			    (how == QK_NORM_WITH_SP && sp) ? TP_SUMMED :
+			    TP_LEFT;
 	emit_tp_decisions(plan, m, grad, &cited, d);
 	free(d);
 }
