@@ -425,8 +425,9 @@ bwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	const struct tensor	*d = &rs->grad[op->out];
 	const union num		*w = rs->weight[op->param];
 	union num		*g = rs->pgrad[op->param];
-	int64_t			 k, h, width = sink_head_width(eng, op, x);
+	int64_t			 k, h, width;
 
+	width = sink_head_width(eng, op, x);
 	tensor_check(d, x->rows, x->cols, "attention sink gradient");
 	tensor_alloc(&rs->din[0], x->rows, x->cols);
 	for (k = 0; k < x->rows * x->cols; k++) {
