@@ -2,12 +2,13 @@
  * Unit tests of the numeric kernels (kernels.c and the kernels-*.c it
  * tables), table-driven, on an engine of one rank built by hand: the
  * forward and backward of the linear maps, the activation, qk-norm, the
- * grouped-query key/value op and the residual add, in exact numerics
- * (values of GF(2^61-1), with expectations worked out by hand) and in
- * float64, and the op table's gradient inputs.  A wrong kernel is a wrong gradient in both the audited
- * run and its single-rank reference, so the numeric audit can pass it: a
- * transposed weight gradient agrees with a transposed reference.  Only a
- * test against numbers known in advance catches it.
+ * grouped-query key/value op, the attention sink and the residual add,
+ * in exact numerics (values of GF(2^61-1), with expectations worked out
+ * by hand) and in float64, and the op table's gradient inputs.  A wrong
+ * kernel is a wrong gradient in both the audited run and its single-rank
+ * reference, so the numeric audit can pass it: a transposed weight
+ * gradient agrees with a transposed reference.  Only a test against
+ * numbers known in advance catches it.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -76,6 +77,18 @@ static const struct kernel_case cases[] = {
 	    { 2, 6, 6, 12 },
 	    { 2, 3, 4, 6 }, { 0 },
 	    { 7, 10 }, false },
+	/*
+	 * Attention sink: 2 local heads of 2 features, each scaled by its
+	 * own value, (2, 5); the gradient of a head's value sums over the
+	 * tokens and the head's features: 1 + 2 + 5 = 8 and 6 + 8 + 24 = 38.
+	 */
+	{ "sink", OP_SINK, 2, 4, 2,
+	    { 1, 2, 3, 4, 5, 6, 7, 8 }, { 0 },
+	    { 2, 5 },
+	    { 1, 1, 2, 2, 1, 0, 0, 3 },
+	    { 2, 4, 15, 20, 10, 12, 35, 40 },
+	    { 2, 2, 10, 10, 2, 0, 0, 15 }, { 0 },
+	    { 8, 38 }, false },
 	/* Residual add of two Replicate inputs: both get dout. */
 	{ "add", OP_ADD, 1, 2, 0,
 	    { 1, 2 }, { 10, 20 },
@@ -148,14 +161,16 @@ run_case(const struct kernel_case *kc, enum arith arith)
 	linear = kc->kind == OP_LINEAR_COL || kc->kind == OP_LINEAR_ROW;
 	two = kc->kind == OP_ADD;
 	outcols = linear ? kc->nout : kc->nin;
-	wn = kc->kind == OP_HEAD_NORM ? kc->nout : kc->nout * kc->nin;
+	wn = kc->kind == OP_HEAD_NORM || kc->kind == OP_SINK ? kc->nout :
+	    kc->nout * kc->nin;
 
 	memset(&p, 0, sizeof p);
 	p.shape[0] = p.local_shape[0] = kc->nout;
 	p.shape[1] = p.local_shape[1] = kc->nin;
 	memset(&op, 0, sizeof op);
 	op.kind = kc->kind;
-	op.param = linear || kc->kind == OP_HEAD_NORM ? 0 : -1;
+	op.param = linear || kc->kind == OP_HEAD_NORM ||
+	    kc->kind == OP_SINK ? 0 : -1;
 	op.param2 = -1;
 	op.in[0] = 0;
 	op.in[1] = two ? 1 : -1;
@@ -256,6 +271,7 @@ test_grad_inputs(void)
 		{ OP_TOKENS, 0 }, { OP_EMBED, 0 }, { OP_NORM, 1 },
 		{ OP_LINEAR_COL, 1 }, { OP_ADD, 3 }, { OP_EXPERTS, 3 },
 		{ OP_GATE, 3 }, { OP_ROUTE, 1 }, { OP_LOSS, 1 }, { OP_KV, 3 },
+		{ OP_SINK, 1 },
 	};
 	struct op	 op;
 	size_t		 i;

@@ -523,7 +523,7 @@ explain_norm(struct explain *ex, const struct sym_context *ctx)
 {
 	static const enum cfg_key filters[] = {
 		KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER,
-		KEY_EXPERT_NORM, KEY_CLIP_RANKS
+		KEY_SINK_FILTER, KEY_EXPERT_NORM, KEY_CLIP_RANKS
 	};
 	static const struct {
 		enum cfg_key	 key;
@@ -547,8 +547,11 @@ explain_norm(struct explain *ex, const struct sym_context *ctx)
 	} else
 		printf("\ngradient norm: each rank squares the elements its "
 		    "optimizer uses, filtered by\n");
+	/* The sinks' filter only where there are sinks to filter. */
 	for (i = 0; i < sizeof filters / sizeof filters[0]; i++)
-		norm_setting(ex, filters[i]);
+		if (filters[i] != KEY_SINK_FILTER ||
+		    ctx->model.config->model.attention_sink)
+			norm_setting(ex, filters[i]);
 	if (json) {
 		jsonw_end_array(&ex->json);
 		jsonw_key(&ex->json, "steps");

@@ -36,6 +36,7 @@ _Static_assert(sizeof(enum expert_avg_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_tp_duplicates) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_tied_copies) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_expert_filter) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum gn_sink_filter) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_expert_norm) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_shard_group) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
@@ -108,6 +109,9 @@ static const char *const gn_tp_dup_words[] = {
 static const char *const gn_tied_words[] = { "once", "both", NULL };
 static const char *const gn_expert_filter_words[] = {
 	"expert-tp", "dense-tp", NULL
+};
+static const char *const gn_sink_filter_words[] = {
+	"tp-sharded", "tp-rank-0", NULL
 };
 static const char *const gn_expert_norm_words[] = {
 	"sum", "average", "local", "omit", NULL
@@ -429,6 +433,13 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    0, CFG_MAX_MODEL_DIM, 0),
 	[KEY_KV_GRAD] = WORD("sync.kv_grad", KEY_SYNC, sync.kv_grad,
 	    kv_words),
+	[KEY_ATTENTION_SINK] = FLAG("model.attention_sink", KEY_MODEL,
+	    model.attention_sink),
+	[KEY_SINK_FILTER] = WORD("grad_norm.sink_filter", KEY_GRAD_NORM,
+	    grad_norm.sink_filter, gn_sink_filter_words),
+	[KEY_OUT_NORM] = FLAG("model.out_norm", KEY_MODEL, model.out_norm),
+	[KEY_OUT_NORM_GRAD] = WORD("sync.out_norm_grad", KEY_SYNC,
+	    sync.out_norm_grad, qk_norm_words),
 };
 
 

@@ -85,7 +85,7 @@ enum sp_param_sync {		/* sync.sp_param_grad */
 	SP_PARAM_SKIP_STANDALONE /* "skip-standalone": Megatron #1446 */
 };
 
-enum qk_norm_sync {		/* sync.qk_norm_grad */
+enum qk_norm_sync {		/* sync.qk_norm_grad, sync.out_norm_grad */
 	QK_NORM_TP_ALL_REDUCE,	/* "tp-all-reduce" */
 	QK_NORM_NONE,		/* "none" */
 	QK_NORM_WITH_SP		/* "with-sp": only with sequence parallelism */
@@ -129,6 +129,16 @@ enum gn_tied_copies {		/* grad_norm.tied_copies */
 enum gn_expert_filter {		/* grad_norm.expert_filter */
 	GN_EXPERT_FILTER_EXPERT_TP,	/* "expert-tp" */
 	GN_EXPERT_FILTER_DENSE_TP	/* "dense-tp": Megatron PR #5916 */
+};
+
+/*
+ * grad_norm.sink_filter: whether the attention sinks, one value a head
+ * split over tp, are marked tensor parallel, so that the duplicate filter
+ * keeps every tp rank's (Megatron-LM #7452 finding 8, PR #7530).
+ */
+enum gn_sink_filter {		/* grad_norm.sink_filter */
+	GN_SINK_FILTER_TP_SHARDED,	/* "tp-sharded" */
+	GN_SINK_FILTER_TP_RANK_0	/* "tp-rank-0": unmarked */
 };
 
 enum gn_expert_norm {		/* grad_norm.expert_norm */
@@ -422,6 +432,7 @@ enum cfg_key {
 	KEY_PLAN,
 	KEY_ETP_ONE_WITH_EP, KEY_SCORE_BEFORE_EXPERTS_SUPPORTED,
 	KEY_KV_HEADS, KEY_KV_GRAD,
+	KEY_ATTENTION_SINK, KEY_SINK_FILTER, KEY_OUT_NORM, KEY_OUT_NORM_GRAD,
 	KEY__COUNT
 };
 
@@ -583,6 +594,16 @@ struct config {
 		 * every tp rank holds all of them.
 		 */
 		int	kv_heads;
+		/*
+		 * A learnable attention sink: one value a head, the heads
+		 * split over tp (Megatron's softmax_offset).
+		 */
+		bool	attention_sink;
+		/*
+		 * A norm of each head's output shared by every head, the
+		 * heads split over tp (Gated DeltaNet's out_norm).
+		 */
+		bool	out_norm;
 		bool	has_moe;	/* model.moe present */
 		struct {
 			int		experts, top_k, expert_ffn;
@@ -638,6 +659,7 @@ struct config {
 		enum expert_divisor	expert_grad_divisor;
 		enum qk_norm_sync	qk_norm_grad;
 		enum kv_sync		kv_grad;
+		enum qk_norm_sync	out_norm_grad;
 		enum expert_avg_scale	expert_avg_scale;
 		enum per_token_avg	per_token_avg;
 		enum data_size		dp_divisor;
@@ -651,6 +673,7 @@ struct config {
 		enum gn_tp_duplicates	tp_duplicates;
 		enum gn_tied_copies	tied_copies;
 		enum gn_expert_filter	expert_filter;
+		enum gn_sink_filter	sink_filter;
 		enum gn_expert_norm	expert_norm;
 		enum gn_shard_group	shard_group;
 		enum gn_pp_reduce	pp_reduce;

@@ -421,13 +421,14 @@ valid_tokens_fit(const struct config *c, char *buf, size_t size)
 }
 
 /*
- * qk_norm and kv_heads: every tp rank holds whole heads of the mixer's
- * features.
+ * qk_norm, kv_heads, attention_sink and out_norm: every tp rank holds
+ * whole heads of the mixer's features.
  */
 static bool
 heads_split_over_tp(const struct config *c, char *buf, size_t size)
 {
-	if (!c->model.qk_norm && c->model.kv_heads == 0)
+	if (!c->model.qk_norm && c->model.kv_heads == 0 &&
+	    !c->model.attention_sink && !c->model.out_norm)
 		return true;
 	return must_be_divisible(buf, size, "ffn", c->model.ffn,
 	    "tp*head_dim", (int64_t)c->mesh.tp * c->model.head_dim);

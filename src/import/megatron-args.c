@@ -112,6 +112,13 @@ const struct arg_def megatron_args[] = {
 	/* Which layers mark the experts' weights (megatron-map.c). */
 	[MA_TRANSFORMER_IMPL] = MAPPED("transformer-impl", ARG_VALUE, NULL),
 	[MA_GROUPED_GEMM] = MAPPED("moe-grouped-gemm", ARG_FLAG, NULL),
+	/*
+	 * dot_product_attention.py (dbc4129d18): "learnable" registers
+	 * softmax_offset, a parameter of one value for each of the rank's
+	 * heads (model.attention_sink); "off-by-one" keeps a tensor of
+	 * zeros that is no parameter, as "vanilla" keeps none.
+	 */
+	[MA_SOFTMAX_TYPE] = MAPPED("softmax-type", ARG_VALUE, "0.15.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -227,11 +234,6 @@ const struct arg_def megatron_args[] = {
 	    "a Mamba mixer's size (TransformerConfig.linear_conv_kernel_dim): Mamba "
 	    "layers, which gradaudit's transformer layers do not stand for"),
 	/*
-	 * dot_product_attention.py: "learnable" registers softmax_offset, a
-	 * parameter of one value a head on each tp rank; "off-by-one" keeps
-	 * a tensor of zeros that is no parameter.
-	 */
-	/*
 	 * A vision encoder's sizes (arguments.py's vision group), which the
 	 * multimodal examples pass to their train.py.
 	 */
@@ -241,10 +243,6 @@ const struct arg_def megatron_args[] = {
 	    "a vision encoder's size: a model gradaudit's does not stand for"),
 	REFUSED("img-w", ARG_VALUE, NULL,
 	    "a vision encoder's size: a model gradaudit's does not stand for"),
-	REFUSED("softmax-type", ARG_VALUE, "vanilla off-by-one",
-	    "a learnable softmax offset (dot_product_attention.py "
-	    "softmax_offset, one a head, split over tp) is a parameter "
-	    "gradaudit's model does not have"),
 	/*
 	 * Arguments that Megatron-LM's parser no longer has, which the
 	 * academic_paper_scripts examples still pass: Megatron refuses the

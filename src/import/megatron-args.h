@@ -46,7 +46,7 @@ struct arg_def {
  * (or, from the dataclass era on, its TransformerConfig) has them:
  * core_v0.5.0 (0acc240), core_v0.6.0 (cac60ce), core_v0.7.0 (a645f89),
  * core_v0.8.0 (baf94af), core_v0.10.0 (7ee599a), core_v0.11.0 (aa6207e),
- * core_v0.13.0 (c550cf6).
+ * core_v0.13.0 (c550cf6), core_v0.15.0 (0d7e02b).
  */
 enum mapped_arg {
 	MA_TP, MA_PP, MA_EP, MA_ETP, MA_LAYERS, MA_HIDDEN, MA_FFN, MA_HEADS,
@@ -59,7 +59,7 @@ enum mapped_arg {
 	MA_LB_TYPE, MA_MTP, MA_MTP_FACTOR, MA_MLA, MA_SPLIT_EMBEDDING,
 	MA_SPLIT_LOSS, MA_ENCODER_LAYERS, MA_ENCODER_SEQ, MA_MFSDP,
 	MA_SHARDING, MA_FP8_PARAM_GATHER, MA_TRANSFORMER_IMPL,
-	MA_GROUPED_GEMM, MA__COUNT
+	MA_GROUPED_GEMM, MA_SOFTMAX_TYPE, MA__COUNT
 };
 
 /* Every argument: the mapped ones first, at their enum mapped_arg index. */

@@ -34,6 +34,7 @@ struct megatron_values {
 	bool	 split_embedding, split_loss;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
 	bool	 mla;
+	bool	 sink;		/* --softmax-type learnable */
 	bool	 shared_gate;
 	bool	 sp, average, pad, mfsdp;
 	long	 cp;
@@ -57,6 +58,28 @@ size_argument(struct import_state *st, enum mapped_arg name, enum mapped_arg old
 		return name;
 	}
 	return old;
+}
+
+/*
+ * --softmax-type (arguments.py, choices learnable, vanilla and
+ * off-by-one): only a learnable offset is a parameter.
+ */
+static bool
+learnable_sink(struct import_state *st)
+{
+	const char	*type = st->use[MA_SOFTMAX_TYPE].value;
+	struct shown	 sh;
+
+	if (type == NULL)
+		return false;
+	st->use[MA_SOFTMAX_TYPE].used = true;
+	if (strcmp(type, "learnable") == 0)
+		return true;
+	if (strcmp(type, "vanilla") != 0 && strcmp(type, "off-by-one") != 0)
+		mg_refuse(st, "--softmax-type \"%s\": Megatron's parser "
+		    "accepts learnable, vanilla and off-by-one",
+		    mg_shown(&sh, type));
+	return false;
 }
 
 static void
@@ -108,7 +131,8 @@ read_values(struct import_state *st, struct megatron_values *v)
 	no_pad = mg_flag_arg(st, MA_NO_PAD);
 	disable_pad = mg_flag_arg(st, MA_DISABLE_PAD);
 	v->pad = !no_pad && !disable_pad;
-	if (v->qk_layernorm) {
+	v->sink = learnable_sink(st);
+	if (v->qk_layernorm || v->sink) {
 		v->heads = mg_int_arg(st, MA_HEADS, 1, dim, 0);
 		v->kv_channels = mg_int_arg(st, MA_KV_CHANNELS, 1, dim, 0);
 	}
@@ -438,11 +462,21 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 	c->model.tie_embeddings = !v->untie;
 	mg_explain(st, KEY_TIE_EMBEDDINGS, "%s--untie-embeddings-and-output-weights",
 	    v->untie ? "" : "no ");
-	if (!v->qk_layernorm)
+	if (!v->qk_layernorm && !v->sink)
 		return;
 	/* q_layernorm and k_layernorm normalize each head: kv_channels. */
-	c->model.qk_norm = true;
-	mg_explain(st, KEY_QK_NORM, "--qk-layernorm");
+	if (v->qk_layernorm) {
+		c->model.qk_norm = true;
+		mg_explain(st, KEY_QK_NORM, "--qk-layernorm");
+	}
+	/*
+	 * DotProductAttention's softmax_offset: one value a head, split over
+	 * tp with the heads; the stand-in's heads are head_dim wide.
+	 */
+	if (v->sink) {
+		c->model.attention_sink = true;
+		mg_explain(st, KEY_ATTENTION_SINK, "--softmax-type learnable");
+	}
 	if (v->kv_channels > 0) {
 		c->model.head_dim = (int)v->kv_channels;
 		mg_explain(st, KEY_HEAD_DIM, "--kv-channels");
@@ -452,9 +486,10 @@ import_dense(struct import_state *st, const struct megatron_values *v)
 		c->model.head_dim = (int)(v->hidden / v->heads);
 		mg_explain(st, KEY_HEAD_DIM, "hidden / --num-attention-heads");
 	} else
-		mg_refuse(st, "--qk-layernorm needs the head size: give "
+		mg_refuse(st, "%s needs the head size: give "
 		    "--kv-channels or --num-attention-heads dividing "
-		    "--hidden-size");
+		    "--hidden-size", v->qk_layernorm ? "--qk-layernorm" :
+		    "--softmax-type learnable");
 }
 
 /*

@@ -89,6 +89,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 	case ROLE_EMBEDDING:
 	case ROLE_OUTPUT:
 	case ROLE_COLUMN:
+	case ROLE_SINK:
 		p->local_shape[0] /= mesh->tp;
 		break;
 	case ROLE_ROW:
@@ -106,6 +107,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 		break;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_OUT_NORM:
 	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
@@ -147,8 +149,17 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	return op->out;
 }
 
-static int	emit_tp_block(struct builder *, int, int, int, int, int,
-		    const char *);
+/*
+ * The mixer's parameters that act on its heads, each -1 when the model
+ * has none: the stand-in of attention (or of Gated DeltaNet) is the
+ * tensor-parallel block with these between fc1 and fc2.
+ */
+struct head_params {
+	int	kv, qk_norm, sink, out_norm;
+};
+
+static int	emit_tp_block(struct builder *, int, int,
+		    const struct head_params *, int, const char *);
 
 /*
  * A tensor-parallel two-layer block (the mixer, a dense MLP, a shared
@@ -158,30 +169,40 @@ static int	emit_tp_block(struct builder *, int, int, int, int, int,
 static int
 emit_tp_mlp(struct builder *b, int in, int fc1, int fc2, const char *label)
 {
-	return emit_tp_block(b, in, fc1, -1, -1, fc2, label);
+	return emit_tp_block(b, in, fc1, NULL, fc2, label);
 }
 
 /*
- * The same block with a norm shared by every head between fc1 and the
- * activation (qk_norm in the mixer: one [head_dim] weight for all heads,
- * the heads split over tp), when qknorm >= 0.  With kv >= 0 each head
- * first adds its key/value head, a projection of the block input: the
- * stand-in of grouped-query attention, whose query heads read the keys
- * and values of their group.
+ * The same block with the mixer's head parameters, the heads split over
+ * tp.  With kv >= 0 each head first adds its key/value head, a
+ * projection of the block input: the stand-in of grouped-query
+ * attention, whose query heads read the keys and values of their group.
+ * qk_norm is a norm shared by every head between fc1 and the activation
+ * (one [head_dim] weight for all heads).  sink scales each head by its
+ * own value, as a learnable attention sink weighs each head's
+ * attention (Megatron's softmax_offset, one value a head).  out_norm is
+ * a norm shared by every head on the heads' outputs before fc2, Gated
+ * DeltaNet's out_norm over each value head.
  */
 static int
-emit_tp_block(struct builder *b, int in, int fc1, int qknorm, int kv, int fc2,
-    const char *label)
+emit_tp_block(struct builder *b, int in, int fc1, const struct head_params *hp,
+    int fc2, const char *label)
 {
+	const struct param *params = b->model->params;
 	int	x;
 
 	x = emit(b, OP_LINEAR_COL, fc1, in, -1, label);
-	if (kv >= 0)
-		x = emit(b, OP_KV, kv, x, in, b->model->params[kv].name);
-	if (qknorm >= 0)
-		x = emit(b, OP_HEAD_NORM, qknorm, x, -1,
-		    b->model->params[qknorm].name);
+	if (hp != NULL && hp->kv >= 0)
+		x = emit(b, OP_KV, hp->kv, x, in, params[hp->kv].name);
+	if (hp != NULL && hp->qk_norm >= 0)
+		x = emit(b, OP_HEAD_NORM, hp->qk_norm, x, -1,
+		    params[hp->qk_norm].name);
+	if (hp != NULL && hp->sink >= 0)
+		x = emit(b, OP_SINK, hp->sink, x, -1, params[hp->sink].name);
 	x = emit(b, OP_ACT, -1, x, -1, label);
+	if (hp != NULL && hp->out_norm >= 0)
+		x = emit(b, OP_HEAD_NORM, hp->out_norm, x, -1,
+		    params[hp->out_norm].name);
 	return emit(b, OP_LINEAR_ROW, fc2, x, -1, label);
 }
 
@@ -248,7 +269,8 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 {
 	struct model	*m = b->model;
 	char		 name[128];
-	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, qk, kv, xl;
+	int		 n1, f1, f2, n2, x, r, k, rt, e1, e2, xl;
+	struct head_params hp;
 	int		 ngated;
 	int		*gated;
 	bool		 moe = cfg_layer_is_moe(cfg, layer);
@@ -262,21 +284,36 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	    2, cfg->model.ffn, hid, 0);
 	f2 = add_param(b, PNAME("mixer.fc2.weight"), stage, layer, ROLE_ROW,
 	    2, hid, cfg->model.ffn, 0);
-	qk = -1;
+	hp.qk_norm = hp.kv = hp.sink = hp.out_norm = -1;
 	if (cfg->model.qk_norm)
-		qk = add_param(b, PNAME("mixer.qk_norm.weight"), stage, layer,
-		    ROLE_HEAD_NORM, 1, cfg->model.head_dim, 0, 0);
+		hp.qk_norm = add_param(b, PNAME("mixer.qk_norm.weight"), stage,
+		    layer, ROLE_HEAD_NORM, 1, cfg->model.head_dim, 0, 0);
 	/*
 	 * Grouped-query attention's key/value projection: with fewer
 	 * key/value heads than tp ranks every rank holds all of them
 	 * (replicated, its gradient a sum over the rank's own query heads),
 	 * otherwise each rank holds its share, column-parallel.
 	 */
-	kv = -1;
 	if (cfg->model.kv_heads > 0)
-		kv = add_param(b, PNAME("mixer.kv.weight"), stage, layer,
+		hp.kv = add_param(b, PNAME("mixer.kv.weight"), stage, layer,
 		    cfg->model.kv_heads < cfg->mesh.tp ? ROLE_KV : ROLE_COLUMN,
 		    2, cfg->model.kv_heads * cfg->model.head_dim, hid, 0);
+	/*
+	 * Megatron's learnable softmax_offset (DotProductAttention,
+	 * --softmax-type learnable): one value a query head, each tp rank
+	 * holding those of its own heads.
+	 */
+	if (cfg->model.attention_sink)
+		hp.sink = add_param(b, PNAME("mixer.softmax_offset"), stage,
+		    layer, ROLE_SINK, 1, cfg->model.ffn / cfg->model.head_dim,
+		    0, 0);
+	/*
+	 * Gated DeltaNet's out_norm: a norm over head_dim that every value
+	 * head shares, replicated over tp while the heads are split.
+	 */
+	if (cfg->model.out_norm)
+		hp.out_norm = add_param(b, PNAME("mixer.out_norm.weight"),
+		    stage, layer, ROLE_OUT_NORM, 1, cfg->model.head_dim, 0, 0);
 	n2 = add_param(b, PNAME("norm2.weight"), stage, layer, ROLE_NORM, 1,
 	    hid, 0, 0);
 
@@ -286,7 +323,7 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	 */
 	x = emit(b, OP_NORM, n1, h, -1, m->params[n1].name);
 	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[f1].name);
-	x = emit_tp_block(b, x, f1, qk, kv, f2, m->params[f1].name);
+	x = emit_tp_block(b, x, f1, &hp, f2, m->params[f1].name);
 	x = emit(b, OP_TP_REDUCE, -1, x, -1, m->params[f2].name);
 	h = emit(b, OP_ADD, -1, h, x, m->params[f2].name);
 
@@ -579,6 +616,7 @@ op_kind_name(enum op_kind k)
 		[OP_TP_GATHER] = "tp-gather", [OP_NORM] = "norm",
 		[OP_LINEAR_COL] = "linear-col", [OP_ACT] = "act",
 		[OP_HEAD_NORM] = "head-norm", [OP_KV] = "kv",
+		[OP_SINK] = "sink",
 		[OP_LINEAR_ROW] = "linear-row", [OP_ADD] = "add",
 		[OP_ROUTE] = "route", [OP_EXPERTS] = "experts",
 		[OP_GATE] = "gate",
@@ -618,6 +656,7 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 	case ROLE_EMBEDDING:
 	case ROLE_OUTPUT:
 	case ROLE_COLUMN:
+	case ROLE_SINK:
 		/* Row shards are contiguous in row-major order. */
 		return c.tp * p->local_elems + i;
 	case ROLE_ROW:
@@ -640,6 +679,7 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 		    p->shape[2] + c.etp * p->local_shape[2] + f;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_OUT_NORM:
 	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
@@ -692,6 +732,7 @@ model_shard_key(const struct model *m, const struct param *p,
     const struct coord *c)
 {
 	switch (p->role) {
+	case ROLE_SINK:		/* its own heads' values */
 	case ROLE_EMBEDDING:
 	case ROLE_OUTPUT:
 	case ROLE_COLUMN:
@@ -702,6 +743,7 @@ model_shard_key(const struct model *m, const struct param *p,
 		return c->ep * m->mesh.etp + c->etp;
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_OUT_NORM:
 	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:

@@ -27,6 +27,8 @@ enum param_role {
 	ROLE_NORM,		/* [hidden], replicated over tp */
 	ROLE_HEAD_NORM,		/* [head_dim], replicated, shared by every head */
 	ROLE_KV,		/* [kv_heads * head_dim, hidden], replicated: kv_heads < tp */
+	ROLE_OUT_NORM,		/* [head_dim], replicated, heads' outputs */
+	ROLE_SINK,		/* [heads], one a head, split with the heads */
 	ROLE_COLUMN,		/* [out, in], rows over tp (column-parallel) */
 	ROLE_ROW,		/* [out, in], columns over tp (row-parallel) */
 	ROLE_ROUTER,		/* [experts, hidden], replicated over tp */
@@ -92,6 +94,7 @@ enum op_kind {
 	OP_ACT,		/* elementwise activation */
 	OP_HEAD_NORM,	/* qk-norm: out[t][j] = in[t][j] * w[j % head_dim] on head-sharded features */
 	OP_KV,		/* out = in[0] + its heads' key/value heads of in[1] W^T */
+	OP_SINK,	/* sink: out[t][j] = in[t][j] * w[local head of j] */
 	OP_LINEAR_ROW,	/* out = in W^T with W's columns over tp: Shard(features) -> Partial */
 	OP_ADD,		/* out = in[0] + in[1] (residual) */
 	OP_ROUTE,	/* scores = in W_r^T and the top-k choice -> out */

@@ -169,6 +169,7 @@ pl_forward(const struct model *m, const struct op *op,
 	case OP_ACT:
 	case OP_HEAD_NORM:
 	case OP_KV:
+	case OP_SINK:
 		out = in[0];
 		break;
 	case OP_LINEAR_COL:
@@ -321,7 +322,9 @@ pl_backward(const struct model *m, const struct op *op,
 		/*
 		 * One weight serves every head, and each tp rank holds only
 		 * its heads' features: the weight gradient is a sum over all
-		 * heads, Partial over tp wherever the features are split.
+		 * heads, Partial over tp wherever the features are split,
+		 * with or without sequence parallelism (qk-norm, and Gated
+		 * DeltaNet's out_norm, Megatron #7452 finding 11).
 		 */
 		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
 		if (fwd_in[0].slice == PLACE_SHARD_FEATURES)
@@ -349,6 +352,18 @@ pl_backward(const struct model *m, const struct op *op,
 			dparam[0] = weight_grad(m, true, dout, fwd_in[1]);
 		din[0] = dout;
 		din[1] = pl_uniform(PLACE_PARTIAL);
+		break;
+	case OP_SINK:
+		/*
+		 * Each head's value scales that head's features alone, and a
+		 * tp rank holds the values of its own heads: the gradient of
+		 * each sums over the tokens and the head's features, all on
+		 * the rank, so it is whole there, split over tp as the heads
+		 * are (Megatron #7452 finding 8: head-sharded, yet not marked
+		 * tensor parallel).
+		 */
+		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
+		din[0] = dout;
 		break;
 	case OP_LINEAR_COL:
 	case OP_OUTPUT:

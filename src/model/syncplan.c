@@ -628,6 +628,38 @@ emit_kv(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * Gated DeltaNet's out_norm (model.out_norm): one [head_dim] weight that
+ * every value head's output shares, the heads split over tp, so that
+ * each tp rank holds part of its gradient with or without sequence
+ * parallelism, as the qk-norm weight's.  Megatron builds it as a TENorm,
+ * marked sequence_parallel only when sequence parallelism is on, and
+ * sums no other way by name as it does q_layernorm and k_layernorm
+ * (finalize_model_grads.py _allreduce_non_tensor_model_parallel_grads,
+ * core_v0.16.0 to d98e8a64dd): OUT_NORM (QK_NORM_WITH_SP) leaves each
+ * rank its own heads' share without it (Megatron-LM #7452, finding 11).
+ */
+static void
+emit_out_norms(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	enum qk_norm_sync how = m->config->sync.out_norm_grad;
+	bool	 sp = m->config->training.sequence_parallel;
+	struct sync_rule cited = *rule;
+	enum tp_decision *d = xcalloc(m->nparams, sizeof *d);
+	int	 i;
+
+	if (how == QK_NORM_WITH_SP)
+		cited.cite = SYNC_CITE_OUT_NORM;
+	for (i = 0; i < m->nparams; i++)
+		if (m->params[i].role == ROLE_OUT_NORM)
+			d[i] = how == QK_NORM_TP_ALL_REDUCE ||
+			    (how == QK_NORM_WITH_SP && sp) ? TP_SUMMED :
+			    TP_LEFT;
+	emit_tp_decisions(plan, m, grad, &cited, d);
+	free(d);
+}
+
+/*
  * Tied embedding (SPEC 6.5): sum the two copies' gradients over the
  * embedding group.  Where it sits relative to the data-parallel step is the
  * knob: after it, with the distributed optimizer, the two stages have
@@ -749,6 +781,9 @@ static const struct sync_rule rules[] = {
 	{ "replicated key/value weight gradient all-reduce over tp",
 	  KEY_KV_GRAD, SYNC_CITE_NONE, SYNC_FIX_KV_GRAD,
 	  emit_kv },
+	{ "out-norm weight gradient all-reduce over tp", KEY_OUT_NORM_GRAD,
+	  SYNC_CITE_NONE, SYNC_FIX_OUT_NORM_GRAD,
+	  emit_out_norms },
 	{ "tied embedding all-reduce over first and last stage",
 	  KEY_EMBEDDING_GRAD, SYNC_CITE_TIED_ORDER,
 	  SYNC_FIX_EMBEDDING_AFTER_DP,

@@ -96,6 +96,7 @@ enum sync_cite {
 	SYNC_CITE_SP_PARAM_STANDALONE,	/* Megatron #1446 */
 	SYNC_CITE_TIED_BUCKET_START,	/* Megatron ba8f2de */
 	SYNC_CITE_TIED_FLAT_UNITS,	/* Megatron PR #6500 */
+	SYNC_CITE_OUT_NORM,		/* Megatron-LM #7452 (finding 11) */
 	SYNC_CITE__COUNT
 };
 
@@ -119,6 +120,7 @@ enum sync_fix {
 	SYNC_FIX_TIED_FLAT_UNITS,
 	SYNC_FIX_PLAN,		/* a step of plan: as the user wrote it */
 	SYNC_FIX_KV_GRAD,
+	SYNC_FIX_OUT_NORM_GRAD,
 	SYNC_FIX__COUNT
 };
 

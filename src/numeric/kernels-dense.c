@@ -1,7 +1,8 @@
 /*
  * The rank kernels of the numeric engine (kernels.c): token ids, the
- * embedding, norms, linears, the activation, qk-norm, the residual add, the
- * shared-expert gate and the loss, each on one rank at a time.
+ * embedding, norms, linears, the activation, qk-norm (and out_norm), the
+ * key/value heads, the attention sink, the residual add, the shared-expert
+ * gate and the loss, each on one rank at a time.
  */
 #include <math.h>
 #include <stdbool.h>
@@ -380,6 +381,60 @@ bwd_kv(struct engine *eng, struct rank_state *rs, int stage, int opi)
 				    num_mul(arith, dv, u->v[t * h + i]));
 			}
 		}
+}
+
+/*
+ * The attention sink's stand-in: each local head's features scaled by
+ * the head's own value, w holding this rank's heads (its shard, in the
+ * order of its features).  A head is columns / heads features wide.
+ * Its gradient sums over tokens and over the head's features.
+ */
+static int64_t
+sink_head_width(const struct engine *eng, const struct op *op,
+    const struct tensor *x)
+{
+	int64_t	 heads = eng->model->params[op->param].local_shape[0];
+
+	if (heads <= 0 || x->cols % heads != 0)
+		fatalx("numeric: %lld features hold no whole %lld heads",
+		    (long long)x->cols, (long long)heads);
+	return x->cols / heads;
+}
+
+void
+fwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	enum arith		 arith = eng->arith;
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const union num		*w = rs->weight[op->param];
+	struct tensor		*out = &rs->act[op->out].t;
+	int64_t			 k, width = sink_head_width(eng, op, x);
+
+	tensor_alloc(out, x->rows, x->cols);
+	for (k = 0; k < x->rows * x->cols; k++)
+		out->v[k] = num_mul(arith, x->v[k], w[(k % x->cols) / width]);
+}
+
+void
+bwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
+{
+	enum arith		 arith = eng->arith;
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*d = &rs->grad[op->out];
+	const union num		*w = rs->weight[op->param];
+	union num		*g = rs->pgrad[op->param];
+	int64_t			 k, h, width;
+
+	width = sink_head_width(eng, op, x);
+	tensor_check(d, x->rows, x->cols, "attention sink gradient");
+	tensor_alloc(&rs->din[0], x->rows, x->cols);
+	for (k = 0; k < x->rows * x->cols; k++) {
+		h = (k % x->cols) / width;
+		g[h] = num_add(arith, g[h], num_mul(arith, d->v[k], x->v[k]));
+		rs->din[0].v[k] = num_mul(arith, d->v[k], w[h]);
+	}
 }
 
 /* Residual add: placements join, Replicate parts masked where needed. */

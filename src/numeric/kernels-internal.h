@@ -46,6 +46,8 @@ void	 fwd_add(struct engine *, struct rank_state *, int, int);
 void	 bwd_add(struct engine *, struct rank_state *, int, int);
 void	 fwd_kv(struct engine *, struct rank_state *, int, int);
 void	 bwd_kv(struct engine *, struct rank_state *, int, int);
+void	 fwd_sink(struct engine *, struct rank_state *, int, int);
+void	 bwd_sink(struct engine *, struct rank_state *, int, int);
 void	 fwd_gate(struct engine *, struct rank_state *, int, int);
 void	 bwd_gate(struct engine *, struct rank_state *, int, int);
 void	 bwd_loss(struct engine *, struct rank_state *, int, int);

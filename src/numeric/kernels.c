@@ -131,6 +131,7 @@ static const struct op_rule op_rules[] = {
 	[OP_ACT] =	  { fwd_act, NULL, bwd_act, NULL, 1 },
 	[OP_HEAD_NORM] =  { fwd_head_norm, NULL, bwd_head_norm, NULL, 1 },
 	[OP_KV] =	  { fwd_kv, NULL, bwd_kv, NULL, 3 },
+	[OP_SINK] =	  { fwd_sink, NULL, bwd_sink, NULL, 1 },
 	[OP_LINEAR_ROW] = { fwd_linear, NULL, bwd_linear, NULL, 1 },
 	[OP_ADD] =	  { fwd_add, NULL, bwd_add, NULL, 3 },
 	[OP_ROUTE] =	  { fwd_route, NULL, NULL, bwd_route_stage, 1 },

@@ -49,6 +49,8 @@ weight_scale(const struct param *p)
 	case ROLE_EMBEDDING:
 	case ROLE_NORM:
 	case ROLE_HEAD_NORM:
+	case ROLE_OUT_NORM:
+	case ROLE_SINK:
 		return 1.0;
 	case ROLE_COLUMN:
 	case ROLE_KV:

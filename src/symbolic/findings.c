@@ -325,6 +325,7 @@ static const char *const cite_texts[SYNC_CITE__COUNT] = {
 	[SYNC_CITE_SP_PARAM_STANDALONE] = "Megatron #1446",
 	[SYNC_CITE_TIED_BUCKET_START] = "Megatron ba8f2de, fixed by afb755f548",
 	[SYNC_CITE_TIED_FLAT_UNITS] = "Megatron PR #6500",
+	[SYNC_CITE_OUT_NORM] = "Megatron-LM #7452",
 };
 
 /*
@@ -353,6 +354,10 @@ static const char *const fix_texts[SYNC_FIX__COUNT] = {
 	[SYNC_FIX_KV_GRAD] =
 	  "all-reduce the gradients of the key/value weights that every tp "
 	  "rank holds over tp (sync.kv_grad: tp-all-reduce)",
+	[SYNC_FIX_OUT_NORM_GRAD] =
+	  "all-reduce the out-norm weight gradients over tp whether or not "
+	  "sequence parallelism is on, as Megatron does for q_layernorm and "
+	  "k_layernorm (sync.out_norm_grad: tp-all-reduce)",
 	[SYNC_FIX_EMBEDDING_AFTER_DP] =
 	  "all-reduce the tied embedding gradient before the data-parallel "
 	  "reduce-scatter, or give it a bucket of its own, or gather the "
@@ -484,6 +489,8 @@ static const struct {
 	  "gradients over tp (sync.qk_norm_grad: tp-all-reduce)" },
 	{ KEY_KV_GRAD, "tp-all-reduce", "all-reduce the replicated key/value "
 	  "weight gradients over tp (sync.kv_grad: tp-all-reduce)" },
+	{ KEY_OUT_NORM_GRAD, "tp-all-reduce", "all-reduce the out-norm "
+	  "weight gradients over tp (sync.out_norm_grad: tp-all-reduce)" },
 };
 
 /* The reports a mechanism's $R names, and the framework of their code. */
@@ -707,6 +714,10 @@ static const struct gn_setting settings[] = {
 	  "filter expert parameters by their expert tensor parallel rank, "
 	  "not the dense tp rank (grad_norm.expert_filter: expert-tp; "
 	  "Megatron-LM PR #5916)" },
+	{ KEY_SINK_FILTER, GN_SINK_FILTER_TP_SHARDED, UNDER, "tp",
+	  "mark the attention sinks tensor parallel, so that every tp rank "
+	  "counts its own heads' (grad_norm.sink_filter: tp-sharded; "
+	  "Megatron-LM PR #7530)" },
 	{ KEY_EXPERT_NORM, GN_EXPERT_SUM, UNDER | DRIFT, "ep",
 	  "sum the experts' norm squared over ep and add it to the dense one "
 	  "(grad_norm.expert_norm: sum; DeepSpeed PR #8478, Colossal-AI "
@@ -735,6 +746,8 @@ setting_value(const struct config *c, enum cfg_key k)
 		return c->grad_norm.tied_copies;
 	case KEY_EXPERT_FILTER:
 		return c->grad_norm.expert_filter;
+	case KEY_SINK_FILTER:
+		return c->grad_norm.sink_filter;
 	case KEY_EXPERT_NORM:
 		return c->grad_norm.expert_norm;
 	case KEY_SHARD_GROUP:

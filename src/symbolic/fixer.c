@@ -44,7 +44,7 @@ static const enum cfg_key mtp_family[] = { KEY_MTP_SCALE, KEY__COUNT };
 static const enum cfg_key tp_family[] = {
 	KEY_ROUTER_GRAD, KEY_EXPERT_INPUT_GRAD, KEY_MOE_INPUT_GRAD,
 	KEY_ROUTER_INPUT_GRAD, KEY_SP_PARAM_GRAD, KEY_QK_NORM_GRAD, KEY_KV_GRAD,
-	KEY__COUNT
+	KEY_OUT_NORM_GRAD, KEY__COUNT
 };
 static const enum cfg_key tied_family[] = {
 	KEY_EMBEDDING_GRAD, KEY_TIED_BUCKET_START, KEY_TIED_EMBEDDING_BUCKET,
@@ -56,9 +56,9 @@ static const enum cfg_key group_family[] = {
 	KEY_MTP_SCALE, KEY__COUNT
 };
 static const enum cfg_key norm_family[] = {
-	KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER, KEY_EXPERT_NORM,
-	KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS, KEY_DP_GROUP,
-	KEY_FSDP_ONE_MEMBER, KEY__COUNT
+	KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER, KEY_SINK_FILTER,
+	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
+	KEY_DP_GROUP, KEY_FSDP_ONE_MEMBER, KEY__COUNT
 };
 
 static const struct {
@@ -82,6 +82,7 @@ static const struct {
 	{ KEY_SP_PARAM_GRAD, tp_family },
 	{ KEY_QK_NORM_GRAD, tp_family },
 	{ KEY_KV_GRAD, tp_family },
+	{ KEY_OUT_NORM_GRAD, tp_family },
 	{ KEY_EMBEDDING_GRAD, tied_family },
 	{ KEY_TIED_BUCKET_START, tied_family },
 	{ KEY_TIED_EMBEDDING_BUCKET, tied_family },
@@ -91,6 +92,7 @@ static const struct {
 	{ KEY_TP_DUPLICATES, norm_family },
 	{ KEY_TIED_COPIES, norm_family },
 	{ KEY_EXPERT_FILTER, norm_family },
+	{ KEY_SINK_FILTER, norm_family },
 	{ KEY_EXPERT_NORM, norm_family },
 	{ KEY_SHARD_GROUP, norm_family },
 	{ KEY_PP_REDUCE, norm_family },

@@ -219,6 +219,17 @@ gn_part_of(const struct gn_plan *plan, const struct model *m, int param,
 			return -1;
 		return GN_PART_EXPERT;
 	}
+	/*
+	 * Megatron-LM #7452 finding 8: the learnable softmax_offset holds
+	 * one value for each of the rank's own heads, but nothing marks it
+	 * tensor_model_parallel (DotProductAttention, core_v0.15.0 to
+	 * d98e8a64dd), so param_is_not_tensor_parallel_duplicate takes it
+	 * for a replica and keeps tp rank 0's heads only; PR #7530 marks it.
+	 */
+	if (p->role == ROLE_SINK &&
+	    c->grad_norm.sink_filter == GN_SINK_FILTER_TP_RANK_0 &&
+	    co->tp != 0)
+		return -1;
 	/* param_is_not_shared: the last stage's copy of a tied weight. */
 	if (l->ninstances == 2 && l->instance[1] == param &&
 	    c->grad_norm.tied_copies == GN_TIED_ONCE)
