@@ -125,7 +125,9 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	comment(fp, "", "what it runs.  Factors name the mesh's sizes where "
 	    "the preset does;");
 	comment(fp, "", "parameter names are this model's.");
-	fprintf(fp, "plan:%s\n", plan->nsteps == 0 ? " []" : "");
+	/* A plan of declarations alone has items: not an empty list. */
+	fprintf(fp, "plan:%s\n", plan->nsteps == 0 && plan->nskipped == 0 ?
+	    " []" : "");
 	for (k = 0; k < plan->nsteps; k++) {
 		s = &plan->steps[k];
 		/* A declare: partial is a mask and a sum: one item. */
