@@ -496,6 +496,21 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (m->params[p].boundary < 0 || pr->correct)
 		return false;
 	args.reduction = &ctx->reductions[m->params[p].boundary];
+	if (args.reduction->cite == REDUCTION_CITE_OUTPUT_BOUNDARY) {
+		const struct config *c = fl->audit->config;
+		const struct plan_item *it;
+		char	 step[256];
+
+		if (!args.reduction->missing)
+			return true;
+		it = &c->plan[args.reduction->plan_item];
+		snprintf(step, sizeof step, "plan[%d] (%s:%d:%d)",
+		    args.reduction->plan_item, c->file, it->mark.line,
+		    it->mark.col);
+		args.declared_by = arena_strdup(&fl->audit->arena, step);
+		tell(fl, pr, FACT_OUTPUT_NOT_SUMMED, &args);
+		return true;
+	}
 	if (args.reduction->router_twice)
 		tell(fl, pr, FACT_ROUTER_INPUT_TWICE, &args);
 	if (args.reduction->summed_whole)
