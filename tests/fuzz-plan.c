@@ -11,8 +11,9 @@
  * The plan: section's YAML goes through fuzz-config's mutations.
  *
  * Then plans built from whole steps (every operation, group, buffer,
- * sub-dimension, loss term and selector, good and bad) on a few meshes
- * go through the loader and the model: the loader takes or refuses each
+ * sub-dimension, loss term, activation and selector, good and bad) on a
+ * few meshes go through the loader and the model: the loader takes or
+ * refuses each
  * without a crash; every collective of a plan the model accepts runs
  * over a group the size of its buffer's shards (the numeric engine's
  * collectives stop on any other, fatalx); and a plan explain --plan
@@ -76,13 +77,15 @@ static const char *const step_ops[] = {
 	"all-reduce: [cp, tp]", "all-reduce: [dp, tp]",
 	"all-reduce: [edp, ep, etp]", "all-reduce: [pure-dp, cp]",
 	"gather-loss: [cp, tp]",
+	/* A declaration that takes no other key, so that some load. */
+	"declare: replicate\n    activation: output",
 	"all-gather: pp", "to-partial: dp", "reduce-scater: dp",
 	"all-gather: [dp]", "declare: partial", "gather-loss: pp",
 	"gather-los: dp", "all-reduce: [pp, tp]", "all-reduce: [dp, cp]",
 	"all-reduce: [tp, ep]", "all-reduce: []", "reduce-scatter: [cp, tp]",
 	"all-reduce: [[tp]]",
 };
-#define NGOOD_OPS	26
+#define NGOOD_OPS	27
 static const char *const step_keys[] = {
 	"average: true", "average: false", "buffer: dense", "buffer: expert",
 	"buffer: dense", "replicate: etp", "replicate: slices",
@@ -90,12 +93,12 @@ static const char *const step_keys[] = {
 	"params: [embedding.weight, output.weight]",
 	"params: \"*.router.weight\"", "params: \"*\"", "stages: [1]",
 	"stages: 0", "term: main", "term: aux", "term: mtp",
-	"autograd: false", "autograd: true",
+	"autograd: false", "autograd: true", "activation: output",
 	"buffer: dnese", "buffer: [dense]", "replicate: [etp, etp]",
 	"replicate: []", "params: nothing", "term: axu", "term: [aux]",
-	"autograd: maybe",
+	"autograd: maybe", "activation: outptu", "activation: [output]",
 };
-#define NGOOD_KEYS	19
+#define NGOOD_KEYS	20
 #define NOPS	(sizeof(step_ops) / sizeof(step_ops[0]))
 #define NKEYS	(sizeof(step_keys) / sizeof(step_keys[0]))
 
@@ -166,9 +169,13 @@ round_trip(const char *mesh, const struct sym_context *ctx)
 	char	*buf = NULL, why[128];
 	size_t	 len = 0;
 	FILE	*fp = open_memstream(&buf, &len);
-	int	 k, same;
+	const struct config *c = ctx->model.config;
+	int	 k, same, acts = 0;
 
-	fprintf(fp, "%splan:%s\n", mesh, ctx->plan.nsteps ? "" : " []");
+	for (k = 0; k < c->nplan; k++)
+		acts += c->plan[k].activation >= 0;
+	fprintf(fp, "%splan:%s\n", mesh, ctx->plan.nsteps || acts ? "" :
+	    " []");
 	for (k = 0; k < ctx->plan.nsteps; k++)
 		if (planwrite_step(fp, &ctx->plan.steps[k], &ctx->model, why,
 		    sizeof why) == -1) {
@@ -176,6 +183,10 @@ round_trip(const char *mesh, const struct sym_context *ctx)
 			free(buf);
 			return -1;
 		}
+	/* A declaration of an activation runs no step: written as read. */
+	for (k = 0; k < c->nplan; k++)
+		if (c->plan[k].activation >= 0)
+			planwrite_item(fp, &c->plan[k]);
 	fclose(fp);
 	memset(&back, 0, sizeof back);
 	if (cfg_load_quietly("round-trip", buf, len, &back) == -1 ||
@@ -188,7 +199,9 @@ round_trip(const char *mesh, const struct sym_context *ctx)
 	}
 	sym_context_build(&ctx2, &back.v[0]);
 	same = ctx2.plan.nsteps == ctx->plan.nsteps &&
-	    ctx2.plan.refusal == NULL;
+	    ctx2.plan.refusal == NULL &&
+	    pl_output_boundary_replicate(&ctx2.model) ==
+	    pl_output_boundary_replicate(&ctx->model);
 	for (k = 0; same && k < ctx->plan.nsteps; k++)
 		same = same_step(&ctx->model, &ctx->plan.steps[k],
 		    &ctx2.plan.steps[k]);
@@ -212,6 +225,7 @@ fuzz_steps(void)
 	char		 why[CFG_WHY_SIZE];
 	const char	*mesh;
 	int		 c, i, j, n, loaded = 0, accepted = 0, bad = 0, rt;
+	int		 declared = 0;
 
 	fuzz_seed(0x73746570);
 	for (c = 0; c < STEP_CASES; c++) {
@@ -248,6 +262,7 @@ fuzz_steps(void)
 		}
 		accepted++;
 		sym_context_build(&ctx, &list.v[0]);
+		declared += pl_output_boundary_replicate(&ctx.model);
 		if (!shards_fit(&ctx)) {
 			bad++;
 			tap_diag("case %d: a collective over a group of another "
@@ -265,8 +280,10 @@ fuzz_steps(void)
 	tap_ok(bad == 0, "%d plans of whole steps: refused with a message or "
 	    "run over their shards' groups, and written back as the same "
 	    "steps", STEP_CASES);
-	tap_ok(loaded > STEP_CASES / 20 && accepted > STEP_CASES / 50,
-	    "some load (%d) and some run (%d)", loaded, accepted);
+	tap_ok(loaded > STEP_CASES / 20 && accepted > STEP_CASES / 50 &&
+	    declared > 0, "some load (%d) and some run (%d), some with the "
+	    "output layer's input declared Replicate (%d)", loaded, accepted,
+	    declared);
 	free(t.s);
 }
 

@@ -439,8 +439,12 @@ hook(void *arg, const struct sym_run *run, int step)
 			if (m->params[l].boundary >= 0) {
 				snprintf(what, sizeof what, "local gradients "
 				    "before synchronization (atom gR: rank R's "
-				    "own; hR: rank R's with the MoE block input "
-				    "as sync.moe_input_grad declares it)");
+				    "own; hR: rank R's with %s)",
+				    ctx->reductions[m->params[l].boundary].cite
+				    == REDUCTION_CITE_OUTPUT_BOUNDARY ? "the "
+				    "output layer's input as the plan declares "
+				    "it" : "the MoE block input as "
+				    "sync.moe_input_grad declares it");
 				break;
 			}
 	}

@@ -115,7 +115,7 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	const struct sync_plan *plan = &ctx->plan;
 	const struct sync_step *s;
 	char	 why[128], head[1024];
-	int	 k;
+	int	 k, n;
 
 	snprintf(head, sizeof head, "The sync plan of %s (%s).", c->name,
 	    c->file);
@@ -125,7 +125,14 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	comment(fp, "", "what it runs.  Factors name the mesh's sizes where "
 	    "the preset does;");
 	comment(fp, "", "parameter names are this model's.");
-	fprintf(fp, "plan:%s\n", plan->nsteps == 0 ? " []" : "");
+	/*
+	 * A plan of declarations alone has items: not an empty list.  A
+	 * declaration of an activation's gradient has not even a record.
+	 */
+	for (k = 0, n = 0; k < c->nplan; k++)
+		n += c->plan[k].activation >= 0;
+	fprintf(fp, "plan:%s\n", plan->nsteps == 0 && plan->nskipped == 0 &&
+	    n == 0 ? " []" : "");
 	for (k = 0; k < plan->nsteps; k++) {
 		s = &plan->steps[k];
 		/* A declare: partial is a mask and a sum: one item. */
@@ -171,5 +178,14 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 			return EXIT_RUNTIME;
 		}
 	}
+	/*
+	 * A declaration of an activation's gradient acts in the backward,
+	 * wherever it stands, and runs no step: written as it was.
+	 */
+	for (k = 0; k < c->nplan; k++)
+		if (c->plan[k].activation >= 0) {
+			item_comment(fp, c, k);
+			planwrite_item(fp, &c->plan[k]);
+		}
 	return EXIT_OK;
 }

@@ -862,6 +862,7 @@ cfg_plan_group_name(int group)
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
 const char *const cfg_plan_declare_words[] = { "replicate", "partial", NULL };
+const char *const cfg_plan_activation_words[] = { "output", NULL };
 const char *const cfg_plan_term_words[] = {
 	[PLAN_TERM_MAIN] = "main",
 	[PLAN_TERM_AUX] = "aux",
@@ -1036,6 +1037,11 @@ cfg_plan_item_text(const struct plan_item *it, char *buf, size_t len)
 			    it->replicate == PLAN_REPLICATE_SLICES ?
 			    ", replicate: slices" :
 			    ", replicate: [slices, etp]");
+		if (it->activation >= 0) {
+			plan_append(buf, len, ", activation: ");
+			plan_append(buf, len,
+			    cfg_plan_activation_words[it->activation]);
+		}
 		break;
 	case PLAN_GATHER_LOSS:
 		plan_append(buf, len, "gather-loss: ");

@@ -559,6 +559,13 @@ struct plan_item {
 	/* gather-loss: is the gather differentiable (default true)? */
 	bool		 autograd;
 	struct cfg_mark	 autograd_mark;	/* line 0: not written */
+	/*
+	 * declare: instead of parameters, the gradient of an activation
+	 * inside the backward (cfg_plan_activation_words[]), or -1: not
+	 * written.
+	 */
+	int		 activation;
+	struct cfg_mark	 activation_mark;
 };
 
 /* Where one key was written (struct config's marks). */
@@ -933,6 +940,13 @@ extern const char *const cfg_plan_replicate_words[];
 extern const char *const cfg_plan_declare_words[];
 #define PLAN_DECLARE_REPLICATE	0
 #define PLAN_DECLARE_PARTIAL	1
+/*
+ * The activations whose gradient a declare: may name (activation:):
+ * output, the output layer's input, whose gradient a vocab-parallel
+ * output layer leaves Partial over tp.
+ */
+extern const char *const cfg_plan_activation_words[];
+#define PLAN_ACTIVATION_OUTPUT	0
 /* The loss terms term: names, in enum plan_term order. */
 extern const char *const cfg_plan_term_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */

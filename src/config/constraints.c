@@ -245,9 +245,10 @@ mtp_pieces_fit(const struct config *c, char *buf, size_t size)
 }
 
 /*
- * A lossy MoE boundary keeps a second atom per chunk (atom.h), which
- * the multi-token prediction losses' atoms do not have yet: one declared
- * Replicate or Partial, or behind a router's all-reduce, can be lossy.
+ * A lossy boundary keeps a second atom per chunk (atom.h), which the
+ * multi-token prediction losses' atoms do not have yet: an MoE block's
+ * declared Replicate or Partial, or behind a router's all-reduce, can be
+ * lossy, and so is the output layer's input declared Replicate.
  */
 static bool
 mtp_without_boundary(const struct config *c, char *buf, size_t size)
@@ -259,6 +260,25 @@ mtp_without_boundary(const struct config *c, char *buf, size_t size)
 	    "boundary other than sync.moe_input_grad: auto and "
 	    "sync.router_input_grad: none");
 	return false;
+}
+
+/* The output layer's input declared Replicate is lossy alike. */
+static bool
+mtp_without_output_boundary(const struct config *c, char *buf, size_t size)
+{
+	int	 i;
+
+	for (i = 0; c->model.mtp > 0 && i < c->nplan; i++)
+		if (c->plan[i].op == PLAN_DECLARE &&
+		    c->plan[i].activation == PLAN_ACTIVATION_OUTPUT &&
+		    c->plan[i].declare == PLAN_DECLARE_REPLICATE) {
+			snprintf(buf, size, "model.mtp is not modelled with "
+			    "the output layer's input gradient declared "
+			    "Replicate (plan[%d]: declare: replicate, "
+			    "activation: output)", i);
+			return false;
+		}
+	return true;
 }
 
 /* model.moe.pattern: one '0' or '1' per layer. */
@@ -1062,6 +1082,7 @@ static const struct constraint constraints[] = {
 	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
 	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
 	{ KEY_MTP, true, mtp_without_boundary },
+	{ KEY_MTP, false, mtp_without_output_boundary },
 	{ KEY_MTP, false, framework_mtp },
 	{ KEY_MTP, false, framework_mtp_cp },
 	{ KEY_MTP, false, framework_mtp_pp },

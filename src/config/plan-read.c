@@ -24,17 +24,19 @@
  * layouts and placements (plan_layout_item), as the preset's steps do;
  * reset and micro-batches: schedule a step among the micro-batches;
  * accumulate and dtype: say which dtype's buffer holds a gradient;
- * gather-loss and term: act on a loss term before its backward.
+ * gather-loss and term: act on a loss term before its backward;
+ * activation: has a declare speak of an activation's gradient inside the
+ * backward instead of parameters'.
  */
 enum item_key { IK_SCALE, IK_ALL_REDUCE, IK_REDUCE_SCATTER, IK_ALL_GATHER,
 	IK_TO_PARTIAL, IK_RESET, IK_ACCUMULATE, IK_DECLARE, IK_GATHER_LOSS,
 	IK_AVERAGE, IK_PARAMS, IK_STAGES, IK_BUFFER, IK_REPLICATE, IK_DTYPE,
-	IK_MICRO_BATCHES, IK_TERM, IK_AUTOGRAD, IK__COUNT };
+	IK_MICRO_BATCHES, IK_TERM, IK_AUTOGRAD, IK_ACTIVATION, IK__COUNT };
 static const char *const item_keys[IK__COUNT + 1] = {
 	"scale", "all-reduce", "reduce-scatter", "all-gather", "to-partial",
 	"reset", "accumulate", "declare", "gather-loss", "average", "params",
 	"stages", "buffer", "replicate", "dtype", "micro-batches", "term",
-	"autograd", NULL
+	"autograd", "activation", NULL
 };
 
 /* The operation a key names, or -1 for a selector or an option. */
@@ -680,8 +682,8 @@ unknown_item_key(struct loader *ld, const yaml_event_t *ev, const char *path)
 	else
 		reader_error_at(ld, &ev->start_mark, path, "unknown key %s "
 		    "(a step is one of " OP_WORDS ", with average, params, "
-		    "stages, buffer, replicate, dtype, micro-batches, term "
-		    "and autograd)", q);
+		    "stages, buffer, replicate, dtype, micro-batches, term, "
+		    "autograd and activation)", q);
 	return -1;
 }
 
@@ -758,6 +760,11 @@ read_pair(struct loader *ld, struct plan_item *it, const yaml_event_t *kev,
 		case IK_DECLARE:
 			rc = read_word(ld, &vev, path, "declared placement",
 			    cfg_plan_declare_words, &it->declare);
+			break;
+		case IK_ACTIVATION:
+			it->activation_mark = reader_mark(&vev.start_mark);
+			rc = read_word(ld, &vev, path, "named activation",
+			    cfg_plan_activation_words, &it->activation);
 			break;
 		case IK_BUFFER:
 			rc = read_buffer(ld, it, &vev, path);
@@ -844,6 +851,42 @@ plan_loss_item(struct loader *ld, struct plan_item *it,
 	return 0;
 }
 
+/*
+ * What a declare of an activation's gradient allows: it speaks of one
+ * tensor inside the backward, on the stage that holds it, so it takes no
+ * selector of parameters, and the output layer's input is no MoE block
+ * input, whose tp sub-dimensions replicate: would name.
+ */
+static int
+plan_activation_item(struct loader *ld, struct plan_item *it,
+    const struct cfg_mark *seen, const char *ipath)
+{
+	static const enum item_key selectors[] = { IK_PARAMS, IK_STAGES,
+		IK_REPLICATE };
+	char	 path[PATH_SIZE];
+	size_t	 j;
+
+	if (seen[IK_ACTIVATION].line == 0)
+		return 0;
+	if (it->op != PLAN_DECLARE) {
+		snprintf(path, sizeof path, "%s.activation", ipath);
+		reader_report(ld, NULL, seen[IK_ACTIVATION], path, "only a "
+		    "declare speaks of an activation's gradient");
+		return -1;
+	}
+	for (j = 0; j < sizeof selectors / sizeof selectors[0]; j++) {
+		if (seen[selectors[j]].line == 0)
+			continue;
+		snprintf(path, sizeof path, "%s.%s", ipath,
+		    item_keys[selectors[j]]);
+		reader_report(ld, NULL, seen[selectors[j]], path, "a declare "
+		    "of an activation's gradient selects no parameters: it "
+		    "takes no %s", item_keys[selectors[j]]);
+		return -1;
+	}
+	return 0;
+}
+
 static int
 read_mapping_item(struct loader *ld, struct plan_item *it,
     const yaml_event_t *start, const char *ipath)
@@ -922,9 +965,36 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 		    "into a scale");
 		return -1;
 	}
-	if (plan_loss_item(ld, it, seen, ipath) == -1)
+	if (plan_loss_item(ld, it, seen, ipath) == -1 ||
+	    plan_activation_item(ld, it, seen, ipath) == -1)
 		return -1;
 	return plan_layout_item(ld, it, seen, ipath);
+}
+
+/*
+ * An activation's gradient has one placement: a second declare of it
+ * would leave which one holds to the order of the steps.
+ */
+static int
+once_declared(struct loader *ld, const struct config *c, int i,
+    const char *ipath)
+{
+	const struct plan_item *it = &c->plan[i];
+	char	 path[PATH_SIZE];
+	int	 j;
+
+	for (j = 0; it->activation >= 0 && j < i; j++) {
+		if (c->plan[j].activation != it->activation)
+			continue;
+		snprintf(path, sizeof path, "%s.activation", ipath);
+		reader_report(ld, NULL, it->activation_mark, path, "the "
+		    "gradient of activation %s is declared already by "
+		    "plan[%d] (line %d column %d): declare it once",
+		    cfg_plan_activation_words[it->activation], j,
+		    c->plan[j].mark.line, c->plan[j].mark.col);
+		return -1;
+	}
+	return 0;
 }
 
 static int
@@ -947,9 +1017,11 @@ read_item(struct loader *ld, struct config *c, const yaml_event_t *ev,
 	memset(it, 0, sizeof *it);
 	it->dtype = -1;
 	it->term = -1;
+	it->activation = -1;
 	it->mark = reader_mark(&ev->start_mark);
 	if (ev->type == YAML_MAPPING_START_EVENT)
-		return read_mapping_item(ld, it, ev, path);
+		return read_mapping_item(ld, it, ev, path) == -1 ? -1 :
+		    once_declared(ld, c, i, path);
 	if (ev->type == YAML_SCALAR_EVENT && reader_is_plain(ev) &&
 	    scalar_is(ev, "preset")) {
 		if (*preset_at >= 0) {

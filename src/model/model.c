@@ -140,6 +140,7 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	op->in[1] = in1;
 	op->label = label;
 	op->moe_input = false;
+	op->output_input = false;
 	op->reduce_only = false;
 	op->shift = 0;
 	if (kind == OP_LOSS || kind == OP_SEND)
@@ -530,6 +531,7 @@ model_build(struct model *m, const struct config *cfg)
 			    ROLE_OUTPUT, 2, vocab, cfg->model.hidden, 0);
 		h = emit(&b, OP_NORM, fn, h, -1, "final_norm.weight");
 		x = emit(&b, OP_TP_GATHER, -1, h, -1, "output");
+		b.program->ops[b.program->nops - 1].output_input = true;
 		/*
 		 * The MTP block is registered between the decoder and the
 		 * output layer (GPTModel.__init__).

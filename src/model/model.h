@@ -114,6 +114,11 @@ struct op {
 	const char	*label;		/* "layers.1.moe.experts", for explain */
 	bool		 moe_input;	/* OP_TP_GATHER of an MoE block's input */
 	/*
+	 * OP_TP_GATHER of the output layer's input: its gradient is what a
+	 * plan's declare: with activation: output declares.
+	 */
+	bool		 output_input;
+	/*
 	 * OP_TP_GATHER of an input already gathered: identity forward, a tp
 	 * all-reduce of its gradient backward, whatever sequence parallelism
 	 * does (ColwiseParallel's from_local(Replicate) on torchtitan's

@@ -54,6 +54,26 @@ pl_moe_boundary(const struct model *m)
 	return cfg_moe_input_sync(m->config);
 }
 
+int
+pl_activation_declare(const struct model *m, int a)
+{
+	const struct config *c = m->config;
+	int	 i;
+
+	for (i = 0; i < c->nplan; i++)
+		if (c->plan[i].op == PLAN_DECLARE && c->plan[i].activation == a)
+			return i;
+	return -1;
+}
+
+bool
+pl_output_boundary_replicate(const struct model *m)
+{
+	int	 i = pl_activation_declare(m, PLAN_ACTIVATION_OUTPUT);
+
+	return i >= 0 && m->config->plan[i].declare == PLAN_DECLARE_REPLICATE;
+}
+
 struct placement
 pl_normalize(const struct mesh *mesh, struct placement pl)
 {
@@ -254,6 +274,7 @@ experts_backward(const struct model *m, const struct op *op,
 	routed_input_grad = expert_out;
 
 	memset(red, 0, sizeof *red);
+	red->plan_item = -1;
 	red->what = "routed expert input gradient";
 	red->dim = "etp";
 	red->cite = REDUCTION_CITE_EXPERT_INPUT;
@@ -482,6 +503,7 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->cite = REDUCTION_CITE_MOE_BOUNDARY;
 	r->boundary = true;
 	r->router_twice = twice;
+	r->plan_item = -1;
 	/* The router reads the gathered input first (model.c). */
 	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
 	r->truth = pl_normalize(&m->mesh, dout);
@@ -503,6 +525,38 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 		break;
 	}
 	r->lost = r->missing || r->summed_whole || r->router_twice;
+}
+
+/*
+ * Backward through the gather of the output layer's input: the output
+ * layer is vocab-parallel, so what reaches it is each tp rank's share of
+ * a sum over the vocabulary, Partial over tp on every row.  Declared
+ * Replicate by the plan, it is never summed: each rank keeps its own
+ * share (of its own sequence shard under SP), which misses the others'
+ * whenever it is Partial at all.
+ */
+static void
+output_boundary(const struct model *m, const struct op *op, int stage,
+    struct placement dout, struct backward_reduction *r)
+{
+	memset(r, 0, sizeof *r);
+	r->op = (int)(op - m->stages[stage].ops);
+	r->stage = stage;
+	r->what = "output layer input gradient";
+	r->dim = "tp";
+	r->cite = REDUCTION_CITE_OUTPUT_BOUNDARY;
+	r->boundary = true;
+	r->layer = -1;
+	r->plan_item = pl_activation_declare(m, PLAN_ACTIVATION_OUTPUT);
+	r->truth = pl_normalize(&m->mesh, dout);
+	r->declared = r->truth;
+	if (pl_output_boundary_replicate(m)) {
+		r->declared = pl_uniform(PLACE_REPLICATE);
+		r->missing = pl_any(r->truth, PLACE_PARTIAL);
+	} else
+		r->declared = pl_normalize(&m->mesh,
+		    pl_uniform(PLACE_PARTIAL));
+	r->lost = r->missing;
 }
 
 static void
@@ -563,6 +617,13 @@ pl_walk(const struct model *m, struct placement *grad,
 			if (op->moe_input && m->mesh.tp > 1) {
 				moe_boundary(m, op, s, dout, whole[op->out],
 				    twice[op->out], &r);
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
+			if (op->output_input && m->mesh.tp > 1 &&
+			    pl_activation_declare(m,
+			    PLAN_ACTIVATION_OUTPUT) >= 0) {
+				output_boundary(m, op, s, dout, &r);
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
 			}

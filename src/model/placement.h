@@ -68,7 +68,8 @@ const char	*pl_format(const struct mesh *, struct placement, char *buf,
 /* The report a backward reduction models; findings.c puts it in words. */
 enum reduction_cite {
 	REDUCTION_CITE_EXPERT_INPUT,	/* torchtitan #1878 */
-	REDUCTION_CITE_MOE_BOUNDARY	/* torchtitan #2387 / PR #2416 */
+	REDUCTION_CITE_MOE_BOUNDARY,	/* torchtitan #2387 / PR #2416 */
+	REDUCTION_CITE_OUTPUT_BOUNDARY	/* torchtitan PR #3412 */
 };
 
 struct backward_reduction {
@@ -99,6 +100,11 @@ struct backward_reduction {
 	bool			 summed_whole;
 	bool			 router_twice;
 	int			 layer;		/* the boundary's MoE layer */
+	/*
+	 * The plan's declare: that decided the declared placement (the
+	 * output layer's input, activation: output), or -1.
+	 */
+	int			 plan_item;
 };
 
 /*
@@ -117,6 +123,15 @@ struct backward_reduction {
 bool		 pl_expert_input_reduced(const struct model *);
 bool		 pl_router_input_reduced(const struct model *);
 enum moe_input_sync pl_moe_boundary(const struct model *);
+/*
+ * pl_activation_declare: the index of the plan's declare: of activation
+ * a's gradient (PLAN_ACTIVATION_*), or -1 when the plan declares none and
+ * it is reduced as its placement says.  Declared Replicate, the output
+ * layer's input gradient goes on into the layers before it with no sum
+ * over tp (torchtitan's ChunkedCELoss before PR #3412).
+ */
+int		 pl_activation_declare(const struct model *, int a);
+bool		 pl_output_boundary_replicate(const struct model *);
 
 /* The rules: forward placement of an op's output from its inputs. */
 struct placement pl_forward(const struct model *, const struct op *,

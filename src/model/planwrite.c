@@ -530,6 +530,9 @@ planwrite_item(FILE *fp, const struct plan_item *it)
 	    (PLAN_REPLICATE_SLICES | PLAN_REPLICATE_ETP))
 		fprintf(fp, "    replicate: %s\n", cfg_plan_replicate_words[
 		    it->replicate == PLAN_REPLICATE_ETP]);
+	if (it->op == PLAN_DECLARE && it->activation >= 0)
+		fprintf(fp, "    activation: %s\n",
+		    cfg_plan_activation_words[it->activation]);
 	if (it->op == PLAN_DECLARE && it->replicate != 0)
 		fprintf(fp, "    replicate: %s\n", it->replicate ==
 		    PLAN_REPLICATE_ETP ? "etp" : it->replicate ==

@@ -1044,11 +1044,19 @@ emit_plan_declare(struct sync_plan *plan, const struct model *m, int i,
 	struct sync_rule rule = { .key = KEY_PLAN, .cite = SYNC_CITE_NONE,
 			    .fix = SYNC_FIX_PLAN };
 	struct placement declared;
-	bool		*sel = xcalloc(m->nparams, sizeof *sel);
-	bool		*done = xcalloc(m->nparams, sizeof *done);
+	bool		*sel, *done;
 	char		*label;
 	int		 p, q, steps = plan->nsteps, records = plan->nskipped;
 
+	/*
+	 * An activation's gradient is declared inside the backward, where
+	 * the placement rules read the declaration (pl_activation_declare,
+	 * placement.h): no step after it.
+	 */
+	if (it->activation >= 0)
+		return;
+	sel = xcalloc(m->nparams, sizeof *sel);
+	done = xcalloc(m->nparams, sizeof *done);
 	declared = pl_uniform(PLACE_REPLICATE);
 	if (it->declare == PLAN_DECLARE_PARTIAL) {
 		declared.slice = it->replicate & PLAN_REPLICATE_SLICES ?

@@ -202,6 +202,18 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 		return;
 	}
 	/*
+	 * The output layer's input declared Replicate by the plan
+	 * (torchtitan's ChunkedCELoss before PR #3412 wrapped the chunks'
+	 * Partial gradients with the hidden states' Replicate placement):
+	 * likewise kept as it is, nothing summed.
+	 */
+	if (op->output_input && !eng->boundary_reduced &&
+	    pl_output_boundary_replicate(eng->model)) {
+		stage_tp_apply(eng, stage, op->out, true, sp ? TP_KEEP_SHARD :
+		    TP_IDENTITY, -1);
+		return;
+	}
+	/*
 	 * Declared Partial (torchtitan de329200b, to_local(grad_placements=
 	 * (Partial(),))): the local tensors are summed as they are, a part
 	 * complete on every tp rank included.

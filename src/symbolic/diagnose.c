@@ -496,6 +496,33 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (m->params[p].boundary < 0 || pr->correct)
 		return false;
 	args.reduction = &ctx->reductions[m->params[p].boundary];
+	if (args.reduction->cite == REDUCTION_CITE_OUTPUT_BOUNDARY) {
+		const struct config *c = fl->audit->config;
+		const struct plan_item *it;
+		struct backward_reduction *named;
+		char	 step[256], what[512];
+
+		if (!args.reduction->missing)
+			return true;
+		/*
+		 * No setting decides it: the finding's op names the step
+		 * of plan: that declared it, as a declare: of parameters
+		 * does (syncplan.c).
+		 */
+		it = &c->plan[args.reduction->plan_item];
+		snprintf(step, sizeof step, "plan[%d] (%s:%d:%d)",
+		    args.reduction->plan_item, c->file, it->mark.line,
+		    it->mark.col);
+		snprintf(what, sizeof what, "%s that %s declares Replicate",
+		    args.reduction->what, step);
+		named = arena_alloc(&fl->audit->arena, sizeof *named);
+		*named = *args.reduction;
+		named->what = arena_strdup(&fl->audit->arena, what);
+		args.reduction = named;
+		args.declared_by = arena_strdup(&fl->audit->arena, step);
+		tell(fl, pr, FACT_OUTPUT_NOT_SUMMED, &args);
+		return true;
+	}
 	if (args.reduction->router_twice)
 		tell(fl, pr, FACT_ROUTER_INPUT_TWICE, &args);
 	if (args.reduction->summed_whole)

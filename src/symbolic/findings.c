@@ -22,6 +22,7 @@
  *	$W	the rows and ranks a fact is about
  *	$B	the dtype of the gradient buffer the step ran on
  *	$H	the dtype of the buffer that held the gradient instead
+ *	$P	the step of the plan that declared a boundary
  */
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,7 @@
 static const char *const reduction_cites[] = {
 	[REDUCTION_CITE_EXPERT_INPUT] = "torchtitan #1878",
 	[REDUCTION_CITE_MOE_BOUNDARY] = "torchtitan #2387 / PR #2416",
+	[REDUCTION_CITE_OUTPUT_BOUNDARY] = "torchtitan PR #3412",
 };
 
 /*
@@ -114,6 +116,22 @@ static const struct entry {
 	  "declare the MoE block input's gradient Partial and reduce it "
 	  "over tp at the block boundary (sync.moe_input_grad: auto; "
 	  "torchtitan PR #2416, to_local(grad_placements=(Partial(),)))" },
+	/*
+	 * torchtitan PR #3412: ChunkedCELoss wrapped the chunks' Partial
+	 * input gradients as the hidden states' Replicate DTensor.
+	 */
+	[FACT_OUTPUT_NOT_SUMMED] = {
+	  FINDING_MISSING_REDUCTION, KEY_PLAN, NULL, NULL,
+	  "the gradient of the output layer's input is $T over tp (each tp "
+	  "rank's share of a sum over its vocabulary shard) but $P declares "
+	  "it $D, so it is never summed over tp: each tp rank keeps its own "
+	  "share, and every gradient computed before the output layer (the "
+	  "final norm, the layers, the embedding) misses the other tp "
+	  "ranks' contributions ($c)",
+	  "declare the output layer input's gradient Partial, or leave the "
+	  "declare out, so that it is summed over tp as the output layer's "
+	  "backward sums it (torchtitan PR #3412 takes the placement of the "
+	  "accumulated gradient from the chunks' gradients)" },
 	/* Megatron-LM #844, found by the simulation (steps.c). */
 	[FACT_STATES_MIXED] = {
 	  FINDING_WRONG_ORDER, KEY__COUNT, NULL, NULL,
@@ -602,6 +620,10 @@ fill(const char *t, const struct reports *rep, const struct fact_args *f,
 			break;
 		case 'W':
 			put(buf, &n, f->rows);
+			break;
+		case 'P':
+			put(buf, &n, f->declared_by != NULL ? f->declared_by :
+			    "the plan");
 			break;
 		case 'B':
 			put(buf, &n, f->step != NULL && f->step->dtype >= 0 ?

@@ -35,6 +35,8 @@ enum fact {
 	FACT_BOUNDARY_SUMMED_WHOLE,
 	/* A MoE block boundary never sums its input gradient over tp. */
 	FACT_BOUNDARY_NOT_SUMMED,
+	/* The plan declares the output layer's input gradient Replicate. */
+	FACT_OUTPUT_NOT_SUMMED,
 	/* A collective combined copies in different states (#844). */
 	FACT_STATES_MIXED,
 	/* The right contributions, all times one wrong factor. */
@@ -96,6 +98,8 @@ struct fact_args {
 	long long			 total;		/* the step's tokens */
 	const char			*framework;	/* the profile's, or NULL */
 	const char			*schedule;	/* formatted */
+	/* "plan[1] (a.yaml:9:5)": the declare: of a boundary, or NULL. */
+	const char			*declared_by;
 };
 
 /* A finding's words, the strings in the arena given (or static). */
