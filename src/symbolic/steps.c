@@ -75,6 +75,29 @@ sort_cuts(int64_t *cuts, int n)
 }
 
 /*
+ * *outp = the nout segments built in v: a single one is kept in the list
+ * itself, several are copied into the arena.  A reduce-scatter leaves most
+ * ranks one segment, and an array sized for every cut, allocated for each
+ * member of each group whatever came out, was 60 MB of the arenas of a
+ * 131,072-rank audit (issue 24).  outp may be an input of the step that
+ * built v: it is written last.
+ */
+static void
+seg_finish(struct arena *sa, struct seglist *outp, const struct segment *v,
+    int nout)
+{
+	if (nout == 1) {
+		outp->one = v[0];
+		outp->v = &outp->one;
+	} else {
+		outp->v = arena_alloc(sa, (nout > 0 ? nout : 1) *
+		    sizeof *outp->v);
+		memcpy(outp->v, v, nout * sizeof *outp->v);
+	}
+	outp->n = nout;
+}
+
+/*
  * The sum of the members' segment lists, times scale: one piece per range
  * where every member's value is constant.  Flags *mixed when two members
  * contribute to a piece in different synchronization states.
@@ -84,7 +107,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
     struct seglist *const *members, int n, struct rational scale,
     bool *mixed, struct seglist *outp)
 {
-	struct seglist	 out;
+	struct segment	*out, out_stack[FEW_CUTS];
 	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, nout = 0;
 	int		 pos_stack[SEG_STACK_MEMBERS];
@@ -132,7 +155,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 		cuts[ncuts++] = members[i]->v[members[i]->n - 1].hi;
 	}
 	sort_cuts(cuts, ncuts);
-	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
+	out = ncuts <= FEW_CUTS ? out_stack : xcalloc(ncuts, sizeof *out);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
 		uint64_t state = 0, first = 0;
@@ -151,28 +174,30 @@ seg_sum(struct sym_run *run, struct arena *sa,
 				*mixed = true;
 			state |= sl->v[pos[i]].state;
 		}
-		seg_push(out.v, &nout, lo, hi, run_share(run, lc_sum(run->arena,
+		seg_push(out, &nout, lo, hi, run_share(run, lc_sum(run->arena,
 		    vals, n, scale)), state | step_bit(run));
 	}
-	out.n = nout;
+	seg_finish(sa, outp, out, nout);
+	if (out != out_stack)
+		free(out);
 	if (cuts != cuts_stack)
 		free(cuts);
 	if (pos != pos_stack) {
 		free(pos);
 		free(vals);
 	}
-	run_seglist_set(outp, &out);
 }
 
 /*
- * Member `mine` after a reduce-scatter: the combined value inside the
- * ranges it owns, its own value elsewhere.
+ * Member `mine` after a reduce-scatter, into *outp (which may be mine):
+ * the combined value inside the ranges it owns, its own value elsewhere.
  */
-static struct seglist
+static void
 seg_overlay(struct arena *sa, const struct seglist *mine,
-    const struct seglist *combined, int64_t (*owned)[2], int nowned)
+    const struct seglist *combined, int64_t (*owned)[2], int nowned,
+    struct seglist *outp)
 {
-	struct seglist	 out;
+	struct segment	*out, out_stack[FEW_CUTS];
 	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, r, nout = 0, pm = 0, pc = 0;
 
@@ -189,7 +214,7 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 	}
 	cuts[ncuts++] = mine->v[mine->n - 1].hi;
 	sort_cuts(cuts, ncuts);
-	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
+	out = ncuts <= FEW_CUTS ? out_stack : xcalloc(ncuts, sizeof *out);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
 		bool owns = false;
@@ -202,19 +227,20 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 		if (owns) {
 			while (combined->v[pc].hi <= lo)
 				pc++;
-			seg_push(out.v, &nout, lo, hi, combined->v[pc].value,
+			seg_push(out, &nout, lo, hi, combined->v[pc].value,
 			    combined->v[pc].state);
 		} else {
 			while (mine->v[pm].hi <= lo)
 				pm++;
-			seg_push(out.v, &nout, lo, hi, mine->v[pm].value,
+			seg_push(out, &nout, lo, hi, mine->v[pm].value,
 			    mine->v[pm].state);
 		}
 	}
-	out.n = nout;
+	seg_finish(sa, outp, out, nout);
+	if (out != out_stack)
+		free(out);
 	if (cuts != cuts_stack)
 		free(cuts);
-	return out;
 }
 
 /* ---- executing the steps --------------------------------------------- */
@@ -388,8 +414,8 @@ gather_group(struct sym_run *run, int param, const int *members,
 	for (i = 0; i < n; i++) {
 		no = layout_owned_ranges(&run->ctx->layout, m,
 		    instance_on(run, param, members[i]), i, owned, 16);
-		gathered = seg_overlay(run_seg_arena(run, param), &gathered,
-		    lists[i], owned, no);
+		seg_overlay(run_seg_arena(run, param), &gathered, lists[i],
+		    owned, no, &gathered);
 	}
 	for (i = 0; i < n; i++)
 		run_seglist_set(lists[i], &gathered);
@@ -406,7 +432,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	const struct model *m = run->model;
 	int	n, i, inst;
 	struct rational scale = q_make(1, 1);
-	struct seglist combined, overlay;
+	struct seglist combined;
 	bool	mixed = false;
 
 	n = mesh_group_size(&m->mesh, s->group);
@@ -438,10 +464,8 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 			inst = instance_on(run, param, members[i]);
 			no = layout_owned_ranges(&run->ctx->layout, m, inst, i,
 			    owned, 16);
-			overlay = seg_overlay(run_seg_arena(run, param), lists[i],
-			    &combined,
-			    owned, no);
-			run_seglist_set(lists[i], &overlay);
+			seg_overlay(run_seg_arena(run, param), lists[i],
+			    &combined, owned, no, lists[i]);
 		} else
 			run_seglist_set(lists[i], &combined);
 	}
