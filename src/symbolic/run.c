@@ -382,6 +382,26 @@ run_add_micro_batch(struct sym_run *run, int mb)
 	}
 }
 
+void
+run_free_caches(struct sym_run *run)
+{
+	int	 i;
+
+	/*
+	 * 33 MB at 131,072 ranks (an atom and its scaling for every source
+	 * of every rank), which the cells made next can take (issue 24).
+	 */
+	free(run->atoms);
+	free(run->scaled);
+	run->atoms = run->scaled = NULL;
+	run->natoms = 0;
+	for (i = 0; i < 6; i++) {
+		free(run->local[i / 3][i % 3]);
+		run->local[i / 3][i % 3] = NULL;
+	}
+	lc_table_free(&run->table);
+}
+
 /* ---- expected values ------------------------------------------------- */
 
 

@@ -172,5 +172,10 @@ void	 run_init_values(struct sym_run *);
 /* Add micro-batch mb's local gradients to every rank's (its backward). */
 void	 run_add_micro_batch(struct sym_run *, int mb);
 void	 run_init_expected(struct sym_run *);
+/*
+ * Free what only the plan's steps look up (the atoms, the local values,
+ * the table of shared values), before the cells are made.
+ */
+void	 run_free_caches(struct sym_run *);
 
 #endif
