@@ -291,21 +291,59 @@ same_values(struct seglist **lists, int n)
 	return false;
 }
 
-/* q * x, an atom's product built once per step for all params. */
+static size_t
+scale_slot(const struct scale_memo *sm, const struct lincomb *x)
+{
+	uint64_t h = (uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 32) & (sm->cap - 1);
+}
+
+static void
+scale_memo_grow(struct scale_memo *sm)
+{
+	struct scale_memo bigger = *sm;
+	size_t	 i, j;
+
+	bigger.cap = sm->cap ? 2 * sm->cap : 1024;
+	bigger.in = xcalloc(bigger.cap, sizeof *bigger.in);
+	bigger.out = xcalloc(bigger.cap, sizeof *bigger.out);
+	for (i = 0; i < sm->cap; i++) {
+		if (sm->in[i] == NULL)
+			continue;
+		for (j = scale_slot(&bigger, sm->in[i]); bigger.in[j] != NULL;
+		    j = (j + 1) & (bigger.cap - 1))
+			;
+		bigger.in[j] = sm->in[i];
+		bigger.out[j] = sm->out[i];
+	}
+	free(sm->in);
+	free(sm->out);
+	*sm = bigger;
+}
+
+/* q * x, built once per step for all the params that hold x. */
 static const struct lincomb *
 scale_value(struct sym_run *run, const struct lincomb *x, struct rational q)
 {
-	uint32_t	 atom;
+	struct scale_memo *sm = &run->scaled;
+	size_t	 j;
 
-	if (x->nterms != 1 || run->atoms[atom = x->terms[0].atom] != x)
-		return run_share(run, lc_scale(run->arena, x, q));
-	if (!q_equal(run->scaled_by, q)) {
-		memset(run->scaled, 0, run->natoms * sizeof *run->scaled);
-		run->scaled_by = q;
+	if (sm->cap > 0 && !q_equal(sm->by, q)) {
+		memset(sm->in, 0, sm->cap * sizeof *sm->in);
+		sm->n = 0;
 	}
-	if (run->scaled[atom] == NULL)
-		run->scaled[atom] = run_share(run, lc_scale(run->arena, x, q));
-	return run->scaled[atom];
+	sm->by = q;
+	if (2 * (sm->n + 1) > sm->cap)
+		scale_memo_grow(sm);
+	for (j = scale_slot(sm, x); sm->in[j] != NULL;
+	    j = (j + 1) & (sm->cap - 1))
+		if (sm->in[j] == x)
+			return sm->out[j];
+	sm->in[j] = x;
+	sm->out[j] = run_share(run, lc_scale(run->arena, x, q));
+	sm->n++;
+	return sm->out[j];
 }
 
 static void
