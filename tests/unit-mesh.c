@@ -354,6 +354,41 @@ check_embedding(const struct mesh *m)
 	return 1;
 }
 
+/*
+ * Every rank's coordinates against the layout they come from, worked out
+ * without mesh_coord_of's divisions: dense (tp fastest, then dp, then
+ * pp), dp split as cp fastest then pure_dp, tp as slice then etp, and a
+ * stage's ranks as etp fastest, then ep, then edp.  mesh_coord_of skips
+ * the divisions by a cp or etp of 1 (issue 24).
+ */
+static int
+check_coords(const struct mesh *m)
+{
+	struct coord	 c;
+	int		 r, pp, dp, tp, etp, ep, edp, want = 0;
+
+	for (pp = 0; pp < m->pp; pp++)
+		for (edp = 0; edp < m->edp; edp++)
+			for (ep = 0; ep < m->ep; ep++)
+				for (etp = 0; etp < m->etp; etp++, want++) {
+					mesh_coord_of(m, want, &c);
+					if (c.pp != pp || c.edp != edp ||
+					    c.ep != ep || c.etp != etp)
+						return 0;
+				}
+	for (r = 0, pp = 0; pp < m->pp; pp++)
+		for (dp = 0; dp < m->dp; dp++)
+			for (tp = 0; tp < m->tp; tp++, r++) {
+				mesh_coord_of(m, r, &c);
+				if (c.pp != pp || c.dp != dp || c.tp != tp ||
+				    c.cp != dp % m->cp ||
+				    c.cp + m->cp * c.pure_dp != dp ||
+				    c.slice * m->etp + c.etp != tp)
+					return 0;
+			}
+	return 1;
+}
+
 static void
 test_all_meshes(void)
 {
@@ -390,6 +425,10 @@ test_all_meshes(void)
 		    mesh_group_size(&m, GROUP_EDP) == m.edp,
 		    "  group sizes");
 		tap_ok(check_embedding(&m), "  embedding groups");
+		tap_ok(check_coords(&m), "  coordinates of every rank");
+		mesh_init(&m, d[0], 2, d[1], d[2], d[3], d[4]);
+		tap_ok(check_coords(&m), "  coordinates of every rank with "
+		    "cp=2");
 	}
 }
 

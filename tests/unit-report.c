@@ -73,6 +73,7 @@ build_megatron(struct audit *a, bool numeric)
 	struct finding		*f;
 	const struct lincomb	*half = NULL, *expected, *v[2];
 	struct rational		 h = q_make(1, 2);
+	struct coord		 co;
 	int			 r;
 
 	memset(a, 0, sizeof(*a));
@@ -103,12 +104,12 @@ build_megatron(struct audit *a, bool numeric)
 		struct cell *c = &p->cells[r];
 
 		c->rank = r;
-		mesh_coord_of(&a->mesh, r, &c->coord);
 		c->lo = 0;
 		c->hi = 256;
 		c->used = r == 1 || r == 2;
 		c->ok = false;
-		c->value = v[c->coord.dp];
+		mesh_coord_of(&a->mesh, r, &co);
+		c->value = v[co.dp];
 		c->expected = expected;
 		c->has_hash = numeric;
 		c->hash = UINT64_C(0x0123456789abcdef) + ((uint64_t)r << 32);
@@ -436,7 +437,6 @@ test_self_classes(void)
 		struct cell *c = &p->cells[r];
 
 		c->rank = r;
-		mesh_coord_of(&a.mesh, r, &c->coord);
 		c->lo = 0;
 		c->hi = 8;
 		c->used = true;
@@ -483,7 +483,6 @@ test_long_expression(void)
 	p->ncells = 64;
 	for (r = 0; r < 64; r++) {
 		p->cells[r].rank = r;
-		mesh_coord_of(&a.mesh, r, &p->cells[r].coord);
 		p->cells[r].hi = 8;
 		p->cells[r].used = true;
 		p->cells[r].value = lc_scale(&a.arena, expected, q_make(64, 1));
@@ -559,6 +558,7 @@ test_text_folding(void)
 	int			 r, k, group[8];
 	char			*s;
 	const struct lincomb	*avg;
+	struct coord		 co;
 
 	memset(&a, 0, sizeof(a));
 	arena_init(&a.arena);
@@ -576,7 +576,6 @@ test_text_folding(void)
 		struct cell *c = &p->cells[r];
 
 		c->rank = r;
-		mesh_coord_of(&a.mesh, r, &c->coord);
 		mesh_group(&a.mesh, GROUP_DP, r, group);
 		for (k = 0; k < 8; k++)
 			members[k] = (uint32_t)group[k];
@@ -584,8 +583,9 @@ test_text_folding(void)
 		c->hi = 8;
 		c->used = true;
 		c->expected = avg;
-		c->ok = !(c->coord.pp >= 1 && c->coord.pp <= 2 &&
-		    c->coord.dp >= 3 && c->coord.dp <= 5);
+		mesh_coord_of(&a.mesh, r, &co);
+		c->ok = !(co.pp >= 1 && co.pp <= 2 && co.dp >= 3 &&
+		    co.dp <= 5);
 		c->value = c->ok ? avg : lc_scale(&a.arena, avg, q_make(2, 1));
 	}
 	s = render_text(&a, false, false);
@@ -663,7 +663,6 @@ test_text_missing(void)
 	p->ncells = 64;
 	for (r = 0; r < 64; r++) {
 		p->cells[r].rank = r;
-		mesh_coord_of(&a.mesh, r, &p->cells[r].coord);
 		p->cells[r].hi = 8;
 		p->cells[r].used = true;
 		p->cells[r].value = value;
@@ -722,7 +721,6 @@ test_json_grouped(void)
 		struct cell *c = &p->cells[r];
 
 		c->rank = r / 2;
-		mesh_coord_of(&a.mesh, c->rank, &c->coord);
 		c->lo = r % 2 == 0 ? 0 : 8;
 		c->hi = c->lo + 8;
 		c->used = r % 2 == 0;
@@ -785,7 +783,6 @@ test_regions(void)
 	p->ncells = 4;
 	for (i = 0; i < 4; i++) {
 		c[i].rank = i / 2;
-		mesh_coord_of(&a.mesh, c[i].rank, &c[i].coord);
 		c[i].lo = i % 2 == 0 ? 0 : 4;
 		c[i].hi = c[i].lo + 4;
 		c[i].used = c[i].rank == i % 2;	/* rank r owns shard r */
@@ -877,7 +874,6 @@ test_positions(void)
 	a.atoms.mesh = a.mesh;
 	rank = mesh_rank_of(&a.mesh, 1, 1, 0);
 	c.rank = rank;
-	mesh_coord_of(&a.mesh, rank, &c.coord);
 	report_cell_position(&a, &dense, &c, &row, &col, &nrows, &ncols,
 	    label, sizeof(label));
 	tap_ok(row == 2 && col == 1 && nrows == 4 && ncols == 2 &&

@@ -240,7 +240,6 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 			continue;
 		memset(&cell, 0, sizeof cell);
 		cell.rank = rank;
-		mesh_coord_of(&m->mesh, rank, &cell.coord);
 		report_cell_position(&ex->layout_audit, &pr, &cell, &row, &col,
 		    &nrows, &ncols, NULL, 0);
 		rowof[rank] = row;

@@ -366,7 +366,6 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 			cl = &cells[ncells++];
 			memset(cl, 0, sizeof *cl);
 			cl->rank = f->rank;
-			mesh_coord_of(&c->a->mesh, f->rank, &cl->coord);
 			cl->lo = rlo;
 			cl->hi = rhi;
 			cl->used = true;

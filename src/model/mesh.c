@@ -202,12 +202,29 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 	c->pp = rank / stage_size;
 	c->dp = s / m->tp;
 	c->tp = s % m->tp;
-	c->cp = c->dp % m->cp;
-	c->pure_dp = c->dp / m->cp;
-	c->etp = s % m->etp;
-	c->slice = c->tp / m->etp;
-	c->ep = (s / m->etp) % m->ep;
-	c->edp = s / (m->etp * m->ep);
+	/*
+	 * Without cp or etp their divisions are by 1: skipped, as the
+	 * readers of a large audit's cells ask for millions of coordinates
+	 * (issue 24).
+	 */
+	if (m->cp == 1) {
+		c->cp = 0;
+		c->pure_dp = c->dp;
+	} else {
+		c->cp = c->dp % m->cp;
+		c->pure_dp = c->dp / m->cp;
+	}
+	if (m->etp == 1) {
+		c->etp = 0;
+		c->slice = c->tp;
+		c->ep = s % m->ep;
+		c->edp = s / m->ep;
+	} else {
+		c->etp = s % m->etp;
+		c->slice = c->tp / m->etp;
+		c->ep = (s / m->etp) % m->ep;
+		c->edp = s / (m->etp * m->ep);
+	}
 }
 
 int

@@ -239,14 +239,17 @@ static void
 jsonw_cell(struct json *j, const struct audit *a, const struct cell *c,
     struct arena *scratch)
 {
+	struct coord	 co;
+
+	mesh_coord_of(&a->mesh, c->rank, &co);
 	jsonw_begin_object(j);
 	jsonw_key_int(j, "rank", c->rank);
-	jsonw_key_int(j, "pp", c->coord.pp);
-	jsonw_key_int(j, "dp", c->coord.dp);
-	jsonw_key_int(j, "tp", c->coord.tp);
-	jsonw_key_int(j, "ep", c->coord.ep);
-	jsonw_key_int(j, "etp", c->coord.etp);
-	jsonw_key_int(j, "edp", c->coord.edp);
+	jsonw_key_int(j, "pp", co.pp);
+	jsonw_key_int(j, "dp", co.dp);
+	jsonw_key_int(j, "tp", co.tp);
+	jsonw_key_int(j, "ep", co.ep);
+	jsonw_key_int(j, "etp", co.etp);
+	jsonw_key_int(j, "edp", co.edp);
 	jsonw_cell_verdict(j, a, c);
 	jsonw_terms(j, &a->atoms, "terms", c->value);
 	jsonw_terms(j, &a->atoms, "expected", c->expected);

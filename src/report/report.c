@@ -39,18 +39,20 @@ report_cell_position(const struct audit *a, const struct param_result *p,
     char *rowlabel, size_t rowlabel_len)
 {
 	struct row_axes	 ax;
+	struct coord	 co;
 	int		 i, r = 0, v;
 
 	rp_row_axes_of(a, p, &ax);
+	mesh_coord_of(&a->mesh, c->rank, &co);
 	for (i = 0; i < ax.naxes; i++) {
-		v = rp_coord_on_axis(&ax, p, &c->coord, ax.name[i]);
+		v = rp_coord_on_axis(&ax, p, &co, ax.name[i]);
 		if (v < 0 || v >= ax.size[i])
 			fatalx("report_cell_position: rank %d has %s %d of %d",
 			    c->rank, ax.name[i], v, ax.size[i]);
 		r = r * ax.size[i] + v;
 	}
 	*row = r;
-	*col = (p->is_expert ? c->coord.edp : c->coord.dp) % ax.col_div;
+	*col = (p->is_expert ? co.edp : co.dp) % ax.col_div;
 	if (*col < 0 || *col >= ax.ncols)
 		fatalx("report_cell_position: rank %d has %s %d of %d",
 		    c->rank, ax.col_name, *col, ax.ncols);

@@ -44,21 +44,25 @@ enum arith {
 	ARITH_FLOAT32
 };
 
-/* One rank's view of one contiguous element region of a parameter. */
+/*
+ * One rank's view of one contiguous element region of a parameter.  A
+ * 131,072-rank audit holds a million of them, so a cell keeps no more
+ * than it must (issue 24): the rank's coordinates are
+ * mesh_coord_of(&audit->mesh, rank), not a copy, and no padding falls
+ * between the members.  72 bytes, where it was 128.
+ */
 struct cell {
 	int		 rank;
-	struct coord	 coord;
-	int64_t		 lo, hi;	/* region in the rank's local shard, [lo, hi) */
 	bool		 used;		/* the rank's optimizer uses these elements */
 	bool		 ok;		/* used value == expected (meaningful iff used) */
+	bool		 has_hash;	/* a numeric audit measured it */
+	bool		 numeric_ok;		/* numeric value matches reference */
+	int64_t		 lo, hi;	/* region in the rank's local shard, [lo, hi) */
 	const struct lincomb *value;	/* symbolic: what the rank holds */
 	const struct lincomb *expected;	/* symbolic: (1/dp) sum of complete grads */
-
 	/* Numeric audit (has_hash): XXH3-64 of the values the rank holds. */
-	bool		 has_hash;
 	uint64_t	 hash;
 	uint64_t	 reference_hash;	/* same region of the reference */
-	bool		 numeric_ok;		/* numeric value matches reference */
 	double		 max_ulps;		/* float numerics only */
 	double		 max_rel_error;		/* float numerics only */
 };

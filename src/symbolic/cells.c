@@ -91,11 +91,9 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 	const struct lincomb *expected = sym_expected(run, param, rank);
 	int64_t	 used[16][2], padded = lookup_zero_from(run, param, rank);
 	int	 nused, i, r, key = run_shard_key(run, &m->params[param], rank);
-	struct coord c;
 
 	nused = syncplan_used_ranges(m, &run->ctx->layout, param, rank, used,
 	    16);
-	run_coord(run, rank, &c);
 	for (i = 0; i < sl->n; i++) {
 		int64_t lo = sl->v[i].lo, hi = sl->v[i].hi;
 
@@ -117,7 +115,6 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 
 			cl->key[cl->n - 1] = key;
 			ce->rank = rank;
-			ce->coord = c;
 			ce->lo = lo;
 			ce->hi = end;
 			ce->used = inside;

@@ -660,9 +660,11 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 			if (c == 0 || pr->cells[c - 1].rank != cl->rank) {
 				int inst = model_instance_on(m,
 				    m->logical[i].instance[0], cl->rank);
+				struct coord co;
 
+				mesh_coord_of(&m->mesh, cl->rank, &co);
 				part = inst < 0 ? -1 : gn_part_of(plan, m,
-				    inst, &cl->coord);
+				    inst, &co);
 			}
 			part_of[j] = (signed char)(cl->used ? part : -1);
 			if (part_of[j] >= 0)
@@ -686,6 +688,7 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 		const struct param_result *pr = &a->params[i];
 		size_t c;
 		int inst = -1, inst_rank = -1;
+		struct coord co;
 
 		for (c = 0; c < pr->ncells; c++, j++) {
 			const struct cell *cl = &pr->cells[c];
@@ -697,11 +700,11 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 				inst = model_instance_on(m,
 				    m->logical[i].instance[0], cl->rank);
 				inst_rank = cl->rank;
+				mesh_coord_of(&m->mesh, cl->rank, &co);
 			}
 			pc = &pieces[next[part_of[j]][cl->rank]++];
 			pc->param = (int)i;
-			pc->shard = model_shard_key(m, &m->params[inst],
-			    &cl->coord);
+			pc->shard = model_shard_key(m, &m->params[inst], &co);
 			pc->lo = cl->lo;
 			pc->hi = cl->hi;
 			pc->value = cl->value;
@@ -800,10 +803,12 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 			if (c->rank != rank) {
 				int inst = model_instance_on(m,
 				    m->logical[i].instance[0], c->rank);
+				struct coord co;
 
 				rank = c->rank;
+				mesh_coord_of(&m->mesh, rank, &co);
 				key = inst < 0 ? -1 : model_shard_key(m,
-				    &m->params[inst], &c->coord);
+				    &m->params[inst], &co);
 			}
 			if (key < 0 || key >= nkeys)
 				continue;

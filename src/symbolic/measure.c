@@ -101,7 +101,7 @@ static void
 read_pair(struct reading *r, const struct lincomb *v,
     const struct lincomb *e)
 {
-	struct rational	 q;
+	struct rational	 q, last_v = { 0, 1 }, last_e = { 0, 1 };
 	uint32_t	 i = 0, j = 0;
 	double		 diff = 0, norm = 0;
 
@@ -137,12 +137,21 @@ read_pair(struct reading *r, const struct lincomb *v,
 			/*
 			 * The exact ratio only when it may widen the range:
 			 * reducing every one took a quarter of a wrong
-			 * 512-rank MoE check (issue 24).
+			 * 512-rank MoE check (issue 24).  A ratio equal to
+			 * an end passes the test, and a pair of group sums
+			 * has the same two coefficients on every atom: the
+			 * pair just read is not read again (reading is
+			 * idempotent), which was 10% of a wrong
+			 * 131,072-rank check.
 			 */
-			if (!r->have_range || x / y <= q_value(r->lo) ||
-			    x / y >= q_value(r->hi))
-				read_ratio(r, q_div(v->terms[i].coef,
-				    e->terms[j].coef));
+			if ((!r->have_range || x / y <= q_value(r->lo) ||
+			    x / y >= q_value(r->hi)) &&
+			    (!q_equal(v->terms[i].coef, last_v) ||
+			    !q_equal(e->terms[j].coef, last_e))) {
+				last_v = v->terms[i].coef;
+				last_e = e->terms[j].coef;
+				read_ratio(r, q_div(last_v, last_e));
+			}
 			i++;
 			j++;
 		}

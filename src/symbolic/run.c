@@ -310,7 +310,6 @@ run_init_values(struct sym_run *run)
 			break;
 		}
 	run->atoms = xcalloc(run->natoms, sizeof *run->atoms);
-	run->scaled = xcalloc(run->natoms, sizeof *run->scaled);
 	for (i = 0; i < 6; i++)
 		run->local[i / 3][i % 3] = xcalloc(m->mesh.world,
 		    sizeof *run->local[0][0]);
@@ -380,6 +379,29 @@ run_add_micro_batch(struct sym_run *run, int mb)
 			sl->v = v;
 		}
 	}
+}
+
+void
+run_free_caches(struct sym_run *run)
+{
+	int	 i;
+
+	/*
+	 * 33 MB at 131,072 ranks (an atom for every source of every rank,
+	 * a scaling for every rank), which the cells made next can take
+	 * (issue 24).
+	 */
+	free(run->atoms);
+	run->atoms = NULL;
+	run->natoms = 0;
+	free(run->scaled.in);
+	free(run->scaled.out);
+	memset(&run->scaled, 0, sizeof run->scaled);
+	for (i = 0; i < 6; i++) {
+		free(run->local[i / 3][i % 3]);
+		run->local[i / 3][i % 3] = NULL;
+	}
+	lc_table_free(&run->table);
 }
 
 /* ---- expected values ------------------------------------------------- */

@@ -55,6 +55,20 @@ struct order_issue {
 	int		logical;
 };
 
+/*
+ * The products of one scaling step by their inputs: the params of a rank
+ * scale the same local value, and building its product for each of them
+ * was 31 MB and a tenth of the time of a 131,072-rank audit, whose
+ * values before the sync carry the loss factor, so are no plain atoms
+ * (issue 24).  An open-addressing table by address, emptied when the
+ * factor changes.
+ */
+struct scale_memo {
+	const struct lincomb	**in, **out;
+	size_t			  cap, n;
+	struct rational		  by;
+};
+
 struct sym_run {
 	const struct sym_context *ctx;
 	const struct model	*model;
@@ -78,14 +92,12 @@ struct sym_run {
 	 */
 	struct coord		*coords;
 	/*
-	 * Atom r as a combination, one per rank and shared by every param,
-	 * and the last scaling of each (by scaled_by): values are immutable,
-	 * so equal ones need not be built twice.
+	 * Atom r as a combination, one per rank and shared by every param:
+	 * values are immutable, so equal ones need not be built twice.
 	 */
 	const struct lincomb	**atoms;
-	const struct lincomb	**scaled;
-	struct rational		 scaled_by;
 	size_t			 natoms;	/* world * sources * K */
+	struct scale_memo	 scaled;
 	/*
 	 * A rank's local gradient before the sync, the sum over its
 	 * micro-batches (and, for experts kept per source, its sources) of
@@ -172,5 +184,10 @@ void	 run_init_values(struct sym_run *);
 /* Add micro-batch mb's local gradients to every rank's (its backward). */
 void	 run_add_micro_batch(struct sym_run *, int mb);
 void	 run_init_expected(struct sym_run *);
+/*
+ * Free what only the plan's steps look up (the atoms, the local values,
+ * the table of shared values), before the cells are made.
+ */
+void	 run_free_caches(struct sym_run *);
 
 #endif

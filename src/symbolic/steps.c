@@ -75,6 +75,29 @@ sort_cuts(int64_t *cuts, int n)
 }
 
 /*
+ * *outp = the nout segments built in v: a single one is kept in the list
+ * itself, several are copied into the arena.  A reduce-scatter leaves most
+ * ranks one segment, and an array sized for every cut, allocated for each
+ * member of each group whatever came out, was 60 MB of the arenas of a
+ * 131,072-rank audit (issue 24).  outp may be an input of the step that
+ * built v: it is written last.
+ */
+static void
+seg_finish(struct arena *sa, struct seglist *outp, const struct segment *v,
+    int nout)
+{
+	if (nout == 1) {
+		outp->one = v[0];
+		outp->v = &outp->one;
+	} else {
+		outp->v = arena_alloc(sa, (nout > 0 ? nout : 1) *
+		    sizeof *outp->v);
+		memcpy(outp->v, v, nout * sizeof *outp->v);
+	}
+	outp->n = nout;
+}
+
+/*
  * The sum of the members' segment lists, times scale: one piece per range
  * where every member's value is constant.  Flags *mixed when two members
  * contribute to a piece in different synchronization states.
@@ -84,7 +107,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
     struct seglist *const *members, int n, struct rational scale,
     bool *mixed, struct seglist *outp)
 {
-	struct seglist	 out;
+	struct segment	*out, out_stack[FEW_CUTS];
 	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, nout = 0;
 	int		 pos_stack[SEG_STACK_MEMBERS];
@@ -132,7 +155,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 		cuts[ncuts++] = members[i]->v[members[i]->n - 1].hi;
 	}
 	sort_cuts(cuts, ncuts);
-	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
+	out = ncuts <= FEW_CUTS ? out_stack : xcalloc(ncuts, sizeof *out);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
 		uint64_t state = 0, first = 0;
@@ -151,28 +174,30 @@ seg_sum(struct sym_run *run, struct arena *sa,
 				*mixed = true;
 			state |= sl->v[pos[i]].state;
 		}
-		seg_push(out.v, &nout, lo, hi, run_share(run, lc_sum(run->arena,
+		seg_push(out, &nout, lo, hi, run_share(run, lc_sum(run->arena,
 		    vals, n, scale)), state | step_bit(run));
 	}
-	out.n = nout;
+	seg_finish(sa, outp, out, nout);
+	if (out != out_stack)
+		free(out);
 	if (cuts != cuts_stack)
 		free(cuts);
 	if (pos != pos_stack) {
 		free(pos);
 		free(vals);
 	}
-	run_seglist_set(outp, &out);
 }
 
 /*
- * Member `mine` after a reduce-scatter: the combined value inside the
- * ranges it owns, its own value elsewhere.
+ * Member `mine` after a reduce-scatter, into *outp (which may be mine):
+ * the combined value inside the ranges it owns, its own value elsewhere.
  */
-static struct seglist
+static void
 seg_overlay(struct arena *sa, const struct seglist *mine,
-    const struct seglist *combined, int64_t (*owned)[2], int nowned)
+    const struct seglist *combined, int64_t (*owned)[2], int nowned,
+    struct seglist *outp)
 {
-	struct seglist	 out;
+	struct segment	*out, out_stack[FEW_CUTS];
 	int64_t		*cuts, cuts_stack[FEW_CUTS];
 	int		 ncuts = 0, i, j, r, nout = 0, pm = 0, pc = 0;
 
@@ -189,7 +214,7 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 	}
 	cuts[ncuts++] = mine->v[mine->n - 1].hi;
 	sort_cuts(cuts, ncuts);
-	out.v = arena_alloc(sa, ncuts * sizeof *out.v);
+	out = ncuts <= FEW_CUTS ? out_stack : xcalloc(ncuts, sizeof *out);
 	for (j = 0; j + 1 < ncuts; j++) {
 		int64_t lo = cuts[j], hi = cuts[j + 1];
 		bool owns = false;
@@ -202,19 +227,20 @@ seg_overlay(struct arena *sa, const struct seglist *mine,
 		if (owns) {
 			while (combined->v[pc].hi <= lo)
 				pc++;
-			seg_push(out.v, &nout, lo, hi, combined->v[pc].value,
+			seg_push(out, &nout, lo, hi, combined->v[pc].value,
 			    combined->v[pc].state);
 		} else {
 			while (mine->v[pm].hi <= lo)
 				pm++;
-			seg_push(out.v, &nout, lo, hi, mine->v[pm].value,
+			seg_push(out, &nout, lo, hi, mine->v[pm].value,
 			    mine->v[pm].state);
 		}
 	}
-	out.n = nout;
+	seg_finish(sa, outp, out, nout);
+	if (out != out_stack)
+		free(out);
 	if (cuts != cuts_stack)
 		free(cuts);
-	return out;
 }
 
 /* ---- executing the steps --------------------------------------------- */
@@ -265,21 +291,59 @@ same_values(struct seglist **lists, int n)
 	return false;
 }
 
-/* q * x, an atom's product built once per step for all params. */
+static size_t
+scale_slot(const struct scale_memo *sm, const struct lincomb *x)
+{
+	uint64_t h = (uint64_t)(uintptr_t)x * 0x9e3779b97f4a7c15ULL;
+
+	return (size_t)(h >> 32) & (sm->cap - 1);
+}
+
+static void
+scale_memo_grow(struct scale_memo *sm)
+{
+	struct scale_memo bigger = *sm;
+	size_t	 i, j;
+
+	bigger.cap = sm->cap ? 2 * sm->cap : 1024;
+	bigger.in = xcalloc(bigger.cap, sizeof *bigger.in);
+	bigger.out = xcalloc(bigger.cap, sizeof *bigger.out);
+	for (i = 0; i < sm->cap; i++) {
+		if (sm->in[i] == NULL)
+			continue;
+		for (j = scale_slot(&bigger, sm->in[i]); bigger.in[j] != NULL;
+		    j = (j + 1) & (bigger.cap - 1))
+			;
+		bigger.in[j] = sm->in[i];
+		bigger.out[j] = sm->out[i];
+	}
+	free(sm->in);
+	free(sm->out);
+	*sm = bigger;
+}
+
+/* q * x, built once per step for all the params that hold x. */
 static const struct lincomb *
 scale_value(struct sym_run *run, const struct lincomb *x, struct rational q)
 {
-	uint32_t	 atom;
+	struct scale_memo *sm = &run->scaled;
+	size_t	 j;
 
-	if (x->nterms != 1 || run->atoms[atom = x->terms[0].atom] != x)
-		return run_share(run, lc_scale(run->arena, x, q));
-	if (!q_equal(run->scaled_by, q)) {
-		memset(run->scaled, 0, run->natoms * sizeof *run->scaled);
-		run->scaled_by = q;
+	if (sm->cap > 0 && !q_equal(sm->by, q)) {
+		memset(sm->in, 0, sm->cap * sizeof *sm->in);
+		sm->n = 0;
 	}
-	if (run->scaled[atom] == NULL)
-		run->scaled[atom] = run_share(run, lc_scale(run->arena, x, q));
-	return run->scaled[atom];
+	sm->by = q;
+	if (2 * (sm->n + 1) > sm->cap)
+		scale_memo_grow(sm);
+	for (j = scale_slot(sm, x); sm->in[j] != NULL;
+	    j = (j + 1) & (sm->cap - 1))
+		if (sm->in[j] == x)
+			return sm->out[j];
+	sm->in[j] = x;
+	sm->out[j] = run_share(run, lc_scale(run->arena, x, q));
+	sm->n++;
+	return sm->out[j];
 }
 
 static void
@@ -388,8 +452,8 @@ gather_group(struct sym_run *run, int param, const int *members,
 	for (i = 0; i < n; i++) {
 		no = layout_owned_ranges(&run->ctx->layout, m,
 		    instance_on(run, param, members[i]), i, owned, 16);
-		gathered = seg_overlay(run_seg_arena(run, param), &gathered,
-		    lists[i], owned, no);
+		seg_overlay(run_seg_arena(run, param), &gathered, lists[i],
+		    owned, no, &gathered);
 	}
 	for (i = 0; i < n; i++)
 		run_seglist_set(lists[i], &gathered);
@@ -406,7 +470,7 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 	const struct model *m = run->model;
 	int	n, i, inst;
 	struct rational scale = q_make(1, 1);
-	struct seglist combined, overlay;
+	struct seglist combined;
 	bool	mixed = false;
 
 	n = mesh_group_size(&m->mesh, s->group);
@@ -438,10 +502,8 @@ reduce_group(struct sym_run *run, const struct sync_step *s, int param,
 			inst = instance_on(run, param, members[i]);
 			no = layout_owned_ranges(&run->ctx->layout, m, inst, i,
 			    owned, 16);
-			overlay = seg_overlay(run_seg_arena(run, param), lists[i],
-			    &combined,
-			    owned, no);
-			run_seglist_set(lists[i], &overlay);
+			seg_overlay(run_seg_arena(run, param), lists[i],
+			    &combined, owned, no, lists[i]);
 		} else
 			run_seglist_set(lists[i], &combined);
 	}

@@ -56,6 +56,7 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 	run_init_values(&run);
 	run_init_expected(&run);
 	run_plan(&run, hook, hook_arg);
+	run_free_caches(&run);
 
 	a->nparams = only < 0 ? m->nlogical : 1;
 	a->params = arena_alloc(&a->arena, a->nparams * sizeof *a->params);
@@ -104,11 +105,6 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 	free(run.expected);
 	free(run.issues);
 	free(run.coords);
-	free(run.atoms);
-	free(run.scaled);
-	for (k = 0; k < 6; k++)
-		free(run.local[k / 3][k % 3]);
-	lc_table_free(&run.table);
 	free(run.seg_arenas);
 }
 
