@@ -440,6 +440,11 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	[KEY_OUT_NORM] = FLAG("model.out_norm", KEY_MODEL, model.out_norm),
 	[KEY_OUT_NORM_GRAD] = WORD("sync.out_norm_grad", KEY_SYNC,
 	    sync.out_norm_grad, qk_norm_words),
+	[KEY_ATTENTION_SINK_SUPPORTED] = { "limits.attention_sink_supported",
+	    KEY_LIMITS, CFG_TYPE_BOOL, F(limits.attention_sink), 0, 1, 1,
+	    NULL },
+	[KEY_OUT_NORM_SUPPORTED] = { "limits.out_norm_supported", KEY_LIMITS,
+	    CFG_TYPE_BOOL, F(limits.out_norm), 0, 1, 1, NULL },
 };
 
 

@@ -433,6 +433,7 @@ enum cfg_key {
 	KEY_ETP_ONE_WITH_EP, KEY_SCORE_BEFORE_EXPERTS_SUPPORTED,
 	KEY_KV_HEADS, KEY_KV_GRAD,
 	KEY_ATTENTION_SINK, KEY_SINK_FILTER, KEY_OUT_NORM, KEY_OUT_NORM_GRAD,
+	KEY_ATTENTION_SINK_SUPPORTED, KEY_OUT_NORM_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -723,6 +724,8 @@ struct config {
 		bool	ep_borrows_all_cp_tp;	/* torchtitan v0.2.0 */
 		enum seq_divisor seq_divisor;
 		bool	shared_param_refused;	/* pytorch #176257 on */
+		bool	attention_sink;	/* learnable softmax offsets */
+		bool	out_norm;	/* a mixer with a head norm */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

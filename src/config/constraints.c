@@ -583,6 +583,21 @@ framework_has_qk_norm(const struct config *c, char *buf, size_t size)
 }
 
 static bool
+framework_has_attention_sink(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->model.attention_sink ||
+	    c->limits.attention_sink, "has no learnable attention sink",
+	    buf, size);
+}
+
+static bool
+framework_has_out_norm(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, !c->model.out_norm || c->limits.out_norm,
+	    "has no mixer with an output norm (Gated DeltaNet)", buf, size);
+}
+
+static bool
 framework_has_etp(const struct config *c, char *buf, size_t size)
 {
 	return framework_runs(c, c->limits.etp || c->mesh.etp == c->mesh.tp,
@@ -1096,6 +1111,8 @@ static const struct constraint constraints[] = {
 	{ KEY_EXPERTS, true, experts_fit },
 	{ KEY_MOE, true, framework_has_moe },
 	{ KEY_QK_NORM, false, framework_has_qk_norm },
+	{ KEY_ATTENTION_SINK, false, framework_has_attention_sink },
+	{ KEY_OUT_NORM, false, framework_has_out_norm },
 	{ KEY_ETP, true, framework_has_etp },
 	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
