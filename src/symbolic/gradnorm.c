@@ -193,7 +193,8 @@ tp_duplicate(const struct model *m, const struct param *p,
 }
 
 /*
- * The filters of get_main_grads_for_grad_norm, one rule each: a parameter
+ * The filters of Megatron's norm (get_main_grads_for_grad_norm, renamed
+ * _filter_grads_for_norm in core_v0.19.0), one rule each: a parameter
  * instance a rule leaves out contributes nothing to the rank's norm.
  */
 int
