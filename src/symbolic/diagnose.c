@@ -833,9 +833,15 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (all_wrong_aux(&ctx->atoms, dw, &c)) {
 		q_format(c, q, sizeof q);
 		args.factor = q;
+		/*
+		 * Only a step whose factor is the whole error: removing it
+		 * must leave the term right, or the preset's aux_scale is
+		 * (part of) the cause too.
+		 */
 		if (!q_is_zero(c) && scale_step != NULL &&
 		    scale_step->op == SYNC_LOSS_TERM &&
-		    scale_step->term == PLAN_TERM_AUX) {
+		    scale_step->term == PLAN_TERM_AUX &&
+		    q_equal(c, scale_step->scale)) {
 			args.step = args.fix_step = scale_step;
 			args.cause = scale_step->key;
 			tell(fl, pr, FACT_AUX_TERM_FACTOR, &args);

@@ -185,8 +185,8 @@ static const struct entry {
 	  FINDING_WRONG_SCALE, KEY__COUNT, NULL, "dp",
 	  "the main loss's part of the router's gradient is right, but the "
 	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
-	  "expected one: the plan's factor on the aux term is wrong for "
-	  "this mesh",
+	  "expected one, the factor the plan's step on the aux term puts "
+	  "on it",
 	  NULL },
 	/* Megatron #3943, #2417, #7452 finding 3 (catalogue class AUX). */
 	[FACT_MTP_FACTOR] = {
