@@ -226,10 +226,13 @@ gn_part_of(const struct gn_plan *plan, const struct model *m, int param,
 	 * tensor_model_parallel (DotProductAttention, core_v0.15.0 to
 	 * d98e8a64dd), so param_is_not_tensor_parallel_duplicate takes it
 	 * for a replica and keeps tp rank 0's heads only; PR #7530 marks it.
+	 * The mark matters only to that filter: a norm that counts every tp
+	 * rank's parameters (tp_duplicates: every-tp-rank) keeps the sinks
+	 * whether they are marked or not.
 	 */
 	if (p->role == ROLE_SINK &&
 	    c->grad_norm.sink_filter == GN_SINK_FILTER_TP_RANK_0 &&
-	    co->tp != 0)
+	    c->grad_norm.tp_duplicates == GN_TP_DUP_ONCE && co->tp != 0)
 		return -1;
 	/* param_is_not_shared: the last stage's copy of a tied weight. */
 	if (l->ninstances == 2 && l->instance[1] == param &&
