@@ -567,6 +567,27 @@ test_products(void)
 		tap_ok(check_groups(&m, (enum group_kind)k),
 		    "products: with cp 2, %s groups ordered and partitioning",
 		    mesh_group_name((enum group_kind)k));
+	/*
+	 * The plan's words and products are the group kinds in order, by
+	 * name, and each with axes is as large as its axes (config.h).
+	 */
+	for (k = 0; k < GROUP__COUNT; k++) {
+		unsigned ax = k < CFG_PLAN_PRODUCT ? cfg_plan_group_axes[k] :
+		    cfg_plan_products[k - CFG_PLAN_PRODUCT].axes;
+		int	 n = 1;
+
+		n *= (ax & PLAN_AXIS_TP) ? m.tp : 1;
+		n *= (ax & PLAN_AXIS_CP) ? m.cp : 1;
+		n *= (ax & PLAN_AXIS_PURE_DP) ? m.pure_dp : 1;
+		n *= (ax & PLAN_AXIS_ETP) ? m.etp : 1;
+		n *= (ax & PLAN_AXIS_EP) ? m.ep : 1;
+		n *= (ax & PLAN_AXIS_EDP) ? m.edp : 1;
+		tap_ok(strcmp(mesh_group_name((enum group_kind)k),
+		    cfg_plan_group_name(k)) == 0 && (ax == 0 ||
+		    mesh_group_size(&m, (enum group_kind)k) == n),
+		    "products: plan group %d is %s, as large as its axes", k,
+		    cfg_plan_group_name(k));
+	}
 	tap_ok(strcmp(mesh_group_name(GROUP_CP_TP), "[cp, tp]") == 0 &&
 	    strcmp(mesh_group_name(GROUP_EDP_EP_ETP), "[edp, ep, etp]") == 0,
 	    "products: named as a plan writes them");

@@ -511,7 +511,7 @@ struct plan_item {
 	struct cfg_mark	 mark;		/* the item */
 	struct cfg_mark	 value_mark;	/* its operation's value */
 	char		*expr;		/* PLAN_SCALE: the factor as written */
-	int		 group;		/* a collective: cfg_plan_group_name() */
+	int		 group;		/* cfg_plan_group_name() */
 	bool		 average;	/* all-reduce, reduce-scatter: AVG */
 	struct cfg_mark	 average_mark;	/* line 0: not written */
 	/*

@@ -502,7 +502,7 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
     const yaml_event_t *ev, const char *path)
 {
 	yaml_event_t	 e;
-	char		 p[PATH_SIZE + 16];
+	char		 p[PATH_SIZE + 16], got[GOT_SIZE];
 	unsigned	 axes = 0, a;
 	int		 n = 0, w, j, rc;
 
@@ -511,8 +511,8 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
 		    &it->group);
 	if (k != IK_ALL_REDUCE && k != IK_GATHER_LOSS) {
 		reader_error_at(ld, &ev->start_mark, path, "a product of axes "
-		    "is for all-reduce and gather-loss: a %s works along "
-		    "one group", item_keys[k]);
+		    "is for all-reduce and gather-loss: %s works along one "
+		    "group", item_keys[k]);
 		return -1;
 	}
 	for (;; n++) {
@@ -523,6 +523,13 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
 			break;
 		}
 		snprintf(p, sizeof p, "%s[%d]", path, n);
+		if (e.type != YAML_SCALAR_EVENT) {
+			reader_describe(got, sizeof got, &e);
+			reader_error_at(ld, &e.start_mark, p, "expected an axis "
+			    "(dp, pure-dp, cp, tp; edp, ep, etp), got %s", got);
+			yaml_event_delete(&e);
+			return -1;
+		}
 		rc = read_word(ld, &e, p, "group", cfg_plan_group_words, &w);
 		a = rc == 0 ? cfg_plan_group_axes[w] : 0;
 		if (rc == 0 && a == 0) {
@@ -862,7 +869,7 @@ plan_activation_item(struct loader *ld, struct plan_item *it,
     const struct cfg_mark *seen, const char *ipath)
 {
 	static const enum item_key selectors[] = { IK_PARAMS, IK_STAGES,
-		IK_REPLICATE };
+		IK_BUFFER, IK_REPLICATE };
 	char	 path[PATH_SIZE];
 	size_t	 j;
 

@@ -40,6 +40,15 @@ static const char *const group_names[GROUP__COUNT] = {
 };
 
 /*
+ * A plan's group is a group kind: the words, then the products, in the
+ * config's order (config.h), which lossterm_group reads by name and
+ * tests/unit-mesh.c holds name by name and size by size.
+ */
+_Static_assert(GROUP_CP_TP == CFG_PLAN_PRODUCT &&
+    GROUP__COUNT == CFG_PLAN_PRODUCT + CFG_PLAN_NPRODUCTS,
+    "the plan's groups are the group kinds, in order");
+
+/*
  * A product's axes, fastest first, as a mixed radix: the coordinate
  * along the product is the axes' coordinates read as its digits.
  */
