@@ -306,6 +306,22 @@ read_element(struct loader *ld, struct plan_item *it, enum item_key k,
 	return -1;
 }
 
+/*
+ * The next element of a sequence into *e: 1, or 0 at its end (nothing
+ * left to free), or -1 on a reading error.
+ */
+static int
+sequence_next(struct loader *ld, yaml_event_t *e)
+{
+	if (reader_next_event(ld, e) == -1)
+		return -1;
+	if (e->type == YAML_SEQUENCE_END_EVENT) {
+		yaml_event_delete(e);
+		return 0;
+	}
+	return 1;
+}
+
 /* params:, stages: or micro-batches:, one value or a list of them. */
 static int
 read_list(struct loader *ld, struct plan_item *it, enum item_key k,
@@ -321,10 +337,9 @@ read_list(struct loader *ld, struct plan_item *it, enum item_key k,
 		return read_element(ld, it, k, ev, path, -1);
 	}
 	for (;;) {
-		if (reader_next_event(ld, &e) == -1)
-			return -1;
-		if (e.type == YAML_SEQUENCE_END_EVENT) {
-			yaml_event_delete(&e);
+		if ((rc = sequence_next(ld, &e)) <= 0) {
+			if (rc == -1)
+				return -1;
 			break;
 		}
 		rc = read_element(ld, it, k, &e, path, n++);
@@ -464,10 +479,9 @@ read_replicate(struct loader *ld, struct plan_item *it,
 		return 0;
 	}
 	for (;; n++) {
-		if (reader_next_event(ld, &e) == -1)
-			return -1;
-		if (e.type == YAML_SEQUENCE_END_EVENT) {
-			yaml_event_delete(&e);
+		if ((rc = sequence_next(ld, &e)) <= 0) {
+			if (rc == -1)
+				return -1;
 			break;
 		}
 		snprintf(p, sizeof p, "%s[%d]", path, n);
@@ -516,10 +530,9 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
 		return -1;
 	}
 	for (;; n++) {
-		if (reader_next_event(ld, &e) == -1)
-			return -1;
-		if (e.type == YAML_SEQUENCE_END_EVENT) {
-			yaml_event_delete(&e);
+		if ((rc = sequence_next(ld, &e)) <= 0) {
+			if (rc == -1)
+				return -1;
 			break;
 		}
 		snprintf(p, sizeof p, "%s[%d]", path, n);
