@@ -29,6 +29,7 @@
 #include "config/config.h"
 #include "config/constraints.h"
 #include "config/load.h"
+#include "model/planwrite.h"
 #include "harness.h"
 
 int	LLVMFuzzerTestOneInput(const uint8_t *, size_t);
@@ -179,6 +180,18 @@ put_keys(FILE *fp, const struct config *c, const char *prefix, size_t len,
 			continue;
 		fprintf(fp, "%*s%s:", 2 * depth, "", len > 0 ?
 		    path + len + 1 : path);
+		/*
+		 * The plan as explain --plan writes the config's own steps:
+		 * its value is a one-line summary, which reads as no plan.
+		 */
+		if (k == KEY_PLAN) {
+			int	i;
+
+			fputc('\n', fp);
+			for (i = 0; i < c->nplan; i++)
+				planwrite_item(fp, &c->plan[i]);
+			continue;
+		}
 		if (cfg_key_is_section(k)) {
 			/* A section written empty ("moe: {}") stays so. */
 			if (!written_below(c, k))
