@@ -166,6 +166,18 @@ check_eq()
 
 check_match()
 {
+	# grep reads a pattern of several lines as one pattern per line and
+	# matches when any of them does: a two-line expectation would pass on
+	# either line alone.  Such a check must be two checks.
+	case $2 in
+	*'
+'*)
+		_tap_result 0 "$3"
+		diag "check_match: the pattern spans lines; match each line apart:"
+		diag "$2"
+		return
+		;;
+	esac
 	if printf '%s\n' "$1" | grep -Eq -- "$2"; then
 		_tap_result 1 "$3"
 		return
