@@ -14,6 +14,7 @@
 #include "base/xmalloc.h"
 #include "symbolic/atom.h"
 #include "symbolic/lincomb.h"
+#include "symbolic/run.h"
 #include "tap.h"
 
 static int
@@ -540,6 +541,50 @@ test_intern(struct arena *a)
 	lc_table_free(&t);
 }
 
+/*
+ * run_sum: a collective's sum built once for equal member values, and
+ * every sum equal to lc_sum's, whether the memo holds it, misses it or is
+ * full.
+ */
+static void
+test_run_sum(void)
+{
+	struct arena		 a;
+	struct sym_run		 run;
+	const struct lincomb	*x[12], *y[12], *s1, *s2, *s3, *s4, *s5;
+	size_t			 i;
+
+	arena_init(&a);
+	memset(&run, 0, sizeof run);
+	run.arena = &a;
+	for (i = 0; i < 12; i++)
+		x[i] = run_share(&run, lc_atom(&a, (uint32_t)i));
+	s1 = run_sum(&run, x, 12, q_make(1, 1));
+	tap_ok(lc_equal(s1, lc_sum(&a, x, 12, q_make(1, 1))),
+	    "run_sum: the sum of twelve atoms is lc_sum's");
+	s2 = run_sum(&run, x, 12, q_make(1, 1));
+	tap_ok(s2 == s1, "run_sum: the same members again: the sum built "
+	    "before");
+	s3 = run_sum(&run, x, 12, q_make(1, 12));
+	tap_ok(s3 != s1 && q_is(lc_coef(s3, 5), 1, 12),
+	    "run_sum: the same members averaged: another sum, 1/12 each");
+	memcpy(y, x, sizeof y);
+	y[11] = x[0];
+	s4 = run_sum(&run, y, 12, q_make(1, 1));
+	tap_ok(q_is(lc_coef(s4, 0), 2, 1) && q_is(lc_coef(s4, 11), 0, 1),
+	    "run_sum: another member in one place: its own sum");
+	/* The keys are full: the sum is built, right, and not kept. */
+	run.sums.key_bytes = SUM_MEMO_BYTES;
+	y[11] = x[1];
+	s5 = run_sum(&run, y, 12, q_make(1, 1));
+	tap_ok(q_is(lc_coef(s5, 1), 2, 1) && q_is(lc_coef(s5, 0), 1, 1),
+	    "run_sum: past the memo's bound, still the sum");
+	tap_ok(run_sum(&run, x, 12, q_make(1, 1)) == s1,
+	    "run_sum: past the bound, the sums kept before are still found");
+	run_free_caches(&run);
+	arena_free(&a);
+}
+
 int
 main(void)
 {
@@ -553,6 +598,7 @@ main(void)
 	test_sum(&a);
 	test_intern(&a);
 	arena_free(&a);
+	test_run_sum();
 	test_arena();
 	return tap_done();
 }

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/hash.h"
 #include "base/xmalloc.h"
 #include "model/lossnorm.h"
 #include "symbolic/lincomb.h"
@@ -47,6 +48,69 @@ run_share(struct sym_run *run, const struct lincomb *x)
 	if (x->nterms < SHARE_MIN_TERMS)
 		return x;
 	return lc_intern(&run->table, run->arena, x);
+}
+
+/*
+ * Sums of fewer members are built each time: hashing their pointers costs
+ * about what adding them does.
+ */
+#define SUM_MEMO_MIN		8
+
+static void
+sum_memo_grow(struct sum_memo *sm)
+{
+	struct sum_memo_entry	*v;
+	size_t			 cap = sm->cap ? 2 * sm->cap : 256, i, j;
+
+	v = xcalloc(cap, sizeof *v);
+	for (i = 0; i < sm->cap; i++) {
+		if (sm->v[i].in == NULL)
+			continue;
+		for (j = sm->v[i].hash & (cap - 1); v[j].in != NULL;
+		    j = (j + 1) & (cap - 1))
+			;
+		v[j] = sm->v[i];
+	}
+	free(sm->v);
+	sm->v = v;
+	sm->cap = cap;
+}
+
+const struct lincomb *
+run_sum(struct sym_run *run, const struct lincomb **xs, size_t n,
+    struct rational scale)
+{
+	struct sum_memo		*sm = &run->sums;
+	struct sum_memo_entry	*e;
+	uint64_t		 h;
+	size_t			 j, bytes = n * sizeof *xs;
+
+	if (n < SUM_MEMO_MIN)
+		return run_share(run, lc_sum(run->arena, xs, n, scale));
+	h = hash_bytes(xs, bytes) ^ hash_bytes(&scale, sizeof scale);
+	if (h == 0)
+		h = 1;
+	if (2 * (sm->n + 1) > sm->cap)
+		sum_memo_grow(sm);
+	for (j = h & (sm->cap - 1); sm->v[j].in != NULL;
+	    j = (j + 1) & (sm->cap - 1)) {
+		e = &sm->v[j];
+		if (e->hash == h && e->n == n && q_equal(e->scale, scale) &&
+		    memcmp(e->in, xs, bytes) == 0)
+			return e->out;
+	}
+	e = &sm->v[j];
+	if (sm->key_bytes + bytes > SUM_MEMO_BYTES)
+		return run_share(run, lc_sum(run->arena, xs, n, scale));
+	e->out = run_share(run, lc_sum(run->arena, xs, n, scale));
+	e->in = xmalloc(bytes);
+	memcpy(e->in, xs, bytes);
+	e->hash = h;
+	e->n = n;
+	e->scale = scale;
+	sm->n++;
+	sm->key_bytes += bytes;
+	return e->out;
 }
 
 const struct lincomb *
@@ -402,6 +466,10 @@ run_free_caches(struct sym_run *run)
 		run->local[i / 3][i % 3] = NULL;
 	}
 	lc_table_free(&run->table);
+	for (i = 0; i < (int)run->sums.cap; i++)
+		free(run->sums.v[i].in);
+	free(run->sums.v);
+	memset(&run->sums, 0, sizeof run->sums);
 }
 
 /* ---- expected values ------------------------------------------------- */

@@ -133,8 +133,7 @@ seg_sum(struct sym_run *run, struct arena *sa,
 		}
 		outp->one.lo = members[0]->v[0].lo;
 		outp->one.hi = members[0]->v[0].hi;
-		outp->one.value = run_share(run, lc_sum(run->arena, vals, n,
-		    scale));
+		outp->one.value = run_sum(run, vals, n, scale);
 		outp->one.state = state | step_bit(run);
 		outp->v = &outp->one;
 		outp->n = 1;
@@ -174,8 +173,8 @@ seg_sum(struct sym_run *run, struct arena *sa,
 				*mixed = true;
 			state |= sl->v[pos[i]].state;
 		}
-		seg_push(out, &nout, lo, hi, run_share(run, lc_sum(run->arena,
-		    vals, n, scale)), state | step_bit(run));
+		seg_push(out, &nout, lo, hi, run_sum(run, vals, n, scale),
+		    state | step_bit(run));
 	}
 	seg_finish(sa, outp, out, nout);
 	if (out != out_stack)
