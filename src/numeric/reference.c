@@ -69,6 +69,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	aux = xcalloc((size_t)audited->nlogical, sizeof(*aux));
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
 	eng.loss = &audited->loss;
+	/* Nothing counts before the pass that adds the counts up (below). */
+	eng.aux_counting = AUX_COUNT_KEEP;
 	/* The multi-token prediction losses', weighed as they go. */
 	mtp = xcalloc((size_t)audited->nlogical, sizeof(*mtp));
 	for (d = 0; d < audited->loss.chunks; d++)
@@ -100,6 +102,21 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				}
 			}
 		}
+	/*
+	 * The dp group's counts of each micro-batch, when the objective's
+	 * load-balancing loss counts them (lossnorm.h): a pass over every
+	 * chunk first adds each chunk's counts into its micro-batch's, which
+	 * the step's pass then reads.
+	 */
+	if (audited->loss.aux_global) {
+		eng.aux_counting = AUX_COUNT_ADD;
+		for (d = 0; d < audited->loss.chunks; d++) {
+			rank_clear(&eng, &eng.ranks[0]);
+			eng.ranks[0].batch = d;
+			run_model(&eng, NULL);
+		}
+		eng.aux_counting = AUX_COUNT_KEEP;
+	}
 	for (d = 0; d < audited->loss.chunks; d++) {
 		rank_clear(&eng, &eng.ranks[0]);
 		eng.ranks[0].batch = d;
