@@ -241,7 +241,9 @@ z_row_float(enum arith arith, const union num *l, int64_t n, double z, union num
  * The seed of expert e with the dp group's counts (lossnorm.h): a E/k
  * times the running mean over micro-batches 0..m of the group's count
  * C_e (router.py: global_tokens_per_expert / ga_steps), over T_G T, T_G
- * = T dp_cp the group's token slots.
+ * = T dp_cp the group's token slots.  The audited ranks keep each
+ * micro-batch's count and take the mean as the framework does; the
+ * reference's counts are the objective's already (reference.c).
  */
 static union num
 global_seed(struct engine *eng, struct rank_state *rs, const struct op *op,
@@ -254,12 +256,19 @@ global_seed(struct engine *eng, struct rank_state *rs, const struct op *op,
 	const union num		*c = rs->aux_counts[op->param];
 	union num		 sum;
 
+	int64_t			 steps = 1;
+
 	memset(&sum, 0, sizeof sum);
-	for (j = 0; j <= mb; j++)
-		sum = num_add(arith, sum, c[j * n + e]);
+	if (eng->aux_counting == AUX_COUNT_KEEP)
+		sum = c[mb * n + e];
+	else {
+		for (j = 0; j <= mb; j++)
+			sum = num_add(arith, sum, c[j * n + e]);
+		steps = mb + 1;
+	}
 	return num_mul(arith, num_mul(arith, num_from_rational(arith,
 	    ln->aux_loss_coeff), num_from_rational(arith, q_make(n,
-	    (int64_t)k * T * T * ln->dp_cp * (mb + 1)))), sum);
+	    (int64_t)k * T * T * ln->dp_cp * steps))), sum);
 }
 
 static void
