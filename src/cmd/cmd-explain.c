@@ -802,6 +802,11 @@ print_loss(FILE *fp, const struct model *m, const struct config *cfg)
 		    cfg->model.moe.aux_loss_coeff : "0",
 		    cfg->model.moe.z_loss_coeff ?
 		    cfg->model.moe.z_loss_coeff : "0", scale, q, divisor);
+		/* Their atoms gRad count the dp group (lossnorm.h). */
+		if (ln->aux_global)
+			fprintf(fp, "  load-balancing counts over the dp group, "
+			    "their running mean over the micro-batches "
+			    "(aux_type global-aux-loss): atoms gRad\n");
 	}
 	/* So have each multi-token prediction layer's (gRtK). */
 	if (ln->mtp == 0)

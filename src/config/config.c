@@ -43,6 +43,8 @@ _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum aux_scale) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum aux_type) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum aux_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum mtp_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_stages) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum bucket_padding) == sizeof(int), "enum size");
@@ -161,6 +163,13 @@ static const char *const mtp_objective_words[] = {
 static const char *const mtp_scale_words[] = {
 	"micro-batches", "micro-batches-cp", "tokens", "tokens-local",
 	"tokens-global", "micro-batches-cp-group", NULL
+};
+/* In enum aux_type and aux_objective order. */
+static const char *const aux_type_words[] = {
+	"aux-loss", "global-aux-loss", NULL
+};
+static const char *const aux_objective_words[] = {
+	"as-type", "sequence", "global", NULL
 };
 /* In enum aux_scale order: Megatron's (after PR #2217) comes first. */
 static const char *const aux_scale_words[] = {
@@ -378,6 +387,10 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    CFG_TYPE_STRING, F(model.moe.z_loss_coeff), 0, 0, 0, NULL },
 	[KEY_AUX_SCALE] = WORD("loss.aux_scale", KEY_LOSS, loss.aux_scale,
 	    aux_scale_words),
+	[KEY_AUX_TYPE] = WORD("loss.aux_type", KEY_LOSS, loss.aux_type,
+	    aux_type_words),
+	[KEY_AUX_OBJECTIVE] = WORD("loss.aux_objective", KEY_LOSS,
+	    loss.aux_objective, aux_objective_words),
 	[KEY_SHARED_EXPERT_FFN] = INTEGER("model.moe.shared_expert_ffn",
 	    KEY_MOE, model.moe.shared_expert_ffn, 0, CFG_MAX_MODEL_DIM, 0),
 	[KEY_EXPERT_FFN_SUPPORTED] = { "limits.expert_ffn_supported",

@@ -355,6 +355,24 @@ enum aux_scale {
 };
 
 /*
+ * loss.aux_type: over which group a rank's load-balancing loss counts
+ * the tokens routed to each expert, and loss.aux_objective: which counts
+ * the user's objective means (lossnorm.h).  Megatron's aux_loss counts
+ * the sequence (the tp_cp group); its global_aux_loss (router.py
+ * _apply_global_aux_loss) counts the tp_dp_cp group and keeps a running
+ * mean of those counts over the micro-batches of the step.
+ */
+enum aux_type {
+	AUX_TYPE_SEQUENCE,		/* "aux-loss" */
+	AUX_TYPE_GLOBAL			/* "global-aux-loss" */
+};
+enum aux_objective {
+	AUX_OBJECTIVE_TYPE,		/* "as-type": what aux_type counts */
+	AUX_OBJECTIVE_SEQUENCE,		/* "sequence" */
+	AUX_OBJECTIVE_GLOBAL		/* "global": running dp-group counts */
+};
+
+/*
  * loss.mtp_scale: what multiplies the summed loss of a micro-batch's
  * multi-token prediction layer k on one rank, besides its weight
  * mtp_loss_scaling_factor / depth (lossnorm.c has the table).  v is the
@@ -434,6 +452,7 @@ enum cfg_key {
 	KEY_KV_HEADS, KEY_KV_GRAD,
 	KEY_ATTENTION_SINK, KEY_SINK_FILTER, KEY_OUT_NORM, KEY_OUT_NORM_GRAD,
 	KEY_ATTENTION_SINK_SUPPORTED, KEY_OUT_NORM_SUPPORTED,
+	KEY_AUX_TYPE, KEY_AUX_OBJECTIVE,
 	KEY__COUNT
 };
 
@@ -651,6 +670,8 @@ struct config {
 		enum loss_divisor	 normalize_by;
 		enum data_size		 scale;
 		enum aux_scale		 aux_scale;
+		enum aux_type		 aux_type;
+		enum aux_objective	 aux_objective;
 		enum mtp_scale		 mtp_scale;
 		enum loss_objective	 objective;
 		enum mtp_objective	 mtp_objective;

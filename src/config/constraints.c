@@ -223,6 +223,45 @@ z_coeff_fits(const struct config *c, char *buf, size_t size)
 	    size);
 }
 
+/*
+ * The auxiliary atoms of a global-aux-loss count the dp group (lossnorm.h):
+ * an objective with the sequence's counts weighs other atoms, which the
+ * audit has no value for, and so does Megatron's z-loss, which stays on
+ * the sequence's token count beside a global load-balancing loss.
+ */
+static bool
+aux_objective_fits(const struct config *c, char *buf, size_t size)
+{
+	bool	 global = c->loss.aux_type == AUX_TYPE_GLOBAL;
+
+	if (c->loss.aux_objective != AUX_OBJECTIVE_TYPE &&
+	    (c->loss.aux_objective == AUX_OBJECTIVE_GLOBAL) != global) {
+		snprintf(buf, size, "loss.aux_objective %s with loss.aux_type "
+		    "%s is not modelled: a load-balancing gradient with the "
+		    "%s's counts is another atom than one with the %s's",
+		    global ? "sequence" : "global", global ? "global-aux-loss" :
+		    "aux-loss", global ? "dp group" : "sequence", global ?
+		    "sequence" : "dp group");
+		return false;
+	}
+	return true;
+}
+
+static bool
+aux_type_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 n, d;
+
+	if (c->loss.aux_type != AUX_TYPE_GLOBAL ||
+	    !cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0)
+		return true;
+	snprintf(buf, size, "loss.aux_type global-aux-loss with "
+	    "model.moe.z_loss_coeff is not modelled: the z-loss keeps the "
+	    "sequence's token count, a factor apart from the global "
+	    "load-balancing loss's in their one atom");
+	return false;
+}
+
 static bool
 mtp_factor_fits(const struct config *c, char *buf, size_t size)
 {
@@ -1095,6 +1134,8 @@ static const struct constraint constraints[] = {
 	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_split_over_tp },
 	{ KEY_SHARED_EXPERT_FFN, true, shared_ffn_fits },
 	{ KEY_Z_LOSS_COEFF, true, z_coeff_fits },
+	{ KEY_AUX_OBJECTIVE, true, aux_objective_fits },
+	{ KEY_AUX_TYPE, true, aux_type_fits },
 	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
 	{ KEY_MTP, true, mtp_without_boundary },
 	{ KEY_MTP, false, mtp_without_output_boundary },

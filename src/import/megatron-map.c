@@ -915,6 +915,34 @@ check_seq_aux_loss(struct import_state *st)
 }
 
 /*
+ * The global load-balancing loss (router.py _apply_global_aux_loss, from
+ * 72d23540d0, core 0.15.0): its counts over tp_dp_cp are loss.aux_type
+ * global-aux-loss.  Beside it the z-loss keeps the sequence's count,
+ * which the one auxiliary atom cannot carry.  Like aux_loss it counts
+ * every token slot, as Megatron does without a padding mask (with one,
+ * the token count is the current micro-batch's valid tokens: #7197).
+ */
+static bool
+check_global_aux_loss(struct import_state *st, bool say)
+{
+	struct arg_use	*z = &st->use[MA_Z_COEFF];
+	const char	*why = NULL;
+	char		 dec[64];
+
+	if (mg_older_than(st, "0.15.0"))
+		why = "before megatron-core 0.15.0, which has no such type";
+	else if (z->given && z->value != NULL && (!float_as_decimal(z->value,
+	    dec, sizeof dec) || strcmp(dec, "0") != 0))
+		why = "with --moe-z-loss-coeff: the z-loss keeps the "
+		    "sequence's token count, which gradaudit does not model "
+		    "beside a global load-balancing loss";
+	if (why != NULL && say)
+		mg_refuse(st, "--moe-router-load-balancing-type global_aux_loss "
+		    "%s", why);
+	return why == NULL;
+}
+
+/*
  * The auxiliary losses gradaudit cannot model, refused with the other
  * refused arguments (check_fates) so that one run names them all.
  */
@@ -938,11 +966,13 @@ check_aux_losses(struct import_state *st)
 		    "gradaudit models one, for aux_loss");
 	else if (coeff != NULL && strcmp(type, "seq_aux_loss") == 0)
 		check_seq_aux_loss(st);
+	else if (coeff != NULL && strcmp(type, "global_aux_loss") == 0)
+		(void)check_global_aux_loss(st, true);
 	else if (coeff != NULL && strcmp(type, "aux_loss") != 0 &&
 	    strcmp(type, "none") != 0 && strcmp(type, "sinkhorn") != 0)
 		mg_refuse(st, "--moe-router-load-balancing-type %s: gradaudit "
-		    "models the normalization of aux_loss and seq_aux_loss "
-		    "only", mg_shown(&sh, type));
+		    "models the normalization of aux_loss, seq_aux_loss and "
+		    "global_aux_loss only", mg_shown(&sh, type));
 }
 
 static void
@@ -965,7 +995,8 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
 	 * seq_aux_loss takes aux_loss's path (check_seq_aux_loss).
 	 */
 	if (av != NULL && (strcmp(type, "aux_loss") == 0 ||
-	    strcmp(type, "seq_aux_loss") == 0) &&
+	    strcmp(type, "seq_aux_loss") == 0 ||
+	    strcmp(type, "global_aux_loss") == 0) &&
 	    !import_coeff(st, av, "--moe-aux-loss-coeff", KEY_AUX_LOSS_COEFF,
 	    &c->model.moe.aux_loss_coeff, &any))
 		return;
@@ -975,6 +1006,13 @@ import_aux_losses(struct import_state *st, const struct megatron_values *v)
 		    "gradient takes (router.py _apply_seq_aux_loss); the "
 		    "stand-in's loss is the micro-batch's, Megatron's the mean "
 		    "of each sequence's, the same with --micro-batch-size 1");
+	if (av != NULL && strcmp(type, "global_aux_loss") == 0 &&
+	    check_global_aux_loss(st, false)) {
+		c->loss.aux_type = AUX_TYPE_GLOBAL;
+		mg_explain(st, KEY_AUX_TYPE, "--moe-router-load-balancing-type "
+		    "global_aux_loss: tokens per expert over tp_dp_cp, their "
+		    "running mean over the micro-batches");
+	}
 	if (z->given && z->value != NULL && (!float_as_decimal(z->value, dec,
 	    sizeof dec) || strcmp(dec, "0") != 0)) {
 		z->used = true;

@@ -269,6 +269,15 @@ aux_build(struct loss_norm *ln, const struct config *cfg,
 	ln->aux_source = ln->sources++;
 	ln->aux_coef = aux_factor(ln, cfg, mesh);
 	ln->aux_expected = q_make(1, ln->chunks);
+	/*
+	 * router.py _apply_global_aux_loss: total_num_tokens is the local
+	 * count times tp_dp_cp_group.size() while the scores stay local,
+	 * so against the atom's T_G T the loss carries T / T_G, 1/pure_dp
+	 * on top of the tp_cp part (Megatron-LM #3672).
+	 */
+	ln->aux_global = cfg->loss.aux_type == AUX_TYPE_GLOBAL;
+	if (ln->aux_global)
+		ln->aux_coef = q_mul(ln->aux_coef, q_make(1, mesh->pure_dp));
 }
 
 /*

@@ -32,6 +32,23 @@
  * rank's tokens), so every aux atom's expected weight is aux_expected =
  * 1/chunks, and a framework multiplies it by aux_coef (loss.aux_scale).
  *
+ * Those atoms count the tokens routed to each expert, c_e, and the token
+ * slots T, over the chunk (Megatron's aux_loss, counted over tp_cp).  With
+ * loss.aux_type global-aux-loss (Megatron's global_aux_loss) the counts
+ * are the dp group's, C_e and T_G = T dp (dp the dp_cp group's size),
+ * summed by a forward all-reduce, and each micro-batch m uses the mean of
+ * the counts of micro-batches 0..m of the step (router.py keeps their
+ * running sum).  Its atom is another one, aux_global: the gradient on
+ * rank r of a E/k sum_e (C_e / T_G) (sum_t p[t,e]) / T over r's own
+ * tokens t, the global fraction routed to e times the local mean score.
+ * The objective's term with global counts is the same fraction times
+ * the mean score of the global batch, so the expected weight stays
+ * 1/chunks; Megatron divides by T_G^2 instead of T_G T, which puts a
+ * factor T / T_G = 1/dp on that atom, pure_dp once the tp_cp part
+ * aux_factor already holds is taken out.  Counts of one kind against an
+ * objective of the other are refused by the loader (aux_objective_fits):
+ * their gradients are different atoms, neither a multiple of the other.
+ *
  * The multi-token prediction losses (model.mtp, depth D) have atoms of
  * their own too, sources mtp_source + k - 1 for layer k, on every
  * parameter: atom (r, mtp_source + k - 1, m) is 1/tokens times the
@@ -96,6 +113,12 @@ struct loss_norm {
 	int		 aux_source;
 	struct rational	 aux_loss_coeff, z_loss_coeff;
 	struct rational	 aux_coef, aux_expected;
+	/*
+	 * The counts of the load-balancing loss are the dp group's, a
+	 * running mean over the step's micro-batches (aux_type
+	 * global-aux-loss), not the chunk's.
+	 */
+	bool		 aux_global;
 	/*
 	 * The multi-token prediction layers (0: none), their atoms' first
 	 * source (-1: none), mtp_loss_scaling_factor, the valid tokens of

@@ -51,7 +51,7 @@ void	 bwd_sink(struct engine *, struct rank_state *, int, int);
 void	 fwd_gate(struct engine *, struct rank_state *, int, int);
 void	 bwd_gate(struct engine *, struct rank_state *, int, int);
 void	 bwd_loss(struct engine *, struct rank_state *, int, int);
-void	 fwd_route(struct engine *, struct rank_state *, int, int);
+void	 fwd_route_stage(struct engine *, int, int);
 
 /* Stage kernels (kernels-comm.c, kernels-moe.c). */
 void	 bwd_route_stage(struct engine *, int, int);

@@ -72,7 +72,7 @@ top_k(enum arith arith, const union num *s, int n, int k, int *choice)
 	free(taken);
 }
 
-void
+static void
 fwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
 	enum arith		 arith = eng->arith;
@@ -92,6 +92,86 @@ fwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 		top_k(arith, out->t.v + t * experts, experts, k,
 		    out->choice + t * k);
 	}
+}
+
+/*
+ * The dp group's tokens per expert of this micro-batch, when the
+ * load-balancing loss counts them (lossnorm.h aux_global): Megatron's
+ * _apply_global_aux_loss sums routing_map over the tokens and all-reduces
+ * it over tp_dp_cp in the router's forward (moe_utils.py
+ * get_tokens_per_expert_and_token_count).  Every rank here holds its
+ * chunk's whole rows, the same on the tp ranks, so the stand-in's group
+ * is the dp_cp one.  The count is the same whatever pass runs the
+ * forward, so each pass writes it again.
+ */
+static union num *
+route_counts(struct engine *eng, struct rank_state *rs, const struct op *op,
+    int experts)
+{
+	const struct model	*m = eng->model;
+	size_t			 K = (size_t)eng->loss->micro_batches;
+
+	if (rs->aux_counts == NULL)
+		rs->aux_counts = xcalloc((size_t)m->nparams,
+		    sizeof(*rs->aux_counts));
+	if (rs->aux_counts[op->param] == NULL)
+		rs->aux_counts[op->param] = xcalloc(K * (size_t)experts,
+		    sizeof(union num));
+	return rs->aux_counts[op->param] + (size_t)(rs->batch /
+	    eng->loss->dp_cp) * (size_t)experts;
+}
+
+void
+fwd_route_stage(struct engine *eng, int stage, int opi)
+{
+	enum arith		 arith = eng->arith;
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct param	*p = &eng->model->params[op->param];
+	int			 experts = (int)p->local_shape[0];
+	int			 k = eng->cfg->model.moe.top_k, i;
+	union num		**vec, *mine, one;
+	int64_t			*len, t;
+	const struct slot	*out;
+
+	for (i = 0; i < eng->nranks; i++)
+		if (rank_on_stage(&eng->ranks[i], stage))
+			fwd_route(eng, &eng->ranks[i], stage, opi);
+	if (eng->loss == NULL || !eng->loss->aux_global ||
+	    !model_has_aux(eng->model, p) ||
+	    eng->aux_counting == AUX_COUNT_KEEP)
+		return;
+	one = num_from_rational(arith, q_make(1, 1));
+	vec = xcalloc((size_t)eng->nranks, sizeof(*vec));
+	len = xcalloc((size_t)eng->nranks, sizeof(*len));
+	for (i = 0; i < eng->nranks; i++) {
+		struct rank_state *rs = &eng->ranks[i];
+
+		if (!rank_on_stage(rs, stage))
+			continue;
+		out = &rs->act[op->out];
+		mine = xcalloc((size_t)experts, sizeof(*mine));
+		for (t = 0; t < out->t.rows * k; t++)
+			mine[out->choice[t]] = num_add(arith,
+			    mine[out->choice[t]], one);
+		vec[i] = mine;
+		len[i] = experts;
+	}
+	if (eng->aux_counting == AUX_COUNT_GROUP)
+		coll_all_reduce(&eng->comm, GROUP_DP, vec, len, false);
+	for (i = 0; i < eng->nranks; i++) {
+		union num	*c;
+		int		 e;
+
+		if (vec[i] == NULL)
+			continue;
+		c = route_counts(eng, &eng->ranks[i], op, experts);
+		for (e = 0; e < experts; e++)
+			c[e] = eng->aux_counting == AUX_COUNT_GROUP ? vec[i][e] :
+			    num_add(arith, c[e], vec[i][e]);
+		free(vec[i]);
+	}
+	free(vec);
+	free(len);
 }
 
 /* dlogits from dscores: identity, or the softmax / sigmoid Jacobian. */
@@ -157,6 +237,40 @@ z_row_float(enum arith arith, const union num *l, int64_t n, double z, union num
  * gradient, and the stand-in keeps them out of every other parameter's
  * atoms.
  */
+/*
+ * The seed of expert e with the dp group's counts (lossnorm.h): a E/k
+ * times the running mean over micro-batches 0..m of the group's count
+ * C_e (router.py: global_tokens_per_expert / ga_steps), over T_G T, T_G
+ * = T dp_cp the group's token slots.  The audited ranks keep each
+ * micro-batch's count and take the mean as the framework does; the
+ * reference's counts are the objective's already (reference.c).
+ */
+static union num
+global_seed(struct engine *eng, struct rank_state *rs, const struct op *op,
+    int64_t e, int64_t n, int64_t T)
+{
+	enum arith		 arith = eng->arith;
+	const struct loss_norm	*ln = eng->loss;
+	int			 k = eng->cfg->model.moe.top_k;
+	int			 mb = rs->batch / ln->dp_cp, j;
+	const union num		*c = rs->aux_counts[op->param];
+	union num		 sum;
+
+	int64_t			 steps = 1;
+
+	memset(&sum, 0, sizeof sum);
+	if (eng->aux_counting == AUX_COUNT_KEEP)
+		sum = c[mb * n + e];
+	else {
+		for (j = 0; j <= mb; j++)
+			sum = num_add(arith, sum, c[j * n + e]);
+		steps = mb + 1;
+	}
+	return num_mul(arith, num_mul(arith, num_from_rational(arith,
+	    ln->aux_loss_coeff), num_from_rational(arith, q_make(n,
+	    (int64_t)k * T * T * ln->dp_cp * steps))), sum);
+}
+
 static void
 bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
     const struct param *p, struct placement pl)
@@ -200,9 +314,12 @@ bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
 	tensor_alloc(&ds, T, n);
 	tensor_alloc(&dl, T, n);
 	for (e = 0; e < n; e++) {
-		a = num_mul(arith, num_from_rational(arith, ln->aux_loss_coeff),
-		    num_from_rational(arith, q_make(n * count[e], (int64_t)k * T
-		    * T)));
+		if (ln->aux_global)
+			a = global_seed(eng, rs, op, e, n, T);
+		else
+			a = num_mul(arith, num_from_rational(arith,
+			    ln->aux_loss_coeff), num_from_rational(arith,
+			    q_make(n * count[e], (int64_t)k * T * T)));
 		for (t = lo; t < hi; t++)
 			ds.v[t * n + e] = a;
 	}

@@ -144,6 +144,10 @@ rank_free(struct engine *eng, struct rank_state *rs)
 		for (k = 0; k < eng->model->nparams; k++)
 			free(rs->aux_grad[k]);
 	free(rs->aux_grad);
+	if (rs->aux_counts != NULL)
+		for (k = 0; k < eng->model->nparams; k++)
+			free(rs->aux_counts[k]);
+	free(rs->aux_counts);
 	free(rs->weight);
 	free(rs->pgrad);
 	free(rs->act);

@@ -66,6 +66,12 @@ struct rank_state {
 	 * param; NULL when the model has none.
 	 */
 	union num	**aux_grad;
+	/*
+	 * With the dp group's counts (lossnorm.h aux_global): per router
+	 * param, the group's tokens per expert of each micro-batch of the
+	 * step, [m * experts + e]; NULL otherwise.
+	 */
+	union num	**aux_counts;
 	struct moe_state *moe;		/* per op of the stage program */
 };
 
@@ -103,6 +109,13 @@ struct engine {
 	 * whose atoms are kept apart (lossnorm.h).
 	 */
 	int				 seed;
+	/*
+	 * How a router's forward fills aux_counts: all-reduced over the dp
+	 * group (the audited ranks), or, on the reference's one rank, each
+	 * chunk's own counts added into its micro-batch's (a pass over the
+	 * step's chunks first), then kept while the step runs.
+	 */
+	enum { AUX_COUNT_GROUP, AUX_COUNT_ADD, AUX_COUNT_KEEP } aux_counting;
 	/*
 	 * The gradient placements the placement rules gave the inputs of
 	 * the op whose backward runs (pl_backward): a kernel executes them

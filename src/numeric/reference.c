@@ -36,6 +36,44 @@ logical_by_name(const struct model *m, const char *name)
 	return -1;
 }
 
+/*
+ * The objective's counts of a load-balancing loss over the dp group
+ * (lossnorm.h aux_global): a pass over every chunk adds each chunk's
+ * counts into its micro-batch's, and micro-batch m's become the mean of
+ * those of micro-batches 0..m, which the step's pass then reads.
+ */
+static void
+objective_counts(struct engine *eng, const struct loss_norm *ln)
+{
+	const struct model	*m = eng->model;
+	struct rank_state	*rs = &eng->ranks[0];
+	union num		 sum, *c;
+	int64_t			 e, n;
+	int			 d, k, mb;
+
+	eng->aux_counting = AUX_COUNT_ADD;
+	for (d = 0; d < ln->chunks; d++) {
+		rank_clear(eng, rs);
+		rs->batch = d;
+		run_model(eng, NULL);
+	}
+	eng->aux_counting = AUX_COUNT_KEEP;
+	for (k = 0; rs->aux_counts != NULL && k < m->nparams; k++) {
+		if ((c = rs->aux_counts[k]) == NULL)
+			continue;
+		n = m->params[k].local_shape[0];
+		for (e = 0; e < n; e++) {
+			memset(&sum, 0, sizeof sum);
+			for (mb = 0; mb < ln->micro_batches; mb++) {
+				sum = num_add(eng->arith, sum, c[mb * n + e]);
+				c[mb * n + e] = num_mul(eng->arith, sum,
+				    num_from_rational(eng->arith, q_make(1,
+				    mb + 1)));
+			}
+		}
+	}
+}
+
 union num **
 reference_gradients(const struct model *audited, const struct weight_source *ws,
     struct progress_count *pc)
@@ -69,6 +107,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	aux = xcalloc((size_t)audited->nlogical, sizeof(*aux));
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
 	eng.loss = &audited->loss;
+	/* Nothing counts before the pass that adds the counts up (below). */
+	eng.aux_counting = AUX_COUNT_KEEP;
 	/* The multi-token prediction losses', weighed as they go. */
 	mtp = xcalloc((size_t)audited->nlogical, sizeof(*mtp));
 	for (d = 0; d < audited->loss.chunks; d++)
@@ -100,6 +140,8 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				}
 			}
 		}
+	if (audited->loss.aux_global)
+		objective_counts(&eng, &audited->loss);
 	for (d = 0; d < audited->loss.chunks; d++) {
 		rank_clear(&eng, &eng.ranks[0]);
 		eng.ranks[0].batch = d;

@@ -22,6 +22,7 @@ atom_space_build(struct atom_space *space, const struct loss_norm *ln,
 	atom_space_init(space);
 	space->sources = ln->sources;
 	space->aux_source = ln->aux_source;
+	space->aux_global = ln->aux_global;
 	space->mtp_source = ln->mtp_source;
 	space->mtp = ln->mtp;
 	space->micro_batches = ln->micro_batches;
@@ -230,8 +231,10 @@ atom_name(const struct atom_space *space, char *buf, size_t size,
 	if (atom_is_held(space, a))
 		prefix = "h";
 	n = snprintf(buf, size, "%s%d", prefix, rank);
+	/* The dp group's counts make another atom (lossnorm.h): "ad". */
 	if (j > 0 && j == space->aux_source && n >= 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - n, "a");
+		n += snprintf(buf + n, size - n, "%s", space->aux_global ?
+		    "ad" : "a");
 	else if (atom_mtp_layer(space, a) > 0 && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - n, "t%d",
 		    atom_mtp_layer(space, a));

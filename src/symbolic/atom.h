@@ -26,6 +26,7 @@ struct arena;
 struct atom_space {
 	int		 sources;
 	int		 aux_source;
+	bool		 aux_global;	/* its atoms count the dp group */
 	int		 mtp_source, mtp;
 	int		 micro_batches;
 	struct mesh	 mesh;

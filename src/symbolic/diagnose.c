@@ -847,8 +847,9 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			tell(fl, pr, FACT_AUX_TERM_FACTOR, &args);
 			return;
 		}
-		tell(fl, pr, q_is_zero(c) ? FACT_AUX_ABSENT : FACT_AUX_FACTOR,
-		    &args);
+		tell(fl, pr, q_is_zero(c) ? FACT_AUX_ABSENT :
+		    ctx->atoms.aux_global ? FACT_AUX_GLOBAL_FACTOR :
+		    FACT_AUX_FACTOR, &args);
 		return;
 	}
 	/*

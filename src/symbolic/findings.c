@@ -188,6 +188,20 @@ static const struct entry {
 	  "expected one, the factor the plan's step on the aux term puts "
 	  "on it",
 	  NULL },
+	/*
+	 * Megatron-LM #3672: global_aux_loss divides by the dp group's
+	 * token count squared while each rank's scores are its own.
+	 */
+	[FACT_AUX_GLOBAL_FACTOR] = {
+	  FINDING_WRONG_SCALE, KEY__COUNT, "auxiliary loss scaling", "dp",
+	  "the main loss's part of the router's gradient is right, but the "
+	  "auxiliary losses' part, a load-balancing loss with the dp "
+	  "group's counts (loss.aux_type: global-aux-loss), is $Q times the "
+	  "expected one: it divides by the group's token count squared "
+	  "while each rank's scores are its own$R",
+	  "multiply the global load-balancing loss by the data-parallel "
+	  "size, a plan step on the aux term (scale: dp, term: aux; "
+	  "Megatron-LM PR #3769, proposed)" },
 	/* Megatron #3943, #2417, #7452 finding 3 (catalogue class AUX). */
 	[FACT_MTP_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY_MTP_SCALE,
@@ -518,6 +532,7 @@ static const struct reports {
 } reports[FACT__COUNT] = {
 	[FACT_AUX_FACTOR] = { "Megatron-LM PR #2237, PR #5047",
 	  "megatron-core" },
+	[FACT_AUX_GLOBAL_FACTOR] = { "Megatron-LM #3672", "megatron-core" },
 	[FACT_MTP_FACTOR] = { "Megatron-LM #2417 / PR #3159, #3943 / PR #3959",
 	  "megatron-core" },
 	[FACT_MTP_UNEQUAL] = { "Megatron-LM #2417 / PR #3159, #7452",

@@ -48,6 +48,8 @@ enum fact {
 	FACT_AUX_FACTOR,
 	/* The same, with a plan's step on the aux term to carry it. */
 	FACT_AUX_TERM_FACTOR,
+	/* The same, with the dp group's counts (a global load-balancing loss). */
+	FACT_AUX_GLOBAL_FACTOR,
 	/* The main loss's part right, the MTP losses' part a factor. */
 	FACT_MTP_FACTOR,
 	/* The MTP losses' atoms of a micro-batch unequal over its cp ranks. */

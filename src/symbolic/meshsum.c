@@ -389,7 +389,8 @@ ms_piece_sum(const struct ms_piece *p, char *buf, size_t len)
 
 /*
  * The class of a group's atoms as words after its coordinates, each as the
- * atoms' names mark it (atom_name): "a" for the auxiliary losses, "t2" for
+ * atoms' names mark it (atom_name): "a" for the auxiliary losses ("ad"
+ * with the dp group's counts), "t2" for
  * multi-token prediction layer 2, "held" for held atoms.  Expert atoms kept
  * per source need none: "src" is among the coordinates summed or fixed.
  */
@@ -401,7 +402,8 @@ put_class(const struct atom_space *sp, const struct ms_piece *p, char *buf,
 	int	 nw = 0, i;
 
 	if (p->source > 0 && p->source == atom_space_aux_source(sp))
-		snprintf(w[nw++], sizeof w[0], "a");
+		snprintf(w[nw++], sizeof w[0], "%s", sp->aux_global ? "ad" :
+		    "a");
 	else if (atom_mtp_layer(sp, p->atom) > 0)
 		snprintf(w[nw++], sizeof w[0], "t%d",
 		    atom_mtp_layer(sp, p->atom));
