@@ -42,6 +42,7 @@ _Static_assert(sizeof(enum gn_shard_group) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_pp_reduce) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum gn_clip_ranks) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum score_func) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum moe_ep_on) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum aux_scale) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum aux_type) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum aux_objective) == sizeof(int), "enum size");
@@ -85,6 +86,7 @@ static const char *const qk_norm_words[] = {
 };
 static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
+static const char *const ep_on_words[] = { "all-to-all", "tp-mask", NULL };
 static const char *const bucket_stages_words[] = {
 	"all", "first", "none", NULL
 };
@@ -458,6 +460,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    NULL },
 	[KEY_OUT_NORM_SUPPORTED] = { "limits.out_norm_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.out_norm), 0, 1, 1, NULL },
+	[KEY_EP_ON] = WORD("model.moe.ep_on", KEY_MOE, model.moe.ep_on,
+	    ep_on_words),
 };
 
 
@@ -880,7 +884,12 @@ cfg_plan_group_name(int group)
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
 const char *const cfg_plan_declare_words[] = { "replicate", "partial", NULL };
-const char *const cfg_plan_activation_words[] = { "output", NULL };
+const char *const cfg_plan_activation_words[] = {
+	[PLAN_ACTIVATION_OUTPUT] = "output",
+	[PLAN_ACTIVATION_ROUTER_SCORES] = "router-scores",
+	[PLAN_ACTIVATION_EXPERTS_INPUT] = "experts-input",
+	NULL
+};
 const char *const cfg_plan_term_words[] = {
 	[PLAN_TERM_MAIN] = "main",
 	[PLAN_TERM_AUX] = "aux",

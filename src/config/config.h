@@ -393,6 +393,21 @@ enum score_func {		/* model.moe.score_func */
 	SCORE_SIGMOID		/* "sigmoid" */
 };
 
+/*
+ * model.moe.ep_on: how the routed experts are parallelized.  "all-to-all"
+ * (Megatron, torchtitan): the tp group's tokens are cut into tp/etp
+ * slices and each slice's tokens are dispatched to the experts' owners in
+ * the ep group.  "tp-mask" (Hugging Face transformers' tensor-parallel
+ * plans, the "ep_router" and grouped_gemm entries, issue 25): the ep
+ * group is the tp group itself, every tp rank routes all of its tokens,
+ * computes only the pairs of the experts it holds (the others masked) and
+ * the tp reduction of the block's output sums the experts' shares.
+ */
+enum moe_ep_on {
+	MOE_EP_ALL_TO_ALL,	/* "all-to-all" */
+	MOE_EP_TP_MASK		/* "tp-mask" */
+};
+
 /* Where a key was written: libyaml marks, 1-based.  line 0 = not written. */
 struct cfg_mark {
 	int	line;
@@ -453,6 +468,7 @@ enum cfg_key {
 	KEY_ATTENTION_SINK, KEY_SINK_FILTER, KEY_OUT_NORM, KEY_OUT_NORM_GRAD,
 	KEY_ATTENTION_SINK_SUPPORTED, KEY_OUT_NORM_SUPPORTED,
 	KEY_AUX_TYPE, KEY_AUX_OBJECTIVE,
+	KEY_EP_ON,
 	KEY__COUNT
 };
 
@@ -640,6 +656,7 @@ struct config {
 			int		shared_expert_ffn;
 			bool		shared_expert_gate;
 			enum score_func	score_func;
+			enum moe_ep_on	ep_on;
 			int		every;
 			char		*pattern;	/* "0011...": MoE where '1' */
 			/*
@@ -971,6 +988,18 @@ extern const char *const cfg_plan_declare_words[];
  */
 extern const char *const cfg_plan_activation_words[];
 #define PLAN_ACTIVATION_OUTPUT	0
+/*
+ * Under model.moe.ep_on: tp-mask, two gradients inside the MoE block that
+ * the framework may declare Partial, so that their backward sums them over
+ * tp before they leave the block: router-scores, the router's score
+ * gradient, which each rank fills for its own experts' slots only
+ * (transformers PR #48205's _AllReduceBackward on the ep_router's
+ * scores); experts-input, the routed experts' input gradient, each rank's
+ * share from its own experts (MoEExpertsParallel's _AllReduceBackward on
+ * the hidden states).  Undeclared, neither is summed inside the block.
+ */
+#define PLAN_ACTIVATION_ROUTER_SCORES	1
+#define PLAN_ACTIVATION_EXPERTS_INPUT	2
 /* The loss terms term: names, in enum plan_term order. */
 extern const char *const cfg_plan_term_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */

@@ -563,6 +563,25 @@ experts_split_over_ep(const struct config *c, char *buf, size_t size)
 	    "ep", c->mesh.ep);
 }
 
+/*
+ * transformers' tensor-parallel plans give the experts to the tp ranks
+ * (GroupedGemmParallel takes mesh.get_group("tp") as its ep group, each
+ * rank E/tp experts whole): the ep group must be the tp group, with no
+ * expert tensor parallelism inside it.
+ */
+static bool
+ep_on_tp_mask_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.moe.ep_on != MOE_EP_TP_MASK ||
+	    (c->mesh.ep == c->mesh.tp && c->mesh.etp == 1))
+		return true;
+	snprintf(buf, size, "ep_on tp-mask gives the experts to the tp "
+	    "ranks: the ep group is the tp group, so mesh.ep must equal "
+	    "mesh.tp (%d) and mesh.etp be 1 (they are %d and %d)",
+	    c->mesh.tp, c->mesh.ep, c->mesh.etp);
+	return false;
+}
+
 static bool
 expert_ffn_split_over_etp(const struct config *c, char *buf, size_t size)
 {
@@ -1147,6 +1166,7 @@ static const struct constraint constraints[] = {
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
 	{ KEY_EXPERTS, true, experts_split_over_ep },
+	{ KEY_EP_ON, true, ep_on_tp_mask_fits },
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },

@@ -128,6 +128,35 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    c->training.micro_batches);
 			return false;
 		}
+		/*
+		 * The block's own gradients: only the experts that tp-mask
+		 * gives to the tp ranks leave them Partial inside the block,
+		 * and what summing them means is a declared Partial; a
+		 * Replicate one sums nothing, as no declare.
+		 */
+		if ((it->activation == PLAN_ACTIVATION_ROUTER_SCORES ||
+		    it->activation == PLAN_ACTIVATION_EXPERTS_INPUT) &&
+		    (!c->model.has_moe ||
+		    c->model.moe.ep_on != MOE_EP_TP_MASK)) {
+			*m = it->activation_mark;
+			snprintf(buf, size, "plan[%d].activation: %s is a "
+			    "gradient of experts parallelized by masking on "
+			    "the tp group (model.moe.ep_on: tp-mask)", i,
+			    cfg_plan_activation_words[it->activation]);
+			return false;
+		}
+		if ((it->activation == PLAN_ACTIVATION_ROUTER_SCORES ||
+		    it->activation == PLAN_ACTIVATION_EXPERTS_INPUT) &&
+		    it->declare != PLAN_DECLARE_PARTIAL) {
+			*m = it->value_mark;
+			snprintf(buf, size, "plan[%d].declare: %s declared "
+			    "replicate is what the block does when nothing "
+			    "is declared (each rank keeps its own share): "
+			    "declare it partial to sum it over tp, or leave "
+			    "the step out", i,
+			    cfg_plan_activation_words[it->activation]);
+			return false;
+		}
 		if (it->term >= 0 && !plan_has_term(c, it->term)) {
 			*m = it->term_mark;
 			snprintf(buf, size, "plan[%d].term: the model has no "

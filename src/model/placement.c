@@ -54,6 +54,29 @@ pl_moe_boundary(const struct model *m)
 	return cfg_moe_input_sync(m->config);
 }
 
+bool
+pl_tp_mask(const struct model *m)
+{
+	return m->config->model.has_moe &&
+	    m->config->model.moe.ep_on == MOE_EP_TP_MASK;
+}
+
+bool
+pl_block_grad_summed(const struct model *m, int a)
+{
+	int	 i = pl_activation_declare(m, a);
+
+	return i >= 0 && m->config->plan[i].declare == PLAN_DECLARE_PARTIAL;
+}
+
+struct placement
+pl_route_scores_grad(const struct model *m, struct placement dout)
+{
+	if (pl_block_grad_summed(m, PLAN_ACTIVATION_ROUTER_SCORES))
+		return pl_uniform(PLACE_REPLICATE);
+	return dout;
+}
+
 int
 pl_activation_declare(const struct model *m, int a)
 {
@@ -292,6 +315,15 @@ experts_backward(const struct model *m, const struct op *op,
 		score_grad = routed_input_grad;	/* d score = <d input, x> */
 	else
 		score_grad = expert_out;	/* d score = <d out, expert out> */
+	/*
+	 * tp-mask: each rank's experts' share of the input gradient, summed
+	 * over tp inside the block where the plan declares it Partial
+	 * (transformers' MoEExpertsParallel, _AllReduceBackward on the
+	 * hidden states).  Each pair's score gradient stays its owner's.
+	 */
+	if (pl_tp_mask(m) &&
+	    pl_block_grad_summed(m, PLAN_ACTIVATION_EXPERTS_INPUT))
+		routed_input_grad = pl_uniform(PLACE_REPLICATE);
 
 	din[0] = routed_input_grad;
 	din[1] = score_grad;
@@ -399,6 +431,12 @@ pl_backward(const struct model *m, const struct op *op,
 		din[0] = din[1] = dout;
 		break;
 	case OP_ROUTE:
+		/*
+		 * tp-mask: the scores' gradient covers the rank's own
+		 * experts' slots, Partial over tp, unless the plan sums it
+		 * first (transformers PR #48205).
+		 */
+		dout = pl_normalize(&m->mesh, pl_route_scores_grad(m, dout));
 		dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
 		din[0] = dout;
 		/*
@@ -459,7 +497,11 @@ boundary_loses(const struct model *m, struct placement truth)
 		return true;
 	if (truth.slice != PLACE_PARTIAL)
 		return false;
-	if (!m->config->training.sequence_parallel)
+	/*
+	 * tp-mask cuts no tokens: every row holds a share of every rank's
+	 * experts (and router).
+	 */
+	if (!m->config->training.sequence_parallel || pl_tp_mask(m))
 		return true;
 	for (tp_i = 0; tp_i < mesh->tp; tp_i++)
 		for (b = 0; b < batch; b++)
@@ -508,6 +550,16 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
 	r->truth = pl_normalize(&m->mesh, dout);
 	r->declared = r->truth;
+	/*
+	 * tp-mask with the experts' share summed inside the block: what
+	 * can still be Partial here is the router's share alone, each rank's
+	 * scores of its own experts (transformers before PR #48205).
+	 */
+	if (pl_tp_mask(m) &&
+	    pl_block_grad_summed(m, PLAN_ACTIVATION_EXPERTS_INPUT)) {
+		r->what = "router's share of the MoE block input gradient";
+		r->cite = REDUCTION_CITE_ROUTER_SHARE;
+	}
 	switch (pl_moe_boundary(m)) {
 	case MOE_INPUT_AUTO:
 		break;

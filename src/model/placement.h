@@ -69,7 +69,8 @@ const char	*pl_format(const struct mesh *, struct placement, char *buf,
 enum reduction_cite {
 	REDUCTION_CITE_EXPERT_INPUT,	/* torchtitan #1878 */
 	REDUCTION_CITE_MOE_BOUNDARY,	/* torchtitan #2387 / PR #2416 */
-	REDUCTION_CITE_OUTPUT_BOUNDARY	/* torchtitan PR #3412 */
+	REDUCTION_CITE_OUTPUT_BOUNDARY,	/* torchtitan PR #3412 */
+	REDUCTION_CITE_ROUTER_SHARE	/* transformers PR #48205 */
 };
 
 struct backward_reduction {
@@ -131,6 +132,17 @@ enum moe_input_sync pl_moe_boundary(const struct model *);
  * over tp (torchtitan's ChunkedCELoss before PR #3412).
  */
 int		 pl_activation_declare(const struct model *, int a);
+/*
+ * model.moe.ep_on: tp-mask (issue 25): every tp rank routes all its
+ * tokens and runs only the pairs of its own experts.  pl_block_grad_summed:
+ * the plan declares activation a's gradient inside the block Partial, so
+ * it is summed over tp there (PLAN_ACTIVATION_ROUTER_SCORES,
+ * PLAN_ACTIVATION_EXPERTS_INPUT).  pl_route_scores_grad: the placement of
+ * the scores' gradient the router's backward works from, after that sum.
+ */
+bool		 pl_tp_mask(const struct model *);
+bool		 pl_block_grad_summed(const struct model *, int a);
+struct placement pl_route_scores_grad(const struct model *, struct placement);
 bool		 pl_output_boundary_replicate(const struct model *);
 
 /* The rules: forward placement of an op's output from its inputs. */

@@ -377,7 +377,8 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	tensor_free(&dl);
 	if (rs->aux_grad != NULL && rs->aux_grad[op->param] != NULL &&
 	    eng->seed == 0)
-		bwd_aux_losses(eng, rs, op, p, eng->grad_place[stage][op->out]);
+		bwd_aux_losses(eng, rs, op, p, pl_route_scores_grad(eng->model,
+		    eng->grad_place[stage][op->out]));
 }
 
 /*
@@ -398,6 +399,19 @@ bwd_route_stage(struct engine *eng, int stage, int opi)
 	struct tensor	**dx;
 	int		  i;
 
+	/*
+	 * tp-mask with router-scores declared Partial (transformers PR
+	 * #48205): the scores' gradient, each rank's own experts' slots, is
+	 * summed over tp before the router's backward uses it.
+	 */
+	if (pl_block_grad_summed(eng->model, PLAN_ACTIVATION_ROUTER_SCORES)) {
+		dx = xcalloc((size_t)eng->nranks, sizeof(*dx));
+		for (i = 0; i < eng->nranks; i++)
+			if (rank_on_stage(&eng->ranks[i], stage))
+				dx[i] = &eng->ranks[i].grad[op->out];
+		coll_all_reduce_tensors(&eng->comm, dx);
+		free(dx);
+	}
 	for (i = 0; i < eng->nranks; i++)
 		if (rank_on_stage(&eng->ranks[i], stage))
 			bwd_route(eng, &eng->ranks[i], stage, opi);
@@ -457,14 +471,25 @@ moe_items(const struct engine *eng, struct rank_state *rs, int stage,
 	const struct mesh	*m = &eng->model->mesh;
 	int64_t			 tokens = scores->t.rows;
 	int64_t			 per = tokens / m->slices, t0, t;
-	int			 j, n = 0;
+	int			 j, n = 0, expert;
+	bool			 mask = pl_tp_mask(eng->model);
 
-	t0 = (int64_t)rs->coord.slice * per;
+	/*
+	 * tp-mask: every token of the rank, and of its pairs only those of
+	 * the experts it holds (ep = tp, so its ep coordinate): the others
+	 * are masked out, and another tp rank runs them.
+	 */
+	if (mask)
+		per = tokens;
+	t0 = mask ? 0 : (int64_t)rs->coord.slice * per;
 	st->items = xcalloc((size_t)(per * d->top_k), sizeof(*st->items));
 	for (t = t0; t < t0 + per; t++)
 		for (j = 0; j < d->top_k; j++) {
+			expert = scores->choice[t * d->top_k + j];
+			if (mask && expert / d->local_experts != rs->coord.ep)
+				continue;
 			st->items[n].token = (int)t;
-			st->items[n].expert = scores->choice[t * d->top_k + j];
+			st->items[n].expert = expert;
 			st->items[n].owner = mesh_rank_of_expert(m, stage,
 			    st->items[n].expert / d->local_experts,
 			    rs->coord.etp, rs->coord.edp);
@@ -913,4 +938,21 @@ bwd_experts(struct engine *eng, int stage, int opi)
 	}
 	free(len);
 	free(du);
+
+	/*
+	 * tp-mask with experts-input declared Partial (transformers'
+	 * MoEExpertsParallel, _AllReduceBackward on the hidden states): each
+	 * rank's experts' share of the input gradient, summed over tp.
+	 */
+	if (pl_tp_mask(eng->model) && pl_block_grad_summed(eng->model,
+	    PLAN_ACTIVATION_EXPERTS_INPUT)) {
+		struct tensor **dxs = xcalloc((size_t)eng->nranks,
+		    sizeof(*dxs));
+
+		for (i = 0; i < eng->nranks; i++)
+			if (rank_on_stage(&eng->ranks[i], stage))
+				dxs[i] = &eng->ranks[i].din[0];
+		coll_all_reduce_tensors(&eng->comm, dxs);
+		free(dxs);
+	}
 }

@@ -529,7 +529,8 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		tell(fl, pr, FACT_BOUNDARY_SUMMED_WHOLE, &args);
 	if (!args.reduction->missing)
 		return true;
-	tell(fl, pr, FACT_BOUNDARY_NOT_SUMMED, &args);
+	tell(fl, pr, args.reduction->cite == REDUCTION_CITE_ROUTER_SHARE ?
+	    FACT_ROUTER_SHARE_NOT_SUMMED : FACT_BOUNDARY_NOT_SUMMED, &args);
 	return true;
 }
 

@@ -41,6 +41,7 @@ static const char *const reduction_cites[] = {
 	[REDUCTION_CITE_EXPERT_INPUT] = "torchtitan #1878",
 	[REDUCTION_CITE_MOE_BOUNDARY] = "torchtitan #2387 / PR #2416",
 	[REDUCTION_CITE_OUTPUT_BOUNDARY] = "torchtitan PR #3412",
+	[REDUCTION_CITE_ROUTER_SHARE] = "transformers PR #48205",
 };
 
 /*
@@ -116,6 +117,27 @@ static const struct entry {
 	  "declare the MoE block input's gradient Partial and reduce it "
 	  "over tp at the block boundary (sync.moe_input_grad: auto; "
 	  "torchtitan PR #2416, to_local(grad_placements=(Partial(),)))" },
+	/*
+	 * transformers before PR #48205: the experts' hook sums their
+	 * input gradient over tp, the ep_router's masked scores are summed
+	 * by nothing.
+	 */
+	[FACT_ROUTER_SHARE_NOT_SUMMED] = {
+	  FINDING_MISSING_REDUCTION, KEY_MOE_INPUT_GRAD, NULL, NULL,
+	  "in the MoE block of layer $N the experts are spread over tp by "
+	  "masking (model.moe.ep_on: tp-mask), so each tp rank's router "
+	  "input gradient is its own experts' share of the scores' "
+	  "gradient; the block input's gradient is then $T over tp but "
+	  "declared $D at the block boundary, and nothing sums the "
+	  "router's share: every gradient computed before the block "
+	  "(norms, mixer, embedding, earlier layers) misses the other tp "
+	  "ranks' shares ($c)",
+	  "declare the router's score gradient Partial so that it is "
+	  "summed over tp before the router's backward (plan: declare: "
+	  "partial, activation: router-scores; transformers PR #48205's "
+	  "_AllReduceBackward on the ep_router's scores), or reduce the "
+	  "block input's gradient over tp at the boundary "
+	  "(sync.moe_input_grad: auto)" },
 	/*
 	 * torchtitan PR #3412: ChunkedCELoss wrapped the chunks' Partial
 	 * input gradients as the hidden states' Replicate DTensor.

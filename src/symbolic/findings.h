@@ -79,6 +79,11 @@ enum fact {
 	FACT_BUFFER_SCALE_NOT_HELD,
 	/* Micro-batches weighed unequally, with a step of plan: scheduled. */
 	FACT_SCHEDULE_UNEQUAL,
+	/*
+	 * Experts masked over tp: the router's share of the block input's
+	 * gradient is never summed over tp (transformers PR #48205).
+	 */
+	FACT_ROUTER_SHARE_NOT_SUMMED,
 	FACT__COUNT
 };
 
