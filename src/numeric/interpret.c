@@ -381,9 +381,9 @@ run_aux(struct engine *eng, struct progress_count *pc, union num ***atoms,
 	const struct model	*m = eng->model;
 	const struct loss_norm	*ln = &m->loss;
 	struct rank_state	*rs;
-	union num		 coef, **t;
+	union num		 coef, **t, *a;
 	int64_t			 e, x, off;
-	int			 K = ln->micro_batches, i, k, slot;
+	int			 K = ln->micro_batches, i, k, j, slot;
 
 	if (ln->aux_source < 0)
 		return;
@@ -407,11 +407,22 @@ run_aux(struct engine *eng, struct progress_count *pc, union num ***atoms,
 			    2 * e : 0;
 			slot = model_atom_slot(m, &m->params[k],
 			    ln->aux_source);
-			memcpy(atoms[i][k] + off + (slot * K + mb) * e,
-			    rs->pgrad[k], (size_t)e * sizeof(union num));
+			a = atoms[i][k] + off + (slot * K + mb) * e;
+			memcpy(a, rs->pgrad[k], (size_t)e * sizeof(union num));
+			/*
+			 * An expert kept per source (before a later router):
+			 * every source's tokens carry the aux losses back to
+			 * it, all with the one weight aux_expected, so its
+			 * aux atom is their sum.
+			 */
+			for (j = 0; model_per_source(m, &m->params[k]) &&
+			    j < m->mesh.ep; j++)
+				for (x = 0; x < e; x++)
+					a[x] = num_add(arith, a[x],
+					    rs->src_grad[k][j][x]);
 			for (x = 0; x < e; x++)
 				(*t)[x] = num_add(arith, (*t)[x],
-				    num_mul(arith, coef, rs->pgrad[k][x]));
+				    num_mul(arith, coef, a[x]));
 		}
 	}
 }
