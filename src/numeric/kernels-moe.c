@@ -255,12 +255,15 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	for (t = 0; t < s->rows; t++)
 		score_row_backward(eng, s->v + t * e, ds->v + t * e,
 		    dl.v + t * e, e);
-	/* The auxiliary losses' pass (numengine.h) seeds them here. */
+	/*
+	 * The auxiliary losses' pass (numengine.h) seeds them here, into
+	 * the weight's gradient and the input's alike (issue 25).
+	 */
 	if (eng->seed == SEED_AUX)
 		aux_seed(eng, rs, op, p, eng->grad_place[stage][op->out], &dl);
-	mm_acc_dt_x(arith, rs->pgrad[op->param], &dl, &act_in(rs, op, 0)->t);
 	mm_d_w(arith, &rs->din[0], &dl, rs->weight[op->param],
 	    p->local_shape[0], p->local_shape[1]);
+	mm_acc_dt_x(arith, rs->pgrad[op->param], &dl, &act_in(rs, op, 0)->t);
 	tensor_free(&dl);
 }
 
