@@ -4,7 +4,8 @@
  * forward and backward of the linear maps, the activation, qk-norm, the
  * grouped-query key/value op, the attention sink and the residual add,
  * in exact numerics (values of GF(2^61-1), with expectations worked out
- * by hand) and in float64, and the op table's gradient inputs.  A wrong
+ * by hand) and in float64, the router with the auxiliary losses' seed
+ * (exact), and the op table's gradient inputs.  A wrong
  * kernel is a wrong gradient in both the audited run and its single-rank
  * reference, so the numeric audit can pass it: a transposed weight
  * gradient agrees with a transposed reference.  Only a test against
@@ -13,9 +14,11 @@
 #include <math.h>
 #include <stdbool.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "config/config.h"
+#include "model/lossnorm.h"
 #include "model/model.h"
 #include "model/placement.h"
 #include "numeric/field.h"
@@ -382,6 +385,113 @@ test_kv(enum arith arith, bool column)
 	tensor_free(&rs.din[1]);
 }
 
+/*
+ * The router's backward (bwd_route) on one rank, exact, in the main
+ * loss's pass and in the auxiliary losses' (SEED_AUX, issue 25).  Two
+ * tokens x = ((1, 2), (3, 1)), two experts W = ((1, 1), (2, 0)), top 1:
+ * the logits (the scores, in the field) are (3, 2) and (4, 6), so token 0
+ * picks expert 0 and token 1 expert 1, c = (1, 1).  The load-balancing
+ * seed on every score is a E c_e / (k T^2) = 2 x 2 x 1 / 4 = 1 with
+ * aux_loss_coeff a = 2; the z-loss's, 2 b/T lse(l[t]) with lse the sum of
+ * the logits in the field, is 5 and 10 with b = 1.  With the scores'
+ * gradient ds = ((1, 0), (0, 2)) from downstream, the logits' gradient
+ * of the auxiliary pass is ((7, 6), (11, 13)): the input gradient dl W
+ * is ((19, 7), (37, 11)) and the weight's dl^T x ((40, 25), (45, 25)).
+ * The main pass has ds alone: ((1, 1), (4, 0)) and ((1, 2), (6, 2)).
+ * The auxiliary part of the input gradient, ((18, 6), (33, 11)), is what
+ * reaches the block's input and every parameter upstream.
+ */
+static void
+test_route_aux(int seed)
+{
+	static const int64_t	 x[] = { 1, 2, 3, 1 }, rw[] = { 1, 1, 2, 0 };
+	static const int64_t	 ds[] = { 1, 0, 0, 2 };
+	static const int64_t	 din_aux[] = { 19, 7, 37, 11 };
+	static const int64_t	 dw_aux[] = { 40, 25, 45, 25 };
+	static const int64_t	 din_main[] = { 1, 1, 4, 0 };
+	static const int64_t	 dw_main[] = { 1, 2, 6, 2 };
+	struct config		 cfg;
+	struct loss_norm	 ln;
+	struct param		 p;
+	struct op		 op;
+	struct stage_program	 sp;
+	struct model		 m;
+	struct engine		 eng;
+	struct rank_state	 rs;
+	struct slot		 act[2];
+	struct tensor		 grad[2];
+	struct placement	 place[2], *places = place;
+	union num		 w[4], g[4], *weight = w, *pgrad = g;
+	const char		*what = seed == SEED_AUX ? "auxiliary" : "main";
+	int64_t			 i;
+
+	memset(&cfg, 0, sizeof cfg);
+	cfg.model.moe.experts = 2;
+	cfg.model.moe.top_k = 1;
+	memset(&ln, 0, sizeof ln);
+	ln.aux_source = 1;
+	ln.aux_loss_coeff = q_make(2, 1);
+	ln.z_loss_coeff = q_make(1, 1);
+	memset(&p, 0, sizeof p);
+	p.role = ROLE_ROUTER;
+	p.shape[0] = p.local_shape[0] = 2;
+	p.shape[1] = p.local_shape[1] = 2;
+	memset(&op, 0, sizeof op);
+	op.kind = OP_ROUTE;
+	op.param = 0;
+	op.param2 = -1;
+	op.in[0] = 0;
+	op.in[1] = -1;
+	op.out = 1;
+	sp.ops = &op;
+	sp.nops = 1;
+	sp.nslots = 2;
+	sp.chunk_start = NULL;
+	memset(&m, 0, sizeof m);
+	m.config = &cfg;
+	m.params = &p;
+	m.nparams = 1;
+	m.stages = &sp;
+	memset(&eng, 0, sizeof eng);
+	eng.model = &m;
+	eng.cfg = &cfg;
+	eng.loss = &ln;
+	eng.arith = ARITH_EXACT;
+	eng.ranks = &rs;
+	eng.nranks = 1;
+	eng.seed = seed;
+	eng.act_place = &places;
+	eng.grad_place = &places;
+	for (i = 0; i < 2; i++)
+		place[i] = pl_uniform(PLACE_REPLICATE);
+	memset(&rs, 0, sizeof rs);
+	memset(act, 0, sizeof act);
+	memset(grad, 0, sizeof grad);
+	rs.act = act;
+	rs.grad = grad;
+	rs.weight = &weight;
+	rs.pgrad = &pgrad;
+	for (i = 0; i < 4; i++) {
+		w[i] = num_of(ARITH_EXACT, rw[i]);
+		g[i] = num_of(ARITH_EXACT, 0);
+	}
+	fill(ARITH_EXACT, &act[0].t, 2, 2, x);
+	kernel_rule(&op)->forward(&eng, &rs, 0, 0);
+	tap_ok(act[1].choice != NULL && act[1].choice[0] == 0 &&
+	    act[1].choice[1] == 1, "route, %s pass: top-1 choice", what);
+	fill(ARITH_EXACT, &grad[1], 2, 2, ds);
+	kernel_rule(&op)->backward_stage(&eng, 0, 0);
+	tap_ok(same(ARITH_EXACT, rs.din[0].v, seed == SEED_AUX ? din_aux :
+	    din_main, 4), "route, %s pass: input gradient", what);
+	tap_ok(same(ARITH_EXACT, g, seed == SEED_AUX ? dw_aux : dw_main, 4),
+	    "route, %s pass: weight gradient", what);
+	tensor_free(&act[0].t);
+	tensor_free(&act[1].t);
+	free(act[1].choice);
+	tensor_free(&grad[1]);
+	tensor_free(&rs.din[0]);
+}
+
 int
 main(void)
 {
@@ -395,6 +505,8 @@ main(void)
 		test_kv(ariths[a], false);
 		test_kv(ariths[a], true);
 	}
+	test_route_aux(0);
+	test_route_aux(SEED_AUX);
 	test_float_activation();
 	test_grad_inputs();
 	return tap_done();

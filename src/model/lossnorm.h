@@ -23,10 +23,14 @@
  *		loss.scale make of the summed loss, in atom units.
  *
  * The MoE auxiliary losses (the load-balancing loss and the z-loss, with
- * their coefficients) have atoms of their own, source aux_source, on the
- * router weights only: atom (r, aux_source, m) is the gradient on rank r
- * of the auxiliary losses of micro-batch m of r's chunk, each a mean over
- * the chunk's token slots (kernels.c has the stand-in).  The objective's
+ * their coefficients) have atoms of their own, source aux_source, on every
+ * parameter they reach (model_has_aux): the routers and, through each
+ * router's input, every parameter upstream of one in the op graph (issue
+ * 25), as autograd carries them in the frameworks.  Atom (r, aux_source,
+ * m) is the gradient on rank r of the auxiliary losses of micro-batch m
+ * of r's chunk, each a mean over the chunk's token slots (kernels-moe.c
+ * has the stand-in), with every tp, sp, cp and pipeline reduction the
+ * main loss's gradient gets on its way.  The objective's
  * auxiliary term is the mean over micro-batches and data-parallel ranks of
  * each micro-batch's auxiliary loss over its whole sequence (every cp
  * rank's tokens), so every aux atom's expected weight is aux_expected =

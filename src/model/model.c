@@ -426,6 +426,52 @@ emit_mtp_layer(struct builder *b, const struct config *cfg, int stage, int k,
 	return h;
 }
 
+/*
+ * The parameters the MoE auxiliary losses' gradient reaches (issue 25):
+ * each router's, and, backward from the router's input, every op's whose
+ * output gradient carries it, across the pipeline from a chunk's RECV to
+ * the previous chunk's SEND.  Virtual stages run backward in reverse
+ * order (placement.c pl_mark_boundaries walks them the same way).  The
+ * losses are not a gradient source: the main and the MTP losses' seeds
+ * carry no aux part.
+ */
+static void
+mark_aux(struct model *m)
+{
+	int	 nv = m->mesh.pp * m->chunks, v, i, k;
+	bool	 carry = false, t;
+
+	for (v = nv - 1; v >= 0; v--) {
+		const struct stage_program *sp = &m->stages[v % m->mesh.pp];
+		int	 lo = sp->chunk_start[v / m->mesh.pp];
+		int	 hi = sp->chunk_start[v / m->mesh.pp + 1];
+		bool	*reached = xcalloc(sp->nslots + 1, sizeof *reached);
+
+		for (i = hi - 1; i >= lo; i--) {
+			const struct op *op = &sp->ops[i];
+
+			if (op->kind == OP_LOSS)
+				continue;
+			t = op->kind == OP_SEND ? carry : reached[op->out];
+			if (op->kind == OP_RECV) {
+				carry = t;
+				continue;
+			}
+			t = t || op->kind == OP_ROUTE;
+			if (!t)
+				continue;
+			if (op->param >= 0)
+				m->params[op->param].aux = true;
+			if (op->param2 >= 0)
+				m->params[op->param2].aux = true;
+			for (k = 0; k < 2; k++)
+				if (op->in[k] >= 0)
+					reached[op->in[k]] = true;
+		}
+		free(reached);
+	}
+}
+
 /* The output layer of the MTP layers, registered after them. */
 static void
 fix_output(struct builder *b, int out)
@@ -589,6 +635,8 @@ model_build(struct model *m, const struct config *cfg)
 	 */
 	if (tied && pp == 1)
 		m->logical[m->params[emb].logical].tied_with = "output.weight";
+	if (m->loss.aux_source >= 0)
+		mark_aux(m);
 }
 
 void
@@ -706,7 +754,7 @@ model_has_mtp(const struct model *m, const struct param *p)
 bool
 model_has_aux(const struct model *m, const struct param *p)
 {
-	return p->role == ROLE_ROUTER && m->loss.aux_source >= 0;
+	return p->aux && m->loss.aux_source >= 0;
 }
 
 int
@@ -715,7 +763,8 @@ model_atom_slot(const struct model *m, const struct param *p, int source)
 	int	 aux = model_has_aux(m, p);
 
 	if (model_per_source(m, p))
-		return source - 1;
+		return aux && source == m->loss.aux_source ? m->mesh.ep :
+		    source - 1;
 	if (model_has_mtp(m, p) && source >= m->loss.mtp_source)
 		return 1 + aux + source - m->loss.mtp_source;
 	return aux && source == m->loss.aux_source;
@@ -724,9 +773,9 @@ model_atom_slot(const struct model *m, const struct param *p, int source)
 int
 model_atoms_per_rank(const struct model *m, const struct param *p)
 {
-	return m->loss.micro_batches * (model_per_source(m, p) ? m->mesh.ep :
-	    1 + model_has_aux(m, p) + (model_has_mtp(m, p) ? m->loss.mtp :
-	    0)) * (p->boundary >= 0 ? 2 : 1);
+	return m->loss.micro_batches * ((model_per_source(m, p) ? m->mesh.ep :
+	    1 + (model_has_mtp(m, p) ? m->loss.mtp : 0)) +
+	    model_has_aux(m, p)) * (p->boundary >= 0 ? 2 : 1);
 }
 
 int

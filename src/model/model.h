@@ -73,6 +73,14 @@ struct param {
 	 * the placement rules say, and the one its rank accumulates.
 	 */
 	int		 boundary;
+	/*
+	 * The MoE auxiliary losses' gradient reaches it (issue 25): a
+	 * router, or a parameter upstream of one in the op graph, whose
+	 * gradient the aux terms reach through the router's input, as
+	 * autograd carries them from the scores in Megatron
+	 * (MoEAuxLossAutoScaler) and torchtitan.  Only with an aux loss.
+	 */
+	bool		 aux;
 };
 
 /* A logical parameter: the unit of the report (a tied pair is one). */
@@ -189,8 +197,8 @@ int	 model_instance_on(const struct model *, int param, int rank);
 /*
  * Are p's gradients kept per source (lossnorm.h)?  And how many atoms a
  * rank holding p has: one per micro-batch, times the sources if so, else
- * one more per micro-batch for a router with auxiliary losses and D more
- * with D multi-token prediction layers.
+ * one more per micro-batch for a parameter the auxiliary losses reach
+ * (per source too) and D more with D multi-token prediction layers.
  */
 bool	 model_per_source(const struct model *, const struct param *);
 int	 model_atoms_per_rank(const struct model *, const struct param *);
@@ -199,12 +207,16 @@ int	 model_atoms_per_rank(const struct model *, const struct param *);
  * parameter does when model.mtp > 0 (lossnorm.h).
  */
 bool	 model_has_mtp(const struct model *, const struct param *);
-/* Does p get the auxiliary losses' gradient (a router, lossnorm.h)? */
+/*
+ * Does p get the auxiliary losses' gradient (a router or a parameter
+ * upstream of one, lossnorm.h)?
+ */
 bool	 model_has_aux(const struct model *, const struct param *);
 /*
  * Where atoms of `source` are among a rank's atoms of p, in units of K
- * (micro-batches): the expert source's index, 1 for the auxiliary
- * losses' atoms, then one per multi-token prediction layer, else 0.
+ * (micro-batches): the expert source's index (the auxiliary losses'
+ * atoms after the ep sources), or 1 for the auxiliary losses' atoms,
+ * then one per multi-token prediction layer, else 0.
  */
 int	 model_atom_slot(const struct model *, const struct param *,
 	    int source);

@@ -290,23 +290,6 @@ run_model(struct engine *eng, struct progress_count *pc)
 	}
 }
 
-/*
- * A router's gradient of the auxiliary losses of one micro-batch is an
- * atom of its own (lossnorm.h), added to the local gradient with the
- * framework's factor loss.aux_scale makes.
- */
-static void
-add_aux_atom(enum arith arith, union num *atom, union num *total, const union
-    num *g, int64_t e, struct rational coef)
-{
-	union num	 c = num_from_rational(arith, coef);
-	int64_t		 x;
-
-	memcpy(atom, g, (size_t)e * sizeof(union num));
-	for (x = 0; x < e; x++)
-		total[x] = num_add(arith, total[x], num_mul(arith, c, g[x]));
-}
-
 /* Zero the gradients of the hosted ranks for another pass. */
 static void
 clear_grads(struct engine *eng, int mb)
@@ -329,9 +312,6 @@ clear_grads(struct engine *eng, int mb)
 				for (j = 0; j < m->mesh.ep; j++)
 					memset(rs->src_grad[k][j], 0,
 					    (size_t)e * sizeof(union num));
-			if (rs->aux_grad != NULL && rs->aux_grad[k] != NULL)
-				memset(rs->aux_grad[k], 0, (size_t)e *
-				    sizeof(union num));
 		}
 	}
 }
@@ -386,6 +366,68 @@ run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
 }
 
 /*
+ * The pass of micro-batch mb that seeds the MoE auxiliary losses at every
+ * router (bwd_route): what it leaves on a parameter they reach (issue 25:
+ * the routers and everything upstream, model_has_aux) is its aux atom
+ * (lossnorm.h), added to the local gradient times loss.aux_scale's factor.
+ * With `held`, the atoms of parameters before a lossy MoE boundary go to
+ * their held half, as the main loss's do.
+ */
+static void
+run_aux(struct engine *eng, struct progress_count *pc, union num ***atoms,
+    union num **total, int mb, bool held)
+{
+	enum arith		 arith = eng->arith;
+	const struct model	*m = eng->model;
+	const struct loss_norm	*ln = &m->loss;
+	struct rank_state	*rs;
+	union num		 coef, **t, *a;
+	int64_t			 e, x, off;
+	int			 K = ln->micro_batches, i, k, j, slot;
+
+	if (ln->aux_source < 0)
+		return;
+	clear_grads(eng, mb);
+	eng->seed = SEED_AUX;
+	run_model(eng, pc);
+	eng->seed = 0;
+	coef = num_from_rational(arith, ln->aux_coef);
+	for (i = 0; i < eng->nranks; i++) {
+		rs = &eng->ranks[i];
+		for (k = 0; k < m->nparams; k++) {
+			if (rs->pgrad[k] == NULL ||
+			    !model_has_aux(m, &m->params[k]))
+				continue;
+			e = m->params[k].local_elems;
+			t = &total[i * m->nparams + k];
+			if (*t == NULL)
+				*t = xcalloc((size_t)e, sizeof(union num));
+			off = held && m->params[k].boundary >= 0 ?
+			    (int64_t)model_atoms_per_rank(m, &m->params[k]) /
+			    2 * e : 0;
+			slot = model_atom_slot(m, &m->params[k],
+			    ln->aux_source);
+			a = atoms[i][k] + off + (slot * K + mb) * e;
+			memcpy(a, rs->pgrad[k], (size_t)e * sizeof(union num));
+			/*
+			 * An expert kept per source (before a later router):
+			 * every source's tokens carry the aux losses back to
+			 * it, all with the one weight aux_expected, so its
+			 * aux atom is their sum.
+			 */
+			for (j = 0; model_per_source(m, &m->params[k]) &&
+			    j < m->mesh.ep; j++)
+				for (x = 0; x < e; x++)
+					a[x] = num_add(arith, a[x],
+					    rs->src_grad[k][j][x]);
+			for (x = 0; x < e; x++)
+				(*t)[x] = num_add(arith, (*t)[x],
+				    num_mul(arith, coef, a[x]));
+		}
+	}
+}
+
+/*
  * The hook (interpret.h) with each rank's buffer, total, in its pgrad:
  * the two are swapped for the call and back.
  */
@@ -420,7 +462,8 @@ call_hook(struct engine *eng, union num **total, buffer_hook *hook,
  * (lossnorm.h), total[local rank * nparams + param].  With `held`, the
  * atoms of parameters before a lossy MoE boundary go to their held half.
  * The hook, if any, sees the buffer around each micro-batch's backward
- * (its multi-token prediction passes are part of that backward).
+ * (its multi-token prediction and auxiliary passes are part of that
+ * backward).
  */
 static void
 run_micro_batches(struct engine *eng, struct progress_count *pc,
@@ -449,6 +492,7 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 		if (hook != NULL)
 			call_hook(eng, total, hook, arg, mb, true);
 		run_mtp(eng, pc, atoms, total, mb);
+		run_aux(eng, pc, atoms, total, mb, held);
 		clear_grads(eng, mb);
 		run_model(eng, pc);
 		for (i = 0; i < eng->nranks; i++) {
@@ -485,11 +529,6 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 						    m->nparams + k][x],
 						    num_mul(arith, coef, g[x]));
 				}
-				if (model_has_aux(m, &m->params[k]))
-					add_aux_atom(arith, atoms[i][k] + off +
-					    (K + mb) * e,
-					    total[i * m->nparams + k],
-					    rs->aux_grad[k], e, ln->aux_coef);
 			}
 		}
 		if (hook != NULL)

@@ -219,8 +219,9 @@ z_row_float(enum arith arith, const union num *l, int64_t n, double z, union num
 }
 
 /*
- * The MoE auxiliary losses of the chunk, differentiated into the router
- * weight alone (lossnorm.h: their own atoms).  With T the chunk's token
+ * The MoE auxiliary losses of the chunk, differentiated into the
+ * router's logits (lossnorm.h: their own atoms), added to dl, the logits'
+ * gradient of the pass.  With T the chunk's token
  * slots, E experts, top k, c_e the tokens routed to expert e and p the
  * scores, the load-balancing loss is Switch's a E/(k T^2) sum_e c_e
  * sum_t p[t,e] (Megatron's switch_load_balancing_loss_func) and the z-loss
@@ -230,12 +231,11 @@ z_row_float(enum arith arith, const union num *l, int64_t n, double z, union num
  * every token's score of e; the z-loss seeds 2b/T lse(l[t]) softmax(l[t])
  * on the logits.  In the field the score function is the identity and
  * lse(l) is replaced by sum_e l[t,e] with softmax 1 (its gradient stays a
- * polynomial), which keeps every seed exact.  The seeds go into the
- * router weight only, not into the block's input: the auxiliary terms
- * reach the hidden states through the same router input gradient as the
- * main loss's, so a scale the framework gets wrong shows in the router's
- * gradient, and the stand-in keeps them out of every other parameter's
- * atoms.
+ * polynomial), which keeps every seed exact.  bwd_route carries dl into
+ * the router weight and, times the weight, into the block's input, from
+ * where the pass's backward takes it to every parameter upstream (issue
+ * 25: autograd does so from the scores in Megatron, whose
+ * MoEAuxLossAutoScaler attaches the loss to the probs, and torchtitan).
  */
 /*
  * The seed of expert e with the dp group's counts (lossnorm.h): a E/k
@@ -272,8 +272,8 @@ global_seed(struct engine *eng, struct rank_state *rs, const struct op *op,
 }
 
 static void
-bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
-    const struct param *p, struct placement pl)
+aux_seed(struct engine *eng, struct rank_state *rs, const struct op *op,
+    const struct param *p, struct placement pl, struct tensor *dl_out)
 {
 	enum arith		 arith = eng->arith;
 	const struct loss_norm	*ln = eng->loss;
@@ -349,7 +349,8 @@ bwd_aux_losses(struct engine *eng, struct rank_state *rs, const struct op *op,
 		}
 		tensor_free(&logits);
 	}
-	mm_acc_dt_x(arith, rs->aux_grad[op->param], &dl, x);
+	for (t = 0; t < T * n; t++)
+		dl_out->v[t] = num_add(arith, dl_out->v[t], dl.v[t]);
 	tensor_free(&ds);
 	tensor_free(&dl);
 	free(count);
@@ -371,14 +372,17 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 	for (t = 0; t < s->rows; t++)
 		score_row_backward(eng, s->v + t * e, ds->v + t * e,
 		    dl.v + t * e, e);
-	mm_acc_dt_x(arith, rs->pgrad[op->param], &dl, &act_in(rs, op, 0)->t);
+	/*
+	 * The auxiliary losses' pass (numengine.h) seeds them here, into
+	 * the weight's gradient and the input's alike (issue 25).
+	 */
+	if (eng->seed == SEED_AUX)
+		aux_seed(eng, rs, op, p, pl_route_scores_grad(eng->model,
+		    eng->grad_place[stage][op->out]), &dl);
 	mm_d_w(arith, &rs->din[0], &dl, rs->weight[op->param],
 	    p->local_shape[0], p->local_shape[1]);
+	mm_acc_dt_x(arith, rs->pgrad[op->param], &dl, &act_in(rs, op, 0)->t);
 	tensor_free(&dl);
-	if (rs->aux_grad != NULL && rs->aux_grad[op->param] != NULL &&
-	    eng->seed == 0)
-		bwd_aux_losses(eng, rs, op, p, pl_route_scores_grad(eng->model,
-		    eng->grad_place[stage][op->out]));
 }
 
 /*

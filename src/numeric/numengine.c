@@ -111,13 +111,6 @@ rank_init(struct engine *eng, struct rank_state *rs, int rank)
 				rs->src_grad[k][j] = xcalloc(
 				    (size_t)p->local_elems, sizeof(union num));
 		}
-		if (model_has_aux(m, p)) {
-			if (rs->aux_grad == NULL)
-				rs->aux_grad = xcalloc((size_t)m->nparams,
-				    sizeof(*rs->aux_grad));
-			rs->aux_grad[k] = xcalloc((size_t)p->local_elems,
-			    sizeof(union num));
-		}
 		for (i = 0; i < p->local_elems; i++)
 			rs->weight[k][i] = weight_value(eng->weights,
 			    eng->key[k], model_global_index(m, p, rank, i));
@@ -140,10 +133,6 @@ rank_free(struct engine *eng, struct rank_state *rs)
 		}
 	}
 	free(rs->src_grad);
-	if (rs->aux_grad != NULL)
-		for (k = 0; k < eng->model->nparams; k++)
-			free(rs->aux_grad[k]);
-	free(rs->aux_grad);
 	if (rs->aux_counts != NULL)
 		for (k = 0; k < eng->model->nparams; k++)
 			free(rs->aux_counts[k]);

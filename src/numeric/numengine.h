@@ -42,6 +42,9 @@ struct moe_state {
 	union num	*u, *h, *a;	/* nwork x hidden, x ffn/etp, x ffn/etp */
 };
 
+/* engine.seed of the auxiliary losses' pass: no OP_LOSS has this shift. */
+#define SEED_AUX	(-1)
+
 struct slot {
 	struct tensor	 t;
 	int		*choice;	/* OP_ROUTE: top_k experts per token */
@@ -61,11 +64,6 @@ struct rank_state {
 	 * source's index in the ep group; NULL when not kept apart.
 	 */
 	union num	***src_grad;
-	/*
-	 * The auxiliary losses' gradient of a router (lossnorm.h), per
-	 * param; NULL when the model has none.
-	 */
-	union num	**aux_grad;
 	/*
 	 * With the dp group's counts (lossnorm.h aux_global): per router
 	 * param, the group's tokens per expert of each micro-batch of the
@@ -104,9 +102,10 @@ struct engine {
 	 */
 	bool				 boundary_reduced;
 	/*
-	 * The loss a backward pass seeds: 0 the main model's (and the
-	 * auxiliary losses'), k the loss of multi-token prediction layer k,
-	 * whose atoms are kept apart (lossnorm.h).
+	 * The loss a backward pass seeds: 0 the main model's, k the loss of
+	 * multi-token prediction layer k, SEED_AUX the MoE auxiliary losses
+	 * (at every router, bwd_route), each with atoms of its own
+	 * (lossnorm.h).
 	 */
 	int				 seed;
 	/*

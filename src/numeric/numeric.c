@@ -284,7 +284,8 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 	if (root && options->progress) {
 		for (total = 0, k = 0; k < m->mesh.pp; k++)
 			total += 2 * m->stages[k].nops;
-		total *= m->loss.micro_batches * (1 + m->loss.mtp);
+		total *= m->loss.micro_batches * (1 + m->loss.mtp +
+		    (m->loss.aux_source >= 0));
 		total += plan_runs(&ctx->plan) + m->loss.chunks +
 		    (int64_t)audit->nparams;
 		progress_start("numeric audit", total);

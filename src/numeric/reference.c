@@ -83,7 +83,7 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 	struct model		 ref;
 	struct engine		 eng;
 	const struct param	*p;
-	union num		**out, **aux, **mtp, factor, w;
+	union num		**out, **mtp, factor, w;
 	int64_t			 i, g, elems;
 	int			*key, k, d, s, rank0 = 0;
 
@@ -103,18 +103,32 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 		elems = p->elems;
 		out[k] = xcalloc((size_t)elems, sizeof(*out[k]));
 	}
-	/* The auxiliary losses' gradients of the routers, summed apart. */
-	aux = xcalloc((size_t)audited->nlogical, sizeof(*aux));
 	engine_init(&eng, &ref, NULL, &rank0, 1, ws, key);
 	eng.loss = &audited->loss;
-	/* Nothing counts before the pass that adds the counts up (below). */
+	/*
+	 * The objective's counts of a load-balancing loss over the dp group
+	 * first: the auxiliary passes below read them (and nothing counts
+	 * in the passes after).
+	 */
 	eng.aux_counting = AUX_COUNT_KEEP;
-	/* The multi-token prediction losses', weighed as they go. */
+	if (audited->loss.aux_global)
+		objective_counts(&eng, &audited->loss);
+	/*
+	 * The multi-token prediction losses' and the auxiliary losses'
+	 * (SEED_AUX, with 1/chunks: lossnorm.h), weighed as they go.  The
+	 * auxiliary pass reaches whatever its gradient reaches, every
+	 * parameter upstream of a router (issue 25), whichever the
+	 * engines' atoms say.
+	 */
 	mtp = xcalloc((size_t)audited->nlogical, sizeof(*mtp));
 	for (d = 0; d < audited->loss.chunks; d++)
-		for (s = 1; s <= audited->loss.mtp; s++) {
-			w = num_from_rational(arith, audited->loss.mtp_expected[
-			    s - 1]);
+		for (s = audited->loss.aux_source >= 0 ? SEED_AUX : 1;
+		    s <= audited->loss.mtp; s++) {
+			if (s == 0)
+				continue;
+			w = num_from_rational(arith, s == SEED_AUX ?
+			    audited->loss.aux_expected :
+			    audited->loss.mtp_expected[s - 1]);
 			rank_clear(&eng, &eng.ranks[0]);
 			eng.ranks[0].batch = d;
 			for (k = 0; k < ref.nparams; k++)
@@ -140,66 +154,34 @@ reference_gradients(const struct model *audited, const struct weight_source *ws,
 				}
 			}
 		}
-	if (audited->loss.aux_global)
-		objective_counts(&eng, &audited->loss);
 	for (d = 0; d < audited->loss.chunks; d++) {
 		rank_clear(&eng, &eng.ranks[0]);
 		eng.ranks[0].batch = d;
-		for (k = 0; k < ref.nparams; k++) {
+		for (k = 0; k < ref.nparams; k++)
 			memset(eng.ranks[0].pgrad[k], 0,
 			    (size_t)ref.params[k].local_elems *
 			    sizeof(union num));
-			if (eng.ranks[0].aux_grad != NULL &&
-			    eng.ranks[0].aux_grad[k] != NULL)
-				memset(eng.ranks[0].aux_grad[k], 0,
-				    (size_t)ref.params[k].local_elems *
-				    sizeof(union num));
-		}
 		run_model(&eng, NULL);
 		/* The objective's weight of this chunk (lossnorm.h). */
 		factor = num_from_rational(arith,
 		    lossnorm_weight(&audited->loss, d));
-		for (k = 0; k < ref.nparams; k++) {
-			const union num *ag = eng.ranks[0].aux_grad != NULL ?
-			    eng.ranks[0].aux_grad[k] : NULL;
-
-			if (ag != NULL && aux[key[k]] == NULL)
-				aux[key[k]] = xcalloc((size_t)ref.params[
-				    k].elems, sizeof(union num));
+		for (k = 0; k < ref.nparams; k++)
 			for (i = 0; i < ref.params[k].local_elems; i++) {
 				g = model_global_index(&ref, &ref.params[k], 0,
 				    i);
 				out[key[k]][g] = num_add(arith, out[key[k]][g],
 				    num_mul(arith, factor,
 				    eng.ranks[0].pgrad[k][i]));
-				if (ag != NULL)
-					aux[key[k]][g] = num_add(arith, 
-					    aux[key[k]][g], ag[i]);
 			}
-		}
 		progress_tick(pc);
 	}
-	/*
-	 * 1/chunks on the auxiliary losses' atoms (lossnorm.h); the main
-	 * loss's and the MTP losses' are weighed already.
-	 */
 	for (k = 0; k < audited->nlogical; k++) {
 		p = &audited->params[audited->logical[k].instance[0]];
 		elems = p->elems;
-		for (i = 0; i < elems; i++) {
-			if (aux[k] != NULL)
-				out[k][i] = num_add(arith, out[k][i],
-				    num_mul(arith, aux[k][i],
-				    num_from_rational(arith,
-				    audited->loss.aux_expected)));
-			if (mtp[k] != NULL)
-				out[k][i] = num_add(arith, out[k][i],
-				    mtp[k][i]);
-		}
-		free(aux[k]);
+		for (i = 0; mtp[k] != NULL && i < elems; i++)
+			out[k][i] = num_add(arith, out[k][i], mtp[k][i]);
 		free(mtp[k]);
 	}
-	free(aux);
 	free(mtp);
 	engine_free(&eng);
 	free(key);

@@ -274,6 +274,29 @@ lc_from_atom(struct arena *a, const struct atom_space *sp,
 	return lc_select(a, x, keep_from, &f);
 }
 
+/* lc_select's test: an atom of another source than `source`. */
+struct other_source {
+	const struct atom_space	*sp;
+	int			 source;
+};
+
+static bool
+keep_other_source(uint32_t atom, const void *arg)
+{
+	const struct other_source	*o = arg;
+
+	return atom_source(o->sp, atom) != o->source;
+}
+
+const struct lincomb *
+lc_without_source(struct arena *a, const struct atom_space *sp,
+    const struct lincomb *x, int source)
+{
+	struct other_source	 o = { sp, source };
+
+	return lc_select(a, x, keep_other_source, &o);
+}
+
 /* Write v in decimal at p; return the number of characters. */
 static size_t
 put_u64(char *p, uint64_t v)

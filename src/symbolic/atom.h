@@ -114,6 +114,15 @@ const struct lincomb *lc_from_atom(struct arena *, const struct atom_space *,
 		    const struct lincomb *x, uint32_t first);
 
 /*
+ * x without its terms of atoms (plain or held) of `source`: x where those
+ * atoms are known to be zero (the auxiliary losses' on a word embedding's
+ * padded rows, which no lookup reaches).
+ */
+const struct lincomb *lc_without_source(struct arena *,
+		    const struct atom_space *, const struct lincomb *x,
+		    int source);
+
+/*
  * Print in the style of the Megatron report: terms with equal coefficients
  * grouped, groups in decreasing order of coefficient, atoms in rank order
  * inside a group: "g3+(g0+g1)/2", "(g0+g1+g2+g3)/2", "3*(g0+g1)/4",

@@ -44,25 +44,50 @@ cell_add(struct cell_list *cl)
  * dp * tp) are zero on the padded rows.  Where one instance serves both
  * lookup and output (tied, one stage), its atoms are not: local_elems.
  */
+/* The elements of a rank's shard of a vocab-parallel param below vocab. */
+static int64_t
+vocab_real_elems(const struct sym_run *run, const struct param *p, int rank)
+{
+	int64_t		 rows = p->local_shape[0], real;
+	struct coord	 c;
+
+	run_coord(run, rank, &c);
+	real = run->model->config->model.vocab - (int64_t)c.tp * rows;
+	if (real < 0)
+		real = 0;
+	if (real > rows)
+		real = rows;
+	return real * p->local_shape[1];
+}
+
 static int64_t
 lookup_zero_from(const struct sym_run *run, int param, int rank)
 {
 	const struct model		*m = run->model;
 	const struct param		*p = &m->params[param];
 	const struct logical_param	*l = &m->logical[p->logical];
-	int64_t				 rows = p->local_shape[0], real;
-	struct coord			 c;
 
 	if (m->params[l->instance[0]].role != ROLE_EMBEDDING ||
 	    (l->tied_with != NULL && l->ninstances == 1))
 		return p->local_elems;
-	run_coord(run, rank, &c);
-	real = m->config->model.vocab - (int64_t)c.tp * rows;
-	if (real < 0)
-		real = 0;
-	if (real > rows)
-		real = rows;
-	return real * p->local_shape[1];
+	return vocab_real_elems(run, p, rank);
+}
+
+/*
+ * Where the auxiliary losses' atoms of a word embedding are zero in a
+ * rank's shard: they reach it through its lookups alone (issue 25: the
+ * output layer follows every router), so from its padded rows on, even
+ * where one instance is the output layer too.  local_elems elsewhere.
+ */
+static int64_t
+aux_zero_from(const struct sym_run *run, int param, int rank)
+{
+	const struct model	*m = run->model;
+	const struct param	*p = &m->params[param];
+
+	if (p->role != ROLE_EMBEDDING || !model_has_aux(m, p))
+		return p->local_elems;
+	return vocab_real_elems(run, p, rank);
 }
 
 /* No instance of param's logical parameter is an output layer. */
@@ -90,6 +115,7 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 	const struct seglist *sl = run_values_of(run, param, rank);
 	const struct lincomb *expected = sym_expected(run, param, rank);
 	int64_t	 used[16][2], padded = lookup_zero_from(run, param, rank);
+	int64_t	 aux_padded = aux_zero_from(run, param, rank);
 	int	 nused, i, r, key = run_shard_key(run, &m->params[param], rank);
 
 	nused = syncplan_used_ranges(m, &run->ctx->layout, param, rank, used,
@@ -111,6 +137,8 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 			}
 			if (lo < padded && padded < end)
 				end = padded;
+			if (lo < aux_padded && aux_padded < end)
+				end = aux_padded;
 			struct cell *ce = cell_add(cl);
 
 			cl->key[cl->n - 1] = key;
@@ -135,6 +163,12 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 				    ce->value, from);
 				ce->expected = lc_from_atom(run->arena, sp,
 				    expected, from);
+			}
+			if (lo >= aux_padded) {
+				ce->value = lc_without_source(run->arena, sp,
+				    ce->value, m->loss.aux_source);
+				ce->expected = lc_without_source(run->arena,
+				    sp, ce->expected, m->loss.aux_source);
 			}
 			ce->ok = inside && run_same_value(run, ce->value,
 			    ce->expected);

@@ -183,17 +183,18 @@ static const struct entry {
 	/* The auxiliary losses' normalization (catalogue class AUX). */
 	[FACT_AUX_ABSENT] = {
 	  FINDING_WRONG_SCALE, KEY_AUX_SCALE, "auxiliary loss scaling", "dp",
-	  "the router's gradient holds the main loss's part but none of the "
-	  "auxiliary losses' (load balancing, z-loss): their gradient never "
-	  "reaches the router (NeMo Automodel #1408)",
+	  "the gradient holds the main loss's part but none of the "
+	  "auxiliary losses' (load balancing, z-loss), which reach the "
+	  "routers and every parameter before them: their gradient never "
+	  "reaches the router's scores (NeMo Automodel #1408)",
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
 	  "reduction (loss.aux_scale)" },
 	[FACT_AUX_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY_AUX_SCALE, "auxiliary loss scaling", "dp",
-	  "the main loss's part of the router's gradient is right, but the "
-	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
-	  "expected one: their backward scale or token count is wrong for "
+	  "the main loss's part of the gradient is right, but the "
+	  "auxiliary losses' part (load balancing, z-loss, through the "
+	  "routers) is $Q times the expected one: their backward scale or token count is wrong for "
 	  "this mesh$R",
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
@@ -205,9 +206,9 @@ static const struct entry {
 	 */
 	[FACT_AUX_TERM_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY__COUNT, NULL, "dp",
-	  "the main loss's part of the router's gradient is right, but the "
-	  "auxiliary losses' part (load balancing, z-loss) is $Q times the "
-	  "expected one, the factor the plan's step on the aux term puts "
+	  "the main loss's part of the gradient is right, but the "
+	  "auxiliary losses' part (load balancing, z-loss, through the "
+	  "routers) is $Q times the expected one, the factor the plan's step on the aux term puts "
 	  "on it",
 	  NULL },
 	/*

@@ -265,6 +265,10 @@ atoms_of(const struct model *m, const struct atom_space *sp,
 	for (j = 1; j <= m->mesh.ep; j++)
 		for (k = 0; k < K; k++)
 			out[n++] = atom_id(sp, base, j, k);
+	/* An expert upstream of a later layer's router (issue 25). */
+	if (model_has_aux(m, p))
+		for (k = 0; k < K; k++)
+			out[n++] = atom_id(sp, base, m->loss.aux_source, k);
 	return n;
 }
 
@@ -289,7 +293,7 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 
 	bool	 aux = model_has_aux(m, p);
 
-	slot = &run->local[held][split ? 1 : aux ? 2 : 0][base];
+	slot = &run->local[held][(split ? 1 : 0) + (aux ? 2 : 0)][base];
 	if (*slot != NULL)
 		return *slot;
 	mesh_coord_of(&m->mesh, base, &c);
@@ -374,9 +378,10 @@ run_init_values(struct sym_run *run)
 			break;
 		}
 	run->atoms = xcalloc(run->natoms, sizeof *run->atoms);
-	for (i = 0; i < 6; i++)
-		run->local[i / 3][i % 3] = xcalloc(m->mesh.world,
-		    sizeof *run->local[0][0]);
+	for (i = 0; i < 8; i++)
+		if (i % 4 < 3 || m->loss.aux_source >= 0)
+			run->local[i / 4][i % 4] = xcalloc(m->mesh.world,
+			    sizeof *run->local[0][0]);
 	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
 	for (p = 0; p < m->nlogical; p++)
 		arena_init(&run->seg_arenas[p]);
@@ -415,9 +420,10 @@ run_add_micro_batch(struct sym_run *run, int mb)
 
 	/* The cached local values are of the micro-batch before. */
 	run->micro_batch = mb;
-	for (i = 0; i < 6; i++)
-		memset(run->local[i / 3][i % 3], 0, m->mesh.world *
-		    sizeof *run->local[0][0]);
+	for (i = 0; i < 8; i++)
+		if (run->local[i / 4][i % 4] != NULL)
+			memset(run->local[i / 4][i % 4], 0, m->mesh.world *
+			    sizeof *run->local[0][0]);
 	for (p = 0; p < m->nparams; p++) {
 		int base = m->params[p].stage * run->stage_ranks;
 
@@ -461,9 +467,9 @@ run_free_caches(struct sym_run *run)
 	free(run->scaled.in);
 	free(run->scaled.out);
 	memset(&run->scaled, 0, sizeof run->scaled);
-	for (i = 0; i < 6; i++) {
-		free(run->local[i / 3][i % 3]);
-		run->local[i / 3][i % 3] = NULL;
+	for (i = 0; i < 8; i++) {
+		free(run->local[i / 4][i % 4]);
+		run->local[i / 4][i % 4] = NULL;
 	}
 	lc_table_free(&run->table);
 	for (i = 0; i < (int)run->sums.cap; i++)

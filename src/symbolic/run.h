@@ -133,8 +133,11 @@ struct sym_run {
 	 * the loss factor times the atom: one per atom base, [0] for own
 	 * chunks, [1] for experts per source.
 	 */
-	/* [held][0 dense, 1 experts per source, 2 routers with aux] */
-	const struct lincomb	**local[2][3];
+	/*
+	 * [held][kind]: 0 dense, 1 experts per source, +2 where the
+	 * auxiliary losses reach (kind 3 only with an aux loss).
+	 */
+	const struct lincomb	**local[2][4];
 	/*
 	 * Every value the run builds, by value: the dp sums of the 58
 	 * parameters of a stage hold the same atoms and were built 58 times
