@@ -194,8 +194,8 @@ static const struct entry {
 	  FINDING_WRONG_SCALE, KEY_AUX_SCALE, "auxiliary loss scaling", "dp",
 	  "the main loss's part of the gradient is right, but the "
 	  "auxiliary losses' part (load balancing, z-loss, through the "
-	  "routers) is $Q times the expected one: their backward scale or token count is wrong for "
-	  "this mesh$R",
+	  "routers) is $Q times the expected one: their backward scale or "
+	  "token count is wrong for this mesh$R",
 	  "scale the auxiliary losses' gradient so that each micro-batch's "
 	  "term weighs 1/(micro-batches x dp) after the data-parallel "
 	  "reduction (loss.aux_scale)" },
@@ -208,8 +208,8 @@ static const struct entry {
 	  FINDING_WRONG_SCALE, KEY__COUNT, NULL, "dp",
 	  "the main loss's part of the gradient is right, but the "
 	  "auxiliary losses' part (load balancing, z-loss, through the "
-	  "routers) is $Q times the expected one, the factor the plan's step on the aux term puts "
-	  "on it",
+	  "routers) is $Q times the expected one, the factor the plan's "
+	  "step on the aux term puts on it",
 	  NULL },
 	/*
 	 * Megatron-LM #3672: global_aux_loss divides by the dp group's
@@ -217,9 +217,9 @@ static const struct entry {
 	 */
 	[FACT_AUX_GLOBAL_FACTOR] = {
 	  FINDING_WRONG_SCALE, KEY__COUNT, "auxiliary loss scaling", "dp",
-	  "the main loss's part of the router's gradient is right, but the "
-	  "auxiliary losses' part, a load-balancing loss with the dp "
-	  "group's counts (loss.aux_type: global-aux-loss), is $Q times the "
+	  "the main loss's part of the gradient is right, but the "
+	  "auxiliary losses' part (through the routers), a load-balancing "
+	  "loss with the dp group's counts (loss.aux_type: global-aux-loss), is $Q times the "
 	  "expected one: it divides by the group's token count squared "
 	  "while each rank's scores are its own$R",
 	  "multiply the global load-balancing loss by the data-parallel "
