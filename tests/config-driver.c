@@ -151,6 +151,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_ATTENTION_SINK_SUPPORTED] = "limits.attention_sink_supported",
 	[KEY_EP_ON] = "model.moe.ep_on",
 	[KEY_OUT_NORM_SUPPORTED] = "limits.out_norm_supported",
+	[KEY_TP_MASK_SUPPORTED] = "limits.tp_mask_supported",
 	[KEY_PER_TOKEN_AVG] = "sync.per_token_avg",
 	[KEY_AVG_PER_TOKEN_SUPPORTED] = "limits.avg_per_token_supported",
 	[KEY_REPLICATE_ONLY] = "sync.replicate_only",

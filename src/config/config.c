@@ -462,6 +462,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    CFG_TYPE_BOOL, F(limits.out_norm), 0, 1, 1, NULL },
 	[KEY_EP_ON] = WORD("model.moe.ep_on", KEY_MOE, model.moe.ep_on,
 	    ep_on_words),
+	[KEY_TP_MASK_SUPPORTED] = { "limits.tp_mask_supported", KEY_LIMITS,
+	    CFG_TYPE_BOOL, F(limits.tp_mask), 0, 1, 1, NULL },
 };
 
 

@@ -468,7 +468,7 @@ enum cfg_key {
 	KEY_ATTENTION_SINK, KEY_SINK_FILTER, KEY_OUT_NORM, KEY_OUT_NORM_GRAD,
 	KEY_ATTENTION_SINK_SUPPORTED, KEY_OUT_NORM_SUPPORTED,
 	KEY_AUX_TYPE, KEY_AUX_OBJECTIVE,
-	KEY_EP_ON,
+	KEY_EP_ON, KEY_TP_MASK_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -764,6 +764,7 @@ struct config {
 		bool	shared_param_refused;	/* pytorch #176257 on */
 		bool	attention_sink;	/* learnable softmax offsets */
 		bool	out_norm;	/* a mixer with a head norm */
+		bool	tp_mask;	/* experts masked on the tp group */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */

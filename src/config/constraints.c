@@ -656,6 +656,15 @@ framework_has_out_norm(const struct config *c, char *buf, size_t size)
 }
 
 static bool
+framework_has_tp_mask(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->model.moe.ep_on != MOE_EP_TP_MASK ||
+	    c->limits.tp_mask, "has no experts masked on the tp group "
+	    "(model.moe.ep_on: tp-mask, transformers' expert parallelism): "
+	    "it sends tokens to the experts' ranks", buf, size);
+}
+
+static bool
 framework_has_etp(const struct config *c, char *buf, size_t size)
 {
 	return framework_runs(c, c->limits.etp || c->mesh.etp == c->mesh.tp,
@@ -1174,6 +1183,7 @@ static const struct constraint constraints[] = {
 	{ KEY_QK_NORM, false, framework_has_qk_norm },
 	{ KEY_ATTENTION_SINK, false, framework_has_attention_sink },
 	{ KEY_OUT_NORM, false, framework_has_out_norm },
+	{ KEY_EP_ON, false, framework_has_tp_mask },
 	{ KEY_ETP, true, framework_has_etp },
 	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
