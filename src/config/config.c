@@ -82,6 +82,8 @@ static const char *const qk_norm_words[] = {
 	"tp-all-reduce", "none", "with-sp", NULL
 };
 static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
+static const char *const gtp_sharded_words[] = { "linear", "none", NULL };
+static const char *const expert_gtp_words[] = { "egtp", "gtp", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
 static const char *const bucket_stages_words[] = {
 	"all", "first", "none", NULL
@@ -445,6 +447,16 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    NULL },
 	[KEY_OUT_NORM_SUPPORTED] = { "limits.out_norm_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.out_norm), 0, 1, 1, NULL },
+	[KEY_GTP] = INTEGER("mesh.gtp", KEY_MESH, mesh.gtp, 1,
+	    CFG_MAX_MESH_DIM, 1),
+	[KEY_EGTP] = INTEGER("mesh.egtp", KEY_MESH, mesh.egtp, 1,
+	    CFG_MAX_MESH_DIM, 1),
+	[KEY_GTP_SHARDED] = WORD("model.gtp_sharded", KEY_MODEL,
+	    model.gtp_sharded, gtp_sharded_words),
+	[KEY_GTP_SUPPORTED] = { "limits.gtp_supported", KEY_LIMITS,
+	    CFG_TYPE_BOOL, F(limits.gtp), 0, 1, 1, NULL },
+	[KEY_EXPERT_GTP_DIVISOR] = WORD("sync.expert_gtp_divisor", KEY_SYNC,
+	    sync.expert_gtp_divisor, expert_gtp_words),
 };
 
 
@@ -824,14 +836,15 @@ cfg_tied_split(const struct config *c)
  */
 const char *const cfg_plan_group_words[] = {
 	"dp", "tp", "pp", "ep", "etp", "edp", "embedding", "cp", "pure-dp",
-	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", NULL
+	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", "gtp",
+	"gtp_replicate", "egtp", "egtp_replicate", NULL
 };
 _Static_assert(sizeof cfg_plan_group_words / sizeof cfg_plan_group_words[0]
     == CFG_PLAN_PRODUCT + 1, "CFG_PLAN_PRODUCT counts the group words");
 
 /*
- * dp is pure-dp x cp; pp, embedding and FSDP's splits of dp are no axis
- * of a product (config.h).
+ * dp is pure-dp x cp; pp, embedding, FSDP's splits of dp and GTP's of dp
+ * and edp are no axis of a product (config.h).
  */
 const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT] = {
 	[0] = PLAN_AXIS_PURE_DP | PLAN_AXIS_CP,		/* dp */
@@ -1152,6 +1165,7 @@ cfg_one_rank(struct config *dst, const struct config *src)
 	dst->mesh.ep = dst->mesh.etp = dst->mesh.vpp = 1;
 	/* Issue 22: left at 2, it made the reference's dp_shard 0. */
 	dst->mesh.dp_replicate = 1;
+	dst->mesh.gtp = dst->mesh.egtp = 1;
 	dst->training.micro_batches = 1;
 }
 

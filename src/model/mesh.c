@@ -11,6 +11,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/xmalloc.h"
 #include "config/config.h"
@@ -30,6 +31,10 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_DP_REPLICATE] = "dp_replicate",
 	[GROUP_EFSDP] = "efsdp",
 	[GROUP_EDP_REPLICATE] = "edp_replicate",
+	[GROUP_GTP] = "gtp",
+	[GROUP_GTP_REPLICATE] = "gtp_replicate",
+	[GROUP_EGTP] = "egtp",
+	[GROUP_EGTP_REPLICATE] = "egtp_replicate",
 	[GROUP_CP_TP] = "[cp, tp]",
 	[GROUP_PURE_DP_TP] = "[pure-dp, tp]",
 	[GROUP_DP_TP] = "[dp, tp]",
@@ -174,6 +179,15 @@ mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
 	m->slices = tp / etp;
 	m->world = dp * pp * tp;
 	mesh_set_replicate(m, 1);
+	mesh_set_gtp(m, 1, 1);
+}
+
+void
+mesh_set_gtp(struct mesh *m, int gtp, int egtp)
+{
+	/* The configuration loader has checked that they divide. */
+	m->gtp = gtp;
+	m->egtp = egtp;
 }
 
 void
@@ -191,6 +205,7 @@ mesh_from_config(struct mesh *m, const struct config *cfg)
 	mesh_init(m, cfg->mesh.dp, cfg->mesh.cp, cfg->mesh.pp, cfg->mesh.tp,
 	    cfg->mesh.ep, cfg->mesh.etp);
 	mesh_set_replicate(m, cfg->mesh.dp_replicate);
+	mesh_set_gtp(m, cfg->mesh.gtp, cfg->mesh.egtp);
 }
 
 int
@@ -271,6 +286,14 @@ mesh_group_size(const struct mesh *m, enum group_kind kind)
 		return m->dp_replicate;
 	case GROUP_EFSDP:
 		return m->efsdp;
+	case GROUP_GTP:
+		return m->gtp;
+	case GROUP_GTP_REPLICATE:
+		return m->dp / m->gtp;
+	case GROUP_EGTP:
+		return m->egtp;
+	case GROUP_EGTP_REPLICATE:
+		return m->edp / m->egtp;
 	default:
 		if (is_product(kind))
 			return product_size(m, kind);
@@ -325,6 +348,24 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
 	case GROUP_EDP_REPLICATE:
 		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
 		    c->edp % m->efsdp + m->efsdp * i);
+	/*
+	 * The pure_dp coordinate is gtp_i + gtp * replica and the edp
+	 * coordinate egtp_i + egtp * replica (mesh.h); gtp_replicate's
+	 * member i has cp coordinate i % cp and replica i / cp, cp fastest
+	 * as in dp.
+	 */
+	case GROUP_GTP:
+		return mesh_rank_of(m, c->pp, c->cp + m->cp * (i + m->gtp *
+		    (c->pure_dp / m->gtp)), c->tp);
+	case GROUP_GTP_REPLICATE:
+		return mesh_rank_of(m, c->pp, i % m->cp + m->cp *
+		    (c->pure_dp % m->gtp + m->gtp * (i / m->cp)), c->tp);
+	case GROUP_EGTP:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp, i +
+		    m->egtp * (c->edp / m->egtp));
+	case GROUP_EGTP_REPLICATE:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
+		    c->edp % m->egtp + m->egtp * i);
 	default:
 		if (is_product(kind))
 			return product_member(m, kind, c, i);
@@ -369,6 +410,14 @@ index_in(const struct mesh *m, enum group_kind kind, struct coord *c)
 		return c->edp % m->efsdp;
 	case GROUP_EDP_REPLICATE:
 		return c->edp / m->efsdp;
+	case GROUP_GTP:
+		return c->pure_dp % m->gtp;
+	case GROUP_GTP_REPLICATE:
+		return c->cp + m->cp * (c->pure_dp / m->gtp);
+	case GROUP_EGTP:
+		return c->edp % m->egtp;
+	case GROUP_EGTP_REPLICATE:
+		return c->edp / m->egtp;
 	default:
 		if (is_product(kind))
 			return product_index(m, kind, c);
@@ -429,6 +478,12 @@ mesh_format(const struct mesh *m, char *buf, size_t len)
 		snprintf(dp, sizeof dp, "dp=%d", m->pure_dp);
 	snprintf(buf, len, "%s%s pp=%d tp=%d ep=%d etp=%d edp=%d world=%d",
 	    dp, cp, m->pp, m->tp, m->ep, m->etp, m->edp, m->world);
+	/* Named only when present, so that meshes without gtp read as before. */
+	if (m->gtp > 1 || m->egtp > 1) {
+		size_t	 n = strlen(buf);
+
+		snprintf(buf + n, len - n, " gtp=%d egtp=%d", m->gtp, m->egtp);
+	}
 }
 
 const char *

@@ -538,6 +538,10 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 	case GROUP_DP_REPLICATE:
 	case GROUP_EFSDP:
 	case GROUP_EDP_REPLICATE:
+	case GROUP_GTP:
+	case GROUP_GTP_REPLICATE:
+	case GROUP_EGTP:
+	case GROUP_EGTP_REPLICATE:
 	case GROUP_CP_TP:
 	case GROUP_PURE_DP_TP:
 	case GROUP_DP_TP:
