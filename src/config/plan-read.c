@@ -550,7 +550,10 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
 			    "of a product (axes: dp, pure-dp, cp, tp; edp, "
 			    "ep, etp)%s", cfg_plan_group_words[w],
 			    strcmp(cfg_plan_group_words[w], "pp") == 0 ?
-			    ": a parameter lives on one stage" : "");
+			    ": a parameter lives on one stage" :
+			    strstr(cfg_plan_group_words[w], "gtp") != NULL ?
+			    ": it splits dp (edp); reduce over it in a step of "
+			    "its own" : "");
 			rc = -1;
 		} else if (rc == 0 && (axes & a) != 0) {
 			reader_error_at(ld, &e.start_mark, p, "%s repeats an "
