@@ -231,6 +231,26 @@ varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 		return c->ep + m->ep * c->edp;
 	case GROUP_EDP_EP_ETP:
 		return c->etp + m->etp * (c->ep + m->ep * c->edp);
+	case GROUP_GTP_TP:
+		return c->tp + m->tp * c->gtp;
+	case GROUP_GTP_CP:
+		return c->cp + m->cp * c->gtp;
+	case GROUP_GTP_CP_TP:
+		return c->tp + m->tp * (c->cp + m->cp * c->gtp);
+	case GROUP_GTP_REPLICATE_TP:
+		return c->tp + m->tp * (c->cp + m->cp * c->gtp_replica);
+	case GROUP_EGTP_ETP:
+		return c->etp + m->etp * c->egtp;
+	case GROUP_EGTP_EP:
+		return c->ep + m->ep * c->egtp;
+	case GROUP_EGTP_EP_ETP:
+		return c->etp + m->etp * (c->ep + m->ep * c->egtp);
+	case GROUP_EGTP_REPLICATE_ETP:
+		return c->etp + m->etp * c->egtp_replica;
+	case GROUP_EGTP_REPLICATE_EP:
+		return c->ep + m->ep * c->egtp_replica;
+	case GROUP_EGTP_REPLICATE_EP_ETP:
+		return c->etp + m->etp * (c->ep + m->ep * c->egtp_replica);
 	case GROUP_DP:
 		return c->dp;
 	case GROUP_TP:
@@ -274,6 +294,30 @@ same_fixed(const struct mesh *m, const struct coord *a,
 	case GROUP_EGTP_REPLICATE:
 		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp &&
 		    a->edp % m->egtp == b->edp % m->egtp;
+	case GROUP_GTP_TP:
+		return a->pp == b->pp && a->cp == b->cp &&
+		    a->gtp_replica == b->gtp_replica;
+	case GROUP_GTP_CP:
+		return a->pp == b->pp && a->tp == b->tp &&
+		    a->gtp_replica == b->gtp_replica;
+	case GROUP_GTP_CP_TP:
+		return a->pp == b->pp && a->gtp_replica == b->gtp_replica;
+	case GROUP_GTP_REPLICATE_TP:
+		return a->pp == b->pp && a->gtp == b->gtp;
+	case GROUP_EGTP_ETP:
+		return a->pp == b->pp && a->ep == b->ep &&
+		    a->egtp_replica == b->egtp_replica;
+	case GROUP_EGTP_EP:
+		return a->pp == b->pp && a->etp == b->etp &&
+		    a->egtp_replica == b->egtp_replica;
+	case GROUP_EGTP_EP_ETP:
+		return a->pp == b->pp && a->egtp_replica == b->egtp_replica;
+	case GROUP_EGTP_REPLICATE_ETP:
+		return a->pp == b->pp && a->ep == b->ep && a->egtp == b->egtp;
+	case GROUP_EGTP_REPLICATE_EP:
+		return a->pp == b->pp && a->etp == b->etp && a->egtp == b->egtp;
+	case GROUP_EGTP_REPLICATE_EP_ETP:
+		return a->pp == b->pp && a->egtp == b->egtp;
 	case GROUP_DP:
 		return a->pp == b->pp && a->tp == b->tp;
 	case GROUP_TP:
@@ -598,10 +642,12 @@ test_products(void)
 
 		n *= (ax & PLAN_AXIS_TP) ? m.tp : 1;
 		n *= (ax & PLAN_AXIS_CP) ? m.cp : 1;
-		n *= (ax & PLAN_AXIS_PURE_DP) ? m.pure_dp : 1;
+		n *= (ax & PLAN_AXIS_GTP) ? m.gtp : 1;
+		n *= (ax & PLAN_AXIS_GTP_REPLICA) ? m.pure_dp / m.gtp : 1;
 		n *= (ax & PLAN_AXIS_ETP) ? m.etp : 1;
 		n *= (ax & PLAN_AXIS_EP) ? m.ep : 1;
-		n *= (ax & PLAN_AXIS_EDP) ? m.edp : 1;
+		n *= (ax & PLAN_AXIS_EGTP) ? m.egtp : 1;
+		n *= (ax & PLAN_AXIS_EGTP_REPLICA) ? m.edp / m.egtp : 1;
 		tap_ok(strcmp(mesh_group_name((enum group_kind)k),
 		    cfg_plan_group_name(k)) == 0 && (ax == 0 ||
 		    mesh_group_size(&m, (enum group_kind)k) == n),
@@ -713,7 +759,39 @@ test_gtp(void)
 			tap_ok(check_groups(&m, kinds[k]),
 			    "  %s groups ordered and partitioning",
 			    mesh_group_name(kinds[k]));
+		for (k = GROUP_CP_TP; k < GROUP__COUNT; k++)
+			tap_ok(check_groups(&m, (enum group_kind)k),
+			    "  %s groups ordered and partitioning",
+			    mesh_group_name((enum group_kind)k));
+		for (k = 0; k < GROUP__COUNT; k++) {
+			unsigned ax = k < CFG_PLAN_PRODUCT ?
+			    cfg_plan_group_axes[k] :
+			    cfg_plan_products[k - CFG_PLAN_PRODUCT].axes;
+			int	 n = 1;
+
+			n *= (ax & PLAN_AXIS_TP) ? m.tp : 1;
+			n *= (ax & PLAN_AXIS_CP) ? m.cp : 1;
+			n *= (ax & PLAN_AXIS_GTP) ? m.gtp : 1;
+			n *= (ax & PLAN_AXIS_GTP_REPLICA) ? m.pure_dp / m.gtp :
+			    1;
+			n *= (ax & PLAN_AXIS_ETP) ? m.etp : 1;
+			n *= (ax & PLAN_AXIS_EP) ? m.ep : 1;
+			n *= (ax & PLAN_AXIS_EGTP) ? m.egtp : 1;
+			n *= (ax & PLAN_AXIS_EGTP_REPLICA) ? m.edp / m.egtp :
+			    1;
+			tap_ok(ax == 0 || mesh_group_size(&m,
+			    (enum group_kind)k) == n, "  plan group %s is as "
+			    "large as its axes", cfg_plan_group_name(k));
+		}
 	}
+	mesh_init(&m, 4, 1, 1, 2, 1, 1);
+	mesh_set_gtp(&m, 2, 1);
+	tap_ok(mesh_group(&m, GROUP_GTP_TP, 0, g) == 0 && g[0] == 0 &&
+	    g[1] == 1 && g[2] == 2 && g[3] == 3 &&
+	    mesh_group(&m, GROUP_GTP_REPLICATE_TP, 2, g) == 0 && g[0] == 2 &&
+	    g[1] == 3 && g[2] == 6 && g[3] == 7,
+	    "gtp: [gtp, tp] of rank 0 is 0 1 2 3, [gtp_replicate, tp] of "
+	    "rank 2 is 2 3 6 7");
 }
 
 int

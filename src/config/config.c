@@ -843,8 +843,9 @@ _Static_assert(sizeof cfg_plan_group_words / sizeof cfg_plan_group_words[0]
     == CFG_PLAN_PRODUCT + 1, "CFG_PLAN_PRODUCT counts the group words");
 
 /*
- * dp is pure-dp x cp; pp, embedding, FSDP's splits of dp and GTP's of dp
- * and edp are no axis of a product (config.h).
+ * dp is pure-dp x cp, pure-dp gtp x what gtp leaves of it, gtp_replicate
+ * that and cp, edp egtp x egtp_replicate; pp, embedding and FSDP's
+ * splits of dp are no axis of a product (config.h).
  */
 const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT] = {
 	[0] = PLAN_AXIS_PURE_DP | PLAN_AXIS_CP,		/* dp */
@@ -854,6 +855,10 @@ const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT] = {
 	[5] = PLAN_AXIS_EDP,
 	[7] = PLAN_AXIS_CP,
 	[8] = PLAN_AXIS_PURE_DP,
+	[13] = PLAN_AXIS_GTP,
+	[14] = PLAN_AXIS_GTP_REPLICA | PLAN_AXIS_CP,	/* gtp_replicate */
+	[15] = PLAN_AXIS_EGTP,
+	[16] = PLAN_AXIS_EGTP_REPLICA,			/* egtp_replicate */
 };
 
 /* Named slowest axis first, as the mesh orders them (mesh.h). */
@@ -865,6 +870,18 @@ const struct cfg_plan_product cfg_plan_products[CFG_PLAN_NPRODUCTS] = {
 	{ PLAN_AXIS_EDP | PLAN_AXIS_ETP, "[edp, etp]" },
 	{ PLAN_AXIS_EDP | PLAN_AXIS_EP, "[edp, ep]" },
 	{ PLAN_AXES_EXPERT, "[edp, ep, etp]" },
+	{ PLAN_AXIS_GTP | PLAN_AXIS_TP, "[gtp, tp]" },
+	{ PLAN_AXIS_GTP | PLAN_AXIS_CP, "[gtp, cp]" },
+	{ PLAN_AXIS_GTP | PLAN_AXIS_CP | PLAN_AXIS_TP, "[gtp, cp, tp]" },
+	{ PLAN_AXIS_GTP_REPLICA | PLAN_AXIS_CP | PLAN_AXIS_TP,
+	    "[gtp_replicate, tp]" },
+	{ PLAN_AXIS_EGTP | PLAN_AXIS_ETP, "[egtp, etp]" },
+	{ PLAN_AXIS_EGTP | PLAN_AXIS_EP, "[egtp, ep]" },
+	{ PLAN_AXIS_EGTP | PLAN_AXIS_EP | PLAN_AXIS_ETP, "[egtp, ep, etp]" },
+	{ PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_ETP, "[egtp_replicate, etp]" },
+	{ PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_EP, "[egtp_replicate, ep]" },
+	{ PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_EP | PLAN_AXIS_ETP,
+	    "[egtp_replicate, ep, etp]" },
 };
 
 const char *

@@ -933,14 +933,23 @@ extern const char *const cfg_plan_group_words[];
  * model layer spells it too (mesh_group_name); a list that names a single
  * group's axes ([tp], [pure-dp, cp]) is that group.
  */
+/*
+ * gtp splits pure-dp and egtp edp (model/mesh.h), so each of those two is
+ * two bits: the gtp axis and what it leaves (gtp_replicate is that and
+ * cp, egtp_replicate that alone); an axis named twice shares a bit.
+ */
 enum plan_axis {
 	PLAN_AXIS_TP = 1 << 0,
 	PLAN_AXIS_CP = 1 << 1,
-	PLAN_AXIS_PURE_DP = 1 << 2,
+	PLAN_AXIS_GTP_REPLICA = 1 << 2,	/* pure-dp / gtp */
 	PLAN_AXIS_ETP = 1 << 3,
 	PLAN_AXIS_EP = 1 << 4,
-	PLAN_AXIS_EDP = 1 << 5
+	PLAN_AXIS_EGTP_REPLICA = 1 << 5,	/* edp / egtp */
+	PLAN_AXIS_GTP = 1 << 6,
+	PLAN_AXIS_EGTP = 1 << 7
 };
+#define PLAN_AXIS_PURE_DP (PLAN_AXIS_GTP_REPLICA | PLAN_AXIS_GTP)
+#define PLAN_AXIS_EDP	(PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_EGTP)
 #define PLAN_AXES_DENSE	(PLAN_AXIS_TP | PLAN_AXIS_CP | PLAN_AXIS_PURE_DP)
 #define PLAN_AXES_EXPERT (PLAN_AXIS_ETP | PLAN_AXIS_EP | PLAN_AXIS_EDP)
 struct cfg_plan_product {
@@ -948,7 +957,7 @@ struct cfg_plan_product {
 	const char	*name;		/* "[cp, tp]" */
 };
 #define CFG_PLAN_PRODUCT	17	/* cfg_plan_group_words' count */
-#define CFG_PLAN_NPRODUCTS	7
+#define CFG_PLAN_NPRODUCTS	17
 extern const struct cfg_plan_product cfg_plan_products[CFG_PLAN_NPRODUCTS];
 /* The axes of each of cfg_plan_group_words (0: no axis of a product). */
 extern const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT];

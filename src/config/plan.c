@@ -59,16 +59,15 @@ plan_names_missing_gtp(const struct config *c, const struct plan_item *it,
 
 	if (it->op == PLAN_SCALE || it->op == PLAN_PRESET)
 		return false;
+	/* A word or a product: its name says which axis it has. */
 	g = cfg_plan_group_name(it->group);
-	if ((strcmp(g, "gtp") == 0 || strcmp(g, "gtp_replicate") == 0) &&
-	    c->mesh.gtp <= 1) {
-		*axis = "gtp";
-		return true;
-	}
-	if ((strcmp(g, "egtp") == 0 || strcmp(g, "egtp_replicate") == 0) &&
-	    c->mesh.egtp <= 1) {
+	if (strstr(g, "egtp") != NULL) {
 		*axis = "egtp";
-		return true;
+		return c->mesh.egtp <= 1;
+	}
+	if (strstr(g, "gtp") != NULL) {
+		*axis = "gtp";
+		return c->mesh.gtp <= 1;
 	}
 	return false;
 }

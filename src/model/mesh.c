@@ -42,6 +42,16 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_EDP_ETP] = "[edp, etp]",
 	[GROUP_EDP_EP] = "[edp, ep]",
 	[GROUP_EDP_EP_ETP] = "[edp, ep, etp]",
+	[GROUP_GTP_TP] = "[gtp, tp]",
+	[GROUP_GTP_CP] = "[gtp, cp]",
+	[GROUP_GTP_CP_TP] = "[gtp, cp, tp]",
+	[GROUP_GTP_REPLICATE_TP] = "[gtp_replicate, tp]",
+	[GROUP_EGTP_ETP] = "[egtp, etp]",
+	[GROUP_EGTP_EP] = "[egtp, ep]",
+	[GROUP_EGTP_EP_ETP] = "[egtp, ep, etp]",
+	[GROUP_EGTP_REPLICATE_ETP] = "[egtp_replicate, etp]",
+	[GROUP_EGTP_REPLICATE_EP] = "[egtp_replicate, ep]",
+	[GROUP_EGTP_REPLICATE_EP_ETP] = "[egtp_replicate, ep, etp]",
 };
 
 /*
@@ -58,7 +68,7 @@ _Static_assert(GROUP_CP_TP == CFG_PLAN_PRODUCT &&
  * along the product is the axes' coordinates read as its digits.
  */
 enum axis { AXIS_TP, AXIS_CP, AXIS_PURE_DP, AXIS_ETP, AXIS_EP, AXIS_EDP,
-	AXIS_NONE };
+	AXIS_GTP, AXIS_GTP_REPLICA, AXIS_EGTP, AXIS_EGTP_REPLICA, AXIS_NONE };
 
 static const enum axis product_axes[GROUP__COUNT][3] = {
 	[GROUP_CP_TP] = { AXIS_TP, AXIS_CP, AXIS_NONE },
@@ -68,6 +78,17 @@ static const enum axis product_axes[GROUP__COUNT][3] = {
 	[GROUP_EDP_ETP] = { AXIS_ETP, AXIS_EDP, AXIS_NONE },
 	[GROUP_EDP_EP] = { AXIS_EP, AXIS_EDP, AXIS_NONE },
 	[GROUP_EDP_EP_ETP] = { AXIS_ETP, AXIS_EP, AXIS_EDP },
+	[GROUP_GTP_TP] = { AXIS_TP, AXIS_GTP, AXIS_NONE },
+	[GROUP_GTP_CP] = { AXIS_CP, AXIS_GTP, AXIS_NONE },
+	[GROUP_GTP_CP_TP] = { AXIS_TP, AXIS_CP, AXIS_GTP },
+	[GROUP_GTP_REPLICATE_TP] = { AXIS_TP, AXIS_CP, AXIS_GTP_REPLICA },
+	[GROUP_EGTP_ETP] = { AXIS_ETP, AXIS_EGTP, AXIS_NONE },
+	[GROUP_EGTP_EP] = { AXIS_EP, AXIS_EGTP, AXIS_NONE },
+	[GROUP_EGTP_EP_ETP] = { AXIS_ETP, AXIS_EP, AXIS_EGTP },
+	[GROUP_EGTP_REPLICATE_ETP] = { AXIS_ETP, AXIS_EGTP_REPLICA, AXIS_NONE },
+	[GROUP_EGTP_REPLICATE_EP] = { AXIS_EP, AXIS_EGTP_REPLICA, AXIS_NONE },
+	[GROUP_EGTP_REPLICATE_EP_ETP] = { AXIS_ETP, AXIS_EP,
+	    AXIS_EGTP_REPLICA },
 };
 
 static bool
@@ -92,6 +113,14 @@ axis_size(const struct mesh *m, enum axis a)
 		return m->ep;
 	case AXIS_EDP:
 		return m->edp;
+	case AXIS_GTP:
+		return m->gtp;
+	case AXIS_GTP_REPLICA:
+		return m->pure_dp / m->gtp;
+	case AXIS_EGTP:
+		return m->egtp;
+	case AXIS_EGTP_REPLICA:
+		return m->edp / m->egtp;
 	case AXIS_NONE:
 		break;
 	}
@@ -114,6 +143,14 @@ axis_coord(struct coord *c, enum axis a)
 		return &c->ep;
 	case AXIS_EDP:
 		return &c->edp;
+	case AXIS_GTP:
+		return &c->gtp;
+	case AXIS_GTP_REPLICA:
+		return &c->gtp_replica;
+	case AXIS_EGTP:
+		return &c->egtp;
+	case AXIS_EGTP_REPLICA:
+		return &c->egtp_replica;
 	case AXIS_NONE:
 		break;
 	}
@@ -138,14 +175,23 @@ product_member(const struct mesh *m, enum group_kind kind,
 	struct coord	 d = *c;
 	enum axis	 a;
 	int		 j;
+	bool		 dense = false;
 
 	for (j = 0; j < 3 && (a = product_axes[kind][j]) != AXIS_NONE;
 	    j++) {
 		*axis_coord(&d, a) = i % axis_size(m, a);
 		i /= axis_size(m, a);
+		dense |= a == AXIS_TP || a == AXIS_CP || a == AXIS_PURE_DP ||
+		    a == AXIS_GTP || a == AXIS_GTP_REPLICA;
 	}
-	if (product_axes[kind][0] == AXIS_TP)
+	/* A gtp axis set pure_dp's (edp's) digits: put them together. */
+	if (dense) {
+		if (kind >= GROUP_GTP_TP)
+			d.pure_dp = d.gtp + m->gtp * d.gtp_replica;
 		return mesh_rank_of(m, d.pp, d.cp + m->cp * d.pure_dp, d.tp);
+	}
+	if (kind >= GROUP_EGTP_ETP)
+		d.edp = d.egtp + m->egtp * d.egtp_replica;
 	return mesh_rank_of_expert(m, d.pp, d.ep, d.etp, d.edp);
 }
 
@@ -238,6 +284,13 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 		c->cp = c->dp % m->cp;
 		c->pure_dp = c->dp / m->cp;
 	}
+	if (m->gtp == 1) {
+		c->gtp = 0;
+		c->gtp_replica = c->pure_dp;
+	} else {
+		c->gtp = c->pure_dp % m->gtp;
+		c->gtp_replica = c->pure_dp / m->gtp;
+	}
 	if (m->etp == 1) {
 		c->etp = 0;
 		c->slice = c->tp;
@@ -248,6 +301,13 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 		c->slice = c->tp / m->etp;
 		c->ep = (s / m->etp) % m->ep;
 		c->edp = s / (m->etp * m->ep);
+	}
+	if (m->egtp == 1) {
+		c->egtp = 0;
+		c->egtp_replica = c->edp;
+	} else {
+		c->egtp = c->edp % m->egtp;
+		c->egtp_replica = c->edp / m->egtp;
 	}
 }
 

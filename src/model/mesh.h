@@ -66,6 +66,8 @@ struct coord {
 	int	pure_dp, cp;	/* dp = cp + mesh.cp * pure_dp */
 	int	ep, etp, edp;	/* expert coordinates within the stage */
 	int	slice;		/* tp / mesh.etp: the token slice */
+	/* pure_dp = gtp + mesh.gtp * gtp_replica, edp likewise with egtp. */
+	int	gtp, gtp_replica, egtp, egtp_replica;
 };
 
 /* The communication groups a gradient collective can run over. */
@@ -100,6 +102,16 @@ enum group_kind {
 	GROUP_EDP_ETP,		/* same pp, ep; varying edp, etp */
 	GROUP_EDP_EP,		/* same pp, etp; varying edp, ep */
 	GROUP_EDP_EP_ETP,	/* same pp: the stage, in the expert layout */
+	GROUP_GTP_TP,		/* same pp, cp, gtp replica; varying gtp, tp */
+	GROUP_GTP_CP,		/* same pp, tp, gtp replica; varying gtp, cp */
+	GROUP_GTP_CP_TP,	/* same pp, gtp replica; varying gtp, cp, tp */
+	GROUP_GTP_REPLICATE_TP,	/* same pp, gtp; varying the rest of dp, tp */
+	GROUP_EGTP_ETP,		/* same pp, ep, replica; varying egtp, etp */
+	GROUP_EGTP_EP,		/* same pp, etp, replica; varying egtp, ep */
+	GROUP_EGTP_EP_ETP,	/* same pp, replica; varying egtp, ep, etp */
+	GROUP_EGTP_REPLICATE_ETP, /* same pp, ep, egtp; varying replica, etp */
+	GROUP_EGTP_REPLICATE_EP, /* same pp, etp, egtp; varying replica, ep */
+	GROUP_EGTP_REPLICATE_EP_ETP, /* same pp, egtp; varying replica, ep, etp */
 	GROUP__COUNT
 };
 

@@ -549,6 +549,16 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 	case GROUP_EDP_ETP:
 	case GROUP_EDP_EP:
 	case GROUP_EDP_EP_ETP:
+	case GROUP_GTP_TP:
+	case GROUP_GTP_CP:
+	case GROUP_GTP_CP_TP:
+	case GROUP_GTP_REPLICATE_TP:
+	case GROUP_EGTP_ETP:
+	case GROUP_EGTP_EP:
+	case GROUP_EGTP_EP_ETP:
+	case GROUP_EGTP_REPLICATE_ETP:
+	case GROUP_EGTP_REPLICATE_EP:
+	case GROUP_EGTP_REPLICATE_EP_ETP:
 	case GROUP__COUNT:
 		break;
 	}
