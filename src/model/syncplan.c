@@ -564,50 +564,58 @@ gtp_sharded(const struct model *m, const struct param *p)
  * the all-reduce is a SUM, as the divisor counts the gtp peers' tokens.
  * Experts do the same over egtp.
  */
+/* Select the parameters of one side (dense or expert) and one kind. */
+static bool
+select_gtp_params(struct sync_step *s, const struct model *m, bool expert,
+    bool sharded)
+{
+	bool	 any = false;
+	int	 i;
+
+	for (i = 0; i < m->nparams; i++) {
+		s->params[i] = m->params[i].expert == expert &&
+		    gtp_sharded(m, &m->params[i]) == sharded;
+		any |= s->params[i];
+	}
+	return any;
+}
+
 static void
 emit_gtp(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	bool	 per_token = m->config->sync.dp_divisor == SIZE_ONE;
 	struct sync_step *s;
-	int	 expert, sharded, i, n;
-	bool	 any;
+	int	 side, kind, n;
 
 	(void)grad;
-	for (expert = 0; expert < 2; expert++) {
+	for (side = 0; side < 2; side++) {
+		bool	 expert = side == 1;
 		enum group_kind g = expert ? GROUP_EGTP : GROUP_GTP;
 
-		n = mesh_group_size(&m->mesh, g);
-		if (n == 1)
+		if ((n = mesh_group_size(&m->mesh, g)) == 1)
 			continue;
-		for (sharded = 1; sharded >= 0; sharded--) {
-			any = false;
-			for (i = 0; i < m->nparams; i++)
-				if (m->params[i].expert == (expert == 1) &&
-				    gtp_sharded(m, &m->params[i]) ==
-				    (sharded == 1))
-					any = true;
-			if (!any)
+		/* The sharded weights first, as their backward runs first. */
+		for (kind = 0; kind < 2; kind++) {
+			bool	 sharded = kind == 0;
+
+			s = new_step(plan, m, rule, SYNC_ALL_REDUCE, g);
+			if (!select_gtp_params(s, m, expert, sharded)) {
+				plan->nsteps--;
+				free(s->params);
 				continue;
-			if (sharded && !per_token) {
-				s = new_step(plan, m, rule, SYNC_SCALE, g);
-				set_scale(s, 1, "1", n, expert ? "egtp" :
-				    "gtp");
-			} else
-				s = new_step(plan, m, rule, SYNC_ALL_REDUCE, g);
-			for (i = 0; i < m->nparams; i++)
-				s->params[i] = m->params[i].expert ==
-				    (expert == 1) && gtp_sharded(m,
-				    &m->params[i]) == (sharded == 1);
-			if (s->op == SYNC_ALL_REDUCE) {
+			}
+			if (!sharded) {
 				s->average = !per_token;
 				continue;
 			}
+			if (per_token)
+				continue;
+			/* The prescale before the sum: one step before it. */
+			s->op = SYNC_SCALE;
+			set_scale(s, 1, "1", n, expert ? "egtp" : "gtp");
 			s = new_step(plan, m, rule, SYNC_ALL_REDUCE, g);
-			for (i = 0; i < m->nparams; i++)
-				s->params[i] = m->params[i].expert ==
-				    (expert == 1) && gtp_sharded(m,
-				    &m->params[i]);
+			select_gtp_params(s, m, expert, true);
 		}
 	}
 }
