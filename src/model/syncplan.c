@@ -242,7 +242,10 @@ shard_group(const struct model *m, enum buffer_kind k)
 {
 	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
 		return k == BUFFER_EXPERT ? GROUP_EFSDP : GROUP_DP_SHARD;
-	return k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+	/* DDP's groups without gtp_remat and egtp_remat (emit_dp). */
+	if (k == BUFFER_EXPERT)
+		return m->mesh.egtp > 1 ? GROUP_EGTP_REPLICATE : GROUP_EDP;
+	return m->mesh.gtp > 1 ? GROUP_GTP_REPLICATE : GROUP_DP;
 }
 
 /* One step of the FSDP reduction of buffer k, with its setting and fix. */
