@@ -231,6 +231,26 @@ varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 		return c->ep + m->ep * c->edp;
 	case GROUP_EDP_EP_ETP:
 		return c->etp + m->etp * (c->ep + m->ep * c->edp);
+	case GROUP_GTP_TP:
+		return c->tp + m->tp * c->gtp;
+	case GROUP_GTP_CP:
+		return c->cp + m->cp * c->gtp;
+	case GROUP_GTP_CP_TP:
+		return c->tp + m->tp * (c->cp + m->cp * c->gtp);
+	case GROUP_GTP_REPLICATE_TP:
+		return c->tp + m->tp * (c->cp + m->cp * c->gtp_replica);
+	case GROUP_EGTP_ETP:
+		return c->etp + m->etp * c->egtp;
+	case GROUP_EGTP_EP:
+		return c->ep + m->ep * c->egtp;
+	case GROUP_EGTP_EP_ETP:
+		return c->etp + m->etp * (c->ep + m->ep * c->egtp);
+	case GROUP_EGTP_REPLICATE_ETP:
+		return c->etp + m->etp * c->egtp_replica;
+	case GROUP_EGTP_REPLICATE_EP:
+		return c->ep + m->ep * c->egtp_replica;
+	case GROUP_EGTP_REPLICATE_EP_ETP:
+		return c->etp + m->etp * (c->ep + m->ep * c->egtp_replica);
 	case GROUP_DP:
 		return c->dp;
 	case GROUP_TP:
@@ -243,6 +263,14 @@ varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 		return c->etp;
 	case GROUP_EDP:
 		return c->edp;
+	case GROUP_GTP:
+		return c->pure_dp % m->gtp;
+	case GROUP_GTP_REPLICATE:
+		return c->cp + m->cp * (c->pure_dp / m->gtp);
+	case GROUP_EGTP:
+		return c->edp % m->egtp;
+	case GROUP_EGTP_REPLICATE:
+		return c->edp / m->egtp;
 	default:
 		abort();
 	}
@@ -250,10 +278,46 @@ varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 
 /* Do two ranks agree on every coordinate the group holds fixed? */
 static int
-same_fixed(const struct coord *a, const struct coord *b,
-    enum group_kind kind)
+same_fixed(const struct mesh *m, const struct coord *a,
+    const struct coord *b, enum group_kind kind)
 {
 	switch (kind) {
+	case GROUP_GTP:
+		return a->pp == b->pp && a->tp == b->tp && a->cp == b->cp &&
+		    a->pure_dp / m->gtp == b->pure_dp / m->gtp;
+	case GROUP_GTP_REPLICATE:
+		return a->pp == b->pp && a->tp == b->tp &&
+		    a->pure_dp % m->gtp == b->pure_dp % m->gtp;
+	case GROUP_EGTP:
+		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp &&
+		    a->edp / m->egtp == b->edp / m->egtp;
+	case GROUP_EGTP_REPLICATE:
+		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp &&
+		    a->edp % m->egtp == b->edp % m->egtp;
+	case GROUP_GTP_TP:
+		return a->pp == b->pp && a->cp == b->cp &&
+		    a->gtp_replica == b->gtp_replica;
+	case GROUP_GTP_CP:
+		return a->pp == b->pp && a->tp == b->tp &&
+		    a->gtp_replica == b->gtp_replica;
+	case GROUP_GTP_CP_TP:
+		return a->pp == b->pp && a->gtp_replica == b->gtp_replica;
+	case GROUP_GTP_REPLICATE_TP:
+		return a->pp == b->pp && a->gtp == b->gtp;
+	case GROUP_EGTP_ETP:
+		return a->pp == b->pp && a->ep == b->ep &&
+		    a->egtp_replica == b->egtp_replica;
+	case GROUP_EGTP_EP:
+		return a->pp == b->pp && a->etp == b->etp &&
+		    a->egtp_replica == b->egtp_replica;
+	case GROUP_EGTP_EP_ETP:
+		return a->pp == b->pp && a->egtp_replica == b->egtp_replica;
+	case GROUP_EGTP_REPLICATE_ETP:
+		return a->pp == b->pp && a->ep == b->ep && a->egtp == b->egtp;
+	case GROUP_EGTP_REPLICATE_EP:
+		return a->pp == b->pp && a->etp == b->etp && a->egtp == b->egtp;
+	case GROUP_EGTP_REPLICATE_EP_ETP:
+		return a->pp == b->pp && a->egtp == b->egtp;
 	case GROUP_DP:
 		return a->pp == b->pp && a->tp == b->tp;
 	case GROUP_TP:
@@ -312,7 +376,7 @@ check_groups(const struct mesh *m, enum group_kind kind)
 		for (i = 0; i < n && good; i++) {
 			mesh_coord_of(m, members[i], &cm);
 			if (varying(m, &cm, kind) != i ||
-			    !same_fixed(&cr, &cm, kind) ||
+			    !same_fixed(m, &cr, &cm, kind) ||
 			    (i > 0 && members[i] <= members[i - 1]) ||
 			    mesh_group_id(m, kind, members[i]) != id)
 				good = 0;
@@ -578,10 +642,12 @@ test_products(void)
 
 		n *= (ax & PLAN_AXIS_TP) ? m.tp : 1;
 		n *= (ax & PLAN_AXIS_CP) ? m.cp : 1;
-		n *= (ax & PLAN_AXIS_PURE_DP) ? m.pure_dp : 1;
+		n *= (ax & PLAN_AXIS_GTP) ? m.gtp : 1;
+		n *= (ax & PLAN_AXIS_GTP_REPLICA) ? m.pure_dp / m.gtp : 1;
 		n *= (ax & PLAN_AXIS_ETP) ? m.etp : 1;
 		n *= (ax & PLAN_AXIS_EP) ? m.ep : 1;
-		n *= (ax & PLAN_AXIS_EDP) ? m.edp : 1;
+		n *= (ax & PLAN_AXIS_EGTP) ? m.egtp : 1;
+		n *= (ax & PLAN_AXIS_EGTP_REPLICA) ? m.edp / m.egtp : 1;
 		tap_ok(strcmp(mesh_group_name((enum group_kind)k),
 		    cfg_plan_group_name(k)) == 0 && (ax == 0 ||
 		    mesh_group_size(&m, (enum group_kind)k) == n),
@@ -632,6 +698,102 @@ test_world_and_one_rank(void)
 	cfg_free(&one);
 }
 
+/*
+ * Generalized tensor parallelism (mesh.h): gtp the fastest factor of
+ * pure_dp, gtp_replicate the rest of dp with cp (Megatron's dp_cp without
+ * gtp_remat), egtp the fastest factor of edp.  With cp 1 the gtp groups
+ * are Megatron's ('tp-gtp_remat-cp-ep-dp-pp'): with tp 2, gtp 2, dp 4
+ * rank 0's gtp_remat group is 0 2 and its dp_cp group 0 4.
+ */
+static void
+test_gtp(void)
+{
+	static const int shapes[][7] = {
+		/* pure_dp, cp, pp, tp, ep, etp, gtp; egtp below */
+		{ 4, 1, 1, 2, 1, 1, 2 },
+		{ 4, 2, 2, 2, 2, 1, 2 },
+		{ 8, 1, 1, 1, 2, 1, 4 },
+		{ 6, 2, 1, 2, 2, 2, 3 },
+		{ 4, 1, 2, 1, 1, 1, 4 },
+	};
+	static const enum group_kind kinds[] = { GROUP_GTP,
+	    GROUP_GTP_REPLICATE, GROUP_EGTP, GROUP_EGTP_REPLICATE };
+	struct mesh	 m;
+	int		 g[16], i, k, egtp;
+
+	mesh_init(&m, 4, 1, 1, 2, 1, 1);
+	mesh_set_gtp(&m, 2, 1);
+	tap_ok(mesh_group_size(&m, GROUP_GTP) == 2 &&
+	    mesh_group(&m, GROUP_GTP, 0, g) == 0 && g[0] == 0 && g[1] == 2,
+	    "gtp: tp 2 gtp 2 dp 4: rank 0's gtp group is 0 2, as Megatron's");
+	tap_ok(mesh_group_size(&m, GROUP_GTP_REPLICATE) == 2 &&
+	    mesh_group(&m, GROUP_GTP_REPLICATE, 0, g) == 0 && g[0] == 0 &&
+	    g[1] == 4, "gtp: rank 0's gtp_replicate group is 0 4");
+	tap_ok(mesh_group(&m, GROUP_GTP, 7, g) == 1 && g[0] == 5 &&
+	    g[1] == 7 && mesh_group(&m, GROUP_GTP_REPLICATE, 7, g) == 1 &&
+	    g[0] == 3 && g[1] == 7, "gtp: rank 7: gtp 5 7, gtp_replicate 3 7");
+	tap_ok(mesh_group_size(&m, GROUP_EGTP) == 1 &&
+	    mesh_group_size(&m, GROUP_EGTP_REPLICATE) == m.edp,
+	    "gtp: egtp 1 leaves edp whole");
+	mesh_init(&m, 4, 2, 1, 1, 1, 1);
+	mesh_set_gtp(&m, 2, 1);
+	tap_ok(mesh_group(&m, GROUP_GTP, 0, g) == 0 && g[0] == 0 &&
+	    g[1] == 2 && mesh_group(&m, GROUP_GTP_REPLICATE, 0, g) == 0 &&
+	    g[0] == 0 && g[1] == 1 && g[2] == 4 && g[3] == 5,
+	    "gtp: with cp 2 the gtp peers skip the cp ranks; gtp_replicate "
+	    "holds cp");
+	for (i = 0; i < (int)(sizeof shapes / sizeof shapes[0]); i++) {
+		const int *d = shapes[i];
+
+		mesh_init(&m, d[0], d[1], d[2], d[3], d[4], d[5]);
+		egtp = m.edp % 2 == 0 ? 2 : 1;
+		mesh_set_gtp(&m, d[6], egtp);
+		tap_ok(mesh_group_size(&m, GROUP_GTP) *
+		    mesh_group_size(&m, GROUP_GTP_REPLICATE) == m.dp &&
+		    mesh_group_size(&m, GROUP_EGTP) *
+		    mesh_group_size(&m, GROUP_EGTP_REPLICATE) == m.edp,
+		    "gtp: pure_dp %d cp %d tp %d gtp %d egtp %d: gtp times its "
+		    "replicate is dp, egtp times its replicate edp", d[0],
+		    d[1], d[3], d[6], egtp);
+		for (k = 0; k < 4; k++)
+			tap_ok(check_groups(&m, kinds[k]),
+			    "  %s groups ordered and partitioning",
+			    mesh_group_name(kinds[k]));
+		for (k = GROUP_CP_TP; k < GROUP__COUNT; k++)
+			tap_ok(check_groups(&m, (enum group_kind)k),
+			    "  %s groups ordered and partitioning",
+			    mesh_group_name((enum group_kind)k));
+		for (k = 0; k < GROUP__COUNT; k++) {
+			unsigned ax = k < CFG_PLAN_PRODUCT ?
+			    cfg_plan_group_axes[k] :
+			    cfg_plan_products[k - CFG_PLAN_PRODUCT].axes;
+			int	 n = 1;
+
+			n *= (ax & PLAN_AXIS_TP) ? m.tp : 1;
+			n *= (ax & PLAN_AXIS_CP) ? m.cp : 1;
+			n *= (ax & PLAN_AXIS_GTP) ? m.gtp : 1;
+			n *= (ax & PLAN_AXIS_GTP_REPLICA) ? m.pure_dp / m.gtp :
+			    1;
+			n *= (ax & PLAN_AXIS_ETP) ? m.etp : 1;
+			n *= (ax & PLAN_AXIS_EP) ? m.ep : 1;
+			n *= (ax & PLAN_AXIS_EGTP) ? m.egtp : 1;
+			n *= (ax & PLAN_AXIS_EGTP_REPLICA) ? m.edp / m.egtp :
+			    1;
+			tap_ok(ax == 0 || mesh_group_size(&m,
+			    (enum group_kind)k) == n, "  plan group %s is as "
+			    "large as its axes", cfg_plan_group_name(k));
+		}
+	}
+	mesh_init(&m, 4, 1, 1, 2, 1, 1);
+	mesh_set_gtp(&m, 2, 1);
+	tap_ok(mesh_group(&m, GROUP_GTP_TP, 0, g) == 0 && g[0] == 0 &&
+	    g[1] == 1 && g[2] == 2 && g[3] == 3 &&
+	    mesh_group(&m, GROUP_GTP_REPLICATE_TP, 2, g) == 0 && g[0] == 2 &&
+	    g[1] == 3 && g[2] == 6 && g[3] == 7,
+	    "gtp: [gtp, tp] of rank 0 is 0 1 2 3, [gtp_replicate, tp] of "
+	    "rank 2 is 2 3 6 7");
+}
+
 int
 main(void)
 {
@@ -641,6 +803,7 @@ main(void)
 	test_moe_etp2();
 	test_all_meshes();
 	test_products();
+	test_gtp();
 	test_config_and_names();
 	test_world_and_one_rank();
 	return tap_done();

@@ -85,6 +85,8 @@ static const char *const qk_norm_words[] = {
 	"tp-all-reduce", "none", "with-sp", NULL
 };
 static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
+static const char *const gtp_sharded_words[] = { "linear", "none", NULL };
+static const char *const expert_gtp_words[] = { "egtp", "gtp", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
 static const char *const ep_on_words[] = { "all-to-all", "tp-mask", NULL };
 static const char *const bucket_stages_words[] = {
@@ -464,6 +466,16 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    ep_on_words),
 	[KEY_TP_MASK_SUPPORTED] = { "limits.tp_mask_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.tp_mask), 0, 1, 1, NULL },
+	[KEY_GTP] = INTEGER("mesh.gtp", KEY_MESH, mesh.gtp, 1,
+	    CFG_MAX_MESH_DIM, 1),
+	[KEY_EGTP] = INTEGER("mesh.egtp", KEY_MESH, mesh.egtp, 1,
+	    CFG_MAX_MESH_DIM, 1),
+	[KEY_GTP_SHARDED] = WORD("model.gtp_sharded", KEY_MODEL,
+	    model.gtp_sharded, gtp_sharded_words),
+	[KEY_GTP_SUPPORTED] = { "limits.gtp_supported", KEY_LIMITS,
+	    CFG_TYPE_BOOL, F(limits.gtp), 0, 1, 1, NULL },
+	[KEY_EXPERT_GTP_DIVISOR] = WORD("sync.expert_gtp_divisor", KEY_SYNC,
+	    sync.expert_gtp_divisor, expert_gtp_words),
 };
 
 
@@ -843,14 +855,16 @@ cfg_tied_split(const struct config *c)
  */
 const char *const cfg_plan_group_words[] = {
 	"dp", "tp", "pp", "ep", "etp", "edp", "embedding", "cp", "pure-dp",
-	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", NULL
+	"dp_shard", "dp_replicate", "efsdp", "edp_replicate", "gtp",
+	"gtp_replicate", "egtp", "egtp_replicate", NULL
 };
 _Static_assert(sizeof cfg_plan_group_words / sizeof cfg_plan_group_words[0]
     == CFG_PLAN_PRODUCT + 1, "CFG_PLAN_PRODUCT counts the group words");
 
 /*
- * dp is pure-dp x cp; pp, embedding and FSDP's splits of dp are no axis
- * of a product (config.h).
+ * dp is pure-dp x cp, pure-dp gtp x what gtp leaves of it, gtp_replicate
+ * that and cp, edp egtp x egtp_replicate; pp, embedding and FSDP's
+ * splits of dp are no axis of a product (config.h).
  */
 const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT] = {
 	[0] = PLAN_AXIS_PURE_DP | PLAN_AXIS_CP,		/* dp */
@@ -860,6 +874,10 @@ const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT] = {
 	[5] = PLAN_AXIS_EDP,
 	[7] = PLAN_AXIS_CP,
 	[8] = PLAN_AXIS_PURE_DP,
+	[13] = PLAN_AXIS_GTP,
+	[14] = PLAN_AXIS_GTP_REPLICA | PLAN_AXIS_CP,	/* gtp_replicate */
+	[15] = PLAN_AXIS_EGTP,
+	[16] = PLAN_AXIS_EGTP_REPLICA,			/* egtp_replicate */
 };
 
 /* Named slowest axis first, as the mesh orders them (mesh.h). */
@@ -871,6 +889,18 @@ const struct cfg_plan_product cfg_plan_products[CFG_PLAN_NPRODUCTS] = {
 	{ PLAN_AXIS_EDP | PLAN_AXIS_ETP, "[edp, etp]" },
 	{ PLAN_AXIS_EDP | PLAN_AXIS_EP, "[edp, ep]" },
 	{ PLAN_AXES_EXPERT, "[edp, ep, etp]" },
+	{ PLAN_AXIS_GTP | PLAN_AXIS_TP, "[gtp, tp]" },
+	{ PLAN_AXIS_GTP | PLAN_AXIS_CP, "[gtp, cp]" },
+	{ PLAN_AXIS_GTP | PLAN_AXIS_CP | PLAN_AXIS_TP, "[gtp, cp, tp]" },
+	{ PLAN_AXIS_GTP_REPLICA | PLAN_AXIS_CP | PLAN_AXIS_TP,
+	    "[gtp_replicate, tp]" },
+	{ PLAN_AXIS_EGTP | PLAN_AXIS_ETP, "[egtp, etp]" },
+	{ PLAN_AXIS_EGTP | PLAN_AXIS_EP, "[egtp, ep]" },
+	{ PLAN_AXIS_EGTP | PLAN_AXIS_EP | PLAN_AXIS_ETP, "[egtp, ep, etp]" },
+	{ PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_ETP, "[egtp_replicate, etp]" },
+	{ PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_EP, "[egtp_replicate, ep]" },
+	{ PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_EP | PLAN_AXIS_ETP,
+	    "[egtp_replicate, ep, etp]" },
 };
 
 const char *
@@ -1176,6 +1206,7 @@ cfg_one_rank(struct config *dst, const struct config *src)
 	dst->mesh.ep = dst->mesh.etp = dst->mesh.vpp = 1;
 	/* Issue 22: left at 2, it made the reference's dp_shard 0. */
 	dst->mesh.dp_replicate = 1;
+	dst->mesh.gtp = dst->mesh.egtp = 1;
 	dst->training.micro_batches = 1;
 }
 

@@ -91,6 +91,29 @@ enum qk_norm_sync {		/* sync.qk_norm_grad, sync.out_norm_grad */
 	QK_NORM_WITH_SP		/* "with-sp": only with sequence parallelism */
 };
 
+/*
+ * model.gtp_sharded: which weights generalized tensor parallelism shards
+ * over mesh.gtp (Megatron marks them is_gtp_weight_remat: the weights of
+ * TransformerEngine's Linear and GroupedLinear, transformer_engine.py
+ * _gtp_attach_post_init, core_v0.19.0); the others are replicated over it.
+ */
+enum gtp_sharded {
+	GTP_SHARDED_LINEAR,	/* "linear": column, row and expert weights */
+	GTP_SHARDED_NONE	/* "none": every parameter replicated */
+};
+
+/*
+ * sync.expert_gtp_divisor: what DDP's prescale of the expert buffer
+ * leaves out of dp*cp.  Megatron core_v0.19.0 (and main d98e8a64dd)
+ * prescales it by 1/dp_cp_group.size(), a group without gtp_remat, as
+ * the dense buffer (gtp, Megatron-LM PR #7165); its fix multiplies by
+ * egtp/gtp, for the egtp mean that follows (egtp).
+ */
+enum expert_gtp_divisor {
+	EXPERT_GTP_DIVISOR_EGTP,	/* "egtp": 1/(dp*cp/egtp) */
+	EXPERT_GTP_DIVISOR_GTP		/* "gtp": 1/(dp*cp/gtp), PR #7165 */
+};
+
 enum kv_sync {			/* sync.kv_grad */
 	KV_TP_ALL_REDUCE,	/* "tp-all-reduce" */
 	KV_NONE			/* "none" */
@@ -469,6 +492,8 @@ enum cfg_key {
 	KEY_ATTENTION_SINK_SUPPORTED, KEY_OUT_NORM_SUPPORTED,
 	KEY_AUX_TYPE, KEY_AUX_OBJECTIVE,
 	KEY_EP_ON, KEY_TP_MASK_SUPPORTED,
+	KEY_GTP, KEY_EGTP, KEY_GTP_SHARDED, KEY_GTP_SUPPORTED,
+	KEY_EXPERT_GTP_DIVISOR,
 	KEY__COUNT
 };
 
@@ -620,6 +645,13 @@ struct config {
 		int	cp;	/* context parallel: tokens split, weights not */
 		int	vpp;	/* model chunks per pipeline stage */
 		int	dp_replicate;	/* HSDP replicas; dp_shard = dp / it */
+		/*
+		 * Generalized tensor parallelism (Megatron's gtp_remat and
+		 * egtp_remat): factors of dp and of edp whose ranks hold
+		 * distinct tokens, as dp's do, and shards of the weights
+		 * model.gtp_sharded names (model/mesh.h).
+		 */
+		int	gtp, egtp;
 	} mesh;
 
 	struct {
@@ -647,6 +679,7 @@ struct config {
 		 * heads split over tp (Gated DeltaNet's out_norm).
 		 */
 		bool	out_norm;
+		enum gtp_sharded gtp_sharded;
 		bool	has_moe;	/* model.moe present */
 		struct {
 			int		experts, top_k, expert_ffn;
@@ -712,6 +745,7 @@ struct config {
 		enum dp_group_choice	dp_group;
 		enum fsdp_one_member		fsdp_one_member;
 		enum replicate_only	replicate_only;
+		enum expert_gtp_divisor expert_gtp_divisor;
 	} sync;
 
 	/* How the gradient norm for clipping is computed (gradnorm.h). */
@@ -765,6 +799,7 @@ struct config {
 		bool	attention_sink;	/* learnable softmax offsets */
 		bool	out_norm;	/* a mixer with a head norm */
 		bool	tp_mask;	/* experts masked on the tp group */
+		bool	gtp;		/* mesh.gtp and mesh.egtp above 1 */
 	} limits;
 
 	/* How gradient buffers are cut into buckets and shards (layout.c). */
@@ -937,22 +972,31 @@ extern const char *const cfg_plan_group_words[];
  * model layer spells it too (mesh_group_name); a list that names a single
  * group's axes ([tp], [pure-dp, cp]) is that group.
  */
+/*
+ * gtp splits pure-dp and egtp edp (model/mesh.h), so each of those two is
+ * two bits: the gtp axis and what it leaves (gtp_replicate is that and
+ * cp, egtp_replicate that alone); an axis named twice shares a bit.
+ */
 enum plan_axis {
 	PLAN_AXIS_TP = 1 << 0,
 	PLAN_AXIS_CP = 1 << 1,
-	PLAN_AXIS_PURE_DP = 1 << 2,
+	PLAN_AXIS_GTP_REPLICA = 1 << 2,	/* pure-dp / gtp */
 	PLAN_AXIS_ETP = 1 << 3,
 	PLAN_AXIS_EP = 1 << 4,
-	PLAN_AXIS_EDP = 1 << 5
+	PLAN_AXIS_EGTP_REPLICA = 1 << 5,	/* edp / egtp */
+	PLAN_AXIS_GTP = 1 << 6,
+	PLAN_AXIS_EGTP = 1 << 7
 };
+#define PLAN_AXIS_PURE_DP (PLAN_AXIS_GTP_REPLICA | PLAN_AXIS_GTP)
+#define PLAN_AXIS_EDP	(PLAN_AXIS_EGTP_REPLICA | PLAN_AXIS_EGTP)
 #define PLAN_AXES_DENSE	(PLAN_AXIS_TP | PLAN_AXIS_CP | PLAN_AXIS_PURE_DP)
 #define PLAN_AXES_EXPERT (PLAN_AXIS_ETP | PLAN_AXIS_EP | PLAN_AXIS_EDP)
 struct cfg_plan_product {
 	unsigned	 axes;		/* enum plan_axis bits */
 	const char	*name;		/* "[cp, tp]" */
 };
-#define CFG_PLAN_PRODUCT	13	/* cfg_plan_group_words' count */
-#define CFG_PLAN_NPRODUCTS	7
+#define CFG_PLAN_PRODUCT	17	/* cfg_plan_group_words' count */
+#define CFG_PLAN_NPRODUCTS	17
 extern const struct cfg_plan_product cfg_plan_products[CFG_PLAN_NPRODUCTS];
 /* The axes of each of cfg_plan_group_words (0: no axis of a product). */
 extern const unsigned cfg_plan_group_axes[CFG_PLAN_PRODUCT];

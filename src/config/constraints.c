@@ -1054,6 +1054,65 @@ expert_shard_fits(const struct config *c, char *buf, size_t size)
 	    c->mesh.dp_replicate * c->mesh.cp * c->mesh.tp);
 }
 
+/*
+ * Generalized tensor parallelism (Megatron c5ff22b7f1, #4967, in
+ * core_v0.19.0): gtp_remat is a factor of the data-parallel ranks
+ * (parallel_state.py initialize_model_parallel counts it in the world and
+ * builds dp_cp without it), and egtp_remat one of the expert
+ * data-parallel ranks.  The mesh puts gtp fastest within dp (after cp)
+ * and egtp fastest within edp (model/mesh.h), so each must divide its
+ * axis.  Megatron's DDP is the only engine with it, and its mean over
+ * gtp is modelled without average_in_collective only.
+ */
+static bool
+gtp_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->mesh.gtp == 1)
+		return true;
+	if (c->layout.dp_engine != DP_ENGINE_MEGATRON) {
+		snprintf(buf, size, "gtp (%d) needs layout.dp_engine megatron: "
+		    "generalized tensor parallelism is Megatron's DDP's",
+		    c->mesh.gtp);
+		return false;
+	}
+	if (c->training.average_in_collective) {
+		snprintf(buf, size, "gtp (%d) with "
+		    "training.average_in_collective is not modelled: the "
+		    "gtp mean is the prescale of a sum (Megatron's "
+		    "GTPShardedParam._prescale_wgrads_for_mean_rs)",
+		    c->mesh.gtp);
+		return false;
+	}
+	return must_divide(buf, size, "gtp", c->mesh.gtp, "dp", c->mesh.dp);
+}
+
+static bool
+egtp_fits(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 expert = (int64_t)c->mesh.ep * c->mesh.etp;
+
+	if (c->mesh.egtp == 1)
+		return true;
+	if (c->layout.dp_engine != DP_ENGINE_MEGATRON ||
+	    c->training.average_in_collective) {
+		snprintf(buf, size, "egtp (%d) needs layout.dp_engine megatron "
+		    "without training.average_in_collective, as gtp does",
+		    c->mesh.egtp);
+		return false;
+	}
+	return must_divide(buf, size, "egtp", c->mesh.egtp, "edp",
+	    (int64_t)c->mesh.dp * c->mesh.cp *
+	    c->mesh.tp / expert);
+}
+
+static bool
+framework_has_gtp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, (c->mesh.gtp == 1 && c->mesh.egtp == 1) ||
+	    c->limits.gtp, "has no generalized tensor parallelism (mesh.gtp, "
+	    "mesh.egtp)", buf, size);
+}
+
 /* Only the FSDP2 engine flattens a unit's parameters (layout.fsdp_flatten). */
 static bool
 flatten_fits(const struct config *c, char *buf, size_t size)
@@ -1217,6 +1276,9 @@ static const struct constraint constraints[] = {
 	{ KEY_FSDP_FLATTEN, false, flatten_fits },
 	{ KEY_SHARED_PARAM_REFUSED, false, framework_shared_param },
 	{ KEY_OBJECTIVE, false, sample_mean_expressible },
+	{ KEY_GTP, false, framework_has_gtp },
+	{ KEY_GTP, false, gtp_fits },
+	{ KEY_EGTP, true, egtp_fits },
 	{ KEY_PLAN, false, plan_fits },
 };
 

@@ -539,7 +539,8 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
 		if (e.type != YAML_SCALAR_EVENT) {
 			reader_describe(got, sizeof got, &e);
 			reader_error_at(ld, &e.start_mark, p, "expected an axis "
-			    "(dp, pure-dp, cp, tp; edp, ep, etp), got %s", got);
+			    "(dp, pure-dp, cp, tp, gtp, gtp_replicate; edp, ep, "
+			    "etp, egtp, egtp_replicate), got %s", got);
 			yaml_event_delete(&e);
 			return -1;
 		}
@@ -547,14 +548,16 @@ read_group(struct loader *ld, struct plan_item *it, enum item_key k,
 		a = rc == 0 ? cfg_plan_group_axes[w] : 0;
 		if (rc == 0 && a == 0) {
 			reader_error_at(ld, &e.start_mark, p, "%s is no axis "
-			    "of a product (axes: dp, pure-dp, cp, tp; edp, "
-			    "ep, etp)%s", cfg_plan_group_words[w],
+			    "of a product (axes: dp, pure-dp, cp, tp, gtp, "
+			    "gtp_replicate; edp, ep, etp, egtp, "
+			    "egtp_replicate)%s", cfg_plan_group_words[w],
 			    strcmp(cfg_plan_group_words[w], "pp") == 0 ?
 			    ": a parameter lives on one stage" : "");
 			rc = -1;
 		} else if (rc == 0 && (axes & a) != 0) {
 			reader_error_at(ld, &e.start_mark, p, "%s repeats an "
-			    "axis named before it (dp is pure-dp and cp)",
+			    "axis named before it (dp is pure-dp and cp, "
+			    "pure-dp gtp and gtp_replicate without cp)",
 			    cfg_plan_group_words[w]);
 			rc = -1;
 		} else if (rc == 0 && (((axes | a) & PLAN_AXES_DENSE) != 0 &&

@@ -41,6 +41,35 @@ plan_sizes(const struct config *c, int64_t v[PLAN_NAME__COUNT])
 	v[PLAN_NAME_DP_SHARD] = dp % v[PLAN_NAME_DP_REPLICATE] == 0 ?
 	    dp / v[PLAN_NAME_DP_REPLICATE] : 1;
 	v[PLAN_NAME_MICRO_BATCHES] = c->training.micro_batches;
+	v[PLAN_NAME_GTP] = c->mesh.gtp > 0 ? c->mesh.gtp : 1;
+	v[PLAN_NAME_EGTP] = c->mesh.egtp > 0 ? c->mesh.egtp : 1;
+}
+
+/*
+ * A step over gtp or egtp (or what they leave of dp and edp) on a mesh
+ * without that axis: the group of one member, or all of dp, is not what
+ * a plan that names it means, and Megatron builds no such group
+ * (parallel_state.py: singleton gtp_remat groups at size 1).
+ */
+static bool
+plan_names_missing_gtp(const struct config *c, const struct plan_item *it,
+    const char **axis)
+{
+	const char	*g;
+
+	if (it->op == PLAN_SCALE || it->op == PLAN_PRESET)
+		return false;
+	/* A word or a product: its name says which axis it has. */
+	g = cfg_plan_group_name(it->group);
+	if (strstr(g, "egtp") != NULL) {
+		*axis = "egtp";
+		return c->mesh.egtp <= 1;
+	}
+	if (strstr(g, "gtp") != NULL) {
+		*axis = "gtp";
+		return c->mesh.gtp <= 1;
+	}
+	return false;
 }
 
 int
@@ -98,6 +127,7 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 	struct rational	 q;
 	char		 why[CFG_WHY_SIZE], idx[16];
 	size_t		 at;
+	const char	*axis;
 	int		 i, j;
 
 	if (!plan_given(c))
@@ -155,6 +185,14 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    "declare it partial to sum it over tp, or leave "
 			    "the step out", i,
 			    cfg_plan_activation_words[it->activation]);
+			return false;
+		}
+		if (plan_names_missing_gtp(c, it, &axis)) {
+			*m = it->value_mark;
+			snprintf(buf, size, "plan[%d]: %s is a group of mesh.%s, "
+			    "which is 1 here: set mesh.%s or name another "
+			    "group", i, cfg_plan_group_name(it->group), axis,
+			    axis);
 			return false;
 		}
 		if (it->term >= 0 && !plan_has_term(c, it->term)) {

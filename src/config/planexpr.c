@@ -31,6 +31,8 @@ const char *const plan_expr_names[PLAN_NAME__COUNT + 1] = {
 	[PLAN_NAME_DP_SHARD] = "dp_shard",
 	[PLAN_NAME_DP_REPLICATE] = "dp_replicate",
 	[PLAN_NAME_MICRO_BATCHES] = "micro_batches",
+	[PLAN_NAME_GTP] = "gtp",
+	[PLAN_NAME_EGTP] = "egtp",
 	[PLAN_NAME__COUNT] = NULL
 };
 
@@ -106,7 +108,8 @@ read_name(struct reading *r, struct rational *v)
 			return 0;
 		}
 	snprintf(msg, sizeof msg, "unknown size \"%.*s\" (sizes: dp, cp, pp, "
-	    "tp, ep, etp, edp, vpp, dp_shard, dp_replicate, micro_batches)",
+	    "tp, ep, etp, edp, vpp, dp_shard, dp_replicate, micro_batches, "
+	    "gtp, egtp)",
 	    n > 40 ? 40 : (int)n, r->s + start);
 	return fail(r, start, msg);
 }

@@ -119,6 +119,11 @@ const struct arg_def megatron_args[] = {
 	 * zeros that is no parameter, as "vanilla" keeps none.
 	 */
 	[MA_SOFTMAX_TYPE] = MAPPED("softmax-type", ARG_VALUE, "0.15.0"),
+	/* Generalized tensor parallelism: mesh.gtp, mesh.egtp. */
+	[MA_GTP_SHARDS] = MAPPED("tensor-parallel-num-weight-shards", ARG_VALUE,
+	    "0.19.0"),
+	[MA_EGTP_SHARDS] = MAPPED("expert-tensor-parallel-num-weight-shards",
+	    ARG_VALUE, "0.19.0"),
 
 	/*
 	 * Refused: each changes which collective reduces which gradient,
@@ -156,12 +161,6 @@ const struct arg_def megatron_args[] = {
 	    "give --ddp-bucket-size"),
 	REFUSED("ddp-pad-buckets-for-high-nccl-busbw", ARG_FLAG, NULL,
 	    "buckets padded to multiples of 2^16, a layout gradaudit does not "
-	    "model"),
-	REFUSED("tensor-parallel-num-weight-shards", ARG_VALUE, NULL,
-	    "weights sharded within tp add a reduction gradaudit does not "
-	    "model"),
-	REFUSED("expert-tensor-parallel-num-weight-shards", ARG_VALUE, NULL,
-	    "weights sharded within etp add a reduction gradaudit does not "
 	    "model"),
 	REFUSED("use-tp-pp-dp-mapping", ARG_FLAG, NULL,
 	    "gradaudit numbers ranks in Megatron's default tp-dp-pp order"),

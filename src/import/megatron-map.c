@@ -27,6 +27,7 @@
  */
 struct megatron_values {
 	long	 tp, pp, ep, etp, layers, hidden, ffn, heads, kv_channels;
+	long	 gtp_shards, egtp_shards;	/* 0: not given */
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
 	long	 vpp_layers, vpp_stages, split_extra;
@@ -82,6 +83,32 @@ learnable_sink(struct import_state *st)
 	return false;
 }
 
+/*
+ * Generalized tensor parallelism (core_v0.19.0 model_parallel_config.py
+ * resolve_tensor_parallel_weight_shards): the weight shards over tp (etp)
+ * and gtp, so gtp is the shards over tp; Megatron refuses fewer shards
+ * than tp or a number tp does not divide.  Its data_parallel_size leaves
+ * the gtp ranks out; mesh.dp counts them, world / (tp*pp*cp) as before.
+ */
+static bool
+weight_shards(struct import_state *st, long shards, long tp,
+    const char *flag, const char *tp_name, enum cfg_key key, int *gtp)
+{
+	if (shards == 0)
+		return true;
+	if (shards < tp || shards % tp != 0) {
+		mg_refuse(st, "%s %ld must be a multiple of %s %ld (Megatron's "
+		    "resolve_tensor_parallel_weight_shards raises ValueError)",
+		    flag, shards, tp_name, tp);
+		return false;
+	}
+	*gtp = (int)(shards / tp);
+	if (*gtp > 1)
+		mg_explain(st, key, "%s %ld / %s %ld", flag, shards, tp_name,
+		    tp);
+	return true;
+}
+
 static void
 read_values(struct import_state *st, struct megatron_values *v)
 {
@@ -91,6 +118,8 @@ read_values(struct import_state *st, struct megatron_values *v)
 
 	v->tp = mg_int_arg(st, MA_TP, 1, mesh, 1);
 	v->cp = mg_int_arg(st, MA_CP, 1, mesh, 1);
+	v->gtp_shards = mg_int_arg(st, MA_GTP_SHARDS, 1, mesh, 0);
+	v->egtp_shards = mg_int_arg(st, MA_EGTP_SHARDS, 1, mesh, 0);
 	v->eod_mask = mg_flag_arg(st, MA_EOD_MASK);
 	v->per_token = mg_flag_arg(st, MA_PER_TOKEN);
 	v->pp = mg_int_arg(st, MA_PP, 1, mesh, 1);
@@ -199,6 +228,9 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 	c->mesh.tp = (int)v->tp;
 	mg_explain(st, KEY_TP, "%s", mg_given_or(st, MA_TP,
 	    "--tensor-model-parallel-size", "Megatron's default"));
+	if (!weight_shards(st, v->gtp_shards, v->tp,
+	    "--tensor-parallel-num-weight-shards", "tp", KEY_GTP, &c->mesh.gtp))
+		return false;
 	if (v->experts == 0)
 		return true;
 	c->mesh.ep = (int)v->ep;
@@ -208,7 +240,9 @@ import_mesh(struct import_state *st, const struct megatron_values *v)
 	c->mesh.etp = (int)(v->etp > 0 ? v->etp : v->tp);
 	mg_explain(st, KEY_ETP, "%s", mg_given_or(st, MA_ETP,
 	    "--expert-tensor-parallel-size", "Megatron's default, tp"));
-	return true;
+	return weight_shards(st, v->egtp_shards, c->mesh.etp,
+	    "--expert-tensor-parallel-num-weight-shards", "etp", KEY_EGTP,
+	    &c->mesh.egtp);
 }
 
 /*

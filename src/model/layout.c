@@ -330,7 +330,13 @@ layout_buffer_shards(const struct model *m, enum buffer_kind kind)
 {
 	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
 		return layout_shard_group_size(m, kind);
-	return kind == BUFFER_EXPERT ? m->mesh.edp : m->mesh.dp;
+	/*
+	 * The distributed optimizer shards over DDP's group, which leaves
+	 * gtp_remat (egtp_remat) out: dp/gtp (edp/egtp) shards, the same
+	 * on every gtp peer (core_v0.19.0 setup_process_groups_for_ddp).
+	 */
+	return kind == BUFFER_EXPERT ? m->mesh.edp / m->mesh.egtp :
+	    m->mesh.dp / m->mesh.gtp;
 }
 
 /* The elements of one dim-0 row of a parameter's shard (1 for a vector). */

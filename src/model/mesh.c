@@ -11,6 +11,7 @@
  */
 #include <stddef.h>
 #include <stdio.h>
+#include <string.h>
 
 #include "base/xmalloc.h"
 #include "config/config.h"
@@ -30,6 +31,10 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_DP_REPLICATE] = "dp_replicate",
 	[GROUP_EFSDP] = "efsdp",
 	[GROUP_EDP_REPLICATE] = "edp_replicate",
+	[GROUP_GTP] = "gtp",
+	[GROUP_GTP_REPLICATE] = "gtp_replicate",
+	[GROUP_EGTP] = "egtp",
+	[GROUP_EGTP_REPLICATE] = "egtp_replicate",
 	[GROUP_CP_TP] = "[cp, tp]",
 	[GROUP_PURE_DP_TP] = "[pure-dp, tp]",
 	[GROUP_DP_TP] = "[dp, tp]",
@@ -37,6 +42,16 @@ static const char *const group_names[GROUP__COUNT] = {
 	[GROUP_EDP_ETP] = "[edp, etp]",
 	[GROUP_EDP_EP] = "[edp, ep]",
 	[GROUP_EDP_EP_ETP] = "[edp, ep, etp]",
+	[GROUP_GTP_TP] = "[gtp, tp]",
+	[GROUP_GTP_CP] = "[gtp, cp]",
+	[GROUP_GTP_CP_TP] = "[gtp, cp, tp]",
+	[GROUP_GTP_REPLICATE_TP] = "[gtp_replicate, tp]",
+	[GROUP_EGTP_ETP] = "[egtp, etp]",
+	[GROUP_EGTP_EP] = "[egtp, ep]",
+	[GROUP_EGTP_EP_ETP] = "[egtp, ep, etp]",
+	[GROUP_EGTP_REPLICATE_ETP] = "[egtp_replicate, etp]",
+	[GROUP_EGTP_REPLICATE_EP] = "[egtp_replicate, ep]",
+	[GROUP_EGTP_REPLICATE_EP_ETP] = "[egtp_replicate, ep, etp]",
 };
 
 /*
@@ -53,7 +68,7 @@ _Static_assert(GROUP_CP_TP == CFG_PLAN_PRODUCT &&
  * along the product is the axes' coordinates read as its digits.
  */
 enum axis { AXIS_TP, AXIS_CP, AXIS_PURE_DP, AXIS_ETP, AXIS_EP, AXIS_EDP,
-	AXIS_NONE };
+	AXIS_GTP, AXIS_GTP_REPLICA, AXIS_EGTP, AXIS_EGTP_REPLICA, AXIS_NONE };
 
 static const enum axis product_axes[GROUP__COUNT][3] = {
 	[GROUP_CP_TP] = { AXIS_TP, AXIS_CP, AXIS_NONE },
@@ -63,6 +78,17 @@ static const enum axis product_axes[GROUP__COUNT][3] = {
 	[GROUP_EDP_ETP] = { AXIS_ETP, AXIS_EDP, AXIS_NONE },
 	[GROUP_EDP_EP] = { AXIS_EP, AXIS_EDP, AXIS_NONE },
 	[GROUP_EDP_EP_ETP] = { AXIS_ETP, AXIS_EP, AXIS_EDP },
+	[GROUP_GTP_TP] = { AXIS_TP, AXIS_GTP, AXIS_NONE },
+	[GROUP_GTP_CP] = { AXIS_CP, AXIS_GTP, AXIS_NONE },
+	[GROUP_GTP_CP_TP] = { AXIS_TP, AXIS_CP, AXIS_GTP },
+	[GROUP_GTP_REPLICATE_TP] = { AXIS_TP, AXIS_CP, AXIS_GTP_REPLICA },
+	[GROUP_EGTP_ETP] = { AXIS_ETP, AXIS_EGTP, AXIS_NONE },
+	[GROUP_EGTP_EP] = { AXIS_EP, AXIS_EGTP, AXIS_NONE },
+	[GROUP_EGTP_EP_ETP] = { AXIS_ETP, AXIS_EP, AXIS_EGTP },
+	[GROUP_EGTP_REPLICATE_ETP] = { AXIS_ETP, AXIS_EGTP_REPLICA, AXIS_NONE },
+	[GROUP_EGTP_REPLICATE_EP] = { AXIS_EP, AXIS_EGTP_REPLICA, AXIS_NONE },
+	[GROUP_EGTP_REPLICATE_EP_ETP] = { AXIS_ETP, AXIS_EP,
+	    AXIS_EGTP_REPLICA },
 };
 
 static bool
@@ -87,6 +113,14 @@ axis_size(const struct mesh *m, enum axis a)
 		return m->ep;
 	case AXIS_EDP:
 		return m->edp;
+	case AXIS_GTP:
+		return m->gtp;
+	case AXIS_GTP_REPLICA:
+		return m->pure_dp / m->gtp;
+	case AXIS_EGTP:
+		return m->egtp;
+	case AXIS_EGTP_REPLICA:
+		return m->edp / m->egtp;
 	case AXIS_NONE:
 		break;
 	}
@@ -109,6 +143,14 @@ axis_coord(struct coord *c, enum axis a)
 		return &c->ep;
 	case AXIS_EDP:
 		return &c->edp;
+	case AXIS_GTP:
+		return &c->gtp;
+	case AXIS_GTP_REPLICA:
+		return &c->gtp_replica;
+	case AXIS_EGTP:
+		return &c->egtp;
+	case AXIS_EGTP_REPLICA:
+		return &c->egtp_replica;
 	case AXIS_NONE:
 		break;
 	}
@@ -133,14 +175,23 @@ product_member(const struct mesh *m, enum group_kind kind,
 	struct coord	 d = *c;
 	enum axis	 a;
 	int		 j;
+	bool		 dense = false;
 
 	for (j = 0; j < 3 && (a = product_axes[kind][j]) != AXIS_NONE;
 	    j++) {
 		*axis_coord(&d, a) = i % axis_size(m, a);
 		i /= axis_size(m, a);
+		dense |= a == AXIS_TP || a == AXIS_CP || a == AXIS_PURE_DP ||
+		    a == AXIS_GTP || a == AXIS_GTP_REPLICA;
 	}
-	if (product_axes[kind][0] == AXIS_TP)
+	/* A gtp axis set pure_dp's (edp's) digits: put them together. */
+	if (dense) {
+		if (kind >= GROUP_GTP_TP)
+			d.pure_dp = d.gtp + m->gtp * d.gtp_replica;
 		return mesh_rank_of(m, d.pp, d.cp + m->cp * d.pure_dp, d.tp);
+	}
+	if (kind >= GROUP_EGTP_ETP)
+		d.edp = d.egtp + m->egtp * d.egtp_replica;
 	return mesh_rank_of_expert(m, d.pp, d.ep, d.etp, d.edp);
 }
 
@@ -174,6 +225,15 @@ mesh_init(struct mesh *m, int pure_dp, int cp, int pp, int tp, int ep,
 	m->slices = tp / etp;
 	m->world = dp * pp * tp;
 	mesh_set_replicate(m, 1);
+	mesh_set_gtp(m, 1, 1);
+}
+
+void
+mesh_set_gtp(struct mesh *m, int gtp, int egtp)
+{
+	/* The configuration loader has checked that they divide. */
+	m->gtp = gtp;
+	m->egtp = egtp;
 }
 
 void
@@ -191,6 +251,7 @@ mesh_from_config(struct mesh *m, const struct config *cfg)
 	mesh_init(m, cfg->mesh.dp, cfg->mesh.cp, cfg->mesh.pp, cfg->mesh.tp,
 	    cfg->mesh.ep, cfg->mesh.etp);
 	mesh_set_replicate(m, cfg->mesh.dp_replicate);
+	mesh_set_gtp(m, cfg->mesh.gtp, cfg->mesh.egtp);
 }
 
 int
@@ -223,6 +284,13 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 		c->cp = c->dp % m->cp;
 		c->pure_dp = c->dp / m->cp;
 	}
+	if (m->gtp == 1) {
+		c->gtp = 0;
+		c->gtp_replica = c->pure_dp;
+	} else {
+		c->gtp = c->pure_dp % m->gtp;
+		c->gtp_replica = c->pure_dp / m->gtp;
+	}
 	if (m->etp == 1) {
 		c->etp = 0;
 		c->slice = c->tp;
@@ -233,6 +301,13 @@ mesh_coord_of(const struct mesh *m, int rank, struct coord *c)
 		c->slice = c->tp / m->etp;
 		c->ep = (s / m->etp) % m->ep;
 		c->edp = s / (m->etp * m->ep);
+	}
+	if (m->egtp == 1) {
+		c->egtp = 0;
+		c->egtp_replica = c->edp;
+	} else {
+		c->egtp = c->edp % m->egtp;
+		c->egtp_replica = c->edp / m->egtp;
 	}
 }
 
@@ -271,6 +346,14 @@ mesh_group_size(const struct mesh *m, enum group_kind kind)
 		return m->dp_replicate;
 	case GROUP_EFSDP:
 		return m->efsdp;
+	case GROUP_GTP:
+		return m->gtp;
+	case GROUP_GTP_REPLICATE:
+		return m->dp / m->gtp;
+	case GROUP_EGTP:
+		return m->egtp;
+	case GROUP_EGTP_REPLICATE:
+		return m->edp / m->egtp;
 	default:
 		if (is_product(kind))
 			return product_size(m, kind);
@@ -325,6 +408,24 @@ member(const struct mesh *m, enum group_kind kind, const struct coord *c,
 	case GROUP_EDP_REPLICATE:
 		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
 		    c->edp % m->efsdp + m->efsdp * i);
+	/*
+	 * The pure_dp coordinate is gtp_i + gtp * replica and the edp
+	 * coordinate egtp_i + egtp * replica (mesh.h); gtp_replicate's
+	 * member i has cp coordinate i % cp and replica i / cp, cp fastest
+	 * as in dp.
+	 */
+	case GROUP_GTP:
+		return mesh_rank_of(m, c->pp, c->cp + m->cp * (i + m->gtp *
+		    (c->pure_dp / m->gtp)), c->tp);
+	case GROUP_GTP_REPLICATE:
+		return mesh_rank_of(m, c->pp, i % m->cp + m->cp *
+		    (c->pure_dp % m->gtp + m->gtp * (i / m->cp)), c->tp);
+	case GROUP_EGTP:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp, i +
+		    m->egtp * (c->edp / m->egtp));
+	case GROUP_EGTP_REPLICATE:
+		return mesh_rank_of_expert(m, c->pp, c->ep, c->etp,
+		    c->edp % m->egtp + m->egtp * i);
 	default:
 		if (is_product(kind))
 			return product_member(m, kind, c, i);
@@ -369,6 +470,14 @@ index_in(const struct mesh *m, enum group_kind kind, struct coord *c)
 		return c->edp % m->efsdp;
 	case GROUP_EDP_REPLICATE:
 		return c->edp / m->efsdp;
+	case GROUP_GTP:
+		return c->pure_dp % m->gtp;
+	case GROUP_GTP_REPLICATE:
+		return c->cp + m->cp * (c->pure_dp / m->gtp);
+	case GROUP_EGTP:
+		return c->edp % m->egtp;
+	case GROUP_EGTP_REPLICATE:
+		return c->edp / m->egtp;
 	default:
 		if (is_product(kind))
 			return product_index(m, kind, c);
@@ -429,6 +538,12 @@ mesh_format(const struct mesh *m, char *buf, size_t len)
 		snprintf(dp, sizeof dp, "dp=%d", m->pure_dp);
 	snprintf(buf, len, "%s%s pp=%d tp=%d ep=%d etp=%d edp=%d world=%d",
 	    dp, cp, m->pp, m->tp, m->ep, m->etp, m->edp, m->world);
+	/* Named only when present, so that meshes without gtp read as before. */
+	if (m->gtp > 1 || m->egtp > 1) {
+		size_t	 n = strlen(buf);
+
+		snprintf(buf + n, len - n, " gtp=%d egtp=%d", m->gtp, m->egtp);
+	}
 }
 
 const char *

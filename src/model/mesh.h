@@ -11,6 +11,19 @@
  * index in it (cp fastest); pure_dp and cp are its two factors, for the
  * token counts and the groups that see only one of them.
  *
+ * Generalized tensor parallelism (Megatron's gtp_remat, core_v0.19.0
+ * parallel_state.py) splits the data-parallel ranks once more: gtp ranks
+ * hold distinct tokens, as dp's do, and each a shard of the weights
+ * model.gtp_sharded names.  gtp is the fastest factor of pure_dp (pure_dp
+ * coordinate = gtp coordinate + gtp * replica), so dp keeps counting every
+ * rank with tokens of its own and the loss normalization needs nothing
+ * new; its complement, gtp_replicate (cp and the replicas), is Megatron's
+ * dp_cp group without gtp_remat, the one DDP reduces over.  Megatron puts
+ * gtp_remat before cp ('tp-gtp_remat-cp-ep-dp-pp'); with cp 1 the ranks
+ * are the same, with cp > 1 the groups are Megatron's with other rank
+ * numbers.  egtp (expert_gtp_weight_remat_size) is the fastest factor of
+ * edp, as Megatron's expert order 'tp-cp-ep-gtp_remat-dp-pp' has it.
+ *
  * Every group is returned in the order of its own coordinate, so that
  * "member i of the group" is the rank whose coordinate along that dimension
  * is i: that is the order in which a reduce-scatter hands out shards.
@@ -43,6 +56,8 @@ struct mesh {
 	 */
 	int	dp_replicate, dp_shard;
 	int	efsdp;		/* edp / dp_replicate */
+	int	gtp;		/* divides pure_dp; 1: no gtp */
+	int	egtp;		/* divides edp; 1: no expert gtp */
 	int	world;		/* dp * pp * tp */
 };
 
@@ -51,6 +66,8 @@ struct coord {
 	int	pure_dp, cp;	/* dp = cp + mesh.cp * pure_dp */
 	int	ep, etp, edp;	/* expert coordinates within the stage */
 	int	slice;		/* tp / mesh.etp: the token slice */
+	/* pure_dp = gtp + mesh.gtp * gtp_replica, edp likewise with egtp. */
+	int	gtp, gtp_replica, egtp, egtp_replica;
 };
 
 /* The communication groups a gradient collective can run over. */
@@ -68,6 +85,10 @@ enum group_kind {
 	GROUP_DP_REPLICATE,	/* same pp, tp, dp_shard*cp; varying replica */
 	GROUP_EFSDP,		/* same pp, ep, etp, replica; varying efsdp */
 	GROUP_EDP_REPLICATE,	/* same pp, ep, etp, efsdp; varying replica */
+	GROUP_GTP,		/* same pp, tp, cp, gtp replica; varying gtp */
+	GROUP_GTP_REPLICATE,	/* same pp, tp, gtp; varying cp, gtp replica */
+	GROUP_EGTP,		/* same pp, ep, etp, replica; varying egtp */
+	GROUP_EGTP_REPLICATE,	/* same pp, ep, etp, egtp; varying replica */
 	/*
 	 * Products of axes, a plan's all-reduce: [cp, tp] (config.h): the
 	 * members vary along each axis, the fastest axis fastest, so that
@@ -81,6 +102,16 @@ enum group_kind {
 	GROUP_EDP_ETP,		/* same pp, ep; varying edp, etp */
 	GROUP_EDP_EP,		/* same pp, etp; varying edp, ep */
 	GROUP_EDP_EP_ETP,	/* same pp: the stage, in the expert layout */
+	GROUP_GTP_TP,		/* same pp, cp, gtp replica; varying gtp, tp */
+	GROUP_GTP_CP,		/* same pp, tp, gtp replica; varying gtp, cp */
+	GROUP_GTP_CP_TP,	/* same pp, gtp replica; varying gtp, cp, tp */
+	GROUP_GTP_REPLICATE_TP,	/* same pp, gtp; varying the rest of dp, tp */
+	GROUP_EGTP_ETP,		/* same pp, ep, replica; varying egtp, etp */
+	GROUP_EGTP_EP,		/* same pp, etp, replica; varying egtp, ep */
+	GROUP_EGTP_EP_ETP,	/* same pp, replica; varying egtp, ep, etp */
+	GROUP_EGTP_REPLICATE_ETP, /* same pp, ep, egtp; varying replica, etp */
+	GROUP_EGTP_REPLICATE_EP, /* same pp, etp, egtp; varying replica, ep */
+	GROUP_EGTP_REPLICATE_EP_ETP, /* same pp, egtp; varying replica, ep, etp */
 	GROUP__COUNT
 };
 
@@ -89,6 +120,8 @@ void	 mesh_init(struct mesh *, int pure_dp, int cp, int pp, int tp, int ep,
 void	 mesh_from_config(struct mesh *, const struct config *);
 /* Split pure_dp into dp_replicate * dp_shard (1 after mesh_init). */
 void	 mesh_set_replicate(struct mesh *, int dp_replicate);
+/* Take gtp out of pure_dp and egtp out of edp (1 after mesh_init). */
+void	 mesh_set_gtp(struct mesh *, int gtp, int egtp);
 
 int	 mesh_rank_of(const struct mesh *, int pp, int dp, int tp);
 void	 mesh_coord_of(const struct mesh *, int rank, struct coord *);

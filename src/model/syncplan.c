@@ -91,7 +91,9 @@ group_size_text(enum group_kind g)
 		[GROUP_DP] = "(dp*cp)", [GROUP_TP] = "tp", [GROUP_EP] = "ep",
 		[GROUP_ETP] = "etp", [GROUP_EDP] = "edp", [GROUP_CP] = "cp",
 		[GROUP_PURE_DP] = "dp", [GROUP_DP_SHARD] = "(dp_shard*cp)",
-		[GROUP_DP_REPLICATE] = "dp_replicate",
+		[GROUP_DP_REPLICATE] = "dp_replicate", [GROUP_GTP] = "gtp",
+		[GROUP_GTP_REPLICATE] = "(dp*cp/gtp)", [GROUP_EGTP] = "egtp",
+		[GROUP_EGTP_REPLICATE] = "(edp/egtp)",
 	};
 
 	return names[g];
@@ -240,7 +242,10 @@ shard_group(const struct model *m, enum buffer_kind k)
 {
 	if (m->config->layout.dp_engine != DP_ENGINE_MEGATRON)
 		return k == BUFFER_EXPERT ? GROUP_EFSDP : GROUP_DP_SHARD;
-	return k == BUFFER_EXPERT ? GROUP_EDP : GROUP_DP;
+	/* DDP's groups without gtp_remat and egtp_remat (emit_dp). */
+	if (k == BUFFER_EXPERT)
+		return m->mesh.egtp > 1 ? GROUP_EGTP_REPLICATE : GROUP_EDP;
+	return m->mesh.gtp > 1 ? GROUP_GTP_REPLICATE : GROUP_DP;
 }
 
 /* One step of the FSDP reduction of buffer k, with its setting and fix. */
@@ -401,6 +406,17 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 
 		if (pure)
 			group = GROUP_PURE_DP;
+		/*
+		 * With generalized tensor parallelism DDP reduces over dp_cp
+		 * without gtp_remat (process_groups_config.py
+		 * setup_process_groups_for_ddp, core_v0.19.0), the experts
+		 * over the expert data-parallel group without egtp_remat;
+		 * the gtp axes follow in emit_gtp.
+		 */
+		else if (k != BUFFER_EXPERT && m->mesh.gtp > 1)
+			group = GROUP_GTP_REPLICATE;
+		if (k == BUFFER_EXPERT && m->mesh.egtp > 1)
+			group = GROUP_EGTP_REPLICATE;
 		any = false;
 		for (i = 0; i < m->nparams; i++)
 			if (layout_buffer_of(m, i) == (enum buffer_kind)k)
@@ -410,6 +426,26 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		n = mesh_group_size(&m->mesh, group);
 		divisor = lossnorm_size(&m->mesh, cfg->sync.dp_divisor);
 		divisor_text = data_size_text(cfg->sync.dp_divisor);
+		/*
+		 * DistributedDataParallel.__init__ (core_v0.19.0, main
+		 * d98e8a64dd) prescales the dense and the expert buffers
+		 * alike by 1/dp_cp_group.size(), a group without gtp_remat:
+		 * gtp/(dp*cp) of the whole data-parallel axis.  The dense
+		 * gradients get the 1/gtp back over gtp (emit_gtp); the
+		 * experts over egtp only, gtp/egtp too large when the two
+		 * differ (Megatron-LM PR #7165).
+		 */
+		bool	 by_egtp = k == BUFFER_EXPERT &&
+		    cfg->sync.expert_gtp_divisor == EXPERT_GTP_DIVISOR_EGTP;
+		int	 gtp = by_egtp ? m->mesh.egtp : m->mesh.gtp;
+
+		if (gtp > 1 && (cfg->sync.dp_divisor == SIZE_DP_CP ||
+		    cfg->sync.dp_divisor == SIZE_DP)) {
+			divisor /= gtp;
+			divisor_text = cfg->sync.dp_divisor == SIZE_DP_CP ?
+			    (by_egtp ? "(dp*cp/egtp)" : "(dp*cp/gtp)") :
+			    (by_egtp ? "(dp/egtp)" : "(dp/gtp)");
+		}
 		if (k == BUFFER_EXPERT &&
 		    cfg->sync.expert_grad_divisor == EXPERT_DIVISOR_EDP) {
 			divisor = m->mesh.edp;
@@ -454,8 +490,11 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			s->buffer = k;
 			set_scale(s, pre_num, pre_num_text, pre_den,
 			    pre_den_text);
-			if (divisor != lossnorm_size(&m->mesh,
-			    cfg->sync.dp_divisor))
+			if (k == BUFFER_EXPERT && gtp != m->mesh.egtp &&
+			    divisor != m->mesh.edp)
+				s->key = KEY_EXPERT_GTP_DIVISOR;
+			else if (divisor != lossnorm_size(&m->mesh,
+			    cfg->sync.dp_divisor) && gtp == 1)
 				s->key = KEY_EXPERT_GRAD_DIVISOR;
 			else if (cfg->sync.dp_divisor != SIZE_DP_CP) {
 				s->key = KEY_DP_DIVISOR;
@@ -490,6 +529,96 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 		if (per_token_avg) {
 			s->key = KEY_AVERAGE_IN_COLLECTIVE;
 			s->fix = SYNC_FIX_PER_TOKEN_AVG;
+		}
+	}
+}
+
+/* Does generalized tensor parallelism shard parameter p over gtp? */
+static bool
+gtp_sharded(const struct model *m, const struct param *p)
+{
+	if (m->config->model.gtp_sharded == GTP_SHARDED_NONE)
+		return false;
+	switch (p->role) {
+	case ROLE_COLUMN:
+	case ROLE_ROW:
+	case ROLE_EXPERT_FC1:
+	case ROLE_EXPERT_FC2:
+		return true;
+	default:
+		break;
+	}
+	return false;
+}
+
+/*
+ * Generalized tensor parallelism (Megatron c5ff22b7f1, #4967, as in
+ * core_v0.19.0 and main d98e8a64dd): each gtp_remat peer holds distinct
+ * tokens, and DDP has reduced over the others only (emit_dp).  A weight
+ * gtp shards (model.gtp_sharded) has its wgrad prescaled by 1/gtp and
+ * reduce-scattered with a sum over gtp
+ * (generalized_tensor_parallelism.py
+ * GTPShardedParam._prescale_wgrads_for_mean_rs): here an all-reduce over
+ * gtp after the same prescale, of which each shard's owner keeps its
+ * part, the values it uses.  A replicated one is all-reduced over gtp in
+ * finalize_model_grads.py _allreduce_replicated_grads_over_gtp_remat_group,
+ * AVG; under a per-token loss (sync.dp_divisor none, DDP's
+ * calculate_per_token_loss) neither divides, the prescale is skipped and
+ * the all-reduce is a SUM, as the divisor counts the gtp peers' tokens.
+ * Experts do the same over egtp.
+ */
+/* Select the parameters of one side (dense or expert) and one kind. */
+static bool
+select_gtp_params(struct sync_step *s, const struct model *m, bool expert,
+    bool sharded)
+{
+	bool	 any = false;
+	int	 i;
+
+	for (i = 0; i < m->nparams; i++) {
+		s->params[i] = m->params[i].expert == expert &&
+		    gtp_sharded(m, &m->params[i]) == sharded;
+		any |= s->params[i];
+	}
+	return any;
+}
+
+static void
+emit_gtp(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	bool	 per_token = m->config->sync.dp_divisor == SIZE_ONE;
+	struct sync_step *s;
+	int	 side, kind, n;
+
+	(void)grad;
+	for (side = 0; side < 2; side++) {
+		bool	 expert = side == 1;
+		enum group_kind g = expert ? GROUP_EGTP : GROUP_GTP;
+
+		if ((n = mesh_group_size(&m->mesh, g)) == 1)
+			continue;
+		/* The sharded weights first, as their backward runs first. */
+		for (kind = 0; kind < 2; kind++) {
+			bool	 sharded = kind == 0;
+
+			s = new_step(plan, m, rule, SYNC_ALL_REDUCE, g);
+			if (!select_gtp_params(s, m, expert, sharded)) {
+				plan->nsteps--;
+				free(s->params);
+				continue;
+			}
+			if (!sharded) {
+				s->average = !per_token;
+				continue;
+			}
+			if (per_token)
+				continue;
+			/* The prescale before the sum: one step before it. */
+			s->op = SYNC_SCALE;
+			set_scale(s, 1, "1", n, expert ? "egtp" : "gtp");
+			s = new_step(plan, m, rule, SYNC_ALL_REDUCE, g);
+			select_gtp_params(s, m, expert, true);
 		}
 	}
 }
@@ -772,6 +901,9 @@ static const struct sync_rule rules[] = {
 	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER,
 	  SYNC_CITE_NONE, SYNC_FIX_EXPERT_GRAD_DIVISOR,
 	  emit_dp },
+	{ "generalized tensor parallel gradient reduction over gtp", KEY_GTP,
+	  SYNC_CITE_NONE, SYNC_FIX_NONE,
+	  emit_gtp },
 	{ "sequence-parallel parameter gradient all-reduce over tp",
 	  KEY_SP_PARAM_GRAD, SYNC_CITE_NONE, SYNC_FIX_SP_PARAM_GRAD,
 	  emit_sp_params },

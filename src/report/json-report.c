@@ -113,6 +113,14 @@ jsonw_mesh(struct json *j, const struct mesh *m, const struct atom_space *sp)
 	jsonw_key_int(j, "etp", m->etp);
 	jsonw_key_int(j, "edp", m->edp);
 	jsonw_key_int(j, "world", m->world);
+	/*
+	 * Generalized tensor parallelism: factors of dp and edp (mesh.h),
+	 * named only when present, as the text report's mesh line does.
+	 */
+	if (m->gtp > 1 || m->egtp > 1) {
+		jsonw_key_int(j, "gtp", m->gtp);
+		jsonw_key_int(j, "egtp", m->egtp);
+	}
 	jsonw_end_object(j);
 }
 

@@ -537,6 +537,10 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 	case GROUP_DP_REPLICATE:
 	case GROUP_EFSDP:
 	case GROUP_EDP_REPLICATE:
+	case GROUP_GTP:
+	case GROUP_GTP_REPLICATE:
+	case GROUP_EGTP:
+	case GROUP_EGTP_REPLICATE:
 	case GROUP_CP_TP:
 	case GROUP_PURE_DP_TP:
 	case GROUP_DP_TP:
@@ -544,6 +548,16 @@ group_index(const struct sym_run *run, enum group_kind kind, int rank)
 	case GROUP_EDP_ETP:
 	case GROUP_EDP_EP:
 	case GROUP_EDP_EP_ETP:
+	case GROUP_GTP_TP:
+	case GROUP_GTP_CP:
+	case GROUP_GTP_CP_TP:
+	case GROUP_GTP_REPLICATE_TP:
+	case GROUP_EGTP_ETP:
+	case GROUP_EGTP_EP:
+	case GROUP_EGTP_EP_ETP:
+	case GROUP_EGTP_REPLICATE_ETP:
+	case GROUP_EGTP_REPLICATE_EP:
+	case GROUP_EGTP_REPLICATE_EP_ETP:
 	case GROUP__COUNT:
 		break;
 	}
