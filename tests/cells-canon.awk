@@ -96,7 +96,7 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 		fix[view[k]] = 1
 	for (k = 1; k <= ns; k++)
 		delete fix[summed[k]]
-	# "of": "self" or coordinates, then the class of the atoms ("a",
+	# "of": "self" or coordinates, then the class of the atoms ("a", "ad",
 	# "t1", "held"); "src" summed or fixed marks expert atoms kept per
 	# source.
 	self = 0; cls = ""; held = 0
@@ -106,7 +106,7 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 			self = 1
 		else if (f[k] == "held")
 			held = 1
-		else if (f[k] ~ /^(a|t[0-9]+)$/)
+		else if (f[k] ~ /^(a|ad|t[0-9]+)$/)
 			cls = f[k]
 		else {
 			d = f[k]; sub(/[0-9]+$/, "", d)
@@ -152,9 +152,9 @@ function expand_piece(w, i, r, acc,    a, d, ns, summed, nv, view, k, nf,
 	delete want
 	delete fix
 }
-# Atom names ("g5", "g5m1", "g5s3m1", held ones "h5") plain before held,
-# in rank order, then by their suffix: an insertion sort on a zero-padded
-# key.
+# Atom names ("g5", "g5m1", "g5s3m1", "g5adm1", held ones "h5") plain
+# before held, in rank order, then by their suffix: an insertion sort on a
+# zero-padded key.
 function sortkey(a,    r) {
 	r = a; sub(/^[gh]/, "", r); sub(/[^0-9].*$/, "", r)
 	return sprintf("%s%09d%s", substr(a, 1, 1), r + 0,
@@ -236,7 +236,7 @@ inregion		{ v = $0; gsub(/[ ,]/, "", v); reg[nreg++] = v; next }
 /^          "terms": /	{ w = "v"; inlist = $0 !~ /null,?$/; next }
 /^          "expected": /	{ w = "e"; inlist = $0 !~ /null,?$/; next }
 inlist && /^          [\]\}]/	{ inlist = 0; next }
-inlist && /^            "[gh][0-9]+[asmt0-9]*": / {
+inlist && /^            "[gh][0-9]+[adsmt0-9]*": / {
 	a = $1; gsub(/[":]/, "", a)
 	EX[w, a] = unquote($0)
 	next
