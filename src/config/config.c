@@ -466,6 +466,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    ep_on_words),
 	[KEY_TP_MASK_SUPPORTED] = { "limits.tp_mask_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.tp_mask), 0, 1, 1, NULL },
+	[KEY_GLOBAL_AUX_SUPPORTED] = { "limits.global_aux_supported",
+	    KEY_LIMITS, CFG_TYPE_BOOL, F(limits.global_aux), 0, 1, 1, NULL },
 	[KEY_GTP] = INTEGER("mesh.gtp", KEY_MESH, mesh.gtp, 1,
 	    CFG_MAX_MESH_DIM, 1),
 	[KEY_EGTP] = INTEGER("mesh.egtp", KEY_MESH, mesh.egtp, 1,

@@ -491,7 +491,7 @@ enum cfg_key {
 	KEY_ATTENTION_SINK, KEY_SINK_FILTER, KEY_OUT_NORM, KEY_OUT_NORM_GRAD,
 	KEY_ATTENTION_SINK_SUPPORTED, KEY_OUT_NORM_SUPPORTED,
 	KEY_AUX_TYPE, KEY_AUX_OBJECTIVE,
-	KEY_EP_ON, KEY_TP_MASK_SUPPORTED,
+	KEY_EP_ON, KEY_TP_MASK_SUPPORTED, KEY_GLOBAL_AUX_SUPPORTED,
 	KEY_GTP, KEY_EGTP, KEY_GTP_SHARDED, KEY_GTP_SUPPORTED,
 	KEY_EXPERT_GTP_DIVISOR,
 	KEY__COUNT
@@ -799,6 +799,7 @@ struct config {
 		bool	attention_sink;	/* learnable softmax offsets */
 		bool	out_norm;	/* a mixer with a head norm */
 		bool	tp_mask;	/* experts masked on the tp group */
+		bool	global_aux;	/* loss.aux_type global-aux-loss */
 		bool	gtp;		/* mesh.gtp and mesh.egtp above 1 */
 	} limits;
 

@@ -252,8 +252,13 @@ aux_type_fits(const struct config *c, char *buf, size_t size)
 {
 	int64_t	 n, d;
 
+	/*
+	 * Without a load-balancing loss (aux_loss_coeff 0) Megatron's
+	 * _apply_global_aux_loss returns early and the z-loss is alone.
+	 */
 	if (c->loss.aux_type != AUX_TYPE_GLOBAL ||
-	    !cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0)
+	    !cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0 ||
+	    !cfg_decimal(c->model.moe.aux_loss_coeff, &n, &d) || n == 0)
 		return true;
 	snprintf(buf, size, "loss.aux_type global-aux-loss with "
 	    "model.moe.z_loss_coeff is not modelled: the z-loss keeps the "
@@ -662,6 +667,36 @@ framework_has_tp_mask(const struct config *c, char *buf, size_t size)
 	    c->limits.tp_mask, "has no experts masked on the tp group "
 	    "(model.moe.ep_on: tp-mask, transformers' expert parallelism): "
 	    "it sends tokens to the experts' ranks", buf, size);
+}
+
+static bool
+framework_has_global_aux(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->loss.aux_type != AUX_TYPE_GLOBAL ||
+	    c->limits.global_aux, "has no load-balancing loss over the dp "
+	    "group's counts (loss.aux_type: global-aux-loss)", buf, size);
+}
+
+/*
+ * Under tp-mask every tp rank holds every token and the router's unmasked
+ * logits, from which transformers computes the auxiliary losses whole on
+ * each rank; the model seeds each rank's share of the tokens, as Megatron's
+ * sequence parallelism does, so the two are not the same gradient.
+ */
+static bool
+tp_mask_aux_modelled(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 n, d;
+
+	if (c->model.moe.ep_on != MOE_EP_TP_MASK ||
+	    ((!cfg_decimal(c->model.moe.aux_loss_coeff, &n, &d) || n == 0) &&
+	    (!cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0)))
+		return true;
+	snprintf(buf, size, "ep_on tp-mask with auxiliary losses "
+	    "(aux_loss_coeff, z_loss_coeff) is not modelled: each tp rank "
+	    "computes them whole from the router's unmasked logits, which "
+	    "the model does not follow");
+	return false;
 }
 
 static bool
@@ -1108,9 +1143,18 @@ egtp_fits(const struct config *c, char *buf, size_t size)
 static bool
 framework_has_gtp(const struct config *c, char *buf, size_t size)
 {
-	return framework_runs(c, (c->mesh.gtp == 1 && c->mesh.egtp == 1) ||
-	    c->limits.gtp, "has no generalized tensor parallelism (mesh.gtp, "
-	    "mesh.egtp)", buf, size);
+	return framework_runs(c, c->mesh.gtp == 1 || c->limits.gtp,
+	    "has no generalized tensor parallelism (mesh.gtp, mesh.egtp)",
+	    buf, size);
+}
+
+/* The same, for the experts' axis: its own key and place. */
+static bool
+framework_has_egtp(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->mesh.egtp == 1 || c->limits.gtp,
+	    "has no generalized tensor parallelism (mesh.gtp, mesh.egtp)",
+	    buf, size);
 }
 
 /* Only the FSDP2 engine flattens a unit's parameters (layout.fsdp_flatten). */
@@ -1243,6 +1287,8 @@ static const struct constraint constraints[] = {
 	{ KEY_ATTENTION_SINK, false, framework_has_attention_sink },
 	{ KEY_OUT_NORM, false, framework_has_out_norm },
 	{ KEY_EP_ON, false, framework_has_tp_mask },
+	{ KEY_EP_ON, true, tp_mask_aux_modelled },
+	{ KEY_AUX_TYPE, false, framework_has_global_aux },
 	{ KEY_ETP, true, framework_has_etp },
 	{ KEY_SEQUENCE_PARALLEL, true, framework_moe_tp_sp },
 	{ KEY_AVERAGE_IN_COLLECTIVE, false, framework_has_avg },
@@ -1277,6 +1323,7 @@ static const struct constraint constraints[] = {
 	{ KEY_SHARED_PARAM_REFUSED, false, framework_shared_param },
 	{ KEY_OBJECTIVE, false, sample_mean_expressible },
 	{ KEY_GTP, false, framework_has_gtp },
+	{ KEY_EGTP, false, framework_has_egtp },
 	{ KEY_GTP, false, gtp_fits },
 	{ KEY_EGTP, true, egtp_fits },
 	{ KEY_PLAN, false, plan_fits },

@@ -273,9 +273,12 @@ aux_build(struct loss_norm *ln, const struct config *cfg,
 	 * router.py _apply_global_aux_loss: total_num_tokens is the local
 	 * count times tp_dp_cp_group.size() while the scores stay local,
 	 * so against the atom's T_G T the loss carries T / T_G, 1/pure_dp
-	 * on top of the tp_cp part (Megatron-LM #3672).
+	 * on top of the tp_cp part (Megatron-LM #3672).  With no
+	 * load-balancing loss it returns early, and a z-loss is alone
+	 * with the sequence's count.
 	 */
-	ln->aux_global = cfg->loss.aux_type == AUX_TYPE_GLOBAL;
+	ln->aux_global = cfg->loss.aux_type == AUX_TYPE_GLOBAL &&
+	    ln->aux_loss_coeff.num != 0;
 	if (ln->aux_global)
 		ln->aux_coef = q_mul(ln->aux_coef, q_make(1, mesh->pure_dp));
 }

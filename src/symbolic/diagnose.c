@@ -848,8 +848,14 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 			tell(fl, pr, FACT_AUX_TERM_FACTOR, &args);
 			return;
 		}
+		/*
+		 * #3672 is named only when its 1/dp is the whole error: a
+		 * release before PR #2237 also divides by cp, which keeps
+		 * its own cause.
+		 */
 		tell(fl, pr, q_is_zero(c) ? FACT_AUX_ABSENT :
-		    ctx->atoms.aux_global ? FACT_AUX_GLOBAL_FACTOR :
+		    ctx->atoms.aux_global && q_equal(c, q_make(1,
+		    m->mesh.pure_dp)) ? FACT_AUX_GLOBAL_FACTOR :
 		    FACT_AUX_FACTOR, &args);
 		return;
 	}

@@ -158,6 +158,15 @@ struct sym_run {
 	const struct lincomb	*cmp_value, *cmp_expected;
 	bool			 cmp_equal;
 	/*
+	 * The last value (and expected value) a cell on a word embedding's
+	 * padded rows had its auxiliary atoms taken out of, and the result:
+	 * the members of a group share both, and stripping a dp-term sum on
+	 * every one of dp ranks cost dp squared, and new values that no
+	 * comparison or grouping could share (issue 25: 72 s and 4 GB at
+	 * 4,096 ranks).
+	 */
+	const struct lincomb	*strip_in[2], *strip_out[2];
+	/*
 	 * The logical parameter audited alone (sym_audit_param), or -1 for
 	 * all.  No step combines the values of two logical parameters (a
 	 * collective runs per parameter; the embedding group joins the
