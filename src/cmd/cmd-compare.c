@@ -31,7 +31,7 @@ audit_config(struct options *o, struct config_list *list, struct audit *cfg)
 
 	one.args = &o->args[1];
 	one.nargs = 1;
-	if (output_load_configs(&one, list) != 0)
+	if (output_load_configs(&one, NULL, list) != 0)
 		return -1;
 	sym_context_build(&ctx, &list->v[0]);
 	sym_audit(&ctx, cfg, NULL, NULL);

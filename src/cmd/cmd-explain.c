@@ -902,7 +902,7 @@ cmd_explain_exec(struct options *o)
 	char			**args = o->args;
 
 	o->nargs = 1;
-	if (output_load_configs(o, &list) < 0)
+	if (output_load_configs(o, NULL, &list) < 0)
 		return EXIT_USAGE;
 	if (list.n != 1) {
 		fprintf(stderr, "%s: explain: %s holds %zu configs; explain "

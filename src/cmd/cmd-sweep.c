@@ -728,8 +728,9 @@ cmd_sweep_exec(struct options *o)
 	enum cfg_key		 blame;
 	char			 whybuf[SYM_WHY_SIZE];
 	struct workers		 wk;
+	struct keyset		 varying;
 	size_t			 i;
-	int			 status = EXIT_OK, rc, st;
+	int			 status = EXIT_OK, rc, st, d;
 
 	if (o->world <= 0) {
 		fprintf(stderr, "%s: sweep: --world N is required\n", progname);
@@ -742,7 +743,17 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	memset(&sw, 0, sizeof sw);
 	sw.options = o;
-	if (sweep_parse_vary(&sw, o) < 0 || output_load_configs(o, &list) < 0) {
+	if (sweep_parse_vary(&sw, o) < 0) {
+		free(sw.vary);
+		return EXIT_USAGE;
+	}
+	/* The mesh and the --vary flags are sweep's: no warning needs them. */
+	memset(&varying, 0, sizeof varying);
+	for (d = 0; d < NDIMS; d++)
+		keyset_add(&varying, sweep_dim_keys[d]);
+	for (d = 0; d < sw.nvary; d++)
+		keyset_add(&varying, sw.vary[d]);
+	if (output_load_configs(o, &varying, &list) < 0) {
 		free(sw.vary);
 		return EXIT_USAGE;
 	}

@@ -359,7 +359,8 @@ batch_entry(const struct batch *b, size_t i, struct audited *v)
 }
 
 int
-output_load_configs(const struct options *o, struct config_list *list)
+output_load_configs(const struct options *o, const struct keyset *varying,
+    struct config_list *list)
 {
 	const char	*why;
 	enum cfg_key	 blame;
@@ -370,7 +371,8 @@ output_load_configs(const struct options *o, struct config_list *list)
 
 	memset(list, 0, sizeof *list);
 	for (i = 0; i < o->nargs; i++)
-		if (cfg_load(o->args[i], o->sets, o->nsets, list) < 0)
+		if (cfg_load_varying(o->args[i], NULL, o->sets, o->nsets,
+		    varying, list) < 0)
 			goto fail;
 	for (k = 0; k < list->n; k++) {
 		if ((why = sym_unauditable_at(&list->v[k], &blame, &at,

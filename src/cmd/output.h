@@ -18,8 +18,12 @@
 #include "report/summary.h"
 #include "symbolic/audit.h"
 
-/* Load all operands with the --set overrides; -1 after an error message. */
-int	 output_load_configs(const struct options *, struct config_list *);
+/*
+ * Load all operands with the --set overrides; -1 after an error message.
+ * varying: the keys sweep sets itself (cfg_load_varying), or NULL.
+ */
+int	 output_load_configs(const struct options *, const struct keyset *varying,
+	    struct config_list *);
 
 struct audited {
 	struct audit	*audit;		/* NULL when this config was not audited */

@@ -1385,3 +1385,141 @@ cfg_check_constraints(const struct config *c, char *buf, size_t len)
 		return NULL;
 	return buf;
 }
+
+/*
+ * Keys that have no effect in the config that writes them: loss.aux_type
+ * without model.moe is read by nothing that audits a dense model, and a
+ * user who wrote it believes it was audited.  One row per key and the
+ * condition under which the code reads it, each condition as read from
+ * the code that reads the key (cited); the loader warns about a key the
+ * file or --set wrote (not a profile, not a default) whose condition is
+ * false.  `needs` is the key whose value gives it effect: sweep, which
+ * replaces that value with its own, does not warn about it.
+ */
+static bool
+moe_present(const struct config *c)
+{
+	return c->model.has_moe;
+}
+
+/*
+ * egtp splits the expert mesh (mesh.c) only; a plan may still name the
+ * egtp axis or its size in an expression (plan.c), so a written plan
+ * keeps it in effect.
+ */
+static bool
+moe_or_plan_present(const struct config *c)
+{
+	return c->model.has_moe || keyset_has(&c->given, KEY_PLAN);
+}
+
+/*
+ * syncplan.c's data-parallel divisor: the expert buffers divide by egtp
+ * or gtp only when the one chosen is above 1 (or, for the step's key,
+ * when they differ).
+ */
+static bool
+gtp_present(const struct config *c)
+{
+	return c->mesh.gtp > 1 || c->mesh.egtp > 1;
+}
+
+/* gradnorm.c filters the ROLE_SINK parameters, made by model.c alone. */
+static bool
+sink_present(const struct config *c)
+{
+	return c->model.attention_sink;
+}
+
+/* emit_qk_norms and emit_out_norms act on those norms' parameters only. */
+static bool
+qk_norm_present(const struct config *c)
+{
+	return c->model.qk_norm;
+}
+
+static bool
+out_norm_present(const struct config *c)
+{
+	return c->model.out_norm;
+}
+
+/* lossnorm.c weighs the multi-token prediction losses, with model.mtp. */
+static bool
+mtp_present(const struct config *c)
+{
+	return c->model.mtp > 0;
+}
+
+/* lossnorm.c, diagnose.c and explain read it only with pp > 1. */
+static bool
+pipeline_present(const struct config *c)
+{
+	return c->mesh.pp > 1;
+}
+
+struct no_effect {
+	enum cfg_key	  key;		/* the key written */
+	enum cfg_key	  needs;	/* the key that gives it effect */
+	bool		(*effective)(const struct config *);
+	const char	 *without;	/* "has no effect without ..." */
+};
+
+static const struct no_effect no_effects[] = {
+	{ KEY_AUX_TYPE, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_AUX_OBJECTIVE, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_AUX_SCALE, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EGTP, KEY_MOE, moe_or_plan_present, "model.moe" },
+	{ KEY_ROUTER_GRAD, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_INPUT_GRAD, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_MOE_INPUT_GRAD, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_ROUTER_INPUT_GRAD, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_GRAD_DIVISOR, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_AVG_SCALE, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_GTP_DIVISOR, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_GTP_DIVISOR, KEY_GTP, gtp_present,
+	  "mesh.gtp or mesh.egtp above 1" },
+	{ KEY_EXPERT_BUFFER, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_DIM_MESH, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_FILTER, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_NORM, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_SINK_FILTER, KEY_ATTENTION_SINK, sink_present,
+	  "model.attention_sink: true" },
+	{ KEY_QK_NORM_GRAD, KEY_QK_NORM, qk_norm_present,
+	  "model.qk_norm: true" },
+	{ KEY_OUT_NORM_GRAD, KEY_OUT_NORM, out_norm_present,
+	  "model.out_norm: true" },
+	{ KEY_MTP_SCALE, KEY_MTP, mtp_present, "model.mtp above 0" },
+	{ KEY_MTP_OBJECTIVE, KEY_MTP, mtp_present, "model.mtp above 0" },
+	{ KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP, mtp_present,
+	  "model.mtp above 0" },
+	{ KEY_PP_NORMALIZE_BY, KEY_PP, pipeline_present, "mesh.pp above 1" },
+};
+
+static bool
+warns(const struct config *c, const struct keyset *varying,
+    const struct no_effect *r)
+{
+	return keyset_has(&c->given, r->key) && !r->effective(c) &&
+	    (varying == NULL || !keyset_has(varying, r->needs));
+}
+
+int
+cfg_find_no_effect(const struct config *c, const struct keyset *varying,
+    int from, enum cfg_key *key, const char **without)
+{
+	int	 i, n = (int)(sizeof(no_effects) / sizeof(no_effects[0]));
+
+	for (i = from; i < n; i++) {
+		if (!warns(c, varying, &no_effects[i]))
+			continue;
+		/* A key's rows are adjacent: one warning for it, the first. */
+		if (i > 0 && no_effects[i - 1].key == no_effects[i].key &&
+		    warns(c, varying, &no_effects[i - 1]))
+			continue;
+		*key = no_effects[i].key;
+		*without = no_effects[i].without;
+		return i;
+	}
+	return -1;
+}

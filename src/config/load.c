@@ -340,6 +340,79 @@ read_file(struct loader *ld, unsigned char **text, size_t *len)
 	return 0;
 }
 
+/* One key without effect, where it was written. */
+struct no_effect_at {
+	struct cfg_mark			 mark;	/* line 0: by --set */
+	const struct cfg_override	*ovr;	/* that --set, or NULL */
+	enum cfg_key			 key;
+	const char			*without;
+};
+
+/* In the file's order, as a compiler's; the --set ones after, in theirs. */
+static int
+no_effect_order(const void *a, const void *b)
+{
+	const struct no_effect_at *x = a, *y = b;
+
+	if ((x->ovr != NULL) != (y->ovr != NULL))
+		return x->ovr != NULL ? 1 : -1;
+	if (x->ovr != NULL)
+		return x->ovr < y->ovr ? -1 : x->ovr > y->ovr;
+	if (x->mark.line != y->mark.line)
+		return x->mark.line < y->mark.line ? -1 : 1;
+	return x->mark.col < y->mark.col ? -1 : x->mark.col > y->mark.col;
+}
+
+/*
+ * Warn about the keys config c writes that have no effect in it
+ * (cfg_find_no_effect): "gradaudit: FILE:LINE:COL: warning: KEY has no
+ * effect without ...", at the key, or at the --set that wrote it last.
+ * Only once the whole file has loaded, so that a file with an error
+ * prints that error alone; the exit status is the audit's.
+ */
+static void
+warn_no_effect(const struct loader *ld, const struct config *c)
+{
+	struct no_effect_at	*v = NULL, *w;
+	const char		*without;
+	enum cfg_key		 k;
+	char			 kq[QUOTE_SIZE], vq[QUOTE_SIZE];
+	size_t			 i, n = 0;
+	int			 row = -1;
+
+	while ((row = cfg_find_no_effect(c, ld->varying, row + 1, &k,
+	    &without)) != -1) {
+		v = xreallocarray(v, n + 1, sizeof(*v));
+		w = &v[n++];
+		w->mark = cfg_key_mark(c, k);
+		w->ovr = NULL;
+		w->key = k;
+		w->without = without;
+		for (i = 0; w->mark.line == 0 && i < ld->novrs; i++)
+			if (ld->ovr_keys[i] == k)
+				w->ovr = &ld->ovrs[i];
+	}
+	if (n > 1)
+		qsort(v, n, sizeof(*v), no_effect_order);
+	for (i = 0; i < n; i++) {
+		w = &v[i];
+		if (w->ovr != NULL) {
+			text_cut(kq, sizeof(kq), w->ovr->key,
+			    strlen(w->ovr->key));
+			text_cut(vq, sizeof(vq), w->ovr->value,
+			    strlen(w->ovr->value));
+			fprintf(stderr, "%s: --set %s=%s: warning: %s has no "
+			    "effect without %s\n", progname, kq, vq,
+			    cfg_keys[w->key].path, w->without);
+		} else
+			fprintf(stderr, "%s: %s:%d:%d: warning: %s has no "
+			    "effect without %s\n", progname, ld->path,
+			    w->mark.line, w->mark.col, cfg_keys[w->key].path,
+			    w->without);
+	}
+	free(v);
+}
+
 /* The configurations of ld->text, ld->len bytes, appended to out. */
 static int
 load_text(struct loader *ld, struct config_list *out)
@@ -366,6 +439,8 @@ load_text(struct loader *ld, struct config_list *out)
 			ld->list.v[i].source_digest = digest;
 		}
 		default_names(ld);
+		for (i = 0; !ld->quiet && i < ld->list.n; i++)
+			warn_no_effect(ld, &ld->list.v[i]);
 		if (out->n == 0) {
 			/* No copy: a list of 100,000 configs is 50 MB. */
 			free(out->v);
@@ -397,6 +472,14 @@ int
 cfg_load_as(const char *path, const char *copy,
     const struct cfg_override *ovrs, size_t novrs, struct config_list *out)
 {
+	return cfg_load_varying(path, copy, ovrs, novrs, NULL, out);
+}
+
+int
+cfg_load_varying(const char *path, const char *copy,
+    const struct cfg_override *ovrs, size_t novrs,
+    const struct keyset *varying, struct config_list *out)
+{
 	struct loader	 ld;
 	unsigned char	*text = NULL;
 	size_t		 i;
@@ -413,6 +496,7 @@ cfg_load_as(const char *path, const char *copy,
 	ld.path = strcmp(path, "-") == 0 ? "<stdin>" : path;
 	ld.ovrs = ovrs;
 	ld.novrs = novrs;
+	ld.varying = varying;
 	ld.ovr_keys = xreallocarray(NULL, novrs, sizeof(*ld.ovr_keys));
 	for (i = 0; i < novrs; i++)
 		if (reader_resolve_override(ovrs[i].key, &ld.ovr_keys[i],

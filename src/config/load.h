@@ -15,10 +15,21 @@
  * documents), apply the overrides in order, fill in defaults and validate.
  * On error, print "gradaudit: FILE:LINE:COL: KEY: what is wrong" to stderr
  * and return -1 (the caller exits EXIT_USAGE); the list is left empty.
- * Appends to *out on success and returns 0.
+ * Appends to *out on success and returns 0, after printing "gradaudit:
+ * FILE:LINE:COL: warning: KEY has no effect without ..." for each key
+ * the file or --set writes where nothing reads it (cfg_find_no_effect).
  */
 int	 cfg_load(const char *path, const struct cfg_override *, size_t,
 	    struct config_list *out);
+
+/*
+ * cfg_load_as (config.h) for sweep, which sets the keys of varying
+ * itself (the mesh, its --vary flags): a key whose effect depends on one
+ * of those is not warned about.  NULL: warn about every key.
+ */
+int	 cfg_load_varying(const char *path, const char *copy,
+	    const struct cfg_override *, size_t,
+	    const struct keyset *varying, struct config_list *out);
 
 /*
  * Load the configurations of text, len bytes named `name` in messages, as

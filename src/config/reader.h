@@ -47,6 +47,8 @@ struct loader {
 	/* Which --set wrote each key of cfg last (NULL: the file did). */
 	const struct cfg_override	*origin[KEY__COUNT];
 	bool				 is_list;
+	/* Keys sweep sets itself: no warning that needs them. */
+	const struct keyset		*varying;
 };
 
 /*
