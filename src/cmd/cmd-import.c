@@ -23,6 +23,7 @@
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "config/constraints.h"
 #include "config/framework.h"
 #include "config/load.h"
 #include "import/megatron.h"
@@ -449,6 +450,28 @@ add_line(struct yaml_doc *doc, int depth, const char *key)
 }
 
 /*
+ * A key the import set is printed unless it has no effect in the config
+ * (cfg_find_no_effect): an argument mapped for every model, such as
+ * Megatron-FSDP's expert divisor on a dense one, would have the loader
+ * warn about a file the user did not write.
+ */
+static bool
+printed(const struct import_result *mi, enum cfg_key k)
+{
+	const char	*without;
+	enum cfg_key	 inert;
+	int		 row = -1;
+
+	if (!keyset_has(&mi->cfg->given, k))
+		return false;
+	while ((row = cfg_find_no_effect(mi->cfg, NULL, row + 1, &inert,
+	    &without)) != -1)
+		if (inert == k)
+			return false;
+	return true;
+}
+
+/*
  * The keys under the mapping `prefix` (of length len, "" for the top):
  * its values first, in the order of the schema, then each mapping with
  * what it holds.
@@ -463,7 +486,7 @@ collect_keys(struct yaml_doc *doc, const struct import_result *mi,
 
 	for (k = 0; k < KEY__COUNT; k++) {
 		path = cfg_key_path(k);
-		if (!keyset_has(&mi->cfg->given, k) || cfg_key_is_section(k) ||
+		if (!printed(mi, (enum cfg_key)k) || cfg_key_is_section(k) ||
 		    !in_mapping(k, prefix, len) ||
 		    strchr(path + skip, '.') != NULL)
 			continue;
@@ -479,7 +502,7 @@ collect_keys(struct yaml_doc *doc, const struct import_result *mi,
 			continue;
 		/* A mapping appears when one of its values was set. */
 		for (j = 0; j < KEY__COUNT; j++)
-			if (keyset_has(&mi->cfg->given, j) &&
+			if (printed(mi, (enum cfg_key)j) &&
 			    !cfg_key_is_section(j) &&
 			    in_mapping(j, path, strlen(path)))
 				break;
