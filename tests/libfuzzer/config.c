@@ -69,6 +69,29 @@ is_newer_note(const char *line, size_t len)
 }
 
 /*
+ * A warning about a key without effect (load.c's warn_no_effect), which a
+ * file that loads may print, one a line, at a place of the file or a --set.
+ */
+static bool
+is_no_effect_warning(const char *line, size_t len)
+{
+	static const char	 w[] = ": warning: ", tail[] = " has no effect "
+				     "without ";
+	size_t			 i;
+	bool			 seen = false;
+
+	for (i = 0; i + sizeof w - 1 <= len; i++)
+		if (memcmp(line + i, w, sizeof w - 1) == 0) {
+			seen = true;
+			break;
+		}
+	for (; seen && i + sizeof tail - 1 <= len; i++)
+		if (memcmp(line + i, tail, sizeof tail - 1) == 0)
+			return true;
+	return false;
+}
+
+/*
  * Check what one loud cfg_load did; *last is set to the start of its
  * last line of stderr.
  */
@@ -77,7 +100,7 @@ check_loud(int rc, const char *err, size_t len, const char **last)
 {
 	const char	*line, *nl;
 	char		 why[CFG_WHY_SIZE];
-	size_t		 n, i, llen;
+	size_t		 n, i, llen, warnings = 0;
 
 	if (!harness_lines(err, len, "gradaudit: ", &n))
 		harness_fail(err, "stderr is not lines of \"gradaudit: \"");
@@ -86,10 +109,21 @@ check_loud(int rc, const char *err, size_t len, const char **last)
 		nl = strchr(line, '\n');
 		llen = (size_t)(nl - line);
 		*last = line;
+		if (is_no_effect_warning(line, llen)) {
+			warnings++;
+			if (!harness_at_place(line, path) &&
+			    strncmp(line, "gradaudit: --set ", 17) != 0)
+				harness_fail(err, "a warning names neither a "
+				    "place of the file nor a --set");
+			continue;
+		}
 		if (nl + 1 < err + len && !is_newer_note(line, llen))
 			harness_fail(err, "a line before the last is no note "
 			    "of a newer release");
 	}
+	/* Warnings come once the whole file has loaded, not before its error. */
+	if (rc == -1 && warnings > 0)
+		harness_fail(err, "cfg_load failed and warned too");
 	if (rc == -1) {
 		if (list.n != 1)
 			harness_fail(err, "a failed cfg_load changed the list");
@@ -104,7 +138,8 @@ check_loud(int rc, const char *err, size_t len, const char **last)
 	}
 	if (rc != 0)
 		harness_fail(err, "cfg_load returned %d", rc);
-	if (n > 0 && !is_newer_note(*last, strlen(*last)))
+	if (n > 0 && !is_newer_note(*last, strlen(*last)) &&
+	    !is_no_effect_warning(*last, strlen(*last)))
 		harness_fail(err, "cfg_load returned 0 with a message");
 	if (list.n < 2)
 		harness_fail(err, "cfg_load returned 0 and added no config");
