@@ -181,6 +181,12 @@ point_label(const struct sweep *sw, const struct sweep_point *pt,
 	if (sw->base->model.has_moe && off < len)
 		off += (size_t)snprintf(label + off, len - off, " ep=%d etp=%d",
 		    pt->ep, pt->etp);
+	if (sw->gtp_axis && off < len)
+		off += (size_t)snprintf(label + off, len - off, " gtp=%d",
+		    pt->gtp);
+	if (sw->egtp_axis && off < len)
+		off += (size_t)snprintf(label + off, len - off, " egtp=%d",
+		    pt->egtp);
 	for (k = 0; k < sw->nvary && off < len; k++)
 		off += (size_t)snprintf(label + off, len - off, " %s=%d",
 		    cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
@@ -272,6 +278,10 @@ point_sets(const struct sweep *sw, const struct sweep_point *pt,
 		arg_add(al, "mesh.ep=%d", c->mesh.ep);
 		arg_add(al, "mesh.etp=%d", c->mesh.etp);
 	}
+	if (sw->gtp_axis)
+		arg_add(al, "mesh.gtp=%d", c->mesh.gtp);
+	if (sw->egtp_axis)
+		arg_add(al, "mesh.egtp=%d", c->mesh.egtp);
 	for (z = 0; z < sweep_nsize_keys; z++) {
 		if (!cfg_key_is_active(c, sweep_size_keys[z]))
 			continue;
@@ -444,10 +454,15 @@ static int
 point_varied(const struct sweep *sw, const struct sweep_point *pt,
     struct varied_value *v)
 {
-	const int	 dims[NDIMS] = { pt->dp, pt->pp, pt->tp, pt->ep, pt->etp };
+	const int	 dims[NDIMS] = { pt->dp, pt->pp, pt->tp, pt->ep, pt->etp,
+			     pt->gtp, pt->egtp };
 	int		 d, k, n = 0;
 
 	for (d = 0; d < NDIMS; d++) {
+		/* gtp and egtp where the sweep varies them. */
+		if ((d == DIM_GTP && !sw->gtp_axis) ||
+		    (d == DIM_EGTP && !sw->egtp_axis))
+			continue;
 		v[n].name = cfg_key_leaf(sweep_dim_keys[d]);
 		v[n].value = dims[d];
 		v[n++].flag = false;

@@ -33,7 +33,7 @@ _Static_assert(sizeof vary_keys / sizeof vary_keys[0] == SWEEP_NVARY_FLAGS,
     "SWEEP_NVARY_FLAGS counts vary_keys[]");
 
 const enum cfg_key sweep_dim_keys[NDIMS] = {
-	KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP,
+	KEY_DP, KEY_PP, KEY_TP, KEY_EP, KEY_ETP, KEY_GTP, KEY_EGTP,
 };
 
 /* Model sizes that follow the mesh when the config leaves them defaulted. */
@@ -78,8 +78,7 @@ adjust_defaults(struct config *c)
 }
 
 static void
-add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
-    unsigned flags)
+add_point(struct sweep *sw, const struct sweep_point *at)
 {
 	struct sweep_point *pt;
 
@@ -90,12 +89,14 @@ add_point(struct sweep *sw, int dp, int pp, int tp, int ep, int etp,
 	}
 	pt = &sw->points[sw->npoints++];
 	memset(pt, 0, sizeof *pt);
-	pt->dp = dp;
-	pt->pp = pp;
-	pt->tp = tp;
-	pt->ep = ep;
-	pt->etp = etp;
-	pt->flags = flags;
+	pt->dp = at->dp;
+	pt->pp = at->pp;
+	pt->tp = at->tp;
+	pt->ep = at->ep;
+	pt->etp = at->etp;
+	pt->gtp = at->gtp;
+	pt->egtp = at->egtp;
+	pt->flags = at->flags;
 }
 
 /*
@@ -119,6 +120,8 @@ sweep_point_config(const struct sweep *sw, struct sweep_point *pt,
 	c->mesh.tp = pt->tp;
 	c->mesh.ep = pt->ep;
 	c->mesh.etp = pt->etp;
+	c->mesh.gtp = pt->gtp;
+	c->mesh.egtp = pt->egtp;
 	for (k = 0; k < sw->nvary; k++)
 		cfg_key_put(c, sw->vary[k], pt->flags >> k & 1);
 	adjust_defaults(c);
@@ -134,6 +137,10 @@ sweep_point_config(const struct sweep *sw, struct sweep_point *pt,
 		fprintf(fp, "cp=%d,", c->mesh.cp);
 	fprintf(fp, "pp=%d,tp=%d,ep=%d,etp=%d", pt->pp, pt->tp, pt->ep,
 	    pt->etp);
+	if (sw->gtp_axis)
+		fprintf(fp, ",gtp=%d", pt->gtp);
+	if (sw->egtp_axis)
+		fprintf(fp, ",egtp=%d", pt->egtp);
 	for (k = 0; k < sw->nvary; k++)
 		fprintf(fp, ",%s=%d", cfg_key_leaf(sw->vary[k]), pt->flags >> k & 1);
 	putc(']', fp);
@@ -152,18 +159,67 @@ sweep_within(const struct sweep *sw, enum sweep_dim d, int v)
 }
 
 /*
+ * gtp and egtp are axes of the sweep where the framework has them
+ * (limits.gtp_supported: Megatron's gtp_remat from core_v0.19.0) and the
+ * config uses them (mesh.gtp or mesh.egtp above 1): each mesh then tries
+ * every gtp that divides its dp and, for a MoE model, every egtp that
+ * divides its edp, 1 included, so that what only a gtp mesh (or egtp
+ * unlike gtp, Megatron-LM PR #7165) gets wrong shows beside the meshes
+ * without it.  Elsewhere each mesh keeps the config's sizes, and one they
+ * do not divide is skipped by the constraints, and counted.
+ */
+static void
+choose_gtp_axes(struct sweep *sw)
+{
+	const struct config *b = sw->base;
+	bool	 asked = b->limits.gtp && (b->mesh.gtp > 1 || b->mesh.egtp > 1);
+
+	sw->gtp_axis = asked;
+	sw->egtp_axis = asked && b->model.has_moe;
+}
+
+/* Every gtp, then egtp, of the mesh at, times every flag set. */
+static void
+add_gtp_points(struct sweep *sw, struct sweep_point *at, int edp)
+{
+	const struct config *b = sw->base;
+	unsigned	 nflags = 1u << sw->nvary;
+	int		 gtp, egtp;
+
+	for (gtp = sw->gtp_axis ? 1 : b->mesh.gtp;
+	    gtp <= (sw->gtp_axis ? at->dp : b->mesh.gtp); gtp++) {
+		if ((sw->gtp_axis && at->dp % gtp) ||
+		    !sweep_within(sw, DIM_GTP, gtp))
+			continue;
+		for (egtp = sw->egtp_axis ? 1 : b->mesh.egtp;
+		    egtp <= (sw->egtp_axis ? edp : b->mesh.egtp); egtp++) {
+			if ((sw->egtp_axis && edp % egtp) ||
+			    !sweep_within(sw, DIM_EGTP, egtp))
+				continue;
+			at->gtp = gtp;
+			at->egtp = egtp;
+			for (at->flags = 0; at->flags < nflags; at->flags++)
+				add_point(sw, at);
+		}
+	}
+}
+
+/*
  * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
- * times every flag set; cp is the config's.  Experts regroup the dp*cp*tp
+ * and gtp, egtp where the sweep varies them (choose_gtp_axes), times
+ * every flag set; cp is the config's.  Experts regroup the dp*cp*tp
  * ranks of a stage.
  */
 void
 sweep_enumerate(struct sweep *sw, int world)
 {
+	struct sweep_point at;
 	int		 cp = sw->base->mesh.cp;
 	int		 pp, tp, dp, ep, etp;
-	unsigned	 flags, nflags = 1u << sw->nvary;
 	bool		 moe = sw->base->model.has_moe;
 
+	choose_gtp_axes(sw);
+	memset(&at, 0, sizeof at);
 	world /= cp;
 	for (pp = 1; pp <= world; pp++) {
 		if (world % pp || !sweep_within(sw, DIM_PP, pp))
@@ -182,9 +238,13 @@ sweep_enumerate(struct sweep *sw, int world)
 					if ((dp * cp * tp) % (ep * etp) ||
 					    !sweep_within(sw, DIM_EP, ep))
 						continue;
-					for (flags = 0; flags < nflags; flags++)
-						add_point(sw, dp, pp, tp, ep,
-						    etp, flags);
+					at.dp = dp;
+					at.pp = pp;
+					at.tp = tp;
+					at.ep = ep;
+					at.etp = etp;
+					add_gtp_points(sw, &at,
+					    dp * cp * tp / (ep * etp));
 				}
 			}
 		}
@@ -273,7 +333,8 @@ sweep_parse_bounds(struct sweep *sw, const struct options *o)
 		text_escape(q, sizeof q, b->item, len);
 		if (d == NDIMS) {
 			fprintf(stderr, "%s: sweep: --%s: unknown mesh "
-			    "dimension \"%s\": expected dp, pp, tp, ep or etp\n",
+			    "dimension \"%s\": expected dp, pp, tp, ep, etp, gtp "
+			    "or egtp\n",
 			    progname, opt[b->kind], q);
 			return -1;
 		}

@@ -14,7 +14,9 @@
 #include "report/baseline.h"
 
 /* The mesh dimensions a sweep enumerates, in the order of its labels. */
-enum sweep_dim { DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, NDIMS };
+enum sweep_dim {
+	DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, DIM_GTP, DIM_EGTP, NDIMS
+};
 
 /* The flags --vary may name (sweep-points.c's vary_keys[]). */
 #define SWEEP_NVARY_FLAGS	5
@@ -31,7 +33,7 @@ extern const size_t sweep_nsize_keys;
  * summarized as soon as it is done, then freed.
  */
 struct sweep_point {
-	int		 dp, pp, tp, ep, etp;
+	int		 dp, pp, tp, ep, etp, gtp, egtp;
 	unsigned	 flags;		/* bit k: vary flag k set */
 	char		*label;
 	bool		 failed;
@@ -62,6 +64,8 @@ struct sweep {
 	char			**families;	/* "layers.*.moe.router.weight" */
 	int			 nfamilies;
 	int			 lo[NDIMS], hi[NDIMS];	/* --keep ... --max */
+	/* gtp and egtp enumerated (sweep_enumerate), else the config's. */
+	bool			 gtp_axis, egtp_axis;
 
 	/* The streamed text table. */
 	const struct options	*options;
@@ -82,8 +86,9 @@ const char *sweep_point_config(const struct sweep *sw, struct sweep_point *pt,
 	    struct config *c, char *whybuf, size_t whylen);
 /*
  * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
- * times every flag set; cp is the config's.  Experts regroup the dp*cp*tp
- * ranks of a stage.
+ * and gtp, egtp where the sweep varies them (sweep-points.c), times every
+ * flag set; cp is the config's.  Experts regroup the dp*cp*tp ranks of a
+ * stage.
  */
 void	 sweep_enumerate(struct sweep *sw, int world);
 bool	 sweep_within(const struct sweep *sw, enum sweep_dim d, int v);

@@ -490,9 +490,18 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			s->buffer = k;
 			set_scale(s, pre_num, pre_num_text, pre_den,
 			    pre_den_text);
+			/*
+			 * The gtp divisor decides the experts' prescale
+			 * unless expert_grad_divisor: edp replaced it (a
+			 * divisor equal to edp by chance, dp 4 ep 2 gtp 2,
+			 * is still gtp's).
+			 */
 			if (k == BUFFER_EXPERT && gtp != m->mesh.egtp &&
-			    divisor != m->mesh.edp)
+			    cfg->sync.expert_grad_divisor !=
+			    EXPERT_DIVISOR_EDP) {
 				s->key = KEY_EXPERT_GTP_DIVISOR;
+				s->fix = SYNC_FIX_EXPERT_GTP_DIVISOR;
+			}
 			else if (divisor != lossnorm_size(&m->mesh,
 			    cfg->sync.dp_divisor) && gtp == 1)
 				s->key = KEY_EXPERT_GRAD_DIVISOR;

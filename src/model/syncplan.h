@@ -121,6 +121,7 @@ enum sync_fix {
 	SYNC_FIX_PLAN,		/* a step of plan: as the user wrote it */
 	SYNC_FIX_KV_GRAD,
 	SYNC_FIX_OUT_NORM_GRAD,
+	SYNC_FIX_EXPERT_GTP_DIVISOR,
 	SYNC_FIX__COUNT
 };
 

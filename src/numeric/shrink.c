@@ -41,6 +41,7 @@
 #include "base/hash.h"
 #include "base/xmalloc.h"
 #include "config/constraints.h"
+#include "model/mesh.h"
 #include "symbolic/context.h"
 #include "symbolic/symbolic.h"
 #include "numeric/numeric.h"
@@ -54,7 +55,7 @@
  */
 static const enum cfg_key knobs[] = {
 	KEY_DP, KEY_DP_REPLICATE, KEY_CP, KEY_PP, KEY_VPP, KEY_TP, KEY_EP,
-	KEY_ETP, KEY_MICRO_BATCHES, KEY_LAYERS, KEY_FIRST_STAGE_LAYERS,
+	KEY_ETP, KEY_GTP, KEY_EGTP, KEY_MICRO_BATCHES, KEY_LAYERS, KEY_FIRST_STAGE_LAYERS,
 	KEY_LAST_STAGE_LAYERS, KEY_MTP, KEY_EXPERTS, KEY_TOP_K,
 	KEY_SHARED_EXPERTS, KEY_EVERY, KEY_HIDDEN, KEY_FFN, KEY_EXPERT_FFN,
 	KEY_SHARED_EXPERT_FFN, KEY_VOCAB, KEY_VOCAB_DIVISIBLE_BY, KEY_SEQ,
@@ -70,7 +71,7 @@ is_mesh_axis(enum cfg_key k)
 {
 	return k == KEY_DP || k == KEY_DP_REPLICATE || k == KEY_CP ||
 	    k == KEY_PP || k == KEY_VPP || k == KEY_TP || k == KEY_EP ||
-	    k == KEY_ETP;
+	    k == KEY_ETP || k == KEY_GTP || k == KEY_EGTP;
 }
 
 /*
@@ -262,11 +263,19 @@ static uint64_t
 groups_of_one(const struct audit *a)
 {
 	const struct mesh *m = &a->mesh;
+	/*
+	 * gtp and egtp (Megatron's gtp_remat, expert_gtp_remat) and their
+	 * complements, DDP's groups: a gtp config proven on a mesh without
+	 * gtp, or whose dense buffer's reduction over gtp_replicate has one
+	 * member, proves another code path.
+	 */
 	const int	 sizes[] = {
 		m->dp, m->pp, m->tp, m->ep, m->etp, m->pure_dp, m->cp, m->edp,
 		m->slices, m->dp_replicate, m->dp_shard, m->efsdp,
 		a->config != NULL ? a->config->mesh.vpp : 1,
-		a->config != NULL ? a->config->training.micro_batches : 1
+		a->config != NULL ? a->config->training.micro_batches : 1,
+		m->gtp, mesh_group_size(m, GROUP_GTP_REPLICATE),
+		m->egtp, mesh_group_size(m, GROUP_EGTP_REPLICATE)
 	};
 	uint64_t	 bits = 0;
 	size_t		 i;

@@ -21,7 +21,7 @@
 #include "config/config.h"
 
 /* The keys the search moves (shrink.c's table). */
-#define SHRINK_KNOBS	28
+#define SHRINK_KNOBS	30
 
 /*
  * What a search found: plain data, so that run's process 0 can search

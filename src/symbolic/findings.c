@@ -460,6 +460,10 @@ static const char *const fix_texts[SYNC_FIX__COUNT] = {
 	  "all-reduce over the embedding group and keep the owned slice, or "
 	  "all-reduce it before the data-parallel step "
 	  "(sync.embedding_grad: full-after-dp or before-dp)",
+	[SYNC_FIX_EXPERT_GTP_DIVISOR] =
+	  "prescale the expert buffers by 1/(dp*cp/egtp), so that the mean "
+	  "over egtp completes 1/(dp*cp) as the dense buffers' over gtp does "
+	  "(sync.expert_gtp_divisor: egtp; Megatron-LM PR #7165)",
 	/* No setting decides a step the user wrote: the step is the fix. */
 	[SYNC_FIX_PLAN] =
 	  "correct or remove the step of plan: that the operation names "

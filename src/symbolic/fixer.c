@@ -35,7 +35,7 @@
  */
 static const enum cfg_key loss_family[] = {
 	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_EXPERT_GRAD_DIVISOR,
-	KEY_EXPERT_AVG_SCALE, KEY_AVERAGE_IN_COLLECTIVE, KEY_FSDP_ONE_MEMBER,
+	KEY_EXPERT_GTP_DIVISOR, KEY_EXPERT_AVG_SCALE, KEY_AVERAGE_IN_COLLECTIVE, KEY_FSDP_ONE_MEMBER,
 	KEY_REPLICATE_ONLY, KEY_PP_NORMALIZE_BY, KEY_DP_GROUP,
 	KEY_EXPERT_BUFFER, KEY__COUNT
 };
@@ -52,13 +52,27 @@ static const enum cfg_key tied_family[] = {
 };
 static const enum cfg_key group_family[] = {
 	KEY_DP_GROUP, KEY_FSDP_ONE_MEMBER, KEY_EXPERT_BUFFER, KEY_DP_DIVISOR,
-	KEY_EXPERT_GRAD_DIVISOR, KEY_NORMALIZE_BY, KEY_SCALE, KEY_AUX_SCALE,
+	KEY_EXPERT_GRAD_DIVISOR, KEY_EXPERT_GTP_DIVISOR, KEY_NORMALIZE_BY, KEY_SCALE, KEY_AUX_SCALE,
 	KEY_MTP_SCALE, KEY__COUNT
 };
 static const enum cfg_key norm_family[] = {
 	KEY_TP_DUPLICATES, KEY_TIED_COPIES, KEY_EXPERT_FILTER, KEY_SINK_FILTER,
 	KEY_EXPERT_NORM, KEY_SHARD_GROUP, KEY_PP_REDUCE, KEY_CLIP_RANKS,
 	KEY_DP_GROUP, KEY_FSDP_ONE_MEMBER, KEY__COUNT
+};
+
+/*
+ * The loss's own weighing of its atoms: what the step minimizes, the
+ * user's intent.  A step whose own setting (a sync: key) is the cause
+ * of a finding is fixed by settings that leave these alone before any
+ * that change them, a framework's flag included (Megatron-LM PR #7165:
+ * the experts' gtp prescale is sync.expert_gtp_divisor's, while
+ * --calculate-per-token-loss, which happens to drop that prescale too,
+ * turns a mean of micro-batch means into a per-token loss).
+ */
+static const enum cfg_key objective_keys[] = {
+	KEY_NORMALIZE_BY, KEY_SCALE, KEY_PP_NORMALIZE_BY, KEY_AUX_SCALE,
+	KEY_MTP_SCALE, KEY_OBJECTIVE, KEY_MTP_OBJECTIVE, KEY__COUNT
 };
 
 static const struct {
@@ -69,6 +83,7 @@ static const struct {
 	{ KEY_SCALE, loss_family },
 	{ KEY_DP_DIVISOR, loss_family },
 	{ KEY_EXPERT_GRAD_DIVISOR, loss_family },
+	{ KEY_EXPERT_GTP_DIVISOR, loss_family },
 	{ KEY_EXPERT_AVG_SCALE, loss_family },
 	{ KEY_AVERAGE_IN_COLLECTIVE, loss_family },
 	{ KEY_REPLICATE_ONLY, loss_family },
@@ -386,6 +401,29 @@ fixer_holds(const struct finding *f, const char *param)
 }
 
 static const enum cfg_key *family_of(enum cfg_key, enum finding_kind);
+
+static bool
+weighs_objective(enum cfg_key k)
+{
+	int	i;
+
+	for (i = 0; objective_keys[i] != KEY__COUNT; i++)
+		if (objective_keys[i] == k)
+			return true;
+	return false;
+}
+
+/* Does candidate c change how the loss weighs its atoms? */
+static bool
+changes_objective(const struct candidate *c)
+{
+	int	i;
+
+	for (i = 0; i < c->n; i++)
+		if (weighs_objective(c->key[i]))
+			return true;
+	return false;
+}
 
 /* Did the config have s: its kind and op on its parameter? */
 bool
@@ -1135,6 +1173,27 @@ try_recipes(struct fixer *fx, const struct finding *f,
 	return false;
 }
 
+/* Try each value of k alone on top of base (try). */
+static bool
+try_key(struct fixer *fx, const struct finding *f,
+    const struct candidate *base, enum cfg_key k, struct candidate *next,
+    int *nnext, struct candidate *best)
+{
+	struct candidate t;
+	const char	*vals[16];
+	int		 nvals, v;
+
+	nvals = fixer_values_of(fx->config, k, vals, 16);
+	robust_first(fx->config, k, vals, nvals);
+	for (v = 0; v < nvals; v++) {
+		memset(&t, 0, sizeof t);
+		(void)fixer_candidate_add(&t, k, vals[v]);
+		if (try(fx, f, base, &t, next, nnext, best))
+			return true;
+	}
+	return false;
+}
+
 /*
  * The fix of finding f: true with *best, or false when none is found.
  * The fixes of earlier findings first, then the framework's flags, then
@@ -1154,8 +1213,8 @@ fixer_search(struct fixer *fx, const struct finding *f,
 	enum cfg_key	 keys[KEY__COUNT];
 	const char	*vals[16];
 	size_t		 i;
-	int		 nkeys, nvals, ncur, nnext = 0, k, v, p, depth;
-	bool		 loss;
+	int		 nkeys, nvals, ncur, nnext = 0, k, v, p, depth, pass;
+	bool		 loss, step_first;
 
 	fx->tries = 0;
 	nkeys = fixer_keys_to_try(c, f->cause, f->kind, keys, 0, KEY__COUNT);
@@ -1167,24 +1226,30 @@ fixer_search(struct fixer *fx, const struct finding *f,
 		if (try(fx, f, base, &fx->chosen[i], next, &nnext, best))
 			return true;
 	nnext = 0;
-	/* A framework's own flag first, where its profile decided it. */
-	for (i = 0; c->profile != NULL && i < NFLAG_SETTINGS; i++) {
-		if (i > 0 && strcmp(flag_settings[i].flag,
-		    flag_settings[i - 1].flag) == 0)
-			continue;
-		if (flag_candidate(c, flag_settings[i].flag, keys, nkeys, &t) &&
-		    try(fx, f, base, &t, next, &nnext, best))
-			return true;
-	}
-	for (k = 0; k < nkeys; k++) {
-		nvals = fixer_values_of(c, keys[k], vals, 16);
-		robust_first(c, keys[k], vals, nvals);
-		for (v = 0; v < nvals; v++) {
-			memset(&t, 0, sizeof t);
-			(void)fixer_candidate_add(&t, keys[k], vals[v]);
-			if (try(fx, f, base, &t, next, &nnext, best))
+	/*
+	 * A framework's own flag first, where its profile decided it, then
+	 * the settings one at a time.  When the step's own setting is the
+	 * cause, the flags and settings that leave the objective alone go
+	 * first (objective_keys), the others after, in the same order.
+	 */
+	step_first = fixer_settable(c, f->cause) &&
+	    !weighs_objective(f->cause);
+	for (pass = 0; pass < (step_first ? 2 : 1); pass++) {
+		for (i = 0; c->profile != NULL && i < NFLAG_SETTINGS; i++) {
+			if (i > 0 && strcmp(flag_settings[i].flag,
+			    flag_settings[i - 1].flag) == 0)
+				continue;
+			if (flag_candidate(c, flag_settings[i].flag, keys,
+			    nkeys, &t) && (!step_first ||
+			    changes_objective(&t) == (pass == 1)) &&
+			    try(fx, f, base, &t, next, &nnext, best))
 				return true;
 		}
+		for (k = 0; k < nkeys; k++)
+			if ((!step_first ||
+			    weighs_objective(keys[k]) == (pass == 1)) &&
+			    try_key(fx, f, base, keys[k], next, &nnext, best))
+				return true;
 	}
 	/* A loss's fix, derived from its factors (loss_recipes). */
 	if (loss_finding(f->cause, f->kind) && try_recipes(fx, f, base, keys,
