@@ -526,7 +526,7 @@ duplicated_mixer_fits(const struct config *c, char *buf, size_t size)
 		with = "model.mtp";
 	if (with == NULL)
 		return true;
-	snprintf(buf, size, "model.duplicated_mixer is not modelled with %s: "
+	snprintf(buf, size, "not modelled with %s: "
 	    "a duplicated mixer is the plain fc1, activation and fc2 held "
 	    "whole by every tp rank", with);
 	return false;
