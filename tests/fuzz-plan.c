@@ -58,6 +58,8 @@ static const char *const meshes[] = {
 	"layout: {dp_engine: fsdp2}\n",
 	"mesh: {dp: 2, cp: 2, ep: 2}\nmodel: {mtp: 1, moe: {experts: 4, "
 	"top_k: 2, aux_loss_coeff: \"0.01\"}}\n",
+	"mesh: {dp: 2, tp: 2}\nmodel: {duplicated_mixer: true}\n"
+	"training: {sequence_parallel: true}\n",
 };
 #define NMESHES	(sizeof(meshes) / sizeof(meshes[0]))
 
@@ -97,6 +99,7 @@ static const char *const step_keys[] = {
 	"buffer: dnese", "buffer: [dense]", "replicate: [etp, etp]",
 	"replicate: []", "params: nothing", "term: axu", "term: [aux]",
 	"autograd: maybe", "activation: outptu", "activation: [output]",
+	"activation: mixer-input",
 };
 #define NGOOD_KEYS	20
 #define NOPS	(sizeof(step_ops) / sizeof(step_ops[0]))

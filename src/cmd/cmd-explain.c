@@ -396,6 +396,23 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 		printf(")\n");
 }
 
+/* Where a held atom (atom.h) comes from: the boundary declared. */
+static const char *
+held_source(enum reduction_cite cite)
+{
+	switch (cite) {
+	case REDUCTION_CITE_OUTPUT_BOUNDARY:
+		return "the output layer's input as the plan declares it";
+	case REDUCTION_CITE_MIXER_INPUT:
+		return "the duplicated mixer's input as the plan declares it";
+	case REDUCTION_CITE_EXPERT_INPUT:
+	case REDUCTION_CITE_MOE_BOUNDARY:
+	case REDUCTION_CITE_ROUTER_SHARE:
+		break;
+	}
+	return "the MoE block input as sync.moe_input_grad declares it";
+}
+
 static void
 hook(void *arg, const struct sym_run *run, int step)
 {
@@ -439,11 +456,8 @@ hook(void *arg, const struct sym_run *run, int step)
 				snprintf(what, sizeof what, "local gradients "
 				    "before synchronization (atom gR: rank R's "
 				    "own; hR: rank R's with %s)",
-				    ctx->reductions[m->params[l].boundary].cite
-				    == REDUCTION_CITE_OUTPUT_BOUNDARY ? "the "
-				    "output layer's input as the plan declares "
-				    "it" : "the MoE block input as "
-				    "sync.moe_input_grad declares it");
+				    held_source(ctx->reductions[
+				    m->params[l].boundary].cite));
 				break;
 			}
 	}

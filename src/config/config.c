@@ -455,6 +455,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	[KEY_SINK_FILTER] = WORD("grad_norm.sink_filter", KEY_GRAD_NORM,
 	    grad_norm.sink_filter, gn_sink_filter_words),
 	[KEY_OUT_NORM] = FLAG("model.out_norm", KEY_MODEL, model.out_norm),
+	[KEY_DUPLICATED_MIXER] = FLAG("model.duplicated_mixer", KEY_MODEL,
+	    model.duplicated_mixer),
 	[KEY_OUT_NORM_GRAD] = WORD("sync.out_norm_grad", KEY_SYNC,
 	    sync.out_norm_grad, qk_norm_words),
 	[KEY_ATTENTION_SINK_SUPPORTED] = { "limits.attention_sink_supported",
@@ -922,6 +924,7 @@ const char *const cfg_plan_activation_words[] = {
 	[PLAN_ACTIVATION_OUTPUT] = "output",
 	[PLAN_ACTIVATION_ROUTER_SCORES] = "router-scores",
 	[PLAN_ACTIVATION_EXPERTS_INPUT] = "experts-input",
+	[PLAN_ACTIVATION_MIXER_INPUT] = "mixer-input",
 	NULL
 };
 const char *const cfg_plan_term_words[] = {

@@ -494,6 +494,7 @@ enum cfg_key {
 	KEY_EP_ON, KEY_TP_MASK_SUPPORTED, KEY_GLOBAL_AUX_SUPPORTED,
 	KEY_GTP, KEY_EGTP, KEY_GTP_SHARDED, KEY_GTP_SUPPORTED,
 	KEY_EXPERT_GTP_DIVISOR,
+	KEY_DUPLICATED_MIXER,
 	KEY__COUNT
 };
 
@@ -679,6 +680,14 @@ struct config {
 		 * heads split over tp (Gated DeltaNet's out_norm).
 		 */
 		bool	out_norm;
+		/*
+		 * The mixer not split over tp: every tp rank holds its whole
+		 * weights and computes it on the gathered sequence, its
+		 * output then cut back to the rank's shard (slime's
+		 * HuggingfaceAttention on Megatron, the linear attention of
+		 * Qwen3-Next and Qwen3.5).
+		 */
+		bool	duplicated_mixer;
 		enum gtp_sharded gtp_sharded;
 		bool	has_moe;	/* model.moe present */
 		struct {
@@ -1046,6 +1055,14 @@ extern const char *const cfg_plan_activation_words[];
  */
 #define PLAN_ACTIVATION_ROUTER_SCORES	1
 #define PLAN_ACTIVATION_EXPERTS_INPUT	2
+/*
+ * mixer-input, the gradient of the mixer's gathered input, which the
+ * backward of the gather sums over tp (reduce-scatters under sequence
+ * parallelism) where it is declared Partial and splits where it is
+ * declared Replicate: Megatron's gather_from_sequence_parallel_region
+ * and its tensor_parallel_output_grad (slime PR #1748).
+ */
+#define PLAN_ACTIVATION_MIXER_INPUT	3
 /* The loss terms term: names, in enum plan_term order. */
 extern const char *const cfg_plan_term_words[];
 /* The ranks of the config's mesh: dp * cp * pp * tp. */

@@ -499,6 +499,40 @@ heads_split_over_tp(const struct config *c, char *buf, size_t size)
 }
 
 /*
+ * model.duplicated_mixer: every tp rank computes the whole mixer, so
+ * there are no heads split over tp for a head parameter to follow, and
+ * generalized tensor parallelism, which shards the linears over gtp, has
+ * no such module.  Modelled: the plain fc1, activation, fc2 of the
+ * layers (the multi-token prediction layers keep theirs split).
+ */
+static bool
+duplicated_mixer_fits(const struct config *c, char *buf, size_t size)
+{
+	const char	*with = NULL;
+
+	if (!c->model.duplicated_mixer)
+		return true;
+	if (c->model.qk_norm)
+		with = "model.qk_norm";
+	else if (c->model.kv_heads > 0)
+		with = "model.kv_heads";
+	else if (c->model.attention_sink)
+		with = "model.attention_sink";
+	else if (c->model.out_norm)
+		with = "model.out_norm";
+	else if (c->mesh.gtp > 1)
+		with = "mesh.gtp";
+	else if (c->model.mtp > 0)
+		with = "model.mtp";
+	if (with == NULL)
+		return true;
+	snprintf(buf, size, "not modelled with %s: "
+	    "a duplicated mixer is the plain fc1, activation and fc2 held "
+	    "whole by every tp rank", with);
+	return false;
+}
+
+/*
  * kv_heads: the query heads (ffn / head_dim) fall into kv_heads equal
  * groups, and the groups split over tp (kv_heads a multiple of tp, each
  * rank holding its own key/value heads) or tp over the groups (kv_heads
@@ -1257,6 +1291,7 @@ static const struct constraint constraints[] = {
 	{ KEY_FFN, false, ffn_split_over_tp },
 	{ KEY_HEAD_DIM, false, heads_split_over_tp },
 	{ KEY_KV_HEADS, false, kv_heads_group_queries },
+	{ KEY_DUPLICATED_MIXER, false, duplicated_mixer_fits },
 	{ KEY_KV_HEADS, false, kv_fits },
 	{ KEY_SEQ, false, seq_split_over_tp },
 	{ KEY_SEQ, false, tokens_fit },

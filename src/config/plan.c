@@ -187,6 +187,19 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 			    cfg_plan_activation_words[it->activation]);
 			return false;
 		}
+		/*
+		 * Only a duplicated mixer's input has a gather of its own
+		 * to declare: a split mixer's input gradient is each tp
+		 * rank's share, summed by the gather "f" as its rules say.
+		 */
+		if (it->activation == PLAN_ACTIVATION_MIXER_INPUT &&
+		    !c->model.duplicated_mixer) {
+			*m = it->activation_mark;
+			snprintf(buf, size, "plan[%d].activation: mixer-input "
+			    "is the gradient of a mixer computed whole on "
+			    "every tp rank (model.duplicated_mixer)", i);
+			return false;
+		}
 		if (plan_names_missing_gtp(c, it, &axis)) {
 			*m = it->value_mark;
 			snprintf(buf, size, "plan[%d]: %s is a group of mesh.%s, "

@@ -111,6 +111,7 @@ set_local_shape(const struct mesh *mesh, struct param *p)
 	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
+	case ROLE_DUPLICATED:
 		break;
 	}
 	p->elems = p->local_elems = 1;
@@ -141,6 +142,7 @@ emit(struct builder *b, enum op_kind kind, int param, int in0, int in1,
 	op->label = label;
 	op->moe_input = false;
 	op->output_input = false;
+	op->mixer_input = false;
 	op->reduce_only = false;
 	op->shift = 0;
 	if (kind == OP_LOSS || kind == OP_SEND)
@@ -275,16 +277,23 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	int		 ngated;
 	int		*gated;
 	bool		 moe = cfg_layer_is_moe(cfg, layer);
+	bool		 dup;
 	int		 hid = cfg->model.hidden;
 
 #define PNAME(suffix) (snprintf(name, sizeof name, "layers.%d.%s", layer, \
 	(suffix)), name)
 	n1 = add_param(b, PNAME("norm1.weight"), stage, layer, ROLE_NORM, 1,
 	    hid, 0, 0);
-	f1 = add_param(b, PNAME("mixer.fc1.weight"), stage, layer, ROLE_COLUMN,
-	    2, cfg->model.ffn, hid, 0);
-	f2 = add_param(b, PNAME("mixer.fc2.weight"), stage, layer, ROLE_ROW,
-	    2, hid, cfg->model.ffn, 0);
+	/*
+	 * A duplicated mixer holds its weights whole on every tp rank
+	 * (slime's HuggingfaceAttention: a Hugging Face module Megatron
+	 * does not split).
+	 */
+	dup = cfg->model.duplicated_mixer;
+	f1 = add_param(b, PNAME("mixer.fc1.weight"), stage, layer,
+	    dup ? ROLE_DUPLICATED : ROLE_COLUMN, 2, cfg->model.ffn, hid, 0);
+	f2 = add_param(b, PNAME("mixer.fc2.weight"), stage, layer,
+	    dup ? ROLE_DUPLICATED : ROLE_ROW, 2, hid, cfg->model.ffn, 0);
 	hp.qk_norm = hp.kv = hp.sink = hp.out_norm = -1;
 	if (cfg->model.qk_norm)
 		hp.qk_norm = add_param(b, PNAME("mixer.qk_norm.weight"), stage,
@@ -324,6 +333,13 @@ emit_layer(struct builder *b, const struct config *cfg, int stage, int layer,
 	 */
 	x = emit(b, OP_NORM, n1, h, -1, m->params[n1].name);
 	x = emit(b, OP_TP_GATHER, -1, x, -1, m->params[f1].name);
+	/*
+	 * Duplicated, the same linears compute a Replicate output, which
+	 * the OP_TP_REDUCE only cuts back to the rank's sequence shard
+	 * (scatter_to_sequence_parallel_region); the gradient of the
+	 * gathered input is what the plan declares of mixer-input.
+	 */
+	b->program->ops[b->program->nops - 1].mixer_input = dup;
 	x = emit_tp_block(b, x, f1, &hp, f2, m->params[f1].name);
 	x = emit(b, OP_TP_REDUCE, -1, x, -1, m->params[f2].name);
 	h = emit(b, OP_ADD, -1, h, x, m->params[f2].name);
@@ -733,6 +749,7 @@ model_global_index(const struct model *m, const struct param *p, int rank,
 	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
+	case ROLE_DUPLICATED:
 		break;
 	}
 	return i;
@@ -798,6 +815,7 @@ model_shard_key(const struct model *m, const struct param *p,
 	case ROLE_KV:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
+	case ROLE_DUPLICATED:
 		break;
 	}
 	return 0;

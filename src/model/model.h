@@ -33,6 +33,7 @@ enum param_role {
 	ROLE_ROW,		/* [out, in], columns over tp (row-parallel) */
 	ROLE_ROUTER,		/* [experts, hidden], replicated over tp */
 	ROLE_GATE,		/* [1, hidden], a shared expert's gate, replicated */
+	ROLE_DUPLICATED,	/* [out, in], a duplicated mixer's linear, replicated */
 	ROLE_EXPERT_FC1,	/* [experts, expert_ffn, hidden]: dim 0 over ep, dim 1 over etp */
 	ROLE_EXPERT_FC2,	/* [experts, hidden, expert_ffn]: dim 0 over ep, dim 2 over etp */
 	ROLE_OUTPUT		/* [vocab, hidden], rows over tp (vocab-parallel) */
@@ -126,6 +127,12 @@ struct op {
 	 * plan's declare: with activation: output declares.
 	 */
 	bool		 output_input;
+	/*
+	 * OP_TP_GATHER of a duplicated mixer's input (model.duplicated_mixer):
+	 * its gradient is what a plan's declare: with activation:
+	 * mixer-input declares.
+	 */
+	bool		 mixer_input;
 	/*
 	 * OP_TP_GATHER of an input already gathered: identity forward, a tp
 	 * all-reduce of its gradient backward, whatever sequence parallelism

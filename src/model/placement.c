@@ -97,6 +97,14 @@ pl_output_boundary_replicate(const struct model *m)
 	return i >= 0 && m->config->plan[i].declare == PLAN_DECLARE_REPLICATE;
 }
 
+int
+pl_mixer_input_declared(const struct model *m)
+{
+	int	 i = pl_activation_declare(m, PLAN_ACTIVATION_MIXER_INPUT);
+
+	return i >= 0 ? (int)m->config->plan[i].declare : -1;
+}
+
 struct placement
 pl_normalize(const struct mesh *mesh, struct placement pl)
 {
@@ -186,6 +194,13 @@ residual_placement(const struct model *m)
 	    PLACE_SHARD_TOKENS : PLACE_REPLICATE);
 }
 
+/* A linear of a duplicated mixer: the whole weight on every tp rank. */
+static bool
+duplicated(const struct model *m, const struct op *op)
+{
+	return op->param >= 0 && m->params[op->param].role == ROLE_DUPLICATED;
+}
+
 struct placement
 pl_forward(const struct model *m, const struct op *op,
     const struct placement *in)
@@ -218,9 +233,13 @@ pl_forward(const struct model *m, const struct op *op,
 	case OP_LINEAR_COL:
 	case OP_OUTPUT:
 		out = pl_uniform(PLACE_SHARD_FEATURES);
+		if (duplicated(m, op))
+			out = in[0];
 		break;
 	case OP_LINEAR_ROW:
 		out = pl_uniform(PLACE_PARTIAL);
+		if (duplicated(m, op))
+			out = in[0];
 		break;
 	case OP_ADD:
 		out = pl_join(in[0], in[1]);
@@ -331,6 +350,19 @@ experts_backward(const struct model *m, const struct op *op,
 	(void)op;
 }
 
+/*
+ * A duplicated mixer's linear: the whole weight on the whole sequence, so
+ * its gradient and its input's are what every rank computes alike
+ * (model.duplicated_mixer).
+ */
+static void
+duplicated_backward(const struct model *m, const struct placement *fwd_in,
+    struct placement dout, struct placement *din, struct placement *dparam)
+{
+	dparam[0] = weight_grad(m, false, dout, fwd_in[0]);
+	din[0] = dout;
+}
+
 bool
 pl_backward(const struct model *m, const struct op *op,
     const struct placement *fwd_in, struct placement dout,
@@ -420,10 +452,18 @@ pl_backward(const struct model *m, const struct op *op,
 		break;
 	case OP_LINEAR_COL:
 	case OP_OUTPUT:
+		if (duplicated(m, op)) {
+			duplicated_backward(m, fwd_in, dout, din, dparam);
+			break;
+		}
 		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
 		din[0] = pl_uniform(PLACE_PARTIAL);
 		break;
 	case OP_LINEAR_ROW:
+		if (duplicated(m, op)) {
+			duplicated_backward(m, fwd_in, dout, din, dparam);
+			break;
+		}
 		dparam[0] = weight_grad(m, true, dout, fwd_in[0]);
 		din[0] = pl_uniform(PLACE_SHARD_FEATURES);
 		break;
@@ -611,6 +651,39 @@ output_boundary(const struct model *m, const struct op *op, int stage,
 	r->lost = r->missing;
 }
 
+/*
+ * Backward through the gather of a duplicated mixer's input
+ * (model.duplicated_mixer): every tp rank computed the whole mixer on the
+ * whole sequence, so what reaches the gather is complete and alike on
+ * every rank.  Declared Partial, it is summed over tp as it is, tp times
+ * the gradient in every parameter before the mixer (slime before PR
+ * #1748); declared Replicate, each rank keeps its own, whole.
+ */
+static void
+mixer_boundary(const struct model *m, const struct op *op, int stage,
+    struct placement dout, struct backward_reduction *r)
+{
+	memset(r, 0, sizeof *r);
+	r->op = (int)(op - m->stages[stage].ops);
+	r->stage = stage;
+	r->what = "mixer input gradient";
+	r->dim = "tp";
+	r->cite = REDUCTION_CITE_MIXER_INPUT;
+	r->boundary = true;
+	r->layer = m->params[op[1].param].layer;
+	r->plan_item = pl_activation_declare(m, PLAN_ACTIVATION_MIXER_INPUT);
+	r->truth = pl_normalize(&m->mesh, dout);
+	if (pl_mixer_input_declared(m) == PLAN_DECLARE_REPLICATE) {
+		r->declared = pl_uniform(PLACE_REPLICATE);
+		r->missing = pl_any(r->truth, PLACE_PARTIAL);
+	} else {
+		r->declared = pl_normalize(&m->mesh,
+		    pl_uniform(PLACE_PARTIAL));
+		r->summed_whole = replicated_over_tp(&m->mesh, r->truth);
+	}
+	r->lost = r->missing || r->summed_whole;
+}
+
 static void
 accumulate(struct placement *slot, bool *set, struct placement g)
 {
@@ -676,6 +749,12 @@ pl_walk(const struct model *m, struct placement *grad,
 			    pl_activation_declare(m,
 			    PLAN_ACTIVATION_OUTPUT) >= 0) {
 				output_boundary(m, op, s, dout, &r);
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
+			if (op->mixer_input && m->mesh.tp > 1 &&
+			    pl_mixer_input_declared(m) >= 0) {
+				mixer_boundary(m, op, s, dout, &r);
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
 			}

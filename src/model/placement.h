@@ -70,7 +70,8 @@ enum reduction_cite {
 	REDUCTION_CITE_EXPERT_INPUT,	/* torchtitan #1878 */
 	REDUCTION_CITE_MOE_BOUNDARY,	/* torchtitan #2387 / PR #2416 */
 	REDUCTION_CITE_OUTPUT_BOUNDARY,	/* torchtitan PR #3412 */
-	REDUCTION_CITE_ROUTER_SHARE	/* transformers PR #48205 */
+	REDUCTION_CITE_ROUTER_SHARE,	/* transformers PR #48205 */
+	REDUCTION_CITE_MIXER_INPUT	/* slime PR #1748 */
 };
 
 struct backward_reduction {
@@ -144,6 +145,17 @@ bool		 pl_tp_mask(const struct model *);
 bool		 pl_block_grad_summed(const struct model *, int a);
 struct placement pl_route_scores_grad(const struct model *, struct placement);
 bool		 pl_output_boundary_replicate(const struct model *);
+/*
+ * model.duplicated_mixer: how the backward of the gather of the mixer's
+ * input treats its gradient, complete and alike on every tp rank since
+ * each computed the whole mixer: PLAN_DECLARE_PARTIAL sums it over tp as
+ * it is (reduce-scatters it under sequence parallelism), tp times what
+ * it is (slime before PR #1748, gather_from_sequence_parallel_region's
+ * tensor_parallel_output_grad=True); PLAN_DECLARE_REPLICATE keeps each
+ * rank's own (its sequence shard of it), which is whole (after PR
+ * #1748); -1, undeclared: each replica counted once, as the rules say.
+ */
+int		 pl_mixer_input_declared(const struct model *);
 
 /* The rules: forward placement of an op's output from its inputs. */
 struct placement pl_forward(const struct model *, const struct op *,

@@ -140,9 +140,20 @@ void
 fwd_tp_reduce(struct engine *eng, int stage, int opi)
 {
 	const struct op	*op = engine_op(eng, stage, opi);
+	bool		 sp = token_shard(eng->act_place[stage][op->out]);
 
-	stage_tp_apply(eng, stage, op->in[0], false,
-	    token_shard(eng->act_place[stage][op->out]) ? TP_REDUCE_SCATTER :
+	/*
+	 * A Replicate input, a duplicated mixer's output, is only cut back
+	 * to the rank's shard (scatter_to_sequence_parallel_region): the
+	 * rules' placement says so, as it says what the gather's backward
+	 * gets (model.duplicated_mixer).
+	 */
+	if (!pl_any(eng->act_place[stage][op->in[0]], PLACE_PARTIAL)) {
+		stage_tp_apply(eng, stage, op->in[0], false, sp ?
+		    TP_KEEP_SHARD : TP_IDENTITY, op->out);
+		return;
+	}
+	stage_tp_apply(eng, stage, op->in[0], false, sp ? TP_REDUCE_SCATTER :
 	    TP_ALL_REDUCE, op->out);
 }
 
@@ -211,6 +222,22 @@ bwd_tp_gather(struct engine *eng, int stage, int opi)
 	    pl_output_boundary_replicate(eng->model)) {
 		stage_tp_apply(eng, stage, op->out, true, sp ? TP_KEEP_SHARD :
 		    TP_IDENTITY, -1);
+		return;
+	}
+	/*
+	 * A duplicated mixer's input as the plan declares it (slime PR
+	 * #1748): Partial, the complete local gradients summed as they are
+	 * (tensor_parallel_output_grad=True); Replicate, each rank's own
+	 * kept, its sequence shard of it under SP (False).
+	 */
+	if (op->mixer_input && !eng->boundary_reduced &&
+	    pl_mixer_input_declared(eng->model) >= 0) {
+		bool replicate = pl_mixer_input_declared(eng->model) ==
+		    PLAN_DECLARE_REPLICATE;
+
+		stage_tp_apply(eng, stage, op->out, true, replicate ?
+		    (sp ? TP_KEEP_SHARD : TP_IDENTITY) :
+		    (sp ? TP_REDUCE_SCATTER : TP_ALL_REDUCE), -1);
 		return;
 	}
 	/*

@@ -57,6 +57,7 @@ weight_scale(const struct param *p)
 	case ROLE_ROW:
 	case ROLE_ROUTER:
 	case ROLE_GATE:
+	case ROLE_DUPLICATED:
 	case ROLE_OUTPUT:
 		return 1.0 / sqrt((double)p->shape[1]);
 	case ROLE_EXPERT_FC1:

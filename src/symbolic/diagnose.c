@@ -496,13 +496,18 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (m->params[p].boundary < 0 || pr->correct)
 		return false;
 	args.reduction = &ctx->reductions[m->params[p].boundary];
-	if (args.reduction->cite == REDUCTION_CITE_OUTPUT_BOUNDARY) {
+	if (args.reduction->cite == REDUCTION_CITE_OUTPUT_BOUNDARY ||
+	    args.reduction->cite == REDUCTION_CITE_MIXER_INPUT) {
 		const struct config *c = fl->audit->config;
 		const struct plan_item *it;
 		struct backward_reduction *named;
 		char	 step[256], what[512];
 
-		if (!args.reduction->missing)
+		bool	 mixer = args.reduction->cite ==
+		    REDUCTION_CITE_MIXER_INPUT;
+
+		if (!(mixer ? args.reduction->summed_whole :
+		    args.reduction->missing))
 			return true;
 		/*
 		 * No setting decides it: the finding's op names the step
@@ -513,14 +518,16 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		snprintf(step, sizeof step, "plan[%d] (%s:%d:%d)",
 		    args.reduction->plan_item, c->file, it->mark.line,
 		    it->mark.col);
-		snprintf(what, sizeof what, "%s that %s declares Replicate",
-		    args.reduction->what, step);
+		snprintf(what, sizeof what, "%s that %s declares %s",
+		    args.reduction->what, step, mixer ? "Partial" :
+		    "Replicate");
 		named = arena_alloc(&fl->audit->arena, sizeof *named);
 		*named = *args.reduction;
 		named->what = arena_strdup(&fl->audit->arena, what);
 		args.reduction = named;
 		args.declared_by = arena_strdup(&fl->audit->arena, step);
-		tell(fl, pr, FACT_OUTPUT_NOT_SUMMED, &args);
+		tell(fl, pr, mixer ? FACT_MIXER_SUMMED_WHOLE :
+		    FACT_OUTPUT_NOT_SUMMED, &args);
 		return true;
 	}
 	if (args.reduction->router_twice)

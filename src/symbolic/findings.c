@@ -42,6 +42,7 @@ static const char *const reduction_cites[] = {
 	[REDUCTION_CITE_MOE_BOUNDARY] = "torchtitan #2387 / PR #2416",
 	[REDUCTION_CITE_OUTPUT_BOUNDARY] = "torchtitan PR #3412",
 	[REDUCTION_CITE_ROUTER_SHARE] = "transformers PR #48205",
+	[REDUCTION_CITE_MIXER_INPUT] = "slime PR #1748",
 };
 
 /*
@@ -154,6 +155,23 @@ static const struct entry {
 	  "declare out, so that it is summed over tp as the output layer's "
 	  "backward sums it (torchtitan PR #3412 takes the placement of the "
 	  "accumulated gradient from the chunks' gradients)" },
+	/*
+	 * slime PR #1748: HuggingfaceAttention gathered its input with
+	 * gather_from_sequence_parallel_region's default
+	 * tensor_parallel_output_grad=True.
+	 */
+	[FACT_MIXER_SUMMED_WHOLE] = {
+	  FINDING_DOUBLE_COUNT, KEY_PLAN, NULL, NULL,
+	  "every tp rank computes the whole mixer of layer $N on the "
+	  "gathered sequence, so the gradient of its input is $T over tp, "
+	  "complete and alike on every rank, but $P declares it $D, so the "
+	  "gather's backward sums it over tp as it is and every gradient "
+	  "computed before the mixer (its norm, earlier layers, the "
+	  "embedding) counts the mixer's part tp times",
+	  "declare the duplicated mixer's input gradient Replicate, so that "
+	  "the gather's backward only keeps each rank's shard of it (slime "
+	  "PR #1748: gather_from_sequence_parallel_region with "
+	  "tensor_parallel_output_grad=False)" },
 	/* Megatron-LM #844, found by the simulation (steps.c). */
 	[FACT_STATES_MIXED] = {
 	  FINDING_WRONG_ORDER, KEY__COUNT, NULL, NULL,

@@ -37,6 +37,8 @@ enum fact {
 	FACT_BOUNDARY_NOT_SUMMED,
 	/* The plan declares the output layer's input gradient Replicate. */
 	FACT_OUTPUT_NOT_SUMMED,
+	/* The plan declares a duplicated mixer's whole input gradient Partial. */
+	FACT_MIXER_SUMMED_WHOLE,
 	/* A collective combined copies in different states (#844). */
 	FACT_STATES_MIXED,
 	/* The right contributions, all times one wrong factor. */

@@ -351,10 +351,15 @@ local_of(struct sym_run *run, int p, int base, int i)
 
 	/*
 	 * Past a lossy MoE boundary every rank holds a value of its own: its
-	 * own share of the block input's gradient went into it.
+	 * own share of the block input's gradient went into it.  Past a
+	 * duplicated mixer's input summed tp times (slime PR #1748) the
+	 * sum is alike on every tp rank, so the held values are placed as
+	 * the plain ones: a duplicated weight's alike on every tp rank.
 	 */
 	if (m->params[p].boundary >= 0)
-		return local_value(run, &m->params[p], base + i, true);
+		return local_value(run, &m->params[p], run->ctx->reductions[
+		    m->params[p].boundary].cite == REDUCTION_CITE_MIXER_INPUT ?
+		    run_atom_of(run, p, base + i) : (uint32_t)(base + i), true);
 	return local_value(run, &m->params[p], run_atom_of(run, p, base + i),
 	    false);
 }
