@@ -396,6 +396,22 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 		printf(")\n");
 }
 
+/* What a held atom (atom.h) holds, by the lossy boundary behind it. */
+static const char *
+held_cause(enum reduction_cite c)
+{
+	switch (c) {
+	case REDUCTION_CITE_OUTPUT_BOUNDARY:
+		return "the output layer's input as the plan declares it";
+	case REDUCTION_CITE_SCORES_DETACHED:
+		return "the router's scores detached as the plan declares "
+		    "them";
+	default:
+		return "the MoE block input as sync.moe_input_grad "
+		    "declares it";
+	}
+}
+
 static void
 hook(void *arg, const struct sym_run *run, int step)
 {
@@ -439,11 +455,8 @@ hook(void *arg, const struct sym_run *run, int step)
 				snprintf(what, sizeof what, "local gradients "
 				    "before synchronization (atom gR: rank R's "
 				    "own; hR: rank R's with %s)",
-				    ctx->reductions[m->params[l].boundary].cite
-				    == REDUCTION_CITE_OUTPUT_BOUNDARY ? "the "
-				    "output layer's input as the plan declares "
-				    "it" : "the MoE block input as "
-				    "sync.moe_input_grad declares it");
+				    held_cause(ctx->reductions[
+				    m->params[l].boundary].cite));
 				break;
 			}
 	}

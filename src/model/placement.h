@@ -70,7 +70,8 @@ enum reduction_cite {
 	REDUCTION_CITE_EXPERT_INPUT,	/* torchtitan #1878 */
 	REDUCTION_CITE_MOE_BOUNDARY,	/* torchtitan #2387 / PR #2416 */
 	REDUCTION_CITE_OUTPUT_BOUNDARY,	/* torchtitan PR #3412 */
-	REDUCTION_CITE_ROUTER_SHARE	/* transformers PR #48205 */
+	REDUCTION_CITE_ROUTER_SHARE,	/* transformers PR #48205 */
+	REDUCTION_CITE_SCORES_DETACHED	/* NeMo Automodel PR #2995 */
 };
 
 struct backward_reduction {
@@ -144,6 +145,17 @@ bool		 pl_tp_mask(const struct model *);
 bool		 pl_block_grad_summed(const struct model *, int a);
 struct placement pl_route_scores_grad(const struct model *, struct placement);
 bool		 pl_output_boundary_replicate(const struct model *);
+/*
+ * The plan declares the router's score gradient detached (NeMo Automodel
+ * before PR #2995 gathered the routing weights over ep with a plain
+ * dist.all_gather, over ep, so only where ep > 1): nothing of the
+ * scores' gradient reaches the router, the auxiliary losses' included,
+ * which enter at the scores (MoEAuxLossAutoScaler).  pl_walk makes it a
+ * lossy boundary at the router (held atoms, atom.h); the numeric engine
+ * zeroes the scores' gradient and skips the auxiliary losses' seed in
+ * the step as configured (kernels-moe.c).
+ */
+bool		 pl_scores_detached(const struct model *);
 
 /* The rules: forward placement of an op's output from its inputs. */
 struct placement pl_forward(const struct model *, const struct op *,

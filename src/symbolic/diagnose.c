@@ -523,6 +523,23 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		tell(fl, pr, FACT_OUTPUT_NOT_SUMMED, &args);
 		return true;
 	}
+	/*
+	 * The router's scores declared detached: the finding names the
+	 * plan's step, as the output layer's does above.
+	 */
+	if (args.reduction->cite == REDUCTION_CITE_SCORES_DETACHED) {
+		const struct config *c = fl->audit->config;
+		const struct plan_item *it;
+		char	 step[256];
+
+		it = &c->plan[args.reduction->plan_item];
+		snprintf(step, sizeof step, "plan[%d] (%s:%d:%d)",
+		    args.reduction->plan_item, c->file, it->mark.line,
+		    it->mark.col);
+		args.declared_by = arena_strdup(&fl->audit->arena, step);
+		tell(fl, pr, FACT_SCORES_DETACHED, &args);
+		return true;
+	}
 	if (args.reduction->router_twice)
 		tell(fl, pr, FACT_ROUTER_INPUT_TWICE, &args);
 	if (args.reduction->summed_whole)
