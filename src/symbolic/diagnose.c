@@ -530,12 +530,19 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 	if (args.reduction->cite == REDUCTION_CITE_SCORES_DETACHED) {
 		const struct config *c = fl->audit->config;
 		const struct plan_item *it;
-		char	 step[256];
+		struct backward_reduction *named;
+		char	 step[256], what[512];
 
 		it = &c->plan[args.reduction->plan_item];
 		snprintf(step, sizeof step, "plan[%d] (%s:%d:%d)",
 		    args.reduction->plan_item, c->file, it->mark.line,
 		    it->mark.col);
+		snprintf(what, sizeof what, "%s that %s declares detached",
+		    args.reduction->what, step);
+		named = arena_alloc(&fl->audit->arena, sizeof *named);
+		*named = *args.reduction;
+		named->what = arena_strdup(&fl->audit->arena, what);
+		args.reduction = named;
 		args.declared_by = arena_strdup(&fl->audit->arena, step);
 		tell(fl, pr, FACT_SCORES_DETACHED, &args);
 		return true;
