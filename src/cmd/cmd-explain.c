@@ -396,7 +396,7 @@ layout_settings(struct explain *ex, const struct sync_step *s)
 		printf(")\n");
 }
 
-/* Where a held atom (atom.h) comes from: the boundary declared. */
+/* Where a held atom (atom.h) comes from: the lossy boundary behind it. */
 static const char *
 held_source(enum reduction_cite cite)
 {
@@ -405,6 +405,9 @@ held_source(enum reduction_cite cite)
 		return "the output layer's input as the plan declares it";
 	case REDUCTION_CITE_MIXER_INPUT:
 		return "the duplicated mixer's input as the plan declares it";
+	case REDUCTION_CITE_SCORES_DETACHED:
+		return "the router's scores detached as the plan declares "
+		    "them";
 	case REDUCTION_CITE_EXPERT_INPUT:
 	case REDUCTION_CITE_MOE_BOUNDARY:
 	case REDUCTION_CITE_ROUTER_SHARE:

@@ -919,7 +919,8 @@ cfg_plan_group_name(int group)
 }
 const char *const cfg_plan_buffer_words[] = { "dense", "expert", NULL };
 const char *const cfg_plan_replicate_words[] = { "slices", "etp", NULL };
-const char *const cfg_plan_declare_words[] = { "replicate", "partial", NULL };
+const char *const cfg_plan_declare_words[] = { "replicate", "partial",
+    "detached", NULL };
 const char *const cfg_plan_activation_words[] = {
 	[PLAN_ACTIVATION_OUTPUT] = "output",
 	[PLAN_ACTIVATION_ROUTER_SCORES] = "router-scores",

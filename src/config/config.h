@@ -1037,6 +1037,14 @@ extern const char *const cfg_plan_declare_words[];
 #define PLAN_DECLARE_REPLICATE	0
 #define PLAN_DECLARE_PARTIAL	1
 /*
+ * detached: the framework passes the activation through an op whose
+ * backward yields no gradient (a plain dist.all_gather), so nothing of
+ * the main loss's gradient reaches what produced it.  Of router-scores
+ * only: NeMo Automodel's GroupedExperts before PR #2995 gathered the
+ * routing weights over ep with one.
+ */
+#define PLAN_DECLARE_DETACHED	2
+/*
  * The activations whose gradient a declare: may name (activation:):
  * output, the output layer's input, whose gradient a vocab-parallel
  * output layer leaves Partial over tp.

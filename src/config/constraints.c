@@ -306,7 +306,10 @@ mtp_without_boundary(const struct config *c, char *buf, size_t size)
 	return false;
 }
 
-/* The output layer's input declared Replicate is lossy alike. */
+/*
+ * The output layer's input declared Replicate is lossy alike, and so is
+ * the router's score gradient detached.
+ */
 static bool
 mtp_without_output_boundary(const struct config *c, char *buf, size_t size)
 {
@@ -314,6 +317,13 @@ mtp_without_output_boundary(const struct config *c, char *buf, size_t size)
 
 	for (i = 0; c->model.mtp > 0 && i < c->nplan; i++)
 		if (c->plan[i].op == PLAN_DECLARE &&
+		    c->plan[i].declare == PLAN_DECLARE_DETACHED) {
+			snprintf(buf, size, "model.mtp is not modelled with "
+			    "the router's score gradient detached "
+			    "(plan[%d]: declare: detached, activation: "
+			    "router-scores)", i);
+			return false;
+		} else if (c->plan[i].op == PLAN_DECLARE &&
 		    c->plan[i].activation == PLAN_ACTIVATION_OUTPUT &&
 		    c->plan[i].declare == PLAN_DECLARE_REPLICATE) {
 			snprintf(buf, size, "model.mtp is not modelled with "

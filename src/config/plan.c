@@ -164,8 +164,32 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 		 * and what summing them means is a declared Partial; a
 		 * Replicate one sums nothing, as no declare.
 		 */
+		/*
+		 * A gradient that never reaches its producer: the routing
+		 * weights gathered with a plain all_gather (NeMo Automodel
+		 * before PR #2995), whatever parallelizes the experts.
+		 */
+		if (it->op == PLAN_DECLARE &&
+		    it->declare == PLAN_DECLARE_DETACHED &&
+		    it->activation != PLAN_ACTIVATION_ROUTER_SCORES) {
+			*m = it->value_mark;
+			snprintf(buf, size, "plan[%d].declare: detached is "
+			    "said of the router's score gradient only "
+			    "(activation: router-scores)", i);
+			return false;
+		}
+		if (it->op == PLAN_DECLARE &&
+		    it->declare == PLAN_DECLARE_DETACHED &&
+		    !c->model.has_moe) {
+			*m = it->activation_mark;
+			snprintf(buf, size, "plan[%d].activation: "
+			    "router-scores is a gradient of an MoE block, and "
+			    "the model has none (model.moe)", i);
+			return false;
+		}
 		if ((it->activation == PLAN_ACTIVATION_ROUTER_SCORES ||
 		    it->activation == PLAN_ACTIVATION_EXPERTS_INPUT) &&
+		    it->declare != PLAN_DECLARE_DETACHED &&
 		    (!c->model.has_moe ||
 		    c->model.moe.ep_on != MOE_EP_TP_MASK)) {
 			*m = it->activation_mark;
@@ -177,7 +201,7 @@ plan_violation(const struct config *c, struct cfg_mark *m, char *buf,
 		}
 		if ((it->activation == PLAN_ACTIVATION_ROUTER_SCORES ||
 		    it->activation == PLAN_ACTIVATION_EXPERTS_INPUT) &&
-		    it->declare != PLAN_DECLARE_PARTIAL) {
+		    it->declare == PLAN_DECLARE_REPLICATE) {
 			*m = it->value_mark;
 			snprintf(buf, size, "plan[%d].declare: %s declared "
 			    "replicate is what the block does when nothing "

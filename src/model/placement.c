@@ -90,6 +90,20 @@ pl_activation_declare(const struct model *m, int a)
 }
 
 bool
+pl_scores_detached(const struct model *m)
+{
+	int	 i = pl_activation_declare(m, PLAN_ACTIVATION_ROUTER_SCORES);
+
+	/*
+	 * The gather runs over ep, and only where it has more than one
+	 * rank (GroupedExperts.forward: if ep_size > 1): never in the
+	 * single-rank reference.
+	 */
+	return m->config->model.has_moe && m->mesh.ep > 1 && i >= 0 &&
+	    m->config->plan[i].declare == PLAN_DECLARE_DETACHED;
+}
+
+bool
 pl_output_boundary_replicate(const struct model *m)
 {
 	int	 i = pl_activation_declare(m, PLAN_ACTIVATION_OUTPUT);
@@ -620,6 +634,34 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
 }
 
 /*
+ * The router's scores gathered by an op whose backward yields nothing
+ * (the plan's declare: detached): every rank loses the whole of the main
+ * loss's score gradient, whatever its placement, so the router's weight
+ * and every gradient before the block miss the router's share.  What
+ * still reaches them (the auxiliary losses' part, the experts' share of
+ * the block input) is the step's to say, as with any lossy boundary.
+ */
+static void
+detached_scores(const struct model *m, const struct op *op, int stage,
+    struct placement dout, struct backward_reduction *r)
+{
+	memset(r, 0, sizeof *r);
+	r->op = (int)(op - m->stages[stage].ops);
+	r->stage = stage;
+	r->what = "router's score gradient";
+	r->dim = "ep";
+	r->cite = REDUCTION_CITE_SCORES_DETACHED;
+	r->boundary = true;
+	r->layer = m->params[op->param].layer;
+	r->plan_item = pl_activation_declare(m,
+	    PLAN_ACTIVATION_ROUTER_SCORES);
+	r->truth = pl_normalize(&m->mesh, dout);
+	r->declared = r->truth;
+	r->missing = true;
+	r->lost = true;
+}
+
+/*
  * Backward through the gather of the output layer's input: the output
  * layer is vocab-parallel, so what reaches it is each tp rank's share of
  * a sum over the vocabulary, Partial over tp on every row.  Declared
@@ -755,6 +797,11 @@ pl_walk(const struct model *m, struct placement *grad,
 			if (op->mixer_input && m->mesh.tp > 1 &&
 			    pl_mixer_input_declared(m) >= 0) {
 				mixer_boundary(m, op, s, dout, &r);
+				red = xreallocarray(red, n + 1, sizeof *red);
+				red[n++] = r;
+			}
+			if (op->kind == OP_ROUTE && pl_scores_detached(m)) {
+				detached_scores(m, op, s, dout, &r);
 				red = xreallocarray(red, n + 1, sizeof *red);
 				red[n++] = r;
 			}

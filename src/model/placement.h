@@ -71,7 +71,8 @@ enum reduction_cite {
 	REDUCTION_CITE_MOE_BOUNDARY,	/* torchtitan #2387 / PR #2416 */
 	REDUCTION_CITE_OUTPUT_BOUNDARY,	/* torchtitan PR #3412 */
 	REDUCTION_CITE_ROUTER_SHARE,	/* transformers PR #48205 */
-	REDUCTION_CITE_MIXER_INPUT	/* slime PR #1748 */
+	REDUCTION_CITE_MIXER_INPUT,	/* slime PR #1748 */
+	REDUCTION_CITE_SCORES_DETACHED	/* NeMo Automodel PR #2995 */
 };
 
 struct backward_reduction {
@@ -156,6 +157,18 @@ bool		 pl_output_boundary_replicate(const struct model *);
  * #1748); -1, undeclared: each replica counted once, as the rules say.
  */
 int		 pl_mixer_input_declared(const struct model *);
+
+/*
+ * The plan declares the router's score gradient detached (NeMo Automodel
+ * before PR #2995 gathered the routing weights over ep with a plain
+ * dist.all_gather, over ep, so only where ep > 1): nothing of the
+ * scores' gradient reaches the router, the auxiliary losses' included,
+ * which enter at the scores (MoEAuxLossAutoScaler).  pl_walk makes it a
+ * lossy boundary at the router (held atoms, atom.h); the numeric engine
+ * zeroes the scores' gradient and skips the auxiliary losses' seed in
+ * the step as configured (kernels-moe.c).
+ */
+bool		 pl_scores_detached(const struct model *);
 
 /* The rules: forward placement of an op's output from its inputs. */
 struct placement pl_forward(const struct model *, const struct op *,

@@ -356,6 +356,21 @@ aux_seed(struct engine *eng, struct rank_state *rs, const struct op *op,
 	free(count);
 }
 
+/*
+ * The scores declared detached (placement.h): in the step as configured
+ * nothing of their gradient reaches the router, neither the main loss's
+ * nor the auxiliary losses' (NeMo Automodel before PR #2995: the plain
+ * dist.all_gather of GroupedExperts.forward cuts the routing weights off
+ * the graph, and with them the MoEAuxLossAutoScaler the gate applied to
+ * them, whose backward then never runs).  The pass with every boundary
+ * reduced keeps both, for the plain atoms.
+ */
+static bool
+scores_cut(const struct engine *eng)
+{
+	return pl_scores_detached(eng->model) && !eng->boundary_reduced;
+}
+
 static void
 bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
@@ -374,9 +389,11 @@ bwd_route(struct engine *eng, struct rank_state *rs, int stage, int opi)
 		    dl.v + t * e, e);
 	/*
 	 * The auxiliary losses' pass (numengine.h) seeds them here, into
-	 * the weight's gradient and the input's alike (issue 25).
+	 * the weight's gradient and the input's alike (issue 25): at the
+	 * scores, where MoEAuxLossAutoScaler hangs them, so that scores
+	 * detached lose them too.
 	 */
-	if (eng->seed == SEED_AUX)
+	if (eng->seed == SEED_AUX && !scores_cut(eng))
 		aux_seed(eng, rs, op, p, pl_route_scores_grad(eng->model,
 		    eng->grad_place[stage][op->out]), &dl);
 	mm_d_w(arith, &rs->din[0], &dl, rs->weight[op->param],
@@ -403,6 +420,16 @@ bwd_route_stage(struct engine *eng, int stage, int opi)
 	struct tensor	**dx;
 	int		  i;
 
+	/* The scores declared detached: their gradient never arrives. */
+	if (scores_cut(eng))
+		for (i = 0; i < eng->nranks; i++) {
+			struct tensor *ds = &eng->ranks[i].grad[op->out];
+
+			/* All bits zero is zero, as tensor_alloc's. */
+			if (rank_on_stage(&eng->ranks[i], stage))
+				memset(ds->v, 0, (size_t)(ds->rows *
+				    ds->cols) * sizeof(*ds->v));
+		}
 	/*
 	 * tp-mask with router-scores declared Partial (transformers PR
 	 * #48205): the scores' gradient, each rank's own experts' slots, is

@@ -530,6 +530,30 @@ explain_boundary(struct finding_list *fl, const struct model *m,
 		    FACT_OUTPUT_NOT_SUMMED, &args);
 		return true;
 	}
+	/*
+	 * The router's scores declared detached: the finding names the
+	 * plan's step, as the output layer's does above.
+	 */
+	if (args.reduction->cite == REDUCTION_CITE_SCORES_DETACHED) {
+		const struct config *c = fl->audit->config;
+		const struct plan_item *it;
+		struct backward_reduction *named;
+		char	 step[256], what[512];
+
+		it = &c->plan[args.reduction->plan_item];
+		snprintf(step, sizeof step, "plan[%d] (%s:%d:%d)",
+		    args.reduction->plan_item, c->file, it->mark.line,
+		    it->mark.col);
+		snprintf(what, sizeof what, "%s that %s declares detached",
+		    args.reduction->what, step);
+		named = arena_alloc(&fl->audit->arena, sizeof *named);
+		*named = *args.reduction;
+		named->what = arena_strdup(&fl->audit->arena, what);
+		args.reduction = named;
+		args.declared_by = arena_strdup(&fl->audit->arena, step);
+		tell(fl, pr, FACT_SCORES_DETACHED, &args);
+		return true;
+	}
 	if (args.reduction->router_twice)
 		tell(fl, pr, FACT_ROUTER_INPUT_TWICE, &args);
 	if (args.reduction->summed_whole)

@@ -43,6 +43,7 @@ static const char *const reduction_cites[] = {
 	[REDUCTION_CITE_OUTPUT_BOUNDARY] = "torchtitan PR #3412",
 	[REDUCTION_CITE_ROUTER_SHARE] = "transformers PR #48205",
 	[REDUCTION_CITE_MIXER_INPUT] = "slime PR #1748",
+	[REDUCTION_CITE_SCORES_DETACHED] = "NeMo Automodel PR #2995",
 };
 
 /*
@@ -139,6 +140,27 @@ static const struct entry {
 	  "_AllReduceBackward on the ep_router's scores), or reduce the "
 	  "block input's gradient over tp at the boundary "
 	  "(sync.moe_input_grad: auto)" },
+	/*
+	 * NeMo Automodel before PR #2995: GroupedExperts gathered the
+	 * routing weights over ep with a plain dist.all_gather, which has
+	 * no backward.  The gather's backward is the sum that brings each
+	 * token's score gradient back from the experts' owners: missing.
+	 */
+	[FACT_SCORES_DETACHED] = {
+	  FINDING_MISSING_REDUCTION, KEY_PLAN, NULL, NULL,
+	  "in the MoE block of layer $N the routing weights reach the "
+	  "experts through a gather that has no backward, as $P declares: "
+	  "the sum over $d that would bring each token's score gradient "
+	  "back from the experts' owners never runs, and nothing of the "
+	  "scores' gradient reaches the router, the auxiliary losses' "
+	  "included where they enter at the scores: its weight gets no "
+	  "gradient from them, and every gradient computed before the "
+	  "block (norms, mixer, embedding, earlier layers) misses the "
+	  "router's share of the block input's gradient ($c)",
+	  "gather the routing weights with an all-gather whose backward "
+	  "sums their gradient over the group back to each token's rank, "
+	  "as the tokens' own gather does (NeMo Automodel PR #2995's "
+	  "_AllGatherConcatVarlenFn), and leave the declare out" },
 	/*
 	 * torchtitan PR #3412: ChunkedCELoss wrapped the chunks' Partial
 	 * input gradients as the hidden states' Replicate DTensor.

@@ -86,6 +86,11 @@ enum fact {
 	 * gradient is never summed over tp (transformers PR #48205).
 	 */
 	FACT_ROUTER_SHARE_NOT_SUMMED,
+	/*
+	 * The router's scores gathered with no backward: the main loss's
+	 * score gradient never reaches the router (NeMo Automodel PR #2995).
+	 */
+	FACT_SCORES_DETACHED,
 	FACT__COUNT
 };
 
