@@ -138,12 +138,14 @@ fill(enum arith arith, struct tensor *t, int64_t rows, int64_t cols,
 }
 
 /*
- * Run one case: the forward of the op, then its backward with dout, on a
- * model of one op and one parameter, the way the interpreter runs it.
+ * A model of one op with one parameter on an engine of one rank, laid out
+ * the way the interpreter lays them: every test below builds its op on
+ * it.  Its pointers point into itself, so it is initialized in place and
+ * never copied.
  */
-static void
-run_case(const struct kernel_case *kc, enum arith arith)
-{
+struct one_op {
+	struct config		 cfg;
+	struct loss_norm	 ln;
 	struct param		 p;
 	struct op		 op;
 	struct stage_program	 sp;
@@ -152,11 +154,85 @@ run_case(const struct kernel_case *kc, enum arith arith)
 	struct rank_state	 rs;
 	struct slot		 act[3];
 	struct tensor		 grad[3];
-	struct placement	 place[3], *places = place;
-	union num		 w[MAXV], g[MAXV], *weight = w, *pgrad = g;
+	struct placement	 place[3], *places;
+	union num		 w[MAXV], g[MAXV], *weight, *pgrad;
+};
+
+/*
+ * Op `kind` reading slots in0 and in1 (-1: none) into slot out, of the
+ * parameter (param 0) or of none (-1), with the weight w (n values, the
+ * rest zero) and a zero weight gradient.
+ */
+static void
+one_op_init(struct one_op *f, enum arith arith, enum op_kind kind,
+    int param, int in0, int in1, int out, const int64_t *w, int64_t n)
+{
+	int64_t	 i;
+
+	memset(f, 0, sizeof *f);
+	f->op.kind = kind;
+	f->op.param = param;
+	f->op.param2 = -1;
+	f->op.in[0] = in0;
+	f->op.in[1] = in1;
+	f->op.out = out;
+	f->sp.ops = &f->op;
+	f->sp.nops = 1;
+	f->sp.nslots = out + 1;
+	f->sp.chunk_start = NULL;
+	f->m.config = &f->cfg;
+	f->m.params = &f->p;
+	f->m.nparams = 1;
+	f->m.stages = &f->sp;
+	f->eng.model = &f->m;
+	f->eng.cfg = &f->cfg;
+	f->eng.loss = &f->ln;
+	f->eng.arith = arith;
+	f->eng.ranks = &f->rs;
+	f->eng.nranks = 1;
+	f->places = f->place;
+	f->eng.act_place = &f->places;
+	f->eng.grad_place = &f->places;
+	for (i = 0; i < 3; i++)
+		f->place[i] = pl_uniform(PLACE_REPLICATE);
+	f->weight = f->w;
+	f->pgrad = f->g;
+	f->rs.act = f->act;
+	f->rs.grad = f->grad;
+	f->rs.weight = &f->weight;
+	f->rs.pgrad = &f->pgrad;
+	for (i = 0; i < MAXV; i++) {
+		f->w[i] = num_of(arith, i < n ? w[i] : 0);
+		f->g[i] = num_of(arith, 0);
+	}
+}
+
+static void
+one_op_free(struct one_op *f)
+{
+	int	 i;
+
+	for (i = 0; i < 3; i++) {
+		tensor_free(&f->act[i].t);
+		free(f->act[i].choice);
+		tensor_free(&f->grad[i]);
+	}
+	tensor_free(&f->rs.din[0]);
+	tensor_free(&f->rs.din[1]);
+}
+
+/*
+ * Run one case: the forward of the op, then its backward with dout, on a
+ * model of one op and one parameter, the way the interpreter runs it.
+ */
+static void
+run_case(const struct kernel_case *kc, enum arith arith)
+{
+	struct one_op		 f;
+	struct rank_state	*rs = &f.rs;
 	const struct op_rule	*rule;
 	const char		*an = arith_name(arith);
-	int64_t			 outcols, wn, i;
+	int64_t			 outcols, wn;
 	bool			 linear, two;
 
 	if (kc->exact_only && arith != ARITH_EXACT)
@@ -167,74 +243,34 @@ run_case(const struct kernel_case *kc, enum arith arith)
 	wn = kc->kind == OP_HEAD_NORM || kc->kind == OP_SINK ? kc->nout :
 	    kc->nout * kc->nin;
 
-	memset(&p, 0, sizeof p);
-	p.shape[0] = p.local_shape[0] = kc->nout;
-	p.shape[1] = p.local_shape[1] = kc->nin;
-	memset(&op, 0, sizeof op);
-	op.kind = kc->kind;
-	op.param = linear || kc->kind == OP_HEAD_NORM ||
-	    kc->kind == OP_SINK ? 0 : -1;
-	op.param2 = -1;
-	op.in[0] = 0;
-	op.in[1] = two ? 1 : -1;
-	op.out = 2;
-	sp.ops = &op;
-	sp.nops = 1;
-	sp.nslots = 3;
-	sp.chunk_start = NULL;
-	memset(&m, 0, sizeof m);
-	m.params = &p;
-	m.nparams = 1;
-	m.stages = &sp;
-
-	memset(&eng, 0, sizeof eng);
-	eng.model = &m;
-	eng.arith = arith;
-	eng.ranks = &rs;
-	eng.nranks = 1;
-	eng.act_place = &places;
-	for (i = 0; i < 3; i++)
-		place[i] = pl_uniform(PLACE_REPLICATE);
-	memset(&rs, 0, sizeof rs);
-	memset(act, 0, sizeof act);
-	memset(grad, 0, sizeof grad);
-	rs.act = act;
-	rs.grad = grad;
-	rs.weight = &weight;
-	rs.pgrad = &pgrad;
-	for (i = 0; i < MAXV; i++) {
-		w[i] = num_of(arith, kc->w[i]);
-		g[i] = num_of(arith, 0);
-	}
-	fill(arith, &act[0].t, kc->tokens, kc->nin, kc->x);
+	one_op_init(&f, arith, kc->kind, linear || kc->kind == OP_HEAD_NORM ||
+	    kc->kind == OP_SINK ? 0 : -1, 0, two ? 1 : -1, 2, kc->w, MAXV);
+	f.p.shape[0] = f.p.local_shape[0] = kc->nout;
+	f.p.shape[1] = f.p.local_shape[1] = kc->nin;
+	fill(arith, &f.act[0].t, kc->tokens, kc->nin, kc->x);
 	if (two)
-		fill(arith, &act[1].t, kc->tokens, kc->nin, kc->x2);
+		fill(arith, &f.act[1].t, kc->tokens, kc->nin, kc->x2);
 
-	rule = kernel_rule(&op);
+	rule = kernel_rule(&f.op);
 	tap_ok(rule->forward != NULL && rule->backward != NULL,
 	    "%s: a rank kernel each way", kc->name);
-	rule->forward(&eng, &rs, 0, 0);
-	tap_ok(act[2].t.rows == kc->tokens && act[2].t.cols == outcols &&
-	    same(arith, act[2].t.v, kc->out, kc->tokens * outcols),
+	rule->forward(&f.eng, rs, 0, 0);
+	tap_ok(f.act[2].t.rows == kc->tokens && f.act[2].t.cols == outcols &&
+	    same(arith, f.act[2].t.v, kc->out, kc->tokens * outcols),
 	    "%s, %s: forward", kc->name, an);
-	fill(arith, &grad[2], kc->tokens, outcols, kc->dout);
-	rule->backward(&eng, &rs, 0, 0);
-	tap_ok(rs.din[0].rows == kc->tokens && rs.din[0].cols == kc->nin &&
-	    same(arith, rs.din[0].v, kc->din, kc->tokens * kc->nin),
+	fill(arith, &f.grad[2], kc->tokens, outcols, kc->dout);
+	rule->backward(&f.eng, rs, 0, 0);
+	tap_ok(rs->din[0].rows == kc->tokens && rs->din[0].cols == kc->nin &&
+	    same(arith, rs->din[0].v, kc->din, kc->tokens * kc->nin),
 	    "%s, %s: input gradient", kc->name, an);
 	if (two)
-		tap_ok(same(arith, rs.din[1].v, kc->din2,
+		tap_ok(same(arith, rs->din[1].v, kc->din2,
 		    kc->tokens * kc->nin), "%s, %s: second input gradient",
 		    kc->name, an);
-	if (op.param >= 0)
-		tap_ok(same(arith, g, kc->dw, wn), "%s, %s: weight gradient",
+	if (f.op.param >= 0)
+		tap_ok(same(arith, f.g, kc->dw, wn), "%s, %s: weight gradient",
 		    kc->name, an);
-	for (i = 0; i < 3; i++) {
-		tensor_free(&act[i].t);
-		tensor_free(&grad[i]);
-	}
-	tensor_free(&rs.din[0]);
-	tensor_free(&rs.din[1]);
+	one_op_free(&f);
 }
 
 /*
@@ -307,82 +343,31 @@ test_kv(enum arith arith, bool column)
 	static const int64_t	 out[] = { 9, 13, 11, 15 };
 	static const int64_t	 dout[] = { 1, 2, 3, 4 }, du[] = { 16, 10 };
 	static const int64_t	 dw[] = { 0, 0, 0, 0, 12, 20, 18, 30 };
-	struct config		 cfg;
-	struct param		 p;
-	struct op		 op;
-	struct stage_program	 sp;
-	struct model		 m;
-	struct engine		 eng;
-	struct rank_state	 rs;
-	struct slot		 act[3];
-	struct tensor		 grad[3];
-	struct placement	 place[3], *places = place;
-	union num		 w[8], g[8], *weight = w, *pgrad = g;
+	struct one_op		 f;
 	const char		*an = arith_name(arith);
-	int64_t			 i, off = column ? 4 : 0;
+	int64_t			 off = column ? 4 : 0;
 
-	memset(&cfg, 0, sizeof cfg);
-	cfg.model.ffn = 8;
-	cfg.model.head_dim = 2;
-	cfg.model.kv_heads = 2;
-	memset(&p, 0, sizeof p);
-	p.shape[0] = 4;
-	p.local_shape[0] = column ? 2 : 4;
-	p.shape[1] = p.local_shape[1] = 2;
-	memset(&op, 0, sizeof op);
-	op.kind = OP_KV;
-	op.param = 0;
-	op.param2 = -1;
-	op.in[0] = 0;
-	op.in[1] = 1;
-	op.out = 2;
-	sp.ops = &op;
-	sp.nops = 1;
-	sp.nslots = 3;
-	sp.chunk_start = NULL;
-	memset(&m, 0, sizeof m);
-	m.params = &p;
-	m.nparams = 1;
-	m.stages = &sp;
-	memset(&eng, 0, sizeof eng);
-	eng.model = &m;
-	eng.cfg = &cfg;
-	eng.arith = arith;
-	eng.ranks = &rs;
-	eng.nranks = 1;
-	eng.act_place = &places;
-	for (i = 0; i < 3; i++)
-		place[i] = pl_uniform(PLACE_REPLICATE);
-	memset(&rs, 0, sizeof rs);
-	memset(act, 0, sizeof act);
-	memset(grad, 0, sizeof grad);
-	rs.coord.tp = 1;
-	rs.act = act;
-	rs.grad = grad;
-	rs.weight = &weight;
-	rs.pgrad = &pgrad;
-	for (i = 0; i < 8; i++) {
-		w[i] = num_of(arith, i + off < 8 ? rows[i + off] : 0);
-		g[i] = num_of(arith, 0);
-	}
-	fill(arith, &act[0].t, 1, 4, x);
-	fill(arith, &act[1].t, 1, 2, u);
-	kernel_rule(&op)->forward(&eng, &rs, 0, 0);
-	tap_ok(same(arith, act[2].t.v, out, 4), "kv%s, %s: forward",
+	one_op_init(&f, arith, OP_KV, 0, 0, 1, 2, rows + off, 8 - off);
+	f.cfg.model.ffn = 8;
+	f.cfg.model.head_dim = 2;
+	f.cfg.model.kv_heads = 2;
+	f.p.shape[0] = 4;
+	f.p.local_shape[0] = column ? 2 : 4;
+	f.p.shape[1] = f.p.local_shape[1] = 2;
+	f.rs.coord.tp = 1;
+	fill(arith, &f.act[0].t, 1, 4, x);
+	fill(arith, &f.act[1].t, 1, 2, u);
+	kernel_rule(&f.op)->forward(&f.eng, &f.rs, 0, 0);
+	tap_ok(same(arith, f.act[2].t.v, out, 4), "kv%s, %s: forward",
 	    column ? " column" : "", an);
-	fill(arith, &grad[2], 1, 4, dout);
-	kernel_rule(&op)->backward(&eng, &rs, 0, 0);
-	tap_ok(same(arith, rs.din[0].v, dout, 4) &&
-	    same(arith, rs.din[1].v, du, 2), "kv%s, %s: input gradients",
+	fill(arith, &f.grad[2], 1, 4, dout);
+	kernel_rule(&f.op)->backward(&f.eng, &f.rs, 0, 0);
+	tap_ok(same(arith, f.rs.din[0].v, dout, 4) &&
+	    same(arith, f.rs.din[1].v, du, 2), "kv%s, %s: input gradients",
 	    column ? " column" : "", an);
-	tap_ok(same(arith, g, dw + off, 8 - off), "kv%s, %s: weight gradient",
-	    column ? " column" : "", an);
-	for (i = 0; i < 3; i++) {
-		tensor_free(&act[i].t);
-		tensor_free(&grad[i]);
-	}
-	tensor_free(&rs.din[0]);
-	tensor_free(&rs.din[1]);
+	tap_ok(same(arith, f.g, dw + off, 8 - off),
+	    "kv%s, %s: weight gradient", column ? " column" : "", an);
+	one_op_free(&f);
 }
 
 /*
@@ -410,86 +395,30 @@ test_route_aux(int seed)
 	static const int64_t	 dw_aux[] = { 40, 25, 45, 25 };
 	static const int64_t	 din_main[] = { 1, 1, 4, 0 };
 	static const int64_t	 dw_main[] = { 1, 2, 6, 2 };
-	struct config		 cfg;
-	struct loss_norm	 ln;
-	struct param		 p;
-	struct op		 op;
-	struct stage_program	 sp;
-	struct model		 m;
-	struct engine		 eng;
-	struct rank_state	 rs;
-	struct slot		 act[2];
-	struct tensor		 grad[2];
-	struct placement	 place[2], *places = place;
-	union num		 w[4], g[4], *weight = w, *pgrad = g;
+	struct one_op		 f;
 	const char		*what = seed == SEED_AUX ? "auxiliary" : "main";
-	int64_t			 i;
 
-	memset(&cfg, 0, sizeof cfg);
-	cfg.model.moe.experts = 2;
-	cfg.model.moe.top_k = 1;
-	memset(&ln, 0, sizeof ln);
-	ln.aux_source = 1;
-	ln.aux_loss_coeff = q_make(2, 1);
-	ln.z_loss_coeff = q_make(1, 1);
-	memset(&p, 0, sizeof p);
-	p.role = ROLE_ROUTER;
-	p.shape[0] = p.local_shape[0] = 2;
-	p.shape[1] = p.local_shape[1] = 2;
-	memset(&op, 0, sizeof op);
-	op.kind = OP_ROUTE;
-	op.param = 0;
-	op.param2 = -1;
-	op.in[0] = 0;
-	op.in[1] = -1;
-	op.out = 1;
-	sp.ops = &op;
-	sp.nops = 1;
-	sp.nslots = 2;
-	sp.chunk_start = NULL;
-	memset(&m, 0, sizeof m);
-	m.config = &cfg;
-	m.params = &p;
-	m.nparams = 1;
-	m.stages = &sp;
-	memset(&eng, 0, sizeof eng);
-	eng.model = &m;
-	eng.cfg = &cfg;
-	eng.loss = &ln;
-	eng.arith = ARITH_EXACT;
-	eng.ranks = &rs;
-	eng.nranks = 1;
-	eng.seed = seed;
-	eng.act_place = &places;
-	eng.grad_place = &places;
-	for (i = 0; i < 2; i++)
-		place[i] = pl_uniform(PLACE_REPLICATE);
-	memset(&rs, 0, sizeof rs);
-	memset(act, 0, sizeof act);
-	memset(grad, 0, sizeof grad);
-	rs.act = act;
-	rs.grad = grad;
-	rs.weight = &weight;
-	rs.pgrad = &pgrad;
-	for (i = 0; i < 4; i++) {
-		w[i] = num_of(ARITH_EXACT, rw[i]);
-		g[i] = num_of(ARITH_EXACT, 0);
-	}
-	fill(ARITH_EXACT, &act[0].t, 2, 2, x);
-	kernel_rule(&op)->forward_stage(&eng, 0, 0);
-	tap_ok(act[1].choice != NULL && act[1].choice[0] == 0 &&
-	    act[1].choice[1] == 1, "route, %s pass: top-1 choice", what);
-	fill(ARITH_EXACT, &grad[1], 2, 2, ds);
-	kernel_rule(&op)->backward_stage(&eng, 0, 0);
-	tap_ok(same(ARITH_EXACT, rs.din[0].v, seed == SEED_AUX ? din_aux :
+	one_op_init(&f, ARITH_EXACT, OP_ROUTE, 0, 0, -1, 1, rw, 4);
+	f.cfg.model.moe.experts = 2;
+	f.cfg.model.moe.top_k = 1;
+	f.ln.aux_source = 1;
+	f.ln.aux_loss_coeff = q_make(2, 1);
+	f.ln.z_loss_coeff = q_make(1, 1);
+	f.p.role = ROLE_ROUTER;
+	f.p.shape[0] = f.p.local_shape[0] = 2;
+	f.p.shape[1] = f.p.local_shape[1] = 2;
+	f.eng.seed = seed;
+	fill(ARITH_EXACT, &f.act[0].t, 2, 2, x);
+	kernel_rule(&f.op)->forward_stage(&f.eng, 0, 0);
+	tap_ok(f.act[1].choice != NULL && f.act[1].choice[0] == 0 &&
+	    f.act[1].choice[1] == 1, "route, %s pass: top-1 choice", what);
+	fill(ARITH_EXACT, &f.grad[1], 2, 2, ds);
+	kernel_rule(&f.op)->backward_stage(&f.eng, 0, 0);
+	tap_ok(same(ARITH_EXACT, f.rs.din[0].v, seed == SEED_AUX ? din_aux :
 	    din_main, 4), "route, %s pass: input gradient", what);
-	tap_ok(same(ARITH_EXACT, g, seed == SEED_AUX ? dw_aux : dw_main, 4),
+	tap_ok(same(ARITH_EXACT, f.g, seed == SEED_AUX ? dw_aux : dw_main, 4),
 	    "route, %s pass: weight gradient", what);
-	tensor_free(&act[0].t);
-	tensor_free(&act[1].t);
-	free(act[1].choice);
-	tensor_free(&grad[1]);
-	tensor_free(&rs.din[0]);
+	one_op_free(&f);
 }
 
 int

@@ -211,6 +211,45 @@ check_expert_order(const struct mesh *m)
 	return expect == m->world;
 }
 
+/*
+ * The gtp coordinates by counting, not by mesh.c's formulas: within a
+ * stage tp is fastest, then cp, then gtp, then the rest of pure_dp
+ * (gtp_replica); experts count etp, ep, egtp, then egtp_replica.  The
+ * group oracles below read these coordinates, so they rest on this count.
+ */
+static int
+check_gtp_order(const struct mesh *m)
+{
+	struct coord	 c;
+	int		 pp, rep, g, cp, tp, ep, etp, expect;
+
+	for (expect = 0, pp = 0; pp < m->pp; pp++)
+		for (rep = 0; rep < m->pure_dp / m->gtp; rep++)
+			for (g = 0; g < m->gtp; g++)
+				for (cp = 0; cp < m->cp; cp++)
+					for (tp = 0; tp < m->tp; tp++) {
+						mesh_coord_of(m, expect++, &c);
+						if (c.pp != pp || c.tp != tp ||
+						    c.cp != cp || c.gtp != g ||
+						    c.gtp_replica != rep)
+							return 0;
+					}
+	if (expect != m->world)
+		return 0;
+	for (expect = 0, pp = 0; pp < m->pp; pp++)
+		for (rep = 0; rep < m->edp / m->egtp; rep++)
+			for (g = 0; g < m->egtp; g++)
+				for (ep = 0; ep < m->ep; ep++)
+					for (etp = 0; etp < m->etp; etp++) {
+						mesh_coord_of(m, expect++, &c);
+						if (c.pp != pp || c.ep != ep ||
+						    c.etp != etp || c.egtp != g ||
+						    c.egtp_replica != rep)
+							return 0;
+					}
+	return expect == m->world;
+}
+
 /* The coordinate a group of this kind varies. */
 static int
 varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
@@ -755,6 +794,8 @@ test_gtp(void)
 		    "gtp: pure_dp %d cp %d tp %d gtp %d egtp %d: gtp times its "
 		    "replicate is dp, egtp times its replicate edp", d[0],
 		    d[1], d[3], d[6], egtp);
+		tap_ok(check_gtp_order(&m), "  gtp and egtp coordinates by "
+		    "counting");
 		for (k = 0; k < 4; k++)
 			tap_ok(check_groups(&m, kinds[k]),
 			    "  %s groups ordered and partitioning",
