@@ -542,11 +542,18 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 	}
 }
 
-/* Does generalized tensor parallelism shard parameter p over gtp? */
+/*
+ * Does generalized tensor parallelism shard parameter p?  Over the group
+ * its module's kind names, egtp_remat for an expert's, gtp_remat for
+ * another's, and only when that group has peers
+ * (transformer_engine.py _init_gtp_remat_context, core_v0.19.0): an
+ * expert with egtp 1 is a replicated weight.
+ */
 static bool
 gtp_sharded(const struct model *m, const struct param *p)
 {
-	if (m->config->model.gtp_sharded == GTP_SHARDED_NONE)
+	if (m->config->model.gtp_sharded == GTP_SHARDED_NONE ||
+	    mesh_group_size(&m->mesh, p->expert ? GROUP_EGTP : GROUP_GTP) == 1)
 		return false;
 	switch (p->role) {
 	case ROLE_COLUMN:
@@ -574,19 +581,28 @@ gtp_sharded(const struct model *m, const struct param *p)
  * AVG; under a per-token loss (sync.dp_divisor none, DDP's
  * calculate_per_token_loss) neither divides, the prescale is skipped and
  * the all-reduce is a SUM, as the divisor counts the gtp peers' tokens.
- * Experts do the same over egtp.
+ * Experts do the same over egtp.  A sharded weight's side is its
+ * module's (the group it was sharded over); a replicated one's is its
+ * buffer's, as finalize_model_grads picks it by param.allreduce, which
+ * also puts a parameter in DDP's expert buffer: an expert with ep 1 and
+ * etp = tp has allreduce True (transformer_engine.py TELinear,
+ * use_expert_pgs, core_v0.19.0), so it is dense to both and averaged
+ * over gtp_remat, not over egtp_remat.
  */
 /* Select the parameters of one side (dense or expert) and one kind. */
 static bool
 select_gtp_params(struct sync_step *s, const struct model *m, bool expert,
     bool sharded)
 {
-	bool	 any = false;
+	const struct param *p;
+	bool	 any = false, side;
 	int	 i;
 
 	for (i = 0; i < m->nparams; i++) {
-		s->params[i] = m->params[i].expert == expert &&
-		    gtp_sharded(m, &m->params[i]) == sharded;
+		p = &m->params[i];
+		side = sharded ? p->expert :
+		    layout_buffer_of(m, i) == BUFFER_EXPERT;
+		s->params[i] = side == expert && gtp_sharded(m, p) == sharded;
 		any |= s->params[i];
 	}
 	return any;
