@@ -372,6 +372,23 @@ emit_fsdp(struct sync_plan *plan, const struct model *m,
 }
 
 /*
+ * The expert buffer's prescale divides by gtp where egtp differs
+ * (Megatron-LM PR #7165): the step that makes it, and the egtp steps
+ * that complete the experts' mean after it, carry the setting that
+ * decides it, so that a finding on either names it.  Not where
+ * expert_grad_divisor: edp replaced the divisor.
+ */
+static bool
+expert_gtp_divisor_off(const struct model *m)
+{
+	const struct config *cfg = m->config;
+
+	return cfg->sync.expert_gtp_divisor != EXPERT_GTP_DIVISOR_EGTP &&
+	    m->mesh.gtp != m->mesh.egtp &&
+	    cfg->sync.expert_grad_divisor != EXPERT_DIVISOR_EDP;
+}
+
+/*
  * Data parallel (SPEC 6.3): scale by 1/dp, then all-reduce (or, with the
  * distributed optimizer, reduce-scatter) every gradient buffer over its
  * group.  Expert buffers reduce over edp but still scale by 1/dp, since the
@@ -496,9 +513,7 @@ emit_dp(struct sync_plan *plan, const struct model *m,
 			 * divisor equal to edp by chance, dp 4 ep 2 gtp 2,
 			 * is still gtp's).
 			 */
-			if (k == BUFFER_EXPERT && gtp != m->mesh.egtp &&
-			    cfg->sync.expert_grad_divisor !=
-			    EXPERT_DIVISOR_EDP) {
+			if (k == BUFFER_EXPERT && expert_gtp_divisor_off(m)) {
 				s->key = KEY_EXPERT_GTP_DIVISOR;
 				s->fix = SYNC_FIX_EXPERT_GTP_DIVISOR;
 			}
@@ -609,6 +624,15 @@ select_gtp_params(struct sync_step *s, const struct model *m, bool expert,
 }
 
 static void
+blame_expert_gtp_divisor(struct sync_step *s, const struct model *m)
+{
+	if (expert_gtp_divisor_off(m)) {
+		s->key = KEY_EXPERT_GTP_DIVISOR;
+		s->fix = SYNC_FIX_EXPERT_GTP_DIVISOR;
+	}
+}
+
+static void
 emit_gtp(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
@@ -633,6 +657,8 @@ emit_gtp(struct sync_plan *plan, const struct model *m,
 				free(s->params);
 				continue;
 			}
+			if (expert)
+				blame_expert_gtp_divisor(s, m);
 			if (!sharded) {
 				s->average = !per_token;
 				continue;
@@ -644,6 +670,8 @@ emit_gtp(struct sync_plan *plan, const struct model *m,
 			set_scale(s, 1, "1", n, expert ? "egtp" : "gtp");
 			s = new_step(plan, m, rule, SYNC_ALL_REDUCE, g);
 			select_gtp_params(s, m, expert, true);
+			if (expert)
+				blame_expert_gtp_divisor(s, m);
 		}
 	}
 }
