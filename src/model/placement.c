@@ -578,6 +578,51 @@ replicated_over_tp(const struct mesh *mesh, struct placement g)
 }
 
 /*
+ * The lossy boundaries the walk models, by the report each cites: what
+ * the gradient is, over which dimension it is reduced, and the plan's
+ * activation that declares it (-1: a sync key does, not the plan).
+ */
+static const struct {
+	const char	*what;
+	const char	*dim;
+	int		 activation;
+} boundary_kinds[] = {
+	[REDUCTION_CITE_MOE_BOUNDARY] =
+	    { "MoE block input gradient", "tp", -1 },
+	[REDUCTION_CITE_SCORES_DETACHED] =
+	    { "router's score gradient", "ep", PLAN_ACTIVATION_ROUTER_SCORES },
+	[REDUCTION_CITE_OUTPUT_BOUNDARY] =
+	    { "output layer input gradient", "tp", PLAN_ACTIVATION_OUTPUT },
+	[REDUCTION_CITE_MIXER_INPUT] =
+	    { "mixer input gradient", "tp", PLAN_ACTIVATION_MIXER_INPUT },
+};
+
+/*
+ * A lossy boundary at op, of layer `layer` (-1: none), whose gradient
+ * dout is what it truly is and, until the caller says otherwise, what
+ * the framework declares.
+ */
+static void
+boundary_init(struct backward_reduction *r, const struct model *m,
+    const struct op *op, int stage, enum reduction_cite cite, int layer,
+    struct placement dout)
+{
+	int	 a = boundary_kinds[cite].activation;
+
+	memset(r, 0, sizeof *r);
+	r->op = (int)(op - m->stages[stage].ops);
+	r->stage = stage;
+	r->what = boundary_kinds[cite].what;
+	r->dim = boundary_kinds[cite].dim;
+	r->cite = cite;
+	r->boundary = true;
+	r->layer = layer;
+	r->plan_item = a >= 0 ? pl_activation_declare(m, a) : -1;
+	r->truth = pl_normalize(&m->mesh, dout);
+	r->declared = r->truth;
+}
+
+/*
  * Backward through the gather of an MoE block's input: what reaches it is
  * the sum of the router's, the routed and the shared experts' input
  * gradients, whatever their placements; the framework declares it as
@@ -591,19 +636,10 @@ moe_boundary(const struct model *m, const struct op *op, int stage,
     struct placement dout, bool whole, bool twice,
     struct backward_reduction *r)
 {
-	memset(r, 0, sizeof *r);
-	r->op = (int)(op - m->stages[stage].ops);
-	r->stage = stage;
-	r->what = "MoE block input gradient";
-	r->dim = "tp";
-	r->cite = REDUCTION_CITE_MOE_BOUNDARY;
-	r->boundary = true;
-	r->router_twice = twice;
-	r->plan_item = -1;
 	/* The router reads the gathered input first (model.c). */
-	r->layer = op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1;
-	r->truth = pl_normalize(&m->mesh, dout);
-	r->declared = r->truth;
+	boundary_init(r, m, op, stage, REDUCTION_CITE_MOE_BOUNDARY,
+	    op[1].kind == OP_ROUTE ? m->params[op[1].param].layer : -1, dout);
+	r->router_twice = twice;
 	/*
 	 * tp-mask with the experts' share summed inside the block: what
 	 * can still be Partial here is the router's share alone, each rank's
@@ -645,18 +681,8 @@ static void
 detached_scores(const struct model *m, const struct op *op, int stage,
     struct placement dout, struct backward_reduction *r)
 {
-	memset(r, 0, sizeof *r);
-	r->op = (int)(op - m->stages[stage].ops);
-	r->stage = stage;
-	r->what = "router's score gradient";
-	r->dim = "ep";
-	r->cite = REDUCTION_CITE_SCORES_DETACHED;
-	r->boundary = true;
-	r->layer = m->params[op->param].layer;
-	r->plan_item = pl_activation_declare(m,
-	    PLAN_ACTIVATION_ROUTER_SCORES);
-	r->truth = pl_normalize(&m->mesh, dout);
-	r->declared = r->truth;
+	boundary_init(r, m, op, stage, REDUCTION_CITE_SCORES_DETACHED,
+	    m->params[op->param].layer, dout);
 	r->missing = true;
 	r->lost = true;
 }
@@ -673,17 +699,8 @@ static void
 output_boundary(const struct model *m, const struct op *op, int stage,
     struct placement dout, struct backward_reduction *r)
 {
-	memset(r, 0, sizeof *r);
-	r->op = (int)(op - m->stages[stage].ops);
-	r->stage = stage;
-	r->what = "output layer input gradient";
-	r->dim = "tp";
-	r->cite = REDUCTION_CITE_OUTPUT_BOUNDARY;
-	r->boundary = true;
-	r->layer = -1;
-	r->plan_item = pl_activation_declare(m, PLAN_ACTIVATION_OUTPUT);
-	r->truth = pl_normalize(&m->mesh, dout);
-	r->declared = r->truth;
+	boundary_init(r, m, op, stage, REDUCTION_CITE_OUTPUT_BOUNDARY, -1,
+	    dout);
 	if (pl_output_boundary_replicate(m)) {
 		r->declared = pl_uniform(PLACE_REPLICATE);
 		r->missing = pl_any(r->truth, PLACE_PARTIAL);
@@ -705,16 +722,8 @@ static void
 mixer_boundary(const struct model *m, const struct op *op, int stage,
     struct placement dout, struct backward_reduction *r)
 {
-	memset(r, 0, sizeof *r);
-	r->op = (int)(op - m->stages[stage].ops);
-	r->stage = stage;
-	r->what = "mixer input gradient";
-	r->dim = "tp";
-	r->cite = REDUCTION_CITE_MIXER_INPUT;
-	r->boundary = true;
-	r->layer = m->params[op[1].param].layer;
-	r->plan_item = pl_activation_declare(m, PLAN_ACTIVATION_MIXER_INPUT);
-	r->truth = pl_normalize(&m->mesh, dout);
+	boundary_init(r, m, op, stage, REDUCTION_CITE_MIXER_INPUT,
+	    m->params[op[1].param].layer, dout);
 	if (pl_mixer_input_declared(m) == PLAN_DECLARE_REPLICATE) {
 		r->declared = pl_uniform(PLACE_REPLICATE);
 		r->missing = pl_any(r->truth, PLACE_PARTIAL);
