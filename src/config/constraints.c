@@ -308,28 +308,41 @@ mtp_without_boundary(const struct config *c, char *buf, size_t size)
 
 /*
  * The output layer's input declared Replicate is lossy alike, and so is
- * the router's score gradient detached.
+ * the router's score gradient detached: the declarations that multi-token
+ * prediction is not modelled with.
  */
+static const struct {
+	int			 declare;	/* PLAN_DECLARE_* */
+	int			 activation;	/* PLAN_ACTIVATION_* */
+	const char		*what;		/* the gradient, as declared */
+	const char		*item;		/* the plan item's words */
+} mtp_lossy_declares[] = {
+	{ PLAN_DECLARE_DETACHED, PLAN_ACTIVATION_ROUTER_SCORES,
+	    "the router's score gradient detached",
+	    "declare: detached, activation: router-scores" },
+	{ PLAN_DECLARE_REPLICATE, PLAN_ACTIVATION_OUTPUT,
+	    "the output layer's input gradient declared Replicate",
+	    "declare: replicate, activation: output" },
+};
+
 static bool
 mtp_without_output_boundary(const struct config *c, char *buf, size_t size)
 {
+	size_t	 k;
 	int	 i;
 
 	for (i = 0; c->model.mtp > 0 && i < c->nplan; i++)
-		if (c->plan[i].op == PLAN_DECLARE &&
-		    c->plan[i].declare == PLAN_DECLARE_DETACHED) {
+		for (k = 0; k < sizeof mtp_lossy_declares /
+		    sizeof mtp_lossy_declares[0]; k++) {
+			if (c->plan[i].op != PLAN_DECLARE ||
+			    c->plan[i].declare !=
+			    mtp_lossy_declares[k].declare ||
+			    c->plan[i].activation !=
+			    mtp_lossy_declares[k].activation)
+				continue;
 			snprintf(buf, size, "model.mtp is not modelled with "
-			    "the router's score gradient detached "
-			    "(plan[%d]: declare: detached, activation: "
-			    "router-scores)", i);
-			return false;
-		} else if (c->plan[i].op == PLAN_DECLARE &&
-		    c->plan[i].activation == PLAN_ACTIVATION_OUTPUT &&
-		    c->plan[i].declare == PLAN_DECLARE_REPLICATE) {
-			snprintf(buf, size, "model.mtp is not modelled with "
-			    "the output layer's input gradient declared "
-			    "Replicate (plan[%d]: declare: replicate, "
-			    "activation: output)", i);
+			    "%s (plan[%d]: %s)", mtp_lossy_declares[k].what,
+			    i, mtp_lossy_declares[k].item);
 			return false;
 		}
 	return true;
