@@ -302,14 +302,15 @@ varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 		return c->etp;
 	case GROUP_EDP:
 		return c->edp;
+	/* The gtp coordinates as check_gtp_order counted them. */
 	case GROUP_GTP:
-		return c->pure_dp % m->gtp;
+		return c->gtp;
 	case GROUP_GTP_REPLICATE:
-		return c->cp + m->cp * (c->pure_dp / m->gtp);
+		return c->cp + m->cp * c->gtp_replica;
 	case GROUP_EGTP:
-		return c->edp % m->egtp;
+		return c->egtp;
 	case GROUP_EGTP_REPLICATE:
-		return c->edp / m->egtp;
+		return c->egtp_replica;
 	default:
 		abort();
 	}
@@ -317,22 +318,21 @@ varying(const struct mesh *m, const struct coord *c, enum group_kind kind)
 
 /* Do two ranks agree on every coordinate the group holds fixed? */
 static int
-same_fixed(const struct mesh *m, const struct coord *a,
-    const struct coord *b, enum group_kind kind)
+same_fixed(const struct coord *a, const struct coord *b,
+    enum group_kind kind)
 {
 	switch (kind) {
 	case GROUP_GTP:
 		return a->pp == b->pp && a->tp == b->tp && a->cp == b->cp &&
-		    a->pure_dp / m->gtp == b->pure_dp / m->gtp;
+		    a->gtp_replica == b->gtp_replica;
 	case GROUP_GTP_REPLICATE:
-		return a->pp == b->pp && a->tp == b->tp &&
-		    a->pure_dp % m->gtp == b->pure_dp % m->gtp;
+		return a->pp == b->pp && a->tp == b->tp && a->gtp == b->gtp;
 	case GROUP_EGTP:
 		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp &&
-		    a->edp / m->egtp == b->edp / m->egtp;
+		    a->egtp_replica == b->egtp_replica;
 	case GROUP_EGTP_REPLICATE:
 		return a->pp == b->pp && a->ep == b->ep && a->etp == b->etp &&
-		    a->edp % m->egtp == b->edp % m->egtp;
+		    a->egtp == b->egtp;
 	case GROUP_GTP_TP:
 		return a->pp == b->pp && a->cp == b->cp &&
 		    a->gtp_replica == b->gtp_replica;
@@ -415,7 +415,7 @@ check_groups(const struct mesh *m, enum group_kind kind)
 		for (i = 0; i < n && good; i++) {
 			mesh_coord_of(m, members[i], &cm);
 			if (varying(m, &cm, kind) != i ||
-			    !same_fixed(m, &cr, &cm, kind) ||
+			    !same_fixed(&cr, &cm, kind) ||
 			    (i > 0 && members[i] <= members[i - 1]) ||
 			    mesh_group_id(m, kind, members[i]) != id)
 				good = 0;
