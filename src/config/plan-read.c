@@ -977,7 +977,8 @@ read_mapping_item(struct loader *ld, struct plan_item *it,
 
 		snprintf(path, sizeof path, "%s.%s", ipath, item_keys[k]);
 		reader_report(ld, NULL, seen[k], path, "a declare runs no "
-		    "collective: it takes params and stages only");
+		    "collective: it takes %s", seen[IK_ACTIVATION].line > 0 ?
+		    "its activation only" : "params and stages only");
 		return -1;
 	}
 	if (seen[IK_AVERAGE].line > 0 && it->op != PLAN_ALL_REDUCE &&
