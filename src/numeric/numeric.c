@@ -67,6 +67,7 @@
 #include "symbolic/audit.h"
 #include "symbolic/context.h"
 #include "symbolic/lincomb.h"
+#include "symbolic/measure.h"
 
 /*
  * The most values (8 bytes each) the numeric audit holds for one mesh
@@ -327,6 +328,8 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		    stale_rows_find(m, &ctx->layout, NULL) == 0;
 		audit->arith = options->arith;
 		audit->procs = transport->nprocs;
+		/* A lossy boundary's effect, from the numbers (issue 23). */
+		measure_effects_numeric(audit);
 		for (k = 0; k < m->nlogical; k++)
 			free(ref[k]);
 		free(ref);

@@ -448,6 +448,7 @@ jsonw_effect(struct json *j, const struct effect *e)
 	case EFFECT_DIFFERENCE:
 		jsonw_key_g6(j, "difference", e->difference);
 		break;
+	case EFFECT_UNMEASURED:
 	case EFFECT_NONE:
 		break;
 	}

@@ -13,6 +13,7 @@ static const char *const kind_names[] = {
 	[EFFECT_WEIGHTS] = "weights",
 	[EFFECT_NORM] = "norm",
 	[EFFECT_DIFFERENCE] = "difference",
+	[EFFECT_UNMEASURED] = "unmeasured",
 };
 
 const char *
@@ -44,6 +45,9 @@ effect_format(const struct effect *e, char *buf, size_t size)
 		break;
 	case EFFECT_DIFFERENCE:
 		snprintf(buf, size, "relative difference %.3g", e->difference);
+		break;
+	case EFFECT_UNMEASURED:
+		snprintf(buf, size, "%s", "unmeasured past a lossy boundary");
 		break;
 	}
 }

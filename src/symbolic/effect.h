@@ -17,7 +17,8 @@ enum effect_kind {
 	EFFECT_FACTOR,		/* one factor on every wrong value: lo (== hi) */
 	EFFECT_WEIGHTS,		/* every contribution, weighed lo..hi times */
 	EFFECT_NORM,		/* fraction of the norm squared extra or missing */
-	EFFECT_DIFFERENCE	/* the largest relative difference */
+	EFFECT_DIFFERENCE,	/* the largest relative difference */
+	EFFECT_UNMEASURED	/* past a lossy boundary, no numbers */
 };
 
 struct effect {
@@ -32,7 +33,7 @@ struct effect {
  * 0.41": the effect in a few words, into buf (empty for EFFECT_NONE).
  */
 void	 effect_format(const struct effect *, char *buf, size_t size);
-/* "factor", "weights", "norm", "difference" or NULL. */
+/* "factor", "weights", "norm", "difference", "unmeasured" or NULL. */
 const char *effect_kind_name(enum effect_kind);
 
 #endif

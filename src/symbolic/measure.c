@@ -6,7 +6,8 @@
  * but weighed unequally, and otherwise the largest relative difference
  * (of the coefficients, or of the numbers where a numeric audit measured
  * them).  A norm finding's effect is the fraction of the norm squared
- * counted too often or missing.
+ * counted too often or missing.  Past a lossy boundary only a float
+ * numeric audit's numbers measure it (measure_effects_numeric).
  */
 #include <math.h>
 #include <stdbool.h>
@@ -17,6 +18,7 @@
 
 #include "base/hash.h"
 #include "base/xmalloc.h"
+#include "symbolic/atom.h"
 #include "symbolic/audit.h"
 #include "symbolic/effect.h"
 #include "symbolic/measure.h"
@@ -85,6 +87,14 @@ struct reading {
 	bool		 have_range;
 	double		 difference;	/* largest relative, coefficients */
 	double		 measured;	/* largest relative, numbers */
+	/*
+	 * Some value holds held atoms where the expected one holds plain
+	 * ones (atom.h): what a rank accumulates past a lossy boundary is
+	 * no combination of the plain atoms, so no coefficient says how far
+	 * it is.  Read as independent, every such pair gave "relative
+	 * difference 2", whatever the model.
+	 */
+	bool		 opaque;
 };
 
 static void
@@ -98,8 +108,8 @@ read_ratio(struct reading *r, struct rational q)
 }
 
 static void
-read_pair(struct reading *r, const struct lincomb *v,
-    const struct lincomb *e)
+read_pair(struct reading *r, const struct atom_space *sp,
+    const struct lincomb *v, const struct lincomb *e)
 {
 	struct rational	 q, last_v = { 0, 1 }, last_e = { 0, 1 };
 	uint32_t	 i = 0, j = 0;
@@ -121,12 +131,16 @@ read_pair(struct reading *r, const struct lincomb *v,
 		    v->terms[i].atom < e->terms[j].atom)) {
 			diff += fabs(q_value(v->terms[i].coef));
 			r->complete = false;
+			if (atom_is_held(sp, v->terms[i].atom))
+				r->opaque = true;
 			i++;
 		} else if (i == v->nterms ||
 		    e->terms[j].atom < v->terms[i].atom) {
 			diff += fabs(q_value(e->terms[j].coef));
 			norm += fabs(q_value(e->terms[j].coef));
 			r->complete = false;
+			if (atom_is_held(sp, e->terms[j].atom))
+				r->opaque = true;
 			j++;
 		} else {
 			double x = q_value(v->terms[i].coef);
@@ -219,11 +233,21 @@ measure_cells(const struct audit *a, struct finding *f, struct pair_set *ps)
 			    pairs >= EFFECT_PAIRS_MAX ||
 			    !pair_set_add(ps, c->value, c->expected))
 				continue;
-			read_pair(&r, c->value, c->expected);
+			read_pair(&r, &a->atoms, c->value, c->expected);
 			pairs++;
 		}
 	}
-	if (r.any && r.proportional && r.one_factor) {
+	/*
+	 * Past a lossy boundary only numbers measure the effect (a float
+	 * numeric audit's); the plain pairs of the finding would give a
+	 * figure for part of it only.
+	 */
+	if (r.opaque && r.measured > 0) {
+		f->effect.kind = EFFECT_DIFFERENCE;
+		f->effect.difference = r.measured;
+	} else if (r.opaque)
+		f->effect.kind = EFFECT_UNMEASURED;
+	else if (r.any && r.proportional && r.one_factor) {
 		f->effect.kind = EFFECT_FACTOR;
 		f->effect.lo = f->effect.hi = r.factor;
 	} else if (r.any && r.complete && r.have_range) {
@@ -316,4 +340,21 @@ measure_effects(struct audit *a)
 		}
 	}
 	free(ps.slot);
+}
+
+void
+measure_effects_numeric(struct audit *a)
+{
+	size_t	 i;
+	bool	 any = false;
+
+	if (!a->numeric || a->arith == ARITH_EXACT)
+		return;		/* field elements have no magnitude */
+	for (i = 0; i < a->nfindings; i++)
+		if (a->findings[i].effect.kind == EFFECT_UNMEASURED) {
+			a->findings[i].effect.kind = EFFECT_NONE;
+			any = true;
+		}
+	if (any)
+		measure_effects(a);
 }

@@ -9,5 +9,10 @@ struct audit;
 
 /* Measure the effect of every finding of the audit (after its findings). */
 void	 measure_effects(struct audit *);
+/*
+ * After a float numeric audit of the same audit: measure from its numbers
+ * the findings the coefficients could not (EFFECT_UNMEASURED).
+ */
+void	 measure_effects_numeric(struct audit *);
 
 #endif
