@@ -507,6 +507,38 @@ test_arena(void)
 	tap_ok(a.used_bytes == 0 && a.head == NULL, "arena_free releases all");
 }
 
+/*
+ * Every rank's value after a synced micro-batch is the dp sum and its own
+ * atom of the next one (nanoGPT #30): values that differ in one term.  A
+ * hash of a sample of the terms gave a run of ranks one hash, and every
+ * lookup among them compared whole values: dp cubed.
+ */
+static void
+test_hash_family(struct arena *a)
+{
+	enum { N = 256 };
+	uint32_t	 atoms[N + 1];
+	uint64_t	 h[N];
+	size_t		 r, i, k, distinct = 0;
+
+	for (r = 0; r < N; r++) {
+		for (i = k = 0; i < N; i++) {
+			atoms[k++] = 2 * (uint32_t)i;
+			if (i == r)
+				atoms[k++] = 2 * (uint32_t)r + 1;
+		}
+		h[r] = lc_hash(lc_atoms(a, atoms, k, q_make(1, 2)));
+	}
+	for (r = 0; r < N; r++) {
+		for (i = 0; i < r && h[i] != h[r]; i++)
+			;
+		if (i == r)
+			distinct++;
+	}
+	tap_ok(distinct == N, "lc_hash: %d values that differ in one term, "
+	    "%zu hashes", N, distinct);
+}
+
 /* lc_atoms builds a group's sum; lc_intern shares equal values. */
 static void
 test_intern(struct arena *a)
@@ -539,6 +571,7 @@ test_intern(struct arena *a)
 	(void)lc_intern(&t, a, y);
 	tap_ok(a->used_bytes == used, "the duplicate's memory is given back");
 	lc_table_free(&t);
+	test_hash_family(a);
 }
 
 /*
@@ -573,6 +606,26 @@ test_run_sum(void)
 	s4 = run_sum(&run, y, 12, q_make(1, 1));
 	tap_ok(q_is(lc_coef(s4, 0), 2, 1) && q_is(lc_coef(s4, 11), 0, 1),
 	    "run_sum: another member in one place: its own sum");
+	/*
+	 * Two members of many terms (a tied embedding's group, each its dp
+	 * group's sum): the second time, the sum built before, nothing new.
+	 */
+	{
+		const struct lincomb *z[2], *sz;
+		uint32_t atoms[64], k;
+		size_t kept = run.sums.n;
+
+		for (i = 0; i < 2; i++) {
+			for (k = 0; k < 64; k++)
+				atoms[k] = 64 * (uint32_t)i + k;
+			z[i] = run_share(&run, lc_atoms(&a, atoms, 64,
+			    q_make(1, 1)));
+		}
+		sz = run_sum(&run, z, 2, q_make(1, 1));
+		tap_ok(run.sums.n == kept + 1 && run_sum(&run, z, 2,
+		    q_make(1, 1)) == sz, "run_sum: two members of 64 terms: "
+		    "the memo keeps their sum");
+	}
 	/* The keys are full: the sum is built, right, and not kept. */
 	run.sums.key_bytes = SUM_MEMO_BYTES;
 	y[11] = x[1];

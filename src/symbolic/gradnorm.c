@@ -1066,6 +1066,97 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 	    dim, message, fix);
 }
 
+/*
+ * The norm classes by what they sum, and the ranks' final lists by
+ * address: every clipping rank looked for its list among those seen and
+ * its form among the classes one by one, which was world squared where
+ * ranks' norms differ (the second micro-batch's own atoms, nanoGPT #30:
+ * two thirds of a 1,024-rank check).  Open addressing; a slot's class is
+ * -1 when empty.
+ */
+struct class_index {
+	uint64_t	*hash;	/* of the form, or the list's address */
+	const void	**list;	/* the list, for the table by address */
+	int		*cls;
+	size_t		 cap;	/* a power of two, over twice the entries */
+};
+
+static void
+class_index_init(struct class_index *ix, size_t entries)
+{
+	size_t	 i;
+
+	for (ix->cap = 16; ix->cap < 2 * entries + 1; ix->cap *= 2)
+		;
+	ix->hash = xcalloc(ix->cap, sizeof *ix->hash);
+	ix->list = xcalloc(ix->cap, sizeof *ix->list);
+	ix->cls = xcalloc(ix->cap, sizeof *ix->cls);
+	for (i = 0; i < ix->cap; i++)
+		ix->cls[i] = -1;
+}
+
+static void
+class_index_free(struct class_index *ix)
+{
+	free(ix->hash);
+	free(ix->list);
+	free(ix->cls);
+}
+
+static uint64_t
+form_hash(const struct gn_piece *v, size_t n)
+{
+	const struct lincomb *last = NULL;
+	uint64_t	 h = 0x9e3779b97f4a7c15ULL ^ n, last_hash = 0;
+	size_t		 i;
+
+	for (i = 0; i < n; i++) {
+		int64_t key[7] = { v[i].param, v[i].shard, v[i].lo, v[i].hi,
+			v[i].mult.num, v[i].mult.den, 0 };
+
+		/* A rank's parameters mostly hold one value: hash it once. */
+		if (v[i].value != last) {
+			last = v[i].value;
+			last_hash = lc_hash(last);
+		}
+		key[6] = (int64_t)last_hash;
+		h = (h ^ hash_bytes(key, sizeof key)) * 0x100000001b3ULL;
+	}
+	return h;
+}
+
+/* The class of a form, or -1; *slot is where a new one goes. */
+static int
+class_of_form(const struct class_index *ix, const struct grad_norm_result *g,
+    const struct gn_piece *form, size_t nform, uint64_t h, size_t *slot)
+{
+	size_t	 j;
+
+	for (j = h & (ix->cap - 1); ix->cls[j] >= 0; j = (j + 1) &
+	    (ix->cap - 1))
+		if (ix->hash[j] == h && same_form(form, nform,
+		    g->classes[ix->cls[j]].pieces,
+		    g->classes[ix->cls[j]].npieces))
+			return ix->cls[j];
+	*slot = j;
+	return -1;
+}
+
+/* The class of a rank's final list seen before, or -1 (*slot: where). */
+static int
+class_of_list(const struct class_index *ix, const void *list, size_t *slot)
+{
+	uint64_t h = hash_bytes(&list, sizeof list);
+	size_t	 j;
+
+	for (j = h & (ix->cap - 1); ix->cls[j] >= 0; j = (j + 1) &
+	    (ix->cap - 1))
+		if (ix->list[j] == list)
+			return ix->cls[j];
+	*slot = j;
+	return -1;
+}
+
 void
 gn_audit(const struct sym_context *ctx, struct audit *a)
 {
@@ -1077,9 +1168,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	size_t			 nex, c;
 	int			 i, r, k, clipping = 0;
 	struct plist		**final;
-	const struct plist	**seen;
-	int			*seen_class;
-	size_t			 nseen = 0;
+	struct class_index	 by_list, by_form;
 
 	memset(g, 0, sizeof *g);
 	memset(&run, 0, sizeof run);
@@ -1103,39 +1192,41 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	    sizeof *g->class_of);
 	g->classes = arena_alloc(&a->arena, (m->mesh.world + 1) *
 	    sizeof *g->classes);
-	seen = xcalloc(m->mesh.world, sizeof *seen);
-	seen_class = xcalloc(m->mesh.world, sizeof *seen_class);
+	class_index_init(&by_list, (size_t)m->mesh.world);
+	class_index_init(&by_form, (size_t)m->mesh.world);
 	for (r = 0; r < m->mesh.world; r++) {
 		struct gn_piece	*form;
-		size_t		 nform, s;
+		size_t		 nform, list_slot = 0, form_slot = 0;
+		uint64_t	 h;
+		int		 known;
 
 		g->class_of[r] = -1;
 		if (!gn_clips(m, r))
 			continue;
 		clipping++;
-		for (s = 0; s < nseen && seen[s] != final[r]; s++)
-			;
-		if (s < nseen) {
-			g->class_of[r] = seen_class[s];
+		known = class_of_list(&by_list, final[r], &list_slot);
+		if (known >= 0) {
+			g->class_of[r] = known;
 			continue;
 		}
 		canonical(&a->arena, final[r], &form, &nform);
-		for (c = 0; c < g->nclasses; c++)
-			if (same_form(form, nform, g->classes[c].pieces,
-			    g->classes[c].npieces))
-				break;
-		if (c == g->nclasses) {
-			g->classes[c].pieces = form;
-			g->classes[c].npieces = nform;
-			g->classes[c].correct = same_form(form, nform, ex, nex);
-			g->nclasses++;
+		h = form_hash(form, nform);
+		known = class_of_form(&by_form, g, form, nform, h, &form_slot);
+		if (known < 0) {
+			known = (int)g->nclasses++;
+			g->classes[known].pieces = form;
+			g->classes[known].npieces = nform;
+			g->classes[known].correct = same_form(form, nform, ex,
+			    nex);
+			by_form.hash[form_slot] = h;
+			by_form.cls[form_slot] = known;
 		}
-		seen[nseen] = final[r];
-		seen_class[nseen++] = (int)c;
-		g->class_of[r] = (int)c;
+		by_list.list[list_slot] = final[r];
+		by_list.cls[list_slot] = known;
+		g->class_of[r] = known;
 	}
-	free(seen);
-	free(seen_class);
+	class_index_free(&by_list);
+	class_index_free(&by_form);
 	for (c = 0; c < g->nclasses; c++) {
 		struct gn_class *cl = &g->classes[c];
 

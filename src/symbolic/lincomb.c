@@ -588,22 +588,23 @@ lc_hash_term(uint64_t h, const struct term *t)
 }
 
 /*
- * The hash of a combination from its size and at most 17 of its terms,
- * spread over it: equal combinations hash alike, and different ones of a
- * run (sums over different groups) differ in their first atom already,
- * while hashing every term of each dp-wide sum cost a quarter of an audit.
- * A match is confirmed term by term.
+ * The hash of a combination from its size and every term.  It hashed a
+ * sample of 17, spread over it, when every dp-wide sum was built and
+ * interned once per parameter; since collectives' sums are memoized
+ * (run_sum) hashing all terms costs 3% of a 131,072-rank check, while
+ * values that differ in one term (every rank's own atom added to a dp
+ * sum, nanoGPT #30) shared a sample's hash in runs of dp / 16 ranks, and
+ * every lookup among them compared whole values.  A match is confirmed
+ * term by term.
  */
-static uint64_t
+uint64_t
 lc_hash(const struct lincomb *x)
 {
 	uint64_t	 h = 0x9e3779b97f4a7c15ULL ^ x->nterms;
-	uint32_t	 i, step = x->nterms / 16 + 1;
+	uint32_t	 i;
 
-	for (i = 0; i < x->nterms; i += step)
+	for (i = 0; i < x->nterms; i++)
 		h = lc_hash_term(h, &x->terms[i]);
-	if (x->nterms > 0)
-		h = lc_hash_term(h, &x->terms[x->nterms - 1]);
 	return h | 1;		/* 0 marks an empty slot */
 }
 

@@ -71,6 +71,11 @@ struct lc_table {
 	size_t			  cap, n;
 };
 
+/*
+ * A hash of x's value (equal combinations hash alike), from all its
+ * terms: a match must still be confirmed with lc_equal.
+ */
+uint64_t	 lc_hash(const struct lincomb *x);
 void		 lc_table_init(struct lc_table *);
 void		 lc_table_free(struct lc_table *);
 /*

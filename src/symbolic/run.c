@@ -125,6 +125,20 @@ run_sum(struct sym_run *run, const struct lincomb **xs, size_t n,
 	return e->out;
 }
 
+/*
+ * x + y, through the sum memo: every parameter of a stage adds the same
+ * local value to the same value after a micro-batch's sync (a dp sum,
+ * when the plan syncs the first micro-batch: nanoGPT #30), and building
+ * and interning that sum for each of them was dp squared terms.
+ */
+static const struct lincomb *
+run_add(struct sym_run *run, const struct lincomb *x, const struct lincomb *y)
+{
+	const struct lincomb *xs[2] = { x, y };
+
+	return run_sum(run, xs, 2, q_make(1, 1));
+}
+
 const struct lincomb *
 run_atom_value(struct sym_run *run, uint32_t atom)
 {
@@ -452,16 +466,15 @@ run_add_micro_batch(struct sym_run *run, int mb)
 			local = local_of(run, p, base, i);
 			if (sl->n == 1) {
 				sl->one.value = sl->one.value->nterms == 0 ?
-				    local : run_share(run, lc_add(run->arena,
-				    sl->one.value, local));
+				    local : run_add(run, sl->one.value, local);
 				continue;
 			}
 			v = arena_alloc(run_seg_arena(run, p), sl->n *
 			    sizeof *v);
 			for (j = 0; j < sl->n; j++) {
 				v[j] = sl->v[j];
-				v[j].value = run_share(run, lc_add(run->arena,
-				    sl->v[j].value, local));
+				v[j].value = run_add(run, sl->v[j].value,
+				    local);
 			}
 			sl->v = v;
 		}
