@@ -540,6 +540,45 @@ test_hash_family(struct arena *a)
 }
 
 /* lc_atoms builds a group's sum; lc_intern shares equal values. */
+/*
+ * lc_fold and lc_plain: held atoms written as their plain ones, merged
+ * with the plain terms already there (cells.c, a tied embedding's padded
+ * rows, which only the output layer's gradient reaches).
+ */
+static void
+test_fold(struct arena *a)
+{
+	struct atom_space	 sp = trivial;
+	const struct lincomb	*x, *y, *z;
+	uint32_t		 h;
+
+	sp.mesh.world = 4;
+	h = atom_held(&sp, 0);
+	tap_ok(h == 4 && atom_plain(&sp, atom_held(&sp, 3)) == 3,
+	    "held atoms follow the plain ones, world on");
+	/* (g0 + h0 + h2)/2: h0 meets g0, h2 lands alone. */
+	x = lc_scale(a, lc_add(a, lc_add(a, lc_atom(a, 0),
+	    lc_atom(a, atom_held(&sp, 0))), lc_atom(a, atom_held(&sp, 2))),
+	    q_make(1, 2));
+	y = lc_plain(a, &sp, x);
+	tap_ok(y->nterms == 2 && y->terms[0].atom == 0 &&
+	    q_is(y->terms[0].coef, 1, 1) && y->terms[1].atom == 2 &&
+	    q_is(y->terms[1].coef, 1, 2), "lc_plain: g0/2+h0/2+h2/2 is g0+g2/2");
+	z = lc_plain(a, &sp, y);
+	tap_ok(z == y, "lc_plain: nothing held, the same combination");
+	/* g1 - h1 cancels to zero. */
+	x = lc_add(a, lc_atom(a, 1), lc_scale(a, lc_atom(a,
+	    atom_held(&sp, 1)), q_make(-1, 1)));
+	tap_ok(lc_plain(a, &sp, x)->nterms == 0,
+	    "lc_plain: g1-h1 is zero once h1 is g1");
+	tap_ok(lc_plain(a, &trivial, x) == x,
+	    "lc_plain: no mesh, no held atoms, x itself");
+	x = lc_fold(a, lc_add(a, lc_atom(a, 9), lc_atom(a, 7)), 8, 8);
+	tap_ok(x->nterms == 2 && x->terms[0].atom == 1 &&
+	    x->terms[1].atom == 7, "lc_fold: only the atoms from `from` on "
+	    "move, and the result stays sorted");
+}
+
 static void
 test_intern(struct arena *a)
 {
@@ -649,6 +688,7 @@ main(void)
 	test_format(&a);
 	test_format_long(&a);
 	test_sum(&a);
+	test_fold(&a);
 	test_intern(&a);
 	arena_free(&a);
 	test_run_sum();

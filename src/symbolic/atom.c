@@ -274,6 +274,15 @@ lc_from_atom(struct arena *a, const struct atom_space *sp,
 	return lc_select(a, x, keep_from, &f);
 }
 
+const struct lincomb *
+lc_plain(struct arena *a, const struct atom_space *sp, const struct lincomb *x)
+{
+	/* Held atoms follow every plain one, a fixed distance on. */
+	if (sp->mesh.world == 0)
+		return x;
+	return lc_fold(a, x, held_base(sp), held_base(sp));
+}
+
 /* lc_select's test: an atom of another source than `source`. */
 struct other_source {
 	const struct atom_space	*sp;

@@ -114,6 +114,14 @@ const struct lincomb *lc_from_atom(struct arena *, const struct atom_space *,
 		    const struct lincomb *x, uint32_t first);
 
 /*
+ * x with each held atom written as its plain one: x where the two are
+ * known to be equal (the padded rows of a tied word embedding, which only
+ * the output layer's gradient reaches, and that crosses no lossy boundary).
+ */
+const struct lincomb *lc_plain(struct arena *, const struct atom_space *,
+		    const struct lincomb *x);
+
+/*
  * x without its terms of atoms (plain or held) of `source`: x where those
  * atoms are known to be zero (the auxiliary losses' on a word embedding's
  * padded rows, which no lookup reaches).

@@ -36,14 +36,6 @@ cell_add(struct cell_list *cl)
 	return &cl->v[cl->n++];
 }
 
-/*
- * Where the padded rows of a word embedding begin in a rank's shard of
- * param (an instance of it, or the tied output layer), when their lookup
- * gradients are known to be zero: token ids stay below model.vocab, so
- * the local gradients of the embedding's own ranks (stage 0, atoms below
- * dp * tp) are zero on the padded rows.  Where one instance serves both
- * lookup and output (tied, one stage), its atoms are not: local_elems.
- */
 /* The elements of a rank's shard of a vocab-parallel param below vocab. */
 static int64_t
 vocab_real_elems(const struct sym_run *run, const struct param *p, int rank)
@@ -60,15 +52,19 @@ vocab_real_elems(const struct sym_run *run, const struct param *p, int rank)
 	return real * p->local_shape[1];
 }
 
+/*
+ * Where the padded rows of a word embedding begin in a rank's shard of
+ * param (an instance of it, or the tied output layer); local_elems for
+ * any other parameter.
+ */
 static int64_t
-lookup_zero_from(const struct sym_run *run, int param, int rank)
+padded_from(const struct sym_run *run, int param, int rank)
 {
 	const struct model		*m = run->model;
 	const struct param		*p = &m->params[param];
 	const struct logical_param	*l = &m->logical[p->logical];
 
-	if (m->params[l->instance[0]].role != ROLE_EMBEDDING ||
-	    (l->tied_with != NULL && l->ninstances == 1))
+	if (m->params[l->instance[0]].role != ROLE_EMBEDDING)
 		return p->local_elems;
 	return vocab_real_elems(run, p, rank);
 }
@@ -116,24 +112,67 @@ lookup_only(const struct model *m, int param)
 }
 
 /*
+ * What a word embedding's padded rows hold of x, a value (or the expected
+ * value) of a rank's shard of param.  Token ids stay below model.vocab, so
+ * no lookup reaches them: only the output layer's gradient does (model.c:
+ * the padded logits are in the loss).  So the atoms of the ranks that only
+ * look the rows up are zero there: those of the embedding's own stage
+ * (below stage_ranks) when the output layer is a second instance on the
+ * last, all of them when no instance is an output layer (an untied
+ * embedding, the MTP layers' copy of it), none when one instance serves
+ * both (tied, one stage).  And a held atom is its plain one there: the two
+ * differ only by what came back through a lossy boundary (atom.h), which
+ * reaches an embedding through its lookups alone, the output layer
+ * following every block.
+ */
+static const struct lincomb *
+padded_rows_value(struct sym_run *run, int param, const struct lincomb *x)
+{
+	const struct model		*m = run->model;
+	const struct logical_param	*l = &m->logical[m->params[param].logical];
+	const struct atom_space		*sp = &run->ctx->atoms;
+	const struct lincomb		*y;
+	uint32_t			 from;
+
+	if (l->tied_with != NULL && l->ninstances == 1)
+		from = 0;
+	else if (lookup_only(m, param))
+		from = UINT32_MAX;
+	else
+		from = atom_id(sp, run->stage_ranks, 0, 0);
+	y = lc_plain(run->arena, sp, lc_from_atom(run->arena, sp, x, from));
+	/* Unchanged, it stays the one shared combination. */
+	return y == x || lc_equal(y, x) ? x : y;
+}
+
+/*
  * Split a rank's segments at the boundaries of the ranges it uses, and
- * where a word embedding's padded rows begin.
+ * where a word embedding's padded rows begin if they hold another value
+ * (or expected value) than the rows before them.
  */
 static void
 emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 {
 	const struct model *m = run->model;
-	const struct atom_space *sp = &run->ctx->atoms;
 	const struct seglist *sl = run_values_of(run, param, rank);
 	const struct lincomb *expected = sym_expected(run, param, rank);
-	int64_t	 used[16][2], padded = lookup_zero_from(run, param, rank);
+	const struct lincomb *padded_expected = expected, *padded_value;
+	int64_t	 used[16][2], padded = padded_from(run, param, rank);
 	int64_t	 aux_padded = aux_zero_from(run, param, rank);
 	int	 nused, i, r, key = run_shard_key(run, &m->params[param], rank);
 
 	nused = syncplan_used_ranges(m, &run->ctx->layout, param, rank, used,
 	    16);
+	if (padded < m->params[param].local_elems)
+		padded_expected = padded_rows_value(run, param, expected);
 	for (i = 0; i < sl->n; i++) {
 		int64_t lo = sl->v[i].lo, hi = sl->v[i].hi;
+		bool	cut;
+
+		padded_value = hi > padded ? padded_rows_value(run, param,
+		    sl->v[i].value) : sl->v[i].value;
+		cut = padded_value != sl->v[i].value ||
+		    padded_expected != expected;
 
 		while (lo < hi) {
 			int64_t end = hi;
@@ -147,7 +186,7 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 				} else if (used[r][0] > lo && used[r][0] < end)
 					end = used[r][0];
 			}
-			if (lo < padded && padded < end)
+			if (cut && lo < padded && padded < end)
 				end = padded;
 			if (lo < aux_padded && aux_padded < end)
 				end = aux_padded;
@@ -161,20 +200,8 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 			ce->value = sl->v[i].value;
 			ce->expected = expected;
 			if (lo >= padded) {
-				/*
-				 * The atoms of ranks past the first stage,
-				 * where the output layer is; none when the
-				 * last stage's copy is only looked up (the
-				 * untied embedding of the MTP layers).
-				 */
-				uint32_t from = lookup_only(m, param) ?
-				    UINT32_MAX : atom_id(sp, run->stage_ranks,
-				    0, 0);
-
-				ce->value = lc_from_atom(run->arena, sp,
-				    ce->value, from);
-				ce->expected = lc_from_atom(run->arena, sp,
-				    expected, from);
+				ce->value = padded_value;
+				ce->expected = padded_expected;
 			}
 			if (lo >= aux_padded) {
 				ce->value = without_aux(run, ce->value, 0);

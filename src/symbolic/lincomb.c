@@ -218,6 +218,35 @@ lc_add(struct arena *a, const struct lincomb *x, const struct lincomb *y)
 	return r;
 }
 
+const struct lincomb *
+lc_fold(struct arena *a, const struct lincomb *x, uint32_t from, uint32_t by)
+{
+	struct term		 stack[LC_STACK_TERMS], *t, *moved;
+	const struct lincomb	*r;
+	size_t			 k = x->nterms, i, n;
+
+	if (by > from)
+		fatalx("lc_fold: atoms from %" PRIu32 " moved down by %" PRIu32,
+		    from, by);
+	/* The terms are sorted: those from `from` on are a suffix. */
+	while (k > 0 && x->terms[k - 1].atom >= from)
+		k--;
+	if (k == x->nterms)
+		return x;
+	n = x->nterms - k;
+	t = scratch_terms(stack, LC_STACK_TERMS, x->nterms + n);
+	/* Moved down alike, the suffix stays sorted. */
+	moved = t + x->nterms;
+	for (i = 0; i < n; i++) {
+		moved[i] = x->terms[k + i];
+		moved[i].atom -= by;
+	}
+	n = merge2(x->terms, k, moved, n, t);
+	r = lc_from_terms(a, t, n);
+	scratch_free(t, stack);
+	return r;
+}
+
 static int
 cmp_first_atom(const void *pa, const void *pb)
 {

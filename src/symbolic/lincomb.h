@@ -58,6 +58,14 @@ struct rational	 lc_coef(const struct lincomb *x, uint32_t atom);
 const struct lincomb *lc_select(struct arena *, const struct lincomb *x,
 		    bool (*keep)(uint32_t atom, const void *arg),
 		    const void *arg);
+/*
+ * x with each term of an atom from `from` on moved down to atom - by
+ * (by <= from) and added to the term there, if any: the held atoms of
+ * atom.h written as their plain ones.  x itself when it has no atom from
+ * `from` on.
+ */
+const struct lincomb *lc_fold(struct arena *, const struct lincomb *x,
+		    uint32_t from, uint32_t by);
 
 /*
  * Combinations by value (hash-consing): equal combinations built apart,
