@@ -88,7 +88,8 @@ static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const gtp_sharded_words[] = { "linear", "none", NULL };
 static const char *const expert_gtp_words[] = { "egtp", "gtp", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
-static const char *const ep_on_words[] = { "all-to-all", "tp-mask", NULL };
+static const char *const ep_on_words[] = { "all-to-all", "tp-mask",
+    "tp-replicated", NULL };
 static const char *const bucket_stages_words[] = {
 	"all", "first", "none", NULL
 };
