@@ -501,6 +501,7 @@ enum cfg_key {
 	KEY_GTP, KEY_EGTP, KEY_GTP_SHARDED, KEY_GTP_SUPPORTED,
 	KEY_EXPERT_GTP_DIVISOR,
 	KEY_DUPLICATED_MIXER,
+	KEY_TP_REPLICATED_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -814,6 +815,7 @@ struct config {
 		bool	attention_sink;	/* learnable softmax offsets */
 		bool	out_norm;	/* a mixer with a head norm */
 		bool	tp_mask;	/* experts masked on the tp group */
+		bool	tp_replicated;	/* every tp rank dispatches all */
 		bool	global_aux;	/* loss.aux_type global-aux-loss */
 		bool	gtp;		/* mesh.gtp and mesh.egtp above 1 */
 	} limits;

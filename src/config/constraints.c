@@ -776,6 +776,16 @@ framework_has_tp_mask(const struct config *c, char *buf, size_t size)
 }
 
 static bool
+framework_has_tp_replicated(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->model.moe.ep_on != MOE_EP_TP_REPLICATED ||
+	    c->limits.tp_replicated, "has no experts fed every tp rank's "
+	    "copy of the tokens (model.moe.ep_on: tp-replicated, NeMo "
+	    "Automodel's custom MoE tensor parallelism): each tp rank "
+	    "dispatches tokens of its own", buf, size);
+}
+
+static bool
 framework_has_global_aux(const struct config *c, char *buf, size_t size)
 {
 	return framework_runs(c, c->loss.aux_type != AUX_TYPE_GLOBAL ||
@@ -1396,6 +1406,7 @@ static const struct constraint constraints[] = {
 	{ KEY_ATTENTION_SINK, false, framework_has_attention_sink },
 	{ KEY_OUT_NORM, false, framework_has_out_norm },
 	{ KEY_EP_ON, false, framework_has_tp_mask },
+	{ KEY_EP_ON, false, framework_has_tp_replicated },
 	{ KEY_EP_ON, true, tp_mask_aux_modelled },
 	{ KEY_AUX_TYPE, false, framework_has_global_aux },
 	{ KEY_ETP, true, framework_has_etp },
