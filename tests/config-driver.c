@@ -152,6 +152,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_EP_ON] = "model.moe.ep_on",
 	[KEY_OUT_NORM_SUPPORTED] = "limits.out_norm_supported",
 	[KEY_TP_MASK_SUPPORTED] = "limits.tp_mask_supported",
+	[KEY_TP_REPLICATED_SUPPORTED] = "limits.tp_replicated_supported",
 	[KEY_GLOBAL_AUX_SUPPORTED] = "limits.global_aux_supported",
 	[KEY_GTP] = "mesh.gtp",
 	[KEY_EGTP] = "mesh.egtp",

@@ -88,7 +88,8 @@ static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const gtp_sharded_words[] = { "linear", "none", NULL };
 static const char *const expert_gtp_words[] = { "egtp", "gtp", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
-static const char *const ep_on_words[] = { "all-to-all", "tp-mask", NULL };
+static const char *const ep_on_words[] = { "all-to-all", "tp-mask",
+    "tp-replicated", NULL };
 static const char *const bucket_stages_words[] = {
 	"all", "first", "none", NULL
 };
@@ -468,6 +469,9 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    ep_on_words),
 	[KEY_TP_MASK_SUPPORTED] = { "limits.tp_mask_supported", KEY_LIMITS,
 	    CFG_TYPE_BOOL, F(limits.tp_mask), 0, 1, 1, NULL },
+	[KEY_TP_REPLICATED_SUPPORTED] = { "limits.tp_replicated_supported",
+	    KEY_LIMITS, CFG_TYPE_BOOL, F(limits.tp_replicated), 0, 1, 1,
+	    NULL },
 	[KEY_GLOBAL_AUX_SUPPORTED] = { "limits.global_aux_supported",
 	    KEY_LIMITS, CFG_TYPE_BOOL, F(limits.global_aux), 0, 1, 1, NULL },
 	[KEY_GTP] = INTEGER("mesh.gtp", KEY_MESH, mesh.gtp, 1,

@@ -425,10 +425,16 @@ enum score_func {		/* model.moe.score_func */
  * group is the tp group itself, every tp rank routes all of its tokens,
  * computes only the pairs of the experts it holds (the others masked) and
  * the tp reduction of the block's output sums the experts' shares.
+ * "tp-replicated" (NeMo Automodel's custom MoE tensor parallelism, from
+ * 41ccabac4, PR #2995): the tokens are sent to the experts' owners as
+ * under all-to-all, but the tp group's tokens are not cut: every tp rank
+ * dispatches all of its tokens, the same as its tp peers', so each
+ * expert computes every token once per tp rank of its source.
  */
 enum moe_ep_on {
 	MOE_EP_ALL_TO_ALL,	/* "all-to-all" */
-	MOE_EP_TP_MASK		/* "tp-mask" */
+	MOE_EP_TP_MASK,		/* "tp-mask" */
+	MOE_EP_TP_REPLICATED	/* "tp-replicated" */
 };
 
 /* Where a key was written: libyaml marks, 1-based.  line 0 = not written. */
@@ -495,6 +501,7 @@ enum cfg_key {
 	KEY_GTP, KEY_EGTP, KEY_GTP_SHARDED, KEY_GTP_SUPPORTED,
 	KEY_EXPERT_GTP_DIVISOR,
 	KEY_DUPLICATED_MIXER,
+	KEY_TP_REPLICATED_SUPPORTED,
 	KEY__COUNT
 };
 
@@ -808,6 +815,7 @@ struct config {
 		bool	attention_sink;	/* learnable softmax offsets */
 		bool	out_norm;	/* a mixer with a head norm */
 		bool	tp_mask;	/* experts masked on the tp group */
+		bool	tp_replicated;	/* every tp rank dispatches all */
 		bool	global_aux;	/* loss.aux_type global-aux-loss */
 		bool	gtp;		/* mesh.gtp and mesh.egtp above 1 */
 	} limits;

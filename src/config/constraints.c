@@ -644,6 +644,55 @@ ep_on_tp_mask_fits(const struct config *c, char *buf, size_t size)
 	return false;
 }
 
+/*
+ * tp-replicated (NeMo Automodel's custom MoE tensor parallelism, 41ccabac4):
+ * every tp rank dispatches all of its tokens, and gradaudit follows them
+ * where the ep group holds whole tp groups (mesh.ep a multiple of
+ * mesh.tp, etp 1), so that the ranks sending the same tokens are in one
+ * ep group; Automodel's moe mesh, ep the fastest factor of the
+ * flattened (dp, cp, tp), is then the same.  The custom MoE path
+ * refuses sequence parallelism (parallelize_model at 8a83fdcee).
+ */
+static bool
+ep_on_tp_replicated_fits(const struct config *c, char *buf, size_t size)
+{
+	if (c->model.moe.ep_on != MOE_EP_TP_REPLICATED)
+		return true;
+	if (c->mesh.etp != 1 || c->mesh.ep % c->mesh.tp != 0) {
+		snprintf(buf, size, "ep_on tp-replicated is modelled where "
+		    "each ep group holds whole tp groups: mesh.ep must be a "
+		    "multiple of mesh.tp (%d) and mesh.etp be 1 (they are %d "
+		    "and %d)", c->mesh.tp, c->mesh.ep, c->mesh.etp);
+		return false;
+	}
+	if (c->training.sequence_parallel) {
+		snprintf(buf, size, "ep_on tp-replicated with "
+		    "training.sequence_parallel is not modelled: the tokens "
+		    "each tp rank dispatches are its whole replicated batch");
+		return false;
+	}
+	return true;
+}
+
+/*
+ * Under tp-replicated the auxiliary losses' gradient reaches the experts
+ * of later layers through every tp rank's copy of the tokens, which the
+ * atoms of the auxiliary losses (one sum per expert owner) do not follow.
+ */
+static bool
+tp_replicated_aux_modelled(const struct config *c, char *buf, size_t size)
+{
+	int64_t	 n, d;
+
+	if (c->model.moe.ep_on != MOE_EP_TP_REPLICATED ||
+	    ((!cfg_decimal(c->model.moe.aux_loss_coeff, &n, &d) || n == 0) &&
+	    (!cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0)))
+		return true;
+	snprintf(buf, size, "ep_on tp-replicated with auxiliary losses "
+	    "(aux_loss_coeff, z_loss_coeff) is not modelled");
+	return false;
+}
+
 static bool
 expert_ffn_split_over_etp(const struct config *c, char *buf, size_t size)
 {
@@ -724,6 +773,16 @@ framework_has_tp_mask(const struct config *c, char *buf, size_t size)
 	    c->limits.tp_mask, "has no experts masked on the tp group "
 	    "(model.moe.ep_on: tp-mask, transformers' expert parallelism): "
 	    "it sends tokens to the experts' ranks", buf, size);
+}
+
+static bool
+framework_has_tp_replicated(const struct config *c, char *buf, size_t size)
+{
+	return framework_runs(c, c->model.moe.ep_on != MOE_EP_TP_REPLICATED ||
+	    c->limits.tp_replicated, "has no experts fed every tp rank's "
+	    "copy of the tokens (model.moe.ep_on: tp-replicated, NeMo "
+	    "Automodel's custom MoE tensor parallelism): each tp rank "
+	    "dispatches tokens of its own", buf, size);
 }
 
 static bool
@@ -1337,6 +1396,8 @@ static const struct constraint constraints[] = {
 	{ KEY_FFN, false, ffn_fits },
 	{ KEY_EXPERTS, true, experts_split_over_ep },
 	{ KEY_EP_ON, true, ep_on_tp_mask_fits },
+	{ KEY_EP_ON, true, ep_on_tp_replicated_fits },
+	{ KEY_EP_ON, true, tp_replicated_aux_modelled },
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },
@@ -1345,6 +1406,7 @@ static const struct constraint constraints[] = {
 	{ KEY_ATTENTION_SINK, false, framework_has_attention_sink },
 	{ KEY_OUT_NORM, false, framework_has_out_norm },
 	{ KEY_EP_ON, false, framework_has_tp_mask },
+	{ KEY_EP_ON, false, framework_has_tp_replicated },
 	{ KEY_EP_ON, true, tp_mask_aux_modelled },
 	{ KEY_AUX_TYPE, false, framework_has_global_aux },
 	{ KEY_ETP, true, framework_has_etp },

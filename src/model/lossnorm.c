@@ -673,7 +673,14 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 			ln->coef[lossnorm_chunk(mesh, m, d)] =
 			    q_make(ln->tokens * scale, divisor_of(ln, cfg,
 			    mesh, m, d));
-	ln->split = sources_differ(ln, cfg, mesh);
+	/*
+	 * Under tp-replicated an expert owner gets the same tokens from
+	 * every tp rank of a source's tp group: kept per source, the
+	 * atoms of those sources can be told apart from the tokens they
+	 * stand for (symbolic/run.c, pl_dispatch_twin).
+	 */
+	ln->split = sources_differ(ln, cfg, mesh) ||
+	    (mesh->ep > 1 && mesh_dispatch_replicated(mesh, cfg));
 	ln->sources = ln->split ? 1 + mesh->ep : 1;
 	aux_build(ln, cfg, mesh);
 	mtp_build(ln, cfg, mesh);

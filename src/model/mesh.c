@@ -254,6 +254,13 @@ mesh_from_config(struct mesh *m, const struct config *cfg)
 	mesh_set_gtp(m, cfg->mesh.gtp, cfg->mesh.egtp);
 }
 
+bool
+mesh_dispatch_replicated(const struct mesh *m, const struct config *cfg)
+{
+	return cfg->model.has_moe &&
+	    cfg->model.moe.ep_on == MOE_EP_TP_REPLICATED && m->slices > 1;
+}
+
 int
 mesh_rank_of(const struct mesh *m, int pp, int dp, int tp)
 {

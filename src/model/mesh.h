@@ -123,6 +123,14 @@ void	 mesh_set_replicate(struct mesh *, int dp_replicate);
 /* Take gtp out of pure_dp and egtp out of edp (1 after mesh_init). */
 void	 mesh_set_gtp(struct mesh *, int gtp, int egtp);
 
+/*
+ * model.moe.ep_on: tp-replicated with more than one token slice: every tp
+ * rank dispatches all of its tp group's tokens (placement.h,
+ * pl_dispatched_slices, which decides it for the engines; the loss
+ * normalization keeps expert atoms per source for it, lossnorm.c).
+ */
+bool	 mesh_dispatch_replicated(const struct mesh *, const struct config *);
+
 int	 mesh_rank_of(const struct mesh *, int pp, int dp, int tp);
 void	 mesh_coord_of(const struct mesh *, int rank, struct coord *);
 /* The rank with the given expert coordinates on stage pp. */

@@ -61,6 +61,40 @@ pl_tp_mask(const struct model *m)
 	    m->config->model.moe.ep_on == MOE_EP_TP_MASK;
 }
 
+void
+pl_dispatched_slices(const struct model *m, const struct coord *c,
+    int *first, int *count)
+{
+	if (pl_tp_mask(m) || pl_tp_replicated(m)) {
+		*first = 0;
+		*count = m->mesh.slices;
+		return;
+	}
+	*first = c->slice;
+	*count = 1;
+}
+
+bool
+pl_tp_replicated(const struct model *m)
+{
+	return mesh_dispatch_replicated(&m->mesh, m->config);
+}
+
+int
+pl_dispatch_twin(const struct model *m, int rank)
+{
+	struct coord	 c;
+	int		 first, count;
+
+	if (!pl_tp_replicated(m))
+		return rank;
+	mesh_coord_of(&m->mesh, rank, &c);
+	pl_dispatched_slices(m, &c, &first, &count);
+	/* The same rows from the lowest rank that dispatches them. */
+	return mesh_rank_of(&m->mesh, c.pp, c.dp, first * m->mesh.etp +
+	    c.etp);
+}
+
 bool
 pl_block_grad_summed(const struct model *m, int a)
 {
@@ -263,8 +297,11 @@ pl_forward(const struct model *m, const struct op *op,
 		 * Each token slice is handled by one etp group (so the output
 		 * is non-zero only on the slice's ranks: Partial over slices),
 		 * and the experts' fc2 is row-parallel over etp (Partial).
+		 * Under tp-replicated every rank gets back the whole output
+		 * of all its tokens, as its tp peers do: Replicate.
 		 */
-		out.slice = PLACE_PARTIAL;
+		out.slice = pl_tp_replicated(m) ? PLACE_REPLICATE :
+		    PLACE_PARTIAL;
 		out.etp = PLACE_PARTIAL;
 		break;
 	case OP_GATE:
@@ -326,7 +363,11 @@ experts_backward(const struct model *m, const struct op *op,
 	struct placement	 routed_input_grad, expert_out, score_grad;
 	bool			 reduce;
 
-	expert_out = pl_normalize(&m->mesh, pl_uniform(PLACE_PARTIAL));
+	expert_out = pl_uniform(PLACE_PARTIAL);
+	/* tp-replicated: each rank's own tokens, whole (pl_forward). */
+	if (pl_tp_replicated(m))
+		expert_out.slice = PLACE_REPLICATE;
+	expert_out = pl_normalize(&m->mesh, expert_out);
 	routed_input_grad = expert_out;
 
 	memset(red, 0, sizeof *red);

@@ -143,6 +143,24 @@ int		 pl_activation_declare(const struct model *, int a);
  * the scores' gradient the router's backward works from, after that sum.
  */
 bool		 pl_tp_mask(const struct model *);
+/*
+ * Which tokens each rank dispatches to the experts (model.moe.ep_on), the
+ * one decision both engines read: the token slices [*first, *first +
+ * *count) of its tp group's tokens (mesh.slices of them, contiguous rows).
+ * all-to-all: its own slice.  tp-mask: every slice, of whose pairs it
+ * runs only its own experts'.  tp-replicated (NeMo Automodel 41ccabac4,
+ * PR #2995): every slice, to every expert's owner, as each of its tp
+ * peers does, so every expert computes each token once per tp rank.
+ * pl_tp_replicated: that last mode, with more than one slice.
+ * pl_dispatch_twin: the rank of `rank`'s tp group, of the lowest tp
+ * coordinate, that dispatches the same pairs as `rank` (`rank` itself
+ * but under tp-replicated): the atoms of an expert's gradient from the
+ * tokens of either are one (symbolic/run.c).
+ */
+void		 pl_dispatched_slices(const struct model *,
+		    const struct coord *, int *first, int *count);
+bool		 pl_tp_replicated(const struct model *);
+int		 pl_dispatch_twin(const struct model *, int rank);
 bool		 pl_block_grad_summed(const struct model *, int a);
 struct placement pl_route_scores_grad(const struct model *, struct placement);
 bool		 pl_output_boundary_replicate(const struct model *);

@@ -465,7 +465,8 @@ bwd_route_stage(struct engine *eng, int stage, int opi)
 
 /*
  * Routed experts (SPEC section 4, MoE flow).  The tp group's tokens are
- * split into tp/etp slices; rank tp_i handles slice tp_i / etp.  For each
+ * split into tp/etp slices; rank tp_i handles slice tp_i / etp (all of
+ * them under tp-mask and tp-replicated, pl_dispatched_slices).  For each
  * of its tokens and chosen experts it dispatches the (maybe score-scaled)
  * input to the expert's owner in its ep group, which returns its etp part
  * of the expert output (Partial over etp).
@@ -501,20 +502,21 @@ moe_items(const struct engine *eng, struct rank_state *rs, int stage,
 {
 	const struct mesh	*m = &eng->model->mesh;
 	int64_t			 tokens = scores->t.rows;
-	int64_t			 per = tokens / m->slices, t0, t;
-	int			 j, n = 0, expert;
+	int64_t			 per = tokens / m->slices, t0, rows, t;
+	int			 j, n = 0, expert, first, count;
 	bool			 mask = pl_tp_mask(eng->model);
 
 	/*
-	 * tp-mask: every token of the rank, and of its pairs only those of
-	 * the experts it holds (ep = tp, so its ep coordinate): the others
-	 * are masked out, and another tp rank runs them.
+	 * The rows of the slices the rank dispatches (placement.h).
+	 * tp-mask: of its pairs only those of the experts it holds (ep =
+	 * tp, so its ep coordinate): the others are masked out, and
+	 * another tp rank runs them.
 	 */
-	if (mask)
-		per = tokens;
-	t0 = mask ? 0 : (int64_t)rs->coord.slice * per;
-	st->items = xcalloc((size_t)(per * d->top_k), sizeof(*st->items));
-	for (t = t0; t < t0 + per; t++)
+	pl_dispatched_slices(eng->model, &rs->coord, &first, &count);
+	t0 = (int64_t)first * per;
+	rows = count == m->slices ? tokens : (int64_t)count * per;
+	st->items = xcalloc((size_t)(rows * d->top_k), sizeof(*st->items));
+	for (t = t0; t < t0 + rows; t++)
 		for (j = 0; j < d->top_k; j++) {
 			expert = scores->choice[t * d->top_k + j];
 			if (mask && expert / d->local_experts != rs->coord.ep)

@@ -265,6 +265,24 @@ sym_run_arena(const struct sym_run *run)
 }
 
 /*
+ * The source (1 + ep coordinate) whose atom stands for the tokens source j
+ * of `base`'s ep group dispatches to it: j itself, or under tp-replicated
+ * the lowest of the sources that dispatch the same tokens
+ * (pl_dispatch_twin), which constraints.c keeps in the one ep group.
+ */
+static int
+twin_source(const struct model *m, int base, int j)
+{
+	struct coord	 c;
+	int		 src;
+
+	mesh_coord_of(&m->mesh, base, &c);
+	src = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp, c.edp);
+	mesh_coord_of(&m->mesh, pl_dispatch_twin(m, src), &c);
+	return c.ep + 1;
+}
+
+/*
  * The atoms of rank `base` for parameter p, in increasing order: one per
  * micro-batch of its own chunk, or per source and micro-batch.
  */
@@ -288,9 +306,13 @@ atoms_of(const struct model *m, const struct atom_space *sp,
 				    m->loss.mtp_source + j, k);
 		return n;
 	}
-	for (j = 1; j <= m->mesh.ep; j++)
+	/* One atom for the tokens of every group of twin sources. */
+	for (j = 1; j <= m->mesh.ep; j++) {
+		if (twin_source(m, base, j) != j)
+			continue;
 		for (k = 0; k < K; k++)
 			out[n++] = atom_id(sp, base, j, k);
+	}
 	/* An expert upstream of a later layer's router (issue 25). */
 	if (model_has_aux(m, p))
 		for (k = 0; k < K; k++)
@@ -312,7 +334,7 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	const struct loss_norm *ln = &m->loss;
 	const struct lincomb **slot, **parts;
 	bool	 split = model_per_source(m, p);
-	int	 K = ln->micro_batches, j, k, n = 0, src, chunk;
+	int	 K = ln->micro_batches, j, k, n = 0, src, chunk, a;
 	int	 lo = run->micro_batch >= 0 ? run->micro_batch : 0;
 	int	 hi = run->micro_batch >= 0 ? run->micro_batch + 1 : K;
 	struct coord c;
@@ -356,11 +378,13 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 			    c.edp);
 			mesh_coord_of(&m->mesh, src, &sc);
 		}
+		/* Twin sources' tokens are one (twin_source). */
+		a = split ? twin_source(m, base, j) : j;
 		for (k = lo; k < hi; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
 			parts[n++] = lc_scale(run->arena, run_atom_value(run,
-			    held ? atom_held(sp, atom_id(sp, base, j, k)) :
-			    atom_id(sp, base, j, k)), ln->coef[chunk]);
+			    held ? atom_held(sp, atom_id(sp, base, a, k)) :
+			    atom_id(sp, base, a, k)), ln->coef[chunk]);
 		}
 	}
 	*slot = lc_intern(&run->table, run->arena, lc_sum(run->arena, parts,
