@@ -58,6 +58,7 @@ _Static_assert(sizeof(enum fsdp_flatten) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum loss_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum mtp_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum replicate_only) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum fsdp_divide_factor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum pp_normalize) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum seq_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum tied_fsdp_groups) == sizeof(int), "enum size");
@@ -152,6 +153,9 @@ static const char *const expert_dim_words[] = {
 };
 static const char *const replicate_only_words[] = {
 	"fsdp", "ddp-average", NULL
+};
+static const char *const fsdp_divide_factor_words[] = {
+	"gradient", "reduce-scatter", NULL
 };
 static const char *const pp_normalize_words[] = { "same", "none", NULL };
 static const char *const seq_divisor_words[] = { "cp-tp", "2-cp-tp",
@@ -484,6 +488,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    CFG_TYPE_BOOL, F(limits.gtp), 0, 1, 1, NULL },
 	[KEY_EXPERT_GTP_DIVISOR] = WORD("sync.expert_gtp_divisor", KEY_SYNC,
 	    sync.expert_gtp_divisor, expert_gtp_words),
+	[KEY_FSDP_DIVIDE_FACTOR] = WORD("sync.fsdp_divide_factor", KEY_SYNC,
+	    sync.fsdp_divide_factor, fsdp_divide_factor_words),
 };
 
 

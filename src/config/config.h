@@ -335,6 +335,25 @@ enum fsdp_one_member {
 };
 
 /*
+ * sync.fsdp_divide_factor: what FSDP2's custom gradient divide factor
+ * divides on an HSDP mesh (pytorch #155903).
+ */
+enum fsdp_divide_factor {
+	/*
+	 * "gradient": the whole reduction, PREMUL_SUM(1/f) in the
+	 * reduce-scatter and a summing all-reduce over the replicas
+	 * (set_gradient_divide_factor, pytorch after PR #155915)
+	 */
+	FSDP_DIVIDE_FACTOR_GRADIENT,
+	/*
+	 * "reduce-scatter": the reduce-scatter alone, the all-reduce over
+	 * the replicas still averaging (set_reduce_scatter_divide_factor
+	 * before PR #155915)
+	 */
+	FSDP_DIVIDE_FACTOR_REDUCE_SCATTER
+};
+
+/*
  * sync.replicate_only: the data-parallel reduction of an FSDP engine's
  * mesh that has replicas and nothing to shard over (dp_replicate > 1,
  * dp_shard * cp = 1).
@@ -502,6 +521,7 @@ enum cfg_key {
 	KEY_EXPERT_GTP_DIVISOR,
 	KEY_DUPLICATED_MIXER,
 	KEY_TP_REPLICATED_SUPPORTED,
+	KEY_FSDP_DIVIDE_FACTOR,
 	KEY__COUNT
 };
 
@@ -761,6 +781,7 @@ struct config {
 		enum dp_group_choice	dp_group;
 		enum fsdp_one_member		fsdp_one_member;
 		enum replicate_only	replicate_only;
+		enum fsdp_divide_factor	fsdp_divide_factor;
 		enum expert_gtp_divisor expert_gtp_divisor;
 	} sync;
 

@@ -276,6 +276,14 @@ fsdp_step(struct sync_plan *plan, const struct model *m,
  * efsdp * dp_replicate alone: EXPERT_DIVISOR_EDP), and to 1 on
  * every module with its global-token loss (#2206: KEY_DP_DIVISOR none).
  *
+ * Before pytorch PR #155915 the custom factor was the reduce-scatter's
+ * alone (set_reduce_scatter_divide_factor made it the PREMUL_SUM of the
+ * reduce-scatter, and foreach_reduce at v2.7.1 still all-reduced the
+ * shards with AVG when no pre-divide factor was needed, fp32 or bf16):
+ * on an HSDP mesh the replicas' average divided once more by
+ * dp_replicate, so the same factor gave other gradients than on the 1-D
+ * mesh of the same ranks (pytorch #155903; KEY_FSDP_DIVIDE_FACTOR).
+ *
  * A reduce-scatter group of one member runs no collective, so whatever it
  * carries depends on the version (KEY_FSDP_ONE_MEMBER): before PR
  * #167178 FSDP2 copied the input and so dropped a custom factor
@@ -301,7 +309,7 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 	enum fsdp_one_member one = cfg->sync.fsdp_one_member;
 	enum cfg_key	 key = KEY_DP_ENGINE;
 	enum sync_fix	 fix = rule->fix;
-	bool		 avg;
+	bool		 avg, rs_factor;
 	struct sync_step *s;
 
 	/*
@@ -352,6 +360,16 @@ emit_fsdp_buffer(struct sync_plan *plan, const struct model *m,
 		s->cite = SYNC_CITE_ONE_MEMBER_FACTOR;
 	if (nr == 1)
 		return;
+	/* A custom factor that the replicas' all-reduce averages after. */
+	rs_factor = cfg->layout.dp_engine == DP_ENGINE_FSDP2 && !avg &&
+	    cfg->sync.fsdp_divide_factor == FSDP_DIVIDE_FACTOR_REDUCE_SCATTER;
+	if (rs_factor) {
+		s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k,
+		    KEY_FSDP_DIVIDE_FACTOR, SYNC_FIX_FSDP_DIVIDE_FACTOR);
+		s->average = true;
+		s->cite = SYNC_CITE_RS_DIVIDE_FACTOR;
+		return;
+	}
 	s = fsdp_step(plan, m, rule, SYNC_ALL_REDUCE, replicate, k, key, fix);
 	s->average = avg;
 	s->cite = plan->steps[plan->nsteps - 2].cite;

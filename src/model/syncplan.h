@@ -97,6 +97,7 @@ enum sync_cite {
 	SYNC_CITE_TIED_BUCKET_START,	/* Megatron ba8f2de */
 	SYNC_CITE_TIED_FLAT_UNITS,	/* Megatron PR #6500 */
 	SYNC_CITE_OUT_NORM,		/* Megatron-LM #7452 (finding 11) */
+	SYNC_CITE_RS_DIVIDE_FACTOR,	/* pytorch #155903 */
 	SYNC_CITE__COUNT
 };
 
@@ -122,6 +123,7 @@ enum sync_fix {
 	SYNC_FIX_KV_GRAD,
 	SYNC_FIX_OUT_NORM_GRAD,
 	SYNC_FIX_EXPERT_GTP_DIVISOR,
+	SYNC_FIX_FSDP_DIVIDE_FACTOR,
 	SYNC_FIX__COUNT
 };
 

@@ -416,6 +416,7 @@ static const char *const cite_texts[SYNC_CITE__COUNT] = {
 	[SYNC_CITE_DDP_AVERAGE] = "torchtitan #2318",
 	[SYNC_CITE_ONE_MEMBER_REPLICATE] = "verl #7493",
 	[SYNC_CITE_ONE_MEMBER_FACTOR] = "pytorch PR #167178",
+	[SYNC_CITE_RS_DIVIDE_FACTOR] = "pytorch #155903",
 	[SYNC_CITE_SP_PARAM_NONE] = "NeMo PR #7184",
 	[SYNC_CITE_SP_PARAM_STANDALONE] = "Megatron #1446",
 	[SYNC_CITE_TIED_BUCKET_START] = "Megatron ba8f2de, fixed by afb755f548",
@@ -469,6 +470,10 @@ static const char *const fix_texts[SYNC_FIX__COUNT] = {
 	  "all-reduce over the replicate dimension when the shard group has "
 	  "one member, or use a 1-D mesh (verl PR #7494; "
 	  "sync.fsdp_one_member: full)",
+	[SYNC_FIX_FSDP_DIVIDE_FACTOR] =
+	  "let the custom divide factor divide the whole reduction and sum "
+	  "over the replicas (set_gradient_divide_factor, pytorch PR #155915; "
+	  "sync.fsdp_divide_factor: gradient)",
 	[SYNC_FIX_REPLICATE_ONLY] =
 	  "sum over the replicas when the loss is divided by the valid "
 	  "tokens of the whole step: replicate with the gradient division "
@@ -553,6 +558,9 @@ static const struct {
 	{ KEY_FSDP_ONE_MEMBER, NULL, "apply the divide factor and reduce "
 	  "over the replicas when a reduce-scatter group has one member "
 	  "(sync.fsdp_one_member: %s; pytorch PR #167178, verl PR #7494)" },
+	{ KEY_FSDP_DIVIDE_FACTOR, NULL, "let FSDP2's custom divide factor "
+	  "divide the whole reduction, the replicas summed "
+	  "(sync.fsdp_divide_factor: %s; pytorch PR #155915)" },
 	{ KEY_REPLICATE_ONLY, "fsdp", "sum over the replicas when the loss is "
 	  "divided by the valid tokens of the whole step: replicate with the "
 	  "gradient division off (sync.replicate_only: fsdp; torchtitan "

@@ -36,8 +36,8 @@
 static const enum cfg_key loss_family[] = {
 	KEY_NORMALIZE_BY, KEY_SCALE, KEY_DP_DIVISOR, KEY_EXPERT_GRAD_DIVISOR,
 	KEY_EXPERT_GTP_DIVISOR, KEY_EXPERT_AVG_SCALE, KEY_AVERAGE_IN_COLLECTIVE, KEY_FSDP_ONE_MEMBER,
-	KEY_REPLICATE_ONLY, KEY_PP_NORMALIZE_BY, KEY_DP_GROUP,
-	KEY_EXPERT_BUFFER, KEY__COUNT
+	KEY_REPLICATE_ONLY, KEY_FSDP_DIVIDE_FACTOR, KEY_PP_NORMALIZE_BY,
+	KEY_DP_GROUP, KEY_EXPERT_BUFFER, KEY__COUNT
 };
 static const enum cfg_key aux_family[] = { KEY_AUX_SCALE, KEY__COUNT };
 static const enum cfg_key mtp_family[] = { KEY_MTP_SCALE, KEY__COUNT };
@@ -87,6 +87,7 @@ static const struct {
 	{ KEY_EXPERT_AVG_SCALE, loss_family },
 	{ KEY_AVERAGE_IN_COLLECTIVE, loss_family },
 	{ KEY_REPLICATE_ONLY, loss_family },
+	{ KEY_FSDP_DIVIDE_FACTOR, loss_family },
 	{ KEY_PP_NORMALIZE_BY, loss_family },
 	{ KEY_AUX_SCALE, aux_family },
 	{ KEY_MTP_SCALE, mtp_family },
