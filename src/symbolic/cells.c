@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/hash.h"
 #include "base/xmalloc.h"
 #include "config/config.h"
 #include "model/syncplan.h"
@@ -86,16 +87,90 @@ aux_zero_from(const struct sym_run *run, int param, int rank)
 	return vocab_real_elems(run, p, rank);
 }
 
-/* x without the auxiliary losses' atoms, shared with the last rank's. */
-static const struct lincomb *
-without_aux(struct sym_run *run, const struct lincomb *x, int which)
+/*
+ * The derivations a cell's value may go through, the memo's tags: a
+ * padded-rows value is tagged with the first atom it keeps (padded_rows_
+ * value: any uint32_t), the stripping of the auxiliary atoms above them.
+ */
+#define DERIVED_WITHOUT_AUX	((uint64_t)1 << 32)
+
+static bool
+derived_find(struct derived_memo *dm, const struct lincomb *x, uint64_t how,
+    size_t *slot)
 {
-	if (run->strip_in[which] != x) {
-		run->strip_in[which] = x;
-		run->strip_out[which] = lc_without_source(run->arena,
-		    &run->ctx->atoms, x, run->model->loss.aux_source);
+	uint64_t	 key[2] = { (uintptr_t)x, how };
+	size_t		 j;
+
+	for (j = hash_bytes(key, sizeof key) & (dm->cap - 1); dm->in[j] !=
+	    NULL; j = (j + 1) & (dm->cap - 1))
+		if (dm->in[j] == x && dm->how[j] == how) {
+			*slot = j;
+			return true;
+		}
+	*slot = j;
+	return false;
+}
+
+static void
+derived_grow(struct derived_memo *dm)
+{
+	struct derived_memo old = *dm;
+	size_t	 i, j;
+
+	dm->cap = old.cap ? 2 * old.cap : 256;
+	dm->in = xcalloc(dm->cap, sizeof *dm->in);
+	dm->out = xcalloc(dm->cap, sizeof *dm->out);
+	dm->how = xcalloc(dm->cap, sizeof *dm->how);
+	for (i = 0; i < old.cap; i++) {
+		if (old.in[i] == NULL)
+			continue;
+		(void)derived_find(dm, old.in[i], old.how[i], &j);
+		dm->in[j] = old.in[i];
+		dm->out[j] = old.out[i];
+		dm->how[j] = old.how[i];
 	}
-	return run->strip_out[which];
+	free(old.in);
+	free(old.out);
+	free(old.how);
+}
+
+/* The value derived from x before, or NULL (*slot: where it goes). */
+static const struct lincomb *
+derived_get(struct sym_run *run, const struct lincomb *x, uint64_t how,
+    size_t *slot)
+{
+	struct derived_memo *dm = &run->derived;
+
+	if (2 * (dm->n + 1) > dm->cap)
+		derived_grow(dm);
+	return derived_find(dm, x, how, slot) ? dm->out[*slot] : NULL;
+}
+
+static const struct lincomb *
+derived_put(struct sym_run *run, const struct lincomb *x, uint64_t how,
+    size_t slot, const struct lincomb *y)
+{
+	struct derived_memo *dm = &run->derived;
+
+	dm->in[slot] = x;
+	dm->how[slot] = how;
+	dm->out[slot] = y;
+	dm->n++;
+	return y;
+}
+
+/* x without the auxiliary losses' atoms, derived once per value. */
+static const struct lincomb *
+without_aux(struct sym_run *run, const struct lincomb *x)
+{
+	const struct lincomb *y;
+	size_t	 slot;
+
+	if ((y = derived_get(run, x, DERIVED_WITHOUT_AUX, &slot)) != NULL)
+		return y;
+	return derived_put(run, x, DERIVED_WITHOUT_AUX, slot,
+	    lc_without_source(run->arena, &run->ctx->atoms, x,
+	    run->model->loss.aux_source));
 }
 
 /* No instance of param's logical parameter is an output layer. */
@@ -133,6 +208,7 @@ padded_rows_value(struct sym_run *run, int param, const struct lincomb *x)
 	const struct atom_space		*sp = &run->ctx->atoms;
 	const struct lincomb		*y;
 	uint32_t			 from;
+	size_t				 slot;
 
 	if (l->tied_with != NULL && l->ninstances == 1)
 		from = 0;
@@ -140,9 +216,12 @@ padded_rows_value(struct sym_run *run, int param, const struct lincomb *x)
 		from = UINT32_MAX;
 	else
 		from = atom_id(sp, run->stage_ranks, 0, 0);
+	if ((y = derived_get(run, x, from, &slot)) != NULL)
+		return y;
 	y = lc_plain(run->arena, sp, lc_from_atom(run->arena, sp, x, from));
 	/* Unchanged, it stays the one shared combination. */
-	return y == x || lc_equal(y, x) ? x : y;
+	return derived_put(run, x, from, slot, y == x || lc_equal(y, x) ? x :
+	    y);
 }
 
 /*
@@ -204,9 +283,8 @@ emit_cells(struct sym_run *run, struct cell_list *cl, int param, int rank)
 				ce->expected = padded_expected;
 			}
 			if (lo >= aux_padded) {
-				ce->value = without_aux(run, ce->value, 0);
-				ce->expected = without_aux(run, ce->expected,
-				    1);
+				ce->value = without_aux(run, ce->value);
+				ce->expected = without_aux(run, ce->expected);
 			}
 			ce->ok = inside && run_same_value(run, ce->value,
 			    ce->expected);

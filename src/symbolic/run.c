@@ -741,3 +741,12 @@ run_init_expected(struct sym_run *run)
 	free(by_key);
 	free(mine);
 }
+
+void
+run_free_derived(struct sym_run *run)
+{
+	free(run->derived.in);
+	free(run->derived.out);
+	free(run->derived.how);
+	memset(&run->derived, 0, sizeof run->derived);
+}

@@ -97,6 +97,13 @@ struct sum_memo {
 	size_t			 key_bytes;
 };
 
+/* Open addressing by (value, derivation); an empty slot's in is NULL. */
+struct derived_memo {
+	const struct lincomb	**in, **out;
+	uint64_t		 *how;
+	size_t			  cap, n;	/* cap: a power of two */
+};
+
 struct sym_run {
 	const struct sym_context *ctx;
 	const struct model	*model;
@@ -158,14 +165,14 @@ struct sym_run {
 	const struct lincomb	*cmp_value, *cmp_expected;
 	bool			 cmp_equal;
 	/*
-	 * The last value (and expected value) a cell on a word embedding's
-	 * padded rows had its auxiliary atoms taken out of, and the result:
-	 * the members of a group share both, and stripping a dp-term sum on
-	 * every one of dp ranks cost dp squared, and new values that no
-	 * comparison or grouping could share (issue 25: 72 s and 4 GB at
-	 * 4,096 ranks).
+	 * The values cells.c derived for a word embedding's padded rows (the
+	 * lookups' atoms, held or auxiliary, taken out), by the value and
+	 * the derivation they came from: the members of a group share both,
+	 * and deriving a dp-term sum again on every one of dp ranks cost dp
+	 * squared, and new values that no comparison or grouping could share
+	 * (issue 25: 72 s and 4 GB at 4,096 ranks).  Freed with the run.
 	 */
-	const struct lincomb	*strip_in[2], *strip_out[2];
+	struct derived_memo	 derived;
 	/*
 	 * The logical parameter audited alone (sym_audit_param), or -1 for
 	 * all.  No step combines the values of two logical parameters (a
@@ -233,5 +240,7 @@ void	 run_init_expected(struct sym_run *);
  * the table of shared values), before the cells are made.
  */
 void	 run_free_caches(struct sym_run *);
+/* The memo of derived values, after the cells. */
+void	 run_free_derived(struct sym_run *);
 
 #endif

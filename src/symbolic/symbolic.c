@@ -101,6 +101,7 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 		if (!ctx->no_effects)
 			measure_effects(a);
 	}
+	run_free_derived(&run);
 	free(run.vals);
 	free(run.expected);
 	free(run.issues);
