@@ -17,7 +17,10 @@
  * without a crash; every collective of a plan the model accepts runs
  * over a group the size of its buffer's shards (the numeric engine's
  * collectives stop on any other, fatalx); and a plan explain --plan
- * writes back (planwrite.c) reads back as the very same steps.
+ * writes back (planwrite.c) reads back as the very same steps.  Every
+ * declaration of an activation that some model takes (a duplicated
+ * mixer's input, a tp-masked block's router scores and experts' input,
+ * the scores detached, the output layer's input) runs in some plan.
  */
 #include <stdbool.h>
 #include <stdint.h>
@@ -46,7 +49,11 @@ static const char *const tokens[] = {
 };
 #define NTOKENS	(sizeof(tokens) / sizeof(tokens[0]))
 
-#define STEP_CASES	3000
+/*
+ * Enough that each declaration of an activation (wanted_declares below)
+ * runs in a few plans, not one.
+ */
+#define STEP_CASES	6000
 
 static const char *const meshes[] = {
 	"mesh: {dp: 2, pp: 2}\nmodel: {tie_embeddings: true}\n"
@@ -59,6 +66,16 @@ static const char *const meshes[] = {
 	"mesh: {dp: 2, cp: 2, ep: 2}\nmodel: {mtp: 1, moe: {experts: 4, "
 	"top_k: 2, aux_loss_coeff: \"0.01\"}}\n",
 	"mesh: {dp: 2, tp: 2}\nmodel: {duplicated_mixer: true}\n"
+	"training: {sequence_parallel: true}\n",
+	/*
+	 * Experts masked on the tp group (ep is tp, etp 1), and a
+	 * duplicated mixer, without dp: a plan needs no preset to load.
+	 */
+	"mesh: {tp: 2, ep: 2, etp: 1}\nmodel: {moe: {experts: 4, "
+	"top_k: 2, ep_on: tp-mask}}\n",
+	"mesh: {tp: 4}\nmodel: {duplicated_mixer: true}\n",
+	"mesh: {pp: 2, tp: 2, ep: 2}\nmodel: {duplicated_mixer: true, "
+	"moe: {experts: 4, top_k: 1, ep_on: tp-mask}}\n"
 	"training: {sequence_parallel: true}\n",
 };
 #define NMESHES	(sizeof(meshes) / sizeof(meshes[0]))
@@ -79,15 +96,27 @@ static const char *const step_ops[] = {
 	"all-reduce: [cp, tp]", "all-reduce: [dp, tp]",
 	"all-reduce: [edp, ep, etp]", "all-reduce: [pure-dp, cp]",
 	"gather-loss: [cp, tp]",
-	/* A declaration that takes no other key, so that some load. */
+	/*
+	 * Declarations of activations, which take no other key, so that
+	 * some load (each needs its model: the meshes above have them).
+	 */
 	"declare: replicate\n    activation: output",
+	"declare: partial\n    activation: output",
+	"declare: partial\n    activation: mixer-input",
+	"declare: replicate\n    activation: mixer-input",
+	"declare: partial\n    activation: router-scores",
+	"declare: partial\n    activation: experts-input",
+	"declare: detached\n    activation: router-scores",
 	"all-gather: pp", "to-partial: dp", "reduce-scater: dp",
 	"all-gather: [dp]", "declare: partial", "gather-loss: pp",
 	"gather-los: dp", "all-reduce: [pp, tp]", "all-reduce: [dp, cp]",
 	"all-reduce: [tp, ep]", "all-reduce: []", "reduce-scatter: [cp, tp]",
-	"all-reduce: [[tp]]",
+	"all-reduce: [[tp]]", "declare: detached",
+	"declare: detached\n    activation: output",
+	"declare: replicate\n    activation: router-scores",
+	"declare: partial\n    activation: experts-input\n    params: \"*\"",
 };
-#define NGOOD_OPS	27
+#define NGOOD_OPS	33
 static const char *const step_keys[] = {
 	"average: true", "average: false", "buffer: dense", "buffer: expert",
 	"buffer: dense", "replicate: etp", "replicate: slices",
@@ -99,11 +128,31 @@ static const char *const step_keys[] = {
 	"buffer: dnese", "buffer: [dense]", "replicate: [etp, etp]",
 	"replicate: []", "params: nothing", "term: axu", "term: [aux]",
 	"autograd: maybe", "activation: outptu", "activation: [output]",
-	"activation: mixer-input",
+	"activation: mixer-input", "activation: router-scores",
+	"activation: experts-input",
 };
 #define NGOOD_KEYS	20
 #define NOPS	(sizeof(step_ops) / sizeof(step_ops[0]))
 #define NKEYS	(sizeof(step_keys) / sizeof(step_keys[0]))
+
+/*
+ * The declarations of activations the model accepts somewhere (the
+ * loader's refusals, plan.c): each must run in some plan of the stream,
+ * so that the meshes and words above keep reaching it.
+ */
+static const struct {
+	int	 declare;	/* PLAN_DECLARE_* */
+	int	 activation;	/* PLAN_ACTIVATION_* */
+} wanted_declares[] = {
+	{ PLAN_DECLARE_REPLICATE, PLAN_ACTIVATION_OUTPUT },
+	{ PLAN_DECLARE_PARTIAL, PLAN_ACTIVATION_OUTPUT },
+	{ PLAN_DECLARE_PARTIAL, PLAN_ACTIVATION_MIXER_INPUT },
+	{ PLAN_DECLARE_REPLICATE, PLAN_ACTIVATION_MIXER_INPUT },
+	{ PLAN_DECLARE_PARTIAL, PLAN_ACTIVATION_ROUTER_SCORES },
+	{ PLAN_DECLARE_PARTIAL, PLAN_ACTIVATION_EXPERTS_INPUT },
+	{ PLAN_DECLARE_DETACHED, PLAN_ACTIVATION_ROUTER_SCORES },
+};
+#define NWANTED	(sizeof(wanted_declares) / sizeof(wanted_declares[0]))
 
 static const char *
 pick_word(const char *const *words, size_t good, size_t all)
@@ -228,7 +277,8 @@ fuzz_steps(void)
 	char		 why[CFG_WHY_SIZE];
 	const char	*mesh;
 	int		 c, i, j, n, loaded = 0, accepted = 0, bad = 0, rt;
-	int		 declared = 0;
+	int		 declared = 0, ran[NWANTED] = { 0 }, missed = 0, fewest;
+	size_t		 w;
 
 	fuzz_seed(0x73746570);
 	for (c = 0; c < STEP_CASES; c++) {
@@ -264,6 +314,13 @@ fuzz_steps(void)
 			continue;
 		}
 		accepted++;
+		for (i = 0; i < list.v[0].nplan; i++)
+			for (w = 0; w < NWANTED; w++)
+				ran[w] += list.v[0].plan[i].op == PLAN_DECLARE &&
+				    list.v[0].plan[i].declare ==
+				    wanted_declares[w].declare &&
+				    list.v[0].plan[i].activation ==
+				    wanted_declares[w].activation;
 		sym_context_build(&ctx, &list.v[0]);
 		declared += pl_output_boundary_replicate(&ctx.model);
 		if (!shards_fit(&ctx)) {
@@ -287,6 +344,20 @@ fuzz_steps(void)
 	    declared > 0, "some load (%d) and some run (%d), some with the "
 	    "output layer's input declared Replicate (%d)", loaded, accepted,
 	    declared);
+	for (w = 0; w < NWANTED; w++)
+		if (ran[w] == 0) {
+			missed++;
+			tap_diag("no plan ran declare: %s of activation: %s",
+			    cfg_plan_declare_words[wanted_declares[w].declare],
+			    cfg_plan_activation_words[
+			    wanted_declares[w].activation]);
+		}
+	for (w = 1, fewest = ran[0]; w < NWANTED; w++)
+		if (ran[w] < fewest)
+			fewest = ran[w];
+	tap_ok(missed == 0, "every declaration of an activation the model "
+	    "takes runs in some plan (%zu kinds, the rarest in %d)", NWANTED,
+	    fewest);
 	free(t.s);
 }
 

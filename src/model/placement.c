@@ -869,11 +869,14 @@ pl_walk(const struct model *m, struct placement *grad,
 			}
 			/*
 			 * The router's input gradient all-reduced although
-			 * the scores' gradient was complete: tp times.
+			 * the scores' gradient was complete: tp times.  As
+			 * the router's backward sees it: a declared Partial
+			 * of router-scores has summed it already (tp-mask).
 			 */
 			if (op->kind == OP_ROUTE &&
 			    pl_router_input_reduced(m) &&
-			    replicated_over_tp(&m->mesh, dout))
+			    replicated_over_tp(&m->mesh, pl_normalize(&m->mesh,
+			    pl_route_scores_grad(m, dout))))
 				twice[op->in[0]] = true;
 			if (op->param >= 0)
 				accumulate(&grad[op->param],

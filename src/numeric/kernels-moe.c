@@ -416,7 +416,13 @@ void
 bwd_route_stage(struct engine *eng, int stage, int opi)
 {
 	const struct op	 *op = engine_op(eng, stage, opi);
-	struct placement  from = eng->grad_place[stage][op->out];
+	/*
+	 * The scores' gradient as the router's backward sees it, summed
+	 * where the plan declares it Partial: the pass with every boundary
+	 * reduced masks the router's input gradient from that.
+	 */
+	struct placement  from = pl_route_scores_grad(eng->model,
+	    eng->grad_place[stage][op->out]);
 	struct tensor	**dx;
 	int		  i;
 
