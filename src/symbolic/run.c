@@ -151,14 +151,20 @@ bool
 run_same_value(struct sym_run *run, const struct lincomb *a,
     const struct lincomb *b)
 {
+	uintptr_t		 key[2] = { (uintptr_t)a, (uintptr_t)b };
+	struct same_value_slot	*s;
+
 	if (a == b)
 		return true;
-	if (a != run->cmp_value || b != run->cmp_expected) {
-		run->cmp_value = a;
-		run->cmp_expected = b;
-		run->cmp_equal = lc_equal(a, b);
+	if (run->same == NULL)
+		run->same = xcalloc(SAME_VALUE_SLOTS, sizeof *run->same);
+	s = &run->same[hash_bytes(key, sizeof key) & (SAME_VALUE_SLOTS - 1)];
+	if (s->a != a || s->b != b) {
+		s->a = a;
+		s->b = b;
+		s->equal = lc_equal(a, b);
 	}
-	return run->cmp_equal;
+	return s->equal;
 }
 
 
@@ -749,4 +755,6 @@ run_free_derived(struct sym_run *run)
 	free(run->derived.out);
 	free(run->derived.how);
 	memset(&run->derived, 0, sizeof run->derived);
+	free(run->same);
+	run->same = NULL;
 }

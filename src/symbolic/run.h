@@ -97,6 +97,12 @@ struct sum_memo {
 	size_t			 key_bytes;
 };
 
+#define SAME_VALUE_SLOTS	1024
+struct same_value_slot {
+	const struct lincomb	*a, *b;		/* NULL: empty */
+	bool			 equal;
+};
+
 /* Open addressing by (value, derivation); an empty slot's in is NULL. */
 struct derived_memo {
 	const struct lincomb	**in, **out;
@@ -158,12 +164,16 @@ struct sym_run {
 	 */
 	struct arena		*seg_arenas;
 	/*
-	 * The last comparison of a value with its expected one: all members
-	 * of a group share both, and comparing a dp-term sum on every one of
-	 * dp ranks would cost dp squared.
+	 * Comparisons of a value with its expected one, by address: all
+	 * members of a group share both, and comparing a dp-term sum on
+	 * every one of dp ranks would cost dp squared.  Keeping the last
+	 * pair alone was that again where two pairs alternate, as the rows
+	 * before a word embedding's padded ones and those rows do (the fix
+	 * search's audits of Megatron-LM #5047 at dp 2,048: 40% of the
+	 * JSON report's time).  Direct-mapped; a collision only compares
+	 * again.  Allocated on first use, freed with the derived values.
 	 */
-	const struct lincomb	*cmp_value, *cmp_expected;
-	bool			 cmp_equal;
+	struct same_value_slot	*same;
 	/*
 	 * The values cells.c derived for a word embedding's padded rows (the
 	 * lookups' atoms, held or auxiliary, taken out), by the value and
@@ -240,7 +250,7 @@ void	 run_init_expected(struct sym_run *);
  * the table of shared values), before the cells are made.
  */
 void	 run_free_caches(struct sym_run *);
-/* The memo of derived values, after the cells. */
+/* The memos of the cells (derived values, comparisons), after them. */
 void	 run_free_derived(struct sym_run *);
 
 #endif
