@@ -493,7 +493,12 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 	 * a constraint on the config.
 	 */
 	if (ln->split) {
-		ln->unmodelled = "model.mtp is not modelled when the ranks of "
+		/* Say which of the two keeps them per source (lossnorm_build). */
+		ln->unmodelled = mesh->ep > 1 &&
+		    mesh_dispatch_replicated(mesh, cfg) ?
+		    "model.mtp is not modelled with model.moe.ep_on: "
+		    "tp-replicated (its expert gradients are kept per source)" :
+		    "model.mtp is not modelled when the ranks of "
 		    "an ep group scale a micro-batch's loss differently "
 		    "(their expert gradients are kept per source)";
 		ln->mtp = 0;
