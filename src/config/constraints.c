@@ -1578,6 +1578,26 @@ pipeline_present(const struct config *c)
 	return c->mesh.pp > 1;
 }
 
+/*
+ * syncplan.c's emit_fsdp_buffer reads the factor's meaning for FSDP2
+ * alone: FSDP1 has no custom factor of its own, Megatron's buffers none.
+ */
+static bool
+fsdp2_present(const struct config *c)
+{
+	return c->layout.dp_engine == DP_ENGINE_FSDP2;
+}
+
+/*
+ * placement.c's pl_dispatched_slices: every ep_on dispatches the same
+ * tokens with one tp rank (the slices are tp / etp, etp at most tp).
+ */
+static bool
+tp_present(const struct config *c)
+{
+	return c->mesh.tp > 1;
+}
+
 struct no_effect {
 	enum cfg_key	  key;		/* the key written */
 	enum cfg_key	  needs;	/* the key that gives it effect */
@@ -1614,6 +1634,9 @@ static const struct no_effect no_effects[] = {
 	{ KEY_MTP_LOSS_SCALING_FACTOR, KEY_MTP, mtp_present,
 	  "model.mtp above 0" },
 	{ KEY_PP_NORMALIZE_BY, KEY_PP, pipeline_present, "mesh.pp above 1" },
+	{ KEY_FSDP_DIVIDE_FACTOR, KEY_DP_ENGINE, fsdp2_present,
+	  "layout.dp_engine: fsdp2" },
+	{ KEY_EP_ON, KEY_TP, tp_present, "mesh.tp above 1" },
 };
 
 static bool
