@@ -674,6 +674,16 @@ ep_on_tp_replicated_fits(const struct config *c, char *buf, size_t size)
 	return true;
 }
 
+/* An auxiliary or z-loss coefficient other than zero. */
+static bool
+aux_losses_on(const struct config *c)
+{
+	int64_t	 n, d;
+
+	return (cfg_decimal(c->model.moe.aux_loss_coeff, &n, &d) && n != 0) ||
+	    (cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) && n != 0);
+}
+
 /*
  * Under tp-replicated the auxiliary losses' gradient reaches the experts
  * of later layers through every tp rank's copy of the tokens, which the
@@ -682,11 +692,7 @@ ep_on_tp_replicated_fits(const struct config *c, char *buf, size_t size)
 static bool
 tp_replicated_aux_modelled(const struct config *c, char *buf, size_t size)
 {
-	int64_t	 n, d;
-
-	if (c->model.moe.ep_on != MOE_EP_TP_REPLICATED ||
-	    ((!cfg_decimal(c->model.moe.aux_loss_coeff, &n, &d) || n == 0) &&
-	    (!cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0)))
+	if (c->model.moe.ep_on != MOE_EP_TP_REPLICATED || !aux_losses_on(c))
 		return true;
 	snprintf(buf, size, "ep_on tp-replicated with auxiliary losses "
 	    "(aux_loss_coeff, z_loss_coeff) is not modelled");
@@ -802,11 +808,7 @@ framework_has_global_aux(const struct config *c, char *buf, size_t size)
 static bool
 tp_mask_aux_modelled(const struct config *c, char *buf, size_t size)
 {
-	int64_t	 n, d;
-
-	if (c->model.moe.ep_on != MOE_EP_TP_MASK ||
-	    ((!cfg_decimal(c->model.moe.aux_loss_coeff, &n, &d) || n == 0) &&
-	    (!cfg_decimal(c->model.moe.z_loss_coeff, &n, &d) || n == 0)))
+	if (c->model.moe.ep_on != MOE_EP_TP_MASK || !aux_losses_on(c))
 		return true;
 	snprintf(buf, size, "ep_on tp-mask with auxiliary losses "
 	    "(aux_loss_coeff, z_loss_coeff) is not modelled: each tp rank "
