@@ -158,6 +158,14 @@ struct gn_piece {
 	int			 shard;		/* shard key (tp or expert coords) */
 	int64_t			 lo, hi;
 	const struct lincomb	*value;
+	/*
+	 * lc_hash32(value), the one the run interned it with: pieces are
+	 * sorted and classed by value, and values that hold every rank's
+	 * own atom besides a dp sum (nanoGPT #30) differ only deep inside,
+	 * so comparing or hashing them term by term in every sort cost dp
+	 * squared per audit, in each of the fix search's (issue 24).
+	 */
+	uint32_t		 vhash;
 	struct rational		 mult;
 };
 

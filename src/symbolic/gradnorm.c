@@ -270,15 +270,21 @@ cmp_i64(int64_t a, int64_t b)
 	return a < b ? -1 : a > b;
 }
 
-/* Any total order on values in which equal ones are adjacent. */
+/*
+ * Any total order on the values of pieces in which equal ones are
+ * adjacent: by their hashes, then term by term where two hashes agree.
+ */
 static int
-value_order(const struct lincomb *a, const struct lincomb *b)
+value_order(const struct gn_piece *pa, const struct gn_piece *pb)
 {
+	const struct lincomb *a = pa->value, *b = pb->value;
 	uint32_t	 i;
 	int		 c;
 
 	if (a == b)
 		return 0;
+	if (pa->vhash != pb->vhash)
+		return pa->vhash < pb->vhash ? -1 : 1;
 	if (a->nterms != b->nterms)
 		return a->nterms < b->nterms ? -1 : 1;
 	for (i = 0; i < a->nterms; i++)
@@ -302,7 +308,7 @@ piece_order(const void *x, const void *y)
 	    (c = cmp_i64(a->lo, b->lo)) != 0 ||
 	    (c = cmp_i64(a->hi, b->hi)) != 0)
 		return c;
-	return value_order(a->value, b->value);
+	return value_order(a, b);
 }
 
 static int
@@ -331,7 +337,7 @@ pieces_merge(struct gn_piece *v, size_t n)
 		qsort(v, n, sizeof *v, piece_order);
 	for (i = 0; i < n; i++) {
 		if (k > 0 && same_place(&v[k - 1], &v[i]) &&
-		    value_order(v[k - 1].value, v[i].value) == 0) {
+		    value_order(&v[k - 1], &v[i]) == 0) {
 			v[k - 1].mult = q_add(v[k - 1].mult, v[i].mult);
 			continue;
 		}
@@ -446,8 +452,8 @@ canonical(struct arena *a, const struct plist *in, struct gn_piece **out,
 		    v[prev].param == cut[i].param &&
 		    v[prev].shard == cut[i].shard && v[prev].hi == cut[i].lo) {
 			for (start = 0; start < j - i; start++)
-				if (value_order(v[prev + start].value,
-				    cut[i + start].value) != 0 ||
+				if (value_order(&v[prev + start],
+				    &cut[i + start]) != 0 ||
 				    !q_equal(v[prev + start].mult,
 				    cut[i + start].mult))
 					break;
@@ -478,7 +484,8 @@ same_form(const struct gn_piece *a, size_t na, const struct gn_piece *b,
 	for (i = 0; i < na; i++)
 		if (!same_place(&a[i], &b[i]) || !q_equal(a[i].mult,
 		    b[i].mult) || (a[i].value != b[i].value &&
-		    !lc_equal(a[i].value, b[i].value)))
+		    (a[i].vhash != b[i].vhash ||
+		    !lc_equal(a[i].value, b[i].value))))
 			return false;
 	return true;
 }
@@ -712,6 +719,7 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 			pc->lo = cl->lo;
 			pc->hi = cl->hi;
 			pc->value = cl->value;
+			pc->vhash = lc_hash32(cl->value);
 			pc->mult = q_make(1, 1);
 		}
 	}
@@ -835,6 +843,7 @@ expected_form(struct gn_run *run, struct gn_piece **out, size_t *nout)
 			pl.v[pl.n].lo = c->lo;
 			pl.v[pl.n].hi = c->hi;
 			pl.v[pl.n].value = c->expected;
+			pl.v[pl.n].vhash = lc_hash32(c->expected);
 			pl.v[pl.n].mult = q_make(1, 1);
 			pl.n++;
 		}
@@ -1106,20 +1115,13 @@ class_index_free(struct class_index *ix)
 static uint64_t
 form_hash(const struct gn_piece *v, size_t n)
 {
-	const struct lincomb *last = NULL;
-	uint64_t	 h = 0x9e3779b97f4a7c15ULL ^ n, last_hash = 0;
+	uint64_t	 h = 0x9e3779b97f4a7c15ULL ^ n;
 	size_t		 i;
 
 	for (i = 0; i < n; i++) {
 		int64_t key[7] = { v[i].param, v[i].shard, v[i].lo, v[i].hi,
-			v[i].mult.num, v[i].mult.den, 0 };
+			v[i].mult.num, v[i].mult.den, (int64_t)v[i].vhash };
 
-		/* A rank's parameters mostly hold one value: hash it once. */
-		if (v[i].value != last) {
-			last = v[i].value;
-			last_hash = lc_hash(last);
-		}
-		key[6] = (int64_t)last_hash;
 		h = (h ^ hash_bytes(key, sizeof key)) * 0x100000001b3ULL;
 	}
 	return h;

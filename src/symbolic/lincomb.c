@@ -637,6 +637,29 @@ lc_hash(const struct lincomb *x)
 	return h | 1;		/* 0 marks an empty slot */
 }
 
+static uint32_t
+hash32_of(uint64_t h)
+{
+	return (uint32_t)(h >> 32) | 1;
+}
+
+/*
+ * Kept in x once taken: values derived from interned ones (a padded
+ * row's, cells.c) are not interned themselves, and hashing one of dp
+ * terms on each of dp ranks was dp squared again.  Every combination but
+ * the shared zero is the arena's, so writable; nothing runs in threads.
+ */
+uint32_t
+lc_hash32(const struct lincomb *x)
+{
+	if (x->hash != 0)
+		return x->hash;
+	if (x->nterms == 0)
+		return hash32_of(lc_hash(x));
+	((struct lincomb *)x)->hash = hash32_of(lc_hash(x));
+	return x->hash;
+}
+
 static void
 lc_table_grow(struct lc_table *t)
 {
@@ -683,5 +706,7 @@ lc_intern(struct lc_table *t, struct arena *a, const struct lincomb *x)
 	t->hash[j] = h;
 	t->slot[j] = x;
 	t->n++;
+	/* x is the caller's new allocation: const only to the callers. */
+	((struct lincomb *)x)->hash = hash32_of(h);	/* saves lc_hash32 */
 	return x;
 }

@@ -27,6 +27,12 @@ struct term {
 
 struct lincomb {
 	uint32_t	nterms;
+	/*
+	 * lc_hash32 of the value once lc_intern or lc_hash32 has taken it,
+	 * else 0: it fills the padding before the terms.  The norm audit
+	 * orders and classes values by it without reading their terms again.
+	 */
+	uint32_t	hash;
 	struct term	terms[];	/* sorted by atom, no zero coefficient */
 };
 
@@ -84,6 +90,11 @@ struct lc_table {
  * terms: a match must still be confirmed with lc_equal.
  */
 uint64_t	 lc_hash(const struct lincomb *x);
+/*
+ * 32 bits of lc_hash(x), never 0: the one lc_intern stored, or computed
+ * and stored.  Equal combinations have equal ones, interned or not.
+ */
+uint32_t	 lc_hash32(const struct lincomb *x);
 void		 lc_table_init(struct lc_table *);
 void		 lc_table_free(struct lc_table *);
 /*
