@@ -46,6 +46,8 @@ mix(uint64_t h, uint64_t v)
 	return h * 0xff51afd7ed558ccdULL;
 }
 
+static void	index_self(const struct atom_space *, struct piece_memo *);
+
 static size_t
 memo_home(const struct piece_cache *pc, const struct lincomb *x)
 {
@@ -83,6 +85,7 @@ cells_pieces_of(struct piece_cache *pc, const struct atom_space *sp,
 	pm = pc->slot[k] = xcalloc(1, sizeof *pm);
 	pm->x = x;
 	pm->p = ms_pieces(sp, x, &pm->n);
+	index_self(sp, pm);
 	pc->used++;
 	return pm;
 }
@@ -95,33 +98,151 @@ cells_piece_cache_free(struct piece_cache *pc)
 	for (i = 0; i < pc->cap; i++)
 		if (pc->slot[i] != NULL) {
 			free(pc->slot[i]->p);
+			free(pc->slot[i]->self);
+			free(pc->slot[i]->masks);
 			free(pc->slot[i]);
 		}
 	free(pc->slot);
+}
+
+/*
+ * What piece i adds to its value's hash, self or not: a self piece is
+ * each rank's own of its micro-batch, whatever its atom.  The words add
+ * up, so that a rank's self pieces change the hash with no piece self by
+ * their differences alone.
+ */
+static uint64_t
+piece_word(const struct atom_space *sp, const struct ms_piece *p, size_t i,
+    bool self)
+{
+	uint64_t	 h = mix(0x5bd1e995, i);
+
+	h = mix(h, (uint64_t)p->coef.num);
+	h = mix(h, (uint64_t)p->coef.den);
+	h = mix(h, (uint64_t)p->weighted << 32 |
+	    (uint64_t)p->varied << 16 | p->fixed);
+	h = mix(h, (uint64_t)p->source << 1 | p->held);
+	return mix(h, self ? UINT64_MAX -
+	    (uint64_t)atom_micro_batch(sp, p->atom) : p->atom);
+}
+
+static int
+cmp_self_entry(const void *a, const void *b)
+{
+	const struct self_entry *x = a, *y = b;
+
+	if (x->mask != y->mask)
+		return x->mask < y->mask ? -1 : 1;
+	if (x->key != y->key)
+		return x->key < y->key ? -1 : 1;
+	return (x->piece > y->piece) - (x->piece < y->piece);
+}
+
+static void
+index_self(const struct atom_space *sp, struct piece_memo *pm)
+{
+	struct self_entry *e;
+	uint64_t	 sum = 0;
+	size_t		 i;
+
+	pm->self = xcalloc(pm->n + 1, sizeof *pm->self);
+	pm->masks = xcalloc(pm->n + 1, sizeof *pm->masks);
+	for (i = 0; i < pm->n; i++) {
+		pm->base += piece_word(sp, &pm->p[i], i, false);
+		e = &pm->self[pm->nself];
+		if (!ms_piece_self_key(sp, &pm->p[i], &e->mask, &e->key))
+			continue;
+		e->piece = i;
+		e->delta = piece_word(sp, &pm->p[i], i, true) -
+		    piece_word(sp, &pm->p[i], i, false);
+		pm->nself++;
+	}
+	qsort(pm->self, pm->nself, sizeof *pm->self, cmp_self_entry);
+	for (i = 0; i < pm->nself; i++) {
+		/* delta becomes the sum up to and with entry i */
+		sum += pm->self[i].delta;
+		pm->self[i].delta = sum;
+		if (i == 0 || pm->self[i].mask != pm->self[i - 1].mask)
+			pm->masks[pm->nmasks++] = pm->self[i].mask;
+	}
+}
+
+/* The entries [*lo, *hi) of pm's self pieces under mask with key. */
+static void
+self_range(const struct piece_memo *pm, unsigned mask, uint64_t key,
+    size_t *lo, size_t *hi)
+{
+	struct self_entry want = { mask, key, 0, 0 };
+	size_t	 a = 0, b = pm->nself, m;
+
+	while (a < b) {		/* the first entry not below (mask, key) */
+		m = a + (b - a) / 2;
+		if (cmp_self_entry(&pm->self[m], &want) < 0)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*lo = a;
+	want.piece = SIZE_MAX;
+	for (b = pm->nself; a < b;) {	/* the first entry above it */
+		m = a + (b - a) / 2;
+		if (cmp_self_entry(&pm->self[m], &want) <= 0)
+			a = m + 1;
+		else
+			b = m;
+	}
+	*hi = a;
 }
 
 static uint64_t
 relative_hash(const struct atom_space *sp, const struct piece_memo *pm,
     int rank)
 {
-	const struct ms_piece	*p;
-	uint64_t		 h = 0x5bd1e995;
-	size_t			 i;
+	uint64_t	 h;
+	size_t		 i, lo, hi;
 
 	if (pm == NULL)
 		return 1;
-	for (i = 0; i < pm->n; i++) {
-		p = &pm->p[i];
-		h = mix(h, (uint64_t)p->coef.num);
-		h = mix(h, (uint64_t)p->coef.den);
-		h = mix(h, (uint64_t)p->weighted << 32 |
-		    (uint64_t)p->varied << 16 | p->fixed);
-		h = mix(h, (uint64_t)p->source << 1 | p->held);
-		h = mix(h, ms_piece_is_self(sp, p, rank) ?
-		    UINT64_MAX - (uint64_t)atom_micro_batch(sp, p->atom) :
-		    p->atom);
+	h = pm->base;
+	for (i = 0; rank >= 0 && i < pm->nmasks; i++) {
+		self_range(pm, pm->masks[i], ms_rank_key(sp, rank,
+		    pm->masks[i]), &lo, &hi);
+		if (lo < hi)
+			h += pm->self[hi - 1].delta -
+			    (lo > 0 ? pm->self[lo - 1].delta : 0);
 	}
 	return mix(h, pm->n);
+}
+
+/*
+ * Whether ranks rx and ry have the same pieces of one value self: each
+ * piece is self under one mask, for one key of it, so they do when under
+ * every mask their keys are one or neither has a piece.
+ */
+static bool
+same_self_pieces(const struct atom_space *sp, const struct piece_memo *pm,
+    int rx, int ry)
+{
+	uint64_t kx, ky;
+	size_t	 i, lo, hi;
+
+	for (i = 0; i < pm->nmasks; i++) {
+		kx = rx < 0 ? UINT64_MAX : ms_rank_key(sp, rx, pm->masks[i]);
+		ky = ry < 0 ? UINT64_MAX : ms_rank_key(sp, ry, pm->masks[i]);
+		if (kx == ky)
+			continue;
+		if (rx >= 0) {
+			self_range(pm, pm->masks[i], kx, &lo, &hi);
+			if (lo < hi)
+				return false;
+		}
+		if (ry >= 0) {
+			self_range(pm, pm->masks[i], ky, &lo, &hi);
+			if (lo < hi)
+				return false;
+		}
+	}
+	return true;
 }
 
 static bool
@@ -134,8 +255,8 @@ same_relative(const struct atom_space *sp, const struct piece_memo *x, int rx,
 
 	if (x == NULL || y == NULL)
 		return x == y;
-	if (x == y && rx == ry)
-		return true;
+	if (x == y)
+		return rx == ry || same_self_pieces(sp, x, rx, ry);
 	if (x->n != y->n)
 		return false;
 	for (i = 0; i < x->n; i++) {

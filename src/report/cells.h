@@ -13,11 +13,32 @@
 #include "symbolic/lincomb.h"
 #include "symbolic/meshsum.h"
 
-/* The pieces of each lincomb, by pointer: lincombs are shared. */
+/* A piece that is self for some ranks: those whose key under mask is key. */
+struct self_entry {
+	unsigned	 mask;
+	uint64_t	 key;
+	size_t		 piece;
+	uint64_t	 delta;		/* what it adds to the hash up to here */
+};
+
+/*
+ * The pieces of each lincomb, by pointer: lincombs are shared.  Ranks
+ * compare a value relative to themselves by which of its pieces are
+ * "self" for them; the memo keeps those pieces by (mask, key), sorted,
+ * so that a rank finds its own in one search per mask, and the hash
+ * with no piece self, to which a rank's self pieces add: a value of dp
+ * pieces (each dp rank's micro-batch sums, MTP with cp) held by dp ranks
+ * was read piece by piece on every one of them, dp squared (issue 24).
+ */
 struct piece_memo {
 	const struct lincomb	*x;
 	struct ms_piece		*p;
 	size_t			 n;
+	uint64_t		 base;
+	struct self_entry	*self;
+	size_t			 nself;
+	unsigned		*masks;
+	size_t			 nmasks;
 };
 
 struct piece_cache {

@@ -481,30 +481,75 @@ put_fixed(const struct atom_space *sp, const struct ms_piece *p, char *buf,
 		put_class(sp, p, buf, len, off, sep);
 }
 
+/*
+ * A key of the coordinates of mask (bits of enum ms_dim), mixed radix by
+ * the coordinates' sizes: pp, dp and tp multiply to at most the world,
+ * ep, etp and edp too, so 64 bits hold it.
+ */
+static uint64_t
+coord_key(const struct atom_space *sp, const struct acoord *a, unsigned mask)
+{
+	uint64_t k = 0;
+	int	 d;
+
+	for (d = 0; d < MS__COUNT; d++)
+		if (mask >> d & 1)
+			k = k * (uint64_t)dim_size(sp, d) +
+			    (uint64_t)dim_coord(a, d);
+	return k;
+}
+
+bool
+ms_piece_self_key(const struct atom_space *sp, const struct ms_piece *p,
+    unsigned *mask, uint64_t *key)
+{
+	struct acoord	 a;
+	int		 d;
+
+	if (p->varied == 0) {
+		if (p->held || !(p->source == 0 ||
+		    p->source == atom_space_aux_source(sp) ||
+		    atom_mtp_layer(sp, p->atom) > 0))
+			return false;
+		*mask = MS_SELF_RANK;
+		*key = (uint64_t)atom_rank(sp, p->atom);
+		return true;
+	}
+	*mask = 0;
+	for (d = 0; d < MS__COUNT; d++)
+		if ((p->fixed >> d & 1) && dim_shown(sp, p, d))
+			*mask |= 1u << d;
+	/*
+	 * The whole world is everyone's: written as it is, sum_all().  A
+	 * rank has no micro-batch or source of its own.
+	 */
+	if (*mask == 0 || (*mask & (1u << MS_MB | 1u << MS_SRC)) != 0)
+		return false;
+	atom_coord(sp, p->atom, &a);
+	*key = coord_key(sp, &a, *mask);
+	return true;
+}
+
+uint64_t
+ms_rank_key(const struct atom_space *sp, int rank, unsigned mask)
+{
+	struct acoord	 r;
+
+	if (mask == MS_SELF_RANK)
+		return (uint64_t)rank;
+	rank_coord(sp, rank, &r);
+	return coord_key(sp, &r, mask);
+}
+
 bool
 ms_piece_is_self(const struct atom_space *sp, const struct ms_piece *p,
     int rank)
 {
-	struct acoord	 a, r;
-	int		 d, nfixed = 0;
+	unsigned mask;
+	uint64_t key;
 
-	if (rank < 0)
-		return false;
-	if (p->varied == 0)
-		return !p->held && atom_rank(sp, p->atom) == rank &&
-		    (p->source == 0 || p->source == atom_space_aux_source(sp) ||
-		    atom_mtp_layer(sp, p->atom) > 0);
-	atom_coord(sp, p->atom, &a);
-	rank_coord(sp, rank, &r);
-	for (d = 0; d < MS__COUNT; d++) {
-		if (!(p->fixed >> d & 1) || !dim_shown(sp, p, d))
-			continue;
-		if (dim_coord(&a, d) != dim_coord(&r, d))
-			return false;
-		nfixed++;
-	}
-	/* The whole world is everyone's: written as it is, sum_all(). */
-	return nfixed > 0;
+	return rank >= 0 && ms_piece_self_key(sp, p, &mask, &key) &&
+	    ms_rank_key(sp, rank, mask) == key;
 }
 
 bool

@@ -100,6 +100,18 @@ void		 ms_memo_free(struct ms_memo *);
  */
 bool		 ms_piece_is_self(const struct atom_space *,
 		    const struct ms_piece *, int rank);
+/*
+ * The same decision as a key, so that a report finds a rank's self
+ * pieces among a value's many without asking each one (a value of dp
+ * pieces on each of dp ranks, issue 24): false when the piece is self
+ * for no rank, else it is for exactly the ranks r with
+ * ms_rank_key(sp, r, *mask) == *key.  MS_SELF_RANK: the rank itself.
+ */
+#define MS_SELF_RANK	(1u << 31)
+bool		 ms_piece_self_key(const struct atom_space *,
+		    const struct ms_piece *, unsigned *mask, uint64_t *key);
+uint64_t	 ms_rank_key(const struct atom_space *, int rank,
+		    unsigned mask);
 /* Whether atom is one of the piece's. */
 bool		 ms_piece_has(const struct atom_space *,
 		    const struct ms_piece *, uint32_t atom);
