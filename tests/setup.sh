@@ -77,7 +77,25 @@ fi
 unset NO_COLOR 2>/dev/null || :
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gradaudit-test.XXXXXX")
-trap 'rm -rf "$tmp"' 0
+# A command that fails outside the helpers stops the test (set -e) with
+# no TAP line, and the log said only "missing test plan" (trace-real.test,
+# once in CI): say where it died, and show the shell's trace where a test
+# keeps one in $tmp/xtrace (set -x with stderr there).
+_tap_ended=
+_died()
+{
+	_st=$1
+	if [ "$_st" -ne 0 ] && [ -z "$_tap_ended" ]; then
+		echo "# died with status $_st after test $_tap_count, before done_testing"
+		if [ -s "$tmp/xtrace" ]; then
+			echo "# the last commands it ran:"
+			# the trap's own first line last
+			tail -n 16 "$tmp/xtrace" | sed '$d; s/^/#   /'
+		fi
+	fi
+	rm -rf "$tmp"
+}
+trap '_st=$?; { set +x; } 2>/dev/null; _died "$_st"' 0
 trap 'exit 129' 1
 trap 'exit 130' 2
 trap 'exit 143' 15
@@ -117,6 +135,7 @@ diag()
 
 bail_out()
 {
+	_tap_ended=1
 	echo "Bail out! $*"
 	exit 99
 }
@@ -273,6 +292,7 @@ have_mpiexec()
 
 done_testing()
 {
+	_tap_ended=1
 	if [ -z "$_tap_planned" ]; then
 		echo "1..$_tap_count"
 	elif [ "$_tap_planned" -ne "$_tap_count" ]; then

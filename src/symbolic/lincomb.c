@@ -707,6 +707,6 @@ lc_intern(struct lc_table *t, struct arena *a, const struct lincomb *x)
 	t->slot[j] = x;
 	t->n++;
 	/* x is the caller's new allocation: const only to the callers. */
-	((struct lincomb *)x)->hash = hash32_of(h);	/* saves lc_hash32 */
+	((struct lincomb *)x)->hash = hash32_of(h);
 	return x;
 }
