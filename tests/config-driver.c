@@ -161,6 +161,7 @@ static const char *const key_names[KEY__COUNT] = {
 	[KEY_EXPERT_GTP_DIVISOR] = "sync.expert_gtp_divisor",
 	[KEY_DUPLICATED_MIXER] = "model.duplicated_mixer",
 	[KEY_FSDP_DIVIDE_FACTOR] = "sync.fsdp_divide_factor",
+	[KEY_EXPERT_TP_DIVISOR] = "sync.expert_tp_divisor",
 	[KEY_PER_TOKEN_AVG] = "sync.per_token_avg",
 	[KEY_AVG_PER_TOKEN_SUPPORTED] = "limits.avg_per_token_supported",
 	[KEY_REPLICATE_ONLY] = "sync.replicate_only",

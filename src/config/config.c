@@ -59,6 +59,7 @@ _Static_assert(sizeof(enum loss_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum mtp_objective) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum replicate_only) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum fsdp_divide_factor) == sizeof(int), "enum size");
+_Static_assert(sizeof(enum expert_tp_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum pp_normalize) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum seq_divisor) == sizeof(int), "enum size");
 _Static_assert(sizeof(enum tied_fsdp_groups) == sizeof(int), "enum size");
@@ -88,6 +89,7 @@ static const char *const qk_norm_words[] = {
 static const char *const kv_words[] = { "tp-all-reduce", "none", NULL };
 static const char *const gtp_sharded_words[] = { "linear", "none", NULL };
 static const char *const expert_gtp_words[] = { "egtp", "gtp", NULL };
+static const char *const expert_tp_words[] = { "none", "tp", NULL };
 static const char *const score_words[] = { "softmax", "sigmoid", NULL };
 static const char *const ep_on_words[] = { "all-to-all", "tp-mask",
     "tp-replicated", NULL };
@@ -490,6 +492,8 @@ const struct cfg_key_def cfg_keys[KEY__COUNT] = {
 	    sync.expert_gtp_divisor, expert_gtp_words),
 	[KEY_FSDP_DIVIDE_FACTOR] = WORD("sync.fsdp_divide_factor", KEY_SYNC,
 	    sync.fsdp_divide_factor, fsdp_divide_factor_words),
+	[KEY_EXPERT_TP_DIVISOR] = WORD("sync.expert_tp_divisor", KEY_SYNC,
+	    sync.expert_tp_divisor, expert_tp_words),
 };
 
 

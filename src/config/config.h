@@ -114,6 +114,21 @@ enum expert_gtp_divisor {
 	EXPERT_GTP_DIVISOR_GTP		/* "gtp": 1/(dp*cp/gtp), PR #7165 */
 };
 
+/*
+ * sync.expert_tp_divisor: what expert gradients are divided by besides
+ * the data-parallel divisor, for the tp copies of their tokens.  NeMo
+ * Automodel's scale_grads_and_clip_grad_norm divides them by
+ * expert_tp_replication_factor (tp, get_expert_tp_replication_factor,
+ * PR #2995 at 57921452b3): with the router and the token path
+ * replicated over tp every tp rank dispatches the same tokens
+ * (model.moe.ep_on: tp-replicated), so the experts see each token tp
+ * times.
+ */
+enum expert_tp_divisor {
+	EXPERT_TP_DIVISOR_NONE,		/* "none" */
+	EXPERT_TP_DIVISOR_TP		/* "tp" */
+};
+
 enum kv_sync {			/* sync.kv_grad */
 	KV_TP_ALL_REDUCE,	/* "tp-all-reduce" */
 	KV_NONE			/* "none" */
@@ -522,6 +537,7 @@ enum cfg_key {
 	KEY_DUPLICATED_MIXER,
 	KEY_TP_REPLICATED_SUPPORTED,
 	KEY_FSDP_DIVIDE_FACTOR,
+	KEY_EXPERT_TP_DIVISOR,
 	KEY__COUNT
 };
 
@@ -782,6 +798,7 @@ struct config {
 		enum fsdp_one_member		fsdp_one_member;
 		enum replicate_only	replicate_only;
 		enum fsdp_divide_factor	fsdp_divide_factor;
+		enum expert_tp_divisor	expert_tp_divisor;
 		enum expert_gtp_divisor expert_gtp_divisor;
 	} sync;
 

@@ -1621,6 +1621,8 @@ static const struct no_effect no_effects[] = {
 	{ KEY_EXPERT_GTP_DIVISOR, KEY_MOE, moe_present, "model.moe" },
 	{ KEY_EXPERT_GTP_DIVISOR, KEY_GTP, gtp_present,
 	  "mesh.gtp or mesh.egtp above 1" },
+	{ KEY_EXPERT_TP_DIVISOR, KEY_MOE, moe_present, "model.moe" },
+	{ KEY_EXPERT_TP_DIVISOR, KEY_TP, tp_present, "mesh.tp above 1" },
 	{ KEY_EXPERT_BUFFER, KEY_MOE, moe_present, "model.moe" },
 	{ KEY_EXPERT_DIM_MESH, KEY_MOE, moe_present, "model.moe" },
 	{ KEY_EXPERT_FILTER, KEY_MOE, moe_present, "model.moe" },

@@ -641,6 +641,36 @@ select_gtp_params(struct sync_step *s, const struct model *m, bool expert,
 	return any;
 }
 
+/*
+ * sync.expert_tp_divisor: tp: the expert buffers scaled by 1/tp after
+ * their data-parallel reduction, as NeMo Automodel's
+ * scale_grads_and_clip_grad_norm does (expert_tp_replication_factor,
+ * PR #2995 at 57921452b3) for the tp copies of every token that
+ * model.moe.ep_on: tp-replicated dispatches.  Linear, so where it runs
+ * after the backward changes nothing.
+ */
+static void
+emit_expert_tp_divisor(struct sync_plan *plan, const struct model *m,
+    const struct placement *grad, const struct sync_rule *rule)
+{
+	struct sync_step *s;
+	int	 i;
+
+	(void)grad;
+	if (m->config->sync.expert_tp_divisor != EXPERT_TP_DIVISOR_TP ||
+	    m->mesh.tp == 1)
+		return;
+	for (i = 0; i < m->nparams; i++)
+		if (layout_buffer_of(m, i) == BUFFER_EXPERT)
+			break;
+	if (i == m->nparams)
+		return;
+	s = new_step(plan, m, rule, SYNC_SCALE, GROUP_TP);
+	s->target = TARGET_BUFFER;
+	s->buffer = BUFFER_EXPERT;
+	set_scale(s, 1, "1", m->mesh.tp, "tp");
+}
+
 static void
 blame_expert_gtp_divisor(struct sync_step *s, const struct model *m)
 {
@@ -972,6 +1002,9 @@ static const struct sync_rule rules[] = {
 	{ "data-parallel gradient reduction", KEY_DISTRIBUTED_OPTIMIZER,
 	  SYNC_CITE_NONE, SYNC_FIX_EXPERT_GRAD_DIVISOR,
 	  emit_dp },
+	{ "expert gradient scale for the tp copies of their tokens",
+	  KEY_EXPERT_TP_DIVISOR, SYNC_CITE_NONE, SYNC_FIX_EXPERT_TP_DIVISOR,
+	  emit_expert_tp_divisor },
 	{ "generalized tensor parallel gradient reduction over gtp", KEY_GTP,
 	  SYNC_CITE_NONE, SYNC_FIX_NONE,
 	  emit_gtp },

@@ -509,6 +509,10 @@ static const char *const fix_texts[SYNC_FIX__COUNT] = {
 	  "prescale the expert buffers by 1/(dp*cp/egtp), so that the mean "
 	  "over egtp completes 1/(dp*cp) as the dense buffers' over gtp does "
 	  "(sync.expert_gtp_divisor: egtp; Megatron-LM PR #7165)",
+	[SYNC_FIX_EXPERT_TP_DIVISOR] =
+	  "divide the expert gradients by tp only where every tp rank "
+	  "dispatches the same tokens (sync.expert_tp_divisor: none unless "
+	  "model.moe.ep_on: tp-replicated)",
 	/* No setting decides a step the user wrote: the step is the fix. */
 	[SYNC_FIX_PLAN] =
 	  "correct or remove the step of plan: that the operation names "
@@ -546,6 +550,12 @@ static const struct {
 	{ KEY_EXPERT_GRAD_DIVISOR, NULL, "scale every gradient, expert "
 	  "buffers included, by the dense divisor (sync.expert_grad_divisor: "
 	  "%s; torchtitan #1551, pytorch #160285)" },
+	{ KEY_EXPERT_TP_DIVISOR, "tp", "divide the expert gradients by tp "
+	  "as well, for the tp copies of every token their experts ran "
+	  "(sync.expert_tp_divisor: tp; NeMo Automodel PR #2995's "
+	  "expert_tp_replication_factor)" },
+	{ KEY_EXPERT_TP_DIVISOR, "none", "leave the expert gradients' tp "
+	  "factor out (sync.expert_tp_divisor: none)" },
 	{ KEY_EXPERT_AVG_SCALE, NULL, "pre-scale the expert buffers so that "
 	  "the net factor after the AVG over edp is the dense one "
 	  "(sync.expert_avg_scale: %s; Megatron 4f8974a400)" },
