@@ -674,6 +674,36 @@ ep_on_tp_replicated_fits(const struct config *c, char *buf, size_t size)
 	return true;
 }
 
+/*
+ * Under tp-replicated the experts' atoms keep one copy of a token per
+ * tp group (symbolic/run.c twin_source): right while every tp rank's
+ * copy carries the same gradient back.  The output layer's input
+ * declared Replicate leaves each tp rank its own share of it, so the
+ * copies differ (agree-random found run's self-check failing there).
+ */
+static bool
+tp_replicated_output_modelled(const struct config *c, char *buf,
+    size_t size)
+{
+	int	 i;
+
+	if (c->model.moe.ep_on != MOE_EP_TP_REPLICATED || c->mesh.tp == 1)
+		return true;
+	for (i = 0; i < c->nplan; i++)
+		if (c->plan[i].op == PLAN_DECLARE &&
+		    c->plan[i].declare == PLAN_DECLARE_REPLICATE &&
+		    c->plan[i].activation == PLAN_ACTIVATION_OUTPUT) {
+			snprintf(buf, size, "ep_on tp-replicated with the "
+			    "output layer's input gradient declared Replicate "
+			    "(plan[%d]: declare: replicate, activation: "
+			    "output) is not modelled: each tp rank's copy of "
+			    "a token then carries its own share of the "
+			    "gradient back to the experts", i);
+			return false;
+		}
+	return true;
+}
+
 /* An auxiliary or z-loss coefficient other than zero. */
 static bool
 aux_losses_on(const struct config *c)
@@ -1400,6 +1430,7 @@ static const struct constraint constraints[] = {
 	{ KEY_EP_ON, true, ep_on_tp_mask_fits },
 	{ KEY_EP_ON, true, ep_on_tp_replicated_fits },
 	{ KEY_EP_ON, true, tp_replicated_aux_modelled },
+	{ KEY_EP_ON, true, tp_replicated_output_modelled },
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },
