@@ -642,18 +642,22 @@ select_gtp_params(struct sync_step *s, const struct model *m, bool expert,
 }
 
 /*
- * sync.expert_tp_divisor: tp: the expert buffers scaled by 1/tp after
+ * sync.expert_tp_divisor: tp: the experts' gradients scaled by 1/tp after
  * their data-parallel reduction, as NeMo Automodel's
  * scale_grads_and_clip_grad_norm does (expert_tp_replication_factor,
  * PR #2995 at 57921452b3) for the tp copies of every token that
  * model.moe.ep_on: tp-replicated dispatches.  Linear, so where it runs
- * after the backward changes nothing.
+ * after the backward changes nothing.  The expert parameters, whichever
+ * buffer holds them: those in the dense one (ep 1 and etp = tp under
+ * FSDP, or layout.expert_buffer: if-ep) were left undivided without a
+ * word.
  */
 static void
 emit_expert_tp_divisor(struct sync_plan *plan, const struct model *m,
     const struct placement *grad, const struct sync_rule *rule)
 {
 	struct sync_step *s;
+	bool	 any = false;
 	int	 i;
 
 	(void)grad;
@@ -661,13 +665,12 @@ emit_expert_tp_divisor(struct sync_plan *plan, const struct model *m,
 	    m->mesh.tp == 1)
 		return;
 	for (i = 0; i < m->nparams; i++)
-		if (layout_buffer_of(m, i) == BUFFER_EXPERT)
-			break;
-	if (i == m->nparams)
+		any |= m->params[i].expert;
+	if (!any)
 		return;
 	s = new_step(plan, m, rule, SYNC_SCALE, GROUP_TP);
-	s->target = TARGET_BUFFER;
-	s->buffer = BUFFER_EXPERT;
+	for (i = 0; i < m->nparams; i++)
+		s->params[i] = m->params[i].expert;
 	set_scale(s, 1, "1", m->mesh.tp, "tp");
 }
 
