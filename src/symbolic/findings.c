@@ -554,8 +554,8 @@ static const struct {
 	  "as well, for the tp copies of every token their experts ran "
 	  "(sync.expert_tp_divisor: tp; NeMo Automodel PR #2995's "
 	  "expert_tp_replication_factor)" },
-	{ KEY_EXPERT_TP_DIVISOR, "none", "leave the expert gradients' tp "
-	  "factor out (sync.expert_tp_divisor: none)" },
+	{ KEY_EXPERT_TP_DIVISOR, "none", "do not divide the expert "
+	  "gradients by tp (sync.expert_tp_divisor: none)" },
 	{ KEY_EXPERT_AVG_SCALE, NULL, "pre-scale the expert buffers so that "
 	  "the net factor after the AVG over edp is the dense one "
 	  "(sync.expert_avg_scale: %s; Megatron 4f8974a400)" },
