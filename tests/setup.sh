@@ -79,19 +79,20 @@ unset NO_COLOR 2>/dev/null || :
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/gradaudit-test.XXXXXX")
 # A command that fails outside the helpers stops the test (set -e) with
 # no TAP line, and the log said only "missing test plan" (trace-real.test,
-# once in CI): say where it died, and show the shell's trace where a test
-# keeps one in $tmp/xtrace (set -x with stderr there).
+# once in CI): say where it died.  A test may keep the shell's trace in
+# $tmp/xtrace (set -x with stderr there, the commands' own stderr too):
+# a test that fails or dies shows its end.
 _tap_ended=
 _died()
 {
 	_st=$1
 	if [ "$_st" -ne 0 ] && [ -z "$_tap_ended" ]; then
 		echo "# died with status $_st after test $_tap_count, before done_testing"
-		if [ -s "$tmp/xtrace" ]; then
-			echo "# the last commands it ran:"
-			# the trap's own first line last
-			tail -n 16 "$tmp/xtrace" | sed '$d; s/^/#   /'
-		fi
+	fi
+	if [ "$_st" -ne 0 ] && [ -s "$tmp/xtrace" ]; then
+		echo "# the end of its trace and stderr:"
+		# the trap's own first line last
+		tail -n 41 "$tmp/xtrace" | sed '$d; s/^/#   /'
 	fi
 	rm -rf "$tmp"
 }

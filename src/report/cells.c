@@ -106,10 +106,11 @@ cells_piece_cache_free(struct piece_cache *pc)
 }
 
 /*
- * What piece i adds to its value's hash, self or not: a self piece is
- * each rank's own of its micro-batch, whatever its atom.  The words add
- * up, so that a rank's self pieces change the hash with no piece self by
- * their differences alone.
+ * Piece i's word of its value's hash, as the rank's own ("self": read by
+ * its micro-batch, not its atom) or as it is.  A value's hash relative to
+ * a rank is the sum of its pieces' words, so it is the hash with no piece
+ * self plus, for each of the rank's self pieces, the difference of its
+ * two words.
  */
 static uint64_t
 piece_word(const struct atom_space *sp, const struct ms_piece *p, size_t i,
@@ -153,15 +154,15 @@ index_self(const struct atom_space *sp, struct piece_memo *pm)
 		if (!ms_piece_self_key(sp, &pm->p[i], &e->mask, &e->key))
 			continue;
 		e->piece = i;
-		e->delta = piece_word(sp, &pm->p[i], i, true) -
+		/* its own difference, summed below */
+		e->sum = piece_word(sp, &pm->p[i], i, true) -
 		    piece_word(sp, &pm->p[i], i, false);
 		pm->nself++;
 	}
 	qsort(pm->self, pm->nself, sizeof *pm->self, cmp_self_entry);
 	for (i = 0; i < pm->nself; i++) {
-		/* delta becomes the sum up to and with entry i */
-		sum += pm->self[i].delta;
-		pm->self[i].delta = sum;
+		sum += pm->self[i].sum;
+		pm->self[i].sum = sum;
 		if (i == 0 || pm->self[i].mask != pm->self[i - 1].mask)
 			pm->masks[pm->nmasks++] = pm->self[i].mask;
 	}
@@ -208,8 +209,8 @@ relative_hash(const struct atom_space *sp, const struct piece_memo *pm,
 		self_range(pm, pm->masks[i], ms_rank_key(sp, rank,
 		    pm->masks[i]), &lo, &hi);
 		if (lo < hi)
-			h += pm->self[hi - 1].delta -
-			    (lo > 0 ? pm->self[lo - 1].delta : 0);
+			h += pm->self[hi - 1].sum -
+			    (lo > 0 ? pm->self[lo - 1].sum : 0);
 	}
 	return mix(h, pm->n);
 }

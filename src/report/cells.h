@@ -13,12 +13,17 @@
 #include "symbolic/lincomb.h"
 #include "symbolic/meshsum.h"
 
-/* A piece that is self for some ranks: those whose key under mask is key. */
+/*
+ * A piece that is self for some ranks, those whose key under mask is
+ * key; sum: what making it and the entries before it self adds to the
+ * value's hash (a prefix sum, so that a run of entries adds a
+ * difference of two).
+ */
 struct self_entry {
 	unsigned	 mask;
 	uint64_t	 key;
 	size_t		 piece;
-	uint64_t	 delta;		/* what it adds to the hash up to here */
+	uint64_t	 sum;
 };
 
 /*

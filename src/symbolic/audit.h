@@ -165,7 +165,7 @@ struct gn_piece {
 	 * so comparing or hashing them term by term in every sort cost dp
 	 * squared per audit, in each of the fix search's (issue 24).
 	 */
-	uint64_t		 vhash;		/* 64 bits: no padding bytes to hash */
+	uint64_t		 vhash;		/* 64 bits: no padding to hash */
 	struct rational		 mult;
 };
 
