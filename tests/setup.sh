@@ -307,6 +307,28 @@ done_testing()
 	exit 0
 }
 
+# same_cells NAME ARGS...: check --format json ARGS, grouped and expanded
+# (CMD, default check, is the command): the grouped report, read back by
+# tests/cells-canon.awk as the man page says, must say what --expand says
+# cell for cell (json-shape.test, self-terms.test).
+same_cells()
+{
+	name=$1
+	shift
+	run "$GRADAUDIT" ${CMD:-check} --format json "$@"
+	printf '%s\n' "$stdout" >"$tmp/stdout.grouped"
+	printf '%s\n' "$stdout" | awk -f "$srcdir/tests/cells-canon.awk" |
+	    sort >"$tmp/grouped"
+	run "$GRADAUDIT" ${CMD:-check} --format json --expand "$@"
+	printf '%s\n' "$stdout" | awk -f "$srcdir/tests/cells-canon.awk" |
+	    sort >"$tmp/expanded"
+	ok "[ -s '$tmp/expanded' ] && cmp -s '$tmp/grouped' '$tmp/expanded'" \
+	    "$name: grouped cells read as the expanded ones"
+	ok "! grep -q BAD-N '$tmp/grouped'" "$name: every term counts its atoms"
+	ok "! grep -q '^          \"rank\": ' '$tmp/stdout.grouped'" \
+	    "$name: grouped by default"
+}
+
 # engines_agree CELLS: "agree" when, in a numeric report read by
 # tests/cells.awk, the numeric engine's verdicts are the symbolic ones:
 # numerics.correct against correct (the parameters' values), and
