@@ -168,31 +168,37 @@ index_self(const struct atom_space *sp, struct piece_memo *pm)
 	}
 }
 
-/* The entries [*lo, *hi) of pm's self pieces under mask with key. */
+/* The first of pm's self entries from `from` on not below want. */
+static size_t
+self_bound(const struct piece_memo *pm, size_t from,
+    const struct self_entry *want)
+{
+	size_t	 a = from, b = pm->nself, m;
+
+	while (a < b) {
+		m = a + (b - a) / 2;
+		if (cmp_self_entry(&pm->self[m], want) < 0)
+			a = m + 1;
+		else
+			b = m;
+	}
+	return a;
+}
+
+/*
+ * The entries [*lo, *hi) of pm's self pieces under mask with key: no
+ * entry has piece SIZE_MAX, so the first not below it is the first above
+ * them.
+ */
 static void
 self_range(const struct piece_memo *pm, unsigned mask, uint64_t key,
     size_t *lo, size_t *hi)
 {
 	struct self_entry want = { mask, key, 0, 0 };
-	size_t	 a = 0, b = pm->nself, m;
 
-	while (a < b) {		/* the first entry not below (mask, key) */
-		m = a + (b - a) / 2;
-		if (cmp_self_entry(&pm->self[m], &want) < 0)
-			a = m + 1;
-		else
-			b = m;
-	}
-	*lo = a;
+	*lo = self_bound(pm, 0, &want);
 	want.piece = SIZE_MAX;
-	for (b = pm->nself; a < b;) {	/* the first entry above it */
-		m = a + (b - a) / 2;
-		if (cmp_self_entry(&pm->self[m], &want) <= 0)
-			a = m + 1;
-		else
-			b = m;
-	}
-	*hi = a;
+	*hi = self_bound(pm, *lo, &want);
 }
 
 static uint64_t
