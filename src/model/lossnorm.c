@@ -168,9 +168,15 @@ divisor_of(const struct loss_norm *ln, const struct config *cfg,
 }
 
 /*
- * Do the ranks of some ep group scale the same micro-batch differently?
- * Then one atom per expert owner and micro-batch cannot say what the
- * owner holds, and expert atoms are kept per source.
+ * Do the ranks of some ep group scale the same micro-batch differently,
+ * or does the objective weigh their tokens differently?  Then one atom per
+ * expert owner and micro-batch cannot say what the owner holds, or what
+ * it should hold, and expert atoms are kept per source.  The weights
+ * count as much as the factors: under loss.objective micro-batch-mean
+ * with uneven tokens and a global normalization, every chunk's factor is
+ * one, but an expert's tokens from a short micro-batch weigh more, and
+ * with one atom per owner the expected value gave all of them its own
+ * chunk's weight (tests/agree-loss.test, seed 8080, found it).
  */
 /*
  * Each ep group of the first stage is visited once, from its member of ep
@@ -194,14 +200,17 @@ sources_differ(const struct loss_norm *ln, const struct config *cfg,
 		mesh_group(mesh, GROUP_EP, mesh_rank_of_expert(mesh, 0, 0,
 		    g % mesh->etp, g / mesh->etp), members);
 		for (m = 0; m < ln->micro_batches && !differ; m++) {
-			struct rational first;
+			int first, chunk;
 
 			mesh_coord_of(mesh, members[0], &c);
-			first = ln->coef[lossnorm_chunk(mesh, m, c.dp)];
+			first = lossnorm_chunk(mesh, m, c.dp);
 			for (i = 1; i < n && !differ; i++) {
 				mesh_coord_of(mesh, members[i], &c);
-				differ = !q_equal(first, ln->coef[
-				    lossnorm_chunk(mesh, m, c.dp)]);
+				chunk = lossnorm_chunk(mesh, m, c.dp);
+				differ = !q_equal(ln->coef[first],
+				    ln->coef[chunk]) || !q_equal(
+				    lossnorm_weight(ln, first),
+				    lossnorm_weight(ln, chunk));
 			}
 		}
 	}
