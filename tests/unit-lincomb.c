@@ -473,6 +473,50 @@ test_sum(struct arena *a)
 	    "x + (-x) cancels to zero");
 }
 
+/*
+ * lc_terms: terms in any order, atoms repeated and cancelling, equal to
+ * the sum of each term's scaled atom (the way local values were built).
+ */
+static void
+test_terms(struct arena *a)
+{
+	enum { MAXN = 64 };
+	struct term		 t[MAXN];
+	const struct lincomb	*parts[MAXN], *r;
+	size_t			 n, i, round;
+	int			 good = 1, form = 1;
+
+	for (round = 0; round < 200; round++) {
+		n = (size_t)(rnd() % MAXN);
+		for (i = 0; i < n; i++) {
+			/* A small range repeats atoms; some factors cancel. */
+			t[i].atom = (uint32_t)(rnd() % (round % 2 ? 8 : 1000));
+			t[i].coef = q_make((int64_t)(rnd() % 7) - 3,
+			    (int64_t)(rnd() % 4) + 1);
+			parts[i] = lc_scale(a, lc_atom(a, t[i].atom),
+			    t[i].coef);
+		}
+		r = lc_terms(a, t, n);
+		if (!lc_equal(r, lc_sum(a, parts, n, q_make(1, 1))))
+			good = 0;
+		if (!lc_is_sorted_nonzero(r))
+			form = 0;
+	}
+	tap_ok(good, "lc_terms equals the sum of its terms' scaled atoms");
+	tap_ok(form, "lc_terms results sorted without zeros");
+	t[0].atom = 4;
+	t[0].coef = q_make(1, 2);
+	t[1].atom = 2;
+	t[1].coef = q_make(1, 3);
+	t[2].atom = 4;
+	t[2].coef = q_make(-1, 2);
+	r = lc_terms(a, t, 3);
+	tap_ok(r->nterms == 1 && r->terms[0].atom == 2 &&
+	    q_is(r->terms[0].coef, 1, 3),
+	    "lc_terms: an atom whose factors cancel is left out");
+	tap_ok(lc_terms(a, t, 0) == &lincomb_zero, "lc_terms of nothing is zero");
+}
+
 static void
 test_arena(void)
 {
@@ -690,6 +734,7 @@ main(void)
 	test_sum(&a);
 	test_fold(&a);
 	test_intern(&a);
+	test_terms(&a);
 	arena_free(&a);
 	test_run_sum();
 	test_arena();

@@ -107,6 +107,38 @@ lc_atom(struct arena *a, uint32_t atom)
 	return x;
 }
 
+static int
+cmp_term_atom(const void *pa, const void *pb)
+{
+	const struct term *x = pa, *y = pb;
+
+	return x->atom < y->atom ? -1 : x->atom > y->atom;
+}
+
+const struct lincomb *
+lc_terms(struct arena *a, struct term *t, size_t n)
+{
+	size_t	 i, k = 0;
+
+	for (i = 1; i < n && t[i - 1].atom <= t[i].atom; i++)
+		;
+	if (i < n)
+		qsort(t, n, sizeof(*t), cmp_term_atom);
+	for (i = 0; i < n; i++) {
+		if (k > 0 && t[k - 1].atom == t[i].atom) {
+			t[k - 1].coef = q_add(t[k - 1].coef, t[i].coef);
+			continue;
+		}
+		/* A sum that cancelled is overwritten, not kept. */
+		if (k > 0 && q_is_zero(t[k - 1].coef))
+			k--;
+		t[k++] = t[i];
+	}
+	if (k > 0 && q_is_zero(t[k - 1].coef))
+		k--;
+	return lc_from_terms(a, t, k);
+}
+
 const struct lincomb *
 lc_atoms(struct arena *a, const uint32_t *atoms, size_t n,
     struct rational coef)

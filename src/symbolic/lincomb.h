@@ -48,6 +48,12 @@ const struct lincomb *lc_add(struct arena *, const struct lincomb *,
 const struct lincomb *lc_sum(struct arena *, const struct lincomb *const *,
 		    size_t n, struct rational scale);
 /*
+ * The combination of n terms in any order, an atom perhaps more than once
+ * (their coefficients add up): t is sorted and merged in place.  One
+ * allocation where scaling each atom and summing them took n + 1.
+ */
+const struct lincomb *lc_terms(struct arena *, struct term *t, size_t n);
+/*
  * coef times the sum of the distinct atoms of a sorted array (equal
  * neighbours count once): a group's sum in one pass, without building a
  * combination per atom.

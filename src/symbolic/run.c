@@ -249,7 +249,8 @@ sym_expected(const struct sym_run *run, int param, int rank)
 
 	if (i < 0 || i >= run->stage_ranks)
 		return NULL;
-	return run->expected[param][i];
+	return run->expected[param][run_shard_key(run,
+	    &run->model->params[param], rank)];
 }
 
 const struct sym_context *
@@ -326,6 +327,16 @@ atoms_of(const struct model *m, const struct atom_space *sp,
 	return n;
 }
 
+/* t[n] = factor times the atom, or its held twin; n + 1. */
+static int
+local_term(struct term *t, int n, const struct atom_space *sp, bool held,
+    uint32_t atom, struct rational factor)
+{
+	t[n].atom = held ? atom_held(sp, atom) : atom;
+	t[n].coef = factor;
+	return n + 1;
+}
+
 /*
  * Rank `base`'s local gradient of p before the sync: each of its atoms
  * times the loss factor of the chunk it comes from, over every
@@ -338,7 +349,8 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	const struct model *m = run->model;
 	const struct atom_space *sp = &run->ctx->atoms;
 	const struct loss_norm *ln = &m->loss;
-	const struct lincomb **slot, **parts;
+	const struct lincomb **slot;
+	struct term *t;
 	bool	 split = model_per_source(m, p);
 	int	 K = ln->micro_batches, j, k, n = 0, src, chunk, a;
 	int	 lo = run->micro_batch >= 0 ? run->micro_batch : 0;
@@ -357,12 +369,17 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 		return *slot = run_atom_value(run, held ?
 		    atom_held(sp, atom_id(sp, base, 0, lo)) :
 		    atom_id(sp, base, 0, lo));
-	parts = xcalloc((size_t)ln->sources * K, sizeof *parts);
+	/*
+	 * Each atom with its factor, as terms of one combination: building
+	 * the atom, its scaled copy and their sum for every rank was 13 MiB
+	 * of the peak of scripts/bench's 131,072-rank audit with aux losses
+	 * (issue 24).
+	 */
+	t = xcalloc((size_t)ln->sources * K, sizeof *t);
 	/* The auxiliary losses' atoms, with the framework's factor. */
 	for (k = lo; aux && k < hi; k++)
-		parts[n++] = lc_scale(run->arena, run_atom_value(run, held ?
-		    atom_held(sp, atom_id(sp, base, ln->aux_source, k)) :
-		    atom_id(sp, base, ln->aux_source, k)), ln->aux_coef);
+		n = local_term(t, n, sp, held, atom_id(sp, base, ln->aux_source,
+		    k), ln->aux_coef);
 	/*
 	 * The multi-token prediction losses' atoms, each layer's with the
 	 * framework's factor of its chunk.
@@ -370,10 +387,8 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	for (j = 0; model_has_mtp(m, p) && j < ln->mtp; j++)
 		for (k = lo; k < hi; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, c.dp);
-			parts[n++] = lc_scale(run->arena, run_atom_value(run,
-			    held ? atom_held(sp, atom_id(sp, base,
-			    ln->mtp_source + j, k)) : atom_id(sp, base,
-			    ln->mtp_source + j, k)),
+			n = local_term(t, n, sp, held, atom_id(sp, base,
+			    ln->mtp_source + j, k),
 			    ln->mtp_coef[j * ln->chunks + chunk]);
 		}
 	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
@@ -388,14 +403,13 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 		a = split ? twin_source(m, base, j) : j;
 		for (k = lo; k < hi; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
-			parts[n++] = lc_scale(run->arena, run_atom_value(run,
-			    held ? atom_held(sp, atom_id(sp, base, a, k)) :
-			    atom_id(sp, base, a, k)), ln->coef[chunk]);
+			n = local_term(t, n, sp, held, atom_id(sp, base, a, k),
+			    ln->coef[chunk]);
 		}
 	}
-	*slot = lc_intern(&run->table, run->arena, lc_sum(run->arena, parts,
-	    (size_t)n, q_make(1, 1)));
-	free(parts);
+	*slot = lc_intern(&run->table, run->arena, lc_terms(run->arena, t,
+	    (size_t)n));
+	free(t);
 	return *slot;
 }
 
@@ -695,6 +709,7 @@ run_init_expected(struct sym_run *run)
 			continue;
 		n = 0;
 		memset(start, 0, (nkeys + 1) * sizeof *start);
+		memset(by_key, 0, nkeys * sizeof *by_key);
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
 			int base = m->params[pi].stage * run->stage_ranks;
@@ -731,13 +746,11 @@ run_init_expected(struct sym_run *run)
 		}
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
-			int base = m->params[pi].stage * run->stage_ranks;
 
 			run->expected[pi] = arena_alloc(run_seg_arena(run, pi),
-			    run->stage_ranks * sizeof **run->expected);
-			for (i = 0; i < run->stage_ranks; i++)
-				run->expected[pi][i] = by_key[run_shard_key(run,
-				    &m->params[pi], base + i)];
+			    nkeys * sizeof **run->expected);
+			memcpy(run->expected[pi], by_key, nkeys *
+			    sizeof **run->expected);
 		}
 	}
 	free(keys);
