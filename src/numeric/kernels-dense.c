@@ -268,6 +268,48 @@ bwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 }
 
 /*
+ * A per-feature scaling: feature column j of the rank's activation is
+ * multiplied by w[(j / stride) % period], and the weight's gradient sums
+ * d * x over the tokens and the features that share an entry.  The
+ * qk-norm and the attention sink's stand-in are two such maps.
+ */
+static void
+fwd_feature_scale(struct engine *eng, struct rank_state *rs,
+    const struct op *op, int64_t stride, int64_t period)
+{
+	enum arith		 arith = eng->arith;
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const union num		*w = rs->weight[op->param];
+	struct tensor		*out = &rs->act[op->out].t;
+	int64_t			 k;
+
+	tensor_alloc(out, x->rows, x->cols);
+	for (k = 0; k < x->rows * x->cols; k++)
+		out->v[k] = num_mul(arith, x->v[k],
+		    w[(k % x->cols) / stride % period]);
+}
+
+static void
+bwd_feature_scale(struct engine *eng, struct rank_state *rs,
+    const struct op *op, int64_t stride, int64_t period, const char *what)
+{
+	enum arith		 arith = eng->arith;
+	const struct tensor	*x = &act_in(rs, op, 0)->t;
+	const struct tensor	*d = &rs->grad[op->out];
+	const union num		*w = rs->weight[op->param];
+	union num		*g = rs->pgrad[op->param];
+	int64_t			 k, j;
+
+	tensor_check(d, x->rows, x->cols, what);
+	tensor_alloc(&rs->din[0], x->rows, x->cols);
+	for (k = 0; k < x->rows * x->cols; k++) {
+		j = (k % x->cols) / stride % period;
+		g[j] = num_add(arith, g[j], num_mul(arith, d->v[k], x->v[k]));
+		rs->din[0].v[k] = num_mul(arith, d->v[k], w[j]);
+	}
+}
+
+/*
  * qk-norm: one [head_dim] weight scales every head of the features this
  * rank holds (whole heads, so the local feature j is head dimension
  * j % head_dim).  Its gradient sums over tokens and over the local heads.
@@ -275,38 +317,19 @@ bwd_act(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 fwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
-	enum arith		 arith = eng->arith;
-	const struct op		*op = engine_op(eng, stage, opi);
-	const struct tensor	*x = &act_in(rs, op, 0)->t;
-	const union num		*w = rs->weight[op->param];
-	int64_t			 hd = eng->model->params[op->param].shape[0];
-	struct tensor		*out = &rs->act[op->out].t;
-	int64_t			 k;
+	const struct op	*op = engine_op(eng, stage, opi);
 
-	tensor_alloc(out, x->rows, x->cols);
-	for (k = 0; k < x->rows * x->cols; k++)
-		out->v[k] = num_mul(arith, x->v[k], w[(k % x->cols) % hd]);
+	fwd_feature_scale(eng, rs, op, 1,
+	    eng->model->params[op->param].shape[0]);
 }
 
 void
 bwd_head_norm(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
-	enum arith		 arith = eng->arith;
-	const struct op		*op = engine_op(eng, stage, opi);
-	const struct tensor	*x = &act_in(rs, op, 0)->t;
-	const struct tensor	*d = &rs->grad[op->out];
-	const union num		*w = rs->weight[op->param];
-	union num		*g = rs->pgrad[op->param];
-	int64_t			 hd = eng->model->params[op->param].shape[0];
-	int64_t			 k, j;
+	const struct op	*op = engine_op(eng, stage, opi);
 
-	tensor_check(d, x->rows, x->cols, "head norm gradient");
-	tensor_alloc(&rs->din[0], x->rows, x->cols);
-	for (k = 0; k < x->rows * x->cols; k++) {
-		j = (k % x->cols) % hd;
-		g[j] = num_add(arith, g[j], num_mul(arith, d->v[k], x->v[k]));
-		rs->din[0].v[k] = num_mul(arith, d->v[k], w[j]);
-	}
+	bwd_feature_scale(eng, rs, op, 1,
+	    eng->model->params[op->param].shape[0], "head norm gradient");
 }
 
 /*
@@ -404,37 +427,24 @@ sink_head_width(const struct engine *eng, const struct op *op,
 void
 fwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
-	enum arith		 arith = eng->arith;
-	const struct op		*op = engine_op(eng, stage, opi);
-	const struct tensor	*x = &act_in(rs, op, 0)->t;
-	const union num		*w = rs->weight[op->param];
-	struct tensor		*out = &rs->act[op->out].t;
-	int64_t			 k, width = sink_head_width(eng, op, x);
+	const struct op	*op = engine_op(eng, stage, opi);
 
-	tensor_alloc(out, x->rows, x->cols);
-	for (k = 0; k < x->rows * x->cols; k++)
-		out->v[k] = num_mul(arith, x->v[k], w[(k % x->cols) / width]);
+	const struct param *p = &eng->model->params[op->param];
+
+	fwd_feature_scale(eng, rs, op, sink_head_width(eng, op,
+	    &act_in(rs, op, 0)->t), p->local_shape[0]);
 }
 
 void
 bwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
-	enum arith		 arith = eng->arith;
-	const struct op		*op = engine_op(eng, stage, opi);
-	const struct tensor	*x = &act_in(rs, op, 0)->t;
-	const struct tensor	*d = &rs->grad[op->out];
-	const union num		*w = rs->weight[op->param];
-	union num		*g = rs->pgrad[op->param];
-	int64_t			 k, h, width;
+	const struct op	*op = engine_op(eng, stage, opi);
 
-	width = sink_head_width(eng, op, x);
-	tensor_check(d, x->rows, x->cols, "attention sink gradient");
-	tensor_alloc(&rs->din[0], x->rows, x->cols);
-	for (k = 0; k < x->rows * x->cols; k++) {
-		h = (k % x->cols) / width;
-		g[h] = num_add(arith, g[h], num_mul(arith, d->v[k], x->v[k]));
-		rs->din[0].v[k] = num_mul(arith, d->v[k], w[h]);
-	}
+	const struct param *p = &eng->model->params[op->param];
+
+	bwd_feature_scale(eng, rs, op, sink_head_width(eng, op,
+	    &act_in(rs, op, 0)->t), p->local_shape[0],
+	    "attention sink gradient");
 }
 
 /* Residual add: placements join, Replicate parts masked where needed. */
