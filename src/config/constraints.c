@@ -1417,11 +1417,17 @@ static const struct constraint constraints[] = {
 	{ KEY_AUX_OBJECTIVE, true, aux_objective_fits },
 	{ KEY_AUX_TYPE, true, aux_type_fits },
 	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
-	{ KEY_MTP, true, mtp_without_boundary },
-	{ KEY_MTP, false, mtp_without_output_boundary },
+	/*
+	 * What the framework itself refuses comes before what gradaudit
+	 * does not model: the user's run would stop there first, and a
+	 * torchtitan release without multi-token prediction was told that
+	 * its MoE boundary was not modelled with MTP.
+	 */
 	{ KEY_MTP, false, framework_mtp },
 	{ KEY_MTP, false, framework_mtp_cp },
 	{ KEY_MTP, false, framework_mtp_pp },
+	{ KEY_MTP, true, mtp_without_boundary },
+	{ KEY_MTP, false, mtp_without_output_boundary },
 	{ KEY_SEQ, false, mtp_pieces_fit },
 	{ KEY_DP_GROUP, false, dp_group_without_distopt },
 	{ KEY_VOCAB, false, embedding_fits },
@@ -1429,8 +1435,6 @@ static const struct constraint constraints[] = {
 	{ KEY_EXPERTS, true, experts_split_over_ep },
 	{ KEY_EP_ON, true, ep_on_tp_mask_fits },
 	{ KEY_EP_ON, true, ep_on_tp_replicated_fits },
-	{ KEY_EP_ON, true, tp_replicated_aux_modelled },
-	{ KEY_EP_ON, true, tp_replicated_output_modelled },
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },
@@ -1440,6 +1444,8 @@ static const struct constraint constraints[] = {
 	{ KEY_OUT_NORM, false, framework_has_out_norm },
 	{ KEY_EP_ON, false, framework_has_tp_mask },
 	{ KEY_EP_ON, false, framework_has_tp_replicated },
+	{ KEY_EP_ON, true, tp_replicated_aux_modelled },
+	{ KEY_EP_ON, true, tp_replicated_output_modelled },
 	{ KEY_EP_ON, true, tp_mask_aux_modelled },
 	{ KEY_AUX_TYPE, false, framework_has_global_aux },
 	{ KEY_ETP, true, framework_has_etp },
