@@ -508,7 +508,8 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 		    "model.mtp is not modelled with model.moe.ep_on: "
 		    "tp-replicated (its expert gradients are kept per source)" :
 		    "model.mtp is not modelled when the ranks of "
-		    "an ep group scale a micro-batch's loss differently "
+		    "an ep group scale a micro-batch's loss differently, "
+		    "or loss.objective weighs their tokens differently "
 		    "(their expert gradients are kept per source)";
 		ln->mtp = 0;
 		return;

@@ -13,8 +13,9 @@
  * rank r, of the summed loss of the valid tokens of micro-batch m of the
  * source's chunk.  Source 0 is the rank's own chunk (every dense
  * parameter); when the ranks of an expert-parallel group scale their
- * losses differently, an expert's gradient is kept apart per source, j =
- * 1 + the source's index in the ep group.  Then:
+ * losses differently, or the objective weighs their tokens differently
+ * (lossnorm.c, sources_differ), an expert's gradient is kept apart per
+ * source, j = 1 + the source's index in the ep group.  Then:
  *
  *   reference	sum of every atom times tokens / N, N the valid tokens of
  *		the step: the gradient of the mean over all valid tokens;
@@ -103,7 +104,8 @@ struct loss_norm {
 	bool		 uniform;	/* every weight is weight[0] */
 	/*
 	 * Atom ids per rank: 1, or 1 + ep when expert gradients are kept
-	 * per source (coefficients differ inside an ep group).
+	 * per source (coefficients or objective weights differ inside an
+	 * ep group, or tp-replicated dispatch).
 	 */
 	int		 sources;
 	bool		 split;		/* expert atoms kept per source */
