@@ -643,9 +643,53 @@ objective_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 	return v;
 }
 
+/* Does chunk (micro-batch m, rank r's dp) keep no token of layer `layer`? */
+static bool
+mtp_chunk_empty(const struct model *m, int r, int mb, int layer)
+{
+	struct coord c;
+
+	mesh_coord_of(&m->mesh, r, &c);
+	return m->loss.mtp_valid[(layer - 1) * m->loss.chunks +
+	    lossnorm_chunk(&m->mesh, mb, c.dp)] == 0;
+}
+
+/*
+ * Is a multi-token prediction atom of layer `layer` the gradient of
+ * chunks whose rolled masks keep no token?  Then it is zero: the loss has
+ * no term, and the framework's factor is 0 (mtp_factor).  The objective
+ * has no term for it either, and an expected value that kept it at the
+ * layer's weight called such a step wrong where it is right, against the
+ * numbers (the self-check, which holds the atom's value of 0, passed).
+ * An expert's atom, with ep > 1, holds the tokens that every rank of its
+ * ep group routes to it: it is zero only when all of theirs are.
+ */
+static bool
+mtp_atom_empty(const struct sym_run *run, uint32_t a, int layer,
+    bool expert)
+{
+	const struct model *m = run->model;
+	const struct atom_space *sp = &run->ctx->atoms;
+	int	 r = atom_rank(sp, a), mb = atom_micro_batch(sp, a), i;
+	int	*members;
+	bool	 empty;
+
+	if (!mtp_chunk_empty(m, r, mb, layer))
+		return false;
+	if (!expert || m->mesh.ep == 1)
+		return true;
+	/* Rare (a chunk of no rolled token): the group on demand. */
+	members = xcalloc((size_t)m->mesh.ep, sizeof *members);
+	(void)mesh_group(&m->mesh, GROUP_EP, r, members);
+	for (empty = true, i = 0; i < m->mesh.ep && empty; i++)
+		empty = mtp_chunk_empty(m, members[i], mb, layer);
+	free(members);
+	return empty;
+}
+
 static const struct lincomb *
 expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
-    struct rational weight)
+    struct rational weight, bool expert)
 {
 	const struct atom_space *sp = &run->ctx->atoms;
 	const struct loss_norm *ln = &run->model->loss;
@@ -664,6 +708,8 @@ expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 	for (i = 0; i < nb; i++) {
 		src = atom_source(sp, b[i]);
 		layer = atom_mtp_layer(sp, b[i]);
+		if (layer > 0 && mtp_atom_empty(run, b[i], layer, expert))
+			continue;
 		j = layer > 0 ? 1 + layer : ln->aux_source >= 0 &&
 		    src == ln->aux_source ? 1 : 0;
 		part[j][np[j]++] = b[i];
@@ -742,7 +788,7 @@ run_init_expected(struct sym_run *run)
 			if (j < nb)
 				qsort(b, nb, sizeof *b, cmp_u32);
 			by_key[key] = run_share(run, expected_sum(run, b, nb,
-			    weight));
+			    weight, m->params[lp->instance[0]].expert));
 		}
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
