@@ -1419,9 +1419,10 @@ static const struct constraint constraints[] = {
 	{ KEY_MTP_LOSS_SCALING_FACTOR, false, mtp_factor_fits },
 	/*
 	 * What the framework itself refuses comes before what gradaudit
-	 * does not model: the user's run would stop there first, and a
-	 * torchtitan release without multi-token prediction was told that
-	 * its MoE boundary was not modelled with MTP.
+	 * does not model, here and for ep_on below: the user's run would
+	 * stop there first, and a torchtitan release without multi-token
+	 * prediction was told that its MoE boundary was not modelled with
+	 * MTP.
 	 */
 	{ KEY_MTP, false, framework_mtp },
 	{ KEY_MTP, false, framework_mtp_cp },
@@ -1433,8 +1434,6 @@ static const struct constraint constraints[] = {
 	{ KEY_VOCAB, false, embedding_fits },
 	{ KEY_FFN, false, ffn_fits },
 	{ KEY_EXPERTS, true, experts_split_over_ep },
-	{ KEY_EP_ON, true, ep_on_tp_mask_fits },
-	{ KEY_EP_ON, true, ep_on_tp_replicated_fits },
 	{ KEY_EXPERT_FFN, true, expert_ffn_split_over_etp },
 	{ KEY_TOP_K, true, top_k_fits },
 	{ KEY_EXPERTS, true, experts_fit },
@@ -1444,6 +1443,8 @@ static const struct constraint constraints[] = {
 	{ KEY_OUT_NORM, false, framework_has_out_norm },
 	{ KEY_EP_ON, false, framework_has_tp_mask },
 	{ KEY_EP_ON, false, framework_has_tp_replicated },
+	{ KEY_EP_ON, true, ep_on_tp_mask_fits },
+	{ KEY_EP_ON, true, ep_on_tp_replicated_fits },
 	{ KEY_EP_ON, true, tp_replicated_aux_modelled },
 	{ KEY_EP_ON, true, tp_replicated_output_modelled },
 	{ KEY_EP_ON, true, tp_mask_aux_modelled },
