@@ -427,9 +427,8 @@ sink_head_width(const struct engine *eng, const struct op *op,
 void
 fwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
-	const struct op	*op = engine_op(eng, stage, opi);
-
-	const struct param *p = &eng->model->params[op->param];
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct param	*p = &eng->model->params[op->param];
 
 	fwd_feature_scale(eng, rs, op, sink_head_width(eng, op,
 	    &act_in(rs, op, 0)->t), p->local_shape[0]);
@@ -438,9 +437,8 @@ fwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
 void
 bwd_sink(struct engine *eng, struct rank_state *rs, int stage, int opi)
 {
-	const struct op	*op = engine_op(eng, stage, opi);
-
-	const struct param *p = &eng->model->params[op->param];
+	const struct op		*op = engine_op(eng, stage, opi);
+	const struct param	*p = &eng->model->params[op->param];
 
 	bwd_feature_scale(eng, rs, op, sink_head_width(eng, op,
 	    &act_in(rs, op, 0)->t), p->local_shape[0],
