@@ -1661,41 +1661,33 @@ plan_reduces(const struct model *m, const struct plan_item *it, int p)
 }
 
 /*
- * A plan without "preset" is exactly its steps: every parameter that
- * has data-parallel replicas needs one of them to reduce it.
+ * A plan without "preset" is exactly its steps: a parameter with
+ * data-parallel replicas that none of them reduces keeps each rank's own
+ * contributions.  That is a bug the plan describes, not one in the plan
+ * (kohya-ss/sd-scripts #924: a training script that unwrapped its DDP
+ * module ran no collective at all), so both engines run it and the
+ * diagnosis names the missing reduction (FACT_PLAN_UNREDUCED).
  */
-static const char *
-plan_unreduced(const struct model *m, struct cfg_mark *at, char *why,
-    size_t len)
+bool
+syncplan_unreduced(const struct model *m, int p)
 {
 	const struct config *c = m->config;
-	const struct param *pr;
-	int	 i, p, n;
-	bool	 reduced;
+	const struct param *pr = &m->params[p];
+	int	 i;
 
+	if (!plan_given(c))
+		return false;
 	for (i = 0; i < c->nplan; i++)
 		if (c->plan[i].op == PLAN_PRESET)
-			return NULL;
-	for (p = 0; p < m->nparams; p++) {
-		pr = &m->params[p];
-		n = mesh_group_size(&m->mesh, pr->expert ? GROUP_EDP :
-		    GROUP_DP);
-		reduced = false;
-		/* A reduction that never runs (micro-batches: none) is none. */
-		for (i = 0; i < c->nplan && !reduced; i++)
-			reduced = plan_schedule(m, &c->plan[i]) != 0 &&
-			    plan_reduces(m, &c->plan[i], p);
-		if (n < 2 || reduced)
-			continue;
-		*at = cfg_key_mark(c, KEY_PLAN);
-		snprintf(why, len, "plan: leaves %s without a reduction: its "
-		    "gradient has %d data-parallel replicas (%s) and no step "
-		    "reduces it; write \"preset\", or an all-reduce over %s "
-		    "or a reduce-scatter of its buffer", pr->name, n,
-		    pr->expert ? "edp" : "dp", pr->expert ? "edp" : "dp");
-		return why;
-	}
-	return NULL;
+			return false;
+	if (mesh_group_size(&m->mesh, pr->expert ? GROUP_EDP : GROUP_DP) < 2)
+		return false;
+	/* A reduction that never runs (micro-batches: none) is none. */
+	for (i = 0; i < c->nplan; i++)
+		if (plan_schedule(m, &c->plan[i]) != 0 &&
+		    plan_reduces(m, &c->plan[i], p))
+			return false;
+	return true;
 }
 
 const char *
@@ -1713,9 +1705,7 @@ syncplan_refusal(const struct model *m, struct cfg_mark *at, char *why,
 		    (r = plan_item_dtype_half_tie(m, i, at, why, len)) !=
 		    NULL))
 			return r;
-	if ((r = plan_growth_refusal(m, at, why, len)) != NULL)
-		return r;
-	return plan_unreduced(m, at, why, len);
+	return plan_growth_refusal(m, at, why, len);
 }
 
 /*

@@ -195,7 +195,7 @@ struct sync_plan {
 	int			 nskipped;
 	/*
 	 * Why the config's plan: cannot run on this model (a glob that
-	 * names no parameter, a parameter left without a reduction), and
+	 * names no parameter, a step over a group it cannot run on), and
 	 * where; NULL when it can.  Its steps are built all the same, so
 	 * that a sweep may ask (syncplan_refusal) after building.
 	 */
@@ -227,6 +227,11 @@ void	 syncplan_free(struct sync_plan *);
  */
 const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
 	    char *why, size_t len);
+/*
+ * Does a plan without "preset" leave parameter p's data-parallel replicas
+ * (dp, edp for experts) without any step that reduces them?
+ */
+bool	 syncplan_unreduced(const struct model *, int p);
 
 /*
  * One line saying what the step does: "reduce-scatter (sum) over dp of the

@@ -717,6 +717,35 @@ mtp_unequal_over_cp(const struct atom_space *sp,
 	return false;
 }
 
+/*
+ * A plan without "preset" that no step of reduces the parameter over its
+ * data-parallel replicas: that is the cause, whatever else its values
+ * show, and the finding names the plan (kohya-ss/sd-scripts #924).
+ */
+static bool
+explain_unreduced(struct finding_list *fl, const struct model *m, int l,
+    const struct param_result *pr)
+{
+	const struct config *c = m->config;
+	struct fact_args args = { .mesh = &m->mesh, .cause = KEY_PLAN };
+	struct cfg_mark at = cfg_key_mark(c, KEY_PLAN);
+	char	 plan[256];
+	int	 i, p = -1;
+
+	for (i = 0; i < m->logical[l].ninstances && p < 0; i++)
+		if (syncplan_unreduced(m, m->logical[l].instance[i]))
+			p = m->logical[l].instance[i];
+	if (p < 0)
+		return false;
+	/* The op names the plan where the step is missing, as a step's does. */
+	snprintf(plan, sizeof plan, "plan (%s:%d:%d)", c->file, at.line,
+	    at.col);
+	args.op = arena_strdup(&fl->audit->arena, plan);
+	args.group = m->params[p].expert ? "edp" : "dp";
+	tell(fl, pr, FACT_PLAN_UNREDUCED, &args);
+	return true;
+}
+
 static bool
 all_wrong_mtp(const struct atom_space *sp, const struct param_result *pr,
     struct rational *q, bool *uniform)
@@ -832,6 +861,8 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	}
 	if (explained || pr->correct ||
 	    explain_schedule(fl, run, l, pr, dw))
+		return;
+	if (explain_unreduced(fl, m, l, pr))
 		return;
 	/*
 	 * The scaling step's setting is the cause of a wrong factor (or

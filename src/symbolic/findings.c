@@ -162,6 +162,25 @@ static const struct entry {
 	  "as the tokens' own gather does (NeMo Automodel PR #2995's "
 	  "_AllGatherConcatVarlenFn), and leave the declare out" },
 	/*
+	 * kohya-ss/sd-scripts #924 (fixed by PR #989, db845300): fine_tune.py
+	 * replaced its DDP-wrapped models by their .module after
+	 * accelerator.prepare, so DDP's forward, which readies the reducer
+	 * for the backward, never ran: no gradient was ever all-reduced and
+	 * each process trained on its own data.  A plan without "preset" is
+	 * exactly its steps, and none of them reduces these parameters.
+	 */
+	[FACT_PLAN_UNREDUCED] = {
+	  FINDING_MISSING_REDUCTION, KEY_PLAN, "gradient synchronization",
+	  NULL,
+	  "no step of $P reduces this gradient over its $G replicas: each "
+	  "rank keeps the contributions of its own tokens, and every other "
+	  "rank's never reach it (kohya-ss/sd-scripts #924: a script that "
+	  "unwrapped its DDP module ran no all-reduce at all)",
+	  "add the reduction the framework runs to the plan: an all-reduce "
+	  "over $G that selects these parameters (params:, average: as the "
+	  "framework averages) or a reduce-scatter of their buffer; or write "
+	  "\"preset\" for the profile's own" },
+	/*
 	 * torchtitan PR #3412: ChunkedCELoss wrapped the chunks' Partial
 	 * input gradients as the hidden states' Replicate DTensor.
 	 */
@@ -644,7 +663,8 @@ put(char *buf, size_t *n, const char *s)
 static const char *
 step_group(const struct fact_args *f)
 {
-	return f->step != NULL ? mesh_group_name(f->step->group) : "dp";
+	return f->step != NULL ? mesh_group_name(f->step->group) :
+	    f->group != NULL ? f->group : "dp";
 }
 
 /* The mechanism's template with the fact's fields filled in. */
@@ -757,7 +777,7 @@ finding_tell(enum fact fact, const struct fact_args *f, struct arena *arena,
 		 */
 		w->op = f->step != NULL ? f->step->plan_item >= 0 ?
 		    arena_strdup(arena, f->step->label) : f->step->label :
-		    e->op;
+		    f->op != NULL ? f->op : e->op;
 	if (e->dim != NULL)
 		w->dim = e->dim;
 	else

@@ -91,6 +91,11 @@ enum fact {
 	 * score gradient never reaches the router (NeMo Automodel PR #2995).
 	 */
 	FACT_SCORES_DETACHED,
+	/*
+	 * A plan without "preset" that no step of reduces a parameter over
+	 * its data-parallel replicas (kohya-ss/sd-scripts #924).
+	 */
+	FACT_PLAN_UNREDUCED,
 	FACT__COUNT
 };
 
@@ -114,6 +119,10 @@ struct fact_args {
 	const char			*schedule;	/* formatted */
 	/* "plan[1] (a.yaml:9:5)": the declare: of a boundary, or NULL. */
 	const char			*declared_by;
+	/* The group no step names ("edp"), or NULL for "dp". */
+	const char			*group;
+	/* "plan (a.yaml:2:1)": the op where no step or reduction is one. */
+	const char			*op;
 };
 
 /* A finding's words, the strings in the arena given (or static). */
