@@ -90,6 +90,12 @@ classify(const struct lincomb *v, const struct lincomb *e,
 	size_t	 i = 0, j = 0;
 	bool	 missing = false, extra = false, first = true;
 	struct rational r;
+	/*
+	 * The expected weights held and in all, in doubles: the fitted
+	 * denominators (a chunk's tokens) of a long step have a common
+	 * multiple past int64, and this only chooses the finding's words.
+	 */
+	double	 held = 0, all = 0;
 
 	*lo = *hi = q_make(1, 1);
 	while (i < v->nterms || j < e->nterms) {
@@ -100,10 +106,13 @@ classify(const struct lincomb *v, const struct lincomb *e,
 			continue;
 		}
 		if (i == v->nterms || e->terms[j].atom < v->terms[i].atom) {
+			all += (double)e->terms[j].coef.num / e->terms[j].coef.den;
 			missing = true;
 			j++;
 			continue;
 		}
+		all += (double)e->terms[j].coef.num / e->terms[j].coef.den;
+		held += (double)e->terms[j].coef.num / e->terms[j].coef.den;
 		r = q_div(v->terms[i].coef, e->terms[j].coef);
 		if (first || (double)r.num / r.den < (double)lo->num / lo->den)
 			*lo = r;
@@ -115,8 +124,19 @@ classify(const struct lincomb *v, const struct lincomb *e,
 	}
 	if (extra)
 		return FINDING_WRONG_GROUP;
+	/*
+	 * Atoms missing and the rest at their own weight is a reduction
+	 * that never ran.  So is the rest at one factor that makes it the
+	 * whole's weight: a rank that averages its own tokens alone holds
+	 * g0 where the reference holds (g0+g1+g2+g3)/4, the mean no
+	 * all-reduce ever took (kohya-ss/sd-scripts #924).  Other factors
+	 * mix states, as a sum of reduced and unreduced values does
+	 * (Megatron-LM #844).
+	 */
 	if (missing)
-		return first || (q_equal(*lo, *hi) && lo->num == lo->den) ?
+		return first || (q_equal(*lo, *hi) && (lo->num == lo->den ||
+		    fabs((double)lo->num / lo->den * held - all) <=
+		    1e-9 * fabs(all))) ?
 		    FINDING_MISSING_REDUCTION : FINDING_WRONG_ORDER;
 	/*
 	 * One factor: a sum where a mean was meant and a value counted

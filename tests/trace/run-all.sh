@@ -38,7 +38,7 @@ step()
 	    "$1.py" "${2:-}"
 }
 
-for case in megatron_844 torchtitan_2416 hf_34191 megatron_1446 ddp; do
+for case in megatron_844 torchtitan_2416 hf_34191 megatron_1446 ddp kohya_924; do
 	step "$out/$case/bug" "$case"
 	step "$out/$case/fixed" "$case" --fixed
 done
