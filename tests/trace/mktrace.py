@@ -31,7 +31,7 @@ contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
 --bug makes the step wrong (missing, double, noise, huge, overflow,
-unowned, speck, small, clip);
+unowned, speck, small, local, clip);
 --defect makes the trace itself bad (see DEFECTS), for gradaudit compare
 to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
@@ -224,6 +224,16 @@ def make_step(args):
         x = par.ranks[0].find("final/layer.weight")
         x[3][1999 % len(x[3])] += 0.1 * max(abs(v) for v in x[3])
         x[3] = rounded(dt, x[3])
+    elif args.bug == "local":
+        # Never all-reduced: each rank steps with the mean of its own
+        # tokens, dp times its share of the reference's mean
+        # (kohya-ss/sd-scripts #924).
+        for d in range(dp):
+            for t in range(tp):
+                x = par.ranks[rank(d, t)].find("final/embedding.weight")
+                x[3] = rounded(dt, combine([
+                    (1.0, contrib["embedding.weight"][rank(d, t)][m])
+                    for m in range(k)]))
     elif args.bug == "double":
         # Summed over dp and never averaged.
         for rk in par.ranks:
@@ -566,7 +576,7 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
                                       "huge", "overflow", "unowned", "speck",
-                                      "small",
+                                      "small", "local",
                                       "clip"],
                     default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
