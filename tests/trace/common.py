@@ -395,6 +395,23 @@ def batch(chunks):
     return tuple(torch.cat(p, 0) for p in parts)
 
 
+def token_mean_reference(out, parallel_dir, model, chunks):
+    """The one-process reference the programs share: `model` with the
+    parallel step's weights, the chunks side by side as one micro-batch,
+    its loss the mean over their valid tokens, and its gradients the
+    finals.  Returns the trace still open, for the caller to close (after
+    adding to it, as megatron_844.py adds the norm)."""
+    trace = Trace(out, mode="reference", micro_batches=1)
+    add_params(trace, model)
+    trace.load_weights(model, parallel_dir)
+    tokens, targets, mask = batch(chunks)
+    with trace.micro_batch(0, tokens=int(mask.sum())):
+        loss = (token_losses(model(tokens), targets) * mask).sum() / mask.sum()
+        loss.backward()
+    trace.finals_from_grads()
+    return trace
+
+
 # --- gradient synchronization helpers ---------------------------------------
 
 def grads(model):

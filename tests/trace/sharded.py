@@ -74,16 +74,9 @@ def parallel(rank, world, out, opts):
 
 
 def reference(out, parallel_dir, opts):
-    model = common.TinyLM(layers=[0])
-    trace = common.Trace(out, mode="reference", micro_batches=1)
-    common.add_params(trace, model)
-    trace.load_weights(model, parallel_dir)
-    tokens, targets, mask = common.batch(common.chunk(i) for i in range(DP))
-    with trace.micro_batch(0, tokens=int(mask.sum())):
-        loss = (common.token_losses(model(tokens), targets) * mask).sum() / mask.sum()
-        loss.backward()
-    trace.finals_from_grads()
-    trace.close()
+    common.token_mean_reference(
+        out, parallel_dir, common.TinyLM(layers=[0]),
+        (common.chunk(i) for i in range(DP))).close()
 
 
 if __name__ == "__main__":
