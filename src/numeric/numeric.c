@@ -41,7 +41,11 @@
  *   GRADAUDIT_TEST_NUDGE_RANK=r move that element to the next float (in
  *				 float numerics), a difference within rounding
  *				 that only the bit-for-bit comparison of
- *				 replicas must report (exit 3).
+ *				 replicas must report (exit 3);
+ *   GRADAUDIT_TEST_TRACE_DIR=dir write the step as a trace and its
+ *				 reference into dir (tracewrite.h), with
+ *				 --numerics float64, for gradaudit compare to
+ *				 be held against the symbolic engine.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -63,6 +67,7 @@
 #include "numeric/numeric.h"
 #include "numeric/numsync.h"
 #include "numeric/reference.h"
+#include "numeric/tracewrite.h"
 #include "numeric/transport.h"
 #include "symbolic/audit.h"
 #include "symbolic/context.h"
@@ -223,6 +228,22 @@ numeric_skip_reason(const struct config *cfg, char *msg, size_t len)
  * The audit.
  */
 
+/* GRADAUDIT_TEST_TRACE_DIR: the step as a trace, on process 0. */
+static void
+test_trace(enum arith arith, const struct model *m, const struct gathered *gv,
+    union num **ref, const struct audit *audit)
+{
+	const char	*dir = getenv("GRADAUDIT_TEST_TRACE_DIR");
+	char		 why[256];
+
+	if (dir == NULL || *dir == '\0')
+		return;
+	if (arith != ARITH_FLOAT64)
+		fatalx("GRADAUDIT_TEST_TRACE_DIR needs --numerics float64");
+	if (trace_write_step(dir, m, gv, ref, audit, why, sizeof why) != 0)
+		fprintf(stderr, "gradaudit: trace not written: %s\n", why);
+}
+
 /* What the buffer hook (interpret.h) needs to run the plan's steps. */
 struct plan_run {
 	const struct layout	*layout;
@@ -319,6 +340,7 @@ numeric_audit(const struct sym_context *ctx, struct transport *transport,
 		    &pc) > 0)
 			status = EXIT_RUNTIME;
 		audit->numeric = true;
+		test_trace(options->arith, m, &gv, ref, audit);
 		/*
 		 * The norm's numeric verdict is grad_norm.numeric_correct.
 		 * Rows no update reaches show in no value: the verdict takes

@@ -1,0 +1,171 @@
+#!/usr/bin/env python3
+"""Hold gradaudit compare's reading of a step against the symbolic engine.
+
+    python3 tests/trace/oracle.py RUN_JSON COMPARE_JSON TRACE_DIR
+
+RUN_JSON is `gradaudit run --numerics float64 --format json --expand` of a
+config, run with GRADAUDIT_TEST_TRACE_DIR=TRACE_DIR, which wrote the step
+as a trace (src/numeric/tracewrite.c); COMPARE_JSON is `gradaudit compare
+--format json --expand` of that trace against its reference.  compare sees
+only what a real job records; the symbolic engine knows what ran.  So:
+
+  - for every parameter and rank, compare's verdict is the numeric audit's
+    (the same numbers against the same reference);
+  - where compare and the symbolic engine cut a rank's final at the same
+    region, compare's expression is the symbolic one, once the atoms whose
+    contributions are zero over the region are left out (an embedding row
+    no token of a rank touched, an expert no token chose: no numbers can
+    show such an atom, and the reference lacks it too).  Cells whose
+    symbolic atoms are not a rank's micro-batches (atoms per source, of
+    an auxiliary or a multi-token loss) have no trace counterpart and are
+    counted, not compared.
+
+Prints one line per disagreement and a summary; exits 1 on any
+disagreement, 0 otherwise.  Standard library only.
+"""
+
+import array
+import json
+import os
+import re
+import struct
+import sys
+
+PLAIN = re.compile(r"^g(\d+)(?:m(\d+))?$")
+
+
+def read_rank(path):
+    """A rank file's metadata and its tensors as arrays of doubles."""
+    with open(path, "rb") as f:
+        blob = f.read()
+    (n,) = struct.unpack("<Q", blob[:8])
+    header = json.loads(blob[8:8 + n])
+    meta = json.loads(header.pop("__metadata__")["gradaudit"])
+    data = blob[8 + n:]
+    tensors = {}
+    for key, desc in header.items():
+        if desc["dtype"] != "F64":
+            raise SystemExit("%s: %s is %s, not F64" % (path, key, desc["dtype"]))
+        lo, hi = desc["data_offsets"]
+        a = array.array("d")
+        a.frombytes(data[lo:hi])
+        if sys.byteorder != "little":
+            a.byteswap()
+        tensors[key] = a
+    return meta, tensors
+
+
+def global_index(shape, offset, box, i):
+    """Element i of a box, row-major, as an index of its parameter."""
+    coords = []
+    for b in reversed(box):
+        coords.append(i % b)
+        i //= b
+    coords.reverse()
+    g = 0
+    for d, size in enumerate(shape):
+        g = g * size + offset[d] + coords[d]
+    return g
+
+
+class Trace:
+    def __init__(self, directory):
+        with open(os.path.join(directory, "manifest.json")) as f:
+            manifest = json.load(f)
+        self.k = manifest["micro_batches"]
+        self.shape = {}
+        self.box = {}        # (rank, param) -> (offset, box)
+        self.contrib = {}    # (rank, mb, param) -> {global index: value}
+        for r, name in enumerate(manifest["files"]):
+            meta, tensors = read_rank(os.path.join(directory, name))
+            for p, d in meta["params"].items():
+                self.shape[p] = d["shape"]
+            for key, d in meta["tensors"].items():
+                if d["kind"] != "contrib":
+                    continue
+                p = d["param"]
+                self.box[(r, p)] = (d["offset"], d["box"])
+                values = tensors[key]
+                self.contrib[(r, d["mb"], p)] = {
+                    global_index(self.shape[p], d["offset"], d["box"], i): v
+                    for i, v in enumerate(values) if v != 0.0}
+
+    def zero_over(self, atom_rank, mb, param, rank, lo, hi):
+        """Is atom (atom_rank, mb) zero on rank's local elements lo..hi?"""
+        nonzero = self.contrib.get((atom_rank, mb, param))
+        if not nonzero:
+            return True
+        offset, box = self.box[(rank, param)]
+        shape = self.shape[param]
+        return not any(global_index(shape, offset, box, i) in nonzero
+                       for i in range(lo, hi))
+
+
+def cells(report, key):
+    for p in report["params"]:
+        for c in p["cells"]:
+            if c.get("used") is not False:
+                yield p["name"], c
+
+
+def main(argv):
+    if len(argv) != 4:
+        sys.stderr.write(__doc__.split("\n\n")[1] + "\n")
+        return 2
+    with open(argv[1]) as f:
+        run = json.load(f)
+    with open(argv[2]) as f:
+        cmp = json.load(f)
+    trace = Trace(os.path.join(argv[3], "parallel"))
+    bad = []
+
+    verdict = {}
+    for name, c in cells(run, "numeric_ok"):
+        k = (name, c["rank"])
+        verdict[k] = verdict.get(k, True) and c["numeric_ok"] is True
+    seen = {}
+    for name, c in cells(cmp, "ok"):
+        k = (name, c["rank"])
+        seen[k] = seen.get(k, True) and c["ok"] is True
+    for k in sorted(set(verdict) | set(seen)):
+        if verdict.get(k) != seen.get(k):
+            bad.append("%s rank %d: numeric audit %s, compare %s"
+                       % (k[0], k[1], verdict.get(k), seen.get(k)))
+
+    symbolic = {(name, c["rank"], tuple(c["region"])): c["terms"]
+                for name, c in cells(run, "terms")}
+    compared = other = undetermined = 0
+    for name, c in cells(cmp, "terms"):
+        lo, hi = c["region"]
+        terms = symbolic.get((name, c["rank"], (lo, hi)))
+        if terms is None:
+            continue
+        if c.get("expr") is None:
+            undetermined += 1
+            continue
+        atoms = {a: PLAIN.match(a) for a in terms}
+        if not all(atoms.values()):
+            other += 1
+            continue
+        want = {}
+        for a, m in atoms.items():
+            mb = int(m.group(2)) if m.group(2) is not None else 0
+            if not trace.zero_over(int(m.group(1)), mb, name, c["rank"],
+                                   lo, hi):
+                want[a] = terms[a]
+        compared += 1
+        if want != c["terms"]:
+            bad.append("%s rank %d [%d,%d): symbolic %s, compare %s"
+                       % (name, c["rank"], lo, hi, json.dumps(want,
+                          sort_keys=True), json.dumps(c["terms"],
+                          sort_keys=True)))
+    for line in bad:
+        print(line)
+    print("verdicts %d, expressions compared %d, other atoms %d, "
+          "undetermined %d, disagreements %d"
+          % (len(verdict), compared, other, undetermined, len(bad)))
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))
