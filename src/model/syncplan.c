@@ -1661,6 +1661,53 @@ plan_reduces(const struct model *m, const struct plan_item *it, int p)
 }
 
 /*
+ * The groups along no data-parallel axis: a sum over one of them meets
+ * another replica of a parameter's elements only where the expert layout
+ * folds tp into edp (plan_meets_replicas).  Every other group has a dp
+ * axis (pure-dp, cp, an FSDP split, gtp, edp, ...), and reduces over dp
+ * even when that axis has one member here: over too small a group, which
+ * the values show (wrong-group, as the preset's own such step is told).
+ */
+static const bool group_off_dp[GROUP__COUNT] = {
+	[GROUP_TP] = true,
+	[GROUP_PP] = true,
+	[GROUP_EMBEDDING] = true,
+	[GROUP_EP] = true,
+	[GROUP_ETP] = true,
+	[GROUP_EP_ETP] = true,
+};
+
+/*
+ * Does step it reduce over parameter p's data-parallel replicas (dp,
+ * edp for experts)?  A sum over tp, over the tied copies' embedding or
+ * pp group, or over ep adds other elements or another copy's, and leaves
+ * the replicas as unreduced as no step does.
+ */
+static bool
+plan_meets_replicas(const struct model *m, const struct plan_item *it,
+    int p)
+{
+	const struct param *pr = &m->params[p];
+	enum group_kind replicas = pr->expert ? GROUP_EDP : GROUP_DP;
+	enum group_kind g = lossterm_group(it);
+	int	*members, rank, n, i, id;
+	bool	 meets = false;
+
+	if (!group_off_dp[g])
+		return true;
+	rank = mesh_rank_of(&m->mesh, pr->stage, 0, 0);
+	id = mesh_group_id(&m->mesh, replicas, rank);
+	n = mesh_group_size(&m->mesh, g);
+	members = xreallocarray(NULL, n, sizeof *members);
+	mesh_group(&m->mesh, g, rank, members);
+	for (i = 0; i < n && !meets; i++)
+		meets = members[i] != rank &&
+		    mesh_group_id(&m->mesh, replicas, members[i]) == id;
+	free(members);
+	return meets;
+}
+
+/*
  * A plan without "preset" is exactly its steps: a parameter with
  * data-parallel replicas that none of them reduces keeps each rank's own
  * contributions.  That is a bug the plan describes, not one in the plan
@@ -1685,7 +1732,8 @@ syncplan_unreduced(const struct model *m, int p)
 	/* A reduction that never runs (micro-batches: none) is none. */
 	for (i = 0; i < c->nplan; i++)
 		if (plan_schedule(m, &c->plan[i]) != 0 &&
-		    plan_reduces(m, &c->plan[i], p))
+		    plan_reduces(m, &c->plan[i], p) &&
+		    plan_meets_replicas(m, &c->plan[i], p))
 			return false;
 	return true;
 }

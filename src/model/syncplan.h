@@ -229,7 +229,10 @@ const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
 	    char *why, size_t len);
 /*
  * Does a plan without "preset" leave parameter p's data-parallel replicas
- * (dp, edp for experts) without any step that reduces them?
+ * (dp, edp for experts) without any step that reduces them: no all-reduce
+ * or reduce-scatter that selects p, runs at some micro-batch and goes over
+ * a group with a data-parallel axis (a sum over tp or the tied copies'
+ * embedding group is none)?
  */
 bool	 syncplan_unreduced(const struct model *, int p);
 
