@@ -1738,6 +1738,21 @@ syncplan_unreduced(const struct model *m, int p)
 	return true;
 }
 
+int
+syncplan_unreduced_never_runs(const struct model *m, int p)
+{
+	const struct config *c = m->config;
+	int	 i;
+
+	if (!syncplan_unreduced(m, p))
+		return -1;
+	for (i = 0; i < c->nplan; i++)
+		if (plan_reduces(m, &c->plan[i], p) &&
+		    plan_meets_replicas(m, &c->plan[i], p))
+			return i;
+	return -1;
+}
+
 const char *
 syncplan_refusal(const struct model *m, struct cfg_mark *at, char *why,
     size_t len)

@@ -235,6 +235,12 @@ const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
  * embedding group is none)?
  */
 bool	 syncplan_unreduced(const struct model *, int p);
+/*
+ * When it does, the plan: item that would reduce them but runs at no
+ * micro-batch (micro-batches: none), or -1: that step, not a missing
+ * one, is what to correct.
+ */
+int	 syncplan_unreduced_never_runs(const struct model *, int p);
 
 /*
  * One line saying what the step does: "reduce-scatter (sum) over dp of the

@@ -723,20 +723,31 @@ mtp_unequal_over_cp(const struct atom_space *sp,
  * show, and the finding names the plan (kohya-ss/sd-scripts #924).
  */
 static bool
-explain_unreduced(struct finding_list *fl, const struct model *m, int l,
-    const struct param_result *pr)
+explain_unreduced(struct finding_list *fl, const struct model *m,
+    const struct sync_plan *sp, int l, const struct param_result *pr)
 {
 	const struct config *c = m->config;
 	struct fact_args args = { .mesh = &m->mesh, .cause = KEY_PLAN };
 	struct cfg_mark at = cfg_key_mark(c, KEY_PLAN);
 	char	 plan[256];
-	int	 i, p = -1;
+	int	 i, p = -1, never;
 
 	for (i = 0; i < m->logical[l].ninstances && p < 0; i++)
 		if (syncplan_unreduced(m, m->logical[l].instance[i]))
 			p = m->logical[l].instance[i];
 	if (p < 0)
 		return false;
+	/* A step scheduled at no micro-batch: name it, as a step's finding. */
+	never = syncplan_unreduced_never_runs(m, p);
+	for (i = 0; never >= 0 && i < sp->nsteps; i++) {
+		const struct sync_step *s = &sp->steps[i];
+
+		if (s->plan_item != never || !touches_logical(s, m, l))
+			continue;
+		args.step = s;
+		tell(fl, pr, FACT_PLAN_NEVER_RUNS, &args);
+		return true;
+	}
 	/* The op names the plan where the step is missing, as a step's does. */
 	snprintf(plan, sizeof plan, "plan (%s:%d:%d)", c->file, at.line,
 	    at.col);
@@ -862,7 +873,7 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (explained || pr->correct ||
 	    explain_schedule(fl, run, l, pr, dw))
 		return;
-	if (explain_unreduced(fl, m, l, pr))
+	if (explain_unreduced(fl, m, &ctx->plan, l, pr))
 		return;
 	/*
 	 * The scaling step's setting is the cause of a wrong factor (or

@@ -181,6 +181,20 @@ static const struct entry {
 	  "framework averages) or a reduce-scatter of their buffer; or write "
 	  "\"preset\" for the profile's own" },
 	/*
+	 * The step is there, scheduled at no micro-batch: the plan
+	 * describes a reduction that never runs, and the step's schedule,
+	 * not a missing step, is what to correct.
+	 */
+	[FACT_PLAN_NEVER_RUNS] = {
+	  FINDING_MISSING_REDUCTION, KEY_PLAN, NULL, NULL,
+	  "$L runs at no micro-batch, and no other step of the plan reduces "
+	  "this gradient over its $G replicas: each rank keeps the "
+	  "contributions of its own tokens, and every other rank's never "
+	  "reach it",
+	  "run the step where the gradients of every micro-batch are "
+	  "accumulated: after the last micro-batch's backward "
+	  "(micro-batches: last)" },
+	/*
 	 * torchtitan PR #3412: ChunkedCELoss wrapped the chunks' Partial
 	 * input gradients as the hidden states' Replicate DTensor.
 	 */

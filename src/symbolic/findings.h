@@ -96,6 +96,11 @@ enum fact {
 	 * its data-parallel replicas (kohya-ss/sd-scripts #924).
 	 */
 	FACT_PLAN_UNREDUCED,
+	/*
+	 * The same, where a step of the plan would reduce it but runs at no
+	 * micro-batch (micro-batches: none).
+	 */
+	FACT_PLAN_NEVER_RUNS,
 	FACT__COUNT
 };
 
