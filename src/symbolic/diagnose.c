@@ -745,6 +745,7 @@ explain_unreduced(struct finding_list *fl, const struct model *m,
 		if (s->plan_item != never || !touches_logical(s, m, l))
 			continue;
 		args.step = s;
+		args.group = m->params[p].expert ? "edp" : "dp";
 		tell(fl, pr, FACT_PLAN_NEVER_RUNS, &args);
 		return true;
 	}

@@ -677,8 +677,8 @@ put(char *buf, size_t *n, const char *s)
 static const char *
 step_group(const struct fact_args *f)
 {
-	return f->step != NULL ? mesh_group_name(f->step->group) :
-	    f->group != NULL ? f->group : "dp";
+	return f->group != NULL ? f->group : f->step != NULL ?
+	    mesh_group_name(f->step->group) : "dp";
 }
 
 /* The mechanism's template with the fact's fields filled in. */

@@ -124,7 +124,10 @@ struct fact_args {
 	const char			*schedule;	/* formatted */
 	/* "plan[1] (a.yaml:9:5)": the declare: of a boundary, or NULL. */
 	const char			*declared_by;
-	/* The group no step names ("edp"), or NULL for "dp". */
+	/*
+	 * The parameter's replica group ("edp") where the finding is about
+	 * it rather than the step's group, or NULL: the step's, else "dp".
+	 */
 	const char			*group;
 	/* "plan (a.yaml:2:1)": the op where no step or reduction is one. */
 	const char			*op;
