@@ -15,6 +15,7 @@
 #include "base/xmalloc.h"
 #include "cmd/explain-plan.h"
 #include "config/framework.h"
+#include "config/plan.h"
 #include "model/placement.h"
 #include "model/planwrite.h"
 #include "model/syncplan.h"
@@ -116,15 +117,26 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	const struct sync_step *s;
 	char	 why[128], head[1024];
 	int	 k, n;
+	bool	 preset = !plan_given(c);
 
+	for (k = 0; k < c->nplan; k++)
+		preset = preset || c->plan[k].op == PLAN_PRESET;
 	snprintf(head, sizeof head, "The sync plan of %s (%s).", c->name,
 	    c->file);
 	comment(fp, "", head);
-	comment(fp, "", "The preset written out as steps: as that "
-	    "configuration's plan: they run");
-	comment(fp, "", "what it runs.  Factors name the mesh's sizes where "
-	    "the preset does;");
-	comment(fp, "", "parameter names are this model's.");
+	if (preset) {
+		comment(fp, "", "The preset written out as steps: as that "
+		    "configuration's plan: they run");
+		comment(fp, "", "what it runs.  Factors name the mesh's sizes "
+		    "where the preset does;");
+		comment(fp, "", "parameter names are this model's.");
+	} else {
+		/* Without "preset" there is none to write out: the steps are the user's. */
+		comment(fp, "", "The plan's own steps, with no preset: as that "
+		    "configuration's plan: they");
+		comment(fp, "", "run what it runs; parameter names are this "
+		    "model's.");
+	}
 	/*
 	 * A plan of declarations alone has items: not an empty list.  A
 	 * declaration of an activation's gradient has not even a record.
