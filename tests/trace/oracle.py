@@ -11,6 +11,9 @@ only what a real job records; the symbolic engine knows what ran.  So:
 
   - for every parameter and rank, compare's verdict is the numeric audit's
     (the same numbers against the same reference);
+  - where compare leaves a region undetermined, its contributions there
+    outnumber its elements or are not independent (tp copies of one
+    computation), as gradaudit(1) says they must be;
   - where compare and the symbolic engine cut a rank's final at the same
     region, compare's expression is the symbolic one, once the atoms whose
     contributions are zero over the region are left out (an embedding row
@@ -90,6 +93,20 @@ class Trace:
                     global_index(self.shape[p], d["offset"], d["box"], i): v
                     for i, v in enumerate(values) if v != 0.0}
 
+    def columns(self, param, rank, lo, hi):
+        """The contributions that are not zero on rank's local elements
+        lo..hi, each as a list of values there."""
+        offset, box = self.box[(rank, param)]
+        shape = self.shape[param]
+        where = [global_index(shape, offset, box, i) for i in range(lo, hi)]
+        cols = []
+        for (r, mb, p), nonzero in self.contrib.items():
+            if p == param and nonzero:
+                col = [nonzero.get(g, 0.0) for g in where]
+                if any(col):
+                    cols.append(col)
+        return cols
+
     def zero_over(self, atom_rank, mb, param, rank, lo, hi):
         """Is atom (atom_rank, mb) zero on rank's local elements lo..hi?"""
         nonzero = self.contrib.get((atom_rank, mb, param))
@@ -99,6 +116,24 @@ class Trace:
         shape = self.shape[param]
         return not any(global_index(shape, offset, box, i) in nonzero
                        for i in range(lo, hi))
+
+
+def independent(cols):
+    """Are the columns clearly independent (Gram-Schmidt, each keeping
+    more than 1e-6 of its norm)?  compare calls a region undetermined
+    only when they are not, or when they outnumber its elements."""
+    basis = []
+    for col in cols:
+        v = list(col)
+        norm = sum(x * x for x in v) ** 0.5
+        for b in basis:
+            d = sum(x * y for x, y in zip(v, b))
+            v = [x - d * y for x, y in zip(v, b)]
+        left = sum(x * x for x in v) ** 0.5
+        if left <= 1e-6 * norm:
+            return False
+        basis.append([x / left for x in v])
+    return True
 
 
 def cells(report, key):
@@ -142,6 +177,12 @@ def main(argv):
             continue
         if c.get("expr") is None:
             undetermined += 1
+            cols = trace.columns(name, c["rank"], lo, hi)
+            if len(cols) <= hi - lo and independent(cols):
+                bad.append("%s rank %d [%d,%d): undetermined, though its "
+                           "%d contributions are independent over %d "
+                           "elements" % (name, c["rank"], lo, hi,
+                                         len(cols), hi - lo))
             continue
         atoms = {a: PLAIN.match(a) for a in terms}
         if not all(atoms.values()):
