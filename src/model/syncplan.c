@@ -1738,6 +1738,38 @@ syncplan_unreduced(const struct model *m, int p)
 	return true;
 }
 
+/*
+ * The two copies of a tied weight on different stages meet only in a sum
+ * over embedding or pp (a plan item over pp or embedding must select
+ * both, plan_item_refusal): without one, each stage steps with its own
+ * use's gradient.
+ */
+bool
+syncplan_untied(const struct model *m, int lp)
+{
+	const struct config *c = m->config;
+	const struct logical_param *l = &m->logical[lp];
+	enum group_kind g;
+	int	 i;
+
+	if (!plan_given(c) || l->ninstances < 2 ||
+	    m->params[l->instance[0]].stage == m->params[l->instance[1]].stage)
+		return false;
+	for (i = 0; i < c->nplan; i++)
+		if (c->plan[i].op == PLAN_PRESET)
+			return false;
+	for (i = 0; i < c->nplan; i++) {
+		if (c->plan[i].op != PLAN_ALL_REDUCE ||
+		    plan_schedule(m, &c->plan[i]) == 0)
+			continue;
+		g = lossterm_group(&c->plan[i]);
+		if ((g == GROUP_EMBEDDING || g == GROUP_PP) &&
+		    plan_reduces(m, &c->plan[i], l->instance[0]))
+			return false;
+	}
+	return true;
+}
+
 int
 syncplan_unreduced_never_runs(const struct model *m, int p)
 {

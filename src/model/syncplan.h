@@ -241,6 +241,12 @@ bool	 syncplan_unreduced(const struct model *, int p);
  * one, is what to correct.
  */
 int	 syncplan_unreduced_never_runs(const struct model *, int p);
+/*
+ * Does a plan without "preset" leave the copies of tied logical parameter
+ * lp, on two stages, without a running all-reduce over embedding or pp
+ * that sums them?
+ */
+bool	 syncplan_untied(const struct model *, int lp);
 
 /*
  * One line saying what the step does: "reduce-scatter (sum) over dp of the

@@ -719,8 +719,9 @@ mtp_unequal_over_cp(const struct atom_space *sp,
 
 /*
  * A plan without "preset" that no step of reduces the parameter over its
- * data-parallel replicas: that is the cause, whatever else its values
- * show, and the finding names the plan (kohya-ss/sd-scripts #924).
+ * data-parallel replicas, or sums a tied weight's copies: that is the
+ * cause, whatever else its values show, and the finding names the plan
+ * (kohya-ss/sd-scripts #924).
  */
 static bool
 explain_unreduced(struct finding_list *fl, const struct model *m,
@@ -731,12 +732,21 @@ explain_unreduced(struct finding_list *fl, const struct model *m,
 	struct cfg_mark at = cfg_key_mark(c, KEY_PLAN);
 	char	 plan[256];
 	int	 i, p = -1, never;
+	bool	 untied = false;
 
+	/* The op names the plan where the step is missing, as a step's does. */
+	snprintf(plan, sizeof plan, "plan (%s:%d:%d)", c->file, at.line,
+	    at.col);
+	args.op = arena_strdup(&fl->audit->arena, plan);
+	if (syncplan_untied(m, l)) {
+		tell(fl, pr, FACT_PLAN_UNTIED, &args);
+		untied = true;
+	}
 	for (i = 0; i < m->logical[l].ninstances && p < 0; i++)
 		if (syncplan_unreduced(m, m->logical[l].instance[i]))
 			p = m->logical[l].instance[i];
 	if (p < 0)
-		return false;
+		return untied;
 	/* A step scheduled at no micro-batch: name it, as a step's finding. */
 	never = syncplan_unreduced_never_runs(m, p);
 	for (i = 0; never >= 0 && i < sp->nsteps; i++) {
@@ -749,10 +759,6 @@ explain_unreduced(struct finding_list *fl, const struct model *m,
 		tell(fl, pr, FACT_PLAN_NEVER_RUNS, &args);
 		return true;
 	}
-	/* The op names the plan where the step is missing, as a step's does. */
-	snprintf(plan, sizeof plan, "plan (%s:%d:%d)", c->file, at.line,
-	    at.col);
-	args.op = arena_strdup(&fl->audit->arena, plan);
 	args.group = m->params[p].expert ? "edp" : "dp";
 	tell(fl, pr, FACT_PLAN_UNREDUCED, &args);
 	return true;

@@ -195,6 +195,23 @@ static const struct entry {
 	  "accumulated: after the last micro-batch's backward "
 	  "(micro-batches: last)" },
 	/*
+	 * The tied weight's copies, the lookup's on the first stage and the
+	 * output layer's on the last, are one parameter only if their
+	 * gradients are summed before either steps (the preset's
+	 * embedding_grad rule); a plan without "preset" that has no such
+	 * step leaves each stage its own use's gradient.
+	 */
+	[FACT_PLAN_UNTIED] = {
+	  FINDING_MISSING_REDUCTION, KEY_PLAN, "gradient synchronization",
+	  "embedding",
+	  "no step of the plan sums the tied weight's two copies, the "
+	  "embedding lookup's on the first stage and the output layer's on "
+	  "the last: each stage steps with its own use's gradient, and the "
+	  "copies of one weight drift apart",
+	  "add an all-reduce over embedding of both copies to the plan "
+	  "(params: [embedding.weight, output.weight]), or write \"preset\" "
+	  "for the profile's own" },
+	/*
 	 * torchtitan PR #3412: ChunkedCELoss wrapped the chunks' Partial
 	 * input gradients as the hidden states' Replicate DTensor.
 	 */

@@ -97,6 +97,11 @@ enum fact {
 	 */
 	FACT_PLAN_UNREDUCED,
 	/*
+	 * A plan without "preset" that never sums a tied weight's copies
+	 * over the embedding group.
+	 */
+	FACT_PLAN_UNTIED,
+	/*
 	 * The same, where a step of the plan would reduce it but runs at no
 	 * micro-batch (micro-batches: none).
 	 */
