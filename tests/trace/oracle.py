@@ -14,11 +14,13 @@ only what a real job records; the symbolic engine knows what ran.  So:
   - where compare leaves a region undetermined, its contributions there
     outnumber its elements or are not independent (tp copies of one
     computation), as gradaudit(1) says they must be;
-  - where compare and the symbolic engine cut a rank's final at the same
-    region, compare's expression is the symbolic one, once the atoms whose
-    contributions are zero over the region are left out (an embedding row
-    no token of a rank touched, an expert no token chose: no numbers can
-    show such an atom, and the reference lacks it too).  Cells whose
+  - compare's regions hold the elements the audit uses, each once;
+  - on each piece of a compare region that a symbolic cell covers,
+    compare's expression is the cell's, once the atoms whose contributions
+    are zero over the piece are left out (an embedding row no token of
+    a rank touched, an expert no token chose: no numbers can show such
+    an atom, and the reference lacks it too); compare names no atom zero
+    over its whole region.  Cells whose
     symbolic atoms are not a rank's micro-batches (atoms per source, of
     an auxiliary or a multi-token loss) have no trace counterpart and are
     counted, not compared.
@@ -136,6 +138,12 @@ def independent(cols):
     return True
 
 
+def atom_of(name):
+    """An atom's rank and micro-batch: g3 is (3, 0), g3m1 is (3, 1)."""
+    m = PLAIN.match(name)
+    return int(m.group(1)), int(m.group(2) or 0)
+
+
 def cells(report, key):
     for p in report["params"]:
         for c in p["cells"]:
@@ -167,39 +175,68 @@ def main(argv):
             bad.append("%s rank %d: numeric audit %s, compare %s"
                        % (k[0], k[1], verdict.get(k), seen.get(k)))
 
-    symbolic = {(name, c["rank"], tuple(c["region"])): c["terms"]
-                for name, c in cells(run, "terms")}
+    # compare cuts a final only where a contribution's coverage or a final
+    # piece changes, the symbolic engine where the buffer's cells do: one
+    # region of compare may hold several cells (a tied embedding's rows of
+    # the vocabulary and its padded rows, which one final holds).  Each
+    # piece of a compare region that a symbolic cell covers is held
+    # against that cell, so that no region is skipped for not coinciding.
+    symbolic = {}
+    for name, c in cells(run, "terms"):
+        symbolic.setdefault((name, c["rank"]), []).append(
+            (c["region"][0], c["region"][1], c["terms"]))
+    # And together they hold what the audit uses, each element once: a
+    # region compare drops or reads twice is no verdict of its own.
+    held = {}
+    for name, c in cells(cmp, "terms"):
+        held.setdefault((name, c["rank"]), []).append(tuple(c["region"]))
+    for k in sorted(set(symbolic) | set(held)):
+        regions = sorted(held.get(k, []))
+        if (any(a[1] > b[0] for a, b in zip(regions, regions[1:])) or
+                sum(b - a for a, b in regions) !=
+                sum(b - a for a, b, _ in symbolic.get(k, []))):
+            bad.append("%s rank %d: compare's regions %s, the audit's %s"
+                       % (k[0], k[1], regions, sorted(
+                           (a, b) for a, b, _ in symbolic.get(k, []))))
     compared = other = undetermined = 0
     for name, c in cells(cmp, "terms"):
         lo, hi = c["region"]
-        terms = symbolic.get((name, c["rank"], (lo, hi)))
-        if terms is None:
+        where = "%s rank %d [%d,%d)" % (name, c["rank"], lo, hi)
+        pieces = [(max(lo, a), min(hi, b), terms)
+                  for a, b, terms in symbolic.get((name, c["rank"]), [])
+                  if a < hi and lo < b]
+        if sum(b - a for a, b, _ in pieces) != hi - lo:
+            bad.append("%s: not within the cells the audit uses" % where)
             continue
         if c.get("expr") is None:
             undetermined += 1
             cols = trace.columns(name, c["rank"], lo, hi)
             if len(cols) <= hi - lo and independent(cols):
-                bad.append("%s rank %d [%d,%d): undetermined, though its "
-                           "%d contributions are independent over %d "
-                           "elements" % (name, c["rank"], lo, hi,
-                                         len(cols), hi - lo))
+                bad.append("%s: undetermined, though its %d "
+                           "contributions are independent over %d "
+                           "elements" % (where, len(cols), hi - lo))
             continue
-        atoms = {a: PLAIN.match(a) for a in terms}
-        if not all(atoms.values()):
+        if not all(PLAIN.match(a) for _, _, terms in pieces for a in terms):
             other += 1
             continue
-        want = {}
-        for a, m in atoms.items():
-            mb = int(m.group(2)) if m.group(2) is not None else 0
-            if not trace.zero_over(int(m.group(1)), mb, name, c["rank"],
-                                   lo, hi):
-                want[a] = terms[a]
+        got = c["terms"]
+        # An atom zero over the whole region no number can show.
+        unseen = [a for a in got if PLAIN.match(a) and
+                  trace.zero_over(*atom_of(a), name, c["rank"], lo, hi)]
+        if unseen:
+            bad.append("%s: compare names %s, zero there" % (where,
+                       ", ".join(sorted(unseen))))
+            continue
         compared += 1
-        if want != c["terms"]:
-            bad.append("%s rank %d [%d,%d): symbolic %s, compare %s"
-                       % (name, c["rank"], lo, hi, json.dumps(want,
-                          sort_keys=True), json.dumps(c["terms"],
-                          sort_keys=True)))
+        for a, b, terms in pieces:
+            want, said = ({x: t[x] for x in t if not PLAIN.match(x) or
+                           not trace.zero_over(*atom_of(x), name,
+                                               c["rank"], a, b)}
+                          for t in (terms, got))
+            if want != said:
+                bad.append("%s on [%d,%d): symbolic %s, compare %s"
+                           % (where, a, b, json.dumps(want, sort_keys=True),
+                              json.dumps(said, sort_keys=True)))
     for line in bad:
         print(line)
     print("verdicts %d, expressions compared %d, other atoms %d, "
