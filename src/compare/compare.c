@@ -80,15 +80,17 @@ gather_add(struct cmp *c, enum finding_kind kind, const char *param,
 }
 
 /*
- * What the inferred expression says went wrong, from the two coefficient
- * vectors alone: atoms missing, atoms extra, and the ratios of the rest.
+ * What the inferred expression that rank `rank` holds says went wrong,
+ * from the two coefficient vectors alone: atoms missing, atoms extra, the
+ * ratios of the rest, and whether the rest are the rank's own (an atom
+ * is rank * K + micro-batch).
  */
 static enum finding_kind
-classify(const struct lincomb *v, const struct lincomb *e,
+classify(const struct lincomb *v, const struct lincomb *e, int rank, int K,
     struct rational *lo, struct rational *hi)
 {
 	size_t	 i = 0, j = 0;
-	bool	 missing = false, extra = false, first = true;
+	bool	 missing = false, extra = false, first = true, own = true;
 	struct rational r;
 	/*
 	 * The expected weights held and in all, in doubles: the fitted
@@ -113,6 +115,7 @@ classify(const struct lincomb *v, const struct lincomb *e,
 		}
 		all += (double)e->terms[j].coef.num / e->terms[j].coef.den;
 		held += (double)e->terms[j].coef.num / e->terms[j].coef.den;
+		own = own && v->terms[i].atom / (uint32_t)K == (uint32_t)rank;
 		r = q_div(v->terms[i].coef, e->terms[j].coef);
 		if (first || (double)r.num / r.den < (double)lo->num / lo->den)
 			*lo = r;
@@ -126,17 +129,21 @@ classify(const struct lincomb *v, const struct lincomb *e,
 		return FINDING_WRONG_GROUP;
 	/*
 	 * Atoms missing and the rest at their own weight is a reduction
-	 * that never ran.  So is the rest at one factor that makes it the
-	 * whole's weight: a rank that averages its own tokens alone holds
-	 * g0 where the reference holds (g0+g1+g2+g3)/4, the mean no
-	 * all-reduce ever took (kohya-ss/sd-scripts #924).  Other factors
-	 * mix states, as a sum of reduced and unreduced values does
-	 * (Megatron-LM #844).
+	 * that never ran.  So is the rank's own atoms at one factor that
+	 * makes them the whole's weight: a rank that averages its own
+	 * tokens alone holds g0 where the reference holds (g0+g1+g2+g3)/4,
+	 * the mean no all-reduce ever took (kohya-ss/sd-scripts #924).
+	 * Other factors mix states, as a sum of reduced and unreduced
+	 * values does (Megatron-LM #844), and so does another rank's atom
+	 * at such a factor: #844's tied embedding all-reduce leaves the
+	 * first stage's rank 1 holding 2*g3 of the last stage's rank 3
+	 * where the reference holds g2+g3, on rows only the output layer's
+	 * tokens touch (tests/compare-own-mean.test).
 	 */
 	if (missing)
 		return first || (q_equal(*lo, *hi) && (lo->num == lo->den ||
-		    fabs((double)lo->num / lo->den * held - all) <=
-		    1e-9 * fabs(all))) ?
+		    (own && fabs((double)lo->num / lo->den * held - all) <=
+		    1e-9 * fabs(all)))) ?
 		    FINDING_MISSING_REDUCTION : FINDING_WRONG_ORDER;
 	/*
 	 * One factor: a sum where a mean was meant and a value counted
@@ -254,7 +261,7 @@ config_finding(struct cmp *c, const char *param, int rank, int64_t lo,
 	enum finding_kind	kind = FINDING_WRONG_VALUE;
 
 	if (held != NULL && said != NULL)
-		kind = classify(held, said, &lo_q, &hi_q);
+		kind = classify(held, said, rank, c->K, &lo_q, &hi_q);
 	gather_add(c, kind, param, rank, fmt("the config says %s on rank %d "
 	    "[%" PRId64 ",%" PRId64 ") holds %s; the traced job held %s",
 	    param, rank, lo, hi, said == NULL ? "nothing it can compare" :
@@ -466,7 +473,7 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 			if (res.value != NULL && res.expected != NULL &&
 			    !lc_equal(res.value, res.expected)) {
 				enum finding_kind kind = classify(res.value,
-				    res.expected, &lo, &hi);
+				    res.expected, f->rank, c->K, &lo, &hi);
 
 				q_format(lo, a, sizeof a);
 				q_format(hi, b, sizeof b);
