@@ -325,8 +325,9 @@ make_dir(const char *path)
 }
 
 /*
- * Rank r's tensors: a contribution per micro-batch and held instance, the
- * sum of its atoms of that micro-batch (every loss's and source's), and a
+ * Rank r's tensors: a contribution per micro-batch and held instance, its
+ * one atom of that micro-batch (a parameter with several atoms a chunk is
+ * refused below: their sum would weigh each loss or source alike), and a
  * final per run of used cells.
  */
 static int
