@@ -11,9 +11,10 @@ only what a real job records; the symbolic engine knows what ran.  So:
 
   - for every parameter and rank, compare's verdict is the numeric audit's
     (the same numbers against the same reference);
-  - where compare leaves a region undetermined, its contributions there
-    outnumber its elements or are not independent (tp copies of one
-    computation), as gradaudit(1) says they must be;
+  - where compare leaves a region undetermined, its contributions there,
+    identical ones once (compare sums tp copies of one computation),
+    outnumber its elements or are not independent, as gradaudit(1) says
+    they must be;
   - compare's regions hold the elements the audit uses, each once;
   - on each piece of a compare region that a symbolic cell covers,
     compare's expression is the cell's, once the atoms whose contributions
@@ -97,7 +98,9 @@ class Trace:
 
     def columns(self, param, rank, lo, hi):
         """The contributions that are not zero on rank's local elements
-        lo..hi, each as a list of values there."""
+        lo..hi, each as a list of values there, identical ones once:
+        compare sums those on the lowest (gradaudit(1)), so they leave
+        no region undetermined."""
         offset, box = self.box[(rank, param)]
         shape = self.shape[param]
         where = [global_index(shape, offset, box, i) for i in range(lo, hi)]
@@ -105,7 +108,7 @@ class Trace:
         for (r, mb, p), nonzero in self.contrib.items():
             if p == param and nonzero:
                 col = [nonzero.get(g, 0.0) for g in where]
-                if any(col):
+                if any(col) and col not in cols:
                     cols.append(col)
         return cols
 
