@@ -131,7 +131,10 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 		    "where the preset does;");
 		comment(fp, "", "parameter names are this model's.");
 	} else {
-		/* Without "preset" there is none to write out: the steps are the user's. */
+		/*
+		 * Without "preset" there is none to write out: the steps
+		 * are the user's.
+		 */
 		comment(fp, "", "The plan's own steps, with no preset: as that "
 		    "configuration's plan: they");
 		comment(fp, "", "run what it runs; parameter names are this "

@@ -97,7 +97,7 @@ classify(const struct lincomb *v, const struct lincomb *e, int rank, int K,
 	 * denominators (a chunk's tokens) of a long step have a common
 	 * multiple past int64, and this only chooses the finding's words.
 	 */
-	double	 held = 0, all = 0;
+	double	 held = 0, all = 0, w;
 
 	*lo = *hi = q_make(1, 1);
 	while (i < v->nterms || j < e->nterms) {
@@ -107,14 +107,14 @@ classify(const struct lincomb *v, const struct lincomb *e, int rank, int K,
 			i++;
 			continue;
 		}
+		w = (double)e->terms[j].coef.num / e->terms[j].coef.den;
+		all += w;
 		if (i == v->nterms || e->terms[j].atom < v->terms[i].atom) {
-			all += (double)e->terms[j].coef.num / e->terms[j].coef.den;
 			missing = true;
 			j++;
 			continue;
 		}
-		all += (double)e->terms[j].coef.num / e->terms[j].coef.den;
-		held += (double)e->terms[j].coef.num / e->terms[j].coef.den;
+		held += w;
 		own = own && v->terms[i].atom / (uint32_t)K == (uint32_t)rank;
 		r = q_div(v->terms[i].coef, e->terms[j].coef);
 		if (first || (double)r.num / r.den < (double)lo->num / lo->den)

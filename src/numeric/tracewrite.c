@@ -337,7 +337,8 @@ rank_tensors(const struct model *m, const struct gathered *gv,
 {
 	const int	 K = m->loss.micro_batches;
 	struct tensor_out *t;
-	int64_t		 offset[MAX_DIMS], box[MAX_DIMS], e, i, lo, hi, boxn;
+	int64_t		 offset[MAX_DIMS], box[MAX_DIMS];
+	int64_t		 e, i, lo, hi, boxn;
 	size_t		 a, c;
 	int		 lp, mb, d, piece;
 
@@ -397,7 +398,8 @@ rank_tensors(const struct model *m, const struct gathered *gv,
 				continue;
 			lo = pr->cells[c].lo;
 			hi = pr->cells[c].hi;
-			while (c + 1 < pr->ncells && pr->cells[c + 1].rank == r &&
+			while (c + 1 < pr->ncells &&
+			    pr->cells[c + 1].rank == r &&
 			    pr->cells[c + 1].used && pr->cells[c + 1].lo == hi)
 				hi = pr->cells[++c].hi;
 			t = tensor_new(f);
@@ -486,7 +488,8 @@ trace_write_step(const char *dir, const struct model *m,
 			;
 		if (i < n) {
 			snprintf(why, len, "element %lld of %s is in no "
-			    "rank's final", (long long)i, audit->params[a].name);
+			    "rank's final", (long long)i,
+			    audit->params[a].name);
 			status = 1;
 		}
 	}
