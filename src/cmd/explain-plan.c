@@ -117,14 +117,24 @@ explain_plan(FILE *fp, const struct config *c, const struct sym_context *ctx)
 	const struct sync_step *s;
 	char	 why[128], head[1024];
 	int	 k, n;
-	bool	 preset = !plan_given(c);
+	bool	 preset = !plan_given(c), own = false;
 
-	for (k = 0; k < c->nplan; k++)
+	for (k = 0; k < c->nplan; k++) {
 		preset = preset || c->plan[k].op == PLAN_PRESET;
+		own = own || c->plan[k].op != PLAN_PRESET;
+	}
 	snprintf(head, sizeof head, "The sync plan of %s (%s).", c->name,
 	    c->file);
 	comment(fp, "", head);
-	if (preset) {
+	if (preset && own) {
+		/* The plan's own steps come out among the preset's, marked. */
+		comment(fp, "", "The preset written out as steps, with the "
+		    "plan's own: as that");
+		comment(fp, "", "configuration's plan: they run what it runs.  "
+		    "Factors name the mesh's");
+		comment(fp, "", "sizes where the preset does; parameter names "
+		    "are this model's.");
+	} else if (preset) {
 		comment(fp, "", "The preset written out as steps: as that "
 		    "configuration's plan: they run");
 		comment(fp, "", "what it runs.  Factors name the mesh's sizes "
