@@ -31,7 +31,7 @@ contribution to layer.weight zero but on elements 1001 and 1003, as an
 embedding row that one micro-batch's tokens alone touch.
 
 --bug makes the step wrong (missing, double, noise, huge, overflow,
-unowned, speck, small, local, clip);
+unowned, speck, small, local, block, clip);
 --defect makes the trace itself bad (see DEFECTS), for gradaudit compare
 to refuse with exit 2.
 Standard library only: this is a test fixture, not the trace hook.
@@ -173,8 +173,18 @@ def make_step(args):
             finals = {"embedding.weight": (emb[t], None),
                       "layer.weight": (layer[lo:hi], [lo, hi]),
                       "norm.weight": (norms, None)}
+            gathered = args.bug == "block" and tp > 1
+            if gathered:
+                # The embedding all-gathered over tp: each rank holds it
+                # whole, a box its contributions cover only in part, and
+                # tp rank 1's rows summed over dp, never averaged.
+                finals["embedding.weight"] = ([
+                    v * (dp if u == 1 else 1) for u in range(tp)
+                    for v in emb[u]], None)
             for name, (values, flat) in finals.items():
                 off, box = boxes[t][name]
+                if gathered and name == "embedding.weight":
+                    off, box = [0, 0], shapes[name]
                 desc = {"param": name, "kind": "final", "offset": off,
                         "box": box}
                 if flat is not None:
@@ -576,7 +586,7 @@ def main(argv):
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--bug", choices=["none", "missing", "double", "noise",
                                       "huge", "overflow", "unowned", "speck",
-                                      "small", "local",
+                                      "small", "local", "block",
                                       "clip"],
                     default="none")
     ap.add_argument("--defect", choices=sorted(DEFECTS))
