@@ -57,14 +57,14 @@ function expert_rank(a, j) {
 	return coord(a, "pp") * M["dp"] * M["tp"] + coord(a, "etp") + \
 	    M["etp"] * (j + M["ep"] * coord(a, "edp"))
 }
-# An atom's name: g (h when held), the rank, the class or the expert
-# source's rank (src >= 0), the micro-batch.
+# An atom's name: g (h when held), the rank, the expert source's rank
+# (src >= 0), the class ("t1" of a layer's atom kept per source too), the
+# micro-batch.
 function atom_of(a, mb, src,    s) {
 	s = (held ? "h" : "g") a
 	if (src >= 0)
 		s = s "s" expert_rank(a, src)
-	else
-		s = s cls
+	s = s cls
 	return s (M["micro_batches"] > 1 ? "m" mb : "")
 }
 # Add the atom of rank a, micro-batch mb and expert source src to acc: a

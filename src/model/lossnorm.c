@@ -184,11 +184,41 @@ divisor_of(const struct loss_norm *ln, const struct config *cfg,
  * 89 s check at dp 1,048,576 and ep 4,096 (issue 26).  The stages repeat
  * the first one's dp coordinates.
  */
+/*
+ * Do the ep group `members` scale micro-batch m's loss of multi-token
+ * prediction layer k + 1 differently?  Megatron-LM #7452's local counts
+ * (loss.mtp_scale tokens-local) do so with uneven tokens even where the
+ * main loss is scaled alike, and an expert owner's one atom of the layer
+ * then gave every source's tokens the owner's factor in both engines.
+ * A chunk whose rolled mask keeps no token counts too: its factor is 0
+ * (mtp_factor), and an owner with such a chunk dropped the tokens its
+ * group sent it (a right step called wrong-scale, dp 2, ep 2, valid
+ * tokens "1, 8", tests/mtp-empty-chunk.test).
+ */
+static bool
+mtp_factors_differ(const struct loss_norm *ln, const struct mesh *mesh,
+    const int *members, int m, int k)
+{
+	const struct rational *coef = ln->mtp_coef + k * ln->chunks;
+	int	 i, first = 0;
+	struct coord c;
+
+	for (i = 0; i < mesh->ep; i++) {
+		mesh_coord_of(mesh, members[i], &c);
+		if (i == 0)
+			first = lossnorm_chunk(mesh, m, c.dp);
+		else if (!q_equal(coef[first], coef[lossnorm_chunk(mesh, m,
+		    c.dp)]))
+			return true;
+	}
+	return false;
+}
+
 static bool
 sources_differ(const struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
 {
-	int	*members, g, i, m, n = mesh->ep;
+	int	*members, g, i, k, m, n = mesh->ep;
 	int	 groups = mesh->edp * mesh->etp;
 	struct coord c;
 	bool	 differ = false;
@@ -212,6 +242,9 @@ sources_differ(const struct loss_norm *ln, const struct config *cfg,
 				    lossnorm_weight(ln, first),
 				    lossnorm_weight(ln, chunk));
 			}
+			for (k = 0; k < ln->mtp && !differ; k++)
+				differ = mtp_factors_differ(ln, mesh, members,
+				    m, k);
 		}
 	}
 	free(members);
@@ -483,37 +516,22 @@ count_rolled(struct loss_norm *ln, const struct mesh *mesh, int samples)
 	free(below);
 }
 
+/*
+ * The multi-token prediction layers' rolled counts, factors and weights,
+ * before sources_differ reads the factors.
+ */
 static void
-mtp_build(struct loss_norm *ln, const struct config *cfg,
+mtp_weigh(struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)
 {
 	struct rational w;
 	int64_t	 n, d, nk;
 	int	 k, c, D = cfg->model.mtp;
 
-	ln->mtp_source = -1;
+	ln->mtp_source = ln->mtp_split_source = -1;
 	ln->mtp = D;
 	if (D == 0)
 		return;
-	/*
-	 * Each layer's loss has one atom per micro-batch and rank, which
-	 * cannot follow expert gradients kept per source: a limit of this
-	 * model, which it states for the audit to refuse (context.c), not
-	 * a constraint on the config.
-	 */
-	if (ln->split) {
-		/* Say which of the two keeps them per source (lossnorm_build). */
-		ln->unmodelled = mesh->ep > 1 &&
-		    mesh_dispatch_replicated(mesh, cfg) ?
-		    "model.mtp is not modelled with model.moe.ep_on: "
-		    "tp-replicated (its expert gradients are kept per source)" :
-		    "model.mtp is not modelled when the ranks of "
-		    "an ep group scale a micro-batch's loss differently, "
-		    "or loss.objective weighs their tokens differently "
-		    "(their expert gradients are kept per source)";
-		ln->mtp = 0;
-		return;
-	}
 	if (cfg->model.mtp_loss_scaling_factor == NULL)
 		ln->mtp_factor = q_make(1, 10);	/* Megatron's default */
 	else {
@@ -521,8 +539,6 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 		(void)cfg_decimal(cfg->model.mtp_loss_scaling_factor, &n, &d);
 		ln->mtp_factor = q_make(n, d);
 	}
-	ln->mtp_source = ln->sources;
-	ln->sources += D;
 	ln->mtp_valid = xcalloc((size_t)D * ln->chunks,
 	    sizeof *ln->mtp_valid);
 	ln->mtp_coef = xcalloc((size_t)D * ln->chunks, sizeof *ln->mtp_coef);
@@ -548,6 +564,37 @@ mtp_build(struct loss_norm *ln, const struct config *cfg,
 		else
 			ln->mtp_expected[k - 1] = nk == 0 ? q_make(0, 1) :
 			    q_mul(w, q_make(ln->tokens, nk));
+	}
+}
+
+/*
+ * The layers' atoms: one a layer on every rank, and with expert atoms
+ * kept per source one a layer and source on the experts too, which carry
+ * each source's tokens at its own chunk's factor, as the main loss's do.
+ */
+static void
+mtp_place(struct loss_norm *ln, const struct mesh *mesh)
+{
+	if (ln->mtp == 0)
+		return;
+	/*
+	 * Tp-replicated dispatch merges twin sources (symbolic/run.c,
+	 * pl_dispatch_twin), which the layers' atoms do not follow: a
+	 * limit of this model, which it states for the audit to refuse
+	 * (context.c), not a constraint on the config.
+	 */
+	if (ln->replicated) {
+		ln->unmodelled = "model.mtp is not modelled with "
+		    "model.moe.ep_on: tp-replicated (its expert gradients "
+		    "are kept per source)";
+		ln->mtp = 0;
+		return;
+	}
+	ln->mtp_source = ln->sources;
+	ln->sources += ln->mtp;
+	if (ln->split) {
+		ln->mtp_split_source = ln->sources;
+		ln->sources += ln->mtp * mesh->ep;
 	}
 }
 
@@ -688,17 +735,18 @@ lossnorm_build(struct loss_norm *ln, const struct config *cfg,
 			ln->coef[lossnorm_chunk(mesh, m, d)] =
 			    q_make(ln->tokens * scale, divisor_of(ln, cfg,
 			    mesh, m, d));
+	mtp_weigh(ln, cfg, mesh);
 	/*
 	 * Under tp-replicated an expert owner gets the same tokens from
 	 * every tp rank of a source's tp group: kept per source, the
 	 * atoms of those sources can be told apart from the tokens they
 	 * stand for (symbolic/run.c, pl_dispatch_twin).
 	 */
-	ln->split = sources_differ(ln, cfg, mesh) ||
-	    (mesh->ep > 1 && mesh_dispatch_replicated(mesh, cfg));
+	ln->replicated = mesh->ep > 1 && mesh_dispatch_replicated(mesh, cfg);
+	ln->split = sources_differ(ln, cfg, mesh) || ln->replicated;
 	ln->sources = ln->split ? 1 + mesh->ep : 1;
 	aux_build(ln, cfg, mesh);
-	mtp_build(ln, cfg, mesh);
+	mtp_place(ln, mesh);
 	terms_build(ln, cfg, mesh);
 }
 

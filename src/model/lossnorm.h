@@ -62,7 +62,12 @@
  * of layer k is mtp_loss_scaling_factor / D times the mean over the
  * step's N_k rolled valid tokens, so the atom's expected weight is
  * mtp_expected[k - 1] = tokens x factor / (D N_k), and a framework
- * multiplies it by mtp_coef (loss.mtp_scale).
+ * multiplies it by mtp_coef (loss.mtp_scale).  Where expert atoms are
+ * kept per source, an expert's atoms of layer k are too (sources
+ * mtp_split_source on), each at its source chunk's factor: the ranks of
+ * an ep group may scale a layer's loss differently where they scale the
+ * main loss alike (local rolled counts, Megatron-LM #7452), and that
+ * alone keeps them per source.
  *
  * The roll is Megatron's roll_tensor: every sample of a micro-batch
  * rolled by k along its whole sequence, the last k positions of each
@@ -109,6 +114,7 @@ struct loss_norm {
 	 */
 	int		 sources;
 	bool		 split;		/* expert atoms kept per source */
+	bool		 replicated;	/* ... for tp-replicated dispatch */
 	/* What of the config this loss cannot express, or NULL (mtp_build). */
 	const char	*unmodelled;
 	/*
@@ -133,6 +139,12 @@ struct loss_norm {
 	 */
 	int		 mtp;
 	int		 mtp_source;
+	/*
+	 * With expert atoms kept per source, the experts' atoms of the
+	 * layers: source mtp_split_source + (k - 1) * ep + i for layer k
+	 * and the source of ep index i (-1: none).
+	 */
+	int		 mtp_split_source;
 	/*
 	 * Where the slots of a chunk sit in their sequences: samples of
 	 * seq / cp slots, in pieces of `piece` positions (seq / (2 cp), or

@@ -779,9 +779,16 @@ model_atom_slot(const struct model *m, const struct param *p, int source)
 {
 	int	 aux = model_has_aux(m, p);
 
-	if (model_per_source(m, p))
-		return aux && source == m->loss.aux_source ? m->mesh.ep :
-		    source - 1;
+	if (model_per_source(m, p)) {
+		if (aux && source == m->loss.aux_source)
+			return m->mesh.ep;
+		/* The layers' atoms per source follow (lossnorm.h). */
+		if (m->loss.mtp_split_source >= 0 &&
+		    source >= m->loss.mtp_split_source)
+			return m->mesh.ep + aux + source -
+			    m->loss.mtp_split_source;
+		return source - 1;
+	}
 	if (model_has_mtp(m, p) && source >= m->loss.mtp_source)
 		return 1 + aux + source - m->loss.mtp_source;
 	return aux && source == m->loss.aux_source;
@@ -791,7 +798,7 @@ int
 model_atoms_per_rank(const struct model *m, const struct param *p)
 {
 	return m->loss.micro_batches * ((model_per_source(m, p) ? m->mesh.ep :
-	    1 + (model_has_mtp(m, p) ? m->loss.mtp : 0)) +
+	    1) * (1 + (model_has_mtp(m, p) ? m->loss.mtp : 0)) +
 	    model_has_aux(m, p)) * (p->boundary >= 0 ? 2 : 1);
 }
 

@@ -203,9 +203,9 @@ int64_t	 model_global_index(const struct model *, const struct param *,
 int	 model_instance_on(const struct model *, int param, int rank);
 /*
  * Are p's gradients kept per source (lossnorm.h)?  And how many atoms a
- * rank holding p has: one per micro-batch, times the sources if so, else
- * one more per micro-batch for a parameter the auxiliary losses reach
- * (per source too) and D more with D multi-token prediction layers.
+ * rank holding p has: one per micro-batch, times the sources if so; D
+ * more with D multi-token prediction layers (times the sources too); and
+ * one more per micro-batch for a parameter the auxiliary losses reach.
  */
 bool	 model_per_source(const struct model *, const struct param *);
 int	 model_atoms_per_rank(const struct model *, const struct param *);
@@ -221,9 +221,10 @@ bool	 model_has_mtp(const struct model *, const struct param *);
 bool	 model_has_aux(const struct model *, const struct param *);
 /*
  * Where atoms of `source` are among a rank's atoms of p, in units of K
- * (micro-batches): the expert source's index (the auxiliary losses'
- * atoms after the ep sources), or 1 for the auxiliary losses' atoms,
- * then one per multi-token prediction layer, else 0.
+ * (micro-batches): the expert source's index, the auxiliary losses'
+ * atoms after the ep sources, then the layers' per source; or 1 for the
+ * auxiliary losses' atoms, then one per multi-token prediction layer,
+ * else 0.
  */
 int	 model_atom_slot(const struct model *, const struct param *,
 	    int source);

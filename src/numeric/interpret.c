@@ -317,6 +317,38 @@ clear_grads(struct engine *eng, int mb)
 }
 
 /*
+ * What layer d's pass left on rank rs's parameter k (of the tokens of its
+ * ep group's source j, for an expert kept per source) is an atom, kept at
+ * `atom`, and added to the local gradient `total` times the framework's
+ * factor of the chunk it comes from: the source's (lossnorm.h).
+ */
+static void
+mtp_keep(struct engine *eng, const struct rank_state *rs, int k, int d,
+    int j, bool per_source, union num *atom, union num *total, int mb)
+{
+	enum arith		 arith = eng->arith;
+	const struct model	*m = eng->model;
+	const struct loss_norm	*ln = &m->loss;
+	const union num		*g = per_source ? rs->src_grad[k][j] :
+				    rs->pgrad[k];
+	int64_t			 e = m->params[k].local_elems, x;
+	int			 chunk = rs->batch;
+	union num		 coef;
+	struct coord		 c;
+
+	if (per_source) {
+		mesh_coord_of(&m->mesh, mesh_rank_of_expert(&m->mesh,
+		    rs->coord.pp, j, rs->coord.etp, rs->coord.edp), &c);
+		chunk = lossnorm_chunk(&m->mesh, mb, c.dp);
+	}
+	coef = num_from_rational(arith, ln->mtp_coef[(d - 1) * ln->chunks +
+	    chunk]);
+	memcpy(atom, g, (size_t)e * sizeof(union num));
+	for (x = 0; x < e; x++)
+		total[x] = num_add(arith, total[x], num_mul(arith, coef, g[x]));
+}
+
+/*
  * The passes of micro-batch mb that seed the multi-token prediction
  * layers' losses, one a layer: what each leaves is that layer's atom
  * (lossnorm.h), added to the local gradient times the framework's factor
@@ -326,13 +358,12 @@ static void
 run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
     union num **total, int mb)
 {
-	enum arith		 arith = eng->arith;
 	const struct model	*m = eng->model;
 	const struct loss_norm	*ln = &m->loss;
 	struct rank_state	*rs;
-	union num		 coef, **t;
-	int64_t			 e, x;
-	int			 K = ln->micro_batches, i, k, d, slot;
+	union num		**t;
+	int			 K = ln->micro_batches, i, k, d, j;
+	bool			 split;
 
 	for (d = 1; d <= ln->mtp; d++) {
 		clear_grads(eng, mb);
@@ -341,25 +372,22 @@ run_mtp(struct engine *eng, struct progress_count *pc, union num ***atoms,
 		eng->seed = 0;
 		for (i = 0; i < eng->nranks; i++) {
 			rs = &eng->ranks[i];
-			coef = num_from_rational(arith, ln->mtp_coef[(d - 1) *
-			    ln->chunks + rs->batch]);
 			for (k = 0; k < m->nparams; k++) {
 				if (rs->pgrad[k] == NULL)
 					continue;
-				e = m->params[k].local_elems;
 				t = &total[i * m->nparams + k];
 				if (*t == NULL)
-					*t = xcalloc((size_t)e,
-					    sizeof(union num));
-				slot = model_atom_slot(m, &m->params[k],
-				    ln->mtp_source + d - 1);
-				memcpy(atoms[i][k] + (slot * K + mb) * e,
-				    rs->pgrad[k], (size_t)e *
-				    sizeof(union num));
-				for (x = 0; x < e; x++)
-					(*t)[x] = num_add(arith, (*t)[x],
-					    num_mul(arith, coef,
-					    rs->pgrad[k][x]));
+					*t = xcalloc((size_t)m->params[k].
+					    local_elems, sizeof(union num));
+				split = model_per_source(m, &m->params[k]);
+				for (j = 0; j < (split ? m->mesh.ep : 1); j++)
+					mtp_keep(eng, rs, k, d, j, split,
+					    atoms[i][k] + (model_atom_slot(m,
+					    &m->params[k], split ?
+					    ln->mtp_split_source + (d - 1) *
+					    m->mesh.ep + j : ln->mtp_source +
+					    d - 1) * K + mb) *
+					    m->params[k].local_elems, *t, mb);
 			}
 		}
 	}

@@ -25,6 +25,8 @@ atom_space_build(struct atom_space *space, const struct loss_norm *ln,
 	space->aux_global = ln->aux_global;
 	space->mtp_source = ln->mtp_source;
 	space->mtp = ln->mtp;
+	space->mtp_split_source = ln->mtp_split_source;
+	space->expert_sources = ln->split ? mesh->ep : 0;
 	space->micro_batches = ln->micro_batches;
 	space->mesh = *mesh;
 	space->nfactors = ln->chunks;
@@ -52,6 +54,7 @@ atom_space_init(struct atom_space *space)
 	space->sources = 1;
 	space->aux_source = -1;
 	space->mtp_source = -1;
+	space->mtp_split_source = -1;
 	space->micro_batches = 1;
 }
 
@@ -125,26 +128,37 @@ atom_mtp_layer(const struct atom_space *space, uint32_t a)
 {
 	int	 j = atom_source(space, a);
 
+	if (space->mtp_split_source >= 0 && j >= space->mtp_split_source)
+		return (j - space->mtp_split_source) /
+		    space->expert_sources + 1;
 	if (space->mtp_source < 0 || j < space->mtp_source ||
 	    j >= space->mtp_source + space->mtp)
 		return 0;
 	return j - space->mtp_source + 1;
 }
 
+/*
+ * Sources 1 to ep are the main loss's per source, and from
+ * mtp_split_source on each layer's (lossnorm.h).
+ */
 int
 atom_expert_source(const struct atom_space *space, uint32_t a)
 {
 	int	 j = atom_source(space, a);
 
-	if (j == 0 || j == space->aux_source || atom_mtp_layer(space, a) > 0)
+	if (space->expert_sources == 0)
 		return -1;
-	return j - 1;
+	if (space->mtp_split_source >= 0 && j >= space->mtp_split_source)
+		return (j - space->mtp_split_source) % space->expert_sources;
+	if (j >= 1 && j <= space->expert_sources)
+		return j - 1;
+	return -1;
 }
 
 int
 atom_space_expert_sources(const struct atom_space *space)
 {
-	return space->sources - 1 - (space->aux_source >= 0) - space->mtp;
+	return space->expert_sources;
 }
 
 bool
@@ -235,15 +249,15 @@ atom_name(const struct atom_space *space, char *buf, size_t size,
 	if (j > 0 && j == space->aux_source && n >= 0 && (size_t)n < size)
 		n += snprintf(buf + n, size - n, "%s", space->aux_global ?
 		    "ad" : "a");
-	else if (atom_mtp_layer(space, a) > 0 && n >= 0 && (size_t)n < size)
-		n += snprintf(buf + n, size - n, "t%d",
-		    atom_mtp_layer(space, a));
-	else if (j > 0 && n >= 0 && (size_t)n < size) {
+	if (atom_expert_source(space, a) >= 0 && n >= 0 && (size_t)n < size) {
 		mesh_coord_of(&space->mesh, rank, &c);
 		n += snprintf(buf + n, size - n, "s%d",
 		    mesh_rank_of_expert(&space->mesh, c.pp,
 		    atom_expert_source(space, a), c.etp, c.edp));
 	}
+	if (atom_mtp_layer(space, a) > 0 && n >= 0 && (size_t)n < size)
+		n += snprintf(buf + n, size - n, "t%d",
+		    atom_mtp_layer(space, a));
 	if (space->micro_batches > 1 && n >= 0 && (size_t)n < size)
 		snprintf(buf + n, size - n, "m%d", atom_micro_batch(space, a));
 }

@@ -28,6 +28,8 @@ struct atom_space {
 	int		 aux_source;
 	bool		 aux_global;	/* its atoms count the dp group */
 	int		 mtp_source, mtp;
+	int		 mtp_split_source;	/* lossnorm.h */
+	int		 expert_sources;	/* ep when kept per source */
 	int		 micro_batches;
 	struct mesh	 mesh;
 	struct rational	*factor;	/* loss_norm.coef, per chunk */
@@ -99,7 +101,8 @@ int		 atom_space_expert_sources(const struct atom_space *);
  * "g5", "g5m1" (micro-batch 1 of rank 5, with K > 1), "g5s3m1" (rank 5's
  * expert gradient from the tokens of rank 3), "g5am1" (rank 5's gradient
  * of the auxiliary losses of its micro-batch 1), "g5t2m1" (of the loss of
- * multi-token prediction layer 2); a held atom is named "h5".
+ * multi-token prediction layer 2), "g5s3t2m1" (of that layer's loss of
+ * rank 3's tokens); a held atom is named "h5".
  */
 void		 atom_name(const struct atom_space *, char *buf,
 		    size_t size, const char *prefix, uint32_t atom);

@@ -158,12 +158,14 @@ cmp_slot(const void *pa, const void *pb)
 /*
  * An atom's class (meshsum.h): its source, one for every expert source,
  * and held or not.  When experts are kept per source those are sources 1
- * to ep, so source 1 stands for them all.
+ * to ep, and a block of ep for each multi-token prediction layer
+ * (lossnorm.h), so the first source of its block stands for them all.
  */
 static int
 class_source(const struct atom_space *sp, uint32_t atom)
 {
-	return atom_expert_source(sp, atom) >= 0 ? 1 : atom_source(sp, atom);
+	return atom_source(sp, atom) - (atom_expert_source(sp, atom) >= 0 ?
+	    atom_expert_source(sp, atom) : 0);
 }
 
 static int64_t
@@ -507,7 +509,8 @@ ms_piece_self_key(const struct atom_space *sp, const struct ms_piece *p,
 	int		 d;
 
 	if (p->varied == 0) {
-		if (p->held || !(p->source == 0 ||
+		if (p->held || atom_expert_source(sp, p->atom) >= 0 ||
+		    !(p->source == 0 ||
 		    p->source == atom_space_aux_source(sp) ||
 		    atom_mtp_layer(sp, p->atom) > 0))
 			return false;

@@ -324,6 +324,11 @@ atoms_of(const struct model *m, const struct atom_space *sp,
 	if (model_has_aux(m, p))
 		for (k = 0; k < K; k++)
 			out[n++] = atom_id(sp, base, m->loss.aux_source, k);
+	/* Each multi-token prediction layer's, per source (lossnorm.h). */
+	for (j = 0; model_has_mtp(m, p) && j < m->loss.mtp * m->mesh.ep; j++)
+		for (k = 0; k < K; k++)
+			out[n++] = atom_id(sp, base,
+			    m->loss.mtp_split_source + j, k);
 	return n;
 }
 
@@ -382,15 +387,29 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 		    k), ln->aux_coef);
 	/*
 	 * The multi-token prediction losses' atoms, each layer's with the
-	 * framework's factor of its chunk.
+	 * framework's factor of its chunk: the source's for an expert
+	 * kept per source (no twins: lossnorm.c, mtp_place).
 	 */
-	for (j = 0; model_has_mtp(m, p) && j < ln->mtp; j++)
+	for (j = 0; model_has_mtp(m, p) && !split && j < ln->mtp; j++)
 		for (k = lo; k < hi; k++) {
 			chunk = lossnorm_chunk(&m->mesh, k, c.dp);
 			n = local_term(t, n, sp, held, atom_id(sp, base,
 			    ln->mtp_source + j, k),
 			    ln->mtp_coef[j * ln->chunks + chunk]);
 		}
+	for (j = 0; model_has_mtp(m, p) && split && j < ln->mtp * m->mesh.ep;
+	    j++) {
+		struct coord sc;
+
+		mesh_coord_of(&m->mesh, mesh_rank_of_expert(&m->mesh, c.pp,
+		    j % m->mesh.ep, c.etp, c.edp), &sc);
+		for (k = lo; k < hi; k++) {
+			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
+			n = local_term(t, n, sp, held, atom_id(sp, base,
+			    ln->mtp_split_source + j, k), ln->mtp_coef[
+			    j / m->mesh.ep * ln->chunks + chunk]);
+		}
+	}
 	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
 		struct coord sc = c;
 
@@ -673,7 +692,14 @@ mtp_atom_empty(const struct sym_run *run, uint32_t a, int layer,
 	int	 r = atom_rank(sp, a), mb = atom_micro_batch(sp, a), i;
 	int	*members;
 	bool	 empty;
+	struct coord c;
 
+	/* Kept per source: its source's tokens alone. */
+	if (atom_expert_source(sp, a) >= 0) {
+		mesh_coord_of(&m->mesh, r, &c);
+		return mtp_chunk_empty(m, mesh_rank_of_expert(&m->mesh, c.pp,
+		    atom_expert_source(sp, a), c.etp, c.edp), mb, layer);
+	}
 	if (!mtp_chunk_empty(m, r, mb, layer))
 		return false;
 	if (!expert || m->mesh.ep == 1)
