@@ -734,19 +734,20 @@ explain_unreduced(struct finding_list *fl, const struct model *m,
 	int	 i, p = -1, never;
 	bool	 untied = false;
 
+	untied = syncplan_untied(m, l);
+	for (i = 0; i < m->logical[l].ninstances && p < 0; i++)
+		if (syncplan_unreduced(m, m->logical[l].instance[i]))
+			p = m->logical[l].instance[i];
+	if (!untied && p < 0)
+		return false;
 	/* The op names the plan where the step is missing, as a step's does. */
 	snprintf(plan, sizeof plan, "plan (%s:%d:%d)", c->file, at.line,
 	    at.col);
 	args.op = arena_strdup(&fl->audit->arena, plan);
-	if (syncplan_untied(m, l)) {
+	if (untied)
 		tell(fl, pr, FACT_PLAN_UNTIED, &args);
-		untied = true;
-	}
-	for (i = 0; i < m->logical[l].ninstances && p < 0; i++)
-		if (syncplan_unreduced(m, m->logical[l].instance[i]))
-			p = m->logical[l].instance[i];
 	if (p < 0)
-		return untied;
+		return true;
 	/* A step scheduled at no micro-batch: name it, as a step's finding. */
 	never = syncplan_unreduced_never_runs(m, p);
 	for (i = 0; never >= 0 && i < sp->nsteps; i++) {
