@@ -10,8 +10,10 @@
 # readings of one audit must print the same lines (tests/json-shape.test).
 # A term whose group has not "n" members prints "BAD-N"; a weighted one
 # ("wcoef") multiplies each atom by its chunk's "loss_factors" (its source
-# rank's chunk for an expert atom kept per source, "src").  It relies only
-# on the emitter's layout: one key per line, two spaces per level.
+# rank's chunk for an expert atom kept per source, "src"), or by its
+# layer's "mtp_loss_factors" for a multi-token prediction atom ("t1").  It
+# relies only on the emitter's layout: one key per line, two spaces per
+# level.
 function unquote(s) {
 	sub(/^[^:]*: */, "", s); sub(/,$/, "", s)
 	gsub(/^"|"$/, "", s)
@@ -49,6 +51,9 @@ function qmul(x, y,    xd, yd, g) {
 function atom_coef(w, i, a, mb) {
 	if (P[w, i, "wcoef"] == "")
 		return P[w, i, "coef"]
+	if (cls ~ /^t[0-9]+$/)
+		return qmul(P[w, i, "wcoef"], MF[substr(cls, 2), \
+		    mb * M["dp"] + coord(a, "dp")])
 	return qmul(P[w, i, "wcoef"], F[mb * M["dp"] + coord(a, "dp")])
 }
 # The expert rank of ep coordinate j beside rank a (same pp, etp, edp): the
@@ -214,6 +219,11 @@ inmesh && /^  \}/	{ inmesh = 0; next }
 inmesh && /^    "loss_factors": \[/	{ infac = 1; nfac = 0; next }
 infac && /^    \]/	{ infac = 0; next }
 infac			{ v = $1; gsub(/[",]/, "", v); F[nfac++] = v; next }
+inmesh && /^    "mtp_loss_factors": \[/	{ inmtp = 1; layer = 0; next }
+inmtp && /^    \]/	{ inmtp = 0; next }
+inmtp && /^      \[/	{ layer++; nfac = 0; next }
+inmtp && /^      \]/	{ next }
+inmtp			{ v = $1; gsub(/[",]/, "", v); MF[layer, nfac++] = v; next }
 inmesh {
 	k = $1; gsub(/[":]/, "", k); v = $2; gsub(/,/, "", v)
 	M[k] = v + 0

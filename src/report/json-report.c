@@ -73,19 +73,39 @@ jsonw_key_double(struct json *j, const char *key, double v)
  * "loss_factors": every chunk's loss factor (micro-batch mb, dp_cp index
  * dp: chunk mb * dp + dp), which a piece with a "wcoef" multiplies each of
  * its atoms by.  Only when such a piece can appear (atom_space_weighted).
+ * "mtp_loss_factors": the same of each multi-token prediction layer, one
+ * array a layer, for the pieces of its atoms ("t1" in "of").
  */
 static void
-jsonw_loss_factors(struct json *j, const struct atom_space *sp)
+jsonw_factor_array(struct json *j, const struct atom_space *sp, int layer)
 {
 	char	 q[48];
 	int	 c;
 
-	jsonw_key(j, "loss_factors");
 	jsonw_begin_array(j);
 	for (c = 0; c < atom_space_chunks(sp); c++) {
-		q_format(atom_chunk_factor(sp, c), q, sizeof q);
+		q_format(layer == 0 ? atom_chunk_factor(sp, c) :
+		    atom_mtp_chunk_factor(sp, layer, c), q, sizeof q);
 		jsonw_string(j, q);
 	}
+	jsonw_end_array(j);
+}
+
+static void
+jsonw_loss_factors(struct json *j, const struct atom_space *sp)
+{
+	int	 k;
+
+	if (atom_space_main_weighted(sp)) {
+		jsonw_key(j, "loss_factors");
+		jsonw_factor_array(j, sp, 0);
+	}
+	if (!atom_space_mtp_weighted(sp))
+		return;
+	jsonw_key(j, "mtp_loss_factors");
+	jsonw_begin_array(j);
+	for (k = 1; k <= sp->mtp; k++)
+		jsonw_factor_array(j, sp, k);
 	jsonw_end_array(j);
 }
 

@@ -58,19 +58,25 @@ struct text {
 
 /*
  * What "wsum" weights each atom by: the chunks' loss factors, the first
- * few, then how many more (explain lists them all).
+ * few, then how many more (explain lists them all); those of each
+ * multi-token prediction layer for its atoms, when they differ.
  */
 static void
-put_loss_factors(FILE *fp, const struct atom_space *sp)
+put_factor_line(FILE *fp, const struct atom_space *sp, int layer)
 {
 	const struct mesh *m = &sp->mesh;
 	char	 q[48];
 	int	 c, n = atom_space_chunks(sp);
 
+	if (layer == 0)
+		fputs("loss factors (wsum weights):", fp);
+	else
+		fprintf(fp, "loss factors of layer %d's atoms (t%d):", layer,
+		    layer);
 	/* By the tables' dp column, which counts the cp ranks too. */
-	fputs("loss factors (wsum weights):", fp);
 	for (c = 0; c < n && c < LOSS_FACTORS_MAX; c++) {
-		q_format(atom_chunk_factor(sp, c), q, sizeof q);
+		q_format(layer == 0 ? atom_chunk_factor(sp, c) :
+		    atom_mtp_chunk_factor(sp, layer, c), q, sizeof q);
 		fprintf(fp, "%s m%d dp%d %s", c > 0 ? "," : "", c / m->dp,
 		    c % m->dp, q);
 	}
@@ -78,6 +84,17 @@ put_loss_factors(FILE *fp, const struct atom_space *sp)
 		fprintf(fp, " and %d more (gradaudit explain lists every "
 		    "chunk)", n - LOSS_FACTORS_MAX);
 	putc('\n', fp);
+}
+
+static void
+put_loss_factors(FILE *fp, const struct atom_space *sp)
+{
+	int	 k;
+
+	if (atom_space_main_weighted(sp))
+		put_factor_line(fp, sp, 0);
+	for (k = 1; atom_space_mtp_weighted(sp) && k <= sp->mtp; k++)
+		put_factor_line(fp, sp, k);
 }
 
 static const char *

@@ -17,6 +17,7 @@ void
 atom_space_build(struct atom_space *space, const struct loss_norm *ln,
     const struct mesh *mesh)
 {
+	size_t	 i, n;
 	int	 c;
 
 	atom_space_init(space);
@@ -44,6 +45,22 @@ atom_space_build(struct atom_space *space, const struct loss_norm *ln,
 		if (!q_equal(ln->coef[c], ln->coef[0]))
 			space->weighted = true;
 	}
+	/*
+	 * A layer's factors differ from chunk to chunk under local counts
+	 * (Megatron-LM #7452): one term per chunk, a 543 MB JSON report of
+	 * the DeepSeek-V3 shape at 2,048 ranks and 8 micro-batches.  A chunk
+	 * whose rolled mask keeps no token has factor 0 and no atom to
+	 * weigh (atom_weighs).
+	 */
+	if (ln->mtp == 0)
+		return;
+	n = (size_t)ln->mtp * ln->chunks;
+	space->mtp_factor = xreallocarray(NULL, n, sizeof *space->mtp_factor);
+	memcpy(space->mtp_factor, ln->mtp_coef, n * sizeof *space->mtp_factor);
+	for (i = 0; i < n; i++)
+		if (!q_equal(ln->mtp_coef[i], ln->mtp_coef[i - i %
+		    ln->chunks]))
+			space->mtp_weighted = true;
 }
 
 /* The space of a config without atoms beyond its ranks, holding nothing. */
@@ -62,6 +79,7 @@ void
 atom_space_free(struct atom_space *space)
 {
 	free(space->factor);
+	free(space->mtp_factor);
 	atom_space_init(space);
 }
 
@@ -69,7 +87,8 @@ void
 atom_space_copy(struct atom_space *dst, const struct atom_space *src,
     struct arena *arena)
 {
-	struct rational	*factor = NULL;
+	struct rational	*factor = NULL, *mtp = NULL;
+	size_t		 n = (size_t)src->mtp * (size_t)src->nfactors;
 
 	*dst = *src;
 	if (src->nfactors > 0) {
@@ -78,13 +97,36 @@ atom_space_copy(struct atom_space *dst, const struct atom_space *src,
 		memcpy(factor, src->factor,
 		    (size_t)src->nfactors * sizeof *factor);
 	}
+	if (src->mtp_factor != NULL && n > 0) {
+		mtp = arena_alloc(arena, n * sizeof *mtp);
+		memcpy(mtp, src->mtp_factor, n * sizeof *mtp);
+	}
 	dst->factor = factor;
+	dst->mtp_factor = mtp;
 }
 
 bool
 atom_space_weighted(const struct atom_space *space)
 {
+	return space->weighted || space->mtp_weighted;
+}
+
+bool
+atom_space_main_weighted(const struct atom_space *space)
+{
 	return space->weighted;
+}
+
+bool
+atom_space_mtp_weighted(const struct atom_space *space)
+{
+	return space->mtp_weighted;
+}
+
+struct rational
+atom_mtp_chunk_factor(const struct atom_space *space, int layer, int chunk)
+{
+	return space->mtp_factor[(layer - 1) * space->nfactors + chunk];
 }
 
 int
@@ -107,14 +149,28 @@ struct rational
 atom_loss_factor(const struct atom_space *space, uint32_t a)
 {
 	struct coord	 c;
-	int		 j = atom_expert_source(space, a);
+	int		 j = atom_expert_source(space, a), chunk;
+	int		 layer = atom_mtp_layer(space, a);
 
 	mesh_coord_of(&space->mesh, atom_rank(space, a), &c);
 	if (j >= 0)
 		mesh_coord_of(&space->mesh, mesh_rank_of_expert(&space->mesh,
 		    c.pp, j, c.etp, c.edp), &c);
-	return space->factor[lossnorm_chunk(&space->mesh,
-	    atom_micro_batch(space, a), c.dp)];
+	chunk = lossnorm_chunk(&space->mesh, atom_micro_batch(space, a), c.dp);
+	if (layer > 0 && space->mtp_factor != NULL)
+		return atom_mtp_chunk_factor(space, layer, chunk);
+	return space->factor[chunk];
+}
+
+bool
+atom_weighs(const struct atom_space *space, uint32_t a)
+{
+	if (atom_source(space, a) == space->aux_source)
+		return false;
+	if (atom_mtp_layer(space, a) > 0)
+		return space->mtp_weighted &&
+		    !q_is_zero(atom_loss_factor(space, a));
+	return space->weighted;
 }
 
 int

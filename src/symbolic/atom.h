@@ -35,6 +35,9 @@ struct atom_space {
 	struct rational	*factor;	/* loss_norm.coef, per chunk */
 	int		 nfactors;
 	bool		 weighted;	/* factors differ (atom_space_weighted) */
+	/* loss_norm.mtp_coef, [(layer - 1) * nfactors + chunk]. */
+	struct rational	*mtp_factor;
+	bool		 mtp_weighted;	/* some layer's factors differ */
 };
 
 /*
@@ -71,15 +74,32 @@ bool		 atom_space_trivial(const struct atom_space *);
 int		 atom_space_micro_batches(const struct atom_space *);
 int		 atom_space_sources(const struct atom_space *);
 /*
- * True when the chunks' loss factors differ (none zero): a
- * value may then be written as a sum weighted by them (meshsum.h).
+ * True when the chunks' loss factors differ (none zero), or those of a
+ * multi-token prediction layer do: a value may then be written as a sum
+ * weighted by them (meshsum.h).  The first alone, and the second alone.
  */
 bool		 atom_space_weighted(const struct atom_space *);
-/* The loss factor of the atom's chunk, in atom units (loss_norm.coef). */
+bool		 atom_space_main_weighted(const struct atom_space *);
+bool		 atom_space_mtp_weighted(const struct atom_space *);
+/*
+ * The framework's factor of the atom's chunk, in atom units: the main
+ * loss's (loss_norm.coef), or its layer's for a multi-token prediction
+ * atom (loss_norm.mtp_coef); the source's chunk for an expert atom kept
+ * per source.
+ */
 struct rational	 atom_loss_factor(const struct atom_space *, uint32_t);
+/*
+ * Is the atom weighed by atom_loss_factor in a weighted sum?  Not the
+ * auxiliary losses' (one factor for every chunk), nor an atom of factor 0
+ * or of a kind whose factors are all alike.
+ */
+bool		 atom_weighs(const struct atom_space *, uint32_t);
 /* The chunks (lossnorm_chunk numbers them) and each one's loss factor. */
 int		 atom_space_chunks(const struct atom_space *);
 struct rational	 atom_chunk_factor(const struct atom_space *, int chunk);
+/* Layer `layer`'s (1..D) factor of a chunk. */
+struct rational	 atom_mtp_chunk_factor(const struct atom_space *, int layer,
+		    int chunk);
 uint32_t	 atom_id(const struct atom_space *, int rank, int source,
 		    int m);
 int		 atom_rank(const struct atom_space *, uint32_t);

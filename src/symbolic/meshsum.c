@@ -307,21 +307,8 @@ group_terms(const struct atom_space *sp, const struct candidate *cand,
 }
 
 /*
- * Is an atom's coefficient its chunk's loss factor times a weight?  Not
- * the auxiliary losses': the framework multiplies them by one factor for
- * every chunk (lossnorm.h aux_coef), so dividing them by the main loss's
- * would scatter a plain sum over the world into one term a rank (issue
- * 25, where their atoms reach every parameter before a router).
- */
-static bool
-weighs(const struct atom_space *sp, uint32_t atom)
-{
-	return atom_source(sp, atom) != sp->aux_source;
-}
-
-/*
  * The pieces of t[] with every coefficient divided by its atom's loss
- * factor (where weighs() says so), into out; a group so found is a
+ * factor (where atom_weighs says so), into out; a group so found is a
  * weighted piece, and a single atom gets its own coefficient back.
  * Returns their number.
  */
@@ -335,14 +322,14 @@ weighted_pieces(const struct atom_space *sp, const struct candidate *cand,
 	w = xreallocarray(NULL, nt, sizeof *w);
 	for (i = 0; i < nt; i++) {
 		w[i].atom = t[i].atom;
-		w[i].coef = weighs(sp, t[i].atom) ? q_div(t[i].coef,
+		w[i].coef = atom_weighs(sp, t[i].atom) ? q_div(t[i].coef,
 		    atom_loss_factor(sp, t[i].atom)) : t[i].coef;
 	}
 	qsort(w, nt, sizeof *w, lc_cmp_format_order);
 	n = group_terms(sp, cand, ncand, w, nt, out);
 	free(w);
 	for (i = 0; i < n; i++) {
-		if (!weighs(sp, out[i].atom))
+		if (!atom_weighs(sp, out[i].atom))
 			continue;
 		if (out[i].n > 1)
 			out[i].weighted = true;
