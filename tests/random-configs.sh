@@ -182,6 +182,11 @@ random_config()
 		echo "  sequence_parallel: $([ "$sp" = 1 ] && echo true || echo false)"
 		echo "  average_in_collective: $([ "$avg" = 1 ] && echo true || echo false)"
 		echo "  bucket_elems: $bucket"
+		# Every third one accumulates two micro-batches, from the index
+		# too (every other of them with MTP).
+		mbs=1
+		[ $((i % 3)) = 2 ] && mbs=2
+		echo "  micro_batches: $mbs"
 		# Every fourth one declares the MoE block input Replicate
 		# (torchtitan before PR #2416), every eighth other one Partial
 		# (torchtitan de329200b), and every sixth one all-reduces the
@@ -193,6 +198,17 @@ random_config()
 		[ $((i % 6)) = 0 ] && rig=tp-all-reduce
 		echo "sync: {embedding_grad: $emb, router_grad: $router, expert_input_grad: $ein, sp_param_grad: $spp, expert_grad_divisor: $div, moe_input_grad: $mig, router_input_grad: $rig$etd}"
 		echo "grad_norm: {${norm%%:*}: ${norm#*:}}"
+		# Every fourth one (even, so without MTP) divides each
+		# micro-batch by its own valid tokens (HF transformers before
+		# PR #34191), every other of those stating that mean of means
+		# as its objective (Megatron-LM without
+		# --calculate-per-token-loss), so that the micro-batches of a
+		# rank weigh apart where there are two: the default uneven
+		# tokens differ among chunks.
+		loss=
+		[ $((i % 4)) = 2 ] && loss="normalize_by: micro-batch"
+		[ $((i % 8)) = 6 ] && loss="$loss, objective: micro-batch-mean"
+		[ -n "$loss" ] && echo "loss: {$loss}"
 		# The preset, and the declarations whose needs are met.
 		have=-
 		[ "$mixer" = 1 ] && have="$have mixer"
@@ -210,5 +226,5 @@ random_config()
 		fi
 	} >"$f"
 	random_plan=$plan
-	random_desc="random-$i (dp=$dp pp=$pp vpp=$vpp tp=$tp moe=$moe ep=$ep etp=$etp mtp=$mtp tie=$tie grad_norm.$norm mixer=$mixer ep_on=$epon plan=[${plan% }])"
+	random_desc="random-$i (dp=$dp pp=$pp vpp=$vpp tp=$tp moe=$moe ep=$ep etp=$etp mtp=$mtp tie=$tie micro_batches=$mbs loss={$loss} grad_norm.$norm mixer=$mixer ep_on=$epon plan=[${plan% }])"
 }
