@@ -670,25 +670,62 @@ mtp_off(const struct atom_space *sp, const struct lincomb *v,
 }
 
 /*
+ * The atom of the same layer and micro-batch holding the tokens of the cp
+ * rank 0 sibling of the chunk whose tokens atom a holds, in *sib; false
+ * where a's chunk is on cp rank 0 or no such atom exists.  An expert's
+ * atom kept per source holds its source's tokens (lossnorm.h): its
+ * sibling is the atom of that source's sibling, on the owner of a's
+ * experts in the sibling's ep group.  Held against the same source on
+ * the owner's cp sibling, as the owner's own chunk's atoms are, each
+ * per-source atom met its own factor, and the experts of Megatron-LM
+ * #3943's cp roll read as unequal over dp.
+ */
+static bool
+mtp_cp_sibling(const struct atom_space *sp, uint32_t a, uint32_t *sib)
+{
+	const struct mesh *mesh = &sp->mesh;
+	struct coord	 o, c;
+	int		 src = atom_expert_source(sp, a), r0;
+
+	mesh_coord_of(mesh, atom_rank(sp, a), &o);
+	c = o;
+	if (src >= 0)
+		mesh_coord_of(mesh, mesh_rank_of_expert(mesh, o.pp, src, o.etp,
+		    o.edp), &c);
+	if (c.cp == 0)
+		return false;
+	r0 = mesh_rank_of(mesh, c.pp, c.dp - c.cp, c.tp);
+	if (src < 0) {
+		*sib = atom_id(sp, r0, atom_source(sp, a),
+		    atom_micro_batch(sp, a));
+		return true;
+	}
+	mesh_coord_of(mesh, r0, &c);
+	if (c.etp != o.etp)
+		return false;
+	*sib = atom_id(sp, mesh_rank_of_expert(mesh, o.pp, o.ep, o.etp, c.edp),
+	    atom_source(sp, a) - src + c.ep, atom_micro_batch(sp, a));
+	return true;
+}
+
+/*
  * Are the multi-token prediction atoms of one micro-batch weighed
  * differently against the expected on its cp ranks?  Each atom is
- * compared with its cp rank 0 sibling's: what a rolled count of the cp
- * rank's own makes of a roll across the cp ranks, which leaves the one
- * holding a sequence's end fewer tokens (Megatron core 0.14 on).
+ * compared with its cp rank 0 sibling's (mtp_cp_sibling): what a rolled
+ * count of the cp rank's own makes of a roll across the cp ranks, which
+ * leaves the one holding a sequence's end fewer tokens (Megatron core
+ * 0.14 on).
  */
 static bool
 mtp_unequal_over_cp(const struct atom_space *sp,
     const struct param_result *pr)
 {
-	const struct mesh *mesh = &sp->mesh;
 	const struct term *b;
-	struct coord	 c;
 	struct rational	 e0;
 	uint32_t	 sib, j;
 	size_t		 i;
-	int		 r0;
 
-	if (mesh->cp == 1)
+	if (sp->mesh.cp == 1)
 		return false;
 	for (i = 0; i < pr->ncells; i++) {
 		const struct cell *ce = &pr->cells[i];
@@ -698,14 +735,9 @@ mtp_unequal_over_cp(const struct atom_space *sp,
 		for (j = 0; j < ce->expected->nterms; j++) {
 			b = &ce->expected->terms[j];
 			if (atom_mtp_layer(sp, b->atom) == 0 ||
-			    atom_is_held(sp, b->atom))
+			    atom_is_held(sp, b->atom) ||
+			    !mtp_cp_sibling(sp, b->atom, &sib))
 				continue;
-			mesh_coord_of(mesh, atom_rank(sp, b->atom), &c);
-			if (c.cp == 0)
-				continue;
-			r0 = mesh_rank_of(mesh, c.pp, c.dp - c.cp, c.tp);
-			sib = atom_id(sp, r0, atom_source(sp, b->atom),
-			    atom_micro_batch(sp, b->atom));
 			e0 = lc_coef(ce->expected, sib);
 			if (q_is_zero(e0))
 				continue;
