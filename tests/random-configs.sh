@@ -162,7 +162,7 @@ random_config()
 		# so without MTP) dispatches every tp rank's copy of its tokens
 		# (NeMo Automodel #2995) over an ep group of whole tp groups,
 		# every other of those divided by tp as Automodel does.
-		etd=
+		etd= lsplit=0 mtploss=
 		if [ "$moe" = 1 ] && [ "$tp" -gt 1 ] && [ "$sp" = 0 ] &&
 		    [ $((i % 4)) = 0 ]; then
 			epon=tp-replicated ep=$tp etp=1
@@ -196,6 +196,30 @@ random_config()
 		[ $((i % 4)) = 2 ] && mig=replicate
 		[ $((i % 8)) = 4 ] && mig=partial
 		[ $((i % 6)) = 0 ] && rig=tp-all-reduce
+		# The MoE ones with MTP, dp > 1 and ep > 1 at i % 8 of 1, 3
+		# and 5 (one layer, two, one) have a loss whose ranks of an
+		# ep group may scale a layer differently, which keeps the
+		# experts' layer atoms per source where the ep group spans dp
+		# ranks (lossnorm.c, mtp_factors_differ): dp0 holds one valid
+		# token, which the roll leaves no label, and a layer divides by
+		# the step's rolled count (right: dp0's factor is 0, and its
+		# experts' other sources' tokens must not take it) or, at 5, by
+		# each rank's own, times its main count (Megatron-LM #7452's
+		# local counts, wrong with uneven counts).  All odd, so never
+		# with the micro-batch normalization below.
+		if [ "$mtp" -gt 0 ] && [ "$moe" = 1 ] && [ "$ep" -gt 1 ] &&
+		    [ "$dp" -gt 1 ] && [ $((i % 8)) != 7 ]; then
+			toks=1 j=1
+			while [ $j -lt "$dp" ]; do
+				j=$((j + 1))
+				toks="$toks, $(((i * 7 + j * 5) % 15 + 2))"
+			done
+			# One count a chunk: the micro-batches repeat dp's.
+			[ "$mbs" = 2 ] && toks="$toks, $toks"
+			mtploss="valid_tokens: \"$toks\", normalize_by: global, scale: none, mtp_scale: $([ $((i % 8)) = 5 ] && echo tokens-local || echo tokens-global)"
+			etd="$etd, dp_divisor: none"
+			lsplit=1
+		fi
 		echo "sync: {embedding_grad: $emb, router_grad: $router, expert_input_grad: $ein, sp_param_grad: $spp, expert_grad_divisor: $div, moe_input_grad: $mig, router_input_grad: $rig$etd}"
 		echo "grad_norm: {${norm%%:*}: ${norm#*:}}"
 		# Every fourth one (even, so without MTP) divides each
@@ -208,6 +232,7 @@ random_config()
 		loss=
 		[ $((i % 4)) = 2 ] && loss="normalize_by: micro-batch"
 		[ $((i % 8)) = 6 ] && loss="$loss, objective: micro-batch-mean"
+		[ -n "$mtploss" ] && loss=$mtploss
 		[ -n "$loss" ] && echo "loss: {$loss}"
 		# The preset, and the declarations whose needs are met.
 		have=-
@@ -226,5 +251,6 @@ random_config()
 		fi
 	} >"$f"
 	random_plan=$plan
-	random_desc="random-$i (dp=$dp pp=$pp vpp=$vpp tp=$tp moe=$moe ep=$ep etp=$etp mtp=$mtp tie=$tie micro_batches=$mbs loss={$loss} grad_norm.$norm mixer=$mixer ep_on=$epon plan=[${plan% }])"
+	random_mtp_apart=$lsplit
+	random_desc="random-$i (dp=$dp pp=$pp vpp=$vpp tp=$tp moe=$moe ep=$ep etp=$etp mtp=$mtp tie=$tie micro_batches=$mbs loss={$loss} grad_norm.$norm mixer=$mixer ep_on=$epon mtp_apart=$lsplit plan=[${plan% }])"
 }
