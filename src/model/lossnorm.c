@@ -168,23 +168,6 @@ divisor_of(const struct loss_norm *ln, const struct config *cfg,
 }
 
 /*
- * Do the ranks of some ep group scale the same micro-batch differently,
- * or does the objective weigh their tokens differently?  Then one atom per
- * expert owner and micro-batch cannot say what the owner holds, or what
- * it should hold, and expert atoms are kept per source.  The weights
- * count as much as the factors: under loss.objective micro-batch-mean
- * with uneven tokens and a global normalization, every chunk's factor is
- * one, but an expert's tokens from a short micro-batch weigh more, and
- * with one atom per owner the expected value gave all of them its own
- * chunk's weight (tests/agree-loss.test, seed 8080, found it).
- */
-/*
- * Each ep group of the first stage is visited once, from its member of ep
- * index 0: from every member, the loop took ep times the work, 65 s of an
- * 89 s check at dp 1,048,576 and ep 4,096 (issue 26).  The stages repeat
- * the first one's dp coordinates.
- */
-/*
  * Do the ep group `members` scale micro-batch m's loss of multi-token
  * prediction layer k + 1 differently?  Megatron-LM #7452's local counts
  * (loss.mtp_scale tokens-local) do so with uneven tokens even where the
@@ -214,6 +197,23 @@ mtp_factors_differ(const struct loss_norm *ln, const struct mesh *mesh,
 	return false;
 }
 
+/*
+ * Do the ranks of some ep group scale the same micro-batch differently,
+ * or does the objective weigh their tokens differently?  Then one atom per
+ * expert owner and micro-batch cannot say what the owner holds, or what
+ * it should hold, and expert atoms are kept per source.  The weights
+ * count as much as the factors: under loss.objective micro-batch-mean
+ * with uneven tokens and a global normalization, every chunk's factor is
+ * one, but an expert's tokens from a short micro-batch weigh more, and
+ * with one atom per owner the expected value gave all of them its own
+ * chunk's weight (tests/agree-loss.test, seed 8080, found it).
+ */
+/*
+ * Each ep group of the first stage is visited once, from its member of ep
+ * index 0: from every member, the loop took ep times the work, 65 s of an
+ * 89 s check at dp 1,048,576 and ep 4,096 (issue 26).  The stages repeat
+ * the first one's dp coordinates.
+ */
 static bool
 sources_differ(const struct loss_norm *ln, const struct config *cfg,
     const struct mesh *mesh)

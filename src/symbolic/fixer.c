@@ -926,8 +926,7 @@ values_from_current(const struct config *c, enum cfg_key k,
 /*
  * Does the loss of config t, divided by its dp_divisor, weigh its atoms
  * as the objective does (which: lossnorm_main_matches, ...)?  False for
- * a config the loader would refuse, which lossnorm does not model (MTP
- * with expert gradients kept per source).
+ * a config the loader would refuse.
  */
 static bool
 loss_matches(const struct config *t, const struct mesh *mesh,
