@@ -197,6 +197,17 @@ mtp_factors_differ(const struct loss_norm *ln, const struct mesh *mesh,
 	return false;
 }
 
+int
+lossnorm_source_chunk(const struct mesh *mesh, const struct coord *c, int j,
+    int m)
+{
+	struct coord	 src;
+
+	mesh_coord_of(mesh, mesh_rank_of_expert(mesh, c->pp, j, c->etp,
+	    c->edp), &src);
+	return lossnorm_chunk(mesh, m, src.dp);
+}
+
 /*
  * Do the ranks of some ep group scale the same micro-batch differently,
  * or does the objective weigh their tokens differently?  Then one atom per

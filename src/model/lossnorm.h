@@ -215,6 +215,18 @@ lossnorm_chunk(const struct mesh *mesh, int m, int d)
 	return m * mesh->dp + d;
 }
 
+/*
+ * The chunk, at micro-batch m, of the rank of ep index j in the ep group
+ * of the rank at c (its pp, etp and expert-dp coordinates).  An expert
+ * atom kept per source for j carries that chunk's factor and weight:
+ * Megatron scales each rank's loss before the tokens are dispatched
+ * (process_mtp_loss and the all-to-all dispatcher, core_v0.19.0).  Both
+ * engines and the atom space ask here, so that they cannot disagree on
+ * which rank's chunk it is.
+ */
+int	 lossnorm_source_chunk(const struct mesh *, const struct coord *c,
+	    int j, int m);
+
 /* The cp rank of chunk c (chunks number the cp rank fastest). */
 static inline int
 lossnorm_chunk_cp(const struct loss_norm *ln, int c)

@@ -332,15 +332,9 @@ mtp_keep(struct engine *eng, const struct rank_state *rs, int k, int d,
 	const union num		*g = per_source ? rs->src_grad[k][j] :
 				    rs->pgrad[k];
 	int64_t			 e = m->params[k].local_elems, x;
-	int			 chunk = rs->batch;
+	int			 chunk = per_source ? lossnorm_source_chunk(
+				    &m->mesh, &rs->coord, j, mb) : rs->batch;
 	union num		 coef;
-	struct coord		 c;
-
-	if (per_source) {
-		mesh_coord_of(&m->mesh, mesh_rank_of_expert(&m->mesh,
-		    rs->coord.pp, j, rs->coord.etp, rs->coord.edp), &c);
-		chunk = lossnorm_chunk(&m->mesh, mb, c.dp);
-	}
 	coef = num_from_rational(arith, ln->mtp_coef[(d - 1) * ln->chunks +
 	    chunk]);
 	memcpy(atom, g, (size_t)e * sizeof(union num));
@@ -505,8 +499,7 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 	union num		 coef;
 	const union num		*g;
 	int64_t			 e, x, off;
-	int			 K = ln->micro_batches, mb, i, k, j, n, src;
-	struct coord		 c;
+	int			 K = ln->micro_batches, mb, i, k, j, n, chunk;
 
 	/* The buffer exists, at zero, before the first backward. */
 	for (i = 0; hook != NULL && i < eng->nranks; i++)
@@ -540,14 +533,12 @@ run_micro_batches(struct engine *eng, struct progress_count *pc,
 				for (j = 0; j < n; j++) {
 					g = n > 1 ? rs->src_grad[k][j] :
 					    rs->pgrad[k];
-					src = n > 1 ? mesh_rank_of_expert(
-					    &m->mesh, rs->coord.pp, j,
-					    rs->coord.etp, rs->coord.edp) :
-					    rs->rank;
-					mesh_coord_of(&m->mesh, src, &c);
+					chunk = n > 1 ? lossnorm_source_chunk(
+					    &m->mesh, &rs->coord, j, mb) :
+					    lossnorm_chunk(&m->mesh, mb,
+					    rs->coord.dp);
 					coef = num_from_rational(arith,
-					    ln->coef[ lossnorm_chunk(&m->mesh,
-					    mb, c.dp)]);
+					    ln->coef[chunk]);
 					memcpy(atoms[i][k] + off +
 					    (j * K + mb) * e, g, (size_t)e *
 					    sizeof(union num));

@@ -153,10 +153,9 @@ atom_loss_factor(const struct atom_space *space, uint32_t a)
 	int		 layer = atom_mtp_layer(space, a);
 
 	mesh_coord_of(&space->mesh, atom_rank(space, a), &c);
-	if (j >= 0)
-		mesh_coord_of(&space->mesh, mesh_rank_of_expert(&space->mesh,
-		    c.pp, j, c.etp, c.edp), &c);
-	chunk = lossnorm_chunk(&space->mesh, atom_micro_batch(space, a), c.dp);
+	chunk = j >= 0 ? lossnorm_source_chunk(&space->mesh, &c, j,
+	    atom_micro_batch(space, a)) : lossnorm_chunk(&space->mesh,
+	    atom_micro_batch(space, a), c.dp);
 	if (layer > 0 && space->mtp_factor != NULL)
 		return atom_mtp_chunk_factor(space, layer, chunk);
 	return space->factor[chunk];

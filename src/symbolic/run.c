@@ -357,7 +357,7 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 	const struct lincomb **slot;
 	struct term *t;
 	bool	 split = model_per_source(m, p);
-	int	 K = ln->micro_batches, j, k, n = 0, src, chunk, a;
+	int	 K = ln->micro_batches, j, k, n = 0, chunk, a;
 	int	 lo = run->micro_batch >= 0 ? run->micro_batch : 0;
 	int	 hi = run->micro_batch >= 0 ? run->micro_batch + 1 : K;
 	struct coord c;
@@ -398,30 +398,20 @@ local_value(struct sym_run *run, const struct param *p, int base, bool held)
 			    ln->mtp_coef[j * ln->chunks + chunk]);
 		}
 	for (j = 0; model_has_mtp(m, p) && split && j < ln->mtp * m->mesh.ep;
-	    j++) {
-		struct coord sc;
-
-		mesh_coord_of(&m->mesh, mesh_rank_of_expert(&m->mesh, c.pp,
-		    j % m->mesh.ep, c.etp, c.edp), &sc);
+	    j++)
 		for (k = lo; k < hi; k++) {
-			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
+			chunk = lossnorm_source_chunk(&m->mesh, &c,
+			    j % m->mesh.ep, k);
 			n = local_term(t, n, sp, held, atom_id(sp, base,
 			    ln->mtp_split_source + j, k), ln->mtp_coef[
 			    j / m->mesh.ep * ln->chunks + chunk]);
 		}
-	}
 	for (j = split ? 1 : 0; j < (split ? 1 + m->mesh.ep : 1); j++) {
-		struct coord sc = c;
-
-		if (split) {
-			src = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp,
-			    c.edp);
-			mesh_coord_of(&m->mesh, src, &sc);
-		}
 		/* Twin sources' tokens are one (twin_source). */
 		a = split ? twin_source(m, base, j) : j;
 		for (k = lo; k < hi; k++) {
-			chunk = lossnorm_chunk(&m->mesh, k, sc.dp);
+			chunk = split ? lossnorm_source_chunk(&m->mesh, &c,
+			    j - 1, k) : lossnorm_chunk(&m->mesh, k, c.dp);
 			n = local_term(t, n, sp, held, atom_id(sp, base, a, k),
 			    ln->coef[chunk]);
 		}
@@ -626,15 +616,13 @@ atom_objective_weight(const struct sym_run *run, uint32_t a)
 	const struct model *m = run->model;
 	const struct atom_space *sp = &run->ctx->atoms;
 	int	 r = atom_rank(sp, a), j = atom_source(sp, a);
+	int	 mb = atom_micro_batch(sp, a);
 	struct coord c;
 
 	mesh_coord_of(&m->mesh, r, &c);
-	if (m->loss.split && j >= 1 && j <= m->mesh.ep) {
-		r = mesh_rank_of_expert(&m->mesh, c.pp, j - 1, c.etp, c.edp);
-		mesh_coord_of(&m->mesh, r, &c);
-	}
-	return lossnorm_weight(&m->loss, lossnorm_chunk(&m->mesh,
-	    atom_micro_batch(sp, a), c.dp));
+	return lossnorm_weight(&m->loss, m->loss.split && j >= 1 &&
+	    j <= m->mesh.ep ? lossnorm_source_chunk(&m->mesh, &c, j - 1, mb) :
+	    lossnorm_chunk(&m->mesh, mb, c.dp));
 }
 
 /*
@@ -662,15 +650,11 @@ objective_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 	return v;
 }
 
-/* Does chunk (micro-batch m, rank r's dp) keep no token of layer `layer`? */
+/* Does chunk `chunk` keep no token of layer `layer`? */
 static bool
-mtp_chunk_empty(const struct model *m, int r, int mb, int layer)
+mtp_chunk_empty(const struct model *m, int chunk, int layer)
 {
-	struct coord c;
-
-	mesh_coord_of(&m->mesh, r, &c);
-	return m->loss.mtp_valid[(layer - 1) * m->loss.chunks +
-	    lossnorm_chunk(&m->mesh, mb, c.dp)] == 0;
+	return m->loss.mtp_valid[(layer - 1) * m->loss.chunks + chunk] == 0;
 }
 
 /*
@@ -681,41 +665,32 @@ mtp_chunk_empty(const struct model *m, int r, int mb, int layer)
  * layer's weight called such a step wrong where it is right, against the
  * numbers (the self-check, which holds the atom's value of 0, passed).
  * An expert's atom, with ep > 1, holds the tokens that every rank of its
- * ep group routes to it: it is zero only when all of theirs are.
+ * ep group routes to it: it is zero only when all of theirs are (below).
  */
 static bool
-mtp_atom_empty(const struct sym_run *run, uint32_t a, int layer,
-    bool expert)
+mtp_atom_empty(const struct sym_run *run, uint32_t a, int layer)
 {
 	const struct model *m = run->model;
 	const struct atom_space *sp = &run->ctx->atoms;
-	int	 r = atom_rank(sp, a), mb = atom_micro_batch(sp, a), i;
-	int	*members;
-	bool	 empty;
+	int	 mb = atom_micro_batch(sp, a);
 	struct coord c;
 
+	mesh_coord_of(&m->mesh, atom_rank(sp, a), &c);
 	/* Kept per source: its source's tokens alone. */
-	if (atom_expert_source(sp, a) >= 0) {
-		mesh_coord_of(&m->mesh, r, &c);
-		return mtp_chunk_empty(m, mesh_rank_of_expert(&m->mesh, c.pp,
-		    atom_expert_source(sp, a), c.etp, c.edp), mb, layer);
-	}
-	if (!mtp_chunk_empty(m, r, mb, layer))
-		return false;
-	if (!expert || m->mesh.ep == 1)
-		return true;
-	/* Rare (a chunk of no rolled token): the group on demand. */
-	members = xcalloc((size_t)m->mesh.ep, sizeof *members);
-	(void)mesh_group(&m->mesh, GROUP_EP, r, members);
-	for (empty = true, i = 0; i < m->mesh.ep && empty; i++)
-		empty = mtp_chunk_empty(m, members[i], mb, layer);
-	free(members);
-	return empty;
+	if (atom_expert_source(sp, a) >= 0)
+		return mtp_chunk_empty(m, lossnorm_source_chunk(&m->mesh, &c,
+		    atom_expert_source(sp, a), mb), layer);
+	/*
+	 * One atom an owner: its group's chunks share the layer's factor
+	 * (sources_differ keeps them per source otherwise, and an empty
+	 * chunk's factor is 0), so the owner's chunk speaks for all.
+	 */
+	return mtp_chunk_empty(m, lossnorm_chunk(&m->mesh, mb, c.dp), layer);
 }
 
 static const struct lincomb *
 expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
-    struct rational weight, bool expert)
+    struct rational weight)
 {
 	const struct atom_space *sp = &run->ctx->atoms;
 	const struct loss_norm *ln = &run->model->loss;
@@ -734,7 +709,7 @@ expected_sum(struct sym_run *run, const uint32_t *b, size_t nb,
 	for (i = 0; i < nb; i++) {
 		src = atom_source(sp, b[i]);
 		layer = atom_mtp_layer(sp, b[i]);
-		if (layer > 0 && mtp_atom_empty(run, b[i], layer, expert))
+		if (layer > 0 && mtp_atom_empty(run, b[i], layer))
 			continue;
 		j = layer > 0 ? 1 + layer : ln->aux_source >= 0 &&
 		    src == ln->aux_source ? 1 : 0;
@@ -814,7 +789,7 @@ run_init_expected(struct sym_run *run)
 			if (j < nb)
 				qsort(b, nb, sizeof *b, cmp_u32);
 			by_key[key] = run_share(run, expected_sum(run, b, nb,
-			    weight, m->params[lp->instance[0]].expert));
+			    weight));
 		}
 		for (k = 0; k < lp->ninstances; k++) {
 			int pi = lp->instance[k];
