@@ -27,14 +27,10 @@
 #define ARENA_BIG_REQUEST	(ARENA_BLOCK_SIZE / 4)
 
 /*
- * Freed standard blocks are kept for the next arena, zeroed again over the
- * part that was used, up to this many bytes: a sweep builds an audit, and
- * its parameters' segment arenas, thousands of times a second, and fresh
- * blocks from calloc cost more in page faults than the audits themselves
- * (issue 10).
+ * Bytes of freed standard blocks an arena_cache (arena.h) keeps: enough for
+ * a sweep point's audit and its segment arenas.
  */
 #define ARENA_CACHE_BYTES	((size_t)8 << 20)
-#define ARENA_NBINS		7	/* 16 KiB, 32 KiB, ... 1 MiB */
 
 struct arena_block {
 	struct arena_block	*next;
@@ -60,32 +56,27 @@ align_gap(const unsigned char *p)
 	return (size_t)(-(uintptr_t)p & (ARENA_ALIGN - 1));
 }
 
-static struct {
-	struct arena_block	*bin[ARENA_NBINS];
-	size_t			 bytes;
-} cache;
-
 /* The bin of a standard block size, or -1. */
 static int
 cache_bin(size_t size)
 {
 	int	i;
 
-	for (i = 0; i < ARENA_NBINS; i++)
+	for (i = 0; i < ARENA_CACHE_BINS; i++)
 		if (size == ARENA_FIRST_BLOCK << i)
 			return i;
 	return -1;
 }
 
 static struct arena_block *
-block_new(size_t size)
+block_new(struct arena_cache *cache, size_t size)
 {
 	struct arena_block	*b;
 	int			 bin = cache_bin(size);
 
-	if (bin >= 0 && (b = cache.bin[bin]) != NULL) {
-		cache.bin[bin] = b->next;
-		cache.bytes -= size;
+	if (cache != NULL && bin >= 0 && (b = cache->bin[bin]) != NULL) {
+		cache->bin[bin] = b->next;
+		cache->bytes -= size;
 		b->used = 0;
 		b->next = NULL;
 		return b;
@@ -101,10 +92,37 @@ block_new(size_t size)
 }
 
 void
-arena_init(struct arena *a)
+arena_cache_init(struct arena_cache *c)
+{
+	memset(c, 0, sizeof *c);
+}
+
+void
+arena_cache_free(struct arena_cache *c)
+{
+	struct arena_block	*b, *next;
+	int			 i;
+
+	for (i = 0; i < ARENA_CACHE_BINS; i++)
+		for (b = c->bin[i]; b != NULL; b = next) {
+			next = b->next;
+			free(b);
+		}
+	arena_cache_init(c);
+}
+
+void
+arena_init_cached(struct arena *a, struct arena_cache *c)
 {
 	a->head = NULL;
 	a->used_bytes = 0;
+	a->cache = c;
+}
+
+void
+arena_init(struct arena *a)
+{
+	arena_init_cached(a, NULL);
 }
 
 void *
@@ -138,7 +156,7 @@ arena_alloc(struct arena *a, size_t n)
 		 * free space stays available for the small requests that
 		 * follow.
 		 */
-		b = block_new(n + ARENA_ALIGN);
+		b = block_new(a->cache, n + ARENA_ALIGN);
 		if (a->head != NULL) {
 			b->next = a->head->next;
 			a->head->next = b;
@@ -158,7 +176,7 @@ arena_alloc(struct arena *a, size_t n)
 			    ARENA_BLOCK_SIZE : 2 * a->head->size;
 		while (size < n + ARENA_ALIGN)
 			size *= 2;
-		b = block_new(size);
+		b = block_new(a->cache, size);
 		b->next = a->head;
 		a->head = b;
 	}
@@ -212,20 +230,22 @@ arena_strdup(struct arena *a, const char *s)
 void
 arena_free(struct arena *a)
 {
+	struct arena_cache	*cache = a->cache;
 	struct arena_block	*b, *next;
 
 	for (b = a->head; b != NULL; b = next) {
 		int bin = cache_bin(b->size);
 
 		next = b->next;
-		if (bin < 0 || cache.bytes + b->size > ARENA_CACHE_BYTES) {
+		if (cache == NULL || bin < 0 ||
+		    cache->bytes + b->size > ARENA_CACHE_BYTES) {
 			free(b);
 			continue;
 		}
 		memset(block_data(b), 0, b->used);
-		b->next = cache.bin[bin];
-		cache.bin[bin] = b;
-		cache.bytes += b->size;
+		b->next = cache->bin[bin];
+		cache->bin[bin] = b;
+		cache->bytes += b->size;
 	}
 	a->head = NULL;
 	a->used_bytes = 0;

@@ -26,6 +26,7 @@ cmd_check_exec(struct options *o)
 	struct batch		 b;
 	struct output_stream	 out;
 	struct sym_context	 ctx;
+	struct arena_cache	 blocks;	/* the audits', in turn */
 	struct audit		 a;
 	struct audited		 v;
 	size_t			 i;
@@ -35,6 +36,7 @@ cmd_check_exec(struct options *o)
 	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
 	output_load_batch(o, &b);
+	arena_cache_init(&blocks);
 	output_begin(&out, o, output_as_array(&b.list) || b.n > 1, b.n);
 	for (i = 0; i < b.n; i++) {
 		double t0 = clock_seconds();
@@ -45,6 +47,7 @@ cmd_check_exec(struct options *o)
 			continue;
 		}
 		sym_context_build(&ctx, &b.list.v[b.items[i].config]);
+		ctx.blocks = &blocks;
 		sym_audit(&ctx, &a, NULL, NULL);
 		/* The audit outlives the model: it points only at its arena. */
 		sym_context_free(&ctx);
@@ -55,6 +58,7 @@ cmd_check_exec(struct options *o)
 		output_add(&out, &v);
 		audit_free(&a);
 	}
+	arena_cache_free(&blocks);
 	status = output_end(&out, "gradaudit.check");
 	batch_free(&b);
 	return status;

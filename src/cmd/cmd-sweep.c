@@ -734,6 +734,7 @@ cmd_sweep_exec(struct options *o)
 	struct config_list	 list;
 	struct sweep		 sw;
 	struct sym_context	 ctx;
+	struct arena_cache	 blocks;	/* the points' audits' */
 	struct config		 c;
 	struct audit		 a;
 	struct json		 js;
@@ -820,6 +821,7 @@ cmd_sweep_exec(struct options *o)
 	if (!(sw.rows && isatty(STDOUT_FILENO)))
 		progress_start("sweep", (int64_t)sw.npoints);
 	sweep_workers_start(&wk, &sw, o);
+	arena_cache_init(&blocks);
 	for (i = 0; i < sw.npoints; i++) {
 		struct sweep_point *pt = &sw.points[i];
 		double t0 = clock_seconds(), seconds;
@@ -846,6 +848,7 @@ cmd_sweep_exec(struct options *o)
 		if ((why = sweep_point_config(&sw, pt, &c, whybuf, sizeof whybuf)) ==
 		    NULL) {
 			sym_context_build(&ctx, &c);
+			ctx.blocks = &blocks;
 			if ((why = sym_context_unauditable(&ctx, &c,
 			    &blame, whybuf, sizeof whybuf)) != NULL) {
 				sym_context_free(&ctx);
@@ -907,6 +910,7 @@ cmd_sweep_exec(struct options *o)
 		cfg_free(&c);
 		pt->seconds = clock_seconds() - t0;
 	}
+	arena_cache_free(&blocks);
 	if (wk.n > 0)
 		sweep_workers_stop(&wk);
 	progress_end();

@@ -90,6 +90,7 @@ static void
 worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 {
 	struct sym_context	 ctx;
+	struct arena_cache	 blocks;	/* this worker's audits' */
 	struct config		 c;
 	struct audit		 a;
 	struct verdict		 v;
@@ -98,6 +99,11 @@ worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 	const char		*why;
 	size_t			 i;
 
+	/*
+	 * Its own, not the parent's: a fork()ed worker shares no memory it
+	 * writes with the sweep, and relies on nothing of it being reset.
+	 */
+	arena_cache_init(&blocks);
 	while ((i = atomic_fetch_add(next, 1)) < sw->npoints) {
 		double t0 = clock_seconds();
 
@@ -106,6 +112,7 @@ worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 		if (sweep_point_config(sw, &sw->points[i], &c, whybuf,
 		    sizeof whybuf) == NULL) {
 			sym_context_build(&ctx, &c);
+			ctx.blocks = &blocks;
 			why = sym_context_unauditable(&ctx, &c, &blame,
 			    whybuf, sizeof whybuf);
 			if (why == NULL) {
@@ -123,6 +130,7 @@ worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 		if (write_all(fd, &v, sizeof v) < 0)
 			_exit(1);
 	}
+	arena_cache_free(&blocks);
 	_exit(0);
 }
 

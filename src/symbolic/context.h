@@ -36,6 +36,12 @@ struct sym_context {
 	 * ranks (issue 24).
 	 */
 	bool			 no_effects;
+	/*
+	 * The block cache of the audit's arenas (arena.h), or NULL: owned by
+	 * the caller that audits in a loop (a sweep, check's batch), which
+	 * sets it after sym_context_build and frees it after the audits.
+	 */
+	struct arena_cache	*blocks;
 };
 
 void	 sym_context_build(struct sym_context *, const struct config *);

@@ -422,7 +422,8 @@ derive_frugally(struct audit *a)
 	size_t		 i, k;
 
 	memset(&view, 0, sizeof view);
-	arena_init(&view.arena);
+	/* The audits again use the cache of the audit they replace. */
+	arena_init_cached(&view.arena, a->arena.cache);
 	view.config = cfg;
 	view.nfindings = a->nfindings;
 	view.findings = arena_alloc(&view.arena, (a->nfindings + 1) *
@@ -443,6 +444,7 @@ derive_frugally(struct audit *a)
 	audit_free(a);
 	derive(&view);
 	sym_context_build(&ctx, cfg);
+	ctx.blocks = view.arena.cache;
 	sym_audit(&ctx, a, NULL, NULL);
 	sym_context_free(&ctx);
 	for (i = 0; i < a->nfindings && a->nfindings == view.nfindings; i++) {

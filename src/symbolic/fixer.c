@@ -245,7 +245,8 @@ audit_with(const struct fixer *fx, const struct candidate *c,
 	int		 k;
 
 	memset(a, 0, sizeof *a);
-	arena_init(&a->arena);
+	/* A candidate's audit takes the blocks of the audit being fixed. */
+	arena_init_cached(&a->arena, fx->audit->arena.cache);
 	cfg_copy(cfg, fx->config);
 	for (k = 0; k < c->n; k++)
 		if (cfg_key_set(cfg, c->key[k], c->value[k]) == -1)
@@ -254,6 +255,7 @@ audit_with(const struct fixer *fx, const struct candidate *c,
 		return false;
 	sym_context_build(&ctx, cfg);
 	ctx.no_effects = true;
+	ctx.blocks = fx->audit->arena.cache;
 	if (sym_context_unauditable(&ctx, cfg, &blame, why,
 	    sizeof why) == NULL) {
 		audit_free(a);
@@ -261,7 +263,7 @@ audit_with(const struct fixer *fx, const struct candidate *c,
 			sym_audit(&ctx, a, NULL, NULL);
 		else if ((*probed = sym_audit_param(&ctx, a, of->params,
 		    of->nparams)) < 0)
-			arena_init(&a->arena);
+			arena_init_cached(&a->arena, ctx.blocks);
 		valid = true;
 	}
 	sym_context_free(&ctx);

@@ -1176,7 +1176,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	memset(&run, 0, sizeof run);
 	run.m = m;
 	run.audit = a;
-	arena_init(&run.arena);
+	arena_init_cached(&run.arena, ctx->blocks);
 	gn_plan_build(&plan, ctx);
 	initial_lists(&run, &plan);
 	for (i = 0; i < plan.nsteps && plan.steps[i].part != GN_PART_TOTAL;

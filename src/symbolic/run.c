@@ -468,7 +468,7 @@ run_init_values(struct sym_run *run)
 			    sizeof *run->local[0][0]);
 	run->seg_arenas = xcalloc(m->nlogical, sizeof *run->seg_arenas);
 	for (p = 0; p < m->nlogical; p++)
-		arena_init(&run->seg_arenas[p]);
+		arena_init_cached(&run->seg_arenas[p], run->ctx->blocks);
 	run->vals = xcalloc(m->nparams, sizeof *run->vals);
 	for (p = 0; p < m->nparams; p++) {
 		int base = m->params[p].stage * run->stage_ranks;

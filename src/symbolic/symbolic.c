@@ -42,7 +42,7 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 	int		 l, k, n;
 
 	memset(a, 0, sizeof *a);
-	arena_init(&a->arena);
+	arena_init_cached(&a->arena, ctx->blocks);
 	a->config = m->config;
 	a->mesh = m->mesh;
 	atom_space_copy(&a->atoms, &ctx->atoms, &a->arena);
