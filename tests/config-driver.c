@@ -23,6 +23,7 @@
 #include "base/xmalloc.h"
 #include "config/config.h"
 #include "config/constraints.h"
+#include "config/framework.h"
 #include "config/load.h"
 
 static const char *const key_names[KEY__COUNT] = {
@@ -305,6 +306,7 @@ int
 main(int argc, char *argv[])
 {
 	struct config_list	 list;
+	struct fw_registry	*frameworks;
 	struct cfg_override	*ovr;
 	struct config		 copy;
 	const char		*why;
@@ -325,9 +327,11 @@ main(int argc, char *argv[])
 		ovr[novr++].value = eq + 1;
 	}
 	memset(&list, 0, sizeof list);
-	if (cfg_load(argv[1], ovr, novr, &list) == -1) {
+	frameworks = fw_registry_open();
+	if (cfg_load(frameworks, argv[1], ovr, novr, &list) == -1) {
 		/* The message it kept (config_list.error). */
 		config_list_free(&list);
+		fw_registry_close(frameworks);
 		free(ovr);
 		return EXIT_USAGE;
 	}
@@ -344,6 +348,7 @@ main(int argc, char *argv[])
 		cfg_free(&copy);
 	}
 	config_list_free(&list);
+	fw_registry_close(frameworks);
 	free(ovr);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		fprintf(stderr, "config-driver: error writing stdout\n");

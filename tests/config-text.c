@@ -24,7 +24,7 @@ config_text_load(const char *yaml, struct config_list *out)
 		else {
 			fprintf(fp, "name: case\n%s", yaml);
 			if (fclose(fp) == 0)
-				rc = cfg_load(path, NULL, 0, out);
+				rc = cfg_load(NULL, path, NULL, 0, out);
 		}
 		unlink(path);
 	}

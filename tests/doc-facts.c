@@ -25,6 +25,7 @@
 
 #include "base/exitcode.h"
 #include "config/config.h"
+#include "config/framework.h"
 #include "config/load.h"
 #include "symbolic/audit.h"
 
@@ -68,12 +69,14 @@ static int
 print_values(const char *path)
 {
 	struct config_list	 list;
+	struct fw_registry	*frameworks = fw_registry_open();
 	char			 value[256];
 	int			 k;
 
 	memset(&list, 0, sizeof list);
-	if (cfg_load(path, NULL, 0, &list) != 0 || list.n == 0) {
+	if (cfg_load(frameworks, path, NULL, 0, &list) != 0 || list.n == 0) {
 		config_list_free(&list);
+		fw_registry_close(frameworks);
 		return EXIT_USAGE;
 	}
 	for (k = 0; k < KEY__COUNT; k++) {
@@ -86,6 +89,7 @@ print_values(const char *path)
 		    value);
 	}
 	config_list_free(&list);
+	fw_registry_close(frameworks);
 	return EXIT_OK;
 }
 

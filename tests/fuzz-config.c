@@ -29,6 +29,7 @@
 #include "base/xmalloc.h"
 #include "config/config.h"
 #include "config/constraints.h"
+#include "config/framework.h"
 #include "config/load.h"
 #include "fuzz-text.h"
 #include "tap.h"
@@ -128,6 +129,8 @@ static int	 input_fd;
 static int	 errors_fd;
 static struct config_list list;	/* one config loaded before every case */
 static int	 loaded, rejected;
+/* The profiles a mutated framework: resolves in, read once for all cases. */
+static struct fw_registry *frameworks;
 
 static void
 mutate_flip(struct text *t)
@@ -345,7 +348,7 @@ check_case(const struct cfg_override *ovr, size_t novr)
 	size_t		 len, i;
 	int		 rc;
 
-	rc = cfg_load(input_path, ovr, novr, &list);
+	rc = cfg_load(frameworks, input_path, ovr, novr, &list);
 	errors = take_errors(&len);
 	if (rc == -1) {
 		rejected++;
@@ -461,7 +464,7 @@ check_agreement(const struct agreement *a)
 		text_insert(&t, 0, a->yaml, strlen(a->yaml));
 		write_input(&t);
 		free(t.s);
-		good = cfg_load(input_path, NULL, 0, &list) == -1;
+		good = cfg_load(frameworks, input_path, NULL, 0, &list) == -1;
 		errors = take_errors(&len);
 		xasprintf(&want, ": %s\n", a->message);
 		good = good && len >= strlen(want) &&
@@ -527,11 +530,13 @@ main(void)
 	fflush(stderr);
 	if (dup2(errors_fd, 2) == -1)
 		fatal("dup2");
+	frameworks = fw_registry_open();
 
 	/* The list every case appends to: cfg_load must leave it alone on error. */
 	text_insert(&t, 0, seeds[0], strlen(seeds[0]));
 	write_input(&t);
-	tap_ok(cfg_load(input_path, NULL, 0, &list) == 0 && list.n == 1,
+	tap_ok(cfg_load(frameworks, input_path, NULL, 0, &list) == 0 &&
+	    list.n == 1,
 	    "first seed loads into the shared list");
 	free(t.s);
 	if (list.n != 1) {
@@ -560,6 +565,7 @@ main(void)
 	    "mutations both load and fail, many times each");
 
 	config_list_free(&list);
+	fw_registry_close(frameworks);
 	close(input_fd);
 	unlink(input_path);
 	unlink(errors_path);

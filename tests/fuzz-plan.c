@@ -241,7 +241,7 @@ round_trip(const char *mesh, const struct sym_context *ctx)
 			planwrite_item(fp, &c->plan[k]);
 	fclose(fp);
 	memset(&back, 0, sizeof back);
-	if (cfg_load_quietly("round-trip", buf, len, &back) == -1 ||
+	if (cfg_load_quietly(NULL, "round-trip", buf, len, &back) == -1 ||
 	    back.n != 1) {
 		tap_diag("written back, not read: %s\n%s", back.error ?
 		    back.error : "", buf);
@@ -299,7 +299,7 @@ fuzz_steps(void)
 			}
 		}
 		memset(&list, 0, sizeof list);
-		if (cfg_load_quietly("fuzz", t.s, t.len, &list) == -1) {
+		if (cfg_load_quietly(NULL, "fuzz", t.s, t.len, &list) == -1) {
 			if (list.error == NULL) {
 				bad++;
 				tap_diag("case %d: refused without a message", c);

@@ -136,11 +136,11 @@ cmd_frameworks_exec(struct options *o)
 	bool			 newer;
 	int			 n;
 
-	if ((n = fw_all(&fws)) < 0)
+	if ((n = fw_all(o->frameworks, &fws)) < 0)
 		return EXIT_USAGE;
 	if (o->nargs == 1) {
-		if ((only = fw_resolve(o->args[0], &newer, err,
-		    sizeof(err))) == NULL) {
+		if ((only = fw_resolve(o->frameworks, o->args[0], &newer,
+		    err, sizeof(err))) == NULL) {
 			fprintf(stderr, "%s: frameworks: %s\n", progname, err);
 			return EXIT_USAGE;
 		}

@@ -63,6 +63,7 @@ struct yaml_doc {
 struct import_result {
 	struct config	*cfg;
 	char		**why;
+	struct fw_registry *frameworks;	/* the command's, for the check */
 };
 
 /*
@@ -369,8 +370,9 @@ script_words(const struct options *o, char ***words, size_t *nwords)
  * set to that release, *have_version when it is one (not main).
  */
 static int
-resolve_framework(const char *spec, const char *fw_name, const char *cmd,
-    bool *have_version, struct fw_version *version)
+resolve_framework(struct fw_registry *reg, const char *spec,
+    const char *fw_name, const char *cmd, bool *have_version,
+    struct fw_version *version)
 {
 	const struct fw_profile	*p;
 	char			 err[1024], q[TEXT_QUOTE_SIZE];
@@ -379,7 +381,7 @@ resolve_framework(const char *spec, const char *fw_name, const char *cmd,
 	if (strcmp(spec, "reference") == 0)
 		return 0;
 	text_cut(q, sizeof(q), spec, strlen(spec));
-	if ((p = fw_resolve(spec, &newer, err, sizeof(err))) == NULL) {
+	if ((p = fw_resolve(reg, spec, &newer, err, sizeof(err))) == NULL) {
 		fprintf(stderr, "%s: import: --framework %s: %s\n", progname,
 		    q, err);
 		return -1;
@@ -407,13 +409,13 @@ resolve_framework(const char *spec, const char *fw_name, const char *cmd,
  * when the profiles do not load.
  */
 static char *
-newest_profile(const char *fw_name)
+newest_profile(struct fw_registry *reg, const char *fw_name)
 {
 	const struct framework	*fw;
 	char			 v[32], *spec;
 	int			 i, n;
 
-	if ((n = fw_all(&fw)) < 0) {
+	if ((n = fw_all(reg, &fw)) < 0) {
 		fprintf(stderr, "%s: import: the framework profiles did not "
 		    "load (see gradaudit frameworks); give --framework "
 		    "reference to import without one\n", progname);
@@ -559,7 +561,8 @@ check_loads(const struct import_result *mi, const char *text, size_t len,
 	int			 k = KEY__COUNT;
 
 	memset(&list, 0, sizeof(list));
-	if (cfg_load_quietly("import", text, len, &list) == 0) {
+	if (cfg_load_quietly(mi->frameworks, "import", text, len,
+	    &list) == 0) {
 		config_list_free(&list);
 		return 0;
 	}
@@ -660,7 +663,7 @@ static int
 import_megatron(struct options *o)
 {
 	struct megatron_import	 mi;
-	struct import_result	 r = { &mi.cfg, mi.why };
+	struct import_result	 r = { &mi.cfg, mi.why, o->frameworks };
 	char			**words = NULL, *text;
 	char			*spec = NULL;
 	size_t			 nwords = 0, len;
@@ -669,8 +672,9 @@ import_megatron(struct options *o)
 	memset(&mi, 0, sizeof(mi));
 	mi.world = o->world;
 	mi.eod_document_tokens = o->eod_document_tokens;
-	if (o->framework != NULL && resolve_framework(o->framework,
-	    "megatron-core", "megatron", &mi.have_version, &mi.version) < 0)
+	if (o->framework != NULL && resolve_framework(o->frameworks,
+	    o->framework, "megatron-core", "megatron", &mi.have_version,
+	    &mi.version) < 0)
 		return EXIT_USAGE;
 	if (o->script != NULL && o->args_file != NULL) {
 		fprintf(stderr, "%s: import: --script and --args-file are two "
@@ -692,9 +696,9 @@ import_megatron(struct options *o)
 		return EXIT_USAGE;
 	/* --framework was resolved above; the default is resolved here. */
 	spec = o->framework != NULL ? xstrdup(o->framework) :
-	    newest_profile("megatron-core");
+	    newest_profile(o->frameworks, "megatron-core");
 	if (spec == NULL || (o->framework == NULL &&
-	    resolve_framework(spec, "megatron-core", "megatron",
+	    resolve_framework(o->frameworks, spec, "megatron-core", "megatron",
 	    &mi.have_version, &mi.version) < 0))
 		;	/* said */
 	else if (nwords == 0)
@@ -758,7 +762,8 @@ registry_window(const struct options *o, int *at)
 	bool			 newer;
 
 	text_cut(q, sizeof(q), spec, strlen(spec));
-	if ((p = fw_resolve(spec, &newer, err, sizeof(err))) == NULL) {
+	if ((p = fw_resolve(o->frameworks, spec, &newer, err,
+	    sizeof(err))) == NULL) {
 		fprintf(stderr, "%s: import: --framework %s: %s\n", progname,
 		    q, err);
 		return NULL;
@@ -866,7 +871,7 @@ static int
 import_torchtitan_registry(struct options *o)
 {
 	struct torchtitan_import ti;
-	struct import_result	 r = { &ti.cfg, ti.why };
+	struct import_result	 r = { &ti.cfg, ti.why, o->frameworks };
 	const struct fw_profile	*p;
 	const struct tt_entry	*e;
 	struct tt_args		 args;
@@ -928,7 +933,7 @@ static int
 import_torchtitan(struct options *o)
 {
 	struct torchtitan_import ti;
-	struct import_result	 r = { &ti.cfg, ti.why };
+	struct import_result	 r = { &ti.cfg, ti.why, o->frameworks };
 	struct toml_doc		 doc;
 	struct fw_version	 version;
 	char			*spec = NULL, *text = NULL, *header, *what;
@@ -953,8 +958,8 @@ import_torchtitan(struct options *o)
 	memset(&ti, 0, sizeof(ti));
 	ti.world = o->world;
 	spec = o->framework != NULL ? xstrdup(o->framework) :
-	    newest_profile("torchtitan");
-	if (spec == NULL || resolve_framework(spec, "torchtitan",
+	    newest_profile(o->frameworks, "torchtitan");
+	if (spec == NULL || resolve_framework(o->frameworks, spec, "torchtitan",
 	    "torchtitan", &have_version, &version) < 0) {
 		free(spec);
 		return EXIT_USAGE;

@@ -704,6 +704,8 @@ run_launched(struct options *outer)
 		status = run_in_job(outer, false, NULL);
 	else {
 		o.read_from = copies;
+		/* The command's registry: command_exec closes it. */
+		o.frameworks = outer->frameworks;
 		status = run_in_job(&o, o.nargs <= ncopies, outer->args[0]);
 		options_free(&o);
 	}

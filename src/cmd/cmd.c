@@ -15,6 +15,7 @@
 #include "base/xmalloc.h"
 #include "cmd/commands.h"
 #include "cmd/options.h"
+#include "config/framework.h"
 
 const struct command *const commands[] = {
 	&cmd_run_entry,
@@ -130,7 +131,9 @@ command_exec(const struct command *c, int argc, char **argv)
 		options_free(&o);
 		return EXIT_USAGE;
 	}
+	o.frameworks = fw_registry_open();
 	rc = c->exec(&o);
+	fw_registry_close(o.frameworks);
 	options_free(&o);
 	return command_flush(rc);
 }

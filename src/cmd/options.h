@@ -40,6 +40,12 @@ struct sweep_bound {
 };
 
 struct options {
+	/*
+	 * The framework profiles, which command_exec opens for the command
+	 * and closes after it: the command's configs point into them
+	 * (framework.h), and they are read only if one names a framework.
+	 */
+	struct fw_registry	*frameworks;
 	enum output_format	 format;
 	const char		*junit;		/* --junit FILE */
 	const char		*summary;	/* --summary FILE, appended to */

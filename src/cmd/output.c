@@ -296,8 +296,9 @@ output_load_batch(const struct options *o, struct batch *b)
 	memset(b, 0, sizeof *b);
 	for (i = 0; i < o->nargs; i++) {
 		memset(&one, 0, sizeof one);
-		if (cfg_load_as(o->args[i], o->read_from != NULL ?
-		    o->read_from[i] : NULL, o->sets, o->nsets, &one) < 0) {
+		if (cfg_load_as(o->frameworks, o->args[i],
+		    o->read_from != NULL ? o->read_from[i] : NULL, o->sets,
+		    o->nsets, &one) < 0) {
 			batch_error(b, o->args[i], NULL, one.error);
 			config_list_free(&one);
 			continue;
@@ -371,8 +372,8 @@ output_load_configs(const struct options *o, const struct keyset *varying,
 
 	memset(list, 0, sizeof *list);
 	for (i = 0; i < o->nargs; i++)
-		if (cfg_load_varying(o->args[i], NULL, o->sets, o->nsets,
-		    varying, list) < 0)
+		if (cfg_load_varying(o->frameworks, o->args[i], NULL, o->sets,
+		    o->nsets, varying, list) < 0)
 			goto fail;
 	for (k = 0; k < list->n; k++) {
 		if ((why = sym_unauditable_at(&list->v[k], &blame, &at,

@@ -560,6 +560,7 @@ keyset_add(struct keyset *s, int k)
 }
 
 struct fw_profile;
+struct fw_registry;
 
 /*
  * One step of the plan: section (issue 25), as written.  The model layer
@@ -943,7 +944,7 @@ struct config_list {
  * an operand that cannot be read twice (jobdir.h).  Messages and reports
  * name path.
  */
-int	 cfg_load_as(const char *path, const char *copy,
+int	 cfg_load_as(struct fw_registry *, const char *path, const char *copy,
 	    const struct cfg_override *, size_t,
 	    struct config_list *out);
 

@@ -34,9 +34,11 @@
 #define FW_MAX_FRAMEWORKS	64
 #define FW_MAX_PROFILES		256
 
-static struct framework	*registry;
-static int		 nregistry = -1;	/* -1: not loaded yet */
-static char		*registry_dir;
+struct fw_registry {
+	struct framework	*v;
+	int			 n;		/* -1: not read yet */
+	char			*dir;		/* where they were read */
+};
 
 const char *
 fw_dir(void)
@@ -961,17 +963,27 @@ out:
 	return 0;
 }
 
-static void
-registry_free(void)
+struct fw_registry *
+fw_registry_open(void)
+{
+	struct fw_registry	*reg = xcalloc(1, sizeof(*reg));
+
+	reg->n = -1;
+	return reg;
+}
+
+void
+fw_registry_close(struct fw_registry *reg)
 {
 	int	 i;
 
-	for (i = 0; i < nregistry; i++)
-		fw_free(&registry[i]);
-	free(registry);
-	free(registry_dir);
-	registry = NULL;
-	nregistry = -1;
+	if (reg == NULL)
+		return;
+	for (i = 0; i < reg->n; i++)
+		fw_free(&reg->v[i]);
+	free(reg->v);
+	free(reg->dir);
+	free(reg);
 }
 
 static int
@@ -981,7 +993,7 @@ by_name(const void *a, const void *b)
 }
 
 int
-fw_all(const struct framework **out)
+fw_all(struct fw_registry *reg, const struct framework **out)
 {
 	DIR		*d;
 	struct dirent	*de;
@@ -989,17 +1001,17 @@ fw_all(const struct framework **out)
 	size_t		 len;
 	int		 n = 0, i, rc = 0;
 
-	if (nregistry >= 0) {
-		*out = registry;
-		return nregistry;
+	if (reg->n >= 0) {
+		*out = reg->v;
+		return reg->n;
 	}
-	registry_dir = xstrdup(fw_dir());
-	if ((d = opendir(registry_dir)) == NULL) {
+	reg->dir = xstrdup(fw_dir());
+	if ((d = opendir(reg->dir)) == NULL) {
 		fprintf(stderr, "%s: %s: cannot read the framework profiles: "
 		    "%s (set GRADAUDIT_FRAMEWORKS to their directory)\n",
-		    progname, registry_dir, strerror(errno));
-		free(registry_dir);
-		registry_dir = NULL;
+		    progname, reg->dir, strerror(errno));
+		free(reg->dir);
+		reg->dir = NULL;
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL && n < FW_MAX_FRAMEWORKS) {
@@ -1010,13 +1022,17 @@ fw_all(const struct framework **out)
 	}
 	closedir(d);
 	qsort(names, n, sizeof(names[0]), by_name);
-	registry = xcalloc(n > 0 ? n : 1, sizeof(*registry));
-	nregistry = 0;
-	atexit(registry_free);
+	/*
+	 * Read once: after a file that did not load, the next call gives
+	 * the frameworks read before it, as the registry did when it was
+	 * a static of this file.
+	 */
+	reg->v = xcalloc(n > 0 ? n : 1, sizeof(*reg->v));
+	reg->n = 0;
 	for (i = 0; i < n; i++) {
-		xasprintf(&path, "%s/%s", registry_dir, names[i]);
-		if (rc == 0 && fw_read(path, &registry[nregistry]) == 0)
-			nregistry++;
+		xasprintf(&path, "%s/%s", reg->dir, names[i]);
+		if (rc == 0 && fw_read(path, &reg->v[reg->n]) == 0)
+			reg->n++;
 		else
 			rc = -1;
 		free(path);
@@ -1024,13 +1040,14 @@ fw_all(const struct framework **out)
 	}
 	if (rc == -1)
 		return -1;
-	*out = registry;
-	return nregistry;
+	*out = reg->v;
+	return reg->n;
 }
 
 /* "megatron-core (0.1.0 - 0.19.0, main), torchtitan (...)" */
 static void
-list_known(char *buf, size_t len, const struct framework *fws, int n)
+list_known(char *buf, size_t len, const struct fw_registry *reg,
+    const struct framework *fws, int n)
 {
 	char	 a[32], b[32];
 	size_t	 used;
@@ -1045,7 +1062,7 @@ list_known(char *buf, size_t len, const struct framework *fws, int n)
 		    i > 0 ? ", " : "", fws[i].name, a, b);
 	}
 	if (n == 0)
-		snprintf(buf, len, "none in %s", registry_dir);
+		snprintf(buf, len, "none in %s", reg->dir);
 }
 
 /*
@@ -1146,7 +1163,8 @@ resolve_date(const struct framework *fw, const char *s, bool *newer,
 }
 
 const struct fw_profile *
-fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
+fw_resolve(struct fw_registry *reg, const char *spec, bool *newer,
+    char *err, size_t errlen)
 {
 	const struct framework	*fws, *fw = NULL;
 	const struct fw_profile	*p;
@@ -1158,11 +1176,12 @@ fw_resolve(const char *spec, bool *newer, char *err, size_t errlen)
 	int			 n, i;
 
 	*newer = false;
-	if ((n = fw_all(&fws)) < 0) {
+	/* NULL: a unit test's configs, which name no framework. */
+	if (reg == NULL || (n = fw_all(reg, &fws)) < 0) {
 		snprintf(err, errlen, "the framework profiles did not load");
 		return NULL;
 	}
-	list_known(known, sizeof(known), fws, n);
+	list_known(known, sizeof(known), reg, fws, n);
 	for (i = 0; i < n; i++)
 		if (strlen(fws[i].name) == namelen &&
 		    strncmp(fws[i].name, spec, namelen) == 0)

@@ -91,11 +91,25 @@ struct framework {
 const char	*fw_dir(void);
 
 /*
- * Every framework of fw_dir(), loaded once per process (and freed at exit).
- * Returns the number of frameworks, or -1 after printing a diagnostic
- * (file:line:col) for a profile file that does not load.
+ * The frameworks of fw_dir(), read on first use.  An object its owner
+ * opens and closes, not a static of framework.c (STYLE.md: no process-wide
+ * mutable state): command_exec opens one per command and passes it down
+ * (struct options) to where profiles are resolved, and a config's profile
+ * points into it, so it is closed only after every config loaded with it
+ * is freed.  Opening reads nothing: a command whose configs name no
+ * framework never reads the directory.
  */
-int		 fw_all(const struct framework **);
+struct fw_registry;
+
+struct fw_registry *fw_registry_open(void);
+void		 fw_registry_close(struct fw_registry *);	/* NULL: none */
+
+/*
+ * Every framework of the registry's directory, read at the first call and
+ * kept.  Returns the number of frameworks, or -1 after printing a
+ * diagnostic (file:line:col) for a profile file that does not load.
+ */
+int		 fw_all(struct fw_registry *, const struct framework **);
 /*
  * Read the one profile file at path into fw, as fw_all reads each of
  * fw_dir()'s: 0, or -1 after printing one "gradaudit: path:line:col: ..."
@@ -113,10 +127,11 @@ void		 fw_free(struct framework *fw);
  * with a message in err (which lists what is known).
  * *newer is set when the version is newer than the newest release the
  * profiles were checked against: the newest profile applies, and the
- * caller says so on stderr.
+ * caller says so on stderr.  A NULL registry (a unit test's, whose
+ * configs name no framework) resolves nothing.
  */
-const struct fw_profile *fw_resolve(const char *spec, bool *newer,
-		    char *err, size_t errlen);
+const struct fw_profile *fw_resolve(struct fw_registry *, const char *spec,
+		    bool *newer, char *err, size_t errlen);
 
 /*
  * The commits of h whose hash starts with the hex digits of s: the index

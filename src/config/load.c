@@ -62,7 +62,8 @@ apply_framework(struct loader *ld)
 	if (!keyset_has(&c->given, KEY_FRAMEWORK) ||
 	    strcmp(c->framework, "reference") == 0)
 		return 0;
-	if ((p = fw_resolve(c->framework, &newer, err, sizeof(err))) == NULL) {
+	if ((p = fw_resolve(ld->frameworks, c->framework, &newer, err,
+	    sizeof(err))) == NULL) {
 		reader_report(ld, ld->origin[KEY_FRAMEWORK],
 		    cfg_key_mark(c, KEY_FRAMEWORK),
 		    cfg_keys[KEY_FRAMEWORK].path, "%s", err);
@@ -462,22 +463,22 @@ load_text(struct loader *ld, struct config_list *out)
 }
 
 int
-cfg_load(const char *path, const struct cfg_override *ovrs, size_t novrs,
-    struct config_list *out)
-{
-	return cfg_load_as(path, NULL, ovrs, novrs, out);
-}
-
-int
-cfg_load_as(const char *path, const char *copy,
+cfg_load(struct fw_registry *reg, const char *path,
     const struct cfg_override *ovrs, size_t novrs, struct config_list *out)
 {
-	return cfg_load_varying(path, copy, ovrs, novrs, NULL, out);
+	return cfg_load_as(reg, path, NULL, ovrs, novrs, out);
 }
 
 int
-cfg_load_varying(const char *path, const char *copy,
-    const struct cfg_override *ovrs, size_t novrs,
+cfg_load_as(struct fw_registry *reg, const char *path, const char *copy,
+    const struct cfg_override *ovrs, size_t novrs, struct config_list *out)
+{
+	return cfg_load_varying(reg, path, copy, ovrs, novrs, NULL, out);
+}
+
+int
+cfg_load_varying(struct fw_registry *reg, const char *path,
+    const char *copy, const struct cfg_override *ovrs, size_t novrs,
     const struct keyset *varying, struct config_list *out)
 {
 	struct loader	 ld;
@@ -486,6 +487,7 @@ cfg_load_varying(const char *path, const char *copy,
 	int		 rc = -1;
 
 	memset(&ld, 0, sizeof(ld));
+	ld.frameworks = reg;
 	ld.error = &out->error;
 	/*
 	 * "-" is the standard input, named in messages as a compiler does,
@@ -514,12 +516,13 @@ out:
 }
 
 int
-cfg_load_quietly(const char *name, const char *text, size_t len,
-    struct config_list *out)
+cfg_load_quietly(struct fw_registry *reg, const char *name, const char *text,
+    size_t len, struct config_list *out)
 {
 	struct loader	 ld;
 
 	memset(&ld, 0, sizeof(ld));
+	ld.frameworks = reg;
 	ld.error = &out->error;
 	ld.error_key = &out->error_key;
 	ld.quiet = true;

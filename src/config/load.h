@@ -13,21 +13,25 @@
 /*
  * Load every configuration in path (one document, or a sequence of
  * documents), apply the overrides in order, fill in defaults and validate.
+ * A config's `framework:` resolves in the registry given (framework.h),
+ * which the configs point into: the caller closes it after freeing them
+ * (NULL: the configs name no framework).
  * On error, print "gradaudit: FILE:LINE:COL: KEY: what is wrong" to stderr
  * and return -1 (the caller exits EXIT_USAGE); the list is left empty.
  * Appends to *out on success and returns 0, after printing "gradaudit:
  * FILE:LINE:COL: warning: KEY has no effect without ..." for each key
  * the file or --set writes where nothing reads it (cfg_find_no_effect).
  */
-int	 cfg_load(const char *path, const struct cfg_override *, size_t,
-	    struct config_list *out);
+int	 cfg_load(struct fw_registry *, const char *path,
+	    const struct cfg_override *, size_t, struct config_list *out);
 
 /*
  * cfg_load_as (config.h) for sweep, which sets the keys of varying
  * itself (the mesh, its --vary flags): a key whose effect depends on one
  * of those is not warned about.  NULL: warn about every key.
  */
-int	 cfg_load_varying(const char *path, const char *copy,
+int	 cfg_load_varying(struct fw_registry *, const char *path,
+	    const char *copy,
 	    const struct cfg_override *, size_t,
 	    const struct keyset *varying, struct config_list *out);
 
@@ -37,8 +41,8 @@ int	 cfg_load_varying(const char *path, const char *copy,
  * kept, in out->error and out->error_key.  For a program that wrote the
  * text and says in its own words what is wrong (import).
  */
-int	 cfg_load_quietly(const char *name, const char *text, size_t len,
-	    struct config_list *out);
+int	 cfg_load_quietly(struct fw_registry *, const char *name,
+	    const char *text, size_t len, struct config_list *out);
 
 /*
  * Report a problem found in a loaded config after loading (an audit too

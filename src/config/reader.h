@@ -49,6 +49,8 @@ struct loader {
 	bool				 is_list;
 	/* Keys sweep sets itself: no warning that needs them. */
 	const struct keyset		*varying;
+	/* Where framework: resolves; the caller's (framework.h). */
+	struct fw_registry		*frameworks;
 };
 
 /*

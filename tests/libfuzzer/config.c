@@ -28,6 +28,7 @@
 #include "base/xmalloc.h"
 #include "config/config.h"
 #include "config/constraints.h"
+#include "config/framework.h"
 #include "config/load.h"
 #include "model/planwrite.h"
 #include "harness.h"
@@ -52,6 +53,8 @@ static const char base_text[] =
 
 static struct config_list	 list;	/* base, then what each input adds */
 static const char		*path;
+/* The profiles every input's framework: resolves in, read once. */
+static struct fw_registry	*frameworks;
 
 static void	check_round_trip(const struct config *);
 
@@ -267,8 +270,8 @@ check_round_trip(const struct config *c)
 	if (fclose(fp) != 0)
 		harness_fail(NULL, "open_memstream");
 	memset(&back, 0, sizeof back);
-	if (cfg_load_quietly("written back", text, len, &back) != 0 ||
-	    back.n != 1)
+	if (cfg_load_quietly(frameworks, "written back", text, len,
+	    &back) != 0 || back.n != 1)
 		harness_fail(text, "config %s written back does not load as "
 		    "one: %s", c->name, back.error != NULL ? back.error : "");
 	for (k = 0; k < KEY__COUNT; k++) {
@@ -340,9 +343,10 @@ init(void)
 	char	*err;
 
 	path = harness_path("fuzz.yaml");
+	frameworks = fw_registry_open();
 	harness_write(path, base_text, sizeof base_text - 1);
 	harness_capture_begin();
-	if (cfg_load(path, NULL, 0, &list) != 0 || list.n != 1) {
+	if (cfg_load(frameworks, path, NULL, 0, &list) != 0 || list.n != 1) {
 		err = harness_capture_end(&len, NULL, NULL);
 		harness_fail(err, "the base config does not load");
 	}
@@ -366,7 +370,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	harness_write(path, data, size);
 
 	harness_capture_begin();
-	rc = cfg_load(path, NULL, 0, &list);
+	rc = cfg_load(frameworks, path, NULL, 0, &list);
 	err = harness_capture_end(&len, NULL, NULL);
 	check_loud(rc, err, len, &last);
 	loud_n = list.n - 1;
@@ -375,7 +379,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* The quiet load of the same bytes, named as the file is. */
 	memset(&quiet, 0, sizeof quiet);
 	harness_capture_begin();
-	qrc = cfg_load_quietly(path, (const char *)data, size, &quiet);
+	qrc = cfg_load_quietly(frameworks, path, (const char *)data, size,
+	    &quiet);
 	free(harness_capture_end(&len, NULL, NULL));
 	if (len != 0)
 		harness_fail(err, "cfg_load_quietly printed something");
@@ -401,7 +406,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		novr = ovr[1].key != NULL ? 2 : 1;
 	}
 	harness_capture_begin();
-	rc = cfg_load(path, ovr, novr, &list);
+	rc = cfg_load(frameworks, path, ovr, novr, &list);
 	err = harness_capture_end(&len, NULL, NULL);
 	check_loud(rc, err, len, &last);
 	trim_list();

@@ -25,6 +25,7 @@
 #include "cmd/commands.h"
 #include "config/config.h"
 #include "config/constraints.h"
+#include "config/framework.h"
 #include "config/load.h"
 #include "harness.h"
 
@@ -130,6 +131,7 @@ check_import(int rc, const char *err, size_t len, const char *out,
     size_t outlen)
 {
 	struct config_list	 list;
+	struct fw_registry	*frameworks;
 	char			 why[CFG_WHY_SIZE];
 	size_t			 n, i, k;
 
@@ -155,7 +157,9 @@ check_import(int rc, const char *err, size_t len, const char *out,
 	if (rc != EXIT_OK)
 		harness_fail(err, "import exited %d", rc);
 	memset(&list, 0, sizeof list);
-	if (cfg_load_quietly("import", out, outlen, &list) != 0)
+	/* Its own registry, as the command had: the configs point into it. */
+	frameworks = fw_registry_open();
+	if (cfg_load_quietly(frameworks, "import", out, outlen, &list) != 0)
 		harness_fail(err, "import exited 0, but what it printed does "
 		    "not load: %s\n%.*s", list.error != NULL ? list.error :
 		    "", (int)outlen, out);
@@ -164,6 +168,7 @@ check_import(int rc, const char *err, size_t len, const char *out,
 			harness_fail(err, "the configuration imported fails "
 			    "its constraints: %s", why);
 	config_list_free(&list);
+	fw_registry_close(frameworks);
 }
 
 int

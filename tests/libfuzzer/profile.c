@@ -83,7 +83,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 	if (path == NULL) {
 		path = harness_path("fuzz.yaml");
-		if (cfg_load_quietly("base", base_text, sizeof base_text - 1,
+		if (cfg_load_quietly(NULL, "base", base_text, sizeof base_text - 1,
 		    &base) != 0)
 			harness_fail(base.error, "the base config does not "
 			    "load");
