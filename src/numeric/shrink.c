@@ -376,7 +376,8 @@ candidates(enum cfg_key k, int64_t v, int64_t *out)
  * constraint table and the symbolic engine's own limits decide validity.
  */
 static bool
-keeps_verdict(const struct config *c, const struct signature *want, int *tried)
+keeps_verdict(const struct config *c, const struct signature *want,
+    struct arena_cache *blocks, int *tried)
 {
 	struct sym_context	 ctx;
 	struct audit		 a;
@@ -395,6 +396,7 @@ keeps_verdict(const struct config *c, const struct signature *want, int *tried)
 		return false;
 	}
 	memset(&a, 0, sizeof a);
+	ctx.blocks = blocks;
 	sym_audit(&ctx, &a, NULL, NULL);
 	sym_context_free(&ctx);
 	(*tried)++;
@@ -411,6 +413,7 @@ struct search {
 	const struct signature	*want;
 	struct shrink_result	*r;
 	double			 t0, budget;
+	struct arena_cache	 blocks;	/* the candidates' audits' */
 };
 
 static bool
@@ -435,7 +438,7 @@ try_candidate(struct search *s, struct config *cand)
 	 */
 	if (cfg_check_constraints(cand, why, sizeof why) != NULL ||
 	    (cost = numeric_values(cand)) > s->cost ||
-	    !keeps_verdict(cand, s->want, &s->r->tried)) {
+	    !keeps_verdict(cand, s->want, &s->blocks, &s->r->tried)) {
 		cfg_free(cand);
 		return false;
 	}
@@ -532,9 +535,11 @@ shrink_search(const struct config *full, const struct audit *audit,
 	s.r = r;
 	s.t0 = clock_seconds();
 	s.budget = budget;
+	arena_cache_init(&s.blocks);
 	r->full_world = cfg_world(full);
 	while (!r->timed_out && (single_pass(&s) || pair_pass(&s)))
 		continue;
+	arena_cache_free(&s.blocks);
 	for (k = 0; k < SHRINK_KNOBS; k++) {
 		r->value[k] = cfg_key_number(&s.cur, knobs[k]);
 		if (r->value[k] != cfg_key_number(full, knobs[k]))

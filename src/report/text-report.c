@@ -54,6 +54,7 @@ struct text {
 	const struct audit		*audit;
 	const struct report_options	*opt;
 	struct arena			 scratch; /* one param's strings */
+	struct arena_cache		 blocks;  /* scratch's, param to param */
 };
 
 /*
@@ -830,9 +831,11 @@ print_param(struct text *t, const struct param_result *p, bool table)
 			put_note(t->fp, p->note);
 		putc('\n', t->fp);
 	}
-	/* The expressions of one parameter are not needed any more. */
+	/*
+	 * The expressions of one parameter are not needed any more: their
+	 * blocks go to t->blocks, for the next parameter's.
+	 */
 	arena_free(&t->scratch);
-	arena_init(&t->scratch);
 }
 
 /*
@@ -1130,7 +1133,8 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 	t.fp = fp;
 	t.audit = a;
 	t.opt = opt;
-	arena_init(&t.scratch);
+	arena_cache_init(&t.blocks);
+	arena_init_cached(&t.scratch, &t.blocks);
 	if (!opt->quiet) {
 		print_header(&t);
 		print_findings(&t);
@@ -1156,4 +1160,5 @@ report_text(FILE *fp, const struct audit *a, const struct report_options *opt)
 	}
 	print_summary(&t);
 	arena_free(&t.scratch);
+	arena_cache_free(&t.blocks);
 }
