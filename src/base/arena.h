@@ -16,11 +16,12 @@ struct arena_block;
  * parameters' segment arenas, thousands of times a second, and fresh
  * blocks from calloc cost more in page faults than the audits themselves
  * (issue 10).  A named object, not a file static (STYLE.md: no
- * process-wide mutable state): whoever makes arenas in a loop (a sweep
- * worker, check's batch) owns one, hands it to the arenas it makes with
- * arena_init_cached, and frees it with arena_cache_free after the last of
- * them is freed.  A fork()ed worker starts from whatever its parent's
- * cache held, which is only spare blocks.
+ * process-wide mutable state): whoever makes arenas in a loop (check's
+ * batch, sweep and each of its fork()ed workers, shrink's search, the
+ * text report's tables) owns one, hands it to the arenas it makes with
+ * arena_init_cached (an audit's, through sym_context.blocks), and frees
+ * it with arena_cache_free after the last of them is freed.  A sweep
+ * worker makes its own after fork(): nothing relies on one being reset.
  */
 #define ARENA_CACHE_BINS	7	/* 16 KiB, 32 KiB, ... 1 MiB */
 
