@@ -38,6 +38,7 @@ struct fw_registry {
 	struct framework	*v;
 	int			 n;		/* -1: not read yet */
 	char			*dir;		/* where they were read */
+	bool			 failed;	/* a profile file did not load */
 };
 
 const char *
@@ -1001,6 +1002,8 @@ fw_all(struct fw_registry *reg, const struct framework **out)
 	size_t		 len;
 	int		 n = 0, i, rc = 0;
 
+	if (reg->failed)
+		return -1;
 	if (reg->n >= 0) {
 		*out = reg->v;
 		return reg->n;
@@ -1023,9 +1026,10 @@ fw_all(struct fw_registry *reg, const struct framework **out)
 	closedir(d);
 	qsort(names, n, sizeof(names[0]), by_name);
 	/*
-	 * Read once: after a file that did not load, the next call gives
-	 * the frameworks read before it, as the registry did when it was
-	 * a static of this file.
+	 * Read once.  After a file that did not load, every later call fails
+	 * too (its diagnostic was printed once, here): the next config of a
+	 * batch was told its framework was unknown, "one of none", from the
+	 * frameworks read before the broken file.
 	 */
 	reg->v = xcalloc(n > 0 ? n : 1, sizeof(*reg->v));
 	reg->n = 0;
@@ -1038,8 +1042,10 @@ fw_all(struct fw_registry *reg, const struct framework **out)
 		free(path);
 		free(names[i]);
 	}
-	if (rc == -1)
+	if (rc == -1) {
+		reg->failed = true;
 		return -1;
+	}
 	*out = reg->v;
 	return reg->n;
 }
