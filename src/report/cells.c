@@ -84,7 +84,9 @@ cells_pieces_of(struct piece_cache *pc, const struct atom_space *sp,
 			return pc->slot[k];
 	pm = pc->slot[k] = xcalloc(1, sizeof *pm);
 	pm->x = x;
-	pm->p = ms_pieces(sp, x, &pm->n);
+	if (pc->grouper == NULL)
+		pc->grouper = ms_grouper_new(sp);
+	pm->p = ms_grouper_pieces(pc->grouper, x, &pm->n);
 	index_self(sp, pm);
 	pc->used++;
 	return pm;
@@ -103,6 +105,7 @@ cells_piece_cache_free(struct piece_cache *pc)
 			free(pc->slot[i]);
 		}
 	free(pc->slot);
+	ms_grouper_free(pc->grouper);
 }
 
 /*

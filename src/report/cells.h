@@ -49,6 +49,7 @@ struct piece_memo {
 struct piece_cache {
 	struct piece_memo	**slot;	/* memos stay put when it grows */
 	size_t			  cap, used;
+	struct ms_grouper	 *grouper;	/* made by the first value */
 };
 
 /*

@@ -4,12 +4,12 @@
  * The terms are split by coefficient; within one coefficient, candidate
  * groups are tried from the largest down: a group is the set of ranks
  * whose coordinates outside the summed ones are equal, in the dense view
- * (pp, dp, tp) or the expert one (pp, ep, etp, edp).  Sorting the atoms
- * left by their fixed coordinates puts each group's members side by side,
- * and a run as long as the group is the whole group, since atoms are
- * distinct.  The class of an atom (its source, and whether it is held) is
- * part of that key: a group never mixes classes.  The cost is
- * O(candidates * m log m) for m terms.
+ * (pp, dp, tp) or the expert one (pp, ep, etp, edp).  Counting the atoms
+ * left by their fixed coordinates, a key held by as many atoms as the
+ * group has members is the whole group, since atoms are distinct.  The class of an atom (its source, and whether it is held) is
+ * part of that key: a group never mixes classes.  The keys are counted in
+ * a hash table, so the cost is O(candidates * m) for m terms, after one
+ * pass that puts the terms in coefficient order.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L		/* open_memstream */
@@ -141,6 +141,108 @@ candidates_of(const struct atom_space *sp, struct candidate *out)
 }
 
 /*
+ * An atom's class (meshsum.h): its source, one for every expert source,
+ * and held or not.  When experts are kept per source those are sources 1
+ * to ep, and a block of ep for each multi-token prediction layer
+ * (lossnorm.h), so the first source of its block stands for them all.
+ */
+static int
+class_source(const struct atom_space *sp, uint32_t atom)
+{
+	return atom_source(sp, atom) - (atom_expert_source(sp, atom) >= 0 ?
+	    atom_expert_source(sp, atom) : 0);
+}
+
+static int64_t
+atom_class(const struct atom_space *sp, uint32_t atom)
+{
+	return (int64_t)class_source(sp, atom) * 2 + atom_is_held(sp, atom);
+}
+
+static void
+set_class(const struct atom_space *sp, struct ms_piece *p)
+{
+	p->source = class_source(sp, p->atom);
+	p->held = atom_is_held(sp, p->atom);
+}
+
+static int
+cmp_piece(const void *pa, const void *pb)
+{
+	const struct ms_piece *a = pa, *b = pb;
+
+	return (a->atom > b->atom) - (a->atom < b->atom);
+}
+
+/*
+ * On a small mesh, weighted pieces are tried only when the plain ones are
+ * long: a few terms read best as they are, the unequal weights being the
+ * bug's evidence ("8*(g1+g3)/11+8*(g0+g2)/15", verl #5993).  Short is
+ * what the text report prints whole (its EXPR_MAX); above
+ * PLAIN_MAX_PIECES pieces the form cannot be short and is not formatted
+ * to find out.  Above MS_ATOMS_WORLD ranks they are always tried: a rank's
+ * own micro-batches, "g0m5/512+g0m3/576+...", are short but differ from
+ * rank to rank, and written so the 4,096-rank JSON report was 61 MB.
+ */
+#define PLAIN_SHORT		100
+#define PLAIN_MAX_PIECES	16
+
+static bool
+plain_is_short(const struct atom_space *sp, const struct ms_piece *p, size_t n)
+{
+	struct arena	 ar;
+	bool		 is_short;
+
+	if (n > PLAIN_MAX_PIECES || sp->mesh.world > MS_ATOMS_WORLD)
+		return false;
+	arena_init(&ar);
+	is_short = strlen(ms_format(&ar, sp, p, n, -1)) <= PLAIN_SHORT;
+	arena_free(&ar);
+	return is_short;
+}
+
+/*
+ * What grouping the terms of one value needs, computed once for the value
+ * and shared by its plain and weighted passes: each term's coordinates and
+ * class (by its index in the value), the candidates and the coordinates'
+ * sizes, and scratch room for the largest bucket.  Computed per bucket and
+ * per candidate, with two sorts of the terms, they were most of the JSON
+ * report's 8 s on Megatron's DeepSeek-V3 shape at 2,048 ranks with local
+ * MTP counts (Megatron-LM #7452, issue 24).
+ */
+struct ms_grouper {
+	const struct atom_space	*sp;
+	int			 size[MS__COUNT];
+	int64_t			 nclass;	/* classes: 2 per source */
+	struct candidate	 cand[MAX_CANDIDATES];
+	size_t			 ncand;
+	/*
+	 * Each candidate's fixed coordinates of size > 1, the others
+	 * adding nothing to its keys.
+	 */
+	int			 keyed[MAX_CANDIDATES][MS__COUNT];
+	int			 nkeyed[MAX_CANDIDATES];
+};
+
+struct grouping {
+	const struct ms_grouper	*gr;
+	const struct atom_space	*sp;
+	int			(*co)[MS__COUNT];	/* per term of x */
+	int64_t			*cls;
+	struct key_count	*tab;
+	size_t			 cap;
+	size_t			*alive, *at;
+	bool			*dead;
+};
+
+/* A term of x with its index there, to find its coordinates. */
+struct gterm {
+	struct rational	 coef;
+	uint32_t	 atom;
+	uint32_t	 i;
+};
+
+/*
  * The fixed keys of one candidate, counted in an open-addressing table of
  * `cap` slots (a power of two, at least twice the terms): a sort of the
  * terms by key for every candidate was most of the JSON report's time
@@ -172,89 +274,118 @@ key_find(struct key_count *tab, size_t cap, int64_t key)
 }
 
 /*
- * An atom's class (meshsum.h): its source, one for every expert source,
- * and held or not.  When experts are kept per source those are sources 1
- * to ep, and a block of ep for each multi-token prediction layer
- * (lossnorm.h), so the first source of its block stands for them all.
+ * Candidate k's fixed coordinates and the class: equal for a group's
+ * members.
  */
-static int
-class_source(const struct atom_space *sp, uint32_t atom)
+static int64_t
+fixed_key(const struct ms_grouper *gr, size_t k, const int *co, int64_t cls)
 {
-	return atom_source(sp, atom) - (atom_expert_source(sp, atom) >= 0 ?
-	    atom_expert_source(sp, atom) : 0);
+	int64_t	 key = 0;
+	int	 i, d;
+
+	for (i = 0; i < gr->nkeyed[k]; i++) {
+		d = gr->keyed[k][i];
+		key = key * gr->size[d] + co[d];
+	}
+	return key * gr->nclass + cls;
 }
 
-static int64_t
-atom_class(const struct atom_space *sp, uint32_t atom)
+struct ms_grouper *
+ms_grouper_new(const struct atom_space *sp)
 {
-	return (int64_t)class_source(sp, atom) * 2 + atom_is_held(sp, atom);
-}
+	struct ms_grouper *gr = xcalloc(1, sizeof *gr);
+	unsigned	 fixed;
+	size_t		 k;
+	int		 d;
 
-/* The fixed coordinates and the class: equal for a group's members. */
-static int64_t
-fixed_key(const struct atom_space *sp, const struct acoord *c, unsigned fixed,
-    int64_t cls)
-{
-	int64_t	 k = 0;
-	int	 d;
-
+	gr->sp = sp;
 	for (d = 0; d < MS__COUNT; d++)
-		if (fixed >> d & 1)
-			k = k * dim_size(sp, d) + dim_coord(c, d);
-	return k * 2 * atom_space_sources(sp) + cls;
+		gr->size[d] = dim_size(sp, d);
+	gr->nclass = 2 * (int64_t)atom_space_sources(sp);
+	gr->ncand = candidates_of(sp, gr->cand);
+	for (k = 0; k < gr->ncand; k++) {
+		fixed = gr->cand[k].view & ~gr->cand[k].varied;
+		for (d = 0; d < MS__COUNT; d++)
+			if ((fixed >> d & 1) && gr->size[d] > 1)
+				gr->keyed[k][gr->nkeyed[k]++] = d;
+	}
+	return gr;
+}
+
+void
+ms_grouper_free(struct ms_grouper *gr)
+{
+	free(gr);
 }
 
 static void
-set_class(const struct atom_space *sp, struct ms_piece *p)
+grouping_init(struct grouping *g, const struct ms_grouper *gr,
+    const struct lincomb *x)
 {
-	p->source = class_source(sp, p->atom);
-	p->held = atom_is_held(sp, p->atom);
-}
+	const struct atom_space *sp = gr->sp;
+	struct acoord	 a;
+	size_t		 i, nt = x->nterms;
+	int		 d;
 
-static int
-cmp_piece(const void *pa, const void *pb)
-{
-	const struct ms_piece *a = pa, *b = pb;
-
-	return (a->atom > b->atom) - (a->atom < b->atom);
-}
-
-/* The pieces of m terms t[] sharing one coefficient, appended to out. */
-static size_t
-bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
-    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
-{
-	struct acoord	*co;
-	struct key_count *tab, *e;
-	bool		*dead;
-	int64_t		*cls, key;
-	size_t		*alive, *at, i, a, k, na = nt, m, n = 0, cap = 16;
-
-	while (cap < 2 * nt)
-		cap *= 2;
-	co = xcalloc(nt, sizeof *co);
-	cls = xcalloc(nt, sizeof *cls);
-	dead = xcalloc(nt, sizeof *dead);
-	alive = xcalloc(nt, sizeof *alive);
-	at = xcalloc(nt, sizeof *at);
-	tab = xcalloc(cap, sizeof *tab);
-	/*
-	 * Each term's coordinates and class once, not once a candidate, and
-	 * each candidate's work over the terms still alive alone.
-	 */
+	g->gr = gr;
+	g->sp = sp;
+	g->co = xreallocarray(NULL, nt, sizeof *g->co);
+	g->cls = xreallocarray(NULL, nt, sizeof *g->cls);
 	for (i = 0; i < nt; i++) {
-		atom_coord(sp, t[i].atom, &co[i]);
-		cls[i] = atom_class(sp, t[i].atom);
-		alive[i] = i;
+		atom_coord(sp, x->terms[i].atom, &a);
+		for (d = 0; d < MS__COUNT; d++)
+			g->co[i][d] = dim_coord(&a, d);
+		g->cls[i] = atom_class(sp, x->terms[i].atom);
 	}
-	for (k = 0; k < ncand && na > 1; k++) {
+	for (g->cap = 16; g->cap < 2 * nt; g->cap *= 2)
+		continue;
+	g->tab = xcalloc(g->cap, sizeof *g->tab);
+	g->alive = xreallocarray(NULL, nt, sizeof *g->alive);
+	g->at = xreallocarray(NULL, nt, sizeof *g->at);
+	g->dead = xcalloc(nt, sizeof *g->dead);
+}
+
+static void
+grouping_free(struct grouping *g)
+{
+	free(g->dead);
+	free(g->at);
+	free(g->alive);
+	free(g->tab);
+	free(g->cls);
+	free(g->co);
+}
+
+/*
+ * The pieces of m terms t[] sharing one coefficient, appended to out.
+ * The table is left empty and every term alive for the next bucket.
+ */
+static size_t
+bucket_pieces(struct grouping *g, const struct gterm *t, size_t nt,
+    struct ms_piece *out)
+{
+	const struct candidate *cand = g->gr->cand;
+	struct key_count *tab = g->tab, *e;
+	bool		*dead = g->dead;
+	int64_t		 key;
+	size_t		*alive = g->alive, *at = g->at, cap = g->cap;
+	size_t		 a, i, k, na = nt, m, n = 0;
+
+	/*
+	 * Alive and dead are by position in t[]; each candidate's work is
+	 * over the terms still alive alone.
+	 */
+	for (i = 0; i < nt; i++)
+		alive[i] = i;
+	for (k = 0; k < g->gr->ncand && na > 1; k++) {
 		unsigned fixed = cand[k].view & ~cand[k].varied;
 
 		if (cand[k].size > (int64_t)na)
 			continue;
 		for (a = 0; a < na; a++) {
 			i = alive[a];
-			key = fixed_key(sp, &co[i], fixed, cls[i]);
+			key = fixed_key(g->gr, k, g->co[t[i].i],
+			    g->cls[t[i].i]);
 			e = key_find(tab, cap, key);
 			e->used = true;
 			e->key = key;
@@ -277,7 +408,7 @@ bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
 				out[n].n = (uint32_t)cand[k].size;
 				out[n].varied = cand[k].varied;
 				out[n].fixed = fixed;
-				set_class(sp, &out[n]);
+				set_class(g->sp, &out[n]);
 				n++;
 			}
 			dead[i] = true;
@@ -297,82 +428,136 @@ bucket_pieces(const struct atom_space *sp, const struct candidate *cand,
 		out[n].atom = t[i].atom;
 		out[n].n = 1;
 		out[n].varied = out[n].fixed = 0;
-		set_class(sp, &out[n]);
+		set_class(g->sp, &out[n]);
 		n++;
 	}
-	qsort(out, n, sizeof *out, cmp_piece);
-	free(tab);
-	free(at);
-	free(alive);
-	free(dead);
-	free(cls);
-	free(co);
+	for (i = 0; i < nt; i++)
+		dead[i] = false;
+	if (n > 1)
+		qsort(out, n, sizeof *out, cmp_piece);
 	return n;
 }
 
 /*
- * On a small mesh, weighted pieces are tried only when the plain ones are
- * long: a few terms read best as they are, the unequal weights being the
- * bug's evidence ("8*(g1+g3)/11+8*(g0+g2)/15", verl #5993).  Short is
- * what the text report prints whole (its EXPR_MAX); above
- * PLAIN_MAX_PIECES pieces the form cannot be short and is not formatted
- * to find out.  Above MS_ATOMS_WORLD ranks they are always tried: a rank's
- * own micro-batches, "g0m5/512+g0m3/576+...", are short but differ from
- * rank to rank, and written so the 4,096-rank JSON report was 61 MB.
+ * A distinct coefficient of a value and where its terms go: its slots in
+ * a table of g->cap (at least twice the terms), then in a list sorted
+ * decreasing.
  */
-#define PLAIN_SHORT		100
-#define PLAIN_MAX_PIECES	16
+struct coef_run {
+	struct rational	 coef;
+	size_t		 count, next;
+	bool		 used;
+};
 
-static bool
-plain_is_short(const struct atom_space *sp, const struct ms_piece *p, size_t n)
+static size_t
+coef_home(struct rational q, size_t cap)
 {
-	struct arena	 ar;
-	bool		 is_short;
+	uint64_t h = (uint64_t)q.num * 0x9e3779b97f4a7c15ULL ^
+	    (uint64_t)q.den * 0xff51afd7ed558ccdULL;
 
-	if (n > PLAIN_MAX_PIECES || sp->mesh.world > MS_ATOMS_WORLD)
-		return false;
-	arena_init(&ar);
-	is_short = strlen(ms_format(&ar, sp, p, n, -1)) <= PLAIN_SHORT;
-	arena_free(&ar);
-	return is_short;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+static int
+cmp_coef_run(const void *pa, const void *pb)
+{
+	const struct coef_run	*a = pa, *b = pb;
+	__extension__ typedef __int128 wide;
+	wide			 l, r;
+
+	l = (wide)a->coef.num * b->coef.den;
+	r = (wide)b->coef.num * a->coef.den;
+	return l > r ? -1 : l < r;
+}
+
+/*
+ * t[] (in atom order, as a value's terms are) into the order of
+ * lc_cmp_format_order: decreasing coefficient, by atom within one.  The
+ * coefficients are few, so the terms are counted by coefficient and
+ * placed in one pass, keeping their atom order, instead of sorted.
+ */
+static void
+format_order(const struct grouping *g, struct gterm *t, size_t nt)
+{
+	struct coef_run	*tab, *runs;
+	struct gterm	*sorted;
+	size_t		*slot, i, k, nr = 0, cap = g->cap;
+
+	tab = xcalloc(cap, sizeof *tab);
+	slot = xreallocarray(NULL, nt, sizeof *slot);
+	for (i = 0; i < nt; i++) {
+		for (k = coef_home(t[i].coef, cap); tab[k].used &&
+		    !q_equal(tab[k].coef, t[i].coef); k = (k + 1) & (cap - 1))
+			continue;
+		if (!tab[k].used) {
+			tab[k].used = true;
+			tab[k].coef = t[i].coef;
+			nr++;
+		}
+		tab[k].count++;
+		slot[i] = k;
+	}
+	runs = xreallocarray(NULL, nr, sizeof *runs);
+	for (k = nr = 0; k < cap; k++)
+		if (tab[k].used)
+			runs[nr++] = tab[k];
+	qsort(runs, nr, sizeof *runs, cmp_coef_run);
+	/* Each run's first position, written back into its slot. */
+	for (k = i = 0; k < nr; i += runs[k].count, k++) {
+		size_t j = coef_home(runs[k].coef, cap);
+
+		while (!q_equal(tab[j].coef, runs[k].coef))
+			j = (j + 1) & (cap - 1);
+		tab[j].next = i;
+	}
+	sorted = xreallocarray(NULL, nt, sizeof *sorted);
+	for (i = 0; i < nt; i++)
+		sorted[tab[slot[i]].next++] = t[i];
+	memcpy(t, sorted, nt * sizeof *t);
+	free(sorted);
+	free(runs);
+	free(slot);
+	free(tab);
 }
 
 /* The pieces of the nt terms t[], sorted by lc_cmp_format_order. */
 static size_t
-group_terms(const struct atom_space *sp, const struct candidate *cand,
-    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+group_terms(struct grouping *g, struct gterm *t, size_t nt,
+    struct ms_piece *out)
 {
 	size_t	 i, j, n = 0;
 
+	format_order(g, t, nt);
 	for (i = 0; i < nt; i = j) {
 		for (j = i + 1; j < nt && q_equal(t[j].coef, t[i].coef); j++)
 			continue;
-		n += bucket_pieces(sp, cand, ncand, t + i, j - i, out + n);
+		n += bucket_pieces(g, t + i, j - i, out + n);
 	}
 	return n;
 }
 
 /*
- * The pieces of t[] with every coefficient divided by its atom's loss
+ * The pieces of x with every coefficient divided by its atom's loss
  * factor (where atom_weighs says so), into out; a group so found is a
  * weighted piece, and a single atom gets its own coefficient back.
  * Returns their number.
  */
 static size_t
-weighted_pieces(const struct atom_space *sp, const struct candidate *cand,
-    size_t ncand, const struct term *t, size_t nt, struct ms_piece *out)
+weighted_pieces(struct grouping *g, const struct lincomb *x,
+    struct ms_piece *out)
 {
-	struct term	*w;
-	size_t		 i, n;
+	const struct atom_space *sp = g->sp;
+	struct gterm	*w;
+	size_t		 i, n, nt = x->nterms;
 
 	w = xreallocarray(NULL, nt, sizeof *w);
 	for (i = 0; i < nt; i++) {
-		w[i].atom = t[i].atom;
-		w[i].coef = atom_weighs(sp, t[i].atom) ? q_div(t[i].coef,
-		    atom_loss_factor(sp, t[i].atom)) : t[i].coef;
+		w[i].atom = x->terms[i].atom;
+		w[i].i = (uint32_t)i;
+		w[i].coef = atom_weighs(sp, w[i].atom) ? q_div(x->terms[i].coef,
+		    atom_loss_factor(sp, w[i].atom)) : x->terms[i].coef;
 	}
-	qsort(w, nt, sizeof *w, lc_cmp_format_order);
-	n = group_terms(sp, cand, ncand, w, nt, out);
+	n = group_terms(g, w, nt, out);
 	free(w);
 	for (i = 0; i < n; i++) {
 		if (!atom_weighs(sp, out[i].atom))
@@ -389,23 +574,43 @@ weighted_pieces(const struct atom_space *sp, const struct candidate *cand,
 struct ms_piece *
 ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 {
-	struct candidate cand[MAX_CANDIDATES];
+	struct ms_grouper *gr;
+	struct ms_piece	*p;
+
+	*np = 0;
+	if (x->nterms == 0)
+		return NULL;
+	gr = ms_grouper_new(sp);
+	p = ms_grouper_pieces(gr, x, np);
+	ms_grouper_free(gr);
+	return p;
+}
+
+struct ms_piece *
+ms_grouper_pieces(struct ms_grouper *gr, const struct lincomb *x, size_t *np)
+{
+	const struct atom_space *sp = gr->sp;
+	struct grouping	 g;
 	struct ms_piece	*out, *wout;
-	struct term	*t;
-	size_t		 nt = x->nterms, ncand, n, nw;
+	struct gterm	*t;
+	size_t		 i, nt = x->nterms, n, nw;
 
 	*np = 0;
 	if (nt == 0)
 		return NULL;
-	ncand = candidates_of(sp, cand);
+	grouping_init(&g, gr, x);
 	t = xreallocarray(NULL, nt, sizeof *t);
-	memcpy(t, x->terms, nt * sizeof *t);
-	qsort(t, nt, sizeof *t, lc_cmp_format_order);
+	for (i = 0; i < nt; i++) {
+		t[i].coef = x->terms[i].coef;
+		t[i].atom = x->terms[i].atom;
+		t[i].i = (uint32_t)i;
+	}
 	out = xcalloc(nt, sizeof *out);
-	n = group_terms(sp, cand, ncand, t, nt, out);
+	n = group_terms(&g, t, nt, out);
+	free(t);
 	if (n > 1 && atom_space_weighted(sp) && !plain_is_short(sp, out, n)) {
 		wout = xcalloc(nt, sizeof *wout);
-		nw = weighted_pieces(sp, cand, ncand, t, nt, wout);
+		nw = weighted_pieces(&g, x, wout);
 		if (nw < n) {
 			free(out);
 			out = wout;
@@ -413,7 +618,7 @@ ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 		} else
 			free(wout);
 	}
-	free(t);
+	grouping_free(&g);
 	*np = n;
 	return out;
 }
@@ -715,6 +920,7 @@ struct ms_memo_entry {
 };
 
 struct ms_memo {
+	struct ms_grouper	*grouper;	/* made by the first value */
 	struct ms_memo_entry	*v;
 	size_t			 cap, n;	/* cap: 0 or a power of two */
 };
@@ -762,7 +968,9 @@ ms_memo_pieces(struct ms_memo *mo, const struct atom_space *sp,
 	e = &mo->v[memo_slot(mo, x)];
 	if (e->value == NULL) {
 		e->value = x;
-		e->pieces = ms_pieces(sp, x, &e->n);
+		if (mo->grouper == NULL)
+			mo->grouper = ms_grouper_new(sp);
+		e->pieces = ms_grouper_pieces(mo->grouper, x, &e->n);
 		mo->n++;
 	}
 	*n = e->n;
@@ -778,6 +986,7 @@ ms_memo_free(struct ms_memo *mo)
 		return;
 	for (i = 0; i < mo->cap; i++)
 		free(mo->v[i].pieces);
+	ms_grouper_free(mo->grouper);
 	free(mo->v);
 	free(mo);
 }

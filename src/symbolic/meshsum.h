@@ -77,6 +77,19 @@ struct ms_piece {
 struct ms_piece	*ms_pieces(const struct atom_space *,
 		    const struct lincomb *x, size_t *n);
 /*
+ * ms_pieces with what depends on the atom space alone (the candidate
+ * groups, the coordinates' sizes) computed once, not once a value: a
+ * report groups tens of thousands of values of one space (issue 24).  The
+ * grouper must not outlive the space.
+ */
+struct ms_grouper;
+
+struct ms_grouper *ms_grouper_new(const struct atom_space *);
+struct ms_piece	*ms_grouper_pieces(struct ms_grouper *,
+		    const struct lincomb *x, size_t *n);
+void		 ms_grouper_free(struct ms_grouper *);
+
+/*
  * ms_pieces once per value: the values of a run live in its arena, and the
  * ranks of one class hold the very same value, so a table of 4,096 ranks
  * grouped the same terms thousands of times (issue 24).  The memo keeps
