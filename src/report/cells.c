@@ -84,8 +84,10 @@ cells_pieces_of(struct piece_cache *pc, const struct atom_space *sp,
 			return pc->slot[k];
 	pm = pc->slot[k] = xcalloc(1, sizeof *pm);
 	pm->x = x;
-	if (pc->grouper == NULL)
+	if (pc->grouper == NULL) {
 		pc->grouper = ms_grouper_new(sp);
+		pc->own_grouper = true;
+	}
 	pm->p = ms_grouper_pieces(pc->grouper, x, &pm->n);
 	index_self(sp, pm);
 	pc->used++;
@@ -105,7 +107,8 @@ cells_piece_cache_free(struct piece_cache *pc)
 			free(pc->slot[i]);
 		}
 	free(pc->slot);
-	ms_grouper_free(pc->grouper);
+	if (pc->own_grouper)
+		ms_grouper_free(pc->grouper);
 }
 
 /*

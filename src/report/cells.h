@@ -49,7 +49,13 @@ struct piece_memo {
 struct piece_cache {
 	struct piece_memo	**slot;	/* memos stay put when it grows */
 	size_t			  cap, used;
-	struct ms_grouper	 *grouper;	/* made by the first value */
+	/*
+	 * The caller's, to share what it knows of values alike between
+	 * parameters, or NULL: then one of the cache's own, made by the
+	 * first value.
+	 */
+	struct ms_grouper	 *grouper;
+	bool			  own_grouper;
 };
 
 /*

@@ -372,7 +372,7 @@ jsonw_cell_group(struct json *j, const struct audit *a,
 
 static void
 jsonw_param(struct json *j, const struct audit *a,
-    const struct param_result *p, bool expand)
+    const struct param_result *p, struct ms_grouper *gr, bool expand)
 {
 	struct arena		 scratch;
 	struct piece_cache	 pc;
@@ -401,6 +401,7 @@ jsonw_param(struct json *j, const struct audit *a,
 			jsonw_cell(j, a, &p->cells[i], &scratch);
 	} else {
 		memset(&pc, 0, sizeof pc);
+		pc.grouper = gr;
 		g = cells_group(&a->atoms, p, &pc, false, &ng);
 		for (i = 0; i < ng; i++) {
 			jsonw_cell_group(j, a, &g[i], &scratch);
@@ -857,13 +858,22 @@ void
 report_json(struct json *j, const struct audit *a,
     const struct report_options *opt)
 {
-	size_t	 i;
+	struct ms_grouper *gr;
+	size_t		 i;
 
 	jsonw_head(j, a);
 	jsonw_key(j, "params");
 	jsonw_begin_array(j);
+	/*
+	 * One grouper for every parameter: their cells hold values alike
+	 * (a rank's own shards, its dp group's sums) in objects of their
+	 * own, grouped once for all (issue 24).
+	 */
+	gr = ms_grouper_new(&a->atoms);
 	for (i = 0; i < a->nparams; i++)
-		jsonw_param(j, a, &a->params[i], opt != NULL && opt->expand);
+		jsonw_param(j, a, &a->params[i], gr,
+		    opt != NULL && opt->expand);
+	ms_grouper_free(gr);
 	jsonw_end_array(j);
 	jsonw_stale_rows(j, a);
 	jsonw_findings(j, a);

@@ -162,14 +162,28 @@ atom_loss_factor(const struct atom_space *space, uint32_t a)
 }
 
 bool
-atom_weighs(const struct atom_space *space, uint32_t a)
+atom_weight(const struct atom_space *space, uint32_t a,
+    struct rational *factor)
 {
 	if (atom_source(space, a) == space->aux_source)
 		return false;
-	if (atom_mtp_layer(space, a) > 0)
-		return space->mtp_weighted &&
-		    !q_is_zero(atom_loss_factor(space, a));
+	if (atom_mtp_layer(space, a) > 0) {
+		if (!space->mtp_weighted)
+			return false;
+		*factor = atom_loss_factor(space, a);
+		return !q_is_zero(*factor);
+	}
+	if (space->weighted)
+		*factor = atom_loss_factor(space, a);
 	return space->weighted;
+}
+
+bool
+atom_weighs(const struct atom_space *space, uint32_t a)
+{
+	struct rational	 factor;
+
+	return atom_weight(space, a, &factor);
 }
 
 int

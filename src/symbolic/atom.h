@@ -94,6 +94,13 @@ struct rational	 atom_loss_factor(const struct atom_space *, uint32_t);
  * or of a kind whose factors are all alike.
  */
 bool		 atom_weighs(const struct atom_space *, uint32_t);
+/*
+ * atom_weighs, and when true its atom_loss_factor into *factor: both in
+ * one reading of the atom, for the reports that weigh every term of a
+ * value (meshsum.c).
+ */
+bool		 atom_weight(const struct atom_space *, uint32_t,
+		    struct rational *factor);
 /* The chunks (lossnorm_chunk numbers them) and each one's loss factor. */
 int		 atom_space_chunks(const struct atom_space *);
 struct rational	 atom_chunk_factor(const struct atom_space *, int chunk);
