@@ -820,6 +820,15 @@ ms_piece_self_key(const struct atom_space *sp, const struct ms_piece *p,
 	struct acoord	 a;
 	int		 d;
 
+	/*
+	 * A lone expert atom kept per source is no rank's own: its name
+	 * says its source by rank ("g2s3t1", rank 3's tokens), while self
+	 * keys and the cells' relative hashes read an atom by micro-batch
+	 * alone.  Taken as self ("selfs3t1"), the unused shards of ranks 0
+	 * and 2 under a distributed optimizer, one holding sources 0 and 1
+	 * and the other 2 and 3 at equal factors, merged into one object
+	 * that named rank 0's sources for rank 2 (self-terms.test).
+	 */
 	if (p->varied == 0) {
 		if (p->held || atom_expert_source(sp, p->atom) >= 0 ||
 		    !(p->source == 0 ||
