@@ -6,10 +6,11 @@
  * whose coordinates outside the summed ones are equal, in the dense view
  * (pp, dp, tp) or the expert one (pp, ep, etp, edp).  Counting the atoms
  * left by their fixed coordinates, a key held by as many atoms as the
- * group has members is the whole group, since atoms are distinct.  The class of an atom (its source, and whether it is held) is
- * part of that key: a group never mixes classes.  The keys are counted in
- * a hash table, so the cost is O(candidates * m) for m terms, after one
- * pass that puts the terms in coefficient order.
+ * group has members is the whole group, since atoms are distinct.  The
+ * class of an atom (its source, and whether it is held) is part of that
+ * key: a group never mixes classes.  The keys are counted in a hash
+ * table, so the cost is O(candidates * m) for m terms, after one pass
+ * that puts the terms in coefficient order.
  */
 #ifndef _POSIX_C_SOURCE
 #define _POSIX_C_SOURCE 200809L		/* open_memstream */
@@ -202,13 +203,12 @@ plain_is_short(const struct atom_space *sp, const struct ms_piece *p, size_t n)
 }
 
 /*
- * What grouping the terms of one value needs, computed once for the value
- * and shared by its plain and weighted passes: each term's coordinates and
- * class (by its index in the value), the candidates and the coordinates'
- * sizes, and scratch room for the largest bucket.  Computed per bucket and
- * per candidate, with two sorts of the terms, they were most of the JSON
- * report's 8 s on Megatron's DeepSeek-V3 shape at 2,048 ranks with local
- * MTP counts (Megatron-LM #7452, issue 24).
+ * What grouping needs of the atom space, computed once for a report, not
+ * once a value: the candidates, the coordinates' sizes, and the pieces of
+ * the values grouped so far.  Computed per value, per bucket and per
+ * candidate, with each value's terms sorted twice, they were nearly all
+ * of the JSON report's time on Megatron's DeepSeek-V3 shape at 2,048
+ * ranks with local MTP counts (Megatron-LM #7452, issue 24).
  */
 struct ms_grouper {
 	const struct atom_space	*sp;
@@ -239,6 +239,11 @@ struct grouped {
 	size_t			 n;
 };
 
+/*
+ * What grouping one value needs, shared by its plain and weighted passes:
+ * each term's coordinates and class, by its index in the value, and
+ * scratch room for its largest bucket.
+ */
 struct grouping {
 	const struct ms_grouper	*gr;
 	const struct atom_space	*sp;
@@ -521,8 +526,8 @@ cmp_coef_run(const void *pa, const void *pb)
 /*
  * t[] (in atom order, as a value's terms are) into the order of
  * lc_cmp_format_order: decreasing coefficient, by atom within one.  The
- * coefficients are few, so the terms are counted by coefficient and
- * placed in one pass, keeping their atom order, instead of sorted.
+ * terms are counted by coefficient and placed in one pass, keeping their
+ * atom order; only the distinct coefficients are sorted.
  */
 static void
 format_order(const struct grouping *g, struct gterm *t, size_t nt)
@@ -568,7 +573,10 @@ format_order(const struct grouping *g, struct gterm *t, size_t nt)
 	free(tab);
 }
 
-/* The pieces of the nt terms t[], sorted by lc_cmp_format_order. */
+/*
+ * The pieces of the nt terms t[] (in atom order; left in format order),
+ * sorted by lc_cmp_format_order.
+ */
 static size_t
 group_terms(struct grouping *g, struct gterm *t, size_t nt,
     struct ms_piece *out)
