@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/suggest.h"
+#include "base/text.h"
 #include "base/xmalloc.h"
 #include "config/config.h"
 #include "config/plan.h"
@@ -1593,6 +1594,7 @@ plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
 {
 	const struct plan_item *it = &m->config->plan[i];
 	const char	*near;
+	char		 q[TEXT_QUOTE_SIZE];
 	enum group_kind	 g;
 	bool		 any = false;
 	int		 j, p;
@@ -1605,8 +1607,14 @@ plan_item_refusal(const struct model *m, int i, struct cfg_mark *at,
 			continue;
 		*at = it->glob_marks[j];
 		near = nearest_param(m, it->globs[j]);
-		snprintf(why, len, "plan[%d].params[%d]: \"%.64s\" matches no "
-		    "parameter (%s%s%s)", i, j, it->globs[j], near != NULL ?
+		/*
+		 * Quoted as every message quotes input: "%.64s" cut a
+		 * character of several bytes in two, which then showed as
+		 * a byte that is no UTF-8, and a long glob without "...".
+		 */
+		text_escape(q, sizeof q, it->globs[j], strlen(it->globs[j]));
+		snprintf(why, len, "plan[%d].params[%d]: \"%s\" matches no "
+		    "parameter (%s%s%s)", i, j, q, near != NULL ?
 		    "did you mean \"" : "names are like ", near != NULL ? near :
 		    m->params[m->nparams - 1].name, near != NULL ? "\"?" : "");
 		return why;
