@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "base/hash.h"
+#include "base/text.h"
 #include "base/xmalloc.h"
 #include "import/toml.h"
 
@@ -582,7 +583,7 @@ static bool
 read_word(struct parser *p, struct toml_value *v)
 {
 	size_t	 start = p->pos, end = token_end(p), len = end - start, i, k;
-	char	*tok, *clean;
+	char	*tok, *clean, q[TEXT_QUOTE_SIZE];
 	bool	 bad = false, neg, is_float = false;
 	size_t	 intdigits;
 	long long value = 0;
@@ -608,8 +609,9 @@ read_word(struct parser *p, struct toml_value *v)
 		return true;
 	}
 	if (len == 0 || (tok[i] < '0' || tok[i] > '9')) {
-		fail_at(p, start, "\"%.40s\" is no value: give a string in "
-		    "quotes, a number, true or false", tok);
+		text_escape(q, sizeof q, tok, strlen(tok));
+		fail_at(p, start, "\"%s\" is no value: give a string in "
+		    "quotes, a number, true or false", q);
 		free(tok);
 		return false;
 	}
@@ -645,7 +647,8 @@ read_word(struct parser *p, struct toml_value *v)
 			bad = true;
 	}
 	if (bad || tok[k] != '\0') {
-		fail_at(p, start, "\"%.40s\" is not a number of TOML", tok);
+		text_escape(q, sizeof q, tok, strlen(tok));
+		fail_at(p, start, "\"%s\" is not a number of TOML", q);
 		free(tok);
 		return false;
 	}
@@ -660,9 +663,11 @@ read_word(struct parser *p, struct toml_value *v)
 		v->type = TOML_FLOAT;
 		errno = 0;
 		v->number = strtod(clean, NULL);
-		if (isinf(v->number))
-			fail_at(p, start, "%.40s is out of the range of a "
-			    "double", clean);
+		if (isinf(v->number)) {
+			text_cut(q, sizeof q, clean, strlen(clean));
+			fail_at(p, start, "%s is out of the range of a "
+			    "double", q);
+		}
 		free(clean);
 		return !p->failed;
 	}
@@ -670,8 +675,9 @@ read_word(struct parser *p, struct toml_value *v)
 		d = clean[k] - '0';
 		if (neg ? value < (LLONG_MIN + d) / 10 :
 		    value > (LLONG_MAX - d) / 10) {
-			fail_at(p, start, "%.40s is out of the range of a "
-			    "64-bit integer", clean);
+			text_cut(q, sizeof q, clean, strlen(clean));
+			fail_at(p, start, "%s is out of the range of a "
+			    "64-bit integer", q);
 			free(clean);
 			return false;
 		}
