@@ -58,6 +58,18 @@ cmd_compare_exec(struct options *o)
 		command_usage(stderr, command_find("compare"));
 		return EXIT_USAGE;
 	}
+	/*
+	 * --set and --framework change a configuration, and two traces
+	 * have none: taken and dropped, even a key that does not exist, a
+	 * CI job's --set looked applied and exited 0.
+	 */
+	if (o->reference != NULL && o->nsets > 0) {
+		fprintf(stderr, "%s: compare: --set and --framework change a "
+		    "CONFIG, and --reference compares two traces without one\n",
+		    progname);
+		command_usage(stderr, command_find("compare"));
+		return EXIT_USAGE;
+	}
 	if (output_check_paths(o) != EXIT_OK ||
 	    output_read_baseline(o, true) != EXIT_OK)
 		return EXIT_USAGE;
