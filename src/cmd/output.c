@@ -4,6 +4,7 @@
 #include <sys/stat.h>
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -103,9 +104,70 @@ fail:
 	return EXIT_USAGE;
 }
 
+/*
+ * Whether path is an existing regular file that is the same file as
+ * other (a name of it, a link to it).
+ */
+static bool
+same_file(const char *path, const char *other)
+{
+	struct stat	 a, b;
+
+	return other != NULL && strcmp(other, "-") != 0 &&
+	    stat(path, &a) == 0 && S_ISREG(a.st_mode) &&
+	    stat(other, &b) == 0 && a.st_dev == b.st_dev &&
+	    a.st_ino == b.st_ino;
+}
+
+/*
+ * A report written over a file the run reads or writes besides: a
+ * configuration or the baseline, clobbered by a misplaced operand such as
+ * "--junit a.yaml a.yaml b.yaml", or two reports into one file,
+ * the second overwriting the first.  Each was done without a word.
+ */
+static int
+check_distinct(const struct options *o, const char *path, const char *opt)
+{
+	const char	*outs[] = { o->junit, o->summary, o->write_baseline };
+	const char	*opts[] = { "--junit", "--summary", "--write-baseline" };
+	const char	*other = NULL, *what = NULL;
+	size_t		 i;
+	int		 k;
+
+	for (k = 0; k < o->nargs && other == NULL; k++)
+		if (same_file(path, o->args[k])) {
+			other = o->args[k];
+			what = "the operand";
+		}
+	/* Rewriting the baseline read is --write-baseline's to do. */
+	if (other == NULL && path != o->write_baseline &&
+	    same_file(path, o->baseline_file)) {
+		other = o->baseline_file;
+		what = "the --baseline";
+	}
+	for (i = 0; i < sizeof outs / sizeof outs[0] && other == NULL; i++)
+		if (outs[i] != path && same_file(path, outs[i])) {
+			other = outs[i];
+			what = opts[i];
+		}
+	if (other == NULL)
+		return EXIT_OK;
+	fprintf(stderr, "%s: %s %s would overwrite %s %s: write it "
+	    "elsewhere\n", progname, opt, path, what, other);
+	return EXIT_USAGE;
+}
+
 int
 output_check_paths(const struct options *o)
 {
+	if ((o->junit != NULL &&
+	    check_distinct(o, o->junit, "--junit") != EXIT_OK) ||
+	    (o->summary != NULL &&
+	    check_distinct(o, o->summary, "--summary") != EXIT_OK) ||
+	    (o->write_baseline != NULL &&
+	    check_distinct(o, o->write_baseline, "--write-baseline") !=
+	    EXIT_OK))
+		return EXIT_USAGE;
 	if (o->junit != NULL &&
 	    check_writable(o->junit, "JUnit report") != EXIT_OK)
 		return EXIT_USAGE;
