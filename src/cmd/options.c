@@ -531,8 +531,11 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	return 0;
 bad:
 	text_escape(q, sizeof q, arg, strlen(arg));
+	/* jsonl is of the audits only: explain and frameworks refuse it. */
 	usage_error(cmd, scope, operands,
-	    "--%s: invalid value \"%s\": expected %s", sp->name, q, sp->arg);
+	    "--%s: invalid value \"%s\": expected %s", sp->name, q,
+	    sp->id == OPT_FORMAT && (scope & (SCOPE_RUN | SCOPE_CHECK |
+	    SCOPE_SWEEP | SCOPE_COMPARE)) == 0 ? "text|json" : sp->arg);
 	return -1;
 }
 

@@ -14,6 +14,7 @@
 #include "base/exitcode.h"
 #include "base/json.h"
 #include "base/suggest.h"
+#include "base/text.h"
 #include "base/xmalloc.h"
 #include "cmd/output.h"
 #include "config/load.h"
@@ -790,8 +791,12 @@ check_selection(const struct options *o, const struct audit *a,
 				suggest_consider(&sg, p->tied_with);
 		}
 		if (i == a->nparams) {
+			char q[TEXT_QUOTE_SIZE];
+
+			/* Quoted as all input is: it held raw escapes. */
+			text_cut(q, sizeof q, o->param, strlen(o->param));
 			fprintf(stderr, "%s: %s: --param %s: no such parameter",
-			    progname, file, o->param);
+			    progname, file, q);
 			if (suggest_best(&sg) != NULL)
 				fprintf(stderr, " (did you mean %s?)",
 				    suggest_best(&sg));
