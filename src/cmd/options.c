@@ -194,6 +194,19 @@ synopsis_item(FILE *fp, const char *item, size_t *col, size_t indent)
 	*col += 1 + w;
 }
 
+/*
+ * The values an option takes under the commands of scope: jsonl is of
+ * the audits alone, and explain's and frameworks' usage offered it.
+ */
+static const char *
+spec_arg(const struct option_spec *sp, unsigned scope)
+{
+	if (sp->id == OPT_FORMAT && (scope & (SCOPE_RUN | SCOPE_CHECK |
+	    SCOPE_SWEEP | SCOPE_COMPARE)) == 0)
+		return "text|json";
+	return sp->arg;
+}
+
 void
 options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
     const char *operands)
@@ -222,8 +235,8 @@ options_print_synopsis(FILE *fp, const char *lead, unsigned scope,
 	for (i = 0; i < n; i++) {
 		snprintf(item, sizeof item, "%s--%s%s%s%s",
 		    v[i].required ? "" : "[", v[i].spec->name,
-		    v[i].spec->arg ? " " : "", v[i].spec->arg ? v[i].spec->arg :
-		    "", v[i].required ? "" : "]");
+		    v[i].spec->arg ? " " : "", v[i].spec->arg ?
+		    spec_arg(v[i].spec, scope) : "", v[i].required ? "" : "]");
 		synopsis_item(fp, item, &col, strlen(lead));
 	}
 	if (operands != NULL && *operands != '\0')
@@ -531,11 +544,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 	return 0;
 bad:
 	text_escape(q, sizeof q, arg, strlen(arg));
-	/* jsonl is of the audits only: explain and frameworks refuse it. */
 	usage_error(cmd, scope, operands,
 	    "--%s: invalid value \"%s\": expected %s", sp->name, q,
-	    sp->id == OPT_FORMAT && (scope & (SCOPE_RUN | SCOPE_CHECK |
-	    SCOPE_SWEEP | SCOPE_COMPARE)) == 0 ? "text|json" : sp->arg);
+	    spec_arg(sp, scope));
 	return -1;
 }
 
