@@ -325,6 +325,27 @@ load_manifest(struct reader *r, const char *dir)
 	return m;
 }
 
+/*
+ * The manifest's dtype, optional: informational (the tolerances follow
+ * each tensor's own dtype), but a value gradaudit-trace(5) does not list,
+ * "int8" or a number, says the file is not what the hook wrote.
+ */
+static int
+read_manifest_dtype(struct reader *r, json_t *m)
+{
+	const char	*s;
+	size_t		 i;
+	int		 rc;
+
+	if ((rc = get_string(r, m, "dtype", false, &s)) != 0)
+		return rc < 0 ? -1 : 0;
+	for (i = 0; i < sizeof dtypes / sizeof dtypes[0]; i++)
+		if (strcmp(s, dtypes[i].name) == 0)
+			return 0;
+	return fail(r, "\"dtype\" is \"%s\", not float32, float64, bfloat16 "
+	    "or float16", s);
+}
+
 static int
 read_manifest(struct reader *r, const char *dir)
 {
@@ -367,6 +388,8 @@ read_manifest(struct reader *r, const char *dir)
 	    &v) != 0)
 		goto out;
 	t->micro_batches = (int)v;
+	if (read_manifest_dtype(r, m) != 0)
+		goto out;
 	if (t->reference) {
 		if (get_string(r, m, "reference_of", true,
 		    &t->reference_of) != 0)

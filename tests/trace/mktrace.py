@@ -503,6 +503,11 @@ def edit_world_files(par, ref):
                              for r in range(len(par.ranks) - 1)]
 
 
+def edit_manifest_dtype(par, ref):
+    # A dtype gradaudit-trace(5) does not list: not what the hook wrote.
+    par.manifest["dtype"] = "int8"
+
+
 def edit_mesh(par, ref):
     par.manifest["mesh"] = {"dp": par.manifest["world"], "tp": 2}
 
@@ -568,6 +573,7 @@ DEFECTS = {
     "rank-dir": (None, after_rank_dir, None),
     "rank-fifo": (None, after_rank_fifo, None),
     "mesh-product": (edit_mesh, None, None),
+    "manifest-dtype": (edit_manifest_dtype, None, None),
     "mb-range": (edit_mb, None, None),
     "overlap-final": (edit_overlap, None, None),
     "missing-final": (edit_missing_final, None, None),
