@@ -16,6 +16,7 @@
 #include "cmd/commands.h"
 #include "cmd/options.h"
 #include "config/framework.h"
+#include "symbolic/context.h"
 
 const struct command *const commands[] = {
 	&cmd_run_entry,
@@ -107,6 +108,7 @@ int
 command_exec(const struct command *c, int argc, char **argv)
 {
 	struct options	 o;
+	char		 why[SYM_WHY_SIZE];
 	int		 rc;
 
 	if (c->foreign_args)
@@ -128,6 +130,12 @@ command_exec(const struct command *c, int argc, char **argv)
 		    o.nargs < c->min_args ? "missing operand" :
 		    "too many operands");
 		command_usage(stderr, c);
+		options_free(&o);
+		return EXIT_USAGE;
+	}
+	if ((c->scope & SCOPE_AUDITS) != 0 &&
+	    sym_memory_limit_invalid(why, sizeof why) != NULL) {
+		fprintf(stderr, "%s: %s\n", progname, why);
 		options_free(&o);
 		return EXIT_USAGE;
 	}

@@ -28,6 +28,9 @@ enum color_mode { COLOR_AUTO, COLOR_ALWAYS, COLOR_NEVER };
 #define SCOPE_FRAMEWORKS 0x10
 #define SCOPE_IMPORT	0x20
 #define SCOPE_COMPARE	0x40
+/* The commands that run a symbolic audit (GRADAUDIT_MAX_MEMORY). */
+#define SCOPE_AUDITS	(SCOPE_RUN | SCOPE_CHECK | SCOPE_EXPLAIN | \
+			    SCOPE_SWEEP | SCOPE_COMPARE)
 
 /* sweep --keep, --fix, --min, --max: a bound on one mesh dimension. */
 enum bound_kind { BOUND_KEEP, BOUND_FIX, BOUND_MIN, BOUND_MAX };

@@ -72,6 +72,12 @@ memory_budget(char *why, size_t len)
 	return (int64_t)mib << 20;
 }
 
+const char *
+sym_memory_limit_invalid(char *why, size_t len)
+{
+	return memory_budget(why, len) < 0 ? why : NULL;
+}
+
 /*
  * The size of an audit: its parameter copies, and the terms of each,
  * micro-batches x sources (atom.h); at_least when the sources are those

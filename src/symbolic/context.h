@@ -73,5 +73,11 @@ const char *sym_context_unauditable(const struct sym_context *,
 		    const struct config *, enum cfg_key *blame, char *why,
 		    size_t len);
 void	 sym_context_free(struct sym_context *);
+/*
+ * GRADAUDIT_MAX_MEMORY, if set, is a number of MiB the audit may take:
+ * NULL, or why not.  The commands that audit ask before any config, so
+ * that a bad value is told as the environment's, not at a config's line.
+ */
+const char *sym_memory_limit_invalid(char *why, size_t len);
 
 #endif
