@@ -683,7 +683,11 @@ mtp_atom_empty(const struct sym_run *run, uint32_t a, int layer)
 	/*
 	 * One atom an owner: its group's chunks share the layer's factor
 	 * (sources_differ keeps them per source otherwise, and an empty
-	 * chunk's factor is 0), so the owner's chunk speaks for all.
+	 * chunk's factor is 0), so the owner's chunk speaks for all.  Not
+	 * with mtp_loss_scaling_factor 0, where every chunk's factor is 0
+	 * and an empty owner's atom may hold its group's tokens; but the
+	 * layer's expected weight is 0 too (mtp_weigh), and dropping the
+	 * atom leaves the expected value as it was (tests/mtp-empty-chunk.test).
 	 */
 	return mtp_chunk_empty(m, lossnorm_chunk(&m->mesh, mb, c.dp), layer);
 }
