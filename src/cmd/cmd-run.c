@@ -505,6 +505,23 @@ audit_shrunk(const struct config *cfg, const struct sym_context *ctx,
 }
 
 /*
+ * A symbolic audit past GRADAUDIT_MAX_MEMORY (run_check_memory), in the
+ * job: every process audits the config and reaches it at the same step.
+ * Process 0 says why and gives the launcher the status word, without
+ * which it reported an MPI failure of a job that "ran no gradaudit
+ * process" (exit 3) where the config is too large (exit 2).
+ */
+static void
+job_over_limit(const char *why, void *arg)
+{
+	int	proc = *(const int *)arg;
+
+	if (proc == 0)
+		fprintf(stderr, "%s: %s\n", progname, why);
+	exit(finish(proc, EXIT_USAGE));
+}
+
+/*
  * The symbolic audit of one config, then its numeric audit: of the config
  * itself, or with --shrink of a smaller one with the same verdict.
  */
@@ -520,6 +537,8 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 
 	v->audit = xcalloc(1, sizeof *v->audit);
 	sym_context_build(&ctx, cfg);
+	ctx.over_limit = job_over_limit;
+	ctx.over_limit_arg = &proc;
 	sym_audit(&ctx, v->audit, NULL, NULL);
 	skip = numeric_skip_reason(cfg, why, sizeof why);
 	if (shrink)

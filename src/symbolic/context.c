@@ -13,10 +13,13 @@
 #include "config/framework.h"
 #include "symbolic/context.h"
 
+static int64_t	memory_limit(void);
+
 void
 sym_context_build(struct sym_context *ctx, const struct config *cfg)
 {
 	memset(ctx, 0, sizeof *ctx);
+	ctx->memory_limit = memory_limit();
 	model_build(&ctx->model, cfg);
 	ctx->grad_placement = xcalloc(ctx->model.nparams,
 	    sizeof *ctx->grad_placement);
@@ -70,6 +73,16 @@ memory_budget(char *why, size_t len)
 		return -1;
 	}
 	return (int64_t)mib << 20;
+}
+
+/* The budget; a bad value was refused before any config (cmd.c). */
+static int64_t
+memory_limit(void)
+{
+	char	 why[SYM_WHY_SIZE];
+	int64_t	 b = memory_budget(why, sizeof why);
+
+	return b < 0 ? SYM_MAX_MIB << 20 : b;
 }
 
 const char *

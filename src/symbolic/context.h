@@ -42,6 +42,16 @@ struct sym_context {
 	 * sets it after sym_context_build and frees it after the audits.
 	 */
 	struct arena_cache	*blocks;
+	/*
+	 * GRADAUDIT_MAX_MEMORY in bytes.  The size estimate refuses most
+	 * audits over it before they start; the run stops the others
+	 * (run_check_memory): it prints why and exits 2, or, when set,
+	 * calls over_limit with why, which must not return either (run's
+	 * MPI job, whose processes all reach it, tells its launcher first).
+	 */
+	int64_t			 memory_limit;
+	void			(*over_limit)(const char *why, void *arg);
+	void			*over_limit_arg;
 };
 
 void	 sym_context_build(struct sym_context *, const struct config *);

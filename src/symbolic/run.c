@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "base/arena.h"
+#include "base/exitcode.h"
 #include "base/hash.h"
 #include "base/xmalloc.h"
 #include "model/lossnorm.h"
@@ -81,6 +82,30 @@ sum_memo_grow(struct sum_memo *sm)
 	sm->cap = cap;
 }
 
+/*
+ * The most terms a sum of xs (of `total` terms) can have: no more than its
+ * inputs hold, nor than the atoms between the lowest and the highest (an
+ * all-reduce's members summed again hold one value, dp copies of it).
+ */
+static size_t
+sum_bound(const struct lincomb **xs, size_t n, size_t total)
+{
+	uint32_t lo = UINT32_MAX, hi = 0;
+	size_t	 j;
+
+	for (j = 0; j < n; j++) {
+		if (xs[j]->nterms == 0)
+			continue;
+		if (xs[j]->terms[0].atom < lo)
+			lo = xs[j]->terms[0].atom;
+		if (xs[j]->terms[xs[j]->nterms - 1].atom > hi)
+			hi = xs[j]->terms[xs[j]->nterms - 1].atom;
+	}
+	if (lo > hi)
+		return 0;
+	return (size_t)(hi - lo) + 1 < total ? (size_t)(hi - lo) + 1 : total;
+}
+
 const struct lincomb *
 run_sum(struct sym_run *run, const struct lincomb **xs, size_t n,
     struct rational scale)
@@ -88,13 +113,12 @@ run_sum(struct sym_run *run, const struct lincomb **xs, size_t n,
 	struct sum_memo		*sm = &run->sums;
 	struct sum_memo_entry	*e;
 	uint64_t		 h;
-	size_t			 j, bytes = n * sizeof *xs;
+	size_t			 j, bytes = n * sizeof *xs, terms = 0;
 
+	for (j = 0; j < n; j++)
+		terms += xs[j]->nterms;
+	run_check_memory(run, sum_bound(xs, n, terms) * sizeof(struct term));
 	if (n < SUM_MEMO_MIN) {
-		size_t terms = 0;
-
-		for (j = 0; j < n; j++)
-			terms += xs[j]->nterms;
 		if (terms < SUM_MEMO_MIN_TERMS)
 			return run_share(run, lc_sum(run->arena, xs, n,
 			    scale));
@@ -821,4 +845,44 @@ run_free_derived(struct sym_run *run)
 	memset(&run->derived, 0, sizeof run->derived);
 	free(run->same);
 	run->same = NULL;
+}
+
+/*
+ * The size estimate (context.c) counts a value a parameter copy and a
+ * term an atom it sums, as measured where groups share their sums.  A sum
+ * in a wrong order leaves ranks values of their own, and the distributed
+ * optimizer's shards cut them into segments that each sum a group: the
+ * memory of Megatron-LM #844 at dp 524,288, estimated at 1.8 GiB, passed
+ * 12.8 GB and kept growing, where a runner kills the job.  So the run
+ * counts what it holds (the arenas of its values and segments, the table
+ * of shared values) as the steps go, and stops at the limit with a
+ * refusal, exit 2, nothing audited.  A sum asks before it is built, with
+ * the most it can take (its inputs' terms): one of #844's members' values
+ * at dp 16,384 took 190 MiB.  Elsewhere the steps ask between their
+ * parameters.
+ */
+void
+run_check_memory(const struct sym_run *run, size_t more)
+{
+	const struct model *m = run->model;
+	const struct sym_context *ctx = run->ctx;
+	size_t	 bytes = more + run->arena->used_bytes + run->table.cap *
+		    (sizeof *run->table.slot + sizeof *run->table.hash);
+	char	 why[SYM_WHY_SIZE];
+	int	 l;
+
+	for (l = 0; l < m->nlogical; l++)
+		bytes += run->seg_arenas[l].used_bytes;
+	if ((int64_t)bytes <= ctx->memory_limit)
+		return;
+	snprintf(why, sizeof why, "%s: the symbolic audit of %d ranks took "
+	    "over %lld MiB, the most supported (GRADAUDIT_MAX_MEMORY), though "
+	    "its size estimate fit: its ranks hold values of their own, as a "
+	    "gradient summed in a wrong order leaves them; audit the recipe "
+	    "on a smaller mesh (--set mesh.dp=N)", m->config->file,
+	    m->mesh.world, (long long)(ctx->memory_limit >> 20));
+	if (ctx->over_limit != NULL)
+		ctx->over_limit(why, ctx->over_limit_arg);
+	fprintf(stderr, "%s: %s\n", progname, why);
+	exit(EXIT_USAGE);
 }

@@ -257,5 +257,11 @@ void	 run_init_expected(struct sym_run *);
 void	 run_free_caches(struct sym_run *);
 /* The memos of the cells (derived values, comparisons), after them. */
 void	 run_free_derived(struct sym_run *);
+/*
+ * Stop the program, exit 2, if the run holds, with `more` bytes it is
+ * about to build, more than GRADAUDIT_MAX_MEMORY (sym_context's
+ * memory_limit): sums ask before they are built, the steps as they go.
+ */
+void	 run_check_memory(const struct sym_run *, size_t more);
 
 #endif

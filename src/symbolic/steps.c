@@ -583,6 +583,7 @@ run_collective(struct sym_run *run, const struct sync_step *s)
 				continue;
 			reduce_group(run, s, p, rank, members, lists);
 		}
+		run_check_memory(run, 0);
 	}
 	free(members);
 	free(lists);
@@ -642,6 +643,7 @@ run_one(struct sym_run *run, int k, sym_step_hook *hook, void *hook_arg)
 		/* At the backward, in the loss factors; syncplan.h. */
 		break;
 	}
+	run_check_memory(run, 0);
 	if (hook != NULL)
 		hook(hook_arg, run, k);
 }
