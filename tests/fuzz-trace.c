@@ -365,9 +365,12 @@ write_reference(struct files *fs, const char *step, const char *dtype,
 	}
 	json_object_set_new(w.meta, "grad_norm", json_real(1.5));
 	writer_end(&w, &fs->f[1]);
+	/* The manifest names the dtype as gradaudit-trace(5) does. */
 	write_manifest(fs, json_pack("{s:s, s:s, s:s, s:i, s:i, s:s}", "mode",
 	    "reference", "step", "ref", "reference_of", step, "world", 1,
-	    "micro_batches", 1, "dtype", dtype));
+	    "micro_batches", 1, "dtype", strcmp(dtype, "F64") == 0 ? "float64" :
+	    strcmp(dtype, "F32") == 0 ? "float32" : strcmp(dtype, "BF16") == 0 ?
+	    "bfloat16" : "float16"));
 }
 
 /*
