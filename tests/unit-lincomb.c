@@ -13,6 +13,7 @@
 #include "base/arena.h"
 #include "base/xmalloc.h"
 #include "symbolic/atom.h"
+#include "symbolic/context.h"
 #include "symbolic/lincomb.h"
 #include "symbolic/run.h"
 #include "tap.h"
@@ -667,11 +668,19 @@ test_run_sum(void)
 {
 	struct arena		 a;
 	struct sym_run		 run;
+	struct sym_context	 ctx;
+	struct model		 m;
 	const struct lincomb	*x[12], *y[12], *s1, *s2, *s3, *s4, *s5;
 	size_t			 i;
 
 	arena_init(&a);
 	memset(&run, 0, sizeof run);
+	/* A sum asks the run's memory limit first (run_check_memory). */
+	memset(&ctx, 0, sizeof ctx);
+	memset(&m, 0, sizeof m);
+	ctx.memory_limit = INT64_MAX;
+	run.ctx = &ctx;
+	run.model = &m;
 	run.arena = &a;
 	for (i = 0; i < 12; i++)
 		x[i] = run_share(&run, lc_atom(&a, (uint32_t)i));
