@@ -86,6 +86,21 @@ read_all(int fd, void *buf, size_t len)
 	return 0;
 }
 
+/*
+ * A mesh past GRADAUDIT_MAX_MEMORY (run_check_memory) in a worker: it
+ * leaves without a word.  Its pipe closes before its verdict, so the
+ * sweep audits that mesh itself, reaches the limit and says why once;
+ * each worker that met such a mesh said it too (three messages on two
+ * cores).
+ */
+static void
+worker_over_limit(const char *why, void *arg)
+{
+	(void)why;
+	(void)arg;
+	_exit(1);
+}
+
 static void
 worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 {
@@ -113,6 +128,7 @@ worker_main(struct sweep *sw, atomic_size_t *next, int fd)
 		    sizeof whybuf) == NULL) {
 			sym_context_build(&ctx, &c);
 			ctx.blocks = &blocks;
+			ctx.over_limit = worker_over_limit;
 			why = sym_context_unauditable(&ctx, &c, &blame,
 			    whybuf, sizeof whybuf);
 			if (why == NULL) {
