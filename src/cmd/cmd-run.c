@@ -505,20 +505,98 @@ audit_shrunk(const struct config *cfg, const struct sym_context *ctx,
 }
 
 /*
+ * The job's end: process 0 reports the batch's audits v (an entry whose
+ * audit is NULL was not audited: why_not says why), every process agrees
+ * on the status and the job finishes.  Frees v and b.
+ */
+static int
+job_end(struct options *o, struct batch *b, struct audited *v, int proc,
+    int status)
+{
+	size_t	 i;
+
+	if (status == EXIT_OK && proc == 0) {
+		struct options report_only = *o;
+		struct launch_capture cap;
+		bool	 sent;
+
+		/* Only the reporting process says how to fix what it found. */
+		for (i = 0; i < b->n; i++)
+			if (v[i].audit != NULL && output_wants_fixes(o))
+				fix_derive(v[i].audit);
+		sent = launch_report_begin(&cap);
+
+		report_only.junit = NULL;
+		report_only.summary = NULL;
+		status = output_audits(&report_only, v, b->n,
+		    output_as_array(&b->list) || b->n > 1, "gradaudit.run");
+		if (sent && launch_report_end(&cap) != EXIT_OK)
+			status = EXIT_RUNTIME;
+		if (reports_from_job(o, v, b->n) != EXIT_OK)
+			status = EXIT_RUNTIME;
+	}
+	else if (status == EXIT_OK)
+		for (i = 0; i < b->n; i++) {
+			if (v[i].audit == NULL)
+				status = EXIT_USAGE;
+			else if (status == EXIT_OK &&
+			    !audit_passes(v[i].audit))
+				status = EXIT_WRONG;
+		}
+	status = agree(status);
+	for (i = 0; i < b->n; i++)
+		if (v[i].audit != NULL) {
+			audit_free(v[i].audit);
+			free(v[i].audit);
+		}
+	free(v);
+	batch_free(b);
+	return finish(proc, status);
+}
+
+/* The job's batch as audit_one goes through it, for job_over_limit. */
+struct job {
+	struct options	*o;
+	struct batch	*b;
+	struct audited	*v;
+	size_t		 i;	/* the config being audited */
+	int		 proc;
+};
+
+/*
  * A symbolic audit past GRADAUDIT_MAX_MEMORY (run_check_memory), in the
  * job: every process audits the config and reaches it at the same step.
- * Process 0 says why and gives the launcher the status word, without
- * which it reported an MPI failure of a job that "ran no gradaudit
- * process" (exit 3) where the config is too large (exit 2).
+ * Process 0 says why; the config is an error case of the batch like one
+ * the size estimate refuses, the configs after it are not audited (the
+ * run holds what it took), and the job ends as it does after the last
+ * config: process 0 reports the configs before it and gives the launcher
+ * the status word, without which it reported an MPI failure of a job
+ * that "ran no gradaudit process" (exit 3) where the config is too large
+ * (exit 2).  Exiting here at first left the configs audited before it
+ * unreported, stdout empty.
  */
 static void
 job_over_limit(const char *why, void *arg)
 {
-	int	proc = *(const int *)arg;
+	const struct job *j = arg;
+	size_t		 i;
 
-	if (proc == 0)
+	if (j->proc == 0)
 		fprintf(stderr, "%s: %s\n", progname, why);
-	exit(finish(proc, EXIT_USAGE));
+	/* Half built, and the program ends: left to exit. */
+	j->v[j->i].audit = NULL;
+	j->v[j->i].why_not = why;
+	for (i = j->i + 1; i < j->b->n; i++) {
+		batch_entry(j->b, i, &j->v[i]);
+		if (j->v[i].why_not != NULL)
+			continue;
+		j->v[i].why_not = "not audited: a config before it in the "
+		    "batch went past GRADAUDIT_MAX_MEMORY";
+		if (j->proc == 0)
+			fprintf(stderr, "%s: %s: %s\n", progname,
+			    j->v[i].file, j->v[i].why_not);
+	}
+	exit(job_end(j->o, j->b, j->v, j->proc, EXIT_OK));
 }
 
 /*
@@ -527,7 +605,7 @@ job_over_limit(const char *why, void *arg)
  */
 static int
 audit_one(const struct config *cfg, const struct numeric_options *no,
-    bool shrink, int proc, struct audited *v)
+    bool shrink, int proc, struct job *job, struct audited *v)
 {
 	struct sym_context	 ctx;
 	const char		*skip;
@@ -538,7 +616,7 @@ audit_one(const struct config *cfg, const struct numeric_options *no,
 	v->audit = xcalloc(1, sizeof *v->audit);
 	sym_context_build(&ctx, cfg);
 	ctx.over_limit = job_over_limit;
-	ctx.over_limit_arg = &proc;
+	ctx.over_limit_arg = job;
 	sym_audit(&ctx, v->audit, NULL, NULL);
 	skip = numeric_skip_reason(cfg, why, sizeof why);
 	if (shrink)
@@ -560,6 +638,7 @@ run_in_job(struct options *o, bool args_read, const char *jobargs)
 	struct batch		 b;
 	struct audited		*v;
 	struct numeric_options	 no;
+	struct job		 job;
 	int			 proc, nprocs, status = EXIT_OK, rc = EXIT_OK;
 	size_t			 i;
 
@@ -613,51 +692,20 @@ run_in_job(struct options *o, bool args_read, const char *jobargs)
 	 * job computes after it is not to be trusted.
 	 */
 	v = xcalloc(b.n + 1, sizeof *v);
+	job.o = o;
+	job.b = &b;
+	job.v = v;
+	job.proc = proc;
 	for (i = 0; i < b.n && status == EXIT_OK; i++) {
 		batch_entry(&b, i, &v[i]);
+		job.i = i;
 		if (b.items[i].config >= 0)
 			status = audit_one(&b.list.v[b.items[i].config], &no,
-			    o->shrink, proc, &v[i]);
+			    o->shrink, proc, &job, &v[i]);
 		/* On every process, so that all reach process 0's verdict. */
 		output_accept(o, &v[i]);
 	}
-	if (status == EXIT_OK && proc == 0) {
-		struct options report_only = *o;
-		struct launch_capture cap;
-		bool	 sent;
-
-		/* Only the reporting process says how to fix what it found. */
-		for (i = 0; i < b.n; i++)
-			if (v[i].audit != NULL && output_wants_fixes(o))
-				fix_derive(v[i].audit);
-		sent = launch_report_begin(&cap);
-
-		report_only.junit = NULL;
-		report_only.summary = NULL;
-		status = output_audits(&report_only, v, b.n,
-		    output_as_array(&b.list) || b.n > 1, "gradaudit.run");
-		if (sent && launch_report_end(&cap) != EXIT_OK)
-			status = EXIT_RUNTIME;
-		if (reports_from_job(o, v, b.n) != EXIT_OK)
-			status = EXIT_RUNTIME;
-	}
-	else if (status == EXIT_OK)
-		for (i = 0; i < b.n; i++) {
-			if (v[i].audit == NULL)
-				status = EXIT_USAGE;
-			else if (status == EXIT_OK &&
-			    !audit_passes(v[i].audit))
-				status = EXIT_WRONG;
-		}
-	status = agree(status);
-	for (i = 0; i < b.n; i++)
-		if (v[i].audit != NULL) {
-			audit_free(v[i].audit);
-			free(v[i].audit);
-		}
-	free(v);
-	batch_free(&b);
-	return finish(proc, status);
+	return job_end(o, &b, v, proc, status);
 }
 
 /*
