@@ -1229,14 +1229,30 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	}
 	class_index_free(&by_list);
 	class_index_free(&by_form);
+	/*
+	 * Each class's ranks, sized by a count first: a class took room for
+	 * the whole world and scanned it, world x classes, and when the
+	 * ranks clip by norms of their own (hf-48205-ep-router-partial-fixed
+	 * at dp 32,768, 65,536 ranks) that was 4.6 GB and most of a minute
+	 * in an arena the memory limit (run_check_memory) never sees.
+	 */
+	for (r = 0; r < m->mesh.world; r++)
+		if (g->class_of[r] >= 0)
+			g->classes[g->class_of[r]].nranks++;
+	for (c = 0; c < g->nclasses; c++) {
+		g->classes[c].ranks = arena_alloc(&a->arena,
+		    (g->classes[c].nranks + 1) * sizeof *g->classes[c].ranks);
+		g->classes[c].nranks = 0;
+	}
+	for (r = 0; r < m->mesh.world; r++)
+		if (g->class_of[r] >= 0) {
+			struct gn_class *cl = &g->classes[g->class_of[r]];
+
+			cl->ranks[cl->nranks++] = r;
+		}
 	for (c = 0; c < g->nclasses; c++) {
 		struct gn_class *cl = &g->classes[c];
 
-		cl->ranks = arena_alloc(&a->arena, (m->mesh.world + 1) *
-		    sizeof *cl->ranks);
-		for (r = 0; r < m->mesh.world; r++)
-			if (g->class_of[r] == (int)c)
-				cl->ranks[cl->nranks++] = r;
 		if (cl->correct)
 			continue;
 		g->correct = false;
