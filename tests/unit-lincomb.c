@@ -73,6 +73,15 @@ test_rationals(void)
 	    "q_is_zero");
 	tap_ok(q_equal(q_make(2, 6), q_make(1, 3)) &&
 	    !q_equal(q_make(1, 3), q_make(-1, 3)), "q_equal");
+	tap_ok(q_cmp(q_make(1, 3), q_make(1, 2)) == -1 &&
+	    q_cmp(q_make(1, 2), q_make(1, 3)) == 1 &&
+	    q_cmp(q_make(2, 6), q_make(1, 3)) == 0 &&
+	    q_cmp(q_make(-1, 2), q_make(1, 3)) == -1, "q_cmp");
+	/* Products past 64 bits: 1/(2^62-1) < 1/(2^62-2). */
+	tap_ok(q_cmp(q_make(1, INT64_MAX / 2), q_make(1, INT64_MAX / 2 - 1)) ==
+	    -1 && q_cmp(q_make(INT64_MAX, INT64_MAX - 1),
+	    q_make(INT64_MAX - 1, INT64_MAX - 2)) == -1,
+	    "q_cmp: exact where the cross products pass 64 bits");
 
 	q_format(q_make(1, 1), buf, sizeof(buf));
 	tap_ok_str_eq(buf, "1", "format 1");

@@ -187,6 +187,18 @@ q_equal(struct rational a, struct rational b)
 	return a.num == b.num && a.den == b.den;
 }
 
+int
+q_cmp(struct rational a, struct rational b)
+{
+	__extension__ typedef __int128 wide;
+	wide	l, r;
+
+	/* Denominators are positive: cross-multiplying keeps the order. */
+	l = (wide)a.num * b.den;
+	r = (wide)b.num * a.den;
+	return (l > r) - (l < r);
+}
+
 bool
 q_is_one(struct rational q)
 {

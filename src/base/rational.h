@@ -23,6 +23,8 @@ struct rational	 q_mul(struct rational, struct rational);
 struct rational	 q_div(struct rational, struct rational);
 bool		 q_is_zero(struct rational);
 bool		 q_equal(struct rational, struct rational);
+/* -1, 0 or 1 as a < b, a == b or a > b, exactly (no overflow). */
+int		 q_cmp(struct rational a, struct rational b);
 /* a * b into *r; false, and *r unspecified, when it overflows. */
 bool		 q_mul_try(struct rational, struct rational, struct rational *r);
 bool		 q_is_one(struct rational);

@@ -614,14 +614,10 @@ int
 lc_cmp_format_order(const void *pa, const void *pb)
 {
 	const struct term	*a = pa, *b = pb;
-	__extension__ typedef __int128 wide;
-	wide			 l, r;
+	int			 c = q_cmp(b->coef, a->coef);
 
-	/* Denominators are positive: cross-multiplying keeps the order. */
-	l = (wide)a->coef.num * b->coef.den;
-	r = (wide)b->coef.num * a->coef.den;
-	if (l != r)
-		return l > r ? -1 : 1;
+	if (c != 0)
+		return c;
 	return (a->atom > b->atom) - (a->atom < b->atom);
 }
 

@@ -511,16 +511,13 @@ coef_home(struct rational q, size_t cap)
 	return (size_t)(h >> 17) & (cap - 1);
 }
 
+/* Larger coefficients first, as lc_cmp_format_order orders terms. */
 static int
 cmp_coef_run(const void *pa, const void *pb)
 {
 	const struct coef_run	*a = pa, *b = pb;
-	__extension__ typedef __int128 wide;
-	wide			 l, r;
 
-	l = (wide)a->coef.num * b->coef.den;
-	r = (wide)b->coef.num * a->coef.den;
-	return l > r ? -1 : l < r;
+	return q_cmp(b->coef, a->coef);
 }
 
 /*
