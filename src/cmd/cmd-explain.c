@@ -46,7 +46,7 @@ struct explain {
 	const char		**faulty;
 	size_t			 nfaulty;
 	struct audit		 layout_audit;	/* mesh only, for the grids */
-	struct ms_memo		*memo;		/* the hooked run's pieces */
+	struct ms_grouper	*grouper;	/* the hooked run's pieces */
 };
 
 /*
@@ -56,7 +56,7 @@ struct explain {
  * same kind of value, so that the table can fold.
  */
 static const char *
-segments_text(struct arena *ar, struct ms_memo *memo,
+segments_text(struct arena *ar, struct ms_grouper *gr,
     const struct atom_space *sp, int rank, const struct segment *sv, int n,
     bool relative)
 {
@@ -68,7 +68,7 @@ segments_text(struct arena *ar, struct ms_memo *memo,
 
 	for (i = 0; i < n; i++) {
 		if (relative) {
-			pieces = ms_memo_pieces(memo, sp, sv[i].value, &np);
+			pieces = ms_grouper_find(gr, sv[i].value, &np);
 			exprs[i] = ms_format(ar, sp, pieces, np, rank);
 		} else
 			exprs[i] = lc_format(ar, sp, sv[i].value, "g");
@@ -147,7 +147,7 @@ param_result_for(const struct model *m, int p, struct param_result *pr)
  * split that way, or the rank owns none or all of the parameter.
  */
 static const char *
-owned_text(struct arena *ar, struct ms_memo *memo,
+owned_text(struct arena *ar, struct ms_grouper *gr,
     const struct sym_context *ctx, int p, int rank, const struct segment *sv,
     int n)
 {
@@ -171,7 +171,7 @@ owned_text(struct arena *ar, struct ms_memo *memo,
 			else if (sv[i].lo < used[k][1] && sv[i].hi > used[k][0])
 				return NULL;	/* straddles an owned range */
 		}
-		pieces = ms_memo_pieces(memo, &ctx->atoms, sv[i].value, &np);
+		pieces = ms_grouper_find(gr, sv[i].value, &np);
 		e = ms_format(ar, &ctx->atoms, pieces, np, rank);
 		if (inside ? in != NULL && strcmp(in, e) != 0 :
 		    out != NULL && strcmp(out, e) != 0)
@@ -268,11 +268,11 @@ print_table(struct explain *ex, const struct sym_run *run, int p)
 			rank = order[i];
 			sv = sym_segments(run, instance_held(m, p, rank), rank,
 			    &n);
-			text = fold ? owned_text(sym_run_arena(run), ex->memo,
+			text = fold ? owned_text(sym_run_arena(run), ex->grouper,
 			    ctx, instance_held(m, p, rank), rank, sv, n) : NULL;
 			if (text == NULL)
 				text = segments_text(sym_run_arena(run),
-				    ex->memo, &ctx->atoms, rank, sv, n, fold);
+				    ex->grouper, &ctx->atoms, rank, sv, n, fold);
 			cells[(size_t)rowof[rank] * ncols + col] =
 			    xstrdup(text);
 		}
@@ -974,10 +974,10 @@ cmd_explain_exec(struct options *o)
 		print_loss(stdout, &ctx.model, &list.v[0]);
 		printf("gradient synchronization: %d steps\n", ctx.plan.nsteps);
 	}
-	ex.memo = ms_memo_new();
+	ex.grouper = ms_grouper_new(&ctx.atoms);
 	sym_audit(&ctx, &a, hook, &ex);
-	ms_memo_free(ex.memo);
-	ex.memo = NULL;
+	ms_grouper_free(ex.grouper);
+	ex.grouper = NULL;
 	fix_derive(&a);
 	if (o->format == FORMAT_JSON) {
 		jsonw_end_array(&ex.json);

@@ -642,11 +642,10 @@ ms_pieces(const struct atom_space *sp, const struct lincomb *x, size_t *np)
 static struct ms_piece *group_value(struct ms_grouper *,
 		    const struct lincomb *, size_t *);
 
-struct ms_piece *
-ms_grouper_pieces(struct ms_grouper *gr, const struct lincomb *x, size_t *np)
+const struct ms_piece *
+ms_grouper_find(struct ms_grouper *gr, const struct lincomb *x, size_t *np)
 {
 	struct grouped	*e;
-	struct ms_piece	*p;
 
 	*np = 0;
 	if (x->nterms == 0)
@@ -659,9 +658,20 @@ ms_grouper_pieces(struct ms_grouper *gr, const struct lincomb *x, size_t *np)
 		e->pieces = group_value(gr, x, &e->n);
 		gr->n++;
 	}
-	p = xreallocarray(NULL, e->n, sizeof *p);
-	memcpy(p, e->pieces, e->n * sizeof *p);
 	*np = e->n;
+	return e->pieces;
+}
+
+struct ms_piece *
+ms_grouper_pieces(struct ms_grouper *gr, const struct lincomb *x, size_t *np)
+{
+	const struct ms_piece *e = ms_grouper_find(gr, x, np);
+	struct ms_piece	*p;
+
+	if (*np == 0)
+		return NULL;
+	p = xreallocarray(NULL, *np, sizeof *p);
+	memcpy(p, e, *np * sizeof *p);
 	return p;
 }
 
@@ -999,82 +1009,4 @@ ms_format(struct arena *a, const struct atom_space *sp,
 	s = arena_strdup(a, buf);
 	free(buf);
 	return s;
-}
-
-struct ms_memo_entry {
-	const struct lincomb	*value;
-	struct ms_piece		*pieces;
-	size_t			 n;
-};
-
-struct ms_memo {
-	struct ms_grouper	*grouper;	/* made by the first value */
-	struct ms_memo_entry	*v;
-	size_t			 cap, n;	/* cap: 0 or a power of two */
-};
-
-struct ms_memo *
-ms_memo_new(void)
-{
-	return xcalloc(1, sizeof(struct ms_memo));
-}
-
-static size_t
-memo_slot(const struct ms_memo *mo, const struct lincomb *x)
-{
-	uintptr_t	 key = (uintptr_t)x;
-	size_t		 i;
-
-	i = (size_t)hash_bytes(&key, sizeof key) & (mo->cap - 1);
-	while (mo->v[i].value != NULL && mo->v[i].value != x)
-		i = (i + 1) & (mo->cap - 1);
-	return i;
-}
-
-static void
-memo_grow(struct ms_memo *mo)
-{
-	struct ms_memo_entry	*old = mo->v;
-	size_t			 oldcap = mo->cap, i;
-
-	mo->cap = oldcap ? 2 * oldcap : 256;
-	mo->v = xcalloc(mo->cap, sizeof *mo->v);
-	for (i = 0; i < oldcap; i++)
-		if (old[i].value != NULL)
-			mo->v[memo_slot(mo, old[i].value)] = old[i];
-	free(old);
-}
-
-const struct ms_piece *
-ms_memo_pieces(struct ms_memo *mo, const struct atom_space *sp,
-    const struct lincomb *x, size_t *n)
-{
-	struct ms_memo_entry	*e;
-
-	if (2 * (mo->n + 1) > mo->cap)
-		memo_grow(mo);
-	e = &mo->v[memo_slot(mo, x)];
-	if (e->value == NULL) {
-		e->value = x;
-		if (mo->grouper == NULL)
-			mo->grouper = ms_grouper_new(sp);
-		e->pieces = ms_grouper_pieces(mo->grouper, x, &e->n);
-		mo->n++;
-	}
-	*n = e->n;
-	return e->pieces;
-}
-
-void
-ms_memo_free(struct ms_memo *mo)
-{
-	size_t	 i;
-
-	if (mo == NULL)
-		return;
-	for (i = 0; i < mo->cap; i++)
-		free(mo->v[i].pieces);
-	ms_grouper_free(mo->grouper);
-	free(mo->v);
-	free(mo);
 }

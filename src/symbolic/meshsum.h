@@ -87,22 +87,14 @@ struct ms_grouper;
 struct ms_grouper *ms_grouper_new(const struct atom_space *);
 struct ms_piece	*ms_grouper_pieces(struct ms_grouper *,
 		    const struct lincomb *x, size_t *n);
-void		 ms_grouper_free(struct ms_grouper *);
-
 /*
- * ms_pieces once per value: the values of a run live in its arena, and the
- * ranks of one class hold the very same value, so a table of 4,096 ranks
- * grouped the same terms thousands of times (issue 24).  The memo keeps
- * the pieces by the value's address; it must not outlive the values it
- * was given.  The pieces it returns are its own (do not free them).
+ * The same pieces, the grouper's own (valid until it is freed; do not
+ * free them): explain groups a value per rank, and the ranks of a class
+ * hold the very same one, so copying them for each rank was waste.
  */
-struct ms_memo;
-
-struct ms_memo	*ms_memo_new(void);
-const struct ms_piece *ms_memo_pieces(struct ms_memo *,
-		    const struct atom_space *, const struct lincomb *x,
-		    size_t *n);
-void		 ms_memo_free(struct ms_memo *);
+const struct ms_piece *ms_grouper_find(struct ms_grouper *,
+		    const struct lincomb *x, size_t *n);
+void		 ms_grouper_free(struct ms_grouper *);
 
 /*
  * Relative to a rank: a piece is "self" for rank r when it is r's own
