@@ -824,8 +824,24 @@ output_add(struct output_stream *s, const struct audited *v)
 	if (a != NULL && o->write_baseline != NULL)
 		baseline_draft_add(&s->draft, a, v->label);
 	s->unaudited |= a == NULL;
-	if (a != NULL && o->format == FORMAT_JSON && output_expand_refused(o,
-	    a, v->file != NULL ? v->file : "-")) {
+	/*
+	 * A --param or --rank the config lacks is a usage error, checked
+	 * before its report: printing the report's header first left a
+	 * script a report to read where nothing was selected.
+	 */
+	if (a != NULL && (sel = check_selection(o, a, v->file != NULL ?
+	    v->file : "-")) != EXIT_OK) {
+		struct audited refused = *v;
+
+		st = sel;
+		refused.why_not = "--param or --rank names nothing in it";
+		if (o->format == FORMAT_JSONL) {
+			jsonw_init(&s->json, stdout, true);
+			jsonw_not_audited(&s->json, &refused);
+		} else if (o->format == FORMAT_JSON && s->array)
+			jsonw_not_audited(&s->json, &refused);
+	} else if (a != NULL && o->format == FORMAT_JSON &&
+	    output_expand_refused(o, a, v->file != NULL ? v->file : "-")) {
 		struct audited refused = *v;
 
 		st = EXIT_USAGE;
@@ -849,9 +865,6 @@ output_add(struct output_stream *s, const struct audited *v)
 		report_text(stdout, a, &s->report);
 	}
 	s->count++;
-	if (a != NULL && (sel = check_selection(o, a, v->file != NULL ?
-	    v->file : "-")) > st)
-		st = sel;
 	if (st > s->status)
 		s->status = st;
 	if (o->junit == NULL && o->summary == NULL)
