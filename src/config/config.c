@@ -1323,6 +1323,25 @@ cfg_key_mark(const struct config *c, enum cfg_key k)
 	return (struct cfg_mark){ 0, 0 };
 }
 
+bool
+cfg_key_set_text(const struct config *c, enum cfg_key k, char *buf,
+    size_t len)
+{
+	struct cfg_mark		 m = cfg_key_mark(c, k);
+	const struct cfg_override *o;
+	char			 key[TEXT_QUOTE_SIZE], value[TEXT_QUOTE_SIZE];
+
+	if (m.line != 0 || m.col <= 0 || c->sets == NULL ||
+	    !keyset_has(&c->given, k))
+		return false;
+	o = &c->sets[m.col - 1];
+	/* A --set value may be a whole file's worth, or binary. */
+	text_cut(key, sizeof key, o->key, strlen(o->key));
+	text_cut(value, sizeof value, o->value, strlen(o->value));
+	snprintf(buf, len, "--set %s=%s", key, value);
+	return true;
+}
+
 void
 cfg_set_key_mark(struct config *c, enum cfg_key k, struct cfg_mark m)
 {

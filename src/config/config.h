@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "base/text.h"
+
 /* Upper bounds that make "absurd sizes" a configuration error, not a crash. */
 #define CFG_MAX_MESH_DIM	(1 << 20)	/* any one of dp, pp, tp, ep, etp */
 #define CFG_MAX_WORLD		(1 << 20)	/* dp * cp * pp * tp */
@@ -901,6 +903,13 @@ struct config {
 	 */
 	struct cfg_key_mark	*marks;
 	int			 nmarks;
+	/*
+	 * The --set list the config was loaded with: a key's mark of line 0
+	 * and column i + 1 says sets[i] wrote it, so that an error about it
+	 * names that --set, as gradaudit(1) promises, not the file's first
+	 * line.  The caller's, which outlives its configs.
+	 */
+	const struct cfg_override *sets;
 	/* The keys written in the file or by --set. */
 	struct keyset	 given;
 	/* The keys whose value came from the framework profile. */
@@ -1142,6 +1151,13 @@ const char *cfg_score_func_name(enum score_func);
 
 /* Where key k was written: line 0 when it was not, or by --set. */
 struct cfg_mark	 cfg_key_mark(const struct config *, enum cfg_key);
+/*
+ * "--set KEY=VALUE", quoted, into buf when a --set wrote key k last
+ * (buf: QUOTE_SIZE * 2 + 8 bytes suffice); false, buf untouched, if not.
+ */
+#define CFG_SET_TEXT_SIZE	(2 * TEXT_QUOTE_SIZE + 8)
+bool		 cfg_key_set_text(const struct config *, enum cfg_key,
+		    char *buf, size_t len);
 /* Record where key k was written (line 0: by --set). */
 void	 cfg_set_key_mark(struct config *, enum cfg_key, struct cfg_mark);
 

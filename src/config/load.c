@@ -553,14 +553,22 @@ cfg_error(const struct config *c, enum cfg_key k, char **keep,
     const char *fmt, ...)
 {
 	struct cfg_mark	 m = cfg_key_mark(c, k);
-	char		 msg[MSG_SIZE], *line;
+	char		 msg[MSG_SIZE], *line, set[CFG_SET_TEXT_SIZE];
 	va_list		 ap;
 
-	if (m.line == 0)
-		m = c->doc_mark;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
+	if (m.line == 0 && cfg_key_set_text(c, k, set, sizeof set)) {
+		/* As the loader's errors name it (reader_report). */
+		xasprintf(&line, "%s: %s: %s: %s", progname, set,
+		    cfg_keys[k].path, msg);
+		reader_emit(keep, line, false);
+		free(line);
+		return;
+	}
+	if (m.line == 0)
+		m = c->doc_mark;
 	if (m.line > 0)
 		xasprintf(&line, "%s: %s:%d:%d: %s: %s", progname, c->file,
 		    m.line, m.col, cfg_keys[k].path, msg);

@@ -754,7 +754,12 @@ record_key(struct loader *ld, enum cfg_key k, const yaml_mark_t *m)
 
 	keyset_add(&c->given, k);
 	ld->origin[k] = ld->ovr;
-	if (ld->ovr != NULL || m == NULL)
+	if (ld->ovr != NULL) {
+		/* Column: which --set, for cfg_key_set_text. */
+		c->sets = ld->ovrs;
+		cfg_set_key_mark(c, k, (struct cfg_mark){ 0,
+		    (int)(ld->ovr - ld->ovrs) + 1 });
+	} else if (m == NULL)
 		cfg_set_key_mark(c, k, (struct cfg_mark){ 0, 0 });
 	else
 		cfg_set_key_mark(c, k, reader_mark(m));
