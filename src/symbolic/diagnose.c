@@ -824,6 +824,7 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	const struct sym_context *ctx = run->ctx;
 	const struct model *m = run->model;
 	const struct sync_step *scale_step = NULL, *factor_step;
+	const struct sync_step *sum_step = NULL;
 	struct fact_args args = { .mesh = &m->mesh };
 	enum cfg_key	 scale_cause;
 	struct rational	 c;
@@ -871,6 +872,20 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		if (s->has_placement && s->op == SYNC_ALL_REDUCE &&
 		    explain_placement(fl, &m->mesh, s, pr))
 			explained = true;
+	}
+	/*
+	 * With no step that scales, a sum of the plan's without average
+	 * is where its divisor was left out (average: false where the loss
+	 * is a mean per rank): the step the user wrote is named, not "the
+	 * gradient scaling" that no step of the plan does.
+	 */
+	for (i = ctx->plan.nsteps - 1; scale_step == NULL && i >= 0; i--) {
+		const struct sync_step *s = &ctx->plan.steps[i];
+
+		if (s->plan_item >= 0 && s->op == SYNC_ALL_REDUCE &&
+		    !s->average && touches_logical(s, m, l) &&
+		    mesh_group_size(&m->mesh, s->group) > 1)
+			scale_step = sum_step = s;
 	}
 	/*
 	 * A sum of the plan's over members that already held one value
@@ -923,7 +938,12 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	 * reduce-scatter) leaves the loss's own factor as the cause (issue
 	 * 23: a dense model was told to set the experts' divisor).
 	 */
-	factor_step = scale_step != NULL &&
+	/*
+	 * Nor is a sum without average: averaging in it is one fix, and
+	 * the loss's own normalization (loss.normalize_by: global) is
+	 * another, which the fix search checks.
+	 */
+	factor_step = scale_step != NULL && scale_step != sum_step &&
 	    sync_fix_names(scale_step->fix, scale_step->key) ? scale_step :
 	    NULL;
 	/* The group a reduction runs over is no factor. */
