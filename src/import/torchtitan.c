@@ -18,6 +18,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "base/suggest.h"
 #include "base/text.h"
 #include "base/xmalloc.h"
 #include "import/torchtitan-flavors.h"
@@ -436,6 +437,46 @@ inert_of(const struct import_state *st, long k)
 	return keys[k].inert;
 }
 
+/*
+ * The known key nearest e's, as "did you mean" says it for YAML keys and
+ * options: a name of e's table when its table is known, else a table.
+ * Into buf; false when none is near.
+ */
+static bool
+nearest_key(const struct toml_entry *e, unsigned sys, char *buf,
+    size_t len)
+{
+	struct suggestion	 sg;
+	const char		*section = NULL;
+	size_t			 i;
+
+	for (i = 0; i < NKEYS && section == NULL; i++)
+		if ((keys[i].systems & sys) != 0 &&
+		    strcmp(keys[i].section, e->keys[0]) == 0)
+			section = keys[i].section;
+	if (section != NULL && e->nkeys >= 2) {
+		suggest_init(&sg, e->keys[1], strlen(e->keys[1]));
+		for (i = 0; i < NKEYS; i++)
+			if ((keys[i].systems & sys) != 0 && keys[i].name !=
+			    NULL && strcmp(keys[i].section, section) == 0)
+				suggest_consider(&sg, keys[i].name);
+	} else {
+		suggest_init(&sg, e->keys[0], strlen(e->keys[0]));
+		for (i = 0; i < NKEYS; i++)
+			if ((keys[i].systems & sys) != 0)
+				suggest_consider(&sg, keys[i].section);
+	}
+	if (suggest_best(&sg) == NULL)
+		return false;
+	if (section != NULL && e->nkeys >= 2)
+		snprintf(buf, len, " (did you mean %s%s.%s?)", sys ==
+		    TT_TOML ? "" : "--", section, suggest_best(&sg));
+	else
+		snprintf(buf, len, sys == TT_TOML ? " (did you mean [%s]?)" :
+		    " (did you mean %s?)", suggest_best(&sg));
+	return true;
+}
+
 /* Sort every key of the file by its fate; refuse the unknown ones. */
 static void
 sort_keys(struct import_state *st)
@@ -443,17 +484,21 @@ sort_keys(struct import_state *st)
 	const struct toml_entry	*e;
 	size_t			 i;
 	long			 k;
+	char			 hint[2 * SUGGEST_MAX_LEN + 32];
+	unsigned		 sys = st->ti->registry ? TT_REGISTRY : TT_TOML;
 
 	st->fate = xcalloc(st->doc->n + 1, sizeof(*st->fate));
 	for (i = 0; i < st->doc->n; i++) {
 		e = &st->doc->entries[i];
-		st->fate[i] = k = key_of(e, st->ti->registry ? TT_REGISTRY :
-		    TT_TOML);
-		if (k < 0)
+		st->fate[i] = k = key_of(e, sys);
+		if (k < 0) {
+			if (!nearest_key(e, sys, hint, sizeof hint))
+				hint[0] = '\0';
 			refuse_at(st, e, "not a key of torchtitan's %s that "
 			    "gradaudit knows: an unknown key could change "
-			    "anything", st->ti->registry ? "Trainer.Config "
-			    "(main)" : "JobConfig");
+			    "anything%s", st->ti->registry ? "Trainer.Config "
+			    "(main)" : "JobConfig", hint);
+		}
 		else if (keys[k].fate == TT_MAPPED)
 			st->use[k] = e;
 		else if (keys[k].fate == TT_REFUSED &&
