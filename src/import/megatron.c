@@ -28,6 +28,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/suggest.h"
 #include "base/text.h"
 #include "base/xmalloc.h"
 #include "import/megatron-args.h"
@@ -348,11 +349,22 @@ read_args(struct import_state *st, size_t i)
 		eq = strchr(name, '=');
 		len = eq != NULL ? (size_t)(eq - name) : strlen(name);
 		if (w[1] != '-' || (def = megatron_find_arg(name, len, &k)) == NULL) {
+			struct suggestion	 sg;
+			char			 hint[SUGGEST_MAX_LEN + 32] = "";
+			size_t			 a;
+
+			/* As a misspelt YAML key or option is answered. */
+			suggest_init(&sg, name, len);
+			for (a = 0; w[1] == '-' && a < megatron_nargs; a++)
+				suggest_consider(&sg, megatron_args[a].name);
+			if (suggest_best(&sg) != NULL)
+				snprintf(hint, sizeof hint, " (did you mean "
+				    "--%s?)", suggest_best(&sg));
 			mg_refuse(st, "%s: not an argument gradaudit knows; it "
 			    "could change gradient synchronization, so nothing "
-			    "was imported (remove it if it cannot)",
+			    "was imported (remove it if it cannot)%s",
 			    mg_shown_len(&sh, w, eq != NULL ? (size_t)(eq - w) :
-			    strlen(w)));
+			    strlen(w)), hint);
 			while (i < st->nwords && !is_option(st->words[i]))
 				i++;
 			continue;
