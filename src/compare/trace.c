@@ -105,17 +105,25 @@ fail(struct reader *r, const char *fmt, ...)
  * message reads file:line:col as a configuration error does; what names
  * the JSON text inside a rank file ("header", "metadata"), whose lines
  * count from its start.
+ *
+ * jansson's column is that of the last character it read on the line,
+ * counted from 1, and 0 when it read none there: a manifest cut short
+ * after a newline ("{\n") was "manifest.json:2:0", where every other
+ * column gradaudit prints counts from 1.  Nothing read on the line is an
+ * error at its first column.
  */
 static int
 fail_json(struct reader *r, const char *what, const json_error_t *e)
 {
+	int	col = e->column > 0 ? e->column : 1;
+
 	if (what == NULL) {
 		snprintf(r->err, r->errlen, "%s:%d:%d: %s", r->file, e->line,
-		    e->column, e->text);
+		    col, e->text);
 		text_make_visible(r->err, r->errlen);
 		return -1;
 	}
-	return fail(r, "%s:%d:%d: %s", what, e->line, e->column, e->text);
+	return fail(r, "%s:%d:%d: %s", what, e->line, col, e->text);
 }
 
 /*
