@@ -268,6 +268,40 @@ config_finding(struct cmp *c, const char *param, int rank, int64_t lo,
 	    expr(c, said), expr(c, held)));
 }
 
+/*
+ * Whether the replicas of parameter p agree: cells of the same box and
+ * region on two ranks must hold the same values (their hashes).  This is
+ * the one place a traced parameter's consistency is decided, against a
+ * reference and against a config alike: what a config says each rank
+ * holds is not whether the ranks agree, and taking it for that called a
+ * DDP step's replicas consistent when no_sync() on the wrong micro-batch
+ * left each rank its own gradient (b40a4fe skipped this loop for
+ * configs).
+ */
+static void
+check_replicas(struct cmp *c, const struct trace_param *p,
+    struct param_result *pr, const struct trace_tensor *const *keyof)
+{
+	size_t	 i, j, n = pr->ncells;
+
+	for (i = 0; i < n; i++)
+		for (j = i + 1; j < n; j++) {
+			const struct cell *x = &pr->cells[i], *y = &pr->cells[j];
+
+			if (x->rank == y->rank || x->lo != y->lo ||
+			    x->hi != y->hi || !same_box(p, keyof[i],
+			    keyof[j]) || x->hash == y->hash)
+				continue;
+			if (pr->consistent)
+				gather_add(c, FINDING_REPLICA_MISMATCH,
+				    p->name, y->rank, fmt("%s [%" PRId64 ",%"
+				    PRId64 "): rank %d and rank %d hold "
+				    "different values of the same elements",
+				    p->name, x->lo, x->hi, x->rank, y->rank));
+			pr->consistent = false;
+		}
+}
+
 /* One parameter: its cells, consistency and findings. */
 static void
 compare_param(struct cmp *c, int pi, struct param_result *pr)
@@ -513,26 +547,7 @@ compare_param(struct cmp *c, int pi, struct param_result *pr)
 		memcpy(pr->cells, cells, ncells * sizeof(*cells));
 	pr->ncells = ncells;
 	free(cells);
-	/*
-	 * Replicas: cells of the same box and region must agree.  Against
-	 * a config, the config's expressions say whether they do.
-	 */
-	for (i = 0; c->cfg == NULL && i < ncells; i++)
-		for (j = i + 1; j < ncells; j++) {
-			const struct cell *x = &pr->cells[i], *y = &pr->cells[j];
-
-			if (x->rank == y->rank || x->lo != y->lo ||
-			    x->hi != y->hi || !same_box(p, keyof[i],
-			    keyof[j]) || x->hash == y->hash)
-				continue;
-			if (pr->consistent)
-				gather_add(c, FINDING_REPLICA_MISMATCH,
-				    p->name, y->rank, fmt("%s [%" PRId64 ",%"
-				    PRId64 "): rank %d and rank %d hold "
-				    "different values of the same elements",
-				    p->name, x->lo, x->hi, x->rank, y->rank));
-			pr->consistent = false;
-		}
+	check_replicas(c, p, pr, keyof);
 	if (nnotes > 0) {
 		char *s = NULL, *u;
 
@@ -583,6 +598,14 @@ emit_findings(struct cmp *c)
 	for (i = 0; i < ntexts; i++) {
 		struct gather	*g = &c->found[texts[i].kind];
 		struct finding	*fd;
+		/*
+		 * Against a config the fault of a difference is the
+		 * config's or the code's; replicas that disagree are
+		 * measured on the trace alone, whatever the config says.
+		 */
+		const struct measured_text *w = c->cfg != NULL &&
+		    texts[i].kind != FINDING_REPLICA_MISMATCH ?
+		    &measured_against_config : &texts[i];
 
 		if (!g->any)
 			continue;
@@ -606,9 +629,7 @@ emit_findings(struct cmp *c)
 		{
 			char *s;
 
-			xasprintf(&s, "%s: %s", c->cfg != NULL ?
-			    measured_against_config.what : texts[i].what,
-			    g->detail);
+			xasprintf(&s, "%s: %s", w->what, g->detail);
 			fd->message = arena_strdup(&a->arena, s);
 			free(s);
 		}
@@ -618,8 +639,7 @@ emit_findings(struct cmp *c)
 			fd->effect.kind = EFFECT_NORM;
 			fd->effect.fraction = c->norm_fraction;
 		}
-		fd->fix = c->cfg != NULL ? measured_against_config.fix :
-		    texts[i].fix;
+		fd->fix = w->fix;
 	}
 	for (k = 0; k < FINDING__COUNT; k++) {
 		free(c->found[k].params);
