@@ -277,13 +277,25 @@ config_finding(struct cmp *c, const char *param, int rank, int64_t lo,
  * DDP step's replicas consistent when no_sync() on the wrong micro-batch
  * left each rank its own gradient (b40a4fe skipped this loop for
  * configs).
+ *
+ * The finding names the ranks that disagree with a replica and hold a
+ * wrong value (not the reference's, or not what the config says), as
+ * check's names the ranks whose values are wrong; when none of them
+ * does, every rank that disagrees.  It named the second rank of the
+ * first pair that differed: rank 1 alone of four ranks that each kept
+ * their own gradient, and of a wrong rank 0 and a right rank 2, the
+ * right one.
  */
 static void
 check_replicas(struct cmp *c, const struct trace_param *p,
     struct param_result *pr, const struct trace_tensor *const *keyof)
 {
+	bool	*party;
+	char	*detail = NULL;
 	size_t	 i, j, n = pr->ncells;
+	bool	 wrong = false;
 
+	party = xcalloc(n + 1, sizeof(*party));
 	for (i = 0; i < n; i++)
 		for (j = i + 1; j < n; j++) {
 			const struct cell *x = &pr->cells[i], *y = &pr->cells[j];
@@ -292,14 +304,24 @@ check_replicas(struct cmp *c, const struct trace_param *p,
 			    x->hi != y->hi || !same_box(p, keyof[i],
 			    keyof[j]) || x->hash == y->hash)
 				continue;
-			if (pr->consistent)
-				gather_add(c, FINDING_REPLICA_MISMATCH,
-				    p->name, y->rank, fmt("%s [%" PRId64 ",%"
-				    PRId64 "): rank %d and rank %d hold "
-				    "different values of the same elements",
-				    p->name, x->lo, x->hi, x->rank, y->rank));
+			if (detail == NULL)
+				detail = fmt("%s [%" PRId64 ",%" PRId64 "): "
+				    "rank %d and rank %d hold different values "
+				    "of the same elements", p->name, x->lo,
+				    x->hi, x->rank, y->rank);
+			party[i] = party[j] = true;
 			pr->consistent = false;
 		}
+	for (i = 0; i < n; i++)
+		wrong |= party[i] && !pr->cells[i].ok;
+	for (i = 0; i < n; i++)
+		if (party[i] && (!wrong || !pr->cells[i].ok)) {
+			/* The first rank's call keeps the detail. */
+			gather_add(c, FINDING_REPLICA_MISMATCH, p->name,
+			    pr->cells[i].rank, detail);
+			detail = NULL;
+		}
+	free(party);
 }
 
 /* One parameter: its cells, consistency and findings. */
