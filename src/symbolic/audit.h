@@ -174,6 +174,13 @@ struct gn_mult {
 	const char	*param;
 	struct rational	 min, max;	/* multiplicity of its elements */
 	bool		 values_ok;	/* with its expected gradient */
+	/*
+	 * Its elements counted less and more than once, each weighed by
+	 * how much less or more: a norm that leaves out one tp rank's
+	 * experts of two has min 0 but misses half of them, and effects
+	 * read off min alone said all (measure.c).
+	 */
+	double		 missing, extra;
 };
 
 /* The ranks that compute one norm squared. */

@@ -869,6 +869,23 @@ mult_is_one(const struct gn_mult *m)
 }
 
 /*
+ * Elements [lo, hi) of a parameter counted m times: what they add to its
+ * elements missing or counted too often.
+ */
+static void
+weigh(struct gn_mult *cur, struct rational m, int64_t lo, int64_t hi)
+{
+	double	 d = (double)m.num / (double)m.den - 1;
+
+	if (hi <= lo)
+		return;
+	if (d < 0)
+		cur->missing -= d * (double)(hi - lo);
+	else
+		cur->extra += d * (double)(hi - lo);
+}
+
+/*
  * For a wrong norm: how many times each logical parameter's elements
  * enter it, against the expected form, for the parameters where that is
  * not once with the expected value.
@@ -894,6 +911,7 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 			cur = &mults[n];
 			cur->param = a->params[x->param].name;
 			cur->values_ok = true;
+			cur->missing = cur->extra = 0;
 			fresh = true;
 		}
 		/*
@@ -918,6 +936,7 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 				if (fresh)
 					cur->max = q_make(0, 1);
 				fresh = false;
+				weigh(cur, q_make(0, 1), pos, cl->pieces[i].lo);
 			}
 			for (j = i; j < cl->npieces &&
 			    same_place(&cl->pieces[j], &cl->pieces[i]); j++) {
@@ -931,6 +950,9 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 			if (fresh || q_less(cur->max, sum))
 				cur->max = sum;
 			fresh = false;
+			weigh(cur, sum, cl->pieces[i].lo > x->lo ?
+			    cl->pieces[i].lo : x->lo, cl->pieces[i].hi < x->hi ?
+			    cl->pieces[i].hi : x->hi);
 			pos = cl->pieces[i].hi;
 			i = j;
 		}
@@ -939,6 +961,7 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 				cur->max = q_make(0, 1);
 			cur->min = q_make(0, 1);
 			fresh = false;
+			weigh(cur, q_make(0, 1), pos, x->hi);
 		}
 	}
 	if (cur != NULL && !mult_is_one(cur))
