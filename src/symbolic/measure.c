@@ -262,6 +262,18 @@ measure_cells(const struct audit *a, struct finding *f, struct pair_set *ps)
 }
 
 /*
+ * Is the norm of rank one a norm finding is about?  A miscount is about
+ * its own ranks, whose classes count alike: torchtitan #596's second
+ * stage said the first stage's figure, the worst of all ranks.  Ranks
+ * that clip by different norms are about all of them.
+ */
+static bool
+own_rank(const struct finding *f, int rank)
+{
+	return f->kind == FINDING_INCONSISTENT_CLIP || has_rank(f, rank);
+}
+
+/*
  * A norm finding: measured norms against the reference's where a numeric
  * audit has them, else the elements each wrong class counts less (an
  * under-count) or more (an over-count) than once, weighed by how much,
@@ -285,7 +297,7 @@ measure_norm(const struct audit *a, struct finding *f)
 	if (g->numeric && a->arith != ARITH_EXACT && g->norm != NULL &&
 	    g->reference_norm > 0) {
 		for (r = 0; r < a->mesh.world; r++) {
-			if (g->class_of[r] < 0)
+			if (g->class_of[r] < 0 || !own_rank(f, r))
 				continue;
 			x = (g->norm[r] * g->norm[r] - g->reference_norm *
 			    g->reference_norm) / (g->reference_norm *
@@ -299,6 +311,9 @@ measure_norm(const struct audit *a, struct finding *f)
 		for (c = 0; total > 0 && c < g->nclasses; c++) {
 			const struct gn_class *cl = &g->classes[c];
 			double extra = 0;
+
+			if (!own_rank(f, cl->ranks[0]))
+				continue;
 
 			for (i = 0; i < cl->nmults; i++) {
 				if (f->kind != FINDING_OVER_COUNT)
