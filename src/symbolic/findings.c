@@ -908,6 +908,7 @@ static const struct gn_setting settings[] = {
 };
 
 #define NSETTINGS	(sizeof settings / sizeof settings[0])
+_Static_assert(NSETTINGS <= NORM_SETTINGS_MAX, "NORM_SETTINGS_MAX");
 
 static int
 setting_value(const struct config *c, enum cfg_key k)
@@ -935,13 +936,28 @@ setting_value(const struct config *c, enum cfg_key k)
 	}
 }
 
+size_t
+norm_settings_wrong(const struct config *c, enum cfg_key *keys, int *good)
+{
+	size_t	i, n = 0;
+
+	for (i = 0; i < NSETTINGS; i++)
+		if (setting_value(c, settings[i].key) != settings[i].good) {
+			keys[n] = settings[i].key;
+			good[n++] = settings[i].good;
+		}
+	return n;
+}
+
 /*
- * The settings that differ from the correct norm, for a message; the
- * first is the finding's cause (KEY__COUNT: none).
+ * The settings that differ from the correct norm and changed what the
+ * audit simulated, for a message; the first is the finding's cause
+ * (KEY__COUNT: none).
  */
 enum cfg_key
-norm_wrong_settings(const struct config *c, enum finding_kind kind, char *names,
-    size_t nlen, char *fixes, size_t flen, const char **dim)
+norm_wrong_settings(const struct config *c, const struct keyset *in_effect,
+    enum finding_kind kind, char *names, size_t nlen, char *fixes,
+    size_t flen, const char **dim)
 {
 	enum cfg_key cause = KEY__COUNT;
 	size_t	i;
@@ -951,6 +967,7 @@ norm_wrong_settings(const struct config *c, enum finding_kind kind, char *names,
 	*dim = "dp";
 	for (i = 0; i < NSETTINGS; i++) {
 		if (setting_value(c, settings[i].key) == settings[i].good ||
+		    !keyset_has(in_effect, settings[i].key) ||
 		    !(settings[i].kinds & (1u << kind)))
 			continue;
 		cfg_key_value(c, settings[i].key, v, sizeof v);

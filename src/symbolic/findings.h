@@ -163,17 +163,25 @@ bool		 sync_fix_names(enum sync_fix, enum cfg_key);
 const char	*setting_fix_text(enum cfg_key k, const char *value);
 
 /*
- * The gradient norm's findings.  norm_wrong_settings: the grad_norm:
- * settings of c other than the correct norm's that can cause a finding of
- * kind, "key: value, ..." into names and their fixes into fixes, and the
- * dimension of the first in *dim; returns that setting (KEY__COUNT:
- * none).  The tell functions put a miscounting class's finding (over: more
- * than once) and replicas clipping by `norms` different norms (idle: some
- * never clip) into words, in the arena.
+ * The gradient norm's findings.  norm_settings_wrong: the grad_norm:
+ * settings of c other than the correct norm's, into keys, and their
+ * correct values into good (room for NORM_SETTINGS_MAX); returns how
+ * many.  norm_wrong_settings: those of them in in_effect (the audit's
+ * filters, steps or clipping ranks differ under them, gradnorm.c) that
+ * can cause a finding of kind, "key: value, ..." into names and their
+ * fixes into fixes, and the dimension of the first in *dim; returns that
+ * setting (KEY__COUNT: none).  The tell functions put a miscounting
+ * class's finding (over: more than once) and replicas clipping by
+ * `norms` different norms (idle: some never clip) into words, in the
+ * arena.
  */
+#define NORM_SETTINGS_MAX	8
+size_t		 norm_settings_wrong(const struct config *c,
+		    enum cfg_key *keys, int *good);
 enum cfg_key	 norm_wrong_settings(const struct config *c,
-		    enum finding_kind kind, char *names, size_t nlen,
-		    char *fixes, size_t flen, const char **dim);
+		    const struct keyset *in_effect, enum finding_kind kind,
+		    char *names, size_t nlen, char *fixes, size_t flen,
+		    const char **dim);
 void		 norm_miscount_tell(struct arena *, size_t n, bool over,
 		    const char *names, const char *fixes,
 		    const char **message, const char **fix);

@@ -113,11 +113,11 @@ add_step(struct gn_plan *plan, enum gn_part part, enum group_kind group,
  * group (ep, etp, pp) and its edp shards; ChainedOptimizer then adds the
  * two.  The steps below do that in that order, pp last on the total.
  */
-void
-gn_plan_build(struct gn_plan *plan, const struct sym_context *ctx)
+static void
+plan_build(struct gn_plan *plan, const struct sym_context *ctx,
+    const struct config *c)
 {
 	const struct model	*m = &ctx->model;
-	const struct config	*c = m->config;
 	int			 dense_by, expert_by, k;
 
 	memset(plan, 0, sizeof *plan);
@@ -153,6 +153,12 @@ gn_plan_build(struct gn_plan *plan, const struct sym_context *ctx)
 	if (c->grad_norm.pp_reduce == GN_PP_ALL_REDUCE)
 		add_step(plan, GN_PART_TOTAL, GROUP_PP, false, KEY_PP_REDUCE,
 		    "all-reduce of the norm squared over pp");
+}
+
+void
+gn_plan_build(struct gn_plan *plan, const struct sym_context *ctx)
+{
+	plan_build(plan, ctx, ctx->model.config);
 }
 
 void
@@ -196,12 +202,13 @@ tp_duplicate(const struct model *m, const struct param *p,
  * The filters of Megatron's norm (get_main_grads_for_grad_norm, renamed
  * _filter_grads_for_norm in core_v0.19.0), one rule each: a parameter
  * instance a rule leaves out contributes nothing to the rank's norm.
+ * Under the grad_norm: settings of c, the model's or one set right
+ * (settings_in_effect).
  */
-int
-gn_part_of(const struct gn_plan *plan, const struct model *m, int param,
-    const struct coord *co)
+static int
+part_of(const struct gn_plan *plan, const struct model *m,
+    const struct config *c, int param, const struct coord *co)
 {
-	const struct config	*c = m->config;
 	const struct param	*p = &m->params[param];
 	const struct logical_param *l = &m->logical[p->logical];
 
@@ -245,16 +252,29 @@ gn_part_of(const struct gn_plan *plan, const struct model *m, int param,
 	return GN_PART_DENSE;
 }
 
+int
+gn_part_of(const struct gn_plan *plan, const struct model *m, int param,
+    const struct coord *co)
+{
+	return part_of(plan, m, m->config, param, co);
+}
+
 /* BLOOM-176B: the BF16 optimizer clipped on tp rank 0 only. */
+static bool
+clips(const struct model *m, const struct config *c, int rank)
+{
+	struct coord	co;
+
+	if (c->grad_norm.clip_ranks == GN_CLIP_ALL)
+		return true;
+	mesh_coord_of(&m->mesh, rank, &co);
+	return co.tp == 0;
+}
+
 bool
 gn_clips(const struct model *m, int rank)
 {
-	struct coord	c;
-
-	if (m->config->grad_norm.clip_ranks == GN_CLIP_ALL)
-		return true;
-	mesh_coord_of(&m->mesh, rank, &c);
-	return c.tp == 0;
+	return clips(m, m->config, rank);
 }
 
 /* ---- lists of pieces ------------------------------------------------- */
@@ -566,13 +586,127 @@ memo_sum(struct memo *mo, struct arena *a, struct plist **in, size_t n,
 
 /* ---- the audit ------------------------------------------------------- */
 
+/*
+ * A grad_norm: setting that is not the correct norm's, with the model's
+ * config but that setting set right, and the part of the instance the
+ * cells being read belong to under it (settings_in_effect).
+ */
+struct gn_variant {
+	enum cfg_key	 key;
+	struct config	 config;	/* a shallow copy, never freed */
+	int		 part;
+};
+
 struct gn_run {
 	const struct model	*m;
 	struct audit		*audit;
 	struct arena		 arena;		/* the lists, freed at the end */
 	struct memo		 memo;
 	struct plist		**part[GN_PART__COUNT];	/* [part][rank] */
+	struct gn_variant	 variant[NORM_SETTINGS_MAX];
+	int			 nvariants;
+	/* The variants' settings seen to change what the audit ran. */
+	struct keyset		 in_effect;
 };
+
+/*
+ * Do two plans all-reduce alike?  Steps over groups of one sum nothing
+ * and are skipped (run_step), and two kinds of group that split the mesh
+ * alike are one (dp_shard is dp without replicas).
+ */
+static bool
+same_steps(const struct mesh *mesh, const struct gn_plan *a,
+    const struct gn_plan *b)
+{
+	int	 i = 0, j = 0, r;
+
+	for (;;) {
+		while (i < a->nsteps && mesh_group_size(mesh,
+		    a->steps[i].group) == 1)
+			i++;
+		while (j < b->nsteps && mesh_group_size(mesh,
+		    b->steps[j].group) == 1)
+			j++;
+		if (i == a->nsteps || j == b->nsteps)
+			return i == a->nsteps && j == b->nsteps;
+		if (a->steps[i].part != b->steps[j].part ||
+		    a->steps[i].average != b->steps[j].average)
+			return false;
+		if (a->steps[i].group != b->steps[j].group)
+			for (r = 0; r < mesh->world; r++)
+				if (mesh_group_id(mesh, a->steps[i].group, r) !=
+				    mesh_group_id(mesh, b->steps[j].group, r))
+					return false;
+		i++;
+		j++;
+	}
+}
+
+/*
+ * The grad_norm: settings that change what this audit runs, so that a
+ * finding names no setting without effect on the model (gradaudit(1)):
+ * a user's review found the attention sinks' mark (sink_filter, which
+ * Megatron's profiles set) cited, with its fix, on a model without
+ * sinks.  Each setting that is not the correct norm's is set right in a
+ * copy of the config, and is in effect when the steps or the ranks that
+ * clip differ under the copy; the filters are compared on the cells as
+ * the lists are built (variant_parts, variant_compare).
+ */
+static void
+settings_in_effect(struct gn_run *run, const struct sym_context *ctx,
+    const struct gn_plan *plan)
+{
+	const struct model	*m = run->m;
+	enum cfg_key		 keys[NORM_SETTINGS_MAX];
+	int			 good[NORM_SETTINGS_MAX], r;
+	size_t			 i, n;
+	struct gn_plan		 other;
+
+	memset(&run->in_effect, 0, sizeof run->in_effect);
+	n = norm_settings_wrong(m->config, keys, good);
+	for (i = 0; i < n; i++) {
+		struct gn_variant *v = &run->variant[i];
+
+		v->key = keys[i];
+		v->config = *m->config;
+		cfg_key_put(&v->config, keys[i], good[i]);
+		plan_build(&other, ctx, &v->config);
+		if (!same_steps(&m->mesh, plan, &other))
+			keyset_add(&run->in_effect, v->key);
+		for (r = 0; r < m->mesh.world &&
+		    !keyset_has(&run->in_effect, v->key); r++)
+			if (clips(m, m->config, r) != clips(m, &v->config, r))
+				keyset_add(&run->in_effect, v->key);
+	}
+	run->nvariants = (int)n;
+}
+
+/* The part of instance inst on the rank at co under each variant. */
+static void
+variant_parts(struct gn_run *run, const struct gn_plan *plan, int inst,
+    const struct coord *co)
+{
+	int	 i;
+
+	for (i = 0; i < run->nvariants; i++) {
+		struct gn_variant *v = &run->variant[i];
+
+		if (!keyset_has(&run->in_effect, v->key))
+			v->part = inst < 0 ? -1 : part_of(plan, run->m,
+			    &v->config, inst, co);
+	}
+}
+
+/* A used cell goes to part: the variants that put it elsewhere matter. */
+static void
+variant_compare(struct gn_run *run, int part)
+{
+	int	 i;
+
+	for (i = 0; i < run->nvariants; i++)
+		if (run->variant[i].part != part)
+			keyset_add(&run->in_effect, run->variant[i].key);
+}
 
 /*
  * Lists already built, by their pieces: the replicas of an unsharded
@@ -676,7 +810,10 @@ initial_lists(struct gn_run *run, const struct gn_plan *plan)
 				mesh_coord_of(&m->mesh, cl->rank, &co);
 				part = inst < 0 ? -1 : gn_part_of(plan, m,
 				    inst, &co);
+				variant_parts(run, plan, inst, &co);
 			}
+			if (cl->used)
+				variant_compare(run, part);
 			part_of[j] = (signed char)(cl->used ? part : -1);
 			if (part_of[j] >= 0)
 				at[part][cl->rank]++;
@@ -1022,7 +1159,8 @@ add_finding(struct audit *a, enum finding_kind kind, enum cfg_key cause,
 
 /* One finding per direction of a wrong class: over- and under-count. */
 static void
-explain_class(struct audit *a, const struct gn_class *cl)
+explain_class(struct audit *a, const struct keyset *in_effect,
+    const struct gn_class *cl)
 {
 	char		 names[512], fixes[2048];
 	const char	*dim, **params, *message, *fix;
@@ -1034,8 +1172,8 @@ explain_class(struct audit *a, const struct gn_class *cl)
 		enum finding_kind kind = over ? FINDING_OVER_COUNT :
 		    FINDING_UNDER_COUNT;
 
-		cause = norm_wrong_settings(a->config, kind, names, sizeof names,
-		    fixes, sizeof fixes, &dim);
+		cause = norm_wrong_settings(a->config, in_effect, kind, names,
+		    sizeof names, fixes, sizeof fixes, &dim);
 		params = arena_alloc(&a->arena, (cl->nmults + 1) *
 		    sizeof *params);
 		for (i = n = 0; i < cl->nmults; i++)
@@ -1052,7 +1190,8 @@ explain_class(struct audit *a, const struct gn_class *cl)
 }
 
 static void
-explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
+explain_inconsistent(struct audit *a, const struct keyset *in_effect,
+    const struct grad_norm_result *g)
 {
 	int		*ranks = arena_alloc(&a->arena, (a->mesh.world + 1) *
 			    sizeof *ranks);
@@ -1073,8 +1212,9 @@ explain_inconsistent(struct audit *a, const struct grad_norm_result *g)
 			idle = true;
 			break;
 		}
-	cause = norm_wrong_settings(a->config, FINDING_INCONSISTENT_CLIP, names,
-	    sizeof names, fixes, sizeof fixes, &dim);
+	cause = norm_wrong_settings(a->config, in_effect,
+	    FINDING_INCONSISTENT_CLIP, names, sizeof names, fixes,
+	    sizeof fixes, &dim);
 	/*
 	 * The parameters the norms disagree on; where they count the same
 	 * elements (a rank that never clips), every parameter, since each
@@ -1201,6 +1341,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	run.audit = a;
 	arena_init_cached(&run.arena, ctx->blocks);
 	gn_plan_build(&plan, ctx);
+	settings_in_effect(&run, ctx, &plan);
 	initial_lists(&run, &plan);
 	for (i = 0; i < plan.nsteps && plan.steps[i].part != GN_PART_TOTAL;
 	    i++)
@@ -1288,7 +1429,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 			g->gradients_wrong = true;
 		else {
 			g->miscounted = true;
-			explain_class(a, cl);
+			explain_class(a, &run.in_effect, cl);
 		}
 	}
 	/*
@@ -1301,7 +1442,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 		g->correct = false;
 	if (g->nclasses > 1 || (clipping > 0 && clipping < m->mesh.world)) {
 		g->consistent = false;
-		explain_inconsistent(a, g);
+		explain_inconsistent(a, &run.in_effect, g);
 	}
 	/*
 	 * The norm's verdicts stay its own (grad_norm.correct, consistent):
