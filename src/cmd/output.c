@@ -4,8 +4,9 @@
 #include <sys/stat.h>
 
 #include <errno.h>
-#include <stdbool.h>
 #include <fcntl.h>
+#include <limits.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -121,10 +122,106 @@ same_file(const char *path, const char *other)
 }
 
 /*
+ * The directory a write to path lands in, resolved into dir (PATH_MAX
+ * bytes): links are followed, a dangling last one too, since fopen
+ * creates its target.  False when that directory does not exist, which
+ * check_writable reports.
+ */
+static bool
+landing_dir(const char *path, char *dir)
+{
+	char		 cur[PATH_MAX], target[PATH_MAX], *slash;
+	struct stat	 st;
+	ssize_t		 n;
+	int		 hops;
+
+	if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
+		return false;
+	/* Bounded as the kernel bounds a chain of links (ELOOP). */
+	for (hops = 0; hops < 40 && lstat(cur, &st) == 0 &&
+	    S_ISLNK(st.st_mode); hops++) {
+		if ((n = readlink(cur, target, sizeof target - 1)) == -1)
+			return false;
+		target[n] = '\0';
+		if (target[0] != '/' && (slash = strrchr(cur, '/')) != NULL)
+			slash[1] = '\0';
+		else
+			cur[0] = '\0';
+		if (strlen(cur) + strlen(target) >= sizeof cur)
+			return false;
+		strcat(cur, target);
+	}
+	if ((slash = strrchr(cur, '/')) == NULL)
+		snprintf(cur, sizeof cur, ".");
+	else if (slash == cur)
+		slash[1] = '\0';
+	else
+		*slash = '\0';
+	return realpath(cur, dir) != NULL;
+}
+
+/*
+ * The directory operand (compare's trace, --reference) that holds the
+ * directory st, or NULL; *what says which.
+ */
+static const char *
+dir_operand_of(const struct options *o, const struct stat *st,
+    const char **what)
+{
+	struct stat	 op;
+	int		 k;
+
+	for (k = 0; k < o->nargs; k++)
+		if (stat(o->args[k], &op) == 0 && S_ISDIR(op.st_mode) &&
+		    op.st_dev == st->st_dev && op.st_ino == st->st_ino) {
+			*what = "the operand";
+			return o->args[k];
+		}
+	if (o->reference != NULL && stat(o->reference, &op) == 0 &&
+	    S_ISDIR(op.st_mode) && op.st_dev == st->st_dev &&
+	    op.st_ino == st->st_ino) {
+		*what = "the --reference";
+		return o->reference;
+	}
+	return NULL;
+}
+
+/*
+ * The directory operand a report at path would be written into, at any
+ * depth, or NULL.  "compare --junit T/parallel/manifest.json ..." replaced
+ * the trace's manifest with JUnit XML and exited 0: each directory the
+ * write lands in, and each above it, is compared by device and inode
+ * with the directory operands, so that links and other spellings count.
+ */
+static const char *
+inside_dir_operand(const struct options *o, const char *path,
+    const char **what)
+{
+	char		 dir[PATH_MAX], *slash;
+	const char	*found;
+	struct stat	 st;
+
+	if (!landing_dir(path, dir))
+		return NULL;
+	for (;;) {
+		if (stat(dir, &st) == 0 &&
+		    (found = dir_operand_of(o, &st, what)) != NULL)
+			return found;
+		if ((slash = strrchr(dir, '/')) == NULL || dir[1] == '\0')
+			return NULL;
+		if (slash == dir)
+			slash[1] = '\0';
+		else
+			*slash = '\0';
+	}
+}
+
+/*
  * A report written over a file the run reads or writes besides: a
  * configuration or the baseline, clobbered by a misplaced operand such as
  * "--junit a.yaml a.yaml b.yaml", or two reports into one file,
- * the second overwriting the first.  Each was done without a word.
+ * the second overwriting the first, or into a trace directory that is
+ * an operand.  Each was done without a word.
  */
 static int
 check_distinct(const struct options *o, const char *path, const char *opt)
@@ -134,6 +231,13 @@ check_distinct(const struct options *o, const char *path, const char *opt)
 	const char	*other = NULL, *what = NULL;
 	size_t		 i;
 	int		 k;
+
+	if (strcmp(path, "-") != 0 &&
+	    (other = inside_dir_operand(o, path, &what)) != NULL) {
+		fprintf(stderr, "%s: %s %s would write into %s %s: write it "
+		    "elsewhere\n", progname, opt, path, what, other);
+		return EXIT_USAGE;
+	}
 
 	for (k = 0; k < o->nargs && other == NULL; k++)
 		if (same_file(path, o->args[k])) {
