@@ -728,6 +728,28 @@ shrunk_numeric(const struct options *o, struct sweep *sw,
 	return numeric_point(o, sw, pt, c, sets, n, status);
 }
 
+/*
+ * A sweep past SWEEP_MAX_WORK is refused before any point is built, with
+ * its count and what narrows it; --force-sweep audits it anyway.
+ */
+static int
+check_size(struct sweep *sw, const struct options *o)
+{
+	uint64_t	 meshes, points, work;
+
+	sweep_count(sw, o->world, &meshes, &points);
+	work = points * (uint64_t)o->world;
+	if (o->force_sweep || work <= SWEEP_MAX_WORK)
+		return EXIT_OK;
+	fprintf(stderr, "%s: sweep: --world %d is %llu meshes, %llu "
+	    "configurations of %d ranks: %llu rank audits, over the bound of "
+	    "%llu; narrow it with --keep, --fix, --min or --max, or give "
+	    "--force-sweep\n", progname, o->world,
+	    (unsigned long long)meshes, (unsigned long long)points, o->world,
+	    (unsigned long long)work, (unsigned long long)SWEEP_MAX_WORK);
+	return EXIT_USAGE;
+}
+
 static int
 cmd_sweep_exec(struct options *o)
 {
@@ -799,6 +821,10 @@ cmd_sweep_exec(struct options *o)
 		return EXIT_USAGE;
 	}
 	sweep_drop_inapplicable(&sw);
+	if (check_size(&sw, o) != EXIT_OK) {
+		sweep_free(&sw, &list);
+		return EXIT_USAGE;
+	}
 	sweep_enumerate(&sw, o->world);
 	if (sw.npoints == 0) {
 		fprintf(stderr, "%s: sweep: no mesh of %d ranks is within "

@@ -23,7 +23,7 @@ enum option_id {
 	OPT_FORMAT = 256, OPT_JUNIT, OPT_SET, OPT_NUMERICS, OPT_SEED,
 	OPT_PROCS, OPT_LAUNCHER, OPT_TIMEOUT, OPT_COLOR, OPT_WORLD, OPT_VARY,
 	OPT_NUMERIC, OPT_NUMERIC_MAX, OPT_FRAMEWORK, OPT_ARGS_FILE, OPT_EXPAND,
-	OPT_FORCE_EXPAND,
+	OPT_FORCE_EXPAND, OPT_FORCE_SWEEP,
 	OPT_PARAM, OPT_RANK, OPT_SUMMARY, OPT_REFERENCE, OPT_KEEP, OPT_FIX,
 	OPT_MIN, OPT_MAX, OPT_BASELINE, OPT_STRICT_BASELINE,
 	OPT_WRITE_BASELINE, OPT_EOD_DOCUMENT_TOKENS, OPT_SCRIPT, OPT_SHRINK,
@@ -100,6 +100,8 @@ static const struct option_spec specs[] = {
 	  "sweep: only meshes where DIM is at most N" },
 	{ "numeric", OPT_NUMERIC, NULL, SCOPE_SWEEP, 0,
 	  "sweep: also audit small meshes on MPI" },
+	{ "force-sweep", OPT_FORCE_SWEEP, NULL, SCOPE_SWEEP, 0,
+	  "sweep: audit every mesh past its size bound" },
 	{ "shrink", OPT_SHRINK, NULL, SCOPE_RUN, 0,
 	  "numeric audit on a smaller config, same verdict" },
 	{ "numeric-max", OPT_NUMERIC_MAX, "N", SCOPE_SWEEP, 0,
@@ -454,6 +456,9 @@ apply(struct options *o, const struct option_spec *sp, const char *arg,
 		break;
 	case OPT_NUMERIC:
 		o->numeric = true;
+		break;
+	case OPT_FORCE_SWEEP:
+		o->force_sweep = true;
 		break;
 	case OPT_SHRINK:
 		o->shrink = true;

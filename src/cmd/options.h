@@ -81,6 +81,7 @@ struct options {
 	char			**vary;		/* sweep --vary, split on commas */
 	int			 nvary;
 	bool			 numeric;	/* sweep --numeric */
+	bool			 force_sweep;	/* past SWEEP_MAX_WORK */
 	bool			 shrink;	/* run --shrink (shrink.h) */
 	bool			 plan;		/* explain --plan */
 	struct sweep_bound	*bounds;	/* sweep, split on commas */

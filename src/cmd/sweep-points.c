@@ -178,26 +178,122 @@ choose_gtp_axes(struct sweep *sw)
 	sw->egtp_axis = asked && b->model.has_moe;
 }
 
+/*
+ * A walk over the meshes of a sweep, which either counts its points
+ * (sweep_count, before anything is built) or adds them (sweep_enumerate),
+ * so that the count refused is the sweep that would run.  Every size it
+ * tries divides the world: the loops go over the world's divisors (240
+ * at most below CFG_MAX_WORLD), not over every integer up to it, which
+ * took seconds at a world of 720720 before the first mesh was audited.
+ */
+#define SWEEP_MAX_DIVISORS	256
+
+struct mesh_walk {
+	struct sweep	*sw;
+	bool		 count_only;
+	int		 div[SWEEP_MAX_DIVISORS];	/* of the world, rising */
+	int		 ndiv;
+	/* count_only: divisors within the gtp (egtp) bounds, of div[i]. */
+	int		 ngtp[SWEEP_MAX_DIVISORS], negtp[SWEEP_MAX_DIVISORS];
+	uint64_t	 meshes, points;
+};
+
+/* Whether d, a divisor of the world, divides n and lies in dimension dim. */
+static bool
+divides_within(const struct sweep *sw, int d, int n, enum sweep_dim dim)
+{
+	return n % d == 0 && sweep_within(sw, dim, d);
+}
+
+/* The index of n, a divisor of the world, in w->div. */
+static int
+divisor_index(const struct mesh_walk *w, int n)
+{
+	int	 lo = 0, hi = w->ndiv - 1, mid;
+
+	while (lo < hi) {
+		mid = (lo + hi) / 2;
+		if (w->div[mid] < n)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (w->div[lo] != n)
+		fatalx("sweep: %d does not divide the world", n);
+	return lo;
+}
+
+static void
+walk_init(struct mesh_walk *w, struct sweep *sw, int world, bool count_only)
+{
+	int	 d, i, j;
+
+	memset(w, 0, sizeof *w);
+	w->sw = sw;
+	w->count_only = count_only;
+	for (d = 1; (int64_t)d * d <= world; d++)
+		if (world % d == 0) {
+			w->div[w->ndiv++] = d;
+			if (w->ndiv == SWEEP_MAX_DIVISORS)
+				fatalx("sweep: more divisors of %d than %d",
+				    world, SWEEP_MAX_DIVISORS);
+		}
+	/* Their cofactors, falling, complete the list in rising order. */
+	for (i = w->ndiv - 1; i >= 0; i--)
+		if (w->div[i] != world / w->div[i]) {
+			if (w->ndiv == SWEEP_MAX_DIVISORS)
+				fatalx("sweep: more divisors of %d than %d",
+				    world, SWEEP_MAX_DIVISORS);
+			w->div[w->ndiv++] = world / w->div[i];
+		}
+	if (!count_only)
+		return;
+	for (i = 0; i < w->ndiv; i++)
+		for (j = 0; j <= i; j++) {
+			w->ngtp[i] += divides_within(sw, w->div[j], w->div[i],
+			    DIM_GTP);
+			w->negtp[i] += divides_within(sw, w->div[j],
+			    w->div[i], DIM_EGTP);
+		}
+}
+
+/* The gtp (egtp) sizes of a mesh whose dp (edp) is n. */
+static uint64_t
+axis_sizes(const struct mesh_walk *w, bool axis, int base, int n,
+    enum sweep_dim dim)
+{
+	if (!axis)
+		return sweep_within(w->sw, dim, base);
+	return (uint64_t)(dim == DIM_GTP ? w->ngtp : w->negtp)
+	    [divisor_index(w, n)];
+}
+
 /* Every gtp, then egtp, of the mesh at, times every flag set. */
 static void
-add_gtp_points(struct sweep *sw, struct sweep_point *at, int edp)
+add_gtp_points(struct mesh_walk *w, struct sweep_point *at, int edp)
 {
+	struct sweep	*sw = w->sw;
 	const struct config *b = sw->base;
 	unsigned	 nflags = 1u << sw->nvary;
-	int		 gtp, egtp;
+	int		 i, j;
 
-	for (gtp = sw->gtp_axis ? 1 : b->mesh.gtp;
-	    gtp <= (sw->gtp_axis ? at->dp : b->mesh.gtp); gtp++) {
-		if ((sw->gtp_axis && at->dp % gtp) ||
-		    !sweep_within(sw, DIM_GTP, gtp))
+	w->meshes++;
+	if (w->count_only) {
+		w->points += axis_sizes(w, sw->gtp_axis, b->mesh.gtp, at->dp,
+		    DIM_GTP) * axis_sizes(w, sw->egtp_axis, b->mesh.egtp, edp,
+		    DIM_EGTP) * nflags;
+		return;
+	}
+	for (i = 0; i < (sw->gtp_axis ? w->ndiv : 1); i++) {
+		at->gtp = sw->gtp_axis ? w->div[i] : b->mesh.gtp;
+		if ((sw->gtp_axis && at->dp % at->gtp) ||
+		    !sweep_within(sw, DIM_GTP, at->gtp))
 			continue;
-		for (egtp = sw->egtp_axis ? 1 : b->mesh.egtp;
-		    egtp <= (sw->egtp_axis ? edp : b->mesh.egtp); egtp++) {
-			if ((sw->egtp_axis && edp % egtp) ||
-			    !sweep_within(sw, DIM_EGTP, egtp))
+		for (j = 0; j < (sw->egtp_axis ? w->ndiv : 1); j++) {
+			at->egtp = sw->egtp_axis ? w->div[j] : b->mesh.egtp;
+			if ((sw->egtp_axis && edp % at->egtp) ||
+			    !sweep_within(sw, DIM_EGTP, at->egtp))
 				continue;
-			at->gtp = gtp;
-			at->egtp = egtp;
 			for (at->flags = 0; at->flags < nflags; at->flags++)
 				add_point(sw, at);
 		}
@@ -208,33 +304,43 @@ add_gtp_points(struct sweep *sw, struct sweep_point *at, int edp)
  * Every (dp, pp, tp, ep, etp) with dp*cp*pp*tp = world within the bounds,
  * and gtp, egtp where the sweep varies them (choose_gtp_axes), times
  * every flag set; cp is the config's.  Experts regroup the dp*cp*tp
- * ranks of a stage.
+ * ranks of a stage.  Each size divides the world: dp*cp*tp, which ep*etp
+ * divides, is a world over pp.
  */
-void
-sweep_enumerate(struct sweep *sw, int world)
+static void
+walk_meshes(struct mesh_walk *w, int world)
 {
+	struct sweep	*sw = w->sw;
 	struct sweep_point at;
 	int		 cp = sw->base->mesh.cp;
-	int		 pp, tp, dp, ep, etp;
+	int		 ip, it, ie, ix, pp, tp, dp, ep, etp;
 	bool		 moe = sw->base->model.has_moe;
 
 	choose_gtp_axes(sw);
 	memset(&at, 0, sizeof at);
 	world /= cp;
-	for (pp = 1; pp <= world; pp++) {
-		if (world % pp || !sweep_within(sw, DIM_PP, pp))
+	for (ip = 0; ip < w->ndiv; ip++) {
+		if ((pp = w->div[ip]) > world)
+			break;
+		if (!divides_within(sw, pp, world, DIM_PP))
 			continue;
-		for (tp = 1; tp <= world / pp; tp++) {
-			if ((world / pp) % tp || !sweep_within(sw, DIM_TP, tp))
+		for (it = 0; it < w->ndiv; it++) {
+			if ((tp = w->div[it]) > world / pp)
+				break;
+			if (!divides_within(sw, tp, world / pp, DIM_TP))
 				continue;
 			dp = world / pp / tp;
 			if (!sweep_within(sw, DIM_DP, dp))
 				continue;
-			for (etp = 1; etp <= (moe ? tp : 1); etp++) {
-				if (tp % etp || !sweep_within(sw, DIM_ETP, etp))
+			for (ix = 0; ix < (moe ? w->ndiv : 1); ix++) {
+				if ((etp = w->div[ix]) > tp)
+					break;
+				if (!divides_within(sw, etp, tp, DIM_ETP))
 					continue;
-				for (ep = 1; ep <= (moe ? dp * cp * tp / etp :
-				    1); ep++) {
+				for (ie = 0; ie < (moe ? w->ndiv : 1); ie++) {
+					/* Past it, ep * etp could overflow. */
+					if ((ep = w->div[ie]) > dp * cp * tp / etp)
+						break;
 					if ((dp * cp * tp) % (ep * etp) ||
 					    !sweep_within(sw, DIM_EP, ep))
 						continue;
@@ -243,12 +349,34 @@ sweep_enumerate(struct sweep *sw, int world)
 					at.tp = tp;
 					at.ep = ep;
 					at.etp = etp;
-					add_gtp_points(sw, &at,
+					add_gtp_points(w, &at,
 					    dp * cp * tp / (ep * etp));
 				}
 			}
 		}
 	}
+}
+
+void
+sweep_count(struct sweep *sw, int world, uint64_t *meshes, uint64_t *points)
+{
+	struct mesh_walk *w = xcalloc(1, sizeof *w);
+
+	walk_init(w, sw, world, true);
+	walk_meshes(w, world);
+	*meshes = w->meshes;
+	*points = w->points;
+	free(w);
+}
+
+void
+sweep_enumerate(struct sweep *sw, int world)
+{
+	struct mesh_walk *w = xcalloc(1, sizeof *w);
+
+	walk_init(w, sw, world, false);
+	walk_meshes(w, world);
+	free(w);
 }
 
 /* "a, b, c or d": the flags --vary may name, for its message. */

@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "cmd/options.h"
 #include "config/config.h"
@@ -17,6 +18,18 @@
 enum sweep_dim {
 	DIM_DP, DIM_PP, DIM_TP, DIM_EP, DIM_ETP, DIM_GTP, DIM_EGTP, NDIMS
 };
+
+/*
+ * The most configurations times ranks a sweep audits without
+ * --force-sweep: each configuration's audit grows with the ranks of its
+ * world, and the meshes of a world with many divisors multiply.  "sweep
+ * --world 720720" was 7,290 meshes of a dense model, 2,721,600 of a MoE
+ * one, at about 2 s each: hours.  2^25 keeps a sweep to minutes (at 2,048
+ * ranks 16,384 configurations, about 5 minutes on one core) and allows
+ * every sweep the tests and scripts/bench run: 10,752 configurations of
+ * 64 ranks, 2,366 of a DeepSeek-V3-like model at 2,048.
+ */
+#define SWEEP_MAX_WORK		((uint64_t)1 << 25)
 
 /* The flags --vary may name (sweep-points.c's vary_keys[]). */
 #define SWEEP_NVARY_FLAGS	5
@@ -91,6 +104,12 @@ const char *sweep_point_config(const struct sweep *sw, struct sweep_point *pt,
  * stage.
  */
 void	 sweep_enumerate(struct sweep *sw, int world);
+/*
+ * The meshes and points sweep_enumerate would build, counted without
+ * building them, after sweep_parse_bounds and sweep_drop_inapplicable.
+ */
+void	 sweep_count(struct sweep *sw, int world, uint64_t *meshes,
+	    uint64_t *points);
 bool	 sweep_within(const struct sweep *sw, enum sweep_dim d, int v);
 /*
  * --keep DIM (the config's own size), --fix DIM=N, --min DIM=N and
