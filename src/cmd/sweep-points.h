@@ -25,7 +25,7 @@ enum sweep_dim {
  * world, and the meshes of a world with many divisors multiply.  "sweep
  * --world 720720" was 7,290 meshes of a dense model, 2,721,600 of a MoE
  * one, at about 2 s each: hours.  2^25 keeps a sweep to minutes (at 2,048
- * ranks 16,384 configurations, about 5 minutes on one core) and allows
+ * ranks 16,384 configurations, 2 to 4 minutes on 2 shared cores) and allows
  * every sweep the tests and scripts/bench run: 10,752 configurations of
  * 64 ranks, 2,366 of a DeepSeek-V3-like model at 2,048.
  */
