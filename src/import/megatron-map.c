@@ -30,7 +30,7 @@ struct megatron_values {
 	long	 gtp_shards, egtp_shards;	/* 0: not given */
 	long	 seq, micro_batch, vocab, padded, divisible, experts, topk;
 	long	 moe_ffn, shared, bucket, first_stage, last_stage;
-	long	 vpp_layers, vpp_stages, split_extra;
+	long	 vpp_layers, vpp_stages, split_extra, mtp;
 	enum mapped_arg layers_arg, seq_arg;
 	bool	 split_embedding, split_loss;
 	bool	 swiglu, untie, qk_layernorm, probs_on_input, distopt, overlap;
@@ -41,6 +41,13 @@ struct megatron_values {
 	long	 cp;
 	bool	 eod_mask, per_token;
 };
+
+/* An argument read for its value's sake only: listed as ignored. */
+static void
+set_aside(struct import_state *st, enum mapped_arg k)
+{
+	st->use[k].used = false;
+}
 
 /*
  * validate_args: a size given by its old name (--encoder-num-layers for
@@ -161,30 +168,47 @@ read_values(struct import_state *st, struct megatron_values *v)
 	disable_pad = mg_flag_arg(st, MA_DISABLE_PAD);
 	v->pad = !no_pad && !disable_pad;
 	v->sink = learnable_sink(st);
-	if (v->qk_layernorm || v->sink) {
-		v->heads = mg_int_arg(st, MA_HEADS, 1, dim, 0);
-		v->kv_channels = mg_int_arg(st, MA_KV_CHANNELS, 1, dim, 0);
+	/*
+	 * The numbers that only some launches use are read all the same,
+	 * and then set aside (listed as ignored): a malformed one is refused
+	 * by name, as Megatron's type=int refuses it, rather than ignored.
+	 */
+	v->heads = mg_int_arg(st, MA_HEADS, 1, dim, 0);
+	v->kv_channels = mg_int_arg(st, MA_KV_CHANNELS, 1, dim, 0);
+	if (!v->qk_layernorm && !v->sink) {
+		v->heads = v->kv_channels = 0;
+		set_aside(st, MA_HEADS);
+		set_aside(st, MA_KV_CHANNELS);
 	}
+	v->ep = mg_int_arg(st, MA_EP, 1, mesh, 1);
+	v->etp = mg_int_arg(st, MA_ETP, 1, mesh, 0);
+	/* core_v0.4.0's SwitchMLP routes each token to one expert. */
+	v->topk = mg_int_arg(st, MA_TOPK, 1, CFG_MAX_EXPERTS,
+	    mg_older_than(st, "0.5.0") ? 1 : 2);
+	v->moe_ffn = mg_int_arg(st, MA_MOE_FFN, 1, dim, 0);
+	v->shared = mg_int_arg(st, MA_SHARED, 0, dim, 0);
 	if (v->experts > 0) {
-		v->ep = mg_int_arg(st, MA_EP, 1, mesh, 1);
-		v->etp = mg_int_arg(st, MA_ETP, 1, mesh, 0);
-		/* core_v0.4.0's SwitchMLP routes each token to one expert. */
-		v->topk = mg_int_arg(st, MA_TOPK, 1, CFG_MAX_EXPERTS,
-		    mg_older_than(st, "0.5.0") ? 1 : 2);
-		v->moe_ffn = mg_int_arg(st, MA_MOE_FFN, 1, dim, 0);
-		v->shared = mg_int_arg(st, MA_SHARED, 0, dim, 0);
 		v->probs_on_input = mg_flag_arg(st, MA_PROBS_ON_INPUT);
 		v->shared_gate = mg_flag_arg(st, MA_SHARED_GATE);
-	} else if (st->use[MA_EP].given) {
+	} else {
 		/* megatron/training/arguments.py, validate_args. */
-		if (mg_int_arg(st, MA_EP, 1, mesh, 1) > 1)
+		if (v->ep > 1)
 			mg_refuse(st, "--expert-model-parallel-size %s needs "
 			    "--num-experts (Megatron asserts it)",
 			    mg_shown(&sh, st->use[MA_EP].value));
-		st->use[MA_EP].used = false;
+		v->ep = v->etp = v->topk = v->moe_ffn = v->shared = 0;
+		set_aside(st, MA_EP);
+		set_aside(st, MA_ETP);
+		set_aside(st, MA_TOPK);
+		set_aside(st, MA_MOE_FFN);
+		set_aside(st, MA_SHARED);
 	}
-	if (v->overlap)
-		v->bucket = mg_int_arg(st, MA_BUCKET, 1, LONG_MAX, 0);
+	v->bucket = mg_int_arg(st, MA_BUCKET, 1, LONG_MAX, 0);
+	if (!v->overlap) {
+		v->bucket = 0;
+		set_aside(st, MA_BUCKET);
+	}
+	v->mtp = mg_int_arg(st, MA_MTP, 0, 8, 0);
 }
 
 /* dp = world / (tp * pp), as validate_args derives it (cp is 1 here). */
@@ -767,20 +791,18 @@ float_as_decimal(const char *v, char *out, size_t size)
 
 /*
  * A loss coefficient as an exact decimal into *dst, unless it is 0 (which
- * changes nothing); false, refused, when it is no decimal number.
+ * changes nothing); false when it is no decimal number, which
+ * check_decimals refused.
  */
 static bool
 import_coeff(struct import_state *st, const char *value, const char *flag,
     enum cfg_key key, char **dst, bool *any)
 {
-	struct shown	 sh;
 	char		 dec[64];
 
-	if (!float_as_decimal(value, dec, sizeof dec)) {
-		mg_refuse(st, "%s \"%s\": expected a decimal number", flag,
-		    mg_shown(&sh, value));
+	/* check_decimals refused it. */
+	if (!float_as_decimal(value, dec, sizeof dec))
 		return false;
-	}
 	if (strcmp(dec, "0") != 0) {
 		free(*dst);
 		*dst = xstrdup(dec);
@@ -1091,9 +1113,8 @@ import_mtp(struct import_state *st, const struct megatron_values *v)
 {
 	struct config	*c = &st->mi->cfg;
 	struct arg_use	*f = &st->use[MA_MTP_FACTOR];
-	struct shown	 sh;
 	char		 dec[64];
-	long		 n = mg_int_arg(st, MA_MTP, 0, 8, 0);
+	long		 n = v->mtp;
 
 	if (n == 0) {
 		/* No MTP layer: nothing it changes (listed as ignored). */
@@ -1104,11 +1125,9 @@ import_mtp(struct import_state *st, const struct megatron_values *v)
 	mg_explain(st, KEY_MTP, "--mtp-num-layers");
 	if (f->given && f->value != NULL) {
 		f->used = true;
-		if (!float_as_decimal(f->value, dec, sizeof dec)) {
-			mg_refuse(st, "--mtp-loss-scaling-factor \"%s\": expected "
-			    "a decimal number", mg_shown(&sh, f->value));
+		/* check_decimals refused it. */
+		if (!float_as_decimal(f->value, dec, sizeof dec))
 			return;
-		}
 		free(c->model.mtp_loss_scaling_factor);
 		c->model.mtp_loss_scaling_factor = xstrdup(dec);
 		mg_explain(st, KEY_MTP_LOSS_SCALING_FACTOR,
@@ -1344,6 +1363,41 @@ import_expert_marks(struct import_state *st, const struct megatron_values *v)
 	    "SequentialMLP's TransformerEngine Linear (reset_parameters)");
 }
 
+/*
+ * The decimal arguments, each value of which is refused here when it is
+ * malformed, whether or not the mapping reads it: it reads them after the
+ * sizes and the world, and some only for a MoE model or under some
+ * load-balancing types, so that a bad one went unsaid where a size was
+ * missing, and "--moe-aux-loss-coeff abc" of a dense model was taken.
+ * The mapping takes their syntax as checked.
+ */
+static void
+check_decimals(struct import_state *st)
+{
+	static const enum mapped_arg decimal[] = {
+		MA_AUX_COEFF, MA_Z_COEFF, MA_MTP_FACTOR
+	};
+	const struct arg_use	*u;
+	struct shown		 sh;
+	const char		*value;
+	char			 dec[64];
+	size_t			 i, j, n;
+
+	for (i = 0; i < sizeof decimal / sizeof decimal[0]; i++) {
+		u = &st->use[decimal[i]];
+		if (!u->given)
+			continue;
+		n = u->value != NULL ? 1 : u->count;
+		for (j = 0; j < n; j++) {
+			value = mg_list_value(st, u, j);
+			if (!float_as_decimal(value, dec, sizeof dec))
+				mg_refuse(st, "--%s \"%s\": expected a decimal "
+				    "number", megatron_args[decimal[i]].name,
+				    mg_shown(&sh, value));
+		}
+	}
+}
+
 void
 megatron_map_check(struct import_state *st)
 {
@@ -1362,19 +1416,23 @@ megatron_map(struct import_state *st)
 	 * The values are mapped even after an argument was refused, so that
 	 * one run names every problem of a launch (issue 28): the Megatron
 	 * examples' took several rounds when each stage stopped the next.
-	 * Only a missing size stops it, and is said only when nothing else
-	 * was refused (a refused argument may be where the size was).
+	 * Every value is read, and a bad one refused by name, before a
+	 * missing size stops the mapping: a --num-layers of 900,000 digits
+	 * was reported only as "--hidden-size is missing".  The missing size
+	 * is said only when no argument was refused before the values (an
+	 * unknown one may be where the size was).
 	 */
 	memset(&v, 0, sizeof(v));
+	before = st->errors;
+	read_values(st, &v);
+	check_decimals(st);
 	layers = st->use[MA_LAYERS].given || st->use[MA_ENCODER_LAYERS].given;
 	if (!layers || !st->use[MA_HIDDEN].given) {
-		if (st->errors == 0)
+		if (before == 0)
 			mg_refuse(st, "--%s is missing (Megatron requires it)",
 			    megatron_args[layers ? MA_HIDDEN : MA_LAYERS].name);
 		return;
 	}
-	before = st->errors;
-	read_values(st, &v);
 	if (import_mesh(st, &v)) {
 		import_vocab(st, &v);
 		import_dense(st, &v);

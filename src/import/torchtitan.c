@@ -508,6 +508,32 @@ sort_keys(struct import_state *st)
 }
 
 /*
+ * An integer key's value that is no 64-bit integer, refused.  A command
+ * line's word of digits past 64 bits is a string (torchtitan-args.c
+ * scalar), and "expected an integer, not a string" said of a 900,000-digit
+ * number misled: it is an integer out of range.
+ */
+static void
+refuse_not_int(struct import_state *st, const struct toml_entry *e, long lo,
+    long hi)
+{
+	const char	*w = e->value.string;
+	char		 q[TEXT_QUOTE_SIZE];
+
+	if (e->value.type == TOML_STRING && w != NULL &&
+	    w[*w == '-' || *w == '+'] != '\0' &&
+	    strspn(w + (*w == '-' || *w == '+'), "0123456789") ==
+	    strlen(w + (*w == '-' || *w == '+'))) {
+		text_escape(q, sizeof q, w, strlen(w));
+		refuse_value(st, e, "%s is out of range (%ld to %ld)", q, lo,
+		    hi);
+		return;
+	}
+	refuse_value(st, e, "expected an integer, not %s",
+	    toml_type_name(e->value.type));
+}
+
+/*
  * An integer key: its value, from lo to hi, or def when not given.  A
  * value of the wrong type or range is refused, and def returned.
  */
@@ -520,8 +546,7 @@ int_key(struct import_state *st, enum mapped_key k, long def, long lo,
 	if (e == NULL)
 		return def;
 	if (e->value.type != TOML_INTEGER) {
-		refuse_value(st, e, "expected an integer, not %s",
-		    toml_type_name(e->value.type));
+		refuse_not_int(st, e, lo, hi);
 		return def;
 	}
 	if (e->value.integer < lo || e->value.integer > hi) {
@@ -670,8 +695,7 @@ pipeline_int(struct import_state *st, const char *name, long def, long lo)
 		return def;
 	st->read[at] = true;
 	if (e->value.type != TOML_INTEGER) {
-		refuse_value(st, e, "expected an integer, not %s",
-		    toml_type_name(e->value.type));
+		refuse_not_int(st, e, lo, CFG_MAX_LAYERS);
 		return def;
 	}
 	if (e->value.integer < lo || e->value.integer > CFG_MAX_LAYERS) {
