@@ -38,7 +38,8 @@ struct fw_registry {
 	struct framework	*v;
 	int			 n;		/* -1: not read yet */
 	char			*dir;		/* where they were read */
-	bool			 failed;	/* a profile file did not load */
+	/* The directory or a profile file did not load: said once. */
+	bool			 failed;
 };
 
 const char *
@@ -1009,12 +1010,18 @@ fw_all(struct fw_registry *reg, const struct framework **out)
 		return reg->n;
 	}
 	reg->dir = xstrdup(fw_dir());
+	/*
+	 * A directory that does not open fails every later call too, as a
+	 * broken file does below: the line was printed again for every
+	 * config of a batch that names a framework.
+	 */
 	if ((d = opendir(reg->dir)) == NULL) {
 		fprintf(stderr, "%s: %s: cannot read the framework profiles: "
 		    "%s (set GRADAUDIT_FRAMEWORKS to their directory)\n",
 		    progname, reg->dir, strerror(errno));
 		free(reg->dir);
 		reg->dir = NULL;
+		reg->failed = true;
 		return -1;
 	}
 	while ((de = readdir(d)) != NULL && n < FW_MAX_FRAMEWORKS) {

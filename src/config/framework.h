@@ -107,7 +107,9 @@ void		 fw_registry_close(struct fw_registry *);	/* NULL: none */
 /*
  * Every framework of the registry's directory, read at the first call and
  * kept.  Returns the number of frameworks, or -1 after printing a
- * diagnostic (file:line:col) for a profile file that does not load.
+ * diagnostic (file:line:col) for a profile file that does not load, or
+ * for the directory; the diagnostic is printed once, and every later call
+ * returns -1 without a word.
  */
 int		 fw_all(struct fw_registry *, const struct framework **);
 /*
