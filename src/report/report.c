@@ -145,8 +145,23 @@ report_summary(const struct audit *a)
 {
 	char	*s;
 	int	 wrong = audit_wrong_params(a), world = a->mesh.world;
+	int	 split = 0;	/* wrong only as replicas that disagree */
+	size_t	 i;
 
-	if (wrong == 0 && a->nparams == 1)
+	for (i = 0; i < a->nparams; i++)
+		if (!a->params[i].consistent && a->params[i].correct)
+			split++;
+	if (wrong > 0 && split == wrong)
+		/*
+		 * compare against a configuration that says so: every rank
+		 * holds what it should, and "wrong on 0 ranks" read as if
+		 * nothing were.
+		 */
+		xasprintf(&s, "%d of %zu parameter%s inconsistent on %d "
+		    "rank%s: replicas disagree, each rank as expected",
+		    wrong, a->nparams, rp_plural((int64_t)a->nparams), world,
+		    rp_plural(world));
+	else if (wrong == 0 && a->nparams == 1)
 		xasprintf(&s, "1 parameter consistent and correct on %d rank%s",
 		    world, rp_plural(world));
 	else if (wrong == 0)
