@@ -1685,19 +1685,12 @@ static const bool group_off_dp[GROUP__COUNT] = {
 	[GROUP_EP_ETP] = true,
 };
 
-/*
- * Does step it reduce over parameter p's data-parallel replicas (dp,
- * edp for experts)?  A sum over tp, over the tied copies' embedding or
- * pp group, or over ep adds other elements or another copy's, and leaves
- * the replicas as unreduced as no step does.
- */
-static bool
-plan_meets_replicas(const struct model *m, const struct plan_item *it,
+bool
+syncplan_group_meets_replicas(const struct model *m, enum group_kind g,
     int p)
 {
 	const struct param *pr = &m->params[p];
 	enum group_kind replicas = pr->expert ? GROUP_EDP : GROUP_DP;
-	enum group_kind g = lossterm_group(it);
 	int	*members, rank, n, i, id;
 	bool	 meets = false;
 
@@ -1713,6 +1706,19 @@ plan_meets_replicas(const struct model *m, const struct plan_item *it,
 		    mesh_group_id(&m->mesh, replicas, members[i]) == id;
 	free(members);
 	return meets;
+}
+
+/*
+ * Does step it reduce over parameter p's data-parallel replicas (dp,
+ * edp for experts)?  A sum over tp, over the tied copies' embedding or
+ * pp group, or over ep adds other elements or another copy's, and leaves
+ * the replicas as unreduced as no step does.
+ */
+static bool
+plan_meets_replicas(const struct model *m, const struct plan_item *it,
+    int p)
+{
+	return syncplan_group_meets_replicas(m, lossterm_group(it), p);
 }
 
 /*

@@ -236,6 +236,14 @@ const char *syncplan_refusal(const struct model *, struct cfg_mark *at,
  */
 bool	 syncplan_unreduced(const struct model *, int p);
 /*
+ * Does a sum over group g meet parameter p's data-parallel replicas (dp,
+ * edp for experts)?  One over tp, the tied copies' embedding or pp group,
+ * or ep adds other elements or another copy's: no data-parallel divisor
+ * belongs in it.
+ */
+bool	 syncplan_group_meets_replicas(const struct model *, enum group_kind g,
+	    int p);
+/*
  * When it does, the plan: item that would reduce them but runs at no
  * micro-batch (micro-batches: none), or -1: that step, not a missing
  * one, is what to correct.

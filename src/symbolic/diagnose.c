@@ -134,6 +134,27 @@ touches_logical(const struct sync_step *s, const struct model *m, int l)
 	return false;
 }
 
+/*
+ * Does step s sum logical parameter l over its data-parallel replicas?
+ * A sum over tp (a sequence-parallel norm's partial gradients) or over
+ * the tied copies' embedding group adds what must be added: no divisor
+ * was left out of it, and naming it for a wrong factor sent the user to
+ * the one step that was right.
+ */
+static bool
+sums_replicas(const struct sync_step *s, const struct model *m, int l)
+{
+	int	k, p;
+
+	for (k = 0; k < m->logical[l].ninstances; k++) {
+		p = m->logical[l].instance[k];
+		if (syncplan_touches(s, m, p) &&
+		    syncplan_group_meets_replicas(m, s->group, p))
+			return true;
+	}
+	return false;
+}
+
 /* Does loss term t (-1: every term) reach logical parameter l? */
 static bool
 term_reaches(const struct model *m, int t, int l)
@@ -883,7 +904,7 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 		const struct sync_step *s = &ctx->plan.steps[i];
 
 		if (s->plan_item >= 0 && s->op == SYNC_ALL_REDUCE &&
-		    !s->average && touches_logical(s, m, l) &&
+		    !s->average && sums_replicas(s, m, l) &&
 		    mesh_group_size(&m->mesh, s->group) > 1)
 			scale_step = sum_step = s;
 	}
