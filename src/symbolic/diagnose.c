@@ -973,6 +973,16 @@ diag_explain_param(struct finding_list *fl, const struct sym_run *run, int l,
 	if (all_wrong_proportional(dw, &c)) {
 		q_format(c, q, sizeof q);
 		args.step = scale_step;
+		/*
+		 * A sum's missing divisor is its group's size: a factor that
+		 * is no multiple of it (x2 where the sum is over 8 ranks, a
+		 * loss of global-without-cp at cp 2) came from elsewhere,
+		 * and averaging in that step would leave 1/4.
+		 */
+		if (scale_step != NULL && scale_step == sum_step &&
+		    !(c.den == 1 && c.num > 0 && c.num %
+		    mesh_group_size(&m->mesh, sum_step->group) == 0))
+			args.step = NULL;
 		args.fix_step = scale_cause != KEY__COUNT ? factor_step : NULL;
 		args.cause = scale_cause;
 		args.factor = q;
