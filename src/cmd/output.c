@@ -921,6 +921,13 @@ output_add(struct output_stream *s, const struct audited *v)
 {
 	const struct options	*o = s->options;
 	const struct audit	*a = v->audit;
+	/*
+	 * What JUnit and the summary record: a config refused for its
+	 * selection or --expand is an error there too, as in JSON, not a
+	 * pass beside an exit status of 2.
+	 */
+	const struct audited	*shown = v;
+	struct audited		 refused;
 	int			 st, sel;
 
 	output_accept(o, v);
@@ -935,10 +942,11 @@ output_add(struct output_stream *s, const struct audited *v)
 	 */
 	if (a != NULL && (sel = check_selection(o, a, v->file != NULL ?
 	    v->file : "-")) != EXIT_OK) {
-		struct audited refused = *v;
-
-		st = sel;
+		refused = *v;
+		refused.audit = NULL;
 		refused.why_not = "--param or --rank names nothing in it";
+		shown = &refused;
+		st = sel;
 		if (o->format == FORMAT_JSONL) {
 			jsonw_init(&s->json, stdout, true);
 			jsonw_not_audited(&s->json, &refused);
@@ -946,10 +954,11 @@ output_add(struct output_stream *s, const struct audited *v)
 			jsonw_not_audited(&s->json, &refused);
 	} else if (a != NULL && o->format == FORMAT_JSON &&
 	    output_expand_refused(o, a, v->file != NULL ? v->file : "-")) {
-		struct audited refused = *v;
-
-		st = EXIT_USAGE;
+		refused = *v;
+		refused.audit = NULL;
 		refused.why_not = "--expand past its size bound";
+		shown = &refused;
+		st = EXIT_USAGE;
 		if (s->array)
 			jsonw_not_audited(&s->json, &refused);
 	} else if (a != NULL && o->format == FORMAT_JSON)
@@ -979,9 +988,10 @@ output_add(struct output_stream *s, const struct audited *v)
 		s->rows = xreallocarray(s->rows, s->cap, sizeof *s->rows);
 	}
 	if (o->junit != NULL)
-		case_of(v, &s->cases[s->ncases]);
+		case_of(shown, &s->cases[s->ncases]);
 	if (o->summary != NULL)
-		summary_row_of(&s->rows[s->ncases], v->label, a, v->why_not);
+		summary_row_of(&s->rows[s->ncases], shown->label,
+		    shown->audit, shown->why_not);
 	s->ncases++;
 }
 
