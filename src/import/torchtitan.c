@@ -438,42 +438,82 @@ inert_of(const struct import_state *st, long k)
 }
 
 /*
+ * The name of table section nearest name, in config system sys; NULL
+ * when none is near.
+ */
+static const char *
+nearest_name(const char *section, const char *name, unsigned sys)
+{
+	struct suggestion	 sg;
+	size_t			 i;
+
+	suggest_init(&sg, name, strlen(name));
+	for (i = 0; i < NKEYS; i++)
+		if ((keys[i].systems & sys) != 0 && keys[i].name != NULL &&
+		    strcmp(keys[i].section, section) == 0)
+			suggest_consider(&sg, keys[i].name);
+	return suggest_best(&sg);
+}
+
+/*
  * The known key nearest e's, as "did you mean" says it for YAML keys and
- * options: a name of e's table when its table is known, else a table.
- * Into buf; false when none is near.
+ * options: a name of e's table when its table is known, else a table
+ * (in a TOML file, its header).  Main's command line is answered with an
+ * option, --TABLE.NAME or a top-level --NAME, never a bare table name.
+ * Never the word given: a table written as a key ("parallelism = 3", or
+ * --parallelism 3) is answered "did you mean [parallelism]?" by nothing
+ * useful.  Into buf; false when none is near.
  */
 static bool
 nearest_key(const struct toml_entry *e, unsigned sys, char *buf,
     size_t len)
 {
 	struct suggestion	 sg;
-	const char		*section = NULL;
+	const char		*section = NULL, *name;
+	bool			 top = false;
 	size_t			 i;
 
 	for (i = 0; i < NKEYS && section == NULL; i++)
 		if ((keys[i].systems & sys) != 0 &&
 		    strcmp(keys[i].section, e->keys[0]) == 0)
 			section = keys[i].section;
-	if (section != NULL && e->nkeys >= 2) {
-		suggest_init(&sg, e->keys[1], strlen(e->keys[1]));
-		for (i = 0; i < NKEYS; i++)
-			if ((keys[i].systems & sys) != 0 && keys[i].name !=
-			    NULL && strcmp(keys[i].section, section) == 0)
-				suggest_consider(&sg, keys[i].name);
-	} else {
-		suggest_init(&sg, e->keys[0], strlen(e->keys[0]));
-		for (i = 0; i < NKEYS; i++)
-			if ((keys[i].systems & sys) != 0)
-				suggest_consider(&sg, keys[i].section);
-	}
-	if (suggest_best(&sg) == NULL)
-		return false;
-	if (section != NULL && e->nkeys >= 2)
+	if (section != NULL) {
+		if (e->nkeys < 2 ||
+		    (name = nearest_name(section, e->keys[1], sys)) == NULL)
+			return false;
 		snprintf(buf, len, " (did you mean %s%s.%s?)", sys ==
-		    TT_TOML ? "" : "--", section, suggest_best(&sg));
+		    TT_TOML ? "" : "--", section, name);
+		return true;
+	}
+	suggest_init(&sg, e->keys[0], strlen(e->keys[0]));
+	for (i = 0; i < NKEYS; i++)
+		if ((keys[i].systems & sys) != 0)
+			suggest_consider(&sg, keys[i].section);
+	if ((section = suggest_best(&sg)) == NULL)
+		return false;
+	if (sys == TT_TOML) {
+		snprintf(buf, len, " (did you mean [%s]?)", section);
+		return true;
+	}
+	for (i = 0; i < NKEYS && !top; i++)
+		top = (keys[i].systems & sys) != 0 && keys[i].name == NULL &&
+		    strcmp(keys[i].section, section) == 0;
+	/*
+	 * A section main takes whole (a top-level option, or a table
+	 * every key of which is known) takes the key as given, if no
+	 * longer than a word suggest weighs (the hint's buffer).
+	 */
+	if (top && e->nkeys < 2)
+		snprintf(buf, len, " (did you mean --%s?)", section);
+	else if (top && e->nkeys == 2 &&
+	    strlen(e->keys[1]) <= SUGGEST_MAX_LEN)
+		snprintf(buf, len, " (did you mean --%s.%s?)", section,
+		    e->keys[1]);
+	else if (!top && e->nkeys >= 2 &&
+	    (name = nearest_name(section, e->keys[1], sys)) != NULL)
+		snprintf(buf, len, " (did you mean --%s.%s?)", section, name);
 	else
-		snprintf(buf, len, sys == TT_TOML ? " (did you mean [%s]?)" :
-		    " (did you mean %s?)", suggest_best(&sg));
+		return false;
 	return true;
 }
 
