@@ -560,8 +560,13 @@ cfg_error(const struct config *c, enum cfg_key k, char **keep,
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (m.line == 0 && cfg_key_set_text(c, k, set, sizeof set)) {
-		/* As the loader's errors name it (reader_report). */
-		xasprintf(&line, "%s: %s: %s: %s", progname, set,
+		/*
+		 * As the loader's errors name it (reader_report), after the
+		 * file: the --set applies to every config named, and what
+		 * refuses it here is this one (a batch printed the same
+		 * line for each file, naming none).
+		 */
+		xasprintf(&line, "%s: %s: %s: %s: %s", progname, c->file, set,
 		    cfg_keys[k].path, msg);
 		reader_emit(keep, line, false);
 		free(line);
