@@ -1328,18 +1328,23 @@ cfg_key_set_text(const struct config *c, enum cfg_key k, char *buf,
     size_t len)
 {
 	struct cfg_mark		 m = cfg_key_mark(c, k);
-	const struct cfg_override *o;
-	char			 key[TEXT_QUOTE_SIZE], value[TEXT_QUOTE_SIZE];
 
 	if (m.line != 0 || m.col <= 0 || c->sets == NULL ||
 	    !keyset_has(&c->given, k))
 		return false;
-	o = &c->sets[m.col - 1];
+	cfg_override_text(&c->sets[m.col - 1], buf, len);
+	return true;
+}
+
+void
+cfg_override_text(const struct cfg_override *o, char *buf, size_t len)
+{
+	char	 key[TEXT_QUOTE_SIZE], value[TEXT_QUOTE_SIZE];
+
 	/* A --set value may be a whole file's worth, or binary. */
 	text_cut(key, sizeof key, o->key, strlen(o->key));
 	text_cut(value, sizeof value, o->value, strlen(o->value));
 	snprintf(buf, len, "--set %s=%s", key, value);
-	return true;
 }
 
 void

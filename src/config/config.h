@@ -1158,6 +1158,9 @@ struct cfg_mark	 cfg_key_mark(const struct config *, enum cfg_key);
 #define CFG_SET_TEXT_SIZE	(2 * TEXT_QUOTE_SIZE + 8)
 bool		 cfg_key_set_text(const struct config *, enum cfg_key,
 		    char *buf, size_t len);
+/* "--set KEY=VALUE" of one --set, quoted: where its messages point. */
+void		 cfg_override_text(const struct cfg_override *, char *buf,
+		    size_t len);
 /* Record where key k was written (line 0: by --set). */
 void	 cfg_set_key_mark(struct config *, enum cfg_key, struct cfg_mark);
 

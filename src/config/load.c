@@ -377,7 +377,7 @@ warn_no_effect(const struct loader *ld, const struct config *c)
 	struct no_effect_at	*v = NULL, *w;
 	const char		*without;
 	enum cfg_key		 k;
-	char			 kq[QUOTE_SIZE], vq[QUOTE_SIZE];
+	char			 set[CFG_SET_TEXT_SIZE];
 	size_t			 i, n = 0;
 	int			 row = -1;
 
@@ -398,12 +398,9 @@ warn_no_effect(const struct loader *ld, const struct config *c)
 	for (i = 0; i < n; i++) {
 		w = &v[i];
 		if (w->ovr != NULL) {
-			text_cut(kq, sizeof(kq), w->ovr->key,
-			    strlen(w->ovr->key));
-			text_cut(vq, sizeof(vq), w->ovr->value,
-			    strlen(w->ovr->value));
-			fprintf(stderr, "%s: --set %s=%s: warning: %s has no "
-			    "effect without %s\n", progname, kq, vq,
+			cfg_override_text(w->ovr, set, sizeof set);
+			fprintf(stderr, "%s: %s: warning: %s has no effect "
+			    "without %s\n", progname, set,
 			    cfg_keys[w->key].path, w->without);
 		} else
 			fprintf(stderr, "%s: %s:%d:%d: warning: %s has no "

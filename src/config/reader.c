@@ -234,18 +234,15 @@ void
 reader_report(const struct loader *ld, const struct cfg_override *ovr,
     struct cfg_mark m, const char *key, const char *fmt, ...)
 {
-	char	 msg[MSG_SIZE], *where, *line;
-	char	 k[QUOTE_SIZE], v[QUOTE_SIZE];
+	char	 msg[MSG_SIZE], *where, *line, set[CFG_SET_TEXT_SIZE];
 	va_list	 ap;
 
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (ovr != NULL) {
-		/* A --set value may be a whole file's worth, or binary. */
-		text_cut(k, sizeof(k), ovr->key, strlen(ovr->key));
-		text_cut(v, sizeof(v), ovr->value, strlen(ovr->value));
-		xasprintf(&where, "--set %s=%s", k, v);
+		cfg_override_text(ovr, set, sizeof set);
+		where = xstrdup(set);
 	} else if (m.line > 0)
 		xasprintf(&where, "%s:%d:%d", ld->path, m.line, m.col);
 	else
