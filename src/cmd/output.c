@@ -932,8 +932,6 @@ output_add(struct output_stream *s, const struct audited *v)
 
 	output_accept(o, v);
 	st = entry_status(v);
-	if (a != NULL && o->write_baseline != NULL)
-		baseline_draft_add(&s->draft, a, v->label);
 	s->unaudited |= a == NULL;
 	/*
 	 * A --param or --rank the config lacks is a usage error, checked
@@ -980,6 +978,9 @@ output_add(struct output_stream *s, const struct audited *v)
 	s->count++;
 	if (st > s->status)
 		s->status = st;
+	/* A config refused here, as one not audited, drafts nothing. */
+	if (shown->audit != NULL && o->write_baseline != NULL)
+		baseline_draft_add(&s->draft, shown->audit, v->label);
 	if (o->junit == NULL && o->summary == NULL)
 		return;
 	if (s->ncases == s->cap) {
