@@ -1138,35 +1138,99 @@ multiplicities(struct gn_run *run, struct gn_class *cl,
 	cl->nmults = n;
 }
 
+/* A finding's ranks as the norm's classes add them, in no order. */
+struct rank_buffer {
+	int	*v;
+	size_t	 n, cap;
+};
+
+/*
+ * The norm's findings while the classes add them: each finding's ranks
+ * are gathered in a buffer and written into it once, sorted, at the end
+ * (norm_findings_end).  Merging each class's ranks into a new copy of
+ * the finding's list in the audit's arena kept every copy: where the
+ * ranks clip by norms of their own, a class of a rank or two each, that
+ * was world squared ints (hf-48205-ep-router-partial-fixed at dp 8,192,
+ * grad_norm.expert_norm: local, one of its fix search's candidates: 584
+ * MB of an audit of 28 MB, and 8.7 GB at dp 32,768), and the time to
+ * copy them.
+ */
+struct norm_findings {
+	struct audit		*audit;
+	size_t			 first;	/* the audit's findings before */
+	struct rank_buffer	*ranks;	/* [finding - first] */
+	size_t			 nranks;
+};
+
 static void
-add_finding(struct audit *a, enum finding_kind kind, enum cfg_key cause,
-    const char **params, size_t nparams, const int *ranks, size_t nranks,
-    const char *dim, const char *message, const char *fix)
+norm_findings_begin(struct norm_findings *nf, struct audit *a)
 {
+	memset(nf, 0, sizeof *nf);
+	nf->audit = a;
+	nf->first = a->nfindings;
+}
+
+static int
+cmp_int(const void *x, const void *y)
+{
+	int	 a = *(const int *)x, b = *(const int *)y;
+
+	return a < b ? -1 : a > b;
+}
+
+static void
+norm_findings_end(struct norm_findings *nf)
+{
+	struct audit	*a = nf->audit;
+	struct finding	*f;
+	size_t		 i, j, n;
+
+	for (i = 0; i < nf->nranks; i++) {
+		struct rank_buffer *b = &nf->ranks[i];
+
+		qsort(b->v, b->n, sizeof *b->v, cmp_int);
+		for (j = n = 0; j < b->n; j++)
+			if (n == 0 || b->v[n - 1] != b->v[j])
+				b->v[n++] = b->v[j];
+		f = &a->findings[nf->first + i];
+		f->ranks = arena_alloc(&a->arena, (n + 1) * sizeof *f->ranks);
+		if (n > 0)
+			memcpy(f->ranks, b->v, n * sizeof *b->v);
+		f->nranks = n;
+		free(b->v);
+	}
+	free(nf->ranks);
+}
+
+static void
+add_ranks(struct rank_buffer *b, const int *ranks, size_t n)
+{
+	if (b->n + n > b->cap) {
+		b->cap = b->n + n > 2 * b->cap ? b->n + n : 2 * b->cap;
+		b->v = xreallocarray(b->v, b->cap, sizeof *b->v);
+	}
+	if (n > 0)
+		memcpy(b->v + b->n, ranks, n * sizeof *ranks);
+	b->n += n;
+}
+
+static void
+add_finding(struct norm_findings *nfs, enum finding_kind kind,
+    enum cfg_key cause, const char **params, size_t nparams,
+    const int *ranks, size_t nranks, const char *dim, const char *message,
+    const char *fix)
+{
+	struct audit	*a = nfs->audit;
 	struct finding	*nf, *f;
-	size_t		 i, j, k, n;
+	size_t		 i;
 
 	/* One finding for every norm wrong the same way (each ep group's). */
-	for (i = 0; i < a->nfindings; i++) {
+	for (i = nfs->first; i < a->nfindings; i++) {
 		f = &a->findings[i];
 		if (f->kind != kind || strcmp(f->op, "gradient norm") != 0 ||
 		    strcmp(f->message, message) != 0)
 			continue;
-		int *u = arena_alloc(&a->arena, (f->nranks + nranks + 1) *
-		    sizeof *u);
-		for (j = k = n = 0; j < f->nranks || k < nranks;) {
-			if (k >= nranks || (j < f->nranks &&
-			    f->ranks[j] < ranks[k]))
-				u[n++] = f->ranks[j++];
-			else if (j >= f->nranks || ranks[k] < f->ranks[j])
-				u[n++] = ranks[k++];
-			else {
-				u[n++] = ranks[k++];
-				j++;
-			}
-		}
-		f->ranks = u;
-		f->nranks = n;
+		add_ranks(&nfs->ranks[i - nfs->first], ranks, nranks);
 		return;
 	}
 	nf = arena_alloc(&a->arena, (a->nfindings + 1) * sizeof *nf);
@@ -1178,21 +1242,23 @@ add_finding(struct audit *a, enum finding_kind kind, enum cfg_key cause,
 	f->param = nparams > 0 ? params[0] : NULL;
 	f->params = params;
 	f->nparams = nparams;
-	f->ranks = arena_alloc(&a->arena, (nranks + 1) * sizeof *f->ranks);
-	memcpy(f->ranks, ranks, nranks * sizeof *ranks);
-	f->nranks = nranks;
 	f->op = "gradient norm";
 	f->dim = dim;
 	f->message = message;
 	f->fix = fix;
 	f->cause = cause;
+	nfs->ranks = xreallocarray(nfs->ranks, nfs->nranks + 1,
+	    sizeof *nfs->ranks);
+	memset(&nfs->ranks[nfs->nranks], 0, sizeof *nfs->ranks);
+	add_ranks(&nfs->ranks[nfs->nranks++], ranks, nranks);
 }
 
 /* One finding per direction of a wrong class: over- and under-count. */
 static void
-explain_class(struct audit *a, const struct keyset *in_effect,
+explain_class(struct norm_findings *nf, const struct keyset *in_effect,
     const struct gn_class *cl)
 {
+	struct audit	*a = nf->audit;
 	char		 names[512], fixes[2048];
 	const char	*dim, **params, *message, *fix;
 	size_t		 i, n;
@@ -1215,16 +1281,17 @@ explain_class(struct audit *a, const struct keyset *in_effect,
 			continue;
 		norm_miscount_tell(&a->arena, n, over, names, fixes,
 		    &message, &fix);
-		add_finding(a, kind, cause, params, n, cl->ranks, cl->nranks,
+		add_finding(nf, kind, cause, params, n, cl->ranks, cl->nranks,
 		    dim, message, fix);
 	}
 }
 
 static void
-explain_inconsistent(struct audit *a, const struct keyset *in_effect,
+explain_inconsistent(struct norm_findings *nf, const struct keyset *in_effect,
     const struct grad_norm_result *g)
 {
-	int		*ranks = arena_alloc(&a->arena, (a->mesh.world + 1) *
+	struct audit	*a = nf->audit;
+	int		*ranks = xcalloc((size_t)a->mesh.world + 1,
 			    sizeof *ranks);
 	char		 names[512], fixes[2048];
 	const char	*dim, **params, *message, *fix;
@@ -1265,8 +1332,9 @@ explain_inconsistent(struct audit *a, const struct keyset *in_effect,
 			params[np++] = a->params[i].name;
 	norm_drift_tell(&a->arena, norms, idle, names, fixes, &message,
 	    &fix);
-	add_finding(a, FINDING_INCONSISTENT_CLIP, cause, params, np, ranks, n,
+	add_finding(nf, FINDING_INCONSISTENT_CLIP, cause, params, np, ranks, n,
 	    dim, message, fix);
+	free(ranks);
 }
 
 /*
@@ -1365,6 +1433,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	int			 i, r, k, clipping = 0;
 	struct plist		**final;
 	struct class_index	 by_list, by_form;
+	struct norm_findings	 nf;
 
 	memset(g, 0, sizeof *g);
 	memset(&run, 0, sizeof run);
@@ -1445,6 +1514,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 
 			cl->ranks[cl->nranks++] = r;
 		}
+	norm_findings_begin(&nf, a);
 	for (c = 0; c < g->nclasses; c++) {
 		struct gn_class *cl = &g->classes[c];
 
@@ -1460,7 +1530,7 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 			g->gradients_wrong = true;
 		else {
 			g->miscounted = true;
-			explain_class(a, &run.in_effect, cl);
+			explain_class(&nf, &run.in_effect, cl);
 		}
 	}
 	/*
@@ -1473,8 +1543,9 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 		g->correct = false;
 	if (g->nclasses > 1 || (clipping > 0 && clipping < m->mesh.world)) {
 		g->consistent = false;
-		explain_inconsistent(a, &run.in_effect, g);
+		explain_inconsistent(&nf, &run.in_effect, g);
 	}
+	norm_findings_end(&nf);
 	/*
 	 * The norm's verdicts stay its own (grad_norm.correct, consistent):
 	 * the audit's are about the parameters' values (gradaudit(1)), and
