@@ -465,7 +465,7 @@ audit_shrunk(const struct config *cfg, const struct sym_context *ctx,
 	struct sym_context	 sctx;
 	struct config		 small;
 	struct audit		 sa;
-	char			*note;
+	char			*note, over[64];
 	int			 rc;
 
 	if (proc == 0)
@@ -474,12 +474,16 @@ audit_shrunk(const struct config *cfg, const struct sym_context *ctx,
 	    MPI_SUCCESS)
 		return EXIT_RUNTIME;
 	if (!r.smaller || !r.fits) {
+		/* The candidates that went past GRADAUDIT_MAX_MEMORY. */
+		snprintf(over, sizeof over, "%d past GRADAUDIT_MAX_MEMORY",
+		    r.over_limit);
 		/* No time in it: the report stays the same run after run. */
-		xasprintf(&note, "%s (%d candidate%s audited%s)",
+		xasprintf(&note, "%s (%d candidate%s audited%s%s%s)",
 		    !r.smaller ? "no smaller config keeps the symbolic verdict" :
 		    "the smallest config found that keeps the symbolic verdict "
 		    "is still too large", r.tried, r.tried == 1 ? "" : "s",
-		    r.timed_out ? ", time budget spent" : "");
+		    r.over_limit > 0 ? ", " : "", r.over_limit > 0 ?
+		    over : "", r.timed_out ? ", time budget spent" : "");
 		audit->shrink_note = arena_strdup(&audit->arena, note);
 		free(note);
 		/* Then the full config, when it fits, is the one proven. */

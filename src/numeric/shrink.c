@@ -373,11 +373,14 @@ candidates(enum cfg_key k, int64_t v, int64_t *out)
 
 /*
  * Audit a candidate: true when it is valid and keeps the signature.  The
- * constraint table and the symbolic engine's own limits decide validity.
+ * constraint table and the symbolic engine's own limits decide validity:
+ * a candidate whose audit goes past GRADAUDIT_MAX_MEMORY (counted in
+ * r->over_limit) keeps nothing, and the search goes on; it exited 2 on
+ * run's process 0 alone, the others waiting for its result.
  */
 static bool
 keeps_verdict(const struct config *c, const struct signature *want,
-    struct arena_cache *blocks, int *tried)
+    struct arena_cache *blocks, struct shrink_result *r)
 {
 	struct sym_context	 ctx;
 	struct audit		 a;
@@ -397,9 +400,15 @@ keeps_verdict(const struct config *c, const struct signature *want,
 	}
 	memset(&a, 0, sizeof a);
 	ctx.blocks = blocks;
-	sym_audit(&ctx, &a, NULL, NULL);
+	ctx.over_limit_returns = true;
+	r->tried++;
+	if (!sym_audit(&ctx, &a, NULL, NULL)) {
+		r->over_limit++;
+		audit_free(&a);
+		sym_context_free(&ctx);
+		return false;
+	}
 	sym_context_free(&ctx);
-	(*tried)++;
 	signature_of(&a, &got);
 	same = same_signature(&got, want);
 	free(got.classes);
@@ -438,7 +447,7 @@ try_candidate(struct search *s, struct config *cand)
 	 */
 	if (cfg_check_constraints(cand, why, sizeof why) != NULL ||
 	    (cost = numeric_values(cand)) > s->cost ||
-	    !keeps_verdict(cand, s->want, &s->blocks, &s->r->tried)) {
+	    !keeps_verdict(cand, s->want, &s->blocks, s->r)) {
 		cfg_free(cand);
 		return false;
 	}

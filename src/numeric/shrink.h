@@ -32,6 +32,7 @@ struct shrink_result {
 	bool	 fits;		/* the result fits the numeric audit */
 	bool	 timed_out;	/* the budget ran out before the search did */
 	int	 tried;		/* candidates audited symbolically */
+	int	 over_limit;	/* of them, past GRADAUDIT_MAX_MEMORY */
 	int64_t	 value[SHRINK_KNOBS];	/* each knob's value in the result */
 	int64_t	 full_values, values;	/* numeric_values(), full and result */
 	int64_t	 full_world, world;

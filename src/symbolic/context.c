@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/exitcode.h"
 #include "base/text.h"
 #include "base/xmalloc.h"
 #include "config/framework.h"
@@ -327,6 +328,17 @@ sym_context_unauditable(const struct sym_context *ctx,
 	    (r = too_many_copies(&ctx->model, blame, why, len)) == NULL)
 		r = refused_layout(cfg, &ctx->layout, blame, why, len);
 	return r;
+}
+
+void
+sym_context_over_limit(const struct sym_context *ctx, const char *why)
+{
+	if (ctx->over_limit_returns)
+		return;
+	if (ctx->over_limit != NULL)
+		ctx->over_limit(why, ctx->over_limit_arg);
+	fprintf(stderr, "%s: %s\n", progname, why);
+	exit(EXIT_USAGE);
 }
 
 void

@@ -44,14 +44,24 @@ struct sym_context {
 	struct arena_cache	*blocks;
 	/*
 	 * GRADAUDIT_MAX_MEMORY in bytes.  The size estimate refuses most
-	 * audits over it before they start; the run stops the others
-	 * (run_check_memory): it prints why and exits 2, or, when set,
-	 * calls over_limit with why, which must not return either (run's
-	 * MPI job, whose processes all reach it, tells its launcher first).
+	 * audits over it before they start; the run and the gradient norm
+	 * stop the others (sym_context_over_limit): it prints why and
+	 * exits 2, or, when set, calls over_limit with why, which must not
+	 * return either (run's MPI job, whose processes all reach it,
+	 * tells its launcher first).
 	 */
 	int64_t			 memory_limit;
 	void			(*over_limit)(const char *why, void *arg);
 	void			*over_limit_arg;
+	/*
+	 * Past the limit the audit stops and returns instead, all it took
+	 * freed: sym_audit is false and the audit empty.  The fix search
+	 * and run --shrink set it for the settings they try, which are no
+	 * verdict: one past the limit exited 2 by itself, throwing away
+	 * check's verdict of the config, which fit, or leaving run's
+	 * process 0 gone while the others waited for it.
+	 */
+	bool			 over_limit_returns;
 };
 
 void	 sym_context_build(struct sym_context *, const struct config *);
@@ -83,6 +93,12 @@ const char *sym_context_unauditable(const struct sym_context *,
 		    const struct config *, enum cfg_key *blame, char *why,
 		    size_t len);
 void	 sym_context_free(struct sym_context *);
+/*
+ * The audit of ctx went past its memory_limit, why says how: the hook
+ * is called, or why printed and the program ended, exit 2; this returns
+ * only when ctx->over_limit_returns, for the audit to stop.
+ */
+void	 sym_context_over_limit(const struct sym_context *, const char *why);
 /*
  * GRADAUDIT_MAX_MEMORY, if set, is a number of MiB the audit may take:
  * NULL, or why not.  The commands that audit ask before any config, so

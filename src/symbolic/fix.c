@@ -379,6 +379,17 @@ derive(struct audit *a)
 			f->nfix_alternative = (size_t)alt.n;
 		}
 	}
+	/*
+	 * Not an error: the verdict and the findings are the config's, and
+	 * only the fixes' search was narrower.
+	 */
+	if (fx.over_limit > 0)
+		fprintf(stderr, "%s: %s: the fix search left out %d candidate "
+		    "setting%s whose audit%s went past GRADAUDIT_MAX_MEMORY: "
+		    "the fixes given were found without %s\n", progname,
+		    a->config->file, fx.over_limit, fx.over_limit == 1 ?
+		    "" : "s", fx.over_limit == 1 ? "" : "s",
+		    fx.over_limit == 1 ? "it" : "them");
 	fixer_free_memo(&fx);
 	free(fx.chosen);
 	free(fixes);

@@ -230,11 +230,14 @@ candidate_id(const struct candidate *c, char *buf, size_t len)
  * *cfg: all of it, or with of, one of its parameters alone, in *probed
  * its index in of->params (sym_audit_param; -1, *a holding nothing, when
  * the model has none of them).  False when that config does not load or
- * cannot be audited, which is known before either audit runs.  The
- * caller frees both (audit_free, cfg_free) either way.
+ * cannot be audited, which is known before either audit runs, or when
+ * its audit went past GRADAUDIT_MAX_MEMORY (counted in fx->over_limit):
+ * a candidate, not the config, it is then no fix, and the search goes
+ * on with the others.  The caller frees both (audit_free, cfg_free)
+ * either way.
  */
 static bool
-audit_with(const struct fixer *fx, const struct candidate *c,
+audit_with(struct fixer *fx, const struct candidate *c,
     const struct finding *of, int *probed, struct config *cfg,
     struct audit *a)
 {
@@ -255,23 +258,29 @@ audit_with(const struct fixer *fx, const struct candidate *c,
 		return false;
 	sym_context_build(&ctx, cfg);
 	ctx.no_effects = true;
+	ctx.over_limit_returns = true;
 	ctx.blocks = fx->audit->arena.cache;
 	if (sym_context_unauditable(&ctx, cfg, &blame, why,
 	    sizeof why) == NULL) {
 		audit_free(a);
 		if (of == NULL)
-			sym_audit(&ctx, a, NULL, NULL);
-		else if ((*probed = sym_audit_param(&ctx, a, of->params,
-		    of->nparams)) < 0)
-			arena_init_cached(&a->arena, ctx.blocks);
-		valid = true;
+			valid = sym_audit(&ctx, a, NULL, NULL);
+		else {
+			*probed = sym_audit_param(&ctx, a, of->params,
+			    of->nparams);
+			if (*probed == -1)
+				arena_init_cached(&a->arena, ctx.blocks);
+			valid = *probed != -2;
+		}
+		if (!valid)
+			fx->over_limit++;
 	}
 	sym_context_free(&ctx);
 	return valid;
 }
 
 bool
-fixer_audit_candidate(const struct fixer *fx, const struct candidate *c,
+fixer_audit_candidate(struct fixer *fx, const struct candidate *c,
     struct config *cfg, struct audit *a)
 {
 	return audit_with(fx, c, NULL, NULL, cfg, a);

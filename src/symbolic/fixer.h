@@ -78,6 +78,11 @@ struct fixer {
 	struct outcome	*memo;
 	size_t		 nmemo, capmemo;
 	/*
+	 * The candidates whose audits went past GRADAUDIT_MAX_MEMORY, each
+	 * then no fix (audit_with): fix_derive says how many.
+	 */
+	int		 over_limit;
+	/*
 	 * Audit every candidate whole, never one parameter alone first
 	 * (fixer_verdict): the test suite sets GRADAUDIT_TEST_WHOLE_AUDITS
 	 * to check that the fixes found are the same either way.
@@ -87,7 +92,7 @@ struct fixer {
 
 enum verdict { FIX_NO, FIX_PARTIAL, FIX_YES };
 
-bool	 fixer_audit_candidate(const struct fixer *fx,
+bool	 fixer_audit_candidate(struct fixer *fx,
 	    const struct candidate *c, struct config *cfg, struct audit *a);
 /* The memo's outcome of candidate c when audited whole, else NULL. */
 const struct outcome *fixer_audited(const struct fixer *fx,

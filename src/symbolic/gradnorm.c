@@ -629,6 +629,7 @@ struct gn_variant {
 };
 
 struct gn_run {
+	const struct sym_context *ctx;
 	const struct model	*m;
 	struct audit		*audit;
 	struct arena		 arena;		/* the lists, freed at the end */
@@ -638,6 +639,7 @@ struct gn_run {
 	int			 nvariants;
 	/* The variants' settings seen to change what the audit ran. */
 	struct keyset		 in_effect;
+	bool			 stopped;	/* past the memory limit */
 };
 
 /*
@@ -737,6 +739,40 @@ variant_compare(struct gn_run *run, int part)
 	for (i = 0; i < run->nvariants; i++)
 		if (run->variant[i].part != part)
 			keyset_add(&run->in_effect, run->variant[i].key);
+}
+
+/*
+ * Do the norm's lists and forms, with the audit whose cells they read,
+ * fit GRADAUDIT_MAX_MEMORY?  The run's count (run_check_memory) ends with
+ * the steps, and the norm holds a list per distinct sum and a form per
+ * class of ranks: where the ranks clip by norms of their own, a list and
+ * a form per rank, each of every piece its groups summed.  At dp 1,024
+ * (hf-48205-ep-router-partial-fixed) that is 2.9 MB beside the audit's
+ * 3.5, and 9.3 MB in all for a setting its fix search tries, which no
+ * count saw.  Past the limit, as the run (sym_context_over_limit), and
+ * where that returns the norm stops (run->stopped).
+ */
+static bool
+within_limit(struct gn_run *run)
+{
+	const struct sym_context *ctx = run->ctx;
+	char	 why[SYM_WHY_SIZE];
+
+	if (run->stopped)
+		return false;
+	if ((int64_t)(run->audit->arena.used_bytes + run->arena.used_bytes) <=
+	    ctx->memory_limit)
+		return true;
+	snprintf(why, sizeof why, "%s: the gradient norm of the symbolic "
+	    "audit of %d ranks took over %lld MiB, the most supported "
+	    "(GRADAUDIT_MAX_MEMORY), though its size estimate fit: its ranks "
+	    "clip by norms of their own, each summing other ranks' values; "
+	    "audit the recipe on a smaller mesh (--set mesh.dp=N)",
+	    run->m->config->file, run->m->mesh.world,
+	    (long long)(ctx->memory_limit >> 20));
+	sym_context_over_limit(ctx, why);
+	run->stopped = true;
+	return false;
 }
 
 /*
@@ -930,6 +966,8 @@ run_step(struct gn_run *run, const struct gn_step *s)
 		sum = memo_sum(&run->memo, &run->arena, in, n, s->average);
 		for (i = 0; i < n; i++)
 			out[members[i]] = sum;
+		if (!within_limit(run))
+			break;
 	}
 	memcpy(v, out, m->mesh.world * sizeof *v);
 	free(out);
@@ -947,7 +985,7 @@ add_parts(struct gn_run *run)
 
 	run->part[GN_PART_TOTAL] = xcalloc(m->mesh.world,
 	    sizeof *run->part[GN_PART_TOTAL]);
-	for (r = 0; r < m->mesh.world; r++) {
+	for (r = 0; r < m->mesh.world && within_limit(run); r++) {
 		in[0] = run->part[GN_PART_DENSE][r];
 		in[1] = run->part[GN_PART_EXPERT][r];
 		run->part[GN_PART_TOTAL][r] = memo_sum(&run->memo, &run->arena,
@@ -1421,7 +1459,19 @@ class_of_list(const struct class_index *ix, const void *list, size_t *slot)
 	return -1;
 }
 
-void
+/* What the norm's run holds: its lists, the sums' memo. */
+static void
+gn_run_free(struct gn_run *run)
+{
+	int	 k;
+
+	for (k = 0; k < GN_PART__COUNT; k++)
+		free(run->part[k]);
+	free(run->memo.v);
+	arena_free(&run->arena);
+}
+
+bool
 gn_audit(const struct sym_context *ctx, struct audit *a)
 {
 	const struct model	*m = &ctx->model;
@@ -1437,18 +1487,24 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 
 	memset(g, 0, sizeof *g);
 	memset(&run, 0, sizeof run);
+	run.ctx = ctx;
 	run.m = m;
 	run.audit = a;
 	arena_init_cached(&run.arena, ctx->blocks);
 	gn_plan_build(&plan, ctx);
 	settings_in_effect(&run, ctx, &plan);
 	initial_lists(&run, &plan);
-	for (i = 0; i < plan.nsteps && plan.steps[i].part != GN_PART_TOTAL;
-	    i++)
+	for (i = 0; i < plan.nsteps && plan.steps[i].part != GN_PART_TOTAL &&
+	    !run.stopped; i++)
 		run_step(&run, &plan.steps[i]);
-	add_parts(&run);
-	for (; i < plan.nsteps; i++)
+	if (!run.stopped)
+		add_parts(&run);
+	for (; i < plan.nsteps && !run.stopped; i++)
 		run_step(&run, &plan.steps[i]);
+	if (run.stopped) {
+		gn_run_free(&run);
+		return false;
+	}
 	final = run.part[GN_PART_TOTAL];
 
 	expected_form(&run, &ex, &nex);
@@ -1476,6 +1532,8 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 			continue;
 		}
 		canonical(&a->arena, final[r], &form, &nform);
+		if (!within_limit(&run))
+			break;
 		h = form_hash(form, nform);
 		known = class_of_form(&by_form, g, form, nform, h, &form_slot);
 		if (known < 0) {
@@ -1493,6 +1551,10 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	}
 	class_index_free(&by_list);
 	class_index_free(&by_form);
+	if (run.stopped) {
+		gn_run_free(&run);
+		return false;
+	}
 	/*
 	 * Each class's ranks, sized by a count first: a class took room for
 	 * the whole world and scanned it, world x classes, and when the
@@ -1552,8 +1614,6 @@ gn_audit(const struct sym_context *ctx, struct audit *a)
 	 * audit_passes() joins them for the exit status.
 	 */
 
-	for (k = 0; k < GN_PART__COUNT; k++)
-		free(run.part[k]);
-	free(run.memo.v);
-	arena_free(&run.arena);
+	gn_run_free(&run);
+	return true;
 }

@@ -75,8 +75,11 @@ bool	 gn_clips(const struct model *, int rank);
 /*
  * The symbolic norm audit on an audit sym_audit has filled: sets
  * audit->grad_norm, adds its findings, and clears audit->correct or
- * consistent when a norm is wrong or the ranks clip differently.
+ * consistent when a norm is wrong or the ranks clip differently.  It
+ * counts its memory against GRADAUDIT_MAX_MEMORY as the run does: false,
+ * what it took of its own freed, when it went past it and the context
+ * returns there (over_limit_returns).
  */
-void	 gn_audit(const struct sym_context *, struct audit *);
+bool	 gn_audit(const struct sym_context *, struct audit *);
 
 #endif

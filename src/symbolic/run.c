@@ -117,7 +117,10 @@ run_sum(struct sym_run *run, const struct lincomb **xs, size_t n,
 
 	for (j = 0; j < n; j++)
 		terms += xs[j]->nterms;
-	run_check_memory(run, sum_bound(xs, n, terms) * sizeof(struct term));
+	/* Past the limit the run stops: what it builds then is never read. */
+	if (!run_check_memory(run, sum_bound(xs, n, terms) *
+	    sizeof(struct term)))
+		return &lincomb_zero;
 	if (n < SUM_MEMO_MIN) {
 		if (terms < SUM_MEMO_MIN_TERMS)
 			return run_share(run, lc_sum(run->arena, xs, n,
@@ -859,30 +862,33 @@ run_free_derived(struct sym_run *run)
  * refusal, exit 2, nothing audited.  A sum asks before it is built, with
  * the most it can take (its inputs' terms): one of #844's members' values
  * at dp 16,384 took 190 MiB.  Elsewhere the steps ask between their
- * parameters.
+ * parameters.  The audit of a fix's or run --shrink's candidate
+ * (over_limit_returns) stops instead, and the steps after are not run.
  */
-void
-run_check_memory(const struct sym_run *run, size_t more)
+bool
+run_check_memory(struct sym_run *run, size_t more)
 {
 	const struct model *m = run->model;
 	const struct sym_context *ctx = run->ctx;
-	size_t	 bytes = more + run->arena->used_bytes + run->table.cap *
-		    (sizeof *run->table.slot + sizeof *run->table.hash);
+	size_t	 bytes;
 	char	 why[SYM_WHY_SIZE];
 	int	 l;
 
+	if (run->stopped)
+		return false;
+	bytes = more + run->arena->used_bytes + run->table.cap *
+	    (sizeof *run->table.slot + sizeof *run->table.hash);
 	for (l = 0; l < m->nlogical; l++)
 		bytes += run->seg_arenas[l].used_bytes;
 	if ((int64_t)bytes <= ctx->memory_limit)
-		return;
+		return true;
 	snprintf(why, sizeof why, "%s: the symbolic audit of %d ranks took "
 	    "over %lld MiB, the most supported (GRADAUDIT_MAX_MEMORY), though "
 	    "its size estimate fit: its ranks hold values of their own, as a "
 	    "gradient summed in a wrong order leaves them; audit the recipe "
 	    "on a smaller mesh (--set mesh.dp=N)", m->config->file,
 	    m->mesh.world, (long long)(ctx->memory_limit >> 20));
-	if (ctx->over_limit != NULL)
-		ctx->over_limit(why, ctx->over_limit_arg);
-	fprintf(stderr, "%s: %s\n", progname, why);
-	exit(EXIT_USAGE);
+	sym_context_over_limit(ctx, why);
+	run->stopped = true;
+	return false;
 }

@@ -196,6 +196,12 @@ struct sym_run {
 	 * audit of all.
 	 */
 	int			 only;
+	/*
+	 * The run went past GRADAUDIT_MAX_MEMORY and its context returns
+	 * there (over_limit_returns): the steps left are not run, and what
+	 * it holds is no audit.
+	 */
+	bool			 stopped;
 };
 
 /*
@@ -258,10 +264,12 @@ void	 run_free_caches(struct sym_run *);
 /* The memos of the cells (derived values, comparisons), after them. */
 void	 run_free_derived(struct sym_run *);
 /*
- * Stop the program, exit 2, if the run holds, with `more` bytes it is
- * about to build, more than GRADAUDIT_MAX_MEMORY (sym_context's
- * memory_limit): sums ask before they are built, the steps as they go.
+ * Does the run hold, with `more` bytes it is about to build, no more
+ * than GRADAUDIT_MAX_MEMORY (sym_context's memory_limit)?  Sums ask
+ * before they are built, the steps as they go.  Past it the program
+ * stops, exit 2 (sym_context_over_limit), or, where the context returns
+ * there, the run stops (run.stopped) and this is false from then on.
  */
-void	 run_check_memory(const struct sym_run *, size_t more);
+bool	 run_check_memory(struct sym_run *, size_t more);
 
 #endif

@@ -573,17 +573,17 @@ run_collective(struct sym_run *run, const struct sync_step *s)
 	struct seglist **lists = xcalloc(size, sizeof *lists);
 	int	 p, i, rank;
 
-	for (p = 0; p < m->nparams; p++) {
+	for (p = 0; p < m->nparams && !run->stopped; p++) {
 		if (!syncplan_touches(s, m, p) || !run_selected(run, p))
 			continue;
-		for (i = 0; i < run->stage_ranks; i++) {
+		for (i = 0; i < run->stage_ranks && !run->stopped; i++) {
 			rank = run_stage_base(run, p) + i;
 			/* Member 0, the lowest, runs the group's collective. */
 			if (group_index(run, s->group, rank) != 0)
 				continue;
 			reduce_group(run, s, p, rank, members, lists);
 		}
-		run_check_memory(run, 0);
+		(void)run_check_memory(run, 0);
 	}
 	free(members);
 	free(lists);
@@ -620,6 +620,8 @@ run_one(struct sym_run *run, int k, sym_step_hook *hook, void *hook_arg)
 {
 	const struct sync_step *s = &run->ctx->plan.steps[k];
 
+	if (run->stopped)
+		return;
 	run->step = k;
 	switch (s->op) {
 	case SYNC_SCALE:
@@ -643,8 +645,7 @@ run_one(struct sym_run *run, int k, sym_step_hook *hook, void *hook_arg)
 		/* At the backward, in the loss factors; syncplan.h. */
 		break;
 	}
-	run_check_memory(run, 0);
-	if (hook != NULL)
+	if (run_check_memory(run, 0) && hook != NULL)
 		hook(hook_arg, run, k);
 }
 
@@ -660,12 +661,14 @@ run_per_micro_batch(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
 	const struct sync_plan *plan = &run->ctx->plan;
 	int	mb, k;
 
-	for (mb = 0; mb < plan->micro_batch_count; mb++) {
+	for (mb = 0; mb < plan->micro_batch_count && !run->stopped; mb++) {
 		run->micro_batch = mb;
 		for (k = 0; k < plan->nsteps; k++)
 			if (plan->steps[k].op == SYNC_RESET &&
 			    syncplan_runs_at(&plan->steps[k], mb))
 				run_one(run, k, hook, hook_arg);
+		if (run->stopped)
+			break;
 		run_add_micro_batch(run, mb);
 		if (hook != NULL)
 			hook(hook_arg, run, -1);

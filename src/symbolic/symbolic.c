@@ -27,12 +27,47 @@
 #include "symbolic/steps.h"
 #include "symbolic/symbolic.h"
 
+/* What the run holds besides the audit's arena. */
+static void
+run_free(struct sym_run *run)
+{
+	run_free_derived(run);
+	free(run->vals);
+	free(run->expected);
+	free(run->issues);
+	free(run->coords);
+	free(run->seg_arenas);
+}
+
+/*
+ * A run that went past the memory limit where its context returns there
+ * (over_limit_returns): everything it took freed, and *a left an empty
+ * audit, which the caller frees as any other.
+ */
+static bool
+stopped(const struct sym_context *ctx, struct audit *a, struct sym_run *run)
+{
+	int	 l;
+
+	run_free_caches(run);
+	if (run->seg_arenas != NULL)
+		for (l = 0; l < run->model->nlogical; l++)
+			arena_free(&run->seg_arenas[l]);
+	run_free(run);
+	audit_free(a);
+	memset(a, 0, sizeof *a);
+	arena_init_cached(&a->arena, ctx->blocks);
+	a->config = ctx->model.config;
+	return false;
+}
+
 /*
  * The audit of logical parameter only, or of all (-1), with the findings
  * of the parameters audited; the gradient norm, the stale rows and the
- * effects only of all.
+ * effects only of all.  False, *a empty, when it went past the memory
+ * limit and the context returns there.
  */
-static void
+static bool
 audit_some(const struct sym_context *ctx, struct audit *a, int only,
     sym_step_hook *hook, void *hook_arg)
 {
@@ -56,6 +91,8 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 	run_init_values(&run);
 	run_init_expected(&run);
 	run_plan(&run, hook, hook_arg);
+	if (run.stopped)
+		return stopped(ctx, a, &run);
 	run_free_caches(&run);
 
 	a->nparams = only < 0 ? m->nlogical : 1;
@@ -88,7 +125,8 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 	}
 	if (only < 0) {
 		/* The norm clipping divides by, from the cells just made. */
-		gn_audit(ctx, a);
+		if (!gn_audit(ctx, a))
+			return stopped(ctx, a, &run);
 		/*
 		 * Rows no update reaches: a layout fact, not a value
 		 * (stale.h).
@@ -101,19 +139,15 @@ audit_some(const struct sym_context *ctx, struct audit *a, int only,
 		if (!ctx->no_effects)
 			measure_effects(a);
 	}
-	run_free_derived(&run);
-	free(run.vals);
-	free(run.expected);
-	free(run.issues);
-	free(run.coords);
-	free(run.seg_arenas);
+	run_free(&run);
+	return true;
 }
 
-void
+bool
 sym_audit(const struct sym_context *ctx, struct audit *a,
     sym_step_hook *hook, void *hook_arg)
 {
-	audit_some(ctx, a, -1, hook, hook_arg);
+	return audit_some(ctx, a, -1, hook, hook_arg);
 }
 
 int
@@ -136,7 +170,7 @@ sym_audit_param(const struct sym_context *ctx, struct audit *a,
 				best = l;
 				at = (int)i;
 			}
-	if (best >= 0)
-		audit_some(ctx, a, best, NULL, NULL);
+	if (best >= 0 && !audit_some(ctx, a, best, NULL, NULL))
+		return -2;
 	return at;
 }

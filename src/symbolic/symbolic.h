@@ -24,9 +24,11 @@ struct config;
 
 /*
  * Run the audit of one config and fill *audit (which the caller frees with
- * audit_free).  hook may be NULL.
+ * audit_free).  hook may be NULL.  False when it went past the memory
+ * limit and the context returns there (over_limit_returns): *audit is
+ * then empty, and all else the audit took is freed.
  */
-void	 sym_audit(const struct sym_context *, struct audit *,
+bool	 sym_audit(const struct sym_context *, struct audit *,
 	    sym_step_hook *hook, void *hook_arg);
 /*
  * The audit of one of the logical parameters named in names[0..n) alone
@@ -35,7 +37,8 @@ void	 sym_audit(const struct sym_context *, struct audit *,
  * is on that parameter, with its kind and op, in the audit of all
  * (sym_audit) too; the gradient norm's findings, the stale rows' and
  * the effects are left out.  Its index in names, or -1, *audit
- * untouched, when the model has none of them.
+ * untouched, when the model has none of them; -2, *audit empty, when
+ * it went past the memory limit as sym_audit can.
  */
 int	 sym_audit_param(const struct sym_context *, struct audit *,
 	    const char *const *names, size_t n);
