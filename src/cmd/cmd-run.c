@@ -590,16 +590,8 @@ job_over_limit(const char *why, void *arg)
 	/* Half built, and the program ends: left to exit. */
 	j->v[j->i].audit = NULL;
 	j->v[j->i].why_not = why;
-	for (i = j->i + 1; i < j->b->n; i++) {
-		batch_entry(j->b, i, &j->v[i]);
-		if (j->v[i].why_not != NULL)
-			continue;
-		j->v[i].why_not = "not audited: a config before it in the "
-		    "batch went past GRADAUDIT_MAX_MEMORY";
-		if (j->proc == 0)
-			fprintf(stderr, "%s: %s: %s\n", progname,
-			    j->v[i].file, j->v[i].why_not);
-	}
+	for (i = j->i + 1; i < j->b->n; i++)
+		batch_entry_unaudited(j->b, i, &j->v[i], j->proc == 0);
 	exit(job_end(j->o, j->b, j->v, j->proc, EXIT_OK));
 }
 

@@ -511,6 +511,19 @@ batch_free(struct batch *b)
 }
 
 void
+batch_entry_unaudited(const struct batch *b, size_t i, struct audited *v,
+    bool loud)
+{
+	batch_entry(b, i, v);
+	if (v->why_not != NULL)
+		return;
+	v->why_not = "not audited: a config before it in the batch went "
+	    "past GRADAUDIT_MAX_MEMORY";
+	if (loud)
+		fprintf(stderr, "%s: %s: %s\n", progname, v->file, v->why_not);
+}
+
+void
 batch_entry(const struct batch *b, size_t i, struct audited *v)
 {
 	const struct batch_item	*it = &b->items[i];

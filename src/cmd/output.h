@@ -61,6 +61,14 @@ size_t	 output_load_batch(const struct options *, struct batch *);
 void	 batch_free(struct batch *);
 /* The entry of item i for a report: its audit is for the caller to set. */
 void	 batch_entry(const struct batch *, size_t i, struct audited *);
+/*
+ * batch_entry for a config after one that went past GRADAUDIT_MAX_MEMORY
+ * (run_check_memory): one not refused already is not audited, the run
+ * holding the memory it took, and, when loud, stderr says so.  check's
+ * and run's ends of such a batch.
+ */
+void	 batch_entry_unaudited(const struct batch *, size_t i,
+	    struct audited *, bool loud);
 
 /*
  * Before anything is audited: --junit, --summary and --write-baseline can
