@@ -39,6 +39,7 @@
 
 #include "base/clock.h"
 #include "base/hash.h"
+#include "base/sorted.h"
 #include "base/xmalloc.h"
 #include "config/constraints.h"
 #include "model/mesh.h"
@@ -127,19 +128,6 @@ cmp_rank_item(const void *a, const void *b)
 	return x->item < y->item ? -1 : x->item > y->item;
 }
 
-/* Sort and drop repeats; the new count. */
-static size_t
-unique_u64(uint64_t *v, size_t n)
-{
-	size_t	i, m = 0;
-
-	qsort(v, n, sizeof *v, cmp_u64);
-	for (i = 0; i < n; i++)
-		if (m == 0 || v[m - 1] != v[i])
-			v[m++] = v[i];
-	return m;
-}
-
 /* A name's role: digit runs read as one '#' (the file comment says why). */
 static uint64_t
 role_hash(const char *name)
@@ -184,7 +172,7 @@ finding_item(const struct finding *f)
 		roles[i] = role_hash(f->params[i]);
 	if (n == 0)
 		roles[n++] = role_hash(f->param);
-	n = unique_u64(roles, n);
+	n = sort_unique(roles, n, sizeof *roles, cmp_u64);
 	h = mix((uint64_t)f->kind, role_hash(f->dim), role_hash(f->op),
 	    hash_u64s(roles, n));
 	free(roles);
@@ -298,7 +286,7 @@ signature_of(const struct audit *a, struct signature *s)
 	found = xcalloc(a->nfindings + 1, sizeof *found);
 	for (i = 0; i < a->nfindings; i++)
 		found[i] = finding_item(&a->findings[i]);
-	n = unique_u64(found, a->nfindings);
+	n = sort_unique(found, a->nfindings, sizeof *found, cmp_u64);
 	flags = (uint64_t)audit_correct(a) | (uint64_t)a->correct << 1 |
 	    (uint64_t)a->consistent << 2 | (uint64_t)g->present << 3 |
 	    (uint64_t)g->correct << 4 | (uint64_t)g->consistent << 5 |
@@ -321,7 +309,8 @@ signature_of(const struct audit *a, struct signature *s)
 		i = j;
 		s->classes[s->nclasses++] = profile;
 	}
-	s->nclasses = unique_u64(s->classes, s->nclasses);
+	s->nclasses = sort_unique(s->classes, s->nclasses,
+	    sizeof *s->classes, cmp_u64);
 	free(it.v);
 }
 

@@ -17,6 +17,7 @@
 
 #include "base/arena.h"
 #include "base/hash.h"
+#include "base/sorted.h"
 #include "base/xmalloc.h"
 #include "model/layout.h"
 #include "model/model.h"
@@ -413,25 +414,6 @@ plist_sum(struct arena *a, struct plist *const *in, size_t n,
 	return out;
 }
 
-/*
- * The cuts sorted, each once.  A norm summed over ranks whose values are
- * their own (no dp reduction, its norm squared all-reduced) holds dp
- * pieces of one range: with the cut repeated for each, every piece
- * stepped over all of them, dp squared per parameter in each of the fix
- * search's audits (hf-48205-ep-router-partial-fixed at dp 4,096: 15 s).
- */
-static size_t
-distinct_cuts(int64_t *cuts, size_t n)
-{
-	size_t	 i, k = 0;
-
-	qsort(cuts, n, sizeof *cuts, cmp_cut);
-	for (i = 0; i < n; i++)
-		if (k == 0 || cuts[k - 1] != cuts[i])
-			cuts[k++] = cuts[i];
-	return k;
-}
-
 /* The first of the n ascending cuts at or after lo, or n. */
 static size_t
 first_cut(const int64_t *cuts, size_t n, int64_t lo)
@@ -471,7 +453,15 @@ canonical(struct arena *a, const struct plist *in, struct gn_piece **out,
 			cuts[ncuts++] = in->v[k].lo;
 			cuts[ncuts++] = in->v[k].hi;
 		}
-		ncuts = distinct_cuts(cuts, ncuts);
+		/*
+		 * Each once: a norm summed over ranks whose values are
+		 * their own (no dp reduction, its norm squared all-reduced)
+		 * holds dp pieces of one range, and with the cut repeated
+		 * for each, every piece stepped over all of them, dp
+		 * squared per parameter in each of the fix search's audits
+		 * (hf-48205-ep-router-partial-fixed at dp 4,096: 15 s).
+		 */
+		ncuts = sort_unique(cuts, ncuts, sizeof *cuts, cmp_cut);
 		for (k = i; k < j; k++) {
 			const struct gn_piece *p = &in->v[k];
 			size_t	 c;
