@@ -169,25 +169,26 @@ read_values(struct import_state *st, struct megatron_values *v)
 	v->pad = !no_pad && !disable_pad;
 	v->sink = learnable_sink(st);
 	/*
-	 * The numbers that only some launches use are read all the same,
-	 * and then set aside (listed as ignored): a malformed one is refused
-	 * by name, as Megatron's type=int refuses it, rather than ignored.
+	 * The numbers that only some launches use are checked all the same
+	 * and set aside (listed as ignored): a malformed one is refused by
+	 * name, as Megatron's type=int refuses it, rather than ignored; but
+	 * only what type=int refuses, since Megatron never reads them.
 	 */
-	v->heads = mg_int_arg(st, MA_HEADS, 1, dim, 0);
-	v->kv_channels = mg_int_arg(st, MA_KV_CHANNELS, 1, dim, 0);
-	if (!v->qk_layernorm && !v->sink) {
-		v->heads = v->kv_channels = 0;
-		set_aside(st, MA_HEADS);
-		set_aside(st, MA_KV_CHANNELS);
+	if (v->qk_layernorm || v->sink) {
+		v->heads = mg_int_arg(st, MA_HEADS, 1, dim, 0);
+		v->kv_channels = mg_int_arg(st, MA_KV_CHANNELS, 1, dim, 0);
+	} else {
+		mg_int_aside(st, MA_HEADS);
+		mg_int_aside(st, MA_KV_CHANNELS);
 	}
 	v->ep = mg_int_arg(st, MA_EP, 1, mesh, 1);
-	v->etp = mg_int_arg(st, MA_ETP, 1, mesh, 0);
-	/* core_v0.4.0's SwitchMLP routes each token to one expert. */
-	v->topk = mg_int_arg(st, MA_TOPK, 1, CFG_MAX_EXPERTS,
-	    mg_older_than(st, "0.5.0") ? 1 : 2);
-	v->moe_ffn = mg_int_arg(st, MA_MOE_FFN, 1, dim, 0);
-	v->shared = mg_int_arg(st, MA_SHARED, 0, dim, 0);
 	if (v->experts > 0) {
+		v->etp = mg_int_arg(st, MA_ETP, 1, mesh, 0);
+		/* core_v0.4.0's SwitchMLP routes each token to one expert. */
+		v->topk = mg_int_arg(st, MA_TOPK, 1, CFG_MAX_EXPERTS,
+		    mg_older_than(st, "0.5.0") ? 1 : 2);
+		v->moe_ffn = mg_int_arg(st, MA_MOE_FFN, 1, dim, 0);
+		v->shared = mg_int_arg(st, MA_SHARED, 0, dim, 0);
 		v->probs_on_input = mg_flag_arg(st, MA_PROBS_ON_INPUT);
 		v->shared_gate = mg_flag_arg(st, MA_SHARED_GATE);
 	} else {
@@ -196,18 +197,17 @@ read_values(struct import_state *st, struct megatron_values *v)
 			mg_refuse(st, "--expert-model-parallel-size %s needs "
 			    "--num-experts (Megatron asserts it)",
 			    mg_shown(&sh, st->use[MA_EP].value));
-		v->ep = v->etp = v->topk = v->moe_ffn = v->shared = 0;
+		v->ep = 0;
 		set_aside(st, MA_EP);
-		set_aside(st, MA_ETP);
-		set_aside(st, MA_TOPK);
-		set_aside(st, MA_MOE_FFN);
-		set_aside(st, MA_SHARED);
+		mg_int_aside(st, MA_ETP);
+		mg_int_aside(st, MA_TOPK);
+		mg_int_aside(st, MA_MOE_FFN);
+		mg_int_aside(st, MA_SHARED);
 	}
-	v->bucket = mg_int_arg(st, MA_BUCKET, 1, LONG_MAX, 0);
-	if (!v->overlap) {
-		v->bucket = 0;
-		set_aside(st, MA_BUCKET);
-	}
+	if (v->overlap)
+		v->bucket = mg_int_arg(st, MA_BUCKET, 1, LONG_MAX, 0);
+	else
+		mg_int_aside(st, MA_BUCKET);
 	v->mtp = mg_int_arg(st, MA_MTP, 0, 8, 0);
 }
 

@@ -167,6 +167,55 @@ mg_int_arg(struct import_state *st, enum mapped_arg k, long min, long max,
 	return n;
 }
 
+/*
+ * Whether v is a word Python's int() takes, as argparse's type=int reads
+ * it: blanks around, a sign, decimal digits with single underscores
+ * between them ("40_000_000"), at most 4,300 of them (CPython's
+ * int_max_str_digits since 3.11).
+ */
+static bool
+python_int(const char *v)
+{
+	size_t	 digits = 0;
+
+	while (isspace((unsigned char)*v))
+		v++;
+	if (*v == '+' || *v == '-')
+		v++;
+	if (!isdigit((unsigned char)*v))
+		return false;
+	for (; *v != '\0' && !isspace((unsigned char)*v); v++) {
+		if (isdigit((unsigned char)*v))
+			digits++;
+		else if (*v != '_' || !isdigit((unsigned char)v[1]))
+			return false;
+	}
+	while (isspace((unsigned char)*v))
+		v++;
+	return *v == '\0' && digits <= 4300;
+}
+
+/*
+ * An integer argument this launch does not use: refused only where
+ * Megatron's argparse refuses it, and listed as ignored.  The range of a
+ * used one held for it too, and "--ddp-bucket-size 0" without
+ * --overlap-grad-reduce, which Megatron takes and never reads
+ * (DistributedDataParallel sets bucket_size to None), was refused
+ * (44f16d4).
+ */
+void
+mg_int_aside(struct import_state *st, enum mapped_arg k)
+{
+	const struct arg_use *u = &st->use[k];
+	struct shown	 sh;
+
+	if (!u->given || u->value == NULL || python_int(u->value))
+		return;
+	mg_refuse(st, "--%s \"%s\": expected an integer%s",
+	    megatron_args[k].name, mg_shown(&sh, u->value), *u->value == '$' ?
+	    " (a shell variable that was not expanded: give its value)" : "");
+}
+
 bool
 mg_flag_arg(struct import_state *st, enum mapped_arg k)
 {

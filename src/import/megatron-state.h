@@ -72,6 +72,8 @@ bool	 mg_older_than(const struct import_state *, const char *release);
 /* An integer argument in [min, max], def when not given; refused if not. */
 long	 mg_int_arg(struct import_state *, enum mapped_arg, long min,
 	    long max, long def);
+/* An integer argument the launch does not use: checked as argparse does. */
+void	 mg_int_aside(struct import_state *, enum mapped_arg);
 /* Whether a flag was given (and so read). */
 bool	 mg_flag_arg(struct import_state *, enum mapped_arg);
 /* Where a value came from, for the comments: the argument or a default. */
