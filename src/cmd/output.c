@@ -62,6 +62,46 @@ output_junit_not_audited(const struct options *o, const char *why)
 }
 
 /*
+ * The file a write to path lands in, into file (PATH_MAX bytes): links
+ * are followed, a dangling last one too, since fopen creates its target.
+ * False, errno set, for a chain of links longer than the kernel follows
+ * or a name past PATH_MAX.
+ */
+static bool
+link_target(const char *path, char *file)
+{
+	char		 target[PATH_MAX], *slash;
+	struct stat	 st;
+	ssize_t		 n;
+	int		 hops;
+
+	if ((size_t)snprintf(file, PATH_MAX, "%s", path) >= PATH_MAX) {
+		errno = ENAMETOOLONG;
+		return false;
+	}
+	/* Bounded as the kernel bounds a chain of links (ELOOP). */
+	for (hops = 0; lstat(file, &st) == 0 && S_ISLNK(st.st_mode); hops++) {
+		if (hops == 40) {
+			errno = ELOOP;
+			return false;
+		}
+		if ((n = readlink(file, target, sizeof target - 1)) == -1)
+			return false;
+		target[n] = '\0';
+		if (target[0] != '/' && (slash = strrchr(file, '/')) != NULL)
+			slash[1] = '\0';
+		else
+			file[0] = '\0';
+		if (strlen(file) + strlen(target) >= PATH_MAX) {
+			errno = ENAMETOOLONG;
+			return false;
+		}
+		strcat(file, target);
+	}
+	return true;
+}
+
+/*
  * Whether path can be written, found before an audit that may take
  * minutes: an existing file is opened for writing without truncating it,
  * a new one is created and removed again, so that a failed run leaves no
@@ -74,6 +114,7 @@ static int
 check_writable(const char *path, const char *what)
 {
 	struct stat	 st;
+	char		 file[PATH_MAX];
 	int		 fd;
 
 	if (stat(path, &st) == 0) {
@@ -94,11 +135,18 @@ check_writable(const char *path, const char *what)
 		close(fd);
 		return EXIT_OK;
 	}
-	if ((fd = open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+	/*
+	 * A dangling link: fopen creates the file it names, and O_EXCL on
+	 * the link itself said "File exists" (--junit latest.xml, a link to
+	 * a report not yet written, exit 2).  The file is tried instead.
+	 */
+	if (!link_target(path, file))
+		goto fail;
+	if ((fd = open(file, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
 	    0666)) == -1)
 		goto fail;
 	close(fd);
-	unlink(path);
+	unlink(file);
 	return EXIT_OK;
 fail:
 	fprintf(stderr, "%s: %s: cannot write %s: %s\n", progname, path, what,
@@ -123,34 +171,16 @@ same_file(const char *path, const char *other)
 
 /*
  * The directory a write to path lands in, resolved into dir (PATH_MAX
- * bytes): links are followed, a dangling last one too, since fopen
- * creates its target.  False when that directory does not exist, which
- * check_writable reports.
+ * bytes), the last link followed as link_target does.  False when that
+ * directory does not exist, which check_writable reports.
  */
 static bool
 landing_dir(const char *path, char *dir)
 {
-	char		 cur[PATH_MAX], target[PATH_MAX], *slash;
-	struct stat	 st;
-	ssize_t		 n;
-	int		 hops;
+	char		 cur[PATH_MAX], *slash;
 
-	if ((size_t)snprintf(cur, sizeof cur, "%s", path) >= sizeof cur)
+	if (!link_target(path, cur))
 		return false;
-	/* Bounded as the kernel bounds a chain of links (ELOOP). */
-	for (hops = 0; hops < 40 && lstat(cur, &st) == 0 &&
-	    S_ISLNK(st.st_mode); hops++) {
-		if ((n = readlink(cur, target, sizeof target - 1)) == -1)
-			return false;
-		target[n] = '\0';
-		if (target[0] != '/' && (slash = strrchr(cur, '/')) != NULL)
-			slash[1] = '\0';
-		else
-			cur[0] = '\0';
-		if (strlen(cur) + strlen(target) >= sizeof cur)
-			return false;
-		strcat(cur, target);
-	}
 	if ((slash = strrchr(cur, '/')) == NULL)
 		snprintf(cur, sizeof cur, ".");
 	else if (slash == cur)
