@@ -790,9 +790,23 @@ float_as_decimal(const char *v, char *out, size_t size)
 }
 
 /*
+ * A decimal argument the mapping reads that is no decimal number, which
+ * gradaudit cannot take: refused here when Megatron takes it ("inf",
+ * "1_0.5"), else check_decimals refused it already.
+ */
+static void
+refuse_decimal(struct import_state *st, const char *value, const char *flag)
+{
+	struct shown	 sh;
+
+	if (mg_python_float(value))
+		mg_refuse(st, "%s \"%s\": expected a decimal number", flag,
+		    mg_shown(&sh, value));
+}
+
+/*
  * A loss coefficient as an exact decimal into *dst, unless it is 0 (which
- * changes nothing); false when it is no decimal number, which
- * check_decimals refused.
+ * changes nothing); false, refused, when it is no decimal number.
  */
 static bool
 import_coeff(struct import_state *st, const char *value, const char *flag,
@@ -800,9 +814,10 @@ import_coeff(struct import_state *st, const char *value, const char *flag,
 {
 	char		 dec[64];
 
-	/* check_decimals refused it. */
-	if (!float_as_decimal(value, dec, sizeof dec))
+	if (!float_as_decimal(value, dec, sizeof dec)) {
+		refuse_decimal(st, value, flag);
 		return false;
+	}
 	if (strcmp(dec, "0") != 0) {
 		free(*dst);
 		*dst = xstrdup(dec);
@@ -1125,9 +1140,11 @@ import_mtp(struct import_state *st, const struct megatron_values *v)
 	mg_explain(st, KEY_MTP, "--mtp-num-layers");
 	if (f->given && f->value != NULL) {
 		f->used = true;
-		/* check_decimals refused it. */
-		if (!float_as_decimal(f->value, dec, sizeof dec))
+		if (!float_as_decimal(f->value, dec, sizeof dec)) {
+			refuse_decimal(st, f->value,
+			    "--mtp-loss-scaling-factor");
 			return;
+		}
 		free(c->model.mtp_loss_scaling_factor);
 		c->model.mtp_loss_scaling_factor = xstrdup(dec);
 		mg_explain(st, KEY_MTP_LOSS_SCALING_FACTOR,
@@ -1369,7 +1386,10 @@ import_expert_marks(struct import_state *st, const struct megatron_values *v)
  * sizes and the world, and some only for a MoE model or under some
  * load-balancing types, so that a bad one went unsaid where a size was
  * missing, and "--moe-aux-loss-coeff abc" of a dense model was taken.
- * The mapping takes their syntax as checked.
+ * Malformed is what Megatron's type=float refuses: a value it takes and
+ * never reads, "--moe-aux-loss-coeff inf" or "-0.0" of a dense model, is
+ * no error (44f16d4 refused them); the mapping refuses the ones it reads
+ * and cannot take (refuse_decimal).
  */
 static void
 check_decimals(struct import_state *st)
@@ -1390,7 +1410,8 @@ check_decimals(struct import_state *st)
 		n = u->value != NULL ? 1 : u->count;
 		for (j = 0; j < n; j++) {
 			value = mg_list_value(st, u, j);
-			if (!float_as_decimal(value, dec, sizeof dec))
+			if (!float_as_decimal(value, dec, sizeof dec) &&
+			    !mg_python_float(value))
 				mg_refuse(st, "--%s \"%s\": expected a decimal "
 				    "number", megatron_args[decimal[i]].name,
 				    mg_shown(&sh, value));

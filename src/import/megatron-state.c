@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include "base/text.h"
 #include "base/xmalloc.h"
@@ -193,6 +194,64 @@ python_int(const char *v)
 	while (isspace((unsigned char)*v))
 		v++;
 	return *v == '\0' && digits <= 4300;
+}
+
+/* Past digits with single underscores between them; NULL if none. */
+static const char *
+python_digits(const char *v)
+{
+	if (!isdigit((unsigned char)*v))
+		return NULL;
+	for (v++; isdigit((unsigned char)*v) || (*v == '_' &&
+	    isdigit((unsigned char)v[1])); v++)
+		;
+	return v;
+}
+
+/*
+ * Whether v is a word Python's float() takes, as argparse's type=float
+ * reads it: blanks around, a sign, then inf, infinity or nan in any case,
+ * or digits with a point and an exponent ("1_0.5", ".5", "1e400").
+ */
+bool
+mg_python_float(const char *v)
+{
+	static const char *const words[] = { "infinity", "inf", "nan" };
+	const char	*p;
+	size_t		 i, len;
+
+	while (isspace((unsigned char)*v))
+		v++;
+	if (*v == '+' || *v == '-')
+		v++;
+	for (i = 0, len = 0; i < sizeof words / sizeof words[0]; i++)
+		if (strncasecmp(v, words[i], strlen(words[i])) == 0) {
+			len = strlen(words[i]);
+			break;
+		}
+	if (len > 0)
+		v += len;
+	else {
+		/* A mantissa: "5", "5.", ".5", "5.5", never "." alone. */
+		if ((p = python_digits(v)) != NULL)
+			v = p;
+		if (*v == '.' && python_digits(v + 1) != NULL)
+			v = python_digits(v + 1);
+		else if (*v == '.' && p != NULL)
+			v++;
+		else if (p == NULL)
+			return false;
+		if (*v == 'e' || *v == 'E') {
+			v++;
+			if (*v == '+' || *v == '-')
+				v++;
+			if ((v = python_digits(v)) == NULL)
+				return false;
+		}
+	}
+	while (isspace((unsigned char)*v))
+		v++;
+	return *v == '\0';
 }
 
 /*

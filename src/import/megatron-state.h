@@ -74,6 +74,8 @@ long	 mg_int_arg(struct import_state *, enum mapped_arg, long min,
 	    long max, long def);
 /* An integer argument the launch does not use: checked as argparse does. */
 void	 mg_int_aside(struct import_state *, enum mapped_arg);
+/* Whether a word is one Python's float() takes (argparse's type=float). */
+bool	 mg_python_float(const char *);
 /* Whether a flag was given (and so read). */
 bool	 mg_flag_arg(struct import_state *, enum mapped_arg);
 /* Where a value came from, for the comments: the argument or a default. */
