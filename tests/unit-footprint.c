@@ -13,6 +13,15 @@
  * ranks), the segment arenas held at most 171 bytes per rank and param
  * before, 80 after; the audit's arena, cells and values, 186 bytes per
  * cell before, 112 after.  The bounds leave a tenth for other changes.
+ *
+ * Where every rank clips by a norm of its own, the gradient norm's
+ * findings kept each class's words: a message, a fix and a list of
+ * parameters told for every class of a rank or two, then dropped when
+ * the class joined the finding its message named (gradnorm.c
+ * explain_class).  hf-48205-ep-router-partial-fixed with
+ * grad_norm.expert_norm: local, one of its fix search's candidates, at dp
+ * 1,024 (2,048 ranks): 3,073 bytes per rank before, 2,530 after, most of
+ * them the class's multiplicities that measure.c reads.
  */
 #include <stdint.h>
 #include <stdio.h>
@@ -31,6 +40,8 @@
 /* Segment arena bytes per rank holding a param, and audit bytes per cell. */
 #define SEG_BYTES_PER_HOLDER	88
 #define AUDIT_BYTES_PER_CELL	123
+/* Audit bytes per rank where each clips by a norm of its own. */
+#define NORM_OWN_BYTES_PER_RANK	2780
 
 /* scripts/bench's MoE mesh, at dp 64: 4,096 ranks. */
 static const char moe[] =
@@ -40,6 +51,52 @@ static const char moe[] =
     "  moe: {experts: 8, top_k: 2, expert_ffn: 8}\n"
     "training: {distributed_optimizer: true, sequence_parallel: true}\n"
     "sync: {embedding_grad: after-dp, router_grad: none}\n";
+
+/* Its ranks clip by norms of their own: a class of the norm per rank. */
+static const char norms_own[] =
+    "mesh: {dp: 1024, tp: 2, ep: 2, etp: 1}\n"
+    "model:\n"
+    "  moe: {experts: 4, top_k: 2, expert_ffn: 8,\n"
+    "    score_before_experts: false, ep_on: tp-mask}\n"
+    "sync: {moe_input_grad: replicate}\n"
+    "grad_norm: {expert_norm: local}\n"
+    "plan:\n"
+    "  - {declare: partial, activation: experts-input}\n"
+    "  - {declare: partial, activation: router-scores}\n"
+    "loss: {valid_tokens: all}\n";
+
+/*
+ * The audit's bytes per rank where each rank clips by a norm of its own,
+ * without the effects, as the fix search audits it.
+ */
+static void
+norm_findings_kept(void)
+{
+	struct config_list	 list;
+	struct sym_context	 ctx;
+	struct audit		 a;
+	double			 per_rank;
+
+	memset(&list, 0, sizeof list);
+	if (config_text_load(norms_own, &list) != 0) {
+		tap_ok(false, "the config of norms of their own loads");
+		config_list_free(&list);
+		return;
+	}
+	sym_context_build(&ctx, &list.v[0]);
+	ctx.no_effects = true;
+	sym_audit(&ctx, &a, NULL, NULL);
+	tap_ok(a.grad_norm.present && a.grad_norm.nclasses ==
+	    (size_t)a.mesh.world, "every rank clips by a norm of its own "
+	    "(%zu classes of %d ranks)", a.grad_norm.nclasses, a.mesh.world);
+	per_rank = (double)a.arena.used_bytes / (double)a.mesh.world;
+	tap_ok(per_rank <= NORM_OWN_BYTES_PER_RANK, "the audit holds at most "
+	    "%d bytes per rank, the norm's findings one message each (%.1f)",
+	    NORM_OWN_BYTES_PER_RANK, per_rank);
+	audit_free(&a);
+	sym_context_free(&ctx);
+	config_list_free(&list);
+}
 
 /* The hook after every step: the most the segment arenas held. */
 static void
@@ -98,5 +155,6 @@ main(void)
 	audit_free(&a);
 	sym_context_free(&ctx);
 	config_list_free(&list);
+	norm_findings_kept();
 	return tap_done();
 }
