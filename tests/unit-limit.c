@@ -46,20 +46,112 @@ static const char right_order[] =
     "sync: {embedding_grad: before-dp}\n"
     "loss: {valid_tokens: all}\n";
 
-/* What run_check_memory counts, at its most after any step. */
-static void
-counted_peak(void *arg, const struct sym_run *run, int step)
+/* What run_check_memory counts. */
+static size_t
+counted(const struct sym_run *run)
 {
-	size_t	*peak = arg, n;
+	size_t	 n;
 	int	 l;
 
-	(void)step;
 	n = run->arena->used_bytes + run->table.cap *
 	    (sizeof *run->table.slot + sizeof *run->table.hash);
 	for (l = 0; l < run->model->nlogical; l++)
 		n += run->seg_arenas[l].used_bytes;
+	return n;
+}
+
+/* What run_check_memory counts, at its most after any step. */
+static void
+counted_peak(void *arg, const struct sym_run *run, int step)
+{
+	size_t	*peak = arg, n = counted(run);
+
+	(void)step;
 	if (n > *peak)
 		*peak = n;
+}
+
+/* #844 summed per micro-batch: the second one's backward adds to the first. */
+static const char wrong_order_twice[] =
+    "mesh: {dp: 64, pp: 2}\n"
+    "model: {tie_embeddings: true}\n"
+    "training: {distributed_optimizer: true, micro_batches: 2}\n"
+    "sync: {embedding_grad: after-dp}\n"
+    "loss: {valid_tokens: all}\n";
+
+/*
+ * What a step hook saw: the count at its last call before the second
+ * micro-batch's backward (step -1), and whether any call was of a run
+ * already stopped.
+ */
+struct watch {
+	int	 backwards;
+	size_t	 last, before_second;
+	bool	 saw_stopped;
+};
+
+static void
+watch_run(void *arg, const struct sym_run *run, int step)
+{
+	struct watch *w = arg;
+
+	if (run->stopped)
+		w->saw_stopped = true;
+	if (step == -1 && ++w->backwards == 2)
+		w->before_second = w->last;
+	w->last = counted(run);
+}
+
+/*
+ * A step hook (explain's, sweep's) reads the run's values: past the limit
+ * they are no audit.  Run per micro-batch, a sum of the second
+ * micro-batch's backward past the limit stopped the run, and the hook was
+ * still called on it as the backward (step -1).  The limit here is what
+ * the run held before that backward, which its first sum goes past.
+ */
+static void
+hook_after_stop(void)
+{
+	struct config_list	 list;
+	struct sym_context	 ctx;
+	struct audit		 a;
+	struct watch		 w;
+	bool			 done;
+
+	memset(&list, 0, sizeof list);
+	if (config_text_load(wrong_order_twice, &list) != 0) {
+		tap_ok(false, "the two-micro-batch config loads");
+		config_list_free(&list);
+		return;
+	}
+	if (setenv("GRADAUDIT_TEST_PER_MICRO_BATCH", "1", 1) != 0) {
+		tap_skip("setenv failed", "a hook after the run stopped");
+		config_list_free(&list);
+		return;
+	}
+	sym_context_build(&ctx, &list.v[0]);
+	unsetenv("GRADAUDIT_TEST_PER_MICRO_BATCH");
+	ctx.over_limit_returns = true;
+	memset(&w, 0, sizeof w);
+	done = sym_audit(&ctx, &a, watch_run, &w);
+	audit_free(&a);
+	if (!done || w.backwards != 2) {
+		tap_ok(false, "the config runs per micro-batch, two backwards "
+		    "(%d)", w.backwards);
+		sym_context_free(&ctx);
+		config_list_free(&list);
+		return;
+	}
+	ctx.memory_limit = (int64_t)w.before_second;
+	memset(&w, 0, sizeof w);
+	done = sym_audit(&ctx, &a, watch_run, &w);
+	tap_ok(!done && w.backwards <= 2 && !w.saw_stopped, "a run stopped "
+	    "at the second micro-batch's backward is not shown to the step "
+	    "hook (%d backwards seen, %s)", w.backwards, w.saw_stopped ?
+	    "one of a stopped run" : "none stopped");
+	audit_free(&a);
+	sym_context_free(&ctx);
+	config_list_free(&list);
 }
 
 /*
@@ -164,5 +256,6 @@ main(void)
 	arena_cache_free(&blocks);
 	shrink_past_limit(&list.v[0], right_order);
 	config_list_free(&list);
+	hook_after_stop();
 	return tap_done();
 }

@@ -669,7 +669,14 @@ run_per_micro_batch(struct sym_run *run, sym_step_hook *hook, void *hook_arg)
 				run_one(run, k, hook, hook_arg);
 		if (run->stopped)
 			break;
+		/*
+		 * The backward's sums can stop the run too (over_limit_
+		 * returns), and a stopped run's values are no audit for the
+		 * hook to show as this micro-batch's.
+		 */
 		run_add_micro_batch(run, mb);
+		if (run->stopped)
+			break;
 		if (hook != NULL)
 			hook(hook_arg, run, -1);
 		for (k = 0; k < plan->nsteps; k++)
